@@ -1,0 +1,312 @@
+/*
+ * redlock.h -- distributed locks on a majority of N independent Redis masters
+ * (the Redlock algorithm). This header is the library's manual.
+ *
+ * ---- Read this first ------------------------------------------------------
+ *
+ *   rl_config cfg;
+ *   rl_config_init(&cfg);
+ *   const char *nodes[] = {"127.0.0.1:7001", "127.0.0.1:7002",
+ *                          "127.0.0.1:7003"};
+ *   cfg.nodes = nodes;
+ *   cfg.node_count = 3;
+ *   rl_status st;
+ *   rl_client *c = rl_client_new(&cfg, &st);
+ *   if (c == NULL) { fprintf(stderr, "%s\n", rl_last_error()); ... }
+ *
+ *   rl_acquire_opts o = {0};          (zero means "default" everywhere)
+ *   o.ttl_ms = 10000;
+ *   rl_lock *l;
+ *   if (rl_acquire(c, "jobs:nightly", &o, &l) == RL_OK) {
+ *       ... work, checking rl_lock_validity_ms(l) > 0 ...
+ *       rl_release(l);                (frees l)
+ *   }
+ *   rl_client_free(c);
+ *
+ * - A lock is held while its validity lasts: rl_lock_validity_ms() counts it
+ *   down on CLOCK_BOOTTIME. Stop touching the protected resource before it
+ *   reaches zero, or extend the lock first.
+ * - Every function returns an rl_status (RL_OK == 0, errors negative) and
+ *   leaves a one-line detail in rl_last_error() (per thread): which node,
+ *   which option, what Redis replied. Passwords never appear in it.
+ * - By default the client runs its own event loop on a private thread and
+ *   every function is thread-safe. With cfg.loop set, the client uses the
+ *   caller's libev loop instead, starts no thread, and only the *_async
+ *   functions may be used, from the loop's thread.
+ * - Ownership: inputs are copied before a call returns; privdata is never
+ *   touched; callback arguments are borrowed unless said otherwise.
+ * - Resource names must not start with "redlock:" (reserved for fence
+ *   counters and release channels).
+ *
+ * Guarantees and assumptions: see README.md ("Guarantees").
+ */
+#ifndef REDLOCK_H
+#define REDLOCK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(RL_BUILDING_LIBRARY) && defined(__GNUC__)
+#define RL_API __attribute__((visibility("default")))
+#else
+#define RL_API
+#endif
+
+#define RL_VERSION_MAJOR 0
+#define RL_VERSION_MINOR 1
+#define RL_VERSION_PATCH 0
+#define RL_VERSION_STRING "0.1.0"
+
+/* ---- Status codes ---------------------------------------------------------
+ * One table generates the enum, rl_strerror() and rl_status_name().
+ * Values are stable and append-only. */
+#define RL_STATUS_MAP(X)                                                      \
+    X(RL_OK, 0, "success")                                                    \
+    X(RL_ENOTACQUIRED, -1, "resource is held by another client")             \
+    X(RL_ENOQUORUM, -2, "too few nodes answered to form a quorum")          \
+    X(RL_ELOST, -3, "lock is no longer held")                                \
+    X(RL_EINVAL, -4, "invalid argument")                                      \
+    X(RL_ENOMEM, -5, "out of memory")                                         \
+    X(RL_ETIMEOUT, -6, "operation timed out")                                 \
+    X(RL_EMISUSE, -7, "API misuse")                                           \
+    X(RL_ECANCELED, -8, "operation canceled: the client is being freed")     \
+    X(RL_ERANDOM, -9, "random number generator failed")                       \
+    X(RL_ESYSTEM, -10, "system call failed")
+
+typedef enum rl_status {
+#define RL_STATUS_ENUM_(name, value, text) name = value,
+    RL_STATUS_MAP(RL_STATUS_ENUM_)
+#undef RL_STATUS_ENUM_
+} rl_status;
+
+/* A static, human-readable message for st; never NULL ("unknown error"). */
+RL_API const char *rl_strerror(rl_status st);
+/* The enum name ("RL_ENOQUORUM"); "RL_UNKNOWN" for an unknown code. */
+RL_API const char *rl_status_name(rl_status st);
+/* Detail text of the last failed call made by *this thread* (in a callback:
+ * of the operation being reported). Empty string when there is none. The
+ * pointer stays valid until this thread's next library call. */
+RL_API const char *rl_last_error(void);
+/* "0.1.0" */
+RL_API const char *rl_version(void);
+
+/* ---- Handles --------------------------------------------------------------*/
+typedef struct rl_client rl_client;
+typedef struct rl_lock rl_lock;
+
+/* ---- Client configuration -------------------------------------------------*/
+enum rl_log_level { RL_LOG_ERROR = 0, RL_LOG_WARN = 1, RL_LOG_INFO = 2,
+                    RL_LOG_DEBUG = 3 };
+/* Log sink. Called from the loop thread (or the caller's thread during
+ * rl_client_new). msg is borrowed and never holds a password. */
+typedef void (*rl_log_fn)(int level, const char *msg, void *privdata);
+
+struct ev_loop;
+
+/* Fill it with rl_config_init(), then set nodes. Fields are taken as they
+ * are (no "zero means default" here, so call rl_config_init first);
+ * rl_client_new() validates every field and names the bad one. Fields are
+ * only ever appended. */
+typedef struct rl_config {
+    /* Node addresses, 1..64 of them, all distinct:
+     *   redis://[[user]:password@]host[:port][/db]   (port 6379, db 0)
+     *   unix:///path/to/redis.sock[?db=N]
+     *   host:port                                     (host may be [v6])
+     * Host names are resolved once, inside rl_client_new. */
+    const char *const *nodes;
+    size_t node_count;
+    const char *password;        /* for nodes whose URI has none; or NULL */
+    const char *prefix;          /* prepended to every resource; or NULL */
+    uint32_t connect_timeout_ms; /* 1..60000, default 200 */
+    uint32_t op_timeout_ms;      /* per node and request, 1..60000, def. 50 */
+    double drift_factor;         /* clock rate error, [0, 0.1], def. 0.01 */
+    uint32_t retry_count;        /* retries after the first attempt, def. 3 */
+    uint32_t retry_delay_ms;     /* 1..3600000, default 200 */
+    uint32_t retry_jitter_ms;    /* +-, <= retry_delay_ms, default 100 */
+    uint32_t max_ttl_ms;         /* largest TTL accepted, 1..2^31-1,
+                                    default 60000; also the restart
+                                    quarantine (see trust_restarted_nodes) */
+    bool trust_restarted_nodes;  /* true: nodes run appendfsync always, so a
+                                    restarted node votes at once. def. false */
+    rl_log_fn log;               /* or NULL */
+    void *log_privdata;
+    int log_level;               /* enum rl_log_level, default RL_LOG_WARN */
+    struct ev_loop *loop;        /* external libev loop, or NULL (own thread) */
+} rl_config;
+
+/* Fill *cfg with the defaults above (no nodes). NULL is ignored. */
+RL_API void rl_config_init(rl_config *cfg);
+
+/* Create a client: validates and copies cfg, resolves host names, starts the
+ * connections (and, without cfg->loop, the loop thread), and waits up to
+ * connect_timeout_ms for the nodes to answer. Unreachable nodes do not make
+ * it fail: they are retried in the background with backoff.
+ * Returns NULL on error with *st (if st is not NULL) set to RL_EINVAL (bad
+ * configuration, rl_last_error() names the field or URI), RL_ENOMEM or
+ * RL_ESYSTEM. Blocks; call from any thread but the client's loop thread. */
+RL_API rl_client *rl_client_new(const rl_config *cfg, rl_status *st);
+
+/* Free the client. Operations still in flight end with RL_ECANCELED (their
+ * callbacks run, on the loop thread, before this returns; with an external
+ * loop, right here). Locks still held are not released in Redis (they
+ * expire); their handles must still be freed with rl_lock_free(). NULL is a
+ * no-op. Blocks while the loop thread stops. Not from inside a callback. */
+RL_API void rl_client_free(rl_client *c);
+
+/* ---- Acquire options ------------------------------------------------------*/
+#define RL_WAIT_FOREVER INT64_C(-1)
+#define RL_DEFAULT_TTL_MS 30000u
+
+/* Lost-lock callback: runs on the loop thread, once, before the validity
+ * ends. l is borrowed: do not free it here. */
+typedef void (*rl_lost_cb)(rl_lock *l, void *privdata);
+
+/* All fields: zero means the default, so rl_acquire_opts o = {0} is valid. */
+typedef struct rl_acquire_opts {
+    uint32_t ttl_ms;          /* 1..cfg.max_ttl_ms, default 30000 */
+    int64_t wait_ms;          /* 0: cfg's retry policy; >0 keep trying for
+                                 this long; RL_WAIT_FOREVER: until acquired */
+    uint32_t min_validity_ms; /* fail the attempt if less validity remains */
+} rl_acquire_opts;
+
+/* ---- Blocking API (thread-safe; not with cfg.loop; not in callbacks) ------*/
+
+/* Acquire resource (1..512 bytes, no "redlock:" prefix) on a majority.
+ * On RL_OK *out is a lock the caller owns (free with rl_release or
+ * rl_lock_free). Errors: RL_ENOTACQUIRED (held by another client, retries
+ * and wait ran out), RL_ENOQUORUM (too few nodes answered), RL_ETIMEOUT
+ * (quorum reached with less validity than asked), RL_EINVAL, RL_EMISUSE,
+ * RL_ENOMEM, RL_ERANDOM, RL_ECANCELED. Blocks. */
+RL_API rl_status rl_acquire(rl_client *c, const char *resource,
+                            const rl_acquire_opts *o, rl_lock **out);
+
+/* Acquire several resources at once: on each node all of them or none
+ * (one script call per node). count 1..64. Otherwise as rl_acquire. */
+RL_API rl_status rl_acquire_multi(rl_client *c, const char *const *resources,
+                                  size_t count, const rl_acquire_opts *o,
+                                  rl_lock **out);
+
+/* Extend the lock to ttl_ms (1..max_ttl_ms; 0 = the TTL it was acquired
+ * with) by re-quorum: on each node the key's expiry is reset only where it
+ * still holds this lock's token; an absent key is never recreated. RL_OK:
+ * validity renewed from the round's start. RL_ELOST: a majority says the
+ * lock is gone or taken, or validity ran out first (the lock is then marked
+ * lost). RL_ENOQUORUM: too few answers (validity unchanged; you may retry).
+ * Blocks. */
+RL_API rl_status rl_extend(rl_lock *l, uint32_t ttl_ms);
+
+/* Release the lock on all nodes and free l (consumes l: the pointer is dead
+ * after the call, whatever the result). RL_OK: released (or, for an adopted
+ * token, released or already free). RL_ELOST: the validity had already run
+ * out before the release (keys deleted where still ours).
+ * RL_ENOTACQUIRED: a majority holds another token. RL_ENOQUORUM: too few
+ * nodes answered (keys expire by themselves). NULL returns RL_EINVAL.
+ * Blocks. */
+RL_API rl_status rl_release(rl_lock *l);
+
+/* Free the handle without touching Redis (the keys expire). NULL is a
+ * no-op. Use after rl_client_free or when giving up a lost lock. */
+RL_API void rl_lock_free(rl_lock *l);
+
+/* Make a handle for a lock known only by its token (e.g. from another
+ * process or the CLI), so it can be extended or released. Its validity is
+ * unknown (0) until a successful rl_extend. Does not touch Redis. */
+RL_API rl_status rl_lock_adopt(rl_client *c, const char *resource,
+                               const char *token, rl_lock **out);
+
+/* ---- Lock getters (any thread, never block) --------------------------------*/
+/* Milliseconds of validity left (<= 0 once it has run out), measured on
+ * CLOCK_BOOTTIME from just before the winning round was sent. */
+RL_API int64_t rl_lock_validity_ms(const rl_lock *l);
+/* The token stored in Redis (hex, >= 128 random bits). Borrowed. */
+RL_API const char *rl_lock_token(const rl_lock *l);
+/* The first resource name (without prefix). Borrowed. */
+RL_API const char *rl_lock_resource(const rl_lock *l);
+/* Nodes that voted for the winning round. */
+RL_API unsigned rl_lock_nodes_ok(const rl_lock *l);
+/* True once the lock is known lost (extend said so, or validity ran out
+ * while a renewal was expected). */
+RL_API bool rl_lock_lost(const rl_lock *l);
+
+/* ---- Async API --------------------------------------------------------------
+ * Callable from any thread (with cfg.loop: only from the loop's thread).
+ * A call that returns an error never runs its callback; a call that returns
+ * RL_OK runs its callback exactly once, on the loop thread, also when the
+ * client is freed meanwhile (status RL_ECANCELED). Within a callback any
+ * async call is allowed, blocking calls return RL_EMISUSE, and
+ * rl_last_error() describes the reported failure. */
+
+/* On RL_OK, ownership of lock passes to you; otherwise lock is NULL. */
+typedef void (*rl_acquire_cb)(rl_client *c, rl_status st, rl_lock *lock,
+                              void *privdata);
+/* l is borrowed (still yours) and valid during the callback. */
+typedef void (*rl_extend_cb)(rl_lock *l, rl_status st, void *privdata);
+/* The lock is already freed when this runs. */
+typedef void (*rl_release_cb)(rl_client *c, rl_status st, void *privdata);
+
+RL_API rl_status rl_acquire_async(rl_client *c, const char *resource,
+                                  const rl_acquire_opts *o, rl_acquire_cb cb,
+                                  void *privdata);
+RL_API rl_status rl_acquire_multi_async(rl_client *c,
+                                        const char *const *resources,
+                                        size_t count,
+                                        const rl_acquire_opts *o,
+                                        rl_acquire_cb cb, void *privdata);
+/* At most one extend may be in flight per lock (else RL_EMISUSE). */
+RL_API rl_status rl_extend_async(rl_lock *l, uint32_t ttl_ms, rl_extend_cb cb,
+                                 void *privdata);
+/* Consumes l once it returns RL_OK (not on an error return). cb may be
+ * NULL (fire and forget). An extend in flight is reported as RL_ECANCELED
+ * first. */
+RL_API rl_status rl_release_async(rl_lock *l, rl_release_cb cb,
+                                  void *privdata);
+
+/* ---- Inspection (blocking, thread-safe; not with cfg.loop) ---------------*/
+
+#define RL_NAME_LEN 128
+#define RL_ERROR_LEN 256
+
+/* One node, as rl_client_ping sees it. */
+typedef struct rl_node_info {
+    char name[RL_NAME_LEN];   /* "host:port" or "unix:/path"; no password */
+    bool reachable;           /* answered PING */
+    bool voting;              /* its vote counts (not quarantined, §5.7) */
+    int64_t latency_us;       /* PING round trip; -1 when unreachable */
+    int64_t uptime_ms;        /* server uptime; -1 when unknown */
+    char version[32];         /* redis_version; "" when unknown */
+    char error[RL_ERROR_LEN]; /* why unreachable; "" otherwise */
+} rl_node_info;
+
+/* PING every node at once and describe each (out[i] for node i, up to cap;
+ * *count = number of nodes). RL_OK when a quorum of nodes is reachable and
+ * voting, RL_ENOQUORUM otherwise; RL_EINVAL, RL_EMISUSE. Blocks up to
+ * about op_timeout_ms (connect_timeout_ms while connecting). */
+RL_API rl_status rl_client_ping(rl_client *c, rl_node_info *out, size_t cap,
+                                size_t *count);
+
+/* One node's view of a resource. */
+typedef struct rl_holder_info {
+    char name[RL_NAME_LEN];   /* node */
+    bool reachable;
+    char token[132];          /* holder's token, "" when free */
+    int64_t pttl_ms;          /* remaining TTL; -2 when free, -1 no expiry */
+    char error[RL_ERROR_LEN];
+} rl_holder_info;
+
+/* Read the resource's key on every node (out[i] for node i, up to cap;
+ * *count = number of nodes). RL_OK when a quorum answered, else
+ * RL_ENOQUORUM; RL_EINVAL, RL_EMISUSE. Blocks. */
+RL_API rl_status rl_resource_status(rl_client *c, const char *resource,
+                                    rl_holder_info *out, size_t cap,
+                                    size_t *count);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* REDLOCK_H */

@@ -1,0 +1,306 @@
+/* acquire.c -- acquire one or several resources on a majority (§5.1, §5.2).
+ *
+ * One acquire operation owns: the lock handle being built (keys + token,
+ * handed to the caller on success), a quorum round, and a retry timer.
+ * Attempt: t0 just before the first send; SET key token NX PX ttl on every
+ * node (or, for several resources, a script that sets all of them or none);
+ * the round decides as soon as the outcome is certain. On success the
+ * validity is ttl - elapsed - drift; if that is not above min_validity the
+ * attempt counts as failed. After every failed attempt the token is
+ * released on every node that may hold it (all but those that refused),
+ * including nodes that have not answered yet: their SET may still land,
+ * and the release is queued behind it on the same connection. Then we
+ * wait retry_delay +- jitter (capped by the wait deadline) and try again,
+ * until the retries or the wait run out.
+ * Every path ends in finish(): the callback runs exactly once. */
+#include <stdio.h>
+#include <string.h>
+
+#include "lock.h"
+
+/* Waits longer than this (a century) are treated as RL_WAIT_FOREVER. */
+#define MAX_WAIT_MS (INT64_C(100) * 365 * 24 * 3600 * 1000)
+
+struct acquire_op {
+    struct op base;
+    rl_acquire_cb cb;
+    void *privdata;
+    struct rl_lock *lock;        /* ours until handed over */
+    uint32_t ttl_ms;
+    uint32_t min_validity_ms;
+    bool wait_forever;
+    rl_mono_us wait_deadline_us; /* 0: count retries instead */
+    uint32_t retries_left;
+    char ttl_buf[16];
+    struct quorum_round round;
+    struct loop_timer *retry_timer;
+    rl_status status;            /* of the last attempt */
+    char detail[RL_ERRLEN];
+};
+
+static void attempt(void *arg);
+
+static void finish(struct acquire_op *op, rl_status st)
+{
+    rl_client *c = op->base.client;
+    rl_acquire_cb cb = op->cb;
+    void *privdata = op->privdata;
+    struct rl_lock *lock = NULL;
+
+    round_clear(&op->round);
+    loop_timer_free(op->retry_timer);
+    if (st == RL_OK) {
+        lock = op->lock;
+        client_lock_add(c, lock);
+        rl_error_clear();
+    } else {
+        lock_destroy(op->lock);
+        rl_error_set_text(op->detail);
+    }
+    client_op_finished(c, &op->base);
+    free(op);
+    cb(c, st, lock, privdata);
+}
+
+static void cancel(struct op *base)
+{
+    struct acquire_op *op = (struct acquire_op *)base;
+
+    snprintf(op->detail, sizeof(op->detail),
+             "acquire of '%s' canceled: client freed", op->lock->resource);
+    finish(op, RL_ECANCELED);
+}
+
+/* Release our token on every node that may have stored it. */
+static void roll_back(struct acquire_op *op)
+{
+    struct lock_cmd release;
+    struct node *targets[RL_MAX_NODES];
+    size_t i, n = 0;
+
+    lock_script_cmd(op->lock, SCRIPT_RELEASE, NULL, &release);
+    for (i = 0; i < op->round.n; i++) {
+        if (op->round.slots[i].vote != VOTE_NO)
+            targets[n++] = op->round.nodes[i];
+    }
+    round_broadcast(targets, n, &release.cmd);
+}
+
+static bool may_retry(struct acquire_op *op, rl_mono_us now)
+{
+    if (op->wait_forever)
+        return true;
+    if (op->wait_deadline_us != 0)
+        return now < op->wait_deadline_us;
+    if (op->retries_left == 0)
+        return false;
+    op->retries_left--;
+    return true;
+}
+
+static void attempt_failed(struct acquire_op *op, rl_status st)
+{
+    rl_client *c = op->base.client;
+    rl_mono_us now = mono_now_us();
+    uint64_t delay_us;
+    uint32_t jitter = c->cfg.retry_jitter_ms;
+
+    roll_back(op);
+    op->status = st;
+    if (!may_retry(op, now)) {
+        finish(op, st);
+        return;
+    }
+    delay_us = ((uint64_t)c->cfg.retry_delay_ms - jitter +
+                client_random(c, 2 * jitter + 1)) *
+               1000u;
+    if (op->wait_deadline_us != 0 && now + delay_us > op->wait_deadline_us)
+        delay_us = op->wait_deadline_us - now;
+    loop_timer_arm(op->retry_timer, delay_us);
+}
+
+static void decided(void *owner, enum verdict v)
+{
+    struct acquire_op *op = owner;
+    rl_client *c = op->base.client;
+    struct quorum_round *q = &op->round;
+    rl_mono_us now = mono_now_us();
+    int64_t validity_us;
+
+    if (v == VERDICT_SUCCESS) {
+        validity_us = validity_compute_us(op->ttl_ms, c->cfg.drift_factor,
+                                          q->t0, now);
+        if (validity_us > (int64_t)op->min_validity_ms * 1000 &&
+            validity_us > 0) {
+            atomic_store(&op->lock->deadline_us,
+                         validity_deadline(op->ttl_ms, c->cfg.drift_factor,
+                                           q->t0));
+            atomic_store(&op->lock->nodes_ok, (unsigned)q->yes);
+            op->lock->ttl_ms = op->ttl_ms;
+            finish(op, RL_OK);
+            return;
+        }
+        snprintf(op->detail, sizeof(op->detail),
+                 "'%s': quorum reached after %llu ms, leaving %lld ms of "
+                 "validity (minimum %u ms)",
+                 op->lock->resource,
+                 (unsigned long long)((now - q->t0) / 1000),
+                 (long long)(validity_us / 1000), op->min_validity_ms);
+        attempt_failed(op, RL_ETIMEOUT);
+        return;
+    }
+    if (q->failed > q->n - quorum_size(q->n)) {
+        snprintf(op->detail, sizeof(op->detail),
+                 "'%s': %zu of %zu nodes failed (need %zu): %s",
+                 op->lock->resource, q->failed, q->n, quorum_size(q->n),
+                 q->detail);
+        attempt_failed(op, RL_ENOQUORUM);
+        return;
+    }
+    snprintf(op->detail, sizeof(op->detail),
+             "'%s' is held by another client (%zu of %zu nodes refused%s%s)",
+             op->lock->resource, q->refused, q->n,
+             q->detail[0] ? "; " : "", q->detail);
+    attempt_failed(op, RL_ENOTACQUIRED);
+}
+
+static enum vote classify(void *owner, size_t slot,
+                          const struct node_reply *r)
+{
+    struct acquire_op *op = owner;
+
+    RL_UNUSED(slot);
+    if (op->lock->nkeys == 1) {
+        if (r->kind == REPLY_STATUS && r->len == 2 &&
+            memcmp(r->str, "OK", 2) == 0)
+            return VOTE_YES;
+        if (r->kind == REPLY_NIL)
+            return VOTE_NO;
+        return VOTE_ERROR;
+    }
+    if (r->kind == REPLY_INTEGER)
+        return r->integer == 1 ? VOTE_YES : VOTE_NO;
+    return VOTE_ERROR;
+}
+
+static void attempt(void *arg)
+{
+    struct acquire_op *op = arg;
+    struct rl_lock *l = op->lock;
+    struct lock_cmd multi;
+    struct round_cmd set;
+    const char *argv[6];
+    size_t lens[6];
+    enum verdict v;
+
+    if (l->nkeys == 1) {
+        argv[0] = "SET";
+        argv[1] = l->keys[0];
+        argv[2] = l->token;
+        argv[3] = "NX";
+        argv[4] = "PX";
+        argv[5] = op->ttl_buf;
+        for (int i = 0; i < 6; i++)
+            lens[i] = strlen(argv[i]);
+        lens[1] = l->key_lens[0];
+        set = (struct round_cmd){NULL, 0, 6, argv, lens};
+        v = round_start(&op->round, ROUND_EARLY, &set, classify, decided,
+                        op);
+    } else {
+        lock_script_cmd(l, SCRIPT_ACQUIRE_MULTI, op->ttl_buf, &multi);
+        v = round_start(&op->round, ROUND_EARLY, &multi.cmd, classify,
+                        decided, op);
+    }
+    if (v != VERDICT_PENDING)
+        decided(op, v);
+}
+
+static void start(struct op *base)
+{
+    attempt(base);
+}
+
+rl_status acquire_submit(rl_client *c, const char *const *resources,
+                         size_t count, const rl_acquire_opts *o,
+                         rl_acquire_cb cb, void *privdata)
+{
+    struct acquire_op *op;
+    rl_status st;
+    uint32_t ttl;
+    size_t i;
+
+    if (c == NULL)
+        return rl_fail(RL_EINVAL, "client is NULL");
+    if (cb == NULL)
+        return rl_fail(RL_EINVAL, "callback is NULL");
+    if (resources == NULL || count == 0 || count > RL_MAX_RESOURCES)
+        return rl_fail(RL_EINVAL, "resources: 1..%d names required",
+                       RL_MAX_RESOURCES);
+    for (i = 0; i < count; i++) {
+        st = config_check_resource(resources[i], "resource");
+        if (st != RL_OK)
+            return st;
+    }
+    st = config_effective_ttl(&c->cfg, o != NULL ? o->ttl_ms : 0, &ttl);
+    if (st != RL_OK)
+        return st;
+    if (o != NULL && o->wait_ms < 0 && o->wait_ms != RL_WAIT_FOREVER)
+        return rl_fail(RL_EINVAL,
+                       "wait_ms must be >= 0 or RL_WAIT_FOREVER, got %lld",
+                       (long long)o->wait_ms);
+    if (o != NULL && o->min_validity_ms >= ttl)
+        return rl_fail(RL_EINVAL, "min_validity_ms %u must be below ttl %u",
+                       o->min_validity_ms, ttl);
+    op = calloc(1, sizeof(*op));
+    if (op == NULL)
+        return rl_fail(RL_ENOMEM, "out of memory for an acquire");
+    st = lock_new(c, resources, count, NULL, &op->lock);
+    if (st != RL_OK)
+        goto out_free;
+    st = round_init(&op->round, c->nodes, c->node_count);
+    if (st != RL_OK)
+        goto out_free;
+    op->retry_timer = loop_timer_new(c, attempt, op);
+    if (op->retry_timer == NULL) {
+        st = rl_fail(RL_ENOMEM, "out of memory for a timer");
+        goto out_free;
+    }
+    op->base.client = c;
+    op->base.start = start;
+    op->base.cancel = cancel;
+    op->cb = cb;
+    op->privdata = privdata;
+    op->ttl_ms = ttl;
+    snprintf(op->ttl_buf, sizeof(op->ttl_buf), "%u", ttl);
+    op->min_validity_ms = o != NULL ? o->min_validity_ms : 0;
+    op->retries_left = c->cfg.retry_count;
+    if (o != NULL && o->wait_ms == RL_WAIT_FOREVER)
+        op->wait_forever = true;
+    else if (o != NULL && o->wait_ms > MAX_WAIT_MS)
+        op->wait_forever = true;
+    else if (o != NULL && o->wait_ms > 0)
+        op->wait_deadline_us = mono_now_us() + (rl_mono_us)o->wait_ms * 1000u;
+    st = client_submit(c, &op->base);
+    if (st == RL_OK)
+        return RL_OK;
+out_free:
+    round_clear(&op->round);
+    loop_timer_free(op->retry_timer);
+    lock_destroy(op->lock);
+    free(op);
+    return st;
+}
+
+rl_status rl_acquire_async(rl_client *c, const char *resource,
+                           const rl_acquire_opts *o, rl_acquire_cb cb,
+                           void *privdata)
+{
+    return acquire_submit(c, &resource, 1, o, cb, privdata);
+}
+
+rl_status rl_acquire_multi_async(rl_client *c, const char *const *resources,
+                                 size_t count, const rl_acquire_opts *o,
+                                 rl_acquire_cb cb, void *privdata)
+{
+    return acquire_submit(c, resources, count, o, cb, privdata);
+}

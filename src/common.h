@@ -1,0 +1,34 @@
+/* common.h -- the few helpers every module uses: allocation wrappers that
+ * return NULL instead of aborting, ARRAY_SIZE, RL_UNUSED, and the detail
+ * message of the current thread (error.c). */
+#ifndef REDLOCK_COMMON_H
+#define REDLOCK_COMMON_H
+
+#include <stddef.h>
+#include <stdlib.h>
+
+#include "redlock.h"
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define RL_UNUSED(x) ((void)(x))
+
+#if defined(__GNUC__)
+#define RL_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#else
+#define RL_PRINTF(fmt, args)
+#endif
+
+/* Detail message buffer size: one line naming node, option or reply. */
+#define RL_ERRLEN 256
+
+/* Duplicate s (NULL stays NULL); NULL return with s != NULL means OOM. */
+char *rl_strdup(const char *s);
+
+/* Set this thread's rl_last_error() text and return st. */
+rl_status rl_fail(rl_status st, const char *fmt, ...) RL_PRINTF(2, 3);
+/* Copy msg (may be NULL) into this thread's rl_last_error(). */
+void rl_error_set_text(const char *msg);
+/* Clear this thread's rl_last_error(). */
+void rl_error_clear(void);
+
+#endif

@@ -1,0 +1,215 @@
+/* config.c -- rl_config defaults, validation and the owned copy (§4, §7).
+ *
+ * Everything the caller passes is checked here, once, with a message that
+ * names the field or the URI (never the password), and copied, so the
+ * caller may free its strings as soon as rl_client_new returns. Host names
+ * are resolved here, on the caller's thread: hiredis 0.14 would otherwise
+ * call getaddrinfo inside the event loop at every reconnect. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "clock.h"
+#include "config.h"
+
+void rl_config_init(rl_config *cfg)
+{
+    if (cfg == NULL)
+        return;
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->connect_timeout_ms = 200;
+    cfg->op_timeout_ms = 50;
+    cfg->drift_factor = 0.01;
+    cfg->retry_count = 3;
+    cfg->retry_delay_ms = 200;
+    cfg->retry_jitter_ms = 100;
+    cfg->max_ttl_ms = 60000;
+    cfg->log_level = RL_LOG_WARN;
+}
+
+static rl_status check_range(const char *field, uint32_t v, uint32_t lo,
+                             uint32_t hi)
+{
+    if (v < lo || v > hi)
+        return rl_fail(RL_EINVAL, "%s must be %u..%u, got %u", field, lo, hi,
+                       v);
+    return RL_OK;
+}
+
+static rl_status check_numbers(const rl_config *in)
+{
+    rl_status st;
+
+    st = check_range("connect_timeout_ms", in->connect_timeout_ms, 1, 60000);
+    if (st == RL_OK)
+        st = check_range("op_timeout_ms", in->op_timeout_ms, 1, 60000);
+    if (st == RL_OK)
+        st = check_range("retry_count", in->retry_count, 0, 1000000);
+    if (st == RL_OK)
+        st = check_range("retry_delay_ms", in->retry_delay_ms, 1, 3600000);
+    if (st == RL_OK)
+        st = check_range("retry_jitter_ms", in->retry_jitter_ms, 0,
+                         in->retry_delay_ms);
+    if (st == RL_OK)
+        st = check_range("max_ttl_ms", in->max_ttl_ms, 1, INT32_MAX);
+    if (st != RL_OK)
+        return st;
+    /* Written so that NaN fails too. */
+    if (!(in->drift_factor >= 0.0 && in->drift_factor <= 0.1))
+        return rl_fail(RL_EINVAL, "drift_factor must be in [0, 0.1], got %g",
+                       in->drift_factor);
+    if (in->log_level < RL_LOG_ERROR || in->log_level > RL_LOG_DEBUG)
+        return rl_fail(RL_EINVAL, "log_level must be %d..%d, got %d",
+                       RL_LOG_ERROR, RL_LOG_DEBUG, in->log_level);
+    return RL_OK;
+}
+
+/* Parse, resolve and de-duplicate the node list into out->addrs. */
+static rl_status load_nodes(const rl_config *in, struct config *out)
+{
+    char err[RL_ERRLEN];
+    size_t i, j;
+    rl_status st;
+
+    if (in->nodes == NULL || in->node_count == 0)
+        return rl_fail(RL_EINVAL, "nodes: at least one node is required");
+    if (in->node_count > RL_MAX_NODES)
+        return rl_fail(RL_EINVAL, "nodes: at most %d nodes, got %zu",
+                       RL_MAX_NODES, in->node_count);
+    out->addrs = calloc(in->node_count, sizeof(*out->addrs));
+    if (out->addrs == NULL)
+        return rl_fail(RL_ENOMEM, "out of memory for %zu nodes",
+                       in->node_count);
+    out->node_count = in->node_count;
+    for (i = 0; i < in->node_count; i++) {
+        struct node_addr *a = &out->addrs[i];
+
+        if (in->nodes[i] == NULL)
+            return rl_fail(RL_EINVAL, "nodes[%zu] is NULL", i);
+        st = uri_parse(in->nodes[i], a, err, sizeof(err));
+        if (st == RL_OK)
+            st = uri_resolve(a, err, sizeof(err));
+        if (st != RL_OK)
+            return rl_fail(st, "nodes[%zu]: %s", i, err);
+        if (a->password == NULL && in->password != NULL) {
+            a->password = rl_strdup(in->password);
+            if (a->password == NULL)
+                return rl_fail(RL_ENOMEM, "out of memory");
+        }
+        for (j = 0; j < i; j++) {
+            if (node_addr_same(&out->addrs[j], a))
+                return rl_fail(RL_EINVAL,
+                               "nodes[%zu] '%s' duplicates nodes[%zu]", i,
+                               a->display, j);
+        }
+    }
+    return RL_OK;
+}
+
+rl_status config_load(const rl_config *in, struct config *out)
+{
+    rl_status st;
+
+    memset(out, 0, sizeof(*out));
+    if (in == NULL)
+        return rl_fail(RL_EINVAL, "cfg is NULL");
+    st = check_numbers(in);
+    if (st != RL_OK)
+        return st;
+    if (in->prefix != NULL && strlen(in->prefix) > RL_MAX_RESOURCE_LEN)
+        return rl_fail(RL_EINVAL, "prefix is longer than %d bytes",
+                       RL_MAX_RESOURCE_LEN);
+    if (in->prefix != NULL &&
+        strncmp(in->prefix, RL_RESERVED_PREFIX,
+                strlen(RL_RESERVED_PREFIX)) == 0)
+        return rl_fail(RL_EINVAL, "prefix must not start with '%s'",
+                       RL_RESERVED_PREFIX);
+    out->prefix = rl_strdup(in->prefix != NULL ? in->prefix : "");
+    if (out->prefix == NULL)
+        return rl_fail(RL_ENOMEM, "out of memory");
+    out->prefix_len = strlen(out->prefix);
+    st = load_nodes(in, out);
+    if (st != RL_OK) {
+        config_clear(out);
+        return st;
+    }
+    out->connect_timeout_ms = in->connect_timeout_ms;
+    out->op_timeout_ms = in->op_timeout_ms;
+    out->drift_factor = in->drift_factor;
+    out->retry_count = in->retry_count;
+    out->retry_delay_ms = in->retry_delay_ms;
+    out->retry_jitter_ms = in->retry_jitter_ms;
+    out->max_ttl_ms = in->max_ttl_ms;
+    out->trust_restarted_nodes = in->trust_restarted_nodes;
+    out->log = in->log;
+    out->log_privdata = in->log_privdata;
+    out->log_level = in->log_level;
+    out->loop = in->loop;
+    return RL_OK;
+}
+
+void config_clear(struct config *cfg)
+{
+    size_t i;
+
+    if (cfg == NULL)
+        return;
+    for (i = 0; i < cfg->node_count; i++)
+        node_addr_clear(&cfg->addrs[i]);
+    free(cfg->addrs);
+    free(cfg->prefix);
+    memset(cfg, 0, sizeof(*cfg));
+}
+
+void config_log(const struct config *cfg, int level, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+
+    if (cfg->log == NULL || level > cfg->log_level)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    cfg->log(level, msg, cfg->log_privdata);
+}
+
+rl_status config_check_resource(const char *resource, const char *what)
+{
+    size_t len;
+
+    if (resource == NULL)
+        return rl_fail(RL_EINVAL, "%s is NULL", what);
+    len = strnlen(resource, RL_MAX_RESOURCE_LEN + 1);
+    if (len == 0)
+        return rl_fail(RL_EINVAL, "%s is empty", what);
+    if (len > RL_MAX_RESOURCE_LEN)
+        return rl_fail(RL_EINVAL, "%s is longer than %d bytes", what,
+                       RL_MAX_RESOURCE_LEN);
+    if (strncmp(resource, RL_RESERVED_PREFIX, strlen(RL_RESERVED_PREFIX)) ==
+        0)
+        return rl_fail(RL_EINVAL, "%s '%s' uses the reserved namespace '%s'",
+                       what, resource, RL_RESERVED_PREFIX);
+    return RL_OK;
+}
+
+rl_status config_effective_ttl(const struct config *cfg, uint32_t ttl_ms,
+                               uint32_t *out)
+{
+    uint32_t ttl = ttl_ms;
+
+    if (ttl == 0)
+        ttl = RL_DEFAULT_TTL_MS < cfg->max_ttl_ms ? RL_DEFAULT_TTL_MS
+                                                  : cfg->max_ttl_ms;
+
+    if (ttl > cfg->max_ttl_ms)
+        return rl_fail(RL_EINVAL, "ttl_ms %u is above max_ttl_ms %u", ttl,
+                       cfg->max_ttl_ms);
+    if (validity_deadline(ttl, cfg->drift_factor, 0) == 0)
+        return rl_fail(RL_EINVAL,
+                       "ttl_ms %u is too short: the drift allowance "
+                       "(ttl * %g + 2 ms) leaves no validity",
+                       ttl, cfg->drift_factor);
+    *out = ttl;
+    return RL_OK;
+}

@@ -1,0 +1,51 @@
+/* config.h -- the client's validated, owned copy of rl_config. */
+#ifndef REDLOCK_CONFIG_H
+#define REDLOCK_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "uri.h"
+
+#define RL_MAX_NODES 64
+#define RL_MAX_RESOURCE_LEN 512
+#define RL_MAX_RESOURCES 64
+#define RL_RESERVED_PREFIX "redlock:"
+
+struct config {
+    struct node_addr *addrs;     /* node_count parsed + resolved addresses */
+    size_t node_count;
+    char *prefix;                /* never NULL ("" when none) */
+    size_t prefix_len;
+    uint32_t connect_timeout_ms;
+    uint32_t op_timeout_ms;
+    double drift_factor;
+    uint32_t retry_count;
+    uint32_t retry_delay_ms;
+    uint32_t retry_jitter_ms;
+    uint32_t max_ttl_ms;
+    bool trust_restarted_nodes;
+    rl_log_fn log;
+    void *log_privdata;
+    int log_level;
+    struct ev_loop *loop;        /* external loop, or NULL */
+};
+
+/* Validate in and fill *out with owned copies; resolves host names
+ * (blocking). RL_EINVAL names the bad field or URI in rl_last_error(). */
+rl_status config_load(const rl_config *in, struct config *out);
+void config_clear(struct config *cfg);
+
+/* Log through cfg->log when level <= cfg->log_level. */
+void config_log(const struct config *cfg, int level, const char *fmt, ...)
+    RL_PRINTF(3, 4);
+
+/* Check a resource name: non-NULL, 1..RL_MAX_RESOURCE_LEN bytes, not in the
+ * reserved namespace. what names the argument in the message. */
+rl_status config_check_resource(const char *resource, const char *what);
+
+/* ttl 0 selects RL_DEFAULT_TTL_MS; above max_ttl_ms is RL_EINVAL. */
+rl_status config_effective_ttl(const struct config *cfg, uint32_t ttl_ms,
+                               uint32_t *out);
+
+#endif

@@ -1,0 +1,260 @@
+/* inspect.c -- rl_client_ping and rl_resource_status (DESIGN §7 "ping",
+ * "status").
+ *
+ * Both are one ROUND_ALL round (every node answers or times out) whose
+ * per-node results are copied into the caller's array on the loop thread,
+ * then handed back through a waiter. The caller's array is only written
+ * while the caller is blocked waiting for it. Ping also reads each node's
+ * handshake facts (version, uptime, voting) at the moment it answers. */
+#include <stdio.h>
+#include <string.h>
+
+#include "blocking.h"
+#include "inspect.h"
+#include "lock.h"
+
+struct inspect_op {
+    struct op base;
+    struct waiter *waiter;
+    rl_node_info *nodes;        /* ping: one per node, or NULL */
+    rl_holder_info *holders;    /* status: one per node, or NULL */
+    char *key;                  /* status: prefix + resource */
+    struct quorum_round round;
+};
+
+static void finish(struct inspect_op *op, rl_status st)
+{
+    struct waiter *w = op->waiter;
+
+    round_clear(&op->round);
+    client_op_finished(op->base.client, &op->base);
+    free(op->key);
+    free(op);
+    waiter_done(w, st);
+}
+
+static void cancel(struct op *base)
+{
+    rl_fail(RL_ECANCELED, "the client is being freed");
+    finish((struct inspect_op *)base, RL_ECANCELED);
+}
+
+static void copy_text(char *dst, size_t len, const struct node_reply *r)
+{
+    snprintf(dst, len, "%.*s", (int)r->len, r->str != NULL ? r->str : "");
+}
+
+static enum vote classify_ping(struct inspect_op *op, size_t slot,
+                               const struct node_reply *r)
+{
+    rl_node_info *info = &op->nodes[slot];
+    struct node *n = op->round.nodes[slot];
+
+    if (r->kind != REPLY_STATUS && r->kind != REPLY_STRING) {
+        if (r->kind == REPLY_ERROR)
+            snprintf(info->error, sizeof(info->error), "%s: %.*s",
+                     node_name(n), (int)r->len, r->str);
+        else
+            copy_text(info->error, sizeof(info->error), r);
+        return VOTE_ERROR;
+    }
+    info->reachable = true;
+    info->voting = node_voting(n);
+    info->latency_us = (int64_t)(mono_now_us() - op->round.t0);
+    info->uptime_ms = node_uptime_ms(n);
+    snprintf(info->version, sizeof(info->version), "%s", node_version(n));
+    return VOTE_YES;
+}
+
+static enum vote classify_status(struct inspect_op *op, size_t slot,
+                                 const struct node_reply *r)
+{
+    rl_holder_info *h = &op->holders[slot];
+
+    if (r->kind != REPLY_ARRAY || r->elements != 2 ||
+        r->element[1].kind != REPLY_INTEGER) {
+        if (r->kind == REPLY_ERROR)
+            snprintf(h->error, sizeof(h->error), "%s: %.*s",
+                     node_name(op->round.nodes[slot]), (int)r->len, r->str);
+        else if (r->kind == REPLY_ARRAY)
+            snprintf(h->error, sizeof(h->error), "unexpected reply");
+        else
+            copy_text(h->error, sizeof(h->error), r);
+        return VOTE_ERROR;
+    }
+    h->reachable = true;
+    if (r->element[0].kind == REPLY_STRING)
+        copy_text(h->token, sizeof(h->token), &r->element[0]);
+    h->pttl_ms = r->element[1].integer;
+    return VOTE_YES;
+}
+
+static enum vote classify(void *owner, size_t slot,
+                          const struct node_reply *r)
+{
+    struct inspect_op *op = owner;
+
+    if (op->nodes != NULL)
+        return classify_ping(op, slot, r);
+    return classify_status(op, slot, r);
+}
+
+static void decided(void *owner, enum verdict v)
+{
+    struct inspect_op *op = owner;
+    struct quorum_round *q = &op->round;
+
+    if (v == VERDICT_SUCCESS) {
+        rl_error_clear();
+        finish(op, RL_OK);
+        return;
+    }
+    rl_fail(RL_ENOQUORUM, "%zu of %zu nodes answered and vote (need %zu)%s%s",
+            q->yes, q->n, quorum_size(q->n), q->detail[0] ? ": " : "",
+            q->detail);
+    finish(op, RL_ENOQUORUM);
+}
+
+static void start(struct op *base)
+{
+    struct inspect_op *op = (struct inspect_op *)base;
+    const struct script *s = script_get(SCRIPT_INSPECT);
+    const char *argv[1];
+    size_t lens[1];
+    struct round_cmd cmd;
+    enum verdict v;
+
+    if (op->nodes != NULL) {
+        argv[0] = "PING";
+        lens[0] = 4;
+        cmd = (struct round_cmd){NULL, 0, 1, argv, lens};
+    } else {
+        argv[0] = op->key;
+        lens[0] = strlen(op->key);
+        cmd = (struct round_cmd){s, 1, 1, argv, lens};
+    }
+    v = round_start(&op->round, ROUND_ALL, &cmd, classify, decided, op);
+    if (v != VERDICT_PENDING)
+        decided(op, v);
+}
+
+/* Run one inspection round and wait for it. */
+static rl_status inspect_run(rl_client *c, rl_node_info *nodes,
+                             rl_holder_info *holders, const char *resource)
+{
+    struct inspect_op *op = calloc(1, sizeof(*op));
+    struct waiter w;
+    rl_status st;
+
+    if (op == NULL)
+        return rl_fail(RL_ENOMEM, "out of memory");
+    if (resource != NULL) {
+        op->key = malloc(c->cfg.prefix_len + strlen(resource) + 1);
+        if (op->key == NULL) {
+            free(op);
+            return rl_fail(RL_ENOMEM, "out of memory");
+        }
+        sprintf(op->key, "%s%s", c->cfg.prefix, resource);
+    }
+    st = round_init(&op->round, c->nodes, c->node_count);
+    if (st != RL_OK) {
+        free(op->key);
+        free(op);
+        return st;
+    }
+    op->base.client = c;
+    op->base.start = start;
+    op->base.cancel = cancel;
+    op->nodes = nodes;
+    op->holders = holders;
+    waiter_init(&w);
+    op->waiter = &w;
+    st = client_submit(c, &op->base);
+    if (st != RL_OK) {
+        waiter_discard(&w);
+        round_clear(&op->round);
+        free(op->key);
+        free(op);
+        return st;
+    }
+    return waiter_wait(&w);
+}
+
+void inspect_wait_connected(rl_client *c)
+{
+    rl_node_info *scratch = calloc(c->node_count, sizeof(*scratch));
+
+    if (scratch == NULL)
+        return;
+    inspect_run(c, scratch, NULL, NULL);
+    free(scratch);
+}
+
+/* Check the common arguments and prepare a zeroed array of node_count. */
+static rl_status inspect_args(rl_client *c, const void *out, size_t cap,
+                              size_t *count, const char *name)
+{
+    if (c == NULL)
+        return rl_fail(RL_EINVAL, "%s: client is NULL", name);
+    if (out == NULL || count == NULL)
+        return rl_fail(RL_EINVAL, "%s: out and count must not be NULL",
+                       name);
+    if (cap == 0)
+        return rl_fail(RL_EINVAL, "%s: cap must be at least 1", name);
+    return waiter_check(c, name);
+}
+
+rl_status rl_client_ping(rl_client *c, rl_node_info *out, size_t cap,
+                         size_t *count)
+{
+    rl_node_info *all;
+    rl_status st;
+    size_t i;
+
+    st = inspect_args(c, out, cap, count, "rl_client_ping");
+    if (st != RL_OK)
+        return st;
+    all = calloc(c->node_count, sizeof(*all));
+    if (all == NULL)
+        return rl_fail(RL_ENOMEM, "out of memory");
+    for (i = 0; i < c->node_count; i++) {
+        snprintf(all[i].name, sizeof(all[i].name), "%s",
+                 c->cfg.addrs[i].display);
+        all[i].latency_us = -1;
+        all[i].uptime_ms = -1;
+    }
+    st = inspect_run(c, all, NULL, NULL);
+    *count = c->node_count;
+    memcpy(out, all, (cap < c->node_count ? cap : c->node_count) *
+                         sizeof(*all));
+    free(all);
+    return st;
+}
+
+rl_status rl_resource_status(rl_client *c, const char *resource,
+                             rl_holder_info *out, size_t cap, size_t *count)
+{
+    rl_holder_info *all;
+    rl_status st;
+    size_t i;
+
+    st = inspect_args(c, out, cap, count, "rl_resource_status");
+    if (st == RL_OK)
+        st = config_check_resource(resource, "resource");
+    if (st != RL_OK)
+        return st;
+    all = calloc(c->node_count, sizeof(*all));
+    if (all == NULL)
+        return rl_fail(RL_ENOMEM, "out of memory");
+    for (i = 0; i < c->node_count; i++) {
+        snprintf(all[i].name, sizeof(all[i].name), "%s",
+                 c->cfg.addrs[i].display);
+        all[i].pttl_ms = -2;
+    }
+    st = inspect_run(c, NULL, all, resource);
+    *count = c->node_count;
+    memcpy(out, all, (cap < c->node_count ? cap : c->node_count) *
+                         sizeof(*all));
+    free(all);
+    return st;
+}

@@ -1,0 +1,11 @@
+/* inspect.h -- node and resource inspection used inside the library. */
+#ifndef REDLOCK_INSPECT_H
+#define REDLOCK_INSPECT_H
+
+#include "client.h"
+
+/* Blocking: PING every node once, so the first handshakes are done (or
+ * have failed) before rl_client_new returns. Own-loop clients only. */
+void inspect_wait_connected(rl_client *c);
+
+#endif

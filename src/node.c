@@ -1,0 +1,770 @@
+/* node.c -- one Redis node over hiredis async on libev (DESIGN §3, §5.7).
+ *
+ * States (enum node_state):
+ *   IDLE -> CONNECTING -> READY -> (error, EOF, stuck request) -> BACKOFF
+ *   BACKOFF -(timer: 25 ms doubling to 1 s, +-25% jitter)-> CONNECTING
+ * CONNECTING queues AUTH, SELECT and INFO server on the new context before
+ * anything else, so every later command runs authenticated, in the right
+ * db, and after we know the server's run_id and uptime (quarantine, §5.7).
+ * A node that has failed before fails new requests at once until its
+ * handshake succeeds again ("known down": the quorum does not wait for it).
+ *
+ * Requests. The privdata handed to hiredis is a struct request owned by
+ * the node, never an operation: hiredis may call back after the operation
+ * finished (late reply) or with reply == NULL while the context dies. The
+ * owner (operation) may detach at any time; the record is freed only in
+ * the hiredis callback. Records are kept in send order (hiredis answers in
+ * order) and one ev_timer per node, armed for the oldest deadline, reports
+ * REPLY_TIMEOUT to owners. A request that is still unanswered after its
+ * deadline while at the head of the queue means the connection is stuck
+ * (e.g. SIGSTOPped server): the context is freed, which makes hiredis call
+ * every pending callback with NULL, and the node backs off.
+ *
+ * Context ownership: hiredis frees the context itself after onConnect(ERR)
+ * and after onDisconnect; n->ac is cleared in those callbacks, and before
+ * we call redisAsyncFree ourselves, so it never dangles. */
+#include <ev.h>
+#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
+#include <hiredis/adapters/libev.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "node.h"
+
+#define BACKOFF_MIN_MS 25
+#define BACKOFF_MAX_MS 1000
+#define MAX_ARRAY_ELEMENTS 16
+
+enum req_role {
+    REQ_USER,
+    REQ_AUTH,
+    REQ_SELECT,
+    REQ_INFO,
+};
+
+struct request {
+    struct request *prev;
+    struct request *next;
+    struct node *node;
+    node_reply_fn *fn;          /* NULL once detached or reported */
+    void *owner;
+    size_t slot;
+    enum req_role role;
+    rl_mono_us deadline_us;     /* report a timeout after this, boottime */
+    const struct script *script; /* EVALSHA: resend as EVAL on NOSCRIPT */
+    int argc;                   /* script: the saved argv for EVAL */
+    const char **argv;
+    size_t *lens;
+};
+
+struct node {
+    struct ev_loop *loop;
+    const struct config *cfg;
+    const struct node_addr *addr;
+    enum node_state state;
+    redisAsyncContext *ac;      /* NULL unless CONNECTING or READY */
+    struct request *head;       /* pending requests, oldest first */
+    struct request *tail;
+    ev_timer request_timer;     /* fires at the oldest deadline */
+    ev_timer backoff_timer;     /* reconnect */
+    uint32_t backoff_ms;        /* next reconnect delay */
+    unsigned failures;          /* since the last good handshake */
+    uint64_t rng;               /* xorshift state for jitter */
+    char run_id[41];
+    char version[32];
+    rl_mono_us up_since_us;     /* server start, boottime; 0 = unknown */
+    char last_error[RL_ERRLEN];
+    struct node_stats stats;
+};
+
+static void connection_start(struct node *n);
+static void connection_fail(struct node *n, const char *fmt, ...)
+    RL_PRINTF(2, 3);
+
+/* ---- Request records ---------------------------------------------------- */
+
+static void queue_push(struct node *n, struct request *r)
+{
+    r->prev = n->tail;
+    r->next = NULL;
+    if (n->tail != NULL)
+        n->tail->next = r;
+    else
+        n->head = r;
+    n->tail = r;
+}
+
+static void queue_remove(struct node *n, struct request *r)
+{
+    if (r->prev != NULL)
+        r->prev->next = r->next;
+    else
+        n->head = r->next;
+    if (r->next != NULL)
+        r->next->prev = r->prev;
+    else
+        n->tail = r->prev;
+    r->prev = r->next = NULL;
+}
+
+static void request_free(struct request *r)
+{
+    free(r->argv);
+    free(r);
+}
+
+/* Hand r to its owner once, then forget the owner. */
+static void request_report(struct request *r, const struct node_reply *reply)
+{
+    node_reply_fn *fn = r->fn;
+
+    r->fn = NULL;
+    if (fn != NULL)
+        fn(r->owner, r->slot, reply);
+}
+
+static void report_failure(struct request *r, enum reply_kind kind,
+                           const char *why)
+{
+    struct node_reply reply = {0};
+
+    reply.kind = kind;
+    reply.str = why;
+    reply.len = strlen(why);
+    request_report(r, &reply);
+}
+
+void request_detach(struct request *r)
+{
+    if (r != NULL)
+        r->fn = NULL;
+}
+
+static void arm_request_timer(struct node *n)
+{
+    rl_mono_us now;
+    double after;
+
+    if (ev_is_active(&n->request_timer) || n->head == NULL)
+        return;
+    now = mono_now_us();
+    after = n->head->deadline_us > now
+                ? (double)(n->head->deadline_us - now) / 1e6
+                : 0.0;
+    ev_timer_set(&n->request_timer, after, 0.0);
+    ev_timer_start(n->loop, &n->request_timer);
+}
+
+/* Report timeouts to owners whose deadline passed; if the oldest request
+ * itself is overdue the connection is stuck and is torn down. */
+static void on_request_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct node *n = w->data;
+    rl_mono_us now = mono_now_us();
+    struct request *r;
+    char why[96];
+
+    RL_UNUSED(loop);
+    RL_UNUSED(revents);
+    snprintf(why, sizeof(why), "%s: no reply within %u ms", n->addr->display,
+             n->cfg->op_timeout_ms);
+    for (r = n->head; r != NULL; r = r->next) {
+        if (r->deadline_us <= now && r->fn != NULL) {
+            n->stats.timeouts++;
+            report_failure(r, REPLY_TIMEOUT, why);
+        }
+    }
+    if (n->head != NULL && n->head->deadline_us <= now) {
+        connection_fail(n, "%s", why);
+        return;
+    }
+    arm_request_timer(n);
+}
+
+/* ---- Reply handling ----------------------------------------------------- */
+
+static void convert_scalar(const redisReply *in, struct node_reply *out)
+{
+    memset(out, 0, sizeof(*out));
+    switch (in->type) {
+    case REDIS_REPLY_STATUS:
+        out->kind = REPLY_STATUS;
+        break;
+    case REDIS_REPLY_INTEGER:
+        out->kind = REPLY_INTEGER;
+        out->integer = in->integer;
+        return;
+    case REDIS_REPLY_STRING:
+        out->kind = REPLY_STRING;
+        break;
+    case REDIS_REPLY_ERROR:
+        out->kind = REPLY_ERROR;
+        break;
+    case REDIS_REPLY_ARRAY:
+        out->kind = REPLY_ARRAY;
+        return;
+    default:
+        out->kind = REPLY_NIL;
+        return;
+    }
+    out->str = in->str != NULL ? in->str : "";
+    out->len = in->str != NULL ? (size_t)in->len : 0;
+}
+
+/* Deliver a hiredis reply to the owner as a borrowed node_reply. Arrays
+ * keep at most MAX_ARRAY_ELEMENTS scalar elements (all our scripts need). */
+static void deliver(struct request *r, const redisReply *reply)
+{
+    struct node_reply out;
+    struct node_reply elems[MAX_ARRAY_ELEMENTS];
+    size_t i;
+
+    convert_scalar(reply, &out);
+    if (out.kind == REPLY_ARRAY) {
+        out.elements = reply->elements < MAX_ARRAY_ELEMENTS
+                           ? reply->elements
+                           : MAX_ARRAY_ELEMENTS;
+        for (i = 0; i < out.elements; i++)
+            convert_scalar(reply->element[i], &elems[i]);
+        out.element = elems;
+    }
+    if (out.kind == REPLY_ERROR)
+        r->node->stats.errors++;
+    request_report(r, &out);
+}
+
+/* Copy "field:value" out of an INFO reply into dst. */
+static bool info_field(const char *info, const char *field, char *dst,
+                       size_t dstlen)
+{
+    size_t flen = strlen(field);
+    const char *p = info;
+    size_t i = 0;
+
+    while ((p = strstr(p, field)) != NULL) {
+        if ((p == info || p[-1] == '\n') && p[flen] == ':') {
+            p += flen + 1;
+            while (p[i] != '\0' && p[i] != '\r' && p[i] != '\n' &&
+                   i + 1 < dstlen) {
+                dst[i] = p[i];
+                i++;
+            }
+            dst[i] = '\0';
+            return true;
+        }
+        p += flen;
+    }
+    return false;
+}
+
+static void handshake_done(struct node *n, const redisReply *info)
+{
+    char uptime[32];
+    rl_mono_us now = mono_now_us();
+    unsigned long long secs;
+
+    if (!info_field(info->str, "run_id", n->run_id, sizeof(n->run_id)))
+        n->run_id[0] = '\0';
+    if (!info_field(info->str, "redis_version", n->version,
+                    sizeof(n->version)))
+        n->version[0] = '\0';
+    n->up_since_us = 0;
+    if (info_field(info->str, "uptime_in_seconds", uptime, sizeof(uptime))) {
+        secs = strtoull(uptime, NULL, 10);
+        if (secs * 1000000u < now)
+            n->up_since_us = now - secs * 1000000u;
+        else
+            n->up_since_us = 1;
+    }
+    n->state = NODE_READY;
+    n->failures = 0;
+    n->backoff_ms = BACKOFF_MIN_MS;
+    n->last_error[0] = '\0';
+    n->stats.connects++;
+    config_log(n->cfg, RL_LOG_INFO, "node %s ready (redis %s, up %llu s)",
+               n->addr->display, n->version,
+               (unsigned long long)(node_uptime_ms(n) / 1000));
+}
+
+static void handshake_reply(struct node *n, struct request *r,
+                            const redisReply *reply)
+{
+    static const char *const what[] = {
+        [REQ_AUTH] = "AUTH", [REQ_SELECT] = "SELECT", [REQ_INFO] = "INFO"};
+
+    if (reply->type == REDIS_REPLY_ERROR) {
+        connection_fail(n, "%s: %s failed: %.*s", n->addr->display,
+                        what[r->role], (int)reply->len, reply->str);
+        return;
+    }
+    if (r->role == REQ_INFO) {
+        if (reply->type != REDIS_REPLY_STRING) {
+            connection_fail(n, "%s: unexpected INFO reply", n->addr->display);
+            return;
+        }
+        handshake_done(n, reply);
+    }
+}
+
+static struct request *send_argv(struct node *n, struct request *r,
+                                 int argc, const char **argv,
+                                 const size_t *lens);
+
+/* NOSCRIPT: the server lost its script cache (SCRIPT FLUSH, restart).
+ * Send the same call again as EVAL with the same record, so the owner's
+ * request handle stays valid. Returns false if r must be freed. */
+static bool resend_as_eval(struct node *n, struct request *r)
+{
+    r->argv[0] = "EVAL";
+    r->lens[0] = 4;
+    r->argv[1] = r->script->source;
+    r->lens[1] = strlen(r->script->source);
+    r->script = NULL;
+    if (n->ac != NULL && send_argv(n, r, r->argc, r->argv, r->lens) != NULL)
+        return true;
+    report_failure(r, REPLY_DOWN, "connection lost resending EVAL");
+    return false;
+}
+
+static bool is_noscript(const redisReply *reply)
+{
+    return reply->type == REDIS_REPLY_ERROR && reply->str != NULL &&
+           strncmp(reply->str, "NOSCRIPT", 8) == 0;
+}
+
+static void on_reply(redisAsyncContext *ac, void *reply_ptr, void *privdata)
+{
+    struct request *r = privdata;
+    struct node *n = r->node;
+    const redisReply *reply = reply_ptr;
+
+    RL_UNUSED(ac);
+    queue_remove(n, r);
+    if (reply == NULL) {
+        /* The context is going away: connect failure, EOF, or our free. */
+        if (r->fn != NULL) {
+            n->stats.down++;
+            report_failure(r, REPLY_DOWN,
+                           n->last_error[0] ? n->last_error
+                                            : "connection closed");
+        }
+    } else if (r->role != REQ_USER) {
+        handshake_reply(n, r, reply);
+    } else if (r->fn != NULL && r->script != NULL && is_noscript(reply)) {
+        if (resend_as_eval(n, r))
+            return;
+    } else if (r->fn != NULL) {
+        deliver(r, reply);
+    }
+    request_free(r);
+}
+
+/* ---- Sending ------------------------------------------------------------ */
+
+static struct request *send_argv(struct node *n, struct request *r,
+                                 int argc, const char **argv,
+                                 const size_t *lens)
+{
+    rl_mono_us now = mono_now_us();
+    uint32_t timeout_ms = r->role == REQ_USER ? n->cfg->op_timeout_ms
+                                              : n->cfg->connect_timeout_ms;
+
+    r->node = n;
+    r->deadline_us = now + (rl_mono_us)timeout_ms * 1000u;
+    /* Requests queued behind the handshake cannot time out before it. */
+    if (n->tail != NULL && n->tail->deadline_us > r->deadline_us)
+        r->deadline_us = n->tail->deadline_us;
+    if (redisAsyncCommandArgv(n->ac, on_reply, r, argc, argv, lens) !=
+        REDIS_OK)
+        return NULL;
+    queue_push(n, r);
+    n->stats.requests++;
+    arm_request_timer(n);
+    return r;
+}
+
+static bool node_accepts(struct node *n, const char **why)
+{
+    if (n->state == NODE_READY ||
+        (n->state == NODE_CONNECTING && n->failures == 0))
+        return true;
+    n->stats.down++;
+    if (why != NULL)
+        *why = n->last_error[0] ? n->last_error : "node is not connected";
+    return false;
+}
+
+struct request *node_send(struct node *n, int argc, const char **argv,
+                          const size_t *lens, node_reply_fn *fn, void *owner,
+                          size_t slot, const char **why)
+{
+    struct request *r;
+
+    if (!node_accepts(n, why))
+        return NULL;
+    r = calloc(1, sizeof(*r));
+    if (r == NULL) {
+        if (why != NULL)
+            *why = "out of memory";
+        return NULL;
+    }
+    r->fn = fn;
+    r->owner = owner;
+    r->slot = slot;
+    r->role = REQ_USER;
+    if (send_argv(n, r, argc, argv, lens) == NULL) {
+        request_free(r);
+        if (why != NULL)
+            *why = "connection is closing";
+        return NULL;
+    }
+    return r;
+}
+
+struct request *node_eval(struct node *n, const struct script *s, int nkeys,
+                          int argc, const char **argv, const size_t *lens,
+                          node_reply_fn *fn, void *owner, size_t slot,
+                          const char **why)
+{
+    struct request *r;
+    int total = argc + 3;
+    size_t data_len = 0, off = 0;
+    char nkeys_buf[16];
+    char *data;
+    int i;
+
+    if (!node_accepts(n, why))
+        return NULL;
+    for (i = 0; i < argc; i++)
+        data_len += lens[i];
+    r = calloc(1, sizeof(*r));
+    /* One block: argv pointers, lengths, then the bytes they point at, so
+     * the call can be resent as EVAL after a NOSCRIPT. */
+    if (r != NULL)
+        r->argv = malloc((size_t)total * (sizeof(char *) + sizeof(size_t)) +
+                         data_len + sizeof(nkeys_buf));
+    if (r == NULL || r->argv == NULL) {
+        free(r);
+        if (why != NULL)
+            *why = "out of memory";
+        return NULL;
+    }
+    r->lens = (size_t *)(r->argv + total);
+    data = (char *)(r->lens + total);
+    snprintf(nkeys_buf, sizeof(nkeys_buf), "%d", nkeys);
+    memcpy(data, nkeys_buf, sizeof(nkeys_buf));
+    r->argv[0] = "EVALSHA";
+    r->lens[0] = 7;
+    r->argv[1] = s->sha1;
+    r->lens[1] = 40;
+    r->argv[2] = data;
+    r->lens[2] = strlen(nkeys_buf);
+    off = sizeof(nkeys_buf);
+    for (i = 0; i < argc; i++) {
+        memcpy(data + off, argv[i], lens[i]);
+        r->argv[i + 3] = data + off;
+        r->lens[i + 3] = lens[i];
+        off += lens[i];
+    }
+    r->argc = total;
+    r->script = s;
+    r->fn = fn;
+    r->owner = owner;
+    r->slot = slot;
+    r->role = REQ_USER;
+    if (send_argv(n, r, total, r->argv, r->lens) == NULL) {
+        request_free(r);
+        if (why != NULL)
+            *why = "connection is closing";
+        return NULL;
+    }
+    return r;
+}
+
+/* ---- Connection lifecycle ----------------------------------------------- */
+
+static uint32_t jitter(struct node *n, uint32_t ms)
+{
+    uint32_t span = ms / 2;
+
+    /* xorshift64: jitter only, not security. */
+    n->rng ^= n->rng << 13;
+    n->rng ^= n->rng >> 7;
+    n->rng ^= n->rng << 17;
+    if (span == 0)
+        return ms;
+    return ms - span / 2 + (uint32_t)(n->rng % span);
+}
+
+static void schedule_reconnect(struct node *n)
+{
+    uint32_t delay = jitter(n, n->backoff_ms);
+
+    n->state = NODE_BACKOFF;
+    n->backoff_ms = n->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS
+                                                       : n->backoff_ms * 2;
+    ev_timer_stop(n->loop, &n->backoff_timer);
+    ev_timer_set(&n->backoff_timer, delay / 1000.0, 0.0);
+    ev_timer_start(n->loop, &n->backoff_timer);
+}
+
+/* Give up on the current connection: remember why, free the context (all
+ * pending callbacks fire with NULL and report REPLY_DOWN), back off. */
+static void connection_fail(struct node *n, const char *fmt, ...)
+{
+    redisAsyncContext *ac = n->ac;
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(n->last_error, sizeof(n->last_error), fmt, ap);
+    va_end(ap);
+    if (n->state == NODE_READY || n->failures == 0)
+        config_log(n->cfg, RL_LOG_WARN, "node down: %s", n->last_error);
+    n->failures++;
+    n->ac = NULL;
+    ev_timer_stop(n->loop, &n->request_timer);
+    if (n->state != NODE_CLOSED)
+        schedule_reconnect(n);
+    if (ac != NULL)
+        redisAsyncFree(ac);
+}
+
+static void on_connect(const redisAsyncContext *ac, int status)
+{
+    struct node *n = ac->data;
+
+    if (status == REDIS_OK || n->ac != ac)
+        return;
+    /* hiredis frees ac right after this callback. */
+    n->ac = NULL;
+    snprintf(n->last_error, sizeof(n->last_error), "%s: connect failed: %s",
+             n->addr->display, ac->errstr);
+    n->failures++;
+    ev_timer_stop(n->loop, &n->request_timer);
+    schedule_reconnect(n);
+}
+
+static void on_disconnect(const redisAsyncContext *ac, int status)
+{
+    struct node *n = ac->data;
+
+    RL_UNUSED(status);
+    if (n->ac != ac)
+        return; /* we freed it ourselves */
+    n->ac = NULL;
+    snprintf(n->last_error, sizeof(n->last_error),
+             "%s: connection lost: %s", n->addr->display,
+             ac->errstr[0] ? ac->errstr : "closed by server");
+    config_log(n->cfg, RL_LOG_WARN, "node down: %s", n->last_error);
+    n->failures++;
+    ev_timer_stop(n->loop, &n->request_timer);
+    if (n->state != NODE_CLOSED)
+        schedule_reconnect(n);
+}
+
+static bool queue_handshake(struct node *n)
+{
+    const struct node_addr *a = n->addr;
+    const char *argv[3];
+    size_t lens[3];
+    char db[16];
+    struct request *r;
+    int argc = 0;
+    int role;
+
+    for (role = REQ_AUTH; role <= REQ_INFO; role++) {
+        argc = 0;
+        if (role == REQ_AUTH) {
+            if (a->password == NULL)
+                continue;
+            argv[argc++] = "AUTH";
+            if (a->user != NULL)
+                argv[argc++] = a->user;
+            argv[argc++] = a->password;
+        } else if (role == REQ_SELECT) {
+            if (a->db == 0)
+                continue;
+            snprintf(db, sizeof(db), "%d", a->db);
+            argv[argc++] = "SELECT";
+            argv[argc++] = db;
+        } else {
+            argv[argc++] = "INFO";
+            argv[argc++] = "server";
+        }
+        for (int i = 0; i < argc; i++)
+            lens[i] = strlen(argv[i]);
+        r = calloc(1, sizeof(*r));
+        if (r == NULL)
+            return false;
+        r->role = (enum req_role)role;
+        if (send_argv(n, r, argc, argv, lens) == NULL) {
+            free(r);
+            return false;
+        }
+    }
+    return true;
+}
+
+static void connection_start(struct node *n)
+{
+    const struct node_addr *a = n->addr;
+    redisAsyncContext *ac;
+
+    if (a->kind == ADDR_UNIX)
+        ac = redisAsyncConnectUnix(a->path);
+    else
+        ac = redisAsyncConnect(a->ip, a->port);
+    if (ac == NULL) {
+        snprintf(n->last_error, sizeof(n->last_error),
+                 "%s: out of memory connecting", a->display);
+        n->failures++;
+        schedule_reconnect(n);
+        return;
+    }
+    if (ac->err) {
+        snprintf(n->last_error, sizeof(n->last_error),
+                 "%s: connect failed: %s", a->display, ac->errstr);
+        n->failures++;
+        redisAsyncFree(ac);
+        schedule_reconnect(n);
+        return;
+    }
+    ac->data = n;
+    if (redisLibevAttach(n->loop, ac) != REDIS_OK) {
+        redisAsyncFree(ac);
+        n->failures++;
+        schedule_reconnect(n);
+        return;
+    }
+    redisAsyncSetConnectCallback(ac, on_connect);
+    redisAsyncSetDisconnectCallback(ac, on_disconnect);
+    n->ac = ac;
+    n->state = NODE_CONNECTING;
+    if (!queue_handshake(n))
+        connection_fail(n, "%s: cannot queue the handshake", a->display);
+}
+
+static void on_backoff_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    struct node *n = w->data;
+
+    RL_UNUSED(loop);
+    RL_UNUSED(revents);
+    if (n->state == NODE_BACKOFF)
+        connection_start(n);
+}
+
+/* ---- Public (internal) API ---------------------------------------------- */
+
+struct node *node_new(struct ev_loop *loop, const struct config *cfg,
+                      size_t index)
+{
+    struct node *n = calloc(1, sizeof(*n));
+
+    if (n == NULL)
+        return NULL;
+    n->loop = loop;
+    n->cfg = cfg;
+    n->addr = &cfg->addrs[index];
+    n->state = NODE_IDLE;
+    n->backoff_ms = BACKOFF_MIN_MS;
+    n->rng = (mono_now_us() ^ ((uint64_t)index << 32)) | 1u;
+    ev_timer_init(&n->request_timer, on_request_timer, 0.0, 0.0);
+    n->request_timer.data = n;
+    ev_timer_init(&n->backoff_timer, on_backoff_timer, 0.0, 0.0);
+    n->backoff_timer.data = n;
+    return n;
+}
+
+void node_start(struct node *n)
+{
+    if (n->state == NODE_IDLE)
+        connection_start(n);
+}
+
+void node_free(struct node *n)
+{
+    redisAsyncContext *ac;
+
+    if (n == NULL)
+        return;
+    n->state = NODE_CLOSED;
+    ev_timer_stop(n->loop, &n->request_timer);
+    ev_timer_stop(n->loop, &n->backoff_timer);
+    snprintf(n->last_error, sizeof(n->last_error), "%s: client closed",
+             n->addr->display);
+    ac = n->ac;
+    n->ac = NULL;
+    if (ac != NULL)
+        redisAsyncFree(ac); /* pending callbacks run now, with NULL */
+    free(n);
+}
+
+const char *node_name(const struct node *n)
+{
+    return n->addr->display;
+}
+
+enum node_state node_get_state(const struct node *n)
+{
+    return n->state;
+}
+
+const char *node_state_name(enum node_state s)
+{
+    switch (s) {
+    case NODE_IDLE:
+        return "idle";
+    case NODE_CONNECTING:
+        return "connecting";
+    case NODE_READY:
+        return "ready";
+    case NODE_BACKOFF:
+        return "down";
+    case NODE_CLOSED:
+        return "closed";
+    }
+    return "unknown";
+}
+
+int64_t node_uptime_ms(const struct node *n)
+{
+    rl_mono_us now;
+
+    if (n->up_since_us == 0)
+        return 0;
+    now = mono_now_us();
+    return now > n->up_since_us ? (int64_t)((now - n->up_since_us) / 1000)
+                                : 0;
+}
+
+bool node_voting(const struct node *n)
+{
+    if (n->state != NODE_READY)
+        return false;
+    if (n->cfg->trust_restarted_nodes)
+        return true;
+    return n->up_since_us != 0 &&
+           node_uptime_ms(n) >= (int64_t)n->cfg->max_ttl_ms;
+}
+
+const char *node_last_error(const struct node *n)
+{
+    return n->last_error;
+}
+
+const char *node_run_id(const struct node *n)
+{
+    return n->run_id;
+}
+
+const char *node_version(const struct node *n)
+{
+    return n->version;
+}
+
+const struct node_stats *node_get_stats(const struct node *n)
+{
+    return &n->stats;
+}

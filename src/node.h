@@ -1,0 +1,101 @@
+/* node.h -- one Redis node: connection, requests with timeouts, health.
+ * The only interface the engine (quorum.c and the operations) sees of
+ * hiredis and libev. */
+#ifndef REDLOCK_NODE_H
+#define REDLOCK_NODE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "clock.h"
+#include "config.h"
+#include "scripts.h"
+
+struct ev_loop;
+struct node;
+struct request;
+
+enum reply_kind {
+    REPLY_STATUS,  /* +OK etc.: str */
+    REPLY_INTEGER, /* integer */
+    REPLY_STRING,  /* bulk string: str, len */
+    REPLY_NIL,
+    REPLY_ARRAY,   /* elements, element[] */
+    REPLY_ERROR,   /* the node answered an error: str */
+    REPLY_TIMEOUT, /* no answer within op_timeout_ms: str says so */
+    REPLY_DOWN,    /* not connected, or the connection died: str says why */
+};
+
+/* A reply, borrowed for the duration of the reply callback only. */
+struct node_reply {
+    enum reply_kind kind;
+    long long integer;
+    const char *str;
+    size_t len;
+    size_t elements;
+    const struct node_reply *element;
+};
+
+/* Reply callback: called exactly once per request unless the request was
+ * detached first; never from inside node_send / node_eval. */
+typedef void node_reply_fn(void *owner, size_t slot,
+                           const struct node_reply *r);
+
+enum node_state {
+    NODE_IDLE,       /* created, not started */
+    NODE_CONNECTING, /* TCP connect + AUTH/SELECT/INFO handshake */
+    NODE_READY,      /* handshake answered: requests flow */
+    NODE_BACKOFF,    /* failed; reconnect timer armed; requests fail fast */
+    NODE_CLOSED,     /* being freed */
+};
+
+/* Counters, read on the loop thread. */
+struct node_stats {
+    uint64_t requests;
+    uint64_t errors;   /* error replies */
+    uint64_t timeouts;
+    uint64_t down;     /* requests failed because the node was down */
+    uint64_t connects; /* successful handshakes */
+};
+
+struct node *node_new(struct ev_loop *loop, const struct config *cfg,
+                      size_t index);
+/* Start connecting (idempotent). */
+void node_start(struct node *n);
+/* Close the connection. Requests still attached are reported REPLY_DOWN
+ * (with their owners' callbacks) before it returns. NULL is a no-op. */
+void node_free(struct node *n);
+
+/* Send argv to the node. Returns the request, or NULL when the node is
+ * known to be down or the send failed: then nothing will be called back
+ * and *why (if not NULL) points at a static-lifetime reason. fn may be NULL
+ * (fire and forget: the reply is dropped). argv is copied. */
+struct request *node_send(struct node *n, int argc, const char **argv,
+                          const size_t *lens, node_reply_fn *fn, void *owner,
+                          size_t slot, const char **why);
+/* Run a script: EVALSHA, and EVAL again transparently on NOSCRIPT.
+ * argv holds nkeys keys then the arguments. */
+struct request *node_eval(struct node *n, const struct script *s, int nkeys,
+                          int argc, const char **argv, const size_t *lens,
+                          node_reply_fn *fn, void *owner, size_t slot,
+                          const char **why);
+/* The owner no longer wants the reply; the request record lives on until
+ * hiredis calls back, then is freed by the node. */
+void request_detach(struct request *r);
+
+const char *node_name(const struct node *n);
+enum node_state node_get_state(const struct node *n);
+const char *node_state_name(enum node_state s);
+/* True when the node's vote counts: connected, and up longer than
+ * max_ttl_ms (restart quarantine, §5.7) unless restarted nodes are
+ * trusted. */
+bool node_voting(const struct node *n);
+/* Why the node is down or failed last ("" if unknown). */
+const char *node_last_error(const struct node *n);
+/* Server facts from the handshake; 0 / "" before the first one. */
+const char *node_run_id(const struct node *n);
+const char *node_version(const struct node *n);
+int64_t node_uptime_ms(const struct node *n);
+const struct node_stats *node_get_stats(const struct node *n);
+
+#endif

@@ -1,0 +1,89 @@
+/* scripts.c -- Lua sources and SHA1 digests (DESIGN §5.1, §5.3, §5.4).
+ *
+ * Node replies, per script:
+ *   acquire-multi: 1 = every key set to our token, 0 = some key exists (none
+ *     set: all-or-nothing on each node).
+ *   release: 1 = every key held our token and was deleted, 0 = absent
+ *     (nothing of ours left), -1 = some key holds another token. Each
+ *     delete publishes on redlock:release:<key> so waiters wake (§5.5).
+ *   extend: 1 = every key holds our token and got the new expiry, 0 = some
+ *     key is absent, -1 = some key holds another token. It never recreates
+ *     an absent key: that would hide a lapse (§5.4).
+ * Single-key acquire does not use a script: plain SET NX PX keeps the key
+ * layout identical to redsync and node-redlock (§6).
+ * The digests are computed once with OpenSSL; node.c sends EVALSHA and
+ * falls back to EVAL on NOSCRIPT. */
+#include <openssl/sha.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "scripts.h"
+
+static struct script scripts[SCRIPT_COUNT] = {
+    [SCRIPT_ACQUIRE_MULTI] = {
+        "acquire-multi",
+        "for _, k in ipairs(KEYS) do\n"
+        "  if redis.call('exists', k) == 1 then return 0 end\n"
+        "end\n"
+        "for _, k in ipairs(KEYS) do\n"
+        "  redis.call('set', k, ARGV[1], 'PX', ARGV[2])\n"
+        "end\n"
+        "return 1\n",
+        ""},
+    [SCRIPT_RELEASE] = {
+        "release",
+        "local r = 0\n"
+        "for _, k in ipairs(KEYS) do\n"
+        "  local v = redis.call('get', k)\n"
+        "  if v == ARGV[1] then\n"
+        "    redis.call('del', k)\n"
+        "    redis.call('publish', 'redlock:release:' .. k, ARGV[1])\n"
+        "    if r == 0 then r = 1 end\n"
+        "  elseif v then\n"
+        "    r = -1\n"
+        "  end\n"
+        "end\n"
+        "return r\n",
+        ""},
+    [SCRIPT_EXTEND] = {
+        "extend",
+        "for _, k in ipairs(KEYS) do\n"
+        "  local v = redis.call('get', k)\n"
+        "  if not v then return 0 end\n"
+        "  if v ~= ARGV[1] then return -1 end\n"
+        "end\n"
+        "for _, k in ipairs(KEYS) do\n"
+        "  redis.call('pexpire', k, ARGV[2])\n"
+        "end\n"
+        "return 1\n",
+        ""},
+    [SCRIPT_INSPECT] = {
+        "inspect",
+        "return {redis.call('get', KEYS[1]), redis.call('pttl', KEYS[1])}\n",
+        ""},
+};
+
+static pthread_once_t digests_once = PTHREAD_ONCE_INIT;
+
+static void compute_digests(void)
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned char md[SHA_DIGEST_LENGTH];
+    size_t i, j;
+
+    for (i = 0; i < SCRIPT_COUNT; i++) {
+        SHA1((const unsigned char *)scripts[i].source,
+             strlen(scripts[i].source), md);
+        for (j = 0; j < SHA_DIGEST_LENGTH; j++) {
+            scripts[i].sha1[2 * j] = hex[md[j] >> 4];
+            scripts[i].sha1[2 * j + 1] = hex[md[j] & 0xf];
+        }
+        scripts[i].sha1[40] = '\0';
+    }
+}
+
+const struct script *script_get(enum script_id id)
+{
+    pthread_once(&digests_once, compute_digests);
+    return &scripts[id];
+}

@@ -1,0 +1,22 @@
+/* scripts.h -- the Lua scripts every node runs, with their SHA1 digests. */
+#ifndef REDLOCK_SCRIPTS_H
+#define REDLOCK_SCRIPTS_H
+
+enum script_id {
+    SCRIPT_ACQUIRE_MULTI, /* KEYS: k1..kn; ARGV: token, ttl_ms -> 1 | 0 */
+    SCRIPT_RELEASE,       /* KEYS: k1..kn; ARGV: token -> 1 | 0 | -1 */
+    SCRIPT_EXTEND,        /* KEYS: k1..kn; ARGV: token, ttl_ms -> 1 | 0 | -1 */
+    SCRIPT_INSPECT,       /* KEYS: k; -> {value or false, pttl} */
+    SCRIPT_COUNT,
+};
+
+struct script {
+    const char *name;   /* for messages */
+    const char *source; /* Lua */
+    char sha1[41];      /* hex digest of source, for EVALSHA */
+};
+
+/* The script with its digest computed (thread-safe, computed once). */
+const struct script *script_get(enum script_id id);
+
+#endif

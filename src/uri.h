@@ -1,0 +1,50 @@
+/* uri.h -- parse one node address (DESIGN §7 URI forms) and resolve its
+ * host name to a numeric address, so the event loop never blocks in DNS. */
+#ifndef REDLOCK_URI_H
+#define REDLOCK_URI_H
+
+#include <stdbool.h>
+
+#include "common.h"
+
+enum addr_kind {
+    ADDR_TCP,
+    ADDR_UNIX,
+};
+
+/* Every string is owned by the struct (free with node_addr_clear). */
+struct node_addr {
+    enum addr_kind kind;
+    char *host;     /* TCP: host as written, without [] for IPv6 */
+    char *ip;       /* TCP: numeric address after uri_resolve, else NULL */
+    int port;       /* TCP: 1..65535 */
+    char *path;     /* UNIX: socket path */
+    int db;         /* 0..INT_MAX (the server may allow fewer) */
+    char *user;     /* ACL user name, or NULL */
+    char *password; /* or NULL; never printed */
+    char *display;  /* "host:port", "[v6]:port" or "unix:/path" (+ "/db")
+                       for messages: never contains the password */
+};
+
+/* Parse uri into *out (zeroed first). Accepted forms:
+ *   redis://[[user]:password@]host[:port][/db]
+ *   unix:///absolute/path[?db=N]
+ *   host:port   and   [v6addr]:port
+ * user and password are percent-decoded. On error returns RL_EINVAL with a
+ * message in err that quotes the URI with any password masked, and leaves
+ * *out empty; RL_ENOMEM on allocation failure. */
+rl_status uri_parse(const char *uri, struct node_addr *out, char *err,
+                    size_t errlen);
+
+/* TCP: resolve a->host (getaddrinfo, blocking) into a->ip, preferring IPv4.
+ * UNIX: nothing to do. RL_EINVAL with a message naming the host when it
+ * does not resolve. */
+rl_status uri_resolve(struct node_addr *a, char *err, size_t errlen);
+
+/* True when both name the same endpoint (ip/port or path) and db. */
+bool node_addr_same(const struct node_addr *a, const struct node_addr *b);
+
+/* Free the strings and zero *a. NULL is a no-op. */
+void node_addr_clear(struct node_addr *a);
+
+#endif

@@ -1,0 +1,753 @@
+/* harness.c -- runs real redis-server processes for the integration tests
+ * (see harness.h for the lifecycle). Each server gets a free loopback port
+ * (bind port 0, read it back, close, start; retried when the server then
+ * fails to bind because someone else took the port) and its own temp dir.
+ *
+ * Invariants:
+ *   - a struct rl_redis with running == true has a live child pid that
+ *     answered PING with an empty keyspace when it was started;
+ *   - every temp dir made here is in the registry until harness_stop, and
+ *     every live pid is in it until harness_kill/harness_stop: the atexit
+ *     handler kills and removes what is left. The registry copies pid and
+ *     dir, so it never points into a caller's (maybe stack) struct.
+ */
+#include "harness.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+
+#define START_TIMEOUT_MS 5000
+#define START_ATTEMPTS 5
+#define CMD_TIMEOUT_S 2
+#define ARGV_MAX 64
+
+/* ---- Registry of servers, for the atexit safety net ---- */
+
+struct reg_entry {
+    bool used;
+    pid_t pid;                 /* 0 when not running */
+    char dir[HARNESS_DIR_MAX]; /* temp dir to remove at exit */
+};
+
+static struct reg_entry registry[HARNESS_MAX_SERVERS];
+static bool atexit_installed;
+
+static bool keep_dirs(void)
+{
+    const char *k = getenv("RL_HARNESS_KEEP");
+
+    return k != NULL && k[0] != '\0' && strcmp(k, "0") != 0;
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag,
+                    struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    remove(path);
+    return 0;
+}
+
+static void remove_dir(const char *dir)
+{
+    if (dir[0] == '\0' || keep_dirs())
+        return;
+    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void kill_and_reap(pid_t pid)
+{
+    if (pid <= 0)
+        return;
+    kill(pid, SIGKILL);
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
+    }
+}
+
+static void registry_atexit(void)
+{
+    for (size_t i = 0; i < HARNESS_MAX_SERVERS; i++) {
+        if (!registry[i].used)
+            continue;
+        kill_and_reap(registry[i].pid);
+        remove_dir(registry[i].dir);
+        registry[i].used = false;
+    }
+}
+
+static struct reg_entry *registry_find(const char *dir)
+{
+    for (size_t i = 0; i < HARNESS_MAX_SERVERS; i++) {
+        if (registry[i].used && strcmp(registry[i].dir, dir) == 0)
+            return &registry[i];
+    }
+    return NULL;
+}
+
+static int registry_set(const char *dir, pid_t pid)
+{
+    struct reg_entry *e = registry_find(dir);
+
+    if (!atexit_installed) {
+        atexit(registry_atexit);
+        atexit_installed = true;
+    }
+    for (size_t i = 0; e == NULL && i < HARNESS_MAX_SERVERS; i++) {
+        if (!registry[i].used) {
+            e = &registry[i];
+            e->used = true;
+            snprintf(e->dir, sizeof(e->dir), "%s", dir);
+        }
+    }
+    if (e == NULL) {
+        fprintf(stderr, "harness: more than %d servers\n",
+                HARNESS_MAX_SERVERS);
+        return -1;
+    }
+    e->pid = pid;
+    return 0;
+}
+
+static void registry_drop(const char *dir)
+{
+    struct reg_entry *e = registry_find(dir);
+
+    if (e != NULL)
+        e->used = false;
+}
+
+/* ---- Time ---- */
+
+int64_t harness_now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void harness_sleep_ms(int64_t ms)
+{
+    struct timespec ts;
+
+    if (ms <= 0)
+        return;
+    ts.tv_sec = ms / 1000;
+    ts.tv_nsec = (ms % 1000) * 1000000;
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
+    }
+}
+
+int64_t harness_scale_ms(int64_t ms)
+{
+    const char *m = getenv("RL_TEST_TIMEOUT_MULTIPLIER");
+    long mult = 1;
+
+    if (m != NULL && m[0] != '\0')
+        mult = strtol(m, NULL, 10);
+    if (mult < 1)
+        mult = 1;
+    return ms * mult;
+}
+
+/* ---- Finding and starting redis-server ---- */
+
+static const char *server_binary(void)
+{
+    const char *b = getenv("REDIS_SERVER");
+
+    return (b != NULL && b[0] != '\0') ? b : "redis-server";
+}
+
+static bool binary_exists(const char *name)
+{
+    const char *path;
+    char buf[4096];
+
+    if (strchr(name, '/') != NULL)
+        return access(name, X_OK) == 0;
+    path = getenv("PATH");
+    if (path == NULL)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    while (*path != '\0') {
+        size_t n = strcspn(path, ":");
+
+        snprintf(buf, sizeof(buf), "%.*s/%s", (int)n,
+                 n > 0 ? path : ".", name);
+        if (n == 0)
+            snprintf(buf, sizeof(buf), "./%s", name);
+        if (access(buf, X_OK) == 0)
+            return true;
+        path += n;
+        if (*path == ':')
+            path++;
+    }
+    return false;
+}
+
+void harness_require_redis(void)
+{
+    if (!binary_exists(server_binary())) {
+        printf("SKIP: redis-server not found in PATH\n");
+        fflush(stdout);
+        exit(77);
+    }
+}
+
+/* A port nobody listens on right now (the kernel's pick for port 0). */
+int harness_free_port(void)
+{
+    struct sockaddr_in sa;
+    socklen_t len = sizeof(sa);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int port = -1;
+
+    if (fd < 0)
+        return -1;
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    sa.sin_port = 0;
+    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+        getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
+        port = ntohs(sa.sin_port);
+    close(fd);
+    return port;
+}
+
+static pid_t spawn(const struct rl_redis *r)
+{
+    const char *argv[ARGV_MAX];
+    char port[16];
+    char logfile[HARNESS_DIR_MAX + 32];
+    char outfile[HARNESS_DIR_MAX + 32];
+    char pass_rule[HARNESS_CRED_MAX + 2];
+    int argc = 0;
+    pid_t parent = getpid();
+    pid_t pid;
+
+    snprintf(port, sizeof(port), "%d", r->port);
+    snprintf(logfile, sizeof(logfile), "%s/redis.log", r->dir);
+    snprintf(outfile, sizeof(outfile), "%s/stdout.log", r->dir);
+    argv[argc++] = server_binary();
+    argv[argc++] = "--port";
+    argv[argc++] = port;
+    argv[argc++] = "--bind";
+    argv[argc++] = HARNESS_HOST;
+    argv[argc++] = "--dir";
+    argv[argc++] = r->dir;
+    argv[argc++] = "--save";
+    argv[argc++] = "";
+    argv[argc++] = "--appendonly";
+    argv[argc++] = "no";
+    argv[argc++] = "--daemonize";
+    argv[argc++] = "no";
+    argv[argc++] = "--logfile";
+    argv[argc++] = logfile;
+    argv[argc++] = "--enable-debug-command";
+    argv[argc++] = "local";
+    if (r->requirepass[0] != '\0') {
+        argv[argc++] = "--requirepass";
+        argv[argc++] = r->requirepass;
+    }
+    if (r->acl_user[0] != '\0') {
+        snprintf(pass_rule, sizeof(pass_rule), ">%s", r->acl_pass);
+        argv[argc++] = "--user";
+        argv[argc++] = r->acl_user;
+        argv[argc++] = "on";
+        argv[argc++] = pass_rule;
+        argv[argc++] = "~*";
+        argv[argc++] = "&*";
+        argv[argc++] = "+@all";
+    }
+    for (size_t i = 0; r->extra_args != NULL && r->extra_args[i] != NULL &&
+                       argc < ARGV_MAX - 1;
+         i++)
+        argv[argc++] = r->extra_args[i];
+    argv[argc] = NULL;
+
+    fflush(NULL);
+    pid = fork();
+    if (pid != 0)
+        return pid;
+
+    /* Child: die with the parent thread, keep none of its fds. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent)
+        _exit(127);
+    int in = open("/dev/null", O_RDONLY);
+    int out = open(outfile, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (in >= 0)
+        dup2(in, 0);
+    if (out >= 0) {
+        dup2(out, 1);
+        dup2(out, 2);
+    }
+    close_range(3, ~0U, 0);
+    execvp(argv[0], (char *const *)argv);
+    _exit(127);
+}
+
+static redisContext *connect_port(int port, int timeout_ms)
+{
+    struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
+    redisContext *c = redisConnectWithTimeout(HARNESS_HOST, port, tv);
+
+    if (c == NULL)
+        return NULL;
+    if (c->err) {
+        redisFree(c);
+        return NULL;
+    }
+    redisSetTimeout(c, tv);
+    return c;
+}
+
+static int auth_ctx(redisContext *c, const struct rl_redis *r)
+{
+    redisReply *rep;
+    int ok;
+
+    if (r->requirepass[0] == '\0')
+        return 0;
+    rep = redisCommand(c, "AUTH %s", r->requirepass);
+    ok = rep != NULL && rep->type == REDIS_REPLY_STATUS;
+    if (rep != NULL)
+        freeReplyObject(rep);
+    return ok ? 0 : -1;
+}
+
+enum ready { READY_OK, READY_EXITED, READY_TIMEOUT, READY_NOT_EMPTY };
+
+/* Poll until the server answers PONG (and DBSIZE 0), exits or times out. */
+static enum ready wait_ready(struct rl_redis *r)
+{
+    int64_t deadline = harness_now_ms() + harness_scale_ms(START_TIMEOUT_MS);
+    int status;
+
+    while (harness_now_ms() < deadline) {
+        pid_t w = waitpid(r->pid, &status, WNOHANG);
+        redisContext *c;
+
+        if (w == r->pid) {
+            r->pid = 0;
+            return READY_EXITED;
+        }
+        c = connect_port(r->port, 100);
+        if (c != NULL && auth_ctx(c, r) == 0) {
+            redisReply *rep = redisCommand(c, "PING");
+            bool pong = rep != NULL && rep->type == REDIS_REPLY_STATUS &&
+                        strcmp(rep->str, "PONG") == 0;
+
+            if (rep != NULL)
+                freeReplyObject(rep);
+            if (pong) {
+                rep = redisCommand(c, "DBSIZE");
+                bool empty = rep != NULL &&
+                             rep->type == REDIS_REPLY_INTEGER &&
+                             rep->integer == 0;
+
+                if (rep != NULL)
+                    freeReplyObject(rep);
+                redisFree(c);
+                return empty ? READY_OK : READY_NOT_EMPTY;
+            }
+        }
+        if (c != NULL)
+            redisFree(c);
+        harness_sleep_ms(10);
+    }
+    return READY_TIMEOUT;
+}
+
+static void print_log_tail(const struct rl_redis *r)
+{
+    char path[HARNESS_DIR_MAX + 32];
+    char line[512];
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/redis.log", r->dir);
+    f = fopen(path, "r");
+    if (f == NULL) {
+        snprintf(path, sizeof(path), "%s/stdout.log", r->dir);
+        f = fopen(path, "r");
+    }
+    if (f == NULL)
+        return;
+    fprintf(stderr, "harness: --- %s ---\n", path);
+    while (fgets(line, sizeof(line), f) != NULL)
+        fprintf(stderr, "  %s", line);
+    fclose(f);
+}
+
+/* Fork the server on r->port and wait for it. 0 ok, 1 exited early (port
+ * taken?), -1 other failure. */
+static int launch(struct rl_redis *r)
+{
+    enum ready rd;
+
+    r->pid = spawn(r);
+    if (r->pid < 0) {
+        r->pid = 0;
+        fprintf(stderr, "harness: fork: %s\n", strerror(errno));
+        return -1;
+    }
+    if (registry_set(r->dir, r->pid) != 0) {
+        kill_and_reap(r->pid);
+        r->pid = 0;
+        return -1;
+    }
+    rd = wait_ready(r);
+    if (rd == READY_OK) {
+        r->running = true;
+        r->paused = false;
+        return 0;
+    }
+    if (rd == READY_EXITED) {
+        registry_set(r->dir, 0);
+        return 1;
+    }
+    kill_and_reap(r->pid);
+    r->pid = 0;
+    registry_set(r->dir, 0);
+    if (rd == READY_NOT_EMPTY)
+        fprintf(stderr, "harness: server on port %d is not empty, "
+                        "refusing to use it\n", r->port);
+    else
+        fprintf(stderr, "harness: server on port %d did not answer PING\n",
+                r->port);
+    print_log_tail(r);
+    return -1;
+}
+
+static void copy_cred(char *dst, const char *src)
+{
+    snprintf(dst, HARNESS_CRED_MAX, "%s", src != NULL ? src : "");
+}
+
+int harness_start(struct rl_redis *r, const struct harness_opts *o)
+{
+    const char *tmp = getenv("TMPDIR");
+    int rc = 1;
+
+    memset(r, 0, sizeof(*r));
+    if (o != NULL) {
+        copy_cred(r->requirepass, o->requirepass);
+        copy_cred(r->acl_user, o->acl_user);
+        copy_cred(r->acl_pass, o->acl_pass);
+        r->extra_args = o->extra_args;
+    }
+    if (tmp == NULL || tmp[0] == '\0')
+        tmp = "/tmp";
+    snprintf(r->dir, sizeof(r->dir), "%s/rl-redis-XXXXXX", tmp);
+    if (mkdtemp(r->dir) == NULL) {
+        fprintf(stderr, "harness: mkdtemp %s: %s\n", r->dir, strerror(errno));
+        r->dir[0] = '\0';
+        return -1;
+    }
+    for (int attempt = 0; attempt < START_ATTEMPTS && rc == 1; attempt++) {
+        r->port = harness_free_port();
+        if (r->port <= 0) {
+            fprintf(stderr, "harness: no free port: %s\n", strerror(errno));
+            rc = -1;
+            break;
+        }
+        rc = launch(r);
+    }
+    if (rc != 0) {
+        if (rc == 1) {
+            fprintf(stderr, "harness: redis-server keeps exiting at start\n");
+            print_log_tail(r);
+        }
+        harness_stop(r);
+        return -1;
+    }
+    return 0;
+}
+
+void harness_kill(struct rl_redis *r)
+{
+    if (r == NULL)
+        return;
+    if (r->pid > 0) {
+        kill_and_reap(r->pid);
+        registry_set(r->dir, 0);
+    }
+    r->pid = 0;
+    r->running = false;
+    r->paused = false;
+}
+
+void harness_stop(struct rl_redis *r)
+{
+    if (r == NULL)
+        return;
+    harness_kill(r);
+    if (r->dir[0] != '\0') {
+        remove_dir(r->dir);
+        registry_drop(r->dir);
+        r->dir[0] = '\0';
+    }
+}
+
+int harness_restart(struct rl_redis *r)
+{
+    int rc = 1;
+
+    if (r == NULL || r->port <= 0 || r->dir[0] == '\0')
+        return -1;
+    harness_kill(r);
+    /* Same port: if it is briefly unavailable, try again a few times. */
+    for (int attempt = 0; attempt < START_ATTEMPTS && rc == 1; attempt++) {
+        if (attempt > 0)
+            harness_sleep_ms(100);
+        rc = launch(r);
+    }
+    if (rc != 0) {
+        fprintf(stderr, "harness: restart on port %d failed\n", r->port);
+        print_log_tail(r);
+        return -1;
+    }
+    return 0;
+}
+
+int harness_pause(struct rl_redis *r)
+{
+    if (r == NULL || !r->running || r->pid <= 0)
+        return -1;
+    if (kill(r->pid, SIGSTOP) != 0)
+        return -1;
+    r->paused = true;
+    return 0;
+}
+
+int harness_resume(struct rl_redis *r)
+{
+    if (r == NULL || !r->running || r->pid <= 0)
+        return -1;
+    if (kill(r->pid, SIGCONT) != 0)
+        return -1;
+    r->paused = false;
+    return 0;
+}
+
+int harness_cluster_start(struct rl_redis *arr, int n,
+                          const struct harness_opts *o)
+{
+    for (int i = 0; i < n; i++) {
+        if (harness_start(&arr[i], o) != 0) {
+            harness_cluster_stop(arr, i);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void harness_cluster_stop(struct rl_redis *arr, int n)
+{
+    for (int i = 0; arr != NULL && i < n; i++)
+        harness_stop(&arr[i]);
+}
+
+/* ---- URIs ---- */
+
+char *harness_uri(const struct rl_redis *r, char *buf, size_t len)
+{
+    if (r->requirepass[0] != '\0')
+        return harness_uri_auth(r, NULL, r->requirepass, buf, len);
+    snprintf(buf, len, "%s:%d", HARNESS_HOST, r->port);
+    return buf;
+}
+
+char *harness_uri_auth(const struct rl_redis *r, const char *user,
+                       const char *pass, char *buf, size_t len)
+{
+    bool has_user = user != NULL && user[0] != '\0';
+    bool has_pass = pass != NULL && pass[0] != '\0';
+
+    if (!has_user && !has_pass)
+        snprintf(buf, len, "redis://%s:%d", HARNESS_HOST, r->port);
+    else
+        snprintf(buf, len, "redis://%s:%s@%s:%d", has_user ? user : "",
+                 has_pass ? pass : "", HARNESS_HOST, r->port);
+    return buf;
+}
+
+void harness_nodes_fill(struct harness_nodes *hn, const struct rl_redis *arr,
+                        int n)
+{
+    memset(hn, 0, sizeof(*hn));
+    for (int i = 0; i < n && i < HARNESS_MAX_SERVERS; i++) {
+        harness_uri(&arr[i], hn->uri[i], sizeof(hn->uri[i]));
+        hn->ptr[i] = hn->uri[i];
+        hn->count++;
+    }
+}
+
+/* ---- Sync commands ---- */
+
+redisContext *harness_connect(const struct rl_redis *r)
+{
+    redisContext *c = connect_port(r->port, CMD_TIMEOUT_S * 1000);
+
+    if (c == NULL) {
+        fprintf(stderr, "harness: cannot connect to port %d\n", r->port);
+        return NULL;
+    }
+    if (auth_ctx(c, r) != 0) {
+        fprintf(stderr, "harness: AUTH failed on port %d\n", r->port);
+        redisFree(c);
+        return NULL;
+    }
+    return c;
+}
+
+static redisReply *vcmd(const struct rl_redis *r, const char *fmt,
+                        va_list ap)
+{
+    redisContext *c = harness_connect(r);
+    redisReply *rep;
+
+    if (c == NULL)
+        return NULL;
+    rep = redisvCommand(c, fmt, ap);
+    if (rep == NULL)
+        fprintf(stderr, "harness: port %d: %s\n", r->port, c->errstr);
+    redisFree(c);
+    return rep;
+}
+
+redisReply *harness_cmd(const struct rl_redis *r, const char *fmt, ...)
+{
+    va_list ap;
+    redisReply *rep;
+
+    va_start(ap, fmt);
+    rep = vcmd(r, fmt, ap);
+    va_end(ap);
+    return rep;
+}
+
+redisReply *harness_cmd_argv(const struct rl_redis *r, int argc,
+                             const char **argv)
+{
+    redisContext *c = harness_connect(r);
+    redisReply *rep;
+
+    if (c == NULL)
+        return NULL;
+    rep = redisCommandArgv(c, argc, argv, NULL);
+    if (rep == NULL)
+        fprintf(stderr, "harness: port %d: %s\n", r->port, c->errstr);
+    redisFree(c);
+    return rep;
+}
+
+char *harness_get(const struct rl_redis *r, const char *key)
+{
+    redisReply *rep = harness_cmd(r, "GET %s", key);
+    char *s = NULL;
+
+    if (rep != NULL && rep->type == REDIS_REPLY_STRING) {
+        s = malloc(rep->len + 1);
+        if (s != NULL) {
+            memcpy(s, rep->str, rep->len);
+            s[rep->len] = '\0';
+        }
+    }
+    if (rep != NULL)
+        freeReplyObject(rep);
+    return s;
+}
+
+static long long integer_cmd(const struct rl_redis *r, long long err,
+                             const char *fmt, const char *arg)
+{
+    redisReply *rep = arg != NULL ? harness_cmd(r, fmt, arg)
+                                  : harness_cmd(r, "%s", fmt);
+    long long v = err;
+
+    if (rep != NULL && rep->type == REDIS_REPLY_INTEGER)
+        v = rep->integer;
+    if (rep != NULL)
+        freeReplyObject(rep);
+    return v;
+}
+
+long long harness_pttl(const struct rl_redis *r, const char *key)
+{
+    return integer_cmd(r, -3, "PTTL %s", key);
+}
+
+long long harness_dbsize(const struct rl_redis *r)
+{
+    return integer_cmd(r, -1, "DBSIZE", NULL);
+}
+
+long long harness_count_keys(const struct rl_redis *r, const char *pattern)
+{
+    redisReply *rep = harness_cmd(r, "KEYS %s", pattern);
+    long long n = -1;
+
+    if (rep != NULL && rep->type == REDIS_REPLY_ARRAY)
+        n = (long long)rep->elements;
+    if (rep != NULL)
+        freeReplyObject(rep);
+    return n;
+}
+
+int harness_ok(redisReply *reply)
+{
+    int ok = reply != NULL && reply->type == REDIS_REPLY_STATUS;
+
+    if (reply != NULL)
+        freeReplyObject(reply);
+    return ok;
+}
+
+int harness_info_field(const struct rl_redis *r, const char *section,
+                       const char *field, char *buf, size_t len)
+{
+    redisReply *rep = section != NULL ? harness_cmd(r, "INFO %s", section)
+                                      : harness_cmd(r, "INFO");
+    size_t flen = strlen(field);
+    int rc = -1;
+
+    if (rep != NULL && rep->type == REDIS_REPLY_STRING) {
+        const char *p = rep->str;
+
+        while (p != NULL && *p != '\0') {
+            if (strncmp(p, field, flen) == 0 && p[flen] == ':') {
+                const char *v = p + flen + 1;
+                size_t n = strcspn(v, "\r\n");
+
+                snprintf(buf, len, "%.*s", (int)n, v);
+                rc = 0;
+                break;
+            }
+            p = strchr(p, '\n');
+            if (p != NULL)
+                p++;
+        }
+    }
+    if (rep != NULL)
+        freeReplyObject(rep);
+    return rc;
+}

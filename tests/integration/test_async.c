@@ -1,0 +1,548 @@
+/* test_async.c -- the async API: many operations in flight, exactly one
+ * callback per accepted call (also when the client is freed meanwhile),
+ * the external-loop mode, and the RL_EMISUSE rules for blocking calls
+ * (STYLE 3.2, 3.5, 3.11.1). Callbacks only record; the main thread
+ * asserts (cmocka is not thread-safe). */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <ev.h>
+
+#include "harness.h"
+#include "redlock.h"
+
+#define NODES 3
+#define MAX_OPS 200
+
+struct fx {
+    struct rl_redis r[NODES];
+    struct harness_nodes hn;
+    rl_client *c;
+    struct ev_loop *loop; /* external loop, or NULL */
+};
+
+/* One record per operation: what its callback saw. */
+struct rec {
+    atomic_int calls;
+    rl_status st;
+    rl_lock *lock;
+    bool on_main_thread;
+    int seq;                   /* global callback order */
+    rl_status inner_acquire;   /* blocking calls made inside the callback */
+    rl_status inner_extend;
+    char err[256];             /* rl_last_error() inside the callback */
+};
+
+static struct rec recs[MAX_OPS];
+static struct rec rel_recs[MAX_OPS];
+static atomic_int done;
+static atomic_int rel_done;
+static atomic_int seq;
+static pthread_t main_thread;
+
+static void reset_recs(void)
+{
+    for (int i = 0; i < MAX_OPS; i++) {
+        rl_lock_free(recs[i].lock);
+        memset(&recs[i], 0, sizeof(recs[i]));
+        memset(&rel_recs[i], 0, sizeof(rel_recs[i]));
+    }
+    atomic_store(&done, 0);
+    atomic_store(&rel_done, 0);
+    atomic_store(&seq, 0);
+}
+
+static void fill_config(rl_config *cfg, struct fx *f)
+{
+    rl_config_init(cfg);
+    cfg->nodes = f->hn.ptr;
+    cfg->node_count = f->hn.count;
+    cfg->connect_timeout_ms = (uint32_t)harness_scale_ms(200);
+    cfg->op_timeout_ms = (uint32_t)harness_scale_ms(50);
+    cfg->retry_count = 0;
+    cfg->retry_delay_ms = 20;
+    cfg->retry_jitter_ms = 10;
+    cfg->trust_restarted_nodes = true;
+    cfg->loop = f->loop;
+}
+
+static int start(struct fx *f, bool external)
+{
+    rl_config cfg;
+    rl_status st = RL_EINVAL;
+
+    if (harness_cluster_start(f->r, NODES, NULL) != 0)
+        return -1;
+    harness_nodes_fill(&f->hn, f->r, NODES);
+    if (external) {
+        f->loop = ev_loop_new(0);
+        if (f->loop == NULL)
+            return -1;
+    }
+    fill_config(&cfg, f);
+    f->c = rl_client_new(&cfg, &st);
+    if (f->c == NULL) {
+        fprintf(stderr, "rl_client_new: %s: %s\n", rl_status_name(st),
+                rl_last_error());
+        return -1;
+    }
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+
+    rl_client_free(f->c);
+    reset_recs();
+    if (f->loop != NULL)
+        ev_loop_destroy(f->loop);
+    harness_cluster_stop(f->r, NODES);
+    free(f);
+    return 0;
+}
+
+static int setup_owned(void **state)
+{
+    struct fx *f = calloc(1, sizeof(*f));
+
+    main_thread = pthread_self();
+    reset_recs();
+    *state = f;
+    if (f == NULL)
+        return -1;
+    if (start(f, false) != 0) {
+        teardown(state);
+        return -1;
+    }
+    return 0;
+}
+
+static int setup_external(void **state)
+{
+    struct fx *f = calloc(1, sizeof(*f));
+
+    main_thread = pthread_self();
+    reset_recs();
+    *state = f;
+    if (f == NULL)
+        return -1;
+    if (start(f, true) != 0) {
+        teardown(state);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- Callbacks: record, never assert ---- */
+
+static void acq_cb(rl_client *c, rl_status st, rl_lock *lock, void *privdata)
+{
+    struct rec *r = privdata;
+
+    (void)c;
+    r->st = st;
+    r->lock = lock;
+    r->on_main_thread = pthread_equal(pthread_self(), main_thread);
+    r->seq = atomic_fetch_add(&seq, 1);
+    snprintf(r->err, sizeof(r->err), "%s", rl_last_error());
+    atomic_fetch_add(&r->calls, 1);
+    atomic_fetch_add(&done, 1);
+}
+
+static void rel_cb(rl_client *c, rl_status st, void *privdata)
+{
+    struct rec *r = privdata;
+
+    (void)c;
+    r->st = st;
+    r->on_main_thread = pthread_equal(pthread_self(), main_thread);
+    r->seq = atomic_fetch_add(&seq, 1);
+    atomic_fetch_add(&r->calls, 1);
+    atomic_fetch_add(&rel_done, 1);
+}
+
+static void ext_cb(rl_lock *l, rl_status st, void *privdata)
+{
+    struct rec *r = privdata;
+
+    (void)l;
+    r->st = st;
+    r->on_main_thread = pthread_equal(pthread_self(), main_thread);
+    r->seq = atomic_fetch_add(&seq, 1);
+    atomic_fetch_add(&r->calls, 1);
+    atomic_fetch_add(&done, 1);
+}
+
+/* Inside a callback: blocking calls are misuse, async ones are fine. */
+static void acq_cb_calls_blocking(rl_client *c, rl_status st, rl_lock *lock,
+                                  void *privdata)
+{
+    struct rec *r = privdata;
+    rl_lock *other = NULL;
+    rl_acquire_opts o = { 0 };
+
+    r->st = st;
+    r->inner_acquire = rl_acquire(c, "async:inner", &o, &other);
+    if (other != NULL)
+        rl_lock_free(other);
+    if (lock != NULL) {
+        r->inner_extend = rl_extend(lock, 0);
+        if (rl_release_async(lock, rel_cb, &rel_recs[0]) != RL_OK)
+            r->lock = lock;
+    }
+    r->seq = atomic_fetch_add(&seq, 1);
+    atomic_fetch_add(&r->calls, 1);
+    atomic_fetch_add(&done, 1);
+}
+
+/* Wait (owned loop: sleep; external loop: run it) until *counter >= want. */
+static bool wait_for(struct fx *f, atomic_int *counter, int want, int64_t ms)
+{
+    int64_t deadline = harness_now_ms() + harness_scale_ms(ms);
+
+    while (atomic_load(counter) < want && harness_now_ms() < deadline) {
+        if (f->loop != NULL)
+            ev_run(f->loop, EVRUN_NOWAIT);
+        harness_sleep_ms(1);
+    }
+    return atomic_load(counter) >= want;
+}
+
+static bool key_holds(const struct rl_redis *r, const char *key,
+                      const char *token)
+{
+    char *v = harness_get(r, key);
+    bool ok = v != NULL && strcmp(v, token) == 0;
+
+    if (!ok)
+        fprintf(stderr, "port %d: %s = %s (want %s)\n", r->port, key,
+                v ? v : "(nil)", token);
+    free(v);
+    return ok;
+}
+
+static bool all_empty_within(const struct fx *f, int64_t ms)
+{
+    int64_t deadline = harness_now_ms() + harness_scale_ms(ms);
+
+    for (;;) {
+        bool empty = true;
+
+        for (int i = 0; i < NODES; i++)
+            empty = empty && harness_dbsize(&f->r[i]) == 0;
+        if (empty)
+            return true;
+        if (harness_now_ms() >= deadline)
+            break;
+        harness_sleep_ms(20);
+    }
+    for (int i = 0; i < NODES; i++)
+        fprintf(stderr, "port %d: DBSIZE %lld\n", f->r[i].port,
+                harness_dbsize(&f->r[i]));
+    return false;
+}
+
+/* Acquire n distinct resources async, wait, check each call and Redis. */
+static void acquire_many(struct fx *f, int n, uint32_t ttl_ms)
+{
+    rl_acquire_opts o = { 0 };
+    char name[32];
+
+    o.ttl_ms = ttl_ms;
+    for (int i = 0; i < n; i++) {
+        snprintf(name, sizeof(name), "async:%d", i);
+        assert_int_equal(rl_acquire_async(f->c, name, &o, acq_cb, &recs[i]),
+                         RL_OK);
+    }
+    assert_true(wait_for(f, &done, n, 10000));
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(atomic_load(&recs[i].calls), 1);
+        if (recs[i].st != RL_OK)
+            fprintf(stderr, "op %d: %s: %s\n", i, rl_status_name(recs[i].st),
+                    recs[i].err);
+        assert_int_equal(recs[i].st, RL_OK);
+        assert_non_null(recs[i].lock);
+        assert_int_equal(recs[i].on_main_thread, f->loop != NULL);
+        snprintf(name, sizeof(name), "async:%d", i);
+        for (int k = 0; k < NODES; k++)
+            assert_true(key_holds(&f->r[k], name,
+                                  rl_lock_token(recs[i].lock)));
+    }
+}
+
+/* Release recs[0..n) async, wait, check each call and Redis. */
+static void release_many(struct fx *f, int n)
+{
+    for (int i = 0; i < n; i++) {
+        rl_lock *l = recs[i].lock;
+
+        recs[i].lock = NULL;
+        assert_int_equal(rl_release_async(l, rel_cb, &rel_recs[i]), RL_OK);
+    }
+    assert_true(wait_for(f, &rel_done, n, 10000));
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(atomic_load(&rel_recs[i].calls), 1);
+        assert_int_equal(rel_recs[i].st, RL_OK);
+        assert_int_equal(rel_recs[i].on_main_thread, f->loop != NULL);
+    }
+    assert_true(all_empty_within(f, 0));
+}
+
+/* ---- Tests ---- */
+
+static void test_200_acquires_in_flight_each_call_back_once(void **state)
+{
+    struct fx *f = *state;
+
+    acquire_many(f, MAX_OPS, 10000);
+    release_many(f, MAX_OPS);
+    /* No late or duplicate callbacks. */
+    harness_sleep_ms(100);
+    assert_int_equal(atomic_load(&done), MAX_OPS);
+    assert_int_equal(atomic_load(&rel_done), MAX_OPS);
+}
+
+static void test_client_free_with_ops_in_flight_calls_each_back_once(
+    void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+    char name[32];
+    int ok = 0;
+    int canceled = 0;
+
+    o.ttl_ms = 2000;
+    for (int i = 0; i < 100; i++) {
+        snprintf(name, sizeof(name), "async:free:%d", i);
+        assert_int_equal(rl_acquire_async(f->c, name, &o, acq_cb, &recs[i]),
+                         RL_OK);
+    }
+    rl_client_free(f->c);
+    f->c = NULL;
+    /* Every callback ran before rl_client_free returned. */
+    assert_int_equal(atomic_load(&done), 100);
+    harness_sleep_ms(100);
+    assert_int_equal(atomic_load(&done), 100);
+    for (int i = 0; i < 100; i++) {
+        assert_int_equal(atomic_load(&recs[i].calls), 1);
+        assert_true(recs[i].st == RL_OK || recs[i].st == RL_ECANCELED);
+        if (recs[i].st == RL_OK) {
+            assert_non_null(recs[i].lock);
+            ok++;
+        } else {
+            assert_null(recs[i].lock);
+            canceled++;
+        }
+    }
+    fprintf(stderr, "  %d completed, %d canceled\n", ok, canceled);
+    /* Handles outlive the client; reset_recs frees them. */
+}
+
+static void test_release_async_without_callback_still_releases(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+    rl_lock *l = NULL;
+
+    o.ttl_ms = 10000;
+    assert_int_equal(rl_acquire(f->c, "async:fire-forget", &o, &l), RL_OK);
+    assert_int_equal(rl_release_async(l, NULL, NULL), RL_OK);
+    assert_true(all_empty_within(f, 1000));
+}
+
+static void test_extend_async_refreshes_and_a_second_one_is_misuse(
+    void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+    rl_lock *l = NULL;
+
+    o.ttl_ms = 3000;
+    assert_int_equal(rl_acquire(f->c, "async:extend", &o, &l), RL_OK);
+    assert_int_equal(rl_extend_async(l, 9000, ext_cb, &recs[0]), RL_OK);
+    assert_true(wait_for(f, &done, 1, 5000));
+    assert_int_equal(recs[0].st, RL_OK);
+    assert_false(recs[0].on_main_thread);
+    for (int k = 0; k < NODES; k++)
+        assert_true(harness_pttl(&f->r[k], "async:extend") > 8000);
+    assert_true(rl_lock_validity_ms(l) > 8000);
+
+    /* With every node paused the first extend surely is still in flight
+     * when the second one is asked for. */
+    for (int k = 0; k < NODES; k++)
+        assert_int_equal(harness_pause(&f->r[k]), 0);
+    assert_int_equal(rl_extend_async(l, 9000, ext_cb, &recs[1]), RL_OK);
+    assert_int_equal(rl_extend_async(l, 9000, ext_cb, &recs[2]),
+                     RL_EMISUSE);
+    assert_true(wait_for(f, &done, 2, 5000));
+    for (int k = 0; k < NODES; k++)
+        assert_int_equal(harness_resume(&f->r[k]), 0);
+    assert_int_equal(atomic_load(&recs[1].calls), 1);
+    assert_int_equal(recs[1].st, RL_ENOQUORUM);
+    assert_int_equal(atomic_load(&recs[2].calls), 0);
+    assert_int_equal(rl_release(l), RL_OK);
+    assert_true(all_empty_within(f, 1000));
+}
+
+static void test_release_async_cancels_an_extend_in_flight_first(
+    void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+    rl_lock *l = NULL;
+
+    o.ttl_ms = 5000;
+    assert_int_equal(rl_acquire(f->c, "async:ext-rel", &o, &l), RL_OK);
+    for (int k = 0; k < NODES; k++)
+        assert_int_equal(harness_pause(&f->r[k]), 0);
+    assert_int_equal(rl_extend_async(l, 9000, ext_cb, &recs[0]), RL_OK);
+    assert_int_equal(rl_release_async(l, rel_cb, &rel_recs[0]), RL_OK);
+    assert_true(wait_for(f, &done, 1, 5000));
+    assert_true(wait_for(f, &rel_done, 1, 5000));
+    for (int k = 0; k < NODES; k++)
+        assert_int_equal(harness_resume(&f->r[k]), 0);
+    assert_int_equal(atomic_load(&recs[0].calls), 1);
+    assert_int_equal(recs[0].st, RL_ECANCELED);
+    assert_int_equal(atomic_load(&rel_recs[0].calls), 1);
+    assert_true(recs[0].seq < rel_recs[0].seq);
+    /* Paused nodes: the release itself could not reach a quorum, but the
+     * requests were queued and run once the nodes resume. */
+    fprintf(stderr, "  release with paused nodes: %s\n",
+            rl_status_name(rel_recs[0].st));
+    assert_true(all_empty_within(f, 1000));
+}
+
+static void test_blocking_calls_inside_a_callback_are_misuse(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+
+    o.ttl_ms = 5000;
+    assert_int_equal(rl_acquire_async(f->c, "async:cb", &o,
+                                      acq_cb_calls_blocking, &recs[0]),
+                     RL_OK);
+    assert_true(wait_for(f, &done, 1, 5000));
+    assert_int_equal(recs[0].st, RL_OK);
+    assert_int_equal(recs[0].inner_acquire, RL_EMISUSE);
+    assert_int_equal(recs[0].inner_extend, RL_EMISUSE);
+    /* The async release issued from the callback went through. */
+    assert_true(wait_for(f, &rel_done, 1, 5000));
+    assert_int_equal(rel_recs[0].st, RL_OK);
+    assert_true(all_empty_within(f, 1000));
+}
+
+static void test_failed_async_acquire_reports_detail_in_the_callback(
+    void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+    rl_lock *l = NULL;
+
+    o.ttl_ms = 5000;
+    assert_int_equal(rl_acquire(f->c, "async:held", &o, &l), RL_OK);
+    assert_int_equal(
+        rl_acquire_async(f->c, "async:held", &o, acq_cb, &recs[0]), RL_OK);
+    assert_true(wait_for(f, &done, 1, 5000));
+    assert_int_equal(recs[0].st, RL_ENOTACQUIRED);
+    assert_null(recs[0].lock);
+    fprintf(stderr, "  in callback: %s\n", recs[0].err);
+    assert_true(recs[0].err[0] != '\0');
+    for (int k = 0; k < NODES; k++)
+        assert_true(key_holds(&f->r[k], "async:held", rl_lock_token(l)));
+    assert_int_equal(rl_release(l), RL_OK);
+    assert_true(all_empty_within(f, 0));
+}
+
+static void test_external_loop_runs_callbacks_on_the_callers_thread(
+    void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+    rl_lock *l = NULL;
+
+    o.ttl_ms = 5000;
+    assert_int_equal(rl_acquire(f->c, "async:ext-loop", &o, &l),
+                     RL_EMISUSE);
+    assert_null(l);
+    acquire_many(f, 20, 10000);
+    assert_int_equal(rl_extend(recs[0].lock, 0), RL_EMISUSE);
+    assert_int_equal(rl_extend_async(recs[0].lock, 8000, ext_cb,
+                                     &recs[MAX_OPS - 1]),
+                     RL_OK);
+    assert_true(wait_for(f, &done, 21, 5000));
+    assert_int_equal(recs[MAX_OPS - 1].st, RL_OK);
+    assert_true(recs[MAX_OPS - 1].on_main_thread);
+    assert_true(harness_pttl(&f->r[0], "async:0") > 7000);
+    release_many(f, 20);
+}
+
+static void test_external_loop_client_free_cancels_pending_ops(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+    char name[32];
+
+    o.ttl_ms = 2000;
+    for (int i = 0; i < 10; i++) {
+        snprintf(name, sizeof(name), "async:ext-free:%d", i);
+        assert_int_equal(rl_acquire_async(f->c, name, &o, acq_cb, &recs[i]),
+                         RL_OK);
+    }
+    /* The loop never ran: the callbacks run inside rl_client_free. */
+    rl_client_free(f->c);
+    f->c = NULL;
+    assert_int_equal(atomic_load(&done), 10);
+    for (int i = 0; i < 10; i++) {
+        assert_int_equal(atomic_load(&recs[i].calls), 1);
+        assert_true(recs[i].on_main_thread);
+        assert_true(recs[i].st == RL_OK || recs[i].st == RL_ECANCELED);
+        assert_true((recs[i].st == RL_OK) == (recs[i].lock != NULL));
+    }
+    ev_run(f->loop, EVRUN_NOWAIT);
+    assert_int_equal(atomic_load(&done), 10);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(
+            test_200_acquires_in_flight_each_call_back_once, setup_owned,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_client_free_with_ops_in_flight_calls_each_back_once,
+            setup_owned, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_release_async_without_callback_still_releases, setup_owned,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_extend_async_refreshes_and_a_second_one_is_misuse,
+            setup_owned, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_release_async_cancels_an_extend_in_flight_first,
+            setup_owned, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_blocking_calls_inside_a_callback_are_misuse, setup_owned,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_failed_async_acquire_reports_detail_in_the_callback,
+            setup_owned, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_external_loop_runs_callbacks_on_the_callers_thread,
+            setup_external, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_external_loop_client_free_cancels_pending_ops,
+            setup_external, teardown),
+    };
+
+    harness_require_redis();
+    return cmocka_run_group_tests_name("async", tests, NULL, NULL);
+}

@@ -1,0 +1,557 @@
+/* test_lock_basic.c -- the lock operations against 1, 3 and 5 real
+ * redis-server nodes: what the calls return *and* what ends up stored in
+ * Redis (token values, PTTLs, keys left behind). DESIGN §5.1-5.4, §6. */
+#include <ctype.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+#include "redlock.h"
+
+#define MAX_NODES 5
+
+struct fx {
+    struct rl_redis r[MAX_NODES];
+    int n;
+    struct harness_nodes hn;
+    rl_client *c;
+};
+
+static const int one = 1;
+static const int three = 3;
+static const int five = 5;
+
+static void test_log(int level, const char *msg, void *privdata)
+{
+    (void)privdata;
+    fprintf(stderr, "  [redlock %d] %s\n", level, msg);
+}
+
+/* Short timeouts, no retries, restarted nodes trusted (the harness's
+ * servers are all young). */
+static void fast_config(rl_config *cfg, const struct harness_nodes *hn)
+{
+    rl_config_init(cfg);
+    cfg->nodes = hn->ptr;
+    cfg->node_count = hn->count;
+    cfg->connect_timeout_ms = (uint32_t)harness_scale_ms(200);
+    cfg->op_timeout_ms = (uint32_t)harness_scale_ms(50);
+    cfg->retry_count = 0;
+    cfg->retry_delay_ms = 20;
+    cfg->retry_jitter_ms = 10;
+    cfg->trust_restarted_nodes = true;
+    if (getenv("RL_TEST_LOG") != NULL) {
+        cfg->log = test_log;
+        cfg->log_level = RL_LOG_DEBUG;
+    }
+}
+
+static rl_client *new_client(const struct fx *f, const char *prefix)
+{
+    rl_config cfg;
+    rl_status st = RL_EINVAL;
+    rl_client *c;
+
+    fast_config(&cfg, &f->hn);
+    cfg.prefix = prefix;
+    c = rl_client_new(&cfg, &st);
+    if (c == NULL)
+        fprintf(stderr, "rl_client_new: %s: %s\n", rl_status_name(st),
+                rl_last_error());
+    return c;
+}
+
+static int setup_cluster(void **state)
+{
+    struct fx *f = calloc(1, sizeof(*f));
+
+    if (f == NULL)
+        return -1;
+    f->n = *(const int *)*state;
+    if (harness_cluster_start(f->r, f->n, NULL) != 0) {
+        free(f);
+        return -1;
+    }
+    harness_nodes_fill(&f->hn, f->r, f->n);
+    f->c = new_client(f, NULL);
+    if (f->c == NULL) {
+        harness_cluster_stop(f->r, f->n);
+        free(f);
+        return -1;
+    }
+    *state = f;
+    return 0;
+}
+
+static int teardown_cluster(void **state)
+{
+    struct fx *f = *state;
+
+    rl_client_free(f->c);
+    harness_cluster_stop(f->r, f->n);
+    free(f);
+    return 0;
+}
+
+/* ---- Redis-side checks (print what they saw, return a verdict) ---- */
+
+/* key holds token on r, with 0 < PTTL <= ttl_ms (and >= min_pttl). */
+static bool key_holds(const struct rl_redis *r, const char *key,
+                      const char *token, long long min_pttl, long long ttl)
+{
+    char *v = harness_get(r, key);
+    long long pttl = harness_pttl(r, key);
+    bool ok = v != NULL && strcmp(v, token) == 0 && pttl >= min_pttl &&
+              pttl <= ttl && pttl > 0;
+
+    if (!ok)
+        fprintf(stderr, "port %d: %s = %s (want %s), PTTL %lld (want "
+                        "%lld..%lld)\n", r->port, key, v ? v : "(nil)", token,
+                pttl, min_pttl, ttl);
+    free(v);
+    return ok;
+}
+
+static bool key_absent(const struct rl_redis *r, const char *key)
+{
+    long long pttl = harness_pttl(r, key);
+
+    if (pttl != -2)
+        fprintf(stderr, "port %d: %s still exists (PTTL %lld)\n", r->port,
+                key, pttl);
+    return pttl == -2;
+}
+
+static bool all_empty(const struct fx *f)
+{
+    bool ok = true;
+
+    for (int i = 0; i < f->n; i++) {
+        long long n = harness_dbsize(&f->r[i]);
+
+        if (n != 0) {
+            fprintf(stderr, "port %d: %lld keys left behind\n",
+                    f->r[i].port, n);
+            ok = false;
+        }
+    }
+    return ok;
+}
+
+static bool is_hex_token(const char *t)
+{
+    size_t len;
+
+    if (t == NULL)
+        return false;
+    len = strlen(t);
+    if (len < 32)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        if (!isxdigit((unsigned char)t[i]))
+            return false;
+    }
+    return true;
+}
+
+static void set_on_all(const struct fx *f, const char *key, const char *val,
+                       int ttl_ms)
+{
+    for (int i = 0; i < f->n; i++)
+        assert_true(harness_ok(harness_cmd(&f->r[i], "SET %s %s NX PX %d",
+                                           key, val, ttl_ms)));
+}
+
+/* ---- Tests ---- */
+
+static void test_acquire_stores_the_token_on_every_node(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+    rl_lock *l = NULL;
+
+    o.ttl_ms = 10000;
+    assert_int_equal(rl_acquire(f->c, "basic:res", &o, &l), RL_OK);
+    assert_non_null(l);
+    assert_true(is_hex_token(rl_lock_token(l)));
+    assert_string_equal(rl_lock_resource(l), "basic:res");
+    assert_int_equal(rl_lock_nodes_ok(l), f->n);
+    assert_false(rl_lock_lost(l));
+    for (int i = 0; i < f->n; i++)
+        assert_true(key_holds(&f->r[i], "basic:res", rl_lock_token(l), 9000,
+                              10000));
+    /* Nothing but the lock key itself. */
+    for (int i = 0; i < f->n; i++)
+        assert_int_equal(harness_dbsize(&f->r[i]), 1);
+    assert_int_equal(rl_release(l), RL_OK);
+    assert_true(all_empty(f));
+}
+
+static void test_validity_is_at_most_ttl_minus_drift(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+    rl_lock *l = NULL;
+    /* default drift factor 0.01: drift = 10000 * 0.01 + 2 ms */
+    const int64_t max_validity = 10000 - 100 - 2;
+    int64_t v;
+
+    o.ttl_ms = 10000;
+    assert_int_equal(rl_acquire(f->c, "basic:validity", &o, &l), RL_OK);
+    v = rl_lock_validity_ms(l);
+    assert_in_range(v, max_validity - harness_scale_ms(500), max_validity);
+    harness_sleep_ms(200);
+    assert_true(rl_lock_validity_ms(l) <= v - 150);
+    assert_int_equal(rl_release(l), RL_OK);
+}
+
+static void test_second_acquire_of_a_held_resource_is_not_acquired(
+    void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+    rl_lock *l = NULL;
+    rl_lock *l2 = NULL;
+    rl_client *other = new_client(f, NULL);
+    char token[128];
+
+    assert_non_null(other);
+    o.ttl_ms = 10000;
+    assert_int_equal(rl_acquire(f->c, "basic:held", &o, &l), RL_OK);
+    snprintf(token, sizeof(token), "%s", rl_lock_token(l));
+    /* Same client and another client: both are turned away. */
+    assert_int_equal(rl_acquire(f->c, "basic:held", &o, &l2),
+                     RL_ENOTACQUIRED);
+    assert_null(l2);
+    assert_int_equal(rl_acquire(other, "basic:held", &o, &l2),
+                     RL_ENOTACQUIRED);
+    assert_null(l2);
+    /* The failed attempts rolled back without touching the holder's key. */
+    for (int i = 0; i < f->n; i++)
+        assert_true(key_holds(&f->r[i], "basic:held", token, 9000, 10000));
+    assert_int_equal(rl_release(l), RL_OK);
+    assert_int_equal(rl_acquire(other, "basic:held", &o, &l2), RL_OK);
+    assert_int_equal(rl_release(l2), RL_OK);
+    assert_true(all_empty(f));
+    rl_client_free(other);
+}
+
+static void test_release_deletes_the_keys_on_every_node(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+    rl_lock *l = NULL;
+
+    o.ttl_ms = 5000;
+    assert_int_equal(rl_acquire(f->c, "basic:rel", &o, &l), RL_OK);
+    assert_int_equal(rl_release(l), RL_OK);
+    for (int i = 0; i < f->n; i++)
+        assert_true(key_absent(&f->r[i], "basic:rel"));
+    assert_true(all_empty(f));
+}
+
+static void test_extend_refreshes_the_pttl_on_every_node(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+    rl_lock *l = NULL;
+    char token[128];
+
+    o.ttl_ms = 2000;
+    assert_int_equal(rl_acquire(f->c, "basic:ext", &o, &l), RL_OK);
+    snprintf(token, sizeof(token), "%s", rl_lock_token(l));
+    harness_sleep_ms(600);
+    for (int i = 0; i < f->n; i++)
+        assert_true(harness_pttl(&f->r[i], "basic:ext") <= 1400);
+    assert_int_equal(rl_extend(l, 10000), RL_OK);
+    assert_in_range(rl_lock_validity_ms(l), 9000, 10000 - 100 - 2);
+    for (int i = 0; i < f->n; i++)
+        assert_true(key_holds(&f->r[i], "basic:ext", token, 9000, 10000));
+    /* ttl 0: the TTL it was acquired with. */
+    assert_int_equal(rl_extend(l, 0), RL_OK);
+    for (int i = 0; i < f->n; i++)
+        assert_true(key_holds(&f->r[i], "basic:ext", token, 1500, 2000));
+    assert_true(rl_lock_validity_ms(l) <= 2000 - 20 - 2);
+    assert_int_equal(rl_release(l), RL_OK);
+    assert_true(all_empty(f));
+}
+
+static void test_expired_lock_can_be_taken_by_another_client(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+    rl_lock *l = NULL;
+    rl_lock *l2 = NULL;
+    rl_client *other = new_client(f, NULL);
+    rl_status st;
+
+    assert_non_null(other);
+    o.ttl_ms = 300;
+    assert_int_equal(rl_acquire(f->c, "basic:expiry", &o, &l), RL_OK);
+    assert_true(rl_lock_validity_ms(l) <= 300 - 3 - 2);
+    harness_sleep_ms(400);
+    assert_true(rl_lock_validity_ms(l) <= 0);
+    for (int i = 0; i < f->n; i++)
+        assert_true(key_absent(&f->r[i], "basic:expiry"));
+    o.ttl_ms = 10000;
+    assert_int_equal(rl_acquire(other, "basic:expiry", &o, &l2), RL_OK);
+    /* The stale holder's release must not delete the new holder's keys. */
+    st = rl_release(l);
+    assert_true(st == RL_ELOST || st == RL_ENOTACQUIRED);
+    for (int i = 0; i < f->n; i++)
+        assert_true(key_holds(&f->r[i], "basic:expiry", rl_lock_token(l2),
+                              9000, 10000));
+    assert_int_equal(rl_release(l2), RL_OK);
+    assert_true(all_empty(f));
+    rl_client_free(other);
+}
+
+static void test_release_of_an_expired_lock_is_lost(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+    rl_lock *l = NULL;
+
+    o.ttl_ms = 300;
+    assert_int_equal(rl_acquire(f->c, "basic:lost", &o, &l), RL_OK);
+    harness_sleep_ms(450);
+    assert_int_equal(rl_release(l), RL_ELOST);
+    assert_true(all_empty(f));
+}
+
+static void test_extend_of_an_expired_lock_is_lost(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+    rl_lock *l = NULL;
+
+    o.ttl_ms = 300;
+    assert_int_equal(rl_acquire(f->c, "basic:lostext", &o, &l), RL_OK);
+    harness_sleep_ms(450);
+    assert_int_equal(rl_extend(l, 5000), RL_ELOST);
+    assert_true(rl_lock_lost(l));
+    /* Never resurrected (§5.4). */
+    assert_true(all_empty(f));
+    rl_lock_free(l);
+}
+
+static void test_adopted_token_can_be_extended_and_released(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+    rl_lock *l = NULL;
+    rl_lock *a = NULL;
+    rl_client *other = new_client(f, NULL);
+
+    assert_non_null(other);
+    o.ttl_ms = 3000;
+    assert_int_equal(rl_acquire(f->c, "basic:adopt", &o, &l), RL_OK);
+    assert_int_equal(rl_lock_adopt(other, "basic:adopt", rl_lock_token(l),
+                                   &a),
+                     RL_OK);
+    assert_non_null(a);
+    assert_string_equal(rl_lock_token(a), rl_lock_token(l));
+    assert_string_equal(rl_lock_resource(a), "basic:adopt");
+    assert_true(rl_lock_validity_ms(a) <= 0);
+    assert_int_equal(rl_extend(a, 8000), RL_OK);
+    assert_true(rl_lock_validity_ms(a) > 7000);
+    for (int i = 0; i < f->n; i++)
+        assert_true(key_holds(&f->r[i], "basic:adopt", rl_lock_token(l),
+                              7000, 8000));
+    assert_int_equal(rl_release(a), RL_OK);
+    assert_true(all_empty(f));
+    rl_lock_free(l);
+    rl_client_free(other);
+}
+
+static void test_adopting_a_wrong_token_releases_nothing(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+    rl_lock *l = NULL;
+    rl_lock *a = NULL;
+
+    o.ttl_ms = 5000;
+    assert_int_equal(rl_acquire(f->c, "basic:wrongtok", &o, &l), RL_OK);
+    assert_int_equal(rl_lock_adopt(f->c, "basic:wrongtok",
+                                   "00000000000000000000000000000000", &a),
+                     RL_OK);
+    assert_int_equal(rl_release(a), RL_ENOTACQUIRED);
+    for (int i = 0; i < f->n; i++)
+        assert_true(key_holds(&f->r[i], "basic:wrongtok", rl_lock_token(l),
+                              4000, 5000));
+    assert_int_equal(rl_release(l), RL_OK);
+    assert_true(all_empty(f));
+}
+
+static void test_prefix_is_prepended_to_the_key(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+    rl_lock *l = NULL;
+    rl_client *pc = new_client(f, "app1:");
+
+    assert_non_null(pc);
+    o.ttl_ms = 5000;
+    assert_int_equal(rl_acquire(pc, "jobs", &o, &l), RL_OK);
+    assert_string_equal(rl_lock_resource(l), "jobs");
+    for (int i = 0; i < f->n; i++) {
+        assert_true(key_holds(&f->r[i], "app1:jobs", rl_lock_token(l), 4000,
+                              5000));
+        assert_true(key_absent(&f->r[i], "jobs"));
+    }
+    assert_int_equal(rl_release(l), RL_OK);
+    assert_true(all_empty(f));
+    rl_client_free(pc);
+}
+
+static void test_multi_acquire_sets_every_key_and_release_clears_them(
+    void **state)
+{
+    struct fx *f = *state;
+    const char *res[] = { "multi:a", "multi:b", "multi:c" };
+    rl_acquire_opts o = { 0 };
+    rl_lock *l = NULL;
+
+    o.ttl_ms = 5000;
+    assert_int_equal(rl_acquire_multi(f->c, res, 3, &o, &l), RL_OK);
+    assert_string_equal(rl_lock_resource(l), "multi:a");
+    for (int i = 0; i < f->n; i++) {
+        for (int k = 0; k < 3; k++)
+            assert_true(key_holds(&f->r[i], res[k], rl_lock_token(l), 4000,
+                                  5000));
+    }
+    assert_int_equal(rl_extend(l, 9000), RL_OK);
+    for (int i = 0; i < f->n; i++) {
+        for (int k = 0; k < 3; k++)
+            assert_true(key_holds(&f->r[i], res[k], rl_lock_token(l), 8000,
+                                  9000));
+    }
+    assert_int_equal(rl_release(l), RL_OK);
+    assert_true(all_empty(f));
+}
+
+static void test_multi_acquire_is_all_or_nothing(void **state)
+{
+    struct fx *f = *state;
+    const char *res[] = { "aon:a", "aon:b", "aon:c" };
+    rl_acquire_opts o = { 0 };
+    rl_lock *l = NULL;
+
+    set_on_all(f, "aon:b", "someone-else", 10000);
+    o.ttl_ms = 5000;
+    assert_int_equal(rl_acquire_multi(f->c, res, 3, &o, &l),
+                     RL_ENOTACQUIRED);
+    assert_null(l);
+    for (int i = 0; i < f->n; i++) {
+        assert_true(key_absent(&f->r[i], "aon:a"));
+        assert_true(key_absent(&f->r[i], "aon:c"));
+        assert_true(key_holds(&f->r[i], "aon:b", "someone-else", 9000,
+                              10000));
+        assert_int_equal(harness_dbsize(&f->r[i]), 1);
+    }
+}
+
+static void test_key_set_by_plain_set_nx_px_is_respected_and_adoptable(
+    void **state)
+{
+    struct fx *f = *state;
+    /* How redsync / node-redlock store a lock: SET key token NX PX ttl. */
+    const char *foreign = "f00dfeedf00dfeedf00dfeedf00dfeed";
+    rl_acquire_opts o = { 0 };
+    rl_lock *l = NULL;
+    rl_lock *a = NULL;
+
+    set_on_all(f, "interop:res", foreign, 10000);
+    o.ttl_ms = 5000;
+    assert_int_equal(rl_acquire(f->c, "interop:res", &o, &l),
+                     RL_ENOTACQUIRED);
+    for (int i = 0; i < f->n; i++)
+        assert_true(key_holds(&f->r[i], "interop:res", foreign, 9000,
+                              10000));
+    assert_int_equal(rl_lock_adopt(f->c, "interop:res", foreign, &a), RL_OK);
+    assert_int_equal(rl_release(a), RL_OK);
+    assert_true(all_empty(f));
+}
+
+static void test_lock_is_released_by_a_plain_compare_and_delete(
+    void **state)
+{
+    struct fx *f = *state;
+    /* redsync's / node-redlock's release script. */
+    const char *cad = "if redis.call('get', KEYS[1]) == ARGV[1] then "
+                      "return redis.call('del', KEYS[1]) else return 0 end";
+    rl_acquire_opts o = { 0 };
+    rl_lock *l = NULL;
+
+    o.ttl_ms = 5000;
+    assert_int_equal(rl_acquire(f->c, "interop:out", &o, &l), RL_OK);
+    for (int i = 0; i < f->n; i++) {
+        redisReply *rep = harness_cmd(&f->r[i], "EVAL %s 1 %s %s", cad,
+                                      "interop:out", rl_lock_token(l));
+
+        assert_non_null(rep);
+        assert_int_equal(rep->type, REDIS_REPLY_INTEGER);
+        assert_int_equal(rep->integer, 1);
+        freeReplyObject(rep);
+    }
+    assert_true(all_empty(f));
+    rl_lock_free(l);
+}
+
+static void test_distinct_acquisitions_get_distinct_tokens(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+    char seen[20][128];
+
+    o.ttl_ms = 5000;
+    for (int k = 0; k < 20; k++) {
+        rl_lock *l = NULL;
+
+        assert_int_equal(rl_acquire(f->c, "basic:tokens", &o, &l), RL_OK);
+        snprintf(seen[k], sizeof(seen[k]), "%s", rl_lock_token(l));
+        for (int j = 0; j < k; j++)
+            assert_string_not_equal(seen[j], seen[k]);
+        assert_int_equal(rl_release(l), RL_OK);
+    }
+    assert_true(all_empty(f));
+}
+
+#define NODES_TEST(fn, n)                                                     \
+    { #fn "_n" #n, fn, setup_cluster, teardown_cluster, (void *)&n }
+#define ALL_SIZES(fn)                                                         \
+    NODES_TEST(fn, one), NODES_TEST(fn, three), NODES_TEST(fn, five)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        ALL_SIZES(test_acquire_stores_the_token_on_every_node),
+        ALL_SIZES(test_validity_is_at_most_ttl_minus_drift),
+        ALL_SIZES(test_second_acquire_of_a_held_resource_is_not_acquired),
+        ALL_SIZES(test_release_deletes_the_keys_on_every_node),
+        ALL_SIZES(test_extend_refreshes_the_pttl_on_every_node),
+        ALL_SIZES(test_expired_lock_can_be_taken_by_another_client),
+        NODES_TEST(test_release_of_an_expired_lock_is_lost, three),
+        NODES_TEST(test_extend_of_an_expired_lock_is_lost, three),
+        ALL_SIZES(test_adopted_token_can_be_extended_and_released),
+        NODES_TEST(test_adopting_a_wrong_token_releases_nothing, three),
+        NODES_TEST(test_prefix_is_prepended_to_the_key, three),
+        ALL_SIZES(test_multi_acquire_sets_every_key_and_release_clears_them),
+        ALL_SIZES(test_multi_acquire_is_all_or_nothing),
+        NODES_TEST(test_key_set_by_plain_set_nx_px_is_respected_and_adoptable,
+                   five),
+        NODES_TEST(test_lock_is_released_by_a_plain_compare_and_delete, three),
+        NODES_TEST(test_distinct_acquisitions_get_distinct_tokens, three),
+    };
+
+    harness_require_redis();
+    return cmocka_run_group_tests_name("lock_basic", tests, NULL, NULL);
+}

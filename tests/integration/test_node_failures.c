@@ -1,0 +1,653 @@
+/* test_node_failures.c -- the quorum under node crashes, pauses, restarts,
+ * authentication failures and unreachable addresses, against real
+ * redis-server processes (DESIGN §2, §5.1, §5.7). Time bounds are
+ * deliberately generous (they catch "waits for a dead node", not
+ * slowness) and scale with RL_TEST_TIMEOUT_MULTIPLIER. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+#include "redlock.h"
+
+#define MAX_NODES 5
+
+struct fx {
+    struct rl_redis r[MAX_NODES];
+    int n;
+    struct harness_nodes hn;
+    rl_client *c;
+};
+
+/* Set by the log sink when a message contains forbidden text. */
+static const char *forbidden_text;
+static atomic_int forbidden_seen;
+static atomic_int log_lines;
+
+static void test_log(int level, const char *msg, void *privdata)
+{
+    (void)privdata;
+    atomic_fetch_add(&log_lines, 1);
+    if (forbidden_text != NULL && strstr(msg, forbidden_text) != NULL)
+        atomic_store(&forbidden_seen, 1);
+    if (getenv("RL_TEST_LOG") != NULL)
+        fprintf(stderr, "  [redlock %d] %s\n", level, msg);
+}
+
+static void fast_config(rl_config *cfg, const struct harness_nodes *hn)
+{
+    rl_config_init(cfg);
+    cfg->nodes = hn->ptr;
+    cfg->node_count = hn->count;
+    cfg->connect_timeout_ms = (uint32_t)harness_scale_ms(200);
+    cfg->op_timeout_ms = (uint32_t)harness_scale_ms(50);
+    cfg->retry_count = 0;
+    cfg->retry_delay_ms = 20;
+    cfg->retry_jitter_ms = 10;
+    cfg->trust_restarted_nodes = true;
+    cfg->log = test_log;
+    cfg->log_level = RL_LOG_DEBUG;
+}
+
+static rl_client *client_for(rl_config *cfg)
+{
+    rl_status st = RL_EINVAL;
+    rl_client *c = rl_client_new(cfg, &st);
+
+    if (c == NULL)
+        fprintf(stderr, "rl_client_new: %s: %s\n", rl_status_name(st),
+                rl_last_error());
+    return c;
+}
+
+/* Start n plain servers and a fast client on them. */
+static void start_cluster(struct fx *f, int n)
+{
+    rl_config cfg;
+
+    f->n = n;
+    assert_int_equal(harness_cluster_start(f->r, n, NULL), 0);
+    harness_nodes_fill(&f->hn, f->r, n);
+    fast_config(&cfg, &f->hn);
+    f->c = client_for(&cfg);
+    assert_non_null(f->c);
+}
+
+/* ---- Async bookkeeping ---- */
+
+#define INFLIGHT 50
+
+struct acq_rec {
+    atomic_int calls;
+    rl_status st;
+    rl_lock *lock;
+    unsigned nodes_ok;
+};
+
+static struct acq_rec recs[INFLIGHT];
+static atomic_int recs_done;
+
+static void acq_cb(rl_client *c, rl_status st, rl_lock *lock, void *privdata)
+{
+    struct acq_rec *r = privdata;
+
+    (void)c;
+    r->st = st;
+    r->lock = lock;
+    r->nodes_ok = lock != NULL ? rl_lock_nodes_ok(lock) : 0;
+    atomic_fetch_add(&r->calls, 1);
+    atomic_fetch_add(&recs_done, 1);
+}
+
+static bool wait_done(atomic_int *counter, int want, int64_t ms)
+{
+    int64_t deadline = harness_now_ms() + harness_scale_ms(ms);
+
+    while (atomic_load(counter) < want && harness_now_ms() < deadline)
+        harness_sleep_ms(5);
+    return atomic_load(counter) >= want;
+}
+
+static int setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof(*f));
+
+    forbidden_text = NULL;
+    atomic_store(&forbidden_seen, 0);
+    *state = f;
+    return f == NULL ? -1 : 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+
+    rl_client_free(f->c);
+    /* Locks a failed test did not get to release (handles outlive the
+     * client; their keys die with the servers). */
+    for (int i = 0; i < INFLIGHT; i++) {
+        rl_lock_free(recs[i].lock);
+        recs[i].lock = NULL;
+    }
+    harness_cluster_stop(f->r, MAX_NODES);
+    free(f);
+    return 0;
+}
+
+static bool key_holds(const struct rl_redis *r, const char *key,
+                      const char *token)
+{
+    char *v = harness_get(r, key);
+    long long pttl = harness_pttl(r, key);
+    bool ok = v != NULL && strcmp(v, token) == 0 && pttl > 0;
+
+    if (!ok)
+        fprintf(stderr, "port %d: %s = %s (want %s), PTTL %lld\n", r->port,
+                key, v ? v : "(nil)", token, pttl);
+    free(v);
+    return ok;
+}
+
+static bool node_empty(const struct rl_redis *r)
+{
+    long long n = harness_dbsize(r);
+
+    if (n != 0)
+        fprintf(stderr, "port %d: DBSIZE %lld, want 0\n", r->port, n);
+    return n == 0;
+}
+
+/* Poll until r is empty (keys a late request may still create and
+ * delete), up to ms. */
+static bool node_empty_within(const struct rl_redis *r, int64_t ms)
+{
+    int64_t deadline = harness_now_ms() + harness_scale_ms(ms);
+
+    while (harness_now_ms() < deadline) {
+        if (harness_dbsize(r) == 0)
+            return true;
+        harness_sleep_ms(20);
+    }
+    return node_empty(r);
+}
+
+/* ---- Tests ---- */
+
+static void test_acquire_succeeds_with_two_of_five_nodes_down(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+    rl_lock *l = NULL;
+
+    start_cluster(f, 5);
+    harness_kill(&f->r[1]);
+    harness_kill(&f->r[3]);
+    o.ttl_ms = 5000;
+    assert_int_equal(rl_acquire(f->c, "nf:two-down", &o, &l), RL_OK);
+    assert_int_equal(rl_lock_nodes_ok(l), 3);
+    assert_true(rl_lock_validity_ms(l) > 4000);
+    assert_true(key_holds(&f->r[0], "nf:two-down", rl_lock_token(l)));
+    assert_true(key_holds(&f->r[2], "nf:two-down", rl_lock_token(l)));
+    assert_true(key_holds(&f->r[4], "nf:two-down", rl_lock_token(l)));
+    assert_int_equal(rl_extend(l, 6000), RL_OK);
+    assert_int_equal(rl_release(l), RL_OK);
+    assert_true(node_empty(&f->r[0]));
+    assert_true(node_empty(&f->r[2]));
+    assert_true(node_empty(&f->r[4]));
+}
+
+static void test_acquire_without_quorum_fails_fast_and_leaves_nothing(
+    void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+    rl_lock *l = NULL;
+    int64_t t0;
+    int64_t elapsed;
+
+    start_cluster(f, 5);
+    harness_kill(&f->r[0]);
+    harness_kill(&f->r[2]);
+    harness_kill(&f->r[4]);
+    o.ttl_ms = 5000;
+    t0 = harness_now_ms();
+    assert_int_equal(rl_acquire(f->c, "nf:no-quorum", &o, &l),
+                     RL_ENOQUORUM);
+    elapsed = harness_now_ms() - t0;
+    fprintf(stderr, "  no quorum after %lld ms: %s\n", (long long)elapsed,
+            rl_last_error());
+    assert_true(elapsed < harness_scale_ms(2000));
+    assert_null(l);
+    assert_true(rl_last_error()[0] != '\0');
+    assert_true(node_empty_within(&f->r[1], 500));
+    assert_true(node_empty_within(&f->r[3], 500));
+    /* Nodes killed before the client existed: same verdict. */
+    rl_client_free(f->c);
+    f->c = NULL;
+    {
+        rl_config cfg;
+
+        fast_config(&cfg, &f->hn);
+        f->c = client_for(&cfg);
+    }
+    assert_non_null(f->c);
+    t0 = harness_now_ms();
+    assert_int_equal(rl_acquire(f->c, "nf:no-quorum", &o, &l),
+                     RL_ENOQUORUM);
+    assert_true(harness_now_ms() - t0 < harness_scale_ms(2000));
+    assert_true(node_empty_within(&f->r[1], 500));
+    assert_true(node_empty_within(&f->r[3], 500));
+}
+
+static void test_acquire_does_not_wait_for_a_paused_node(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+    rl_lock *l = NULL;
+    int64_t t0;
+    int64_t elapsed;
+
+    start_cluster(f, 5);
+    assert_int_equal(harness_pause(&f->r[2]), 0);
+    o.ttl_ms = 10000;
+    t0 = harness_now_ms();
+    assert_int_equal(rl_acquire(f->c, "nf:paused", &o, &l), RL_OK);
+    elapsed = harness_now_ms() - t0;
+    fprintf(stderr, "  acquired with a paused node in %lld ms\n",
+            (long long)elapsed);
+    assert_true(elapsed < harness_scale_ms(500));
+    assert_int_equal(rl_lock_nodes_ok(l), 4);
+    assert_true(rl_lock_validity_ms(l) > 9000);
+    t0 = harness_now_ms();
+    assert_int_equal(rl_release(l), RL_OK);
+    assert_true(harness_now_ms() - t0 < harness_scale_ms(1000));
+    assert_int_equal(harness_resume(&f->r[2]), 0);
+    /* The paused node got SET and the release queued in its socket: once
+     * it runs again, nothing of ours may stay behind for the TTL. */
+    for (int i = 0; i < 5; i++)
+        assert_true(node_empty_within(&f->r[i], 1000));
+}
+
+static void test_acquire_without_quorum_ends_when_majority_is_paused(
+    void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+    rl_lock *l = NULL;
+    int64_t t0;
+    int64_t elapsed;
+
+    start_cluster(f, 5);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(harness_pause(&f->r[i]), 0);
+    o.ttl_ms = 5000;
+    t0 = harness_now_ms();
+    assert_int_equal(rl_acquire(f->c, "nf:majority-paused", &o, &l),
+                     RL_ENOQUORUM);
+    elapsed = harness_now_ms() - t0;
+    fprintf(stderr, "  no quorum (paused) after %lld ms: %s\n",
+            (long long)elapsed, rl_last_error());
+    assert_true(elapsed < harness_scale_ms(2000));
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(harness_resume(&f->r[i]), 0);
+    for (int i = 0; i < 5; i++)
+        assert_true(node_empty_within(&f->r[i], 1000));
+}
+
+static void test_ops_in_flight_survive_a_node_kill(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+    char name[64];
+
+    start_cluster(f, 5);
+    memset(recs, 0, sizeof(recs));
+    atomic_store(&recs_done, 0);
+    /* Paused first, so its requests are surely in flight when it dies. */
+    assert_int_equal(harness_pause(&f->r[0]), 0);
+    o.ttl_ms = 10000;
+    for (int i = 0; i < INFLIGHT; i++) {
+        snprintf(name, sizeof(name), "nf:inflight:%d", i);
+        assert_int_equal(rl_acquire_async(f->c, name, &o, acq_cb, &recs[i]),
+                         RL_OK);
+    }
+    harness_sleep_ms(10);
+    harness_kill(&f->r[0]);
+    assert_true(wait_done(&recs_done, INFLIGHT, 5000));
+    harness_sleep_ms(100);
+    for (int i = 0; i < INFLIGHT; i++) {
+        assert_int_equal(atomic_load(&recs[i].calls), 1);
+        assert_int_equal(recs[i].st, RL_OK);
+        assert_non_null(recs[i].lock);
+        assert_in_range(recs[i].nodes_ok, 3, 4);
+        snprintf(name, sizeof(name), "nf:inflight:%d", i);
+        for (int n = 1; n < 5; n++)
+            assert_true(key_holds(&f->r[n], name,
+                                  rl_lock_token(recs[i].lock)));
+    }
+    for (int i = 0; i < INFLIGHT; i++) {
+        rl_lock *l = recs[i].lock;
+
+        recs[i].lock = NULL;
+        assert_int_equal(rl_release(l), RL_OK);
+    }
+    for (int n = 1; n < 5; n++)
+        assert_true(node_empty(&f->r[n]));
+}
+
+static void test_restarted_node_is_used_again_after_reconnect(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+    rl_lock *l = NULL;
+    bool back = false;
+    int64_t deadline;
+
+    start_cluster(f, 3);
+    o.ttl_ms = 5000;
+    harness_kill(&f->r[0]);
+    assert_int_equal(rl_acquire(f->c, "nf:restart", &o, &l), RL_OK);
+    assert_int_equal(rl_lock_nodes_ok(l), 2);
+    assert_int_equal(rl_release(l), RL_OK);
+    assert_int_equal(harness_restart(&f->r[0]), 0);
+    deadline = harness_now_ms() + harness_scale_ms(5000);
+    while (!back && harness_now_ms() < deadline) {
+        harness_sleep_ms(100);
+        l = NULL;
+        assert_int_equal(rl_acquire(f->c, "nf:restart", &o, &l), RL_OK);
+        if (rl_lock_nodes_ok(l) == 3) {
+            back = true;
+            assert_true(key_holds(&f->r[0], "nf:restart", rl_lock_token(l)));
+        }
+        assert_int_equal(rl_release(l), RL_OK);
+    }
+    assert_true(back);
+    for (int i = 0; i < 3; i++)
+        assert_true(node_empty(&f->r[i]));
+}
+
+/* Wait until every node reports uptime_in_seconds >= secs. */
+static void wait_uptime(struct fx *f, int secs)
+{
+    char buf[32];
+
+    for (int i = 0; i < f->n; i++) {
+        int64_t deadline = harness_now_ms() + 1000 * (secs + 3);
+
+        for (;;) {
+            assert_int_equal(harness_info_field(&f->r[i], "server",
+                                                "uptime_in_seconds", buf,
+                                                sizeof(buf)),
+                             0);
+            if (atoi(buf) >= secs)
+                break;
+            assert_true(harness_now_ms() < deadline);
+            harness_sleep_ms(100);
+        }
+    }
+}
+
+static void test_restarted_node_does_not_vote_during_quarantine(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+    rl_config cfg;
+    rl_lock *l = NULL;
+    bool key_seen = false;
+    bool votes_again = false;
+    int64_t t_restart;
+    int64_t deadline;
+
+    f->n = 3;
+    assert_int_equal(harness_cluster_start(f->r, 3, NULL), 0);
+    harness_nodes_fill(&f->hn, f->r, 3);
+    fast_config(&cfg, &f->hn);
+    cfg.trust_restarted_nodes = false;
+    cfg.max_ttl_ms = 3000;
+    f->c = client_for(&cfg);
+    assert_non_null(f->c);
+    o.ttl_ms = 2000;
+    /* Fresh servers are younger than max_ttl_ms: nobody votes yet. */
+    assert_int_equal(rl_acquire(f->c, "nf:quarantine", &o, &l),
+                     RL_ENOQUORUM);
+    assert_true(node_empty_within(&f->r[0], 500));
+    wait_uptime(f, 4);
+    assert_int_equal(rl_acquire(f->c, "nf:quarantine", &o, &l), RL_OK);
+    assert_int_equal(rl_lock_nodes_ok(l), 3);
+    assert_int_equal(rl_release(l), RL_OK);
+
+    assert_int_equal(harness_restart(&f->r[0]), 0);
+    t_restart = harness_now_ms();
+    /* For the first 2 s of its 3 s quarantine it is written to but has no
+     * vote. */
+    while (harness_now_ms() - t_restart < 2000) {
+        l = NULL;
+        assert_int_equal(rl_acquire(f->c, "nf:quarantine", &o, &l), RL_OK);
+        assert_int_equal(rl_lock_nodes_ok(l), 2);
+        if (!key_seen) {
+            char *v = harness_get(&f->r[0], "nf:quarantine");
+
+            key_seen = v != NULL && strcmp(v, rl_lock_token(l)) == 0;
+            free(v);
+        }
+        assert_int_equal(rl_release(l), RL_OK);
+        harness_sleep_ms(100);
+    }
+    assert_true(key_seen);
+    deadline = t_restart + harness_scale_ms(8000);
+    while (!votes_again && harness_now_ms() < deadline) {
+        l = NULL;
+        assert_int_equal(rl_acquire(f->c, "nf:quarantine", &o, &l), RL_OK);
+        votes_again = rl_lock_nodes_ok(l) == 3;
+        assert_int_equal(rl_release(l), RL_OK);
+        harness_sleep_ms(200);
+    }
+    assert_true(votes_again);
+    for (int i = 0; i < 3; i++)
+        assert_true(node_empty(&f->r[i]));
+}
+
+static void test_wrong_password_counts_as_failed_and_is_never_printed(
+    void **state)
+{
+    struct fx *f = *state;
+    struct harness_opts ho = { 0 };
+    rl_acquire_opts o = { 0 };
+    rl_config cfg;
+    rl_lock *l = NULL;
+    const char *err;
+
+    ho.requirepass = "right-horse-battery";
+    f->n = 1;
+    assert_int_equal(harness_start(&f->r[0], &ho), 0);
+    harness_uri_auth(&f->r[0], NULL, "wrong-staple-secret", f->hn.uri[0],
+                     sizeof(f->hn.uri[0]));
+    f->hn.ptr[0] = f->hn.uri[0];
+    f->hn.count = 1;
+    fast_config(&cfg, &f->hn);
+    forbidden_text = "wrong-staple-secret";
+    f->c = client_for(&cfg);
+    assert_non_null(f->c);
+    o.ttl_ms = 5000;
+    assert_int_equal(rl_acquire(f->c, "nf:auth", &o, &l), RL_ENOQUORUM);
+    err = rl_last_error();
+    fprintf(stderr, "  wrong password: %s\n", err);
+    assert_true(strcasestr(err, "auth") != NULL ||
+                strcasestr(err, "WRONGPASS") != NULL);
+    assert_null(strstr(err, "wrong-staple-secret"));
+    assert_null(strstr(err, "right-horse-battery"));
+    assert_int_equal(atomic_load(&forbidden_seen), 0);
+    assert_true(node_empty(&f->r[0]));
+}
+
+static void test_missing_password_counts_as_failed_node(void **state)
+{
+    struct fx *f = *state;
+    struct harness_opts ho = { 0 };
+    rl_acquire_opts o = { 0 };
+    rl_config cfg;
+    rl_lock *l = NULL;
+    const char *err;
+
+    ho.requirepass = "needed-pass";
+    f->n = 1;
+    assert_int_equal(harness_start(&f->r[0], &ho), 0);
+    snprintf(f->hn.uri[0], sizeof(f->hn.uri[0]), "127.0.0.1:%d",
+             f->r[0].port);
+    f->hn.ptr[0] = f->hn.uri[0];
+    f->hn.count = 1;
+    fast_config(&cfg, &f->hn);
+    f->c = client_for(&cfg);
+    assert_non_null(f->c);
+    o.ttl_ms = 5000;
+    assert_int_equal(rl_acquire(f->c, "nf:noauth", &o, &l), RL_ENOQUORUM);
+    err = rl_last_error();
+    fprintf(stderr, "  no password: %s\n", err);
+    assert_true(strcasestr(err, "auth") != NULL);
+    assert_true(node_empty(&f->r[0]));
+}
+
+static void test_config_password_is_used_for_nodes_without_one(void **state)
+{
+    struct fx *f = *state;
+    struct harness_opts ho = { 0 };
+    rl_acquire_opts o = { 0 };
+    rl_config cfg;
+    rl_lock *l = NULL;
+
+    ho.requirepass = "shared-pass";
+    f->n = 3;
+    assert_int_equal(harness_cluster_start(f->r, 3, &ho), 0);
+    for (int i = 0; i < 3; i++) {
+        snprintf(f->hn.uri[i], sizeof(f->hn.uri[i]), "127.0.0.1:%d",
+                 f->r[i].port);
+        f->hn.ptr[i] = f->hn.uri[i];
+    }
+    f->hn.count = 3;
+    fast_config(&cfg, &f->hn);
+    cfg.password = "shared-pass";
+    forbidden_text = "shared-pass";
+    f->c = client_for(&cfg);
+    assert_non_null(f->c);
+    o.ttl_ms = 5000;
+    assert_int_equal(rl_acquire(f->c, "nf:cfgpass", &o, &l), RL_OK);
+    assert_int_equal(rl_lock_nodes_ok(l), 3);
+    for (int i = 0; i < 3; i++)
+        assert_true(key_holds(&f->r[i], "nf:cfgpass", rl_lock_token(l)));
+    assert_int_equal(rl_release(l), RL_OK);
+    for (int i = 0; i < 3; i++)
+        assert_true(node_empty(&f->r[i]));
+    assert_int_equal(atomic_load(&forbidden_seen), 0);
+}
+
+static void test_acl_user_and_password_in_uri_work(void **state)
+{
+    struct fx *f = *state;
+    struct harness_opts ho = { 0 };
+    rl_acquire_opts o = { 0 };
+    rl_config cfg;
+    rl_lock *l = NULL;
+
+    /* The default user needs another password: only the ACL user works. */
+    ho.requirepass = "default-user-pass";
+    ho.acl_user = "locker";
+    ho.acl_pass = "locker-pass";
+    f->n = 3;
+    assert_int_equal(harness_cluster_start(f->r, 3, &ho), 0);
+    for (int i = 0; i < 3; i++) {
+        harness_uri_auth(&f->r[i], "locker", "locker-pass", f->hn.uri[i],
+                         sizeof(f->hn.uri[i]));
+        f->hn.ptr[i] = f->hn.uri[i];
+    }
+    f->hn.count = 3;
+    fast_config(&cfg, &f->hn);
+    forbidden_text = "locker-pass";
+    f->c = client_for(&cfg);
+    assert_non_null(f->c);
+    o.ttl_ms = 5000;
+    assert_int_equal(rl_acquire(f->c, "nf:acl", &o, &l), RL_OK);
+    assert_int_equal(rl_lock_nodes_ok(l), 3);
+    for (int i = 0; i < 3; i++)
+        assert_true(key_holds(&f->r[i], "nf:acl", rl_lock_token(l)));
+    assert_int_equal(rl_release(l), RL_OK);
+    for (int i = 0; i < 3; i++)
+        assert_true(node_empty(&f->r[i]));
+    assert_int_equal(atomic_load(&forbidden_seen), 0);
+}
+
+static void test_unreachable_node_does_not_fail_client_creation(
+    void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+    rl_config cfg;
+    rl_lock *l = NULL;
+    int port = harness_free_port();
+    int64_t t0;
+
+    assert_true(port > 0);
+    snprintf(f->hn.uri[0], sizeof(f->hn.uri[0]), "127.0.0.1:%d", port);
+    f->hn.ptr[0] = f->hn.uri[0];
+    f->hn.count = 1;
+    fast_config(&cfg, &f->hn);
+    t0 = harness_now_ms();
+    f->c = client_for(&cfg);
+    assert_non_null(f->c);
+    assert_true(harness_now_ms() - t0 < harness_scale_ms(2000));
+    o.ttl_ms = 5000;
+    t0 = harness_now_ms();
+    assert_int_equal(rl_acquire(f->c, "nf:unreachable", &o, &l),
+                     RL_ENOQUORUM);
+    assert_true(harness_now_ms() - t0 < harness_scale_ms(2000));
+    assert_null(l);
+    fprintf(stderr, "  unreachable: %s\n", rl_last_error());
+    assert_true(rl_last_error()[0] != '\0');
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(
+            test_acquire_succeeds_with_two_of_five_nodes_down, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_acquire_without_quorum_fails_fast_and_leaves_nothing, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_acquire_does_not_wait_for_a_paused_node, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_acquire_without_quorum_ends_when_majority_is_paused, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_ops_in_flight_survive_a_node_kill, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_restarted_node_is_used_again_after_reconnect, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_restarted_node_does_not_vote_during_quarantine, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_wrong_password_counts_as_failed_and_is_never_printed, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_missing_password_counts_as_failed_node, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_config_password_is_used_for_nodes_without_one, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_acl_user_and_password_in_uri_work, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_unreachable_node_does_not_fail_client_creation, setup,
+            teardown),
+    };
+
+    harness_require_redis();
+    return cmocka_run_group_tests_name("node_failures", tests, NULL, NULL);
+}

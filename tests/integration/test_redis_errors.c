@@ -1,0 +1,409 @@
+/* test_redis_errors.c -- Redis error replies (WRONGTYPE, OOM, NOSCRIPT,
+ * READONLY) are outcomes of a node, never crashes (STYLE 3.2): the quorum
+ * counts them as failed nodes, the message quotes them, and other data in
+ * Redis is left alone. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+#include "redlock.h"
+
+#define MAX_NODES 5
+
+struct fx {
+    struct rl_redis r[MAX_NODES];
+    int n;
+    struct harness_nodes hn;
+    rl_client *c;
+};
+
+static const int three = 3;
+static const int five = 5;
+
+static void test_log(int level, const char *msg, void *privdata)
+{
+    (void)privdata;
+    fprintf(stderr, "  [redlock %d] %s\n", level, msg);
+}
+
+static int setup_cluster(void **state)
+{
+    struct fx *f = calloc(1, sizeof(*f));
+    rl_config cfg;
+    rl_status st = RL_EINVAL;
+
+    if (f == NULL)
+        return -1;
+    f->n = *(const int *)*state;
+    *state = f;
+    if (harness_cluster_start(f->r, f->n, NULL) != 0) {
+        free(f);
+        return -1;
+    }
+    harness_nodes_fill(&f->hn, f->r, f->n);
+    rl_config_init(&cfg);
+    cfg.nodes = f->hn.ptr;
+    cfg.node_count = f->hn.count;
+    cfg.connect_timeout_ms = (uint32_t)harness_scale_ms(200);
+    cfg.op_timeout_ms = (uint32_t)harness_scale_ms(50);
+    cfg.retry_count = 0;
+    cfg.retry_delay_ms = 20;
+    cfg.retry_jitter_ms = 10;
+    cfg.trust_restarted_nodes = true;
+    if (getenv("RL_TEST_LOG") != NULL) {
+        cfg.log = test_log;
+        cfg.log_level = RL_LOG_DEBUG;
+    }
+    f->c = rl_client_new(&cfg, &st);
+    if (f->c == NULL) {
+        fprintf(stderr, "rl_client_new: %s: %s\n", rl_status_name(st),
+                rl_last_error());
+        harness_cluster_stop(f->r, f->n);
+        free(f);
+        return -1;
+    }
+    return 0;
+}
+
+static int teardown_cluster(void **state)
+{
+    struct fx *f = *state;
+
+    if (f == NULL)
+        return 0;
+    rl_client_free(f->c);
+    harness_cluster_stop(f->r, MAX_NODES);
+    free(f);
+    return 0;
+}
+
+static bool key_holds(const struct rl_redis *r, const char *key,
+                      const char *token)
+{
+    char *v = harness_get(r, key);
+    long long pttl = harness_pttl(r, key);
+    bool ok = v != NULL && strcmp(v, token) == 0 && pttl > 0;
+
+    if (!ok)
+        fprintf(stderr, "port %d: %s = %s (want %s), PTTL %lld\n", r->port,
+                key, v ? v : "(nil)", token, pttl);
+    free(v);
+    return ok;
+}
+
+static bool key_absent(const struct rl_redis *r, const char *key)
+{
+    long long pttl = harness_pttl(r, key);
+
+    if (pttl != -2)
+        fprintf(stderr, "port %d: %s exists (PTTL %lld)\n", r->port, key,
+                pttl);
+    return pttl == -2;
+}
+
+/* key is still the list ["x"] we created, without expiry. */
+static bool list_untouched(const struct rl_redis *r, const char *key)
+{
+    redisReply *rep = harness_cmd(r, "LRANGE %s 0 -1", key);
+    bool ok = rep != NULL && rep->type == REDIS_REPLY_ARRAY &&
+              rep->elements == 1 &&
+              rep->element[0]->type == REDIS_REPLY_STRING &&
+              strcmp(rep->element[0]->str, "x") == 0;
+
+    if (rep != NULL)
+        freeReplyObject(rep);
+    if (harness_pttl(r, key) != -1)
+        ok = false;
+    if (!ok)
+        fprintf(stderr, "port %d: list %s was modified\n", r->port, key);
+    return ok;
+}
+
+static void make_list(const struct rl_redis *r, const char *key)
+{
+    redisReply *rep = harness_cmd(r, "RPUSH %s x", key);
+
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_INTEGER);
+    freeReplyObject(rep);
+}
+
+static bool node_empty_within(const struct rl_redis *r, int64_t ms)
+{
+    int64_t deadline = harness_now_ms() + harness_scale_ms(ms);
+    long long n;
+
+    do {
+        n = harness_dbsize(r);
+        if (n == 0)
+            return true;
+        harness_sleep_ms(20);
+    } while (harness_now_ms() < deadline);
+    fprintf(stderr, "port %d: DBSIZE %lld, want 0\n", r->port, n);
+    return false;
+}
+
+/* ---- WRONGTYPE ---- */
+
+static void test_wrongtype_key_on_a_majority_fails_acquire_and_stays(
+    void **state)
+{
+    struct fx *f = *state;
+    const char *multi[] = { "we:free", "we:list" };
+    rl_acquire_opts o = { 0 };
+    rl_lock *l = NULL;
+    rl_status st;
+
+    for (int i = 0; i < 3; i++)
+        make_list(&f->r[i], "we:list");
+    o.ttl_ms = 5000;
+    st = rl_acquire(f->c, "we:list", &o, &l);
+    fprintf(stderr, "  acquire over a list: %s: %s\n", rl_status_name(st),
+            rl_last_error());
+    assert_true(st == RL_ENOTACQUIRED || st == RL_ENOQUORUM);
+    assert_null(l);
+    st = rl_acquire_multi(f->c, multi, 2, &o, &l);
+    assert_true(st == RL_ENOTACQUIRED || st == RL_ENOQUORUM);
+    assert_null(l);
+    for (int i = 0; i < 3; i++) {
+        assert_true(list_untouched(&f->r[i], "we:list"));
+        assert_true(key_absent(&f->r[i], "we:free"));
+    }
+    for (int i = 3; i < 5; i++) {
+        assert_true(node_empty_within(&f->r[i], 500));
+    }
+}
+
+static void test_wrongtype_replies_to_extend_and_release_are_node_failures(
+    void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+    rl_lock *l = NULL;
+    char token[128];
+    rl_status st;
+
+    o.ttl_ms = 5000;
+    assert_int_equal(rl_acquire(f->c, "we:swap", &o, &l), RL_OK);
+    snprintf(token, sizeof(token), "%s", rl_lock_token(l));
+    /* Someone replaces our key by a list on 3 of 5 nodes: the scripts'
+     * GET then fails there with WRONGTYPE. */
+    for (int i = 0; i < 3; i++) {
+        redisReply *rep = harness_cmd(&f->r[i], "DEL we:swap");
+
+        assert_non_null(rep);
+        freeReplyObject(rep);
+        make_list(&f->r[i], "we:swap");
+    }
+    st = rl_extend(l, 8000);
+    fprintf(stderr, "  extend over lists: %s: %s\n", rl_status_name(st),
+            rl_last_error());
+    assert_true(st == RL_ENOQUORUM || st == RL_ELOST);
+    if (st == RL_ENOQUORUM)
+        assert_non_null(strstr(rl_last_error(), "WRONGTYPE"));
+    for (int i = 0; i < 3; i++)
+        assert_true(list_untouched(&f->r[i], "we:swap"));
+    for (int i = 3; i < 5; i++)
+        assert_true(key_holds(&f->r[i], "we:swap", token));
+    st = rl_release(l);
+    fprintf(stderr, "  release over lists: %s: %s\n", rl_status_name(st),
+            rl_last_error());
+    assert_true(st != RL_OK);
+    for (int i = 0; i < 3; i++)
+        assert_true(list_untouched(&f->r[i], "we:swap"));
+    /* Where the key was still ours, it is gone. */
+    for (int i = 3; i < 5; i++)
+        assert_true(key_absent(&f->r[i], "we:swap"));
+}
+
+/* ---- OOM ---- */
+
+static void set_maxmemory(const struct rl_redis *r, const char *bytes)
+{
+    assert_true(harness_ok(
+        harness_cmd(r, "CONFIG SET maxmemory-policy noeviction")));
+    assert_true(harness_ok(harness_cmd(r, "CONFIG SET maxmemory %s", bytes)));
+}
+
+static void test_oom_on_a_majority_is_no_quorum_quoting_the_error(
+    void **state)
+{
+    struct fx *f = *state;
+    const char *multi[] = { "oom:a", "oom:b" };
+    rl_acquire_opts o = { 0 };
+    rl_lock *l = NULL;
+    const char *err;
+
+    for (int i = 0; i < 3; i++)
+        set_maxmemory(&f->r[i], "1");
+    o.ttl_ms = 5000;
+    assert_int_equal(rl_acquire(f->c, "oom:res", &o, &l), RL_ENOQUORUM);
+    err = rl_last_error();
+    fprintf(stderr, "  OOM: %s\n", err);
+    assert_non_null(strstr(err, "OOM"));
+    assert_null(l);
+    assert_int_equal(rl_acquire_multi(f->c, multi, 2, &o, &l), RL_ENOQUORUM);
+    assert_non_null(strstr(rl_last_error(), "OOM"));
+    for (int i = 0; i < 5; i++)
+        assert_true(node_empty_within(&f->r[i], 500));
+    /* Memory back: the same client works again, on every node. */
+    for (int i = 0; i < 3; i++)
+        set_maxmemory(&f->r[i], "0");
+    assert_int_equal(rl_acquire(f->c, "oom:res", &o, &l), RL_OK);
+    assert_int_equal(rl_lock_nodes_ok(l), 5);
+    assert_int_equal(rl_release(l), RL_OK);
+    for (int i = 0; i < 5; i++)
+        assert_true(node_empty_within(&f->r[i], 0));
+}
+
+static void test_oom_on_a_minority_still_acquires(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+    rl_lock *l = NULL;
+
+    set_maxmemory(&f->r[0], "1");
+    o.ttl_ms = 5000;
+    assert_int_equal(rl_acquire(f->c, "oom:minor", &o, &l), RL_OK);
+    assert_int_equal(rl_lock_nodes_ok(l), 2);
+    assert_true(key_absent(&f->r[0], "oom:minor"));
+    assert_true(key_holds(&f->r[1], "oom:minor", rl_lock_token(l)));
+    assert_true(key_holds(&f->r[2], "oom:minor", rl_lock_token(l)));
+    assert_int_equal(rl_release(l), RL_OK);
+    for (int i = 0; i < 3; i++)
+        assert_true(node_empty_within(&f->r[i], 0));
+}
+
+/* ---- NOSCRIPT ---- */
+
+static void flush_scripts(const struct fx *f)
+{
+    for (int i = 0; i < f->n; i++)
+        assert_true(harness_ok(harness_cmd(&f->r[i], "SCRIPT FLUSH")));
+}
+
+static void test_release_and_extend_work_after_script_flush(void **state)
+{
+    struct fx *f = *state;
+    const char *multi[] = { "ns:a", "ns:b", "ns:c" };
+    rl_acquire_opts o = { 0 };
+    rl_lock *l = NULL;
+
+    o.ttl_ms = 5000;
+    /* Load every script once, then make them all unknown again. */
+    assert_int_equal(rl_acquire(f->c, "ns:single", &o, &l), RL_OK);
+    assert_int_equal(rl_extend(l, 6000), RL_OK);
+    flush_scripts(f);
+    assert_int_equal(rl_extend(l, 7000), RL_OK);
+    for (int i = 0; i < f->n; i++)
+        assert_true(harness_pttl(&f->r[i], "ns:single") > 6000);
+    flush_scripts(f);
+    assert_int_equal(rl_release(l), RL_OK);
+    for (int i = 0; i < f->n; i++)
+        assert_true(key_absent(&f->r[i], "ns:single"));
+
+    assert_int_equal(rl_acquire_multi(f->c, multi, 3, &o, &l), RL_OK);
+    assert_int_equal(rl_release(l), RL_OK);
+    flush_scripts(f);
+    assert_int_equal(rl_acquire_multi(f->c, multi, 3, &o, &l), RL_OK);
+    for (int i = 0; i < f->n; i++) {
+        for (int k = 0; k < 3; k++)
+            assert_true(key_holds(&f->r[i], multi[k], rl_lock_token(l)));
+    }
+    flush_scripts(f);
+    assert_int_equal(rl_extend(l, 9000), RL_OK);
+    flush_scripts(f);
+    assert_int_equal(rl_release(l), RL_OK);
+    for (int i = 0; i < f->n; i++)
+        assert_true(node_empty_within(&f->r[i], 0));
+}
+
+/* ---- READONLY ---- */
+
+/* Make r a replica of master and wait until the link is up. */
+static void make_replica(const struct rl_redis *r,
+                         const struct rl_redis *master)
+{
+    char buf[64];
+    int64_t deadline = harness_now_ms() + harness_scale_ms(5000);
+
+    assert_true(harness_ok(
+        harness_cmd(master, "CONFIG SET repl-diskless-sync-delay 0")));
+    assert_true(harness_ok(harness_cmd(r, "REPLICAOF %s %d", HARNESS_HOST,
+                                       master->port)));
+    for (;;) {
+        if (harness_info_field(r, "replication", "master_link_status", buf,
+                               sizeof(buf)) == 0 &&
+            strcmp(buf, "up") == 0)
+            break;
+        assert_true(harness_now_ms() < deadline);
+        harness_sleep_ms(20);
+    }
+}
+
+static void test_readonly_replica_counts_as_a_failed_node(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+    rl_lock *l = NULL;
+
+    make_replica(&f->r[2], &f->r[0]);
+    o.ttl_ms = 5000;
+    assert_int_equal(rl_acquire(f->c, "ro:res", &o, &l), RL_OK);
+    assert_int_equal(rl_lock_nodes_ok(l), 2);
+    assert_true(key_holds(&f->r[0], "ro:res", rl_lock_token(l)));
+    assert_true(key_holds(&f->r[1], "ro:res", rl_lock_token(l)));
+    assert_int_equal(rl_extend(l, 6000), RL_OK);
+    assert_int_equal(rl_release(l), RL_OK);
+    for (int i = 0; i < 3; i++)
+        assert_true(node_empty_within(&f->r[i], 1000));
+}
+
+static void test_readonly_majority_is_no_quorum_quoting_the_error(
+    void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+    rl_lock *l = NULL;
+
+    for (int i = 2; i < 5; i++)
+        make_replica(&f->r[i], &f->r[0]);
+    o.ttl_ms = 5000;
+    assert_int_equal(rl_acquire(f->c, "ro:major", &o, &l), RL_ENOQUORUM);
+    fprintf(stderr, "  READONLY: %s\n", rl_last_error());
+    assert_non_null(strstr(rl_last_error(), "READONLY"));
+    assert_null(l);
+    for (int i = 0; i < 5; i++)
+        assert_true(node_empty_within(&f->r[i], 1000));
+}
+
+#define NODES_TEST(fn, n)                                                     \
+    { #fn, fn, setup_cluster, teardown_cluster, (void *)&n }
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        NODES_TEST(test_wrongtype_key_on_a_majority_fails_acquire_and_stays,
+                   five),
+        NODES_TEST(
+            test_wrongtype_replies_to_extend_and_release_are_node_failures,
+            five),
+        NODES_TEST(test_oom_on_a_majority_is_no_quorum_quoting_the_error,
+                   five),
+        NODES_TEST(test_oom_on_a_minority_still_acquires, three),
+        NODES_TEST(test_release_and_extend_work_after_script_flush, three),
+        NODES_TEST(test_readonly_replica_counts_as_a_failed_node, three),
+        NODES_TEST(test_readonly_majority_is_no_quorum_quoting_the_error,
+                   five),
+    };
+
+    harness_require_redis();
+    return cmocka_run_group_tests_name("redis_errors", tests, NULL, NULL);
+}

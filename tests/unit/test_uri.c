@@ -1,0 +1,1043 @@
+/* test_uri.c -- node URI parsing, display strings, resolution, comparison
+ * and clean-up (src/uri.c). No Redis; resolution uses only "localhost",
+ * numeric addresses and the reserved ".invalid" domain (RFC 6761).
+ *
+ * Every rejection is checked for RL_EINVAL, an emptied struct, a one-line
+ * message that quotes the URI and names the problem, and the absence of the
+ * password: test passwords are always "s3cr3t" (or "s3%63r3t" encoded). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <limits.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/un.h>
+
+#include "uri.h"
+
+/* ---- Helpers ---- */
+
+static void assert_addr_empty(const struct node_addr *a)
+{
+    assert_null(a->host);
+    assert_null(a->ip);
+    assert_null(a->path);
+    assert_null(a->user);
+    assert_null(a->password);
+    assert_null(a->display);
+    assert_int_equal(a->port, 0);
+    assert_int_equal(a->db, 0);
+}
+
+static void assert_no_secret(const char *msg)
+{
+    assert_null(strstr(msg, "s3cr3t"));
+    assert_null(strstr(msg, "s3%63r3t"));
+    assert_null(strchr(msg, '\n'));
+}
+
+static void parse_ok(const char *uri, struct node_addr *a)
+{
+    char err[RL_ERRLEN];
+    rl_status st = uri_parse(uri, a, err, sizeof(err));
+
+    if (st != RL_OK)
+        fail_msg("'%s' was rejected: %s", uri, err);
+    assert_string_equal(err, "");
+    assert_non_null(a->display);
+    assert_no_secret(a->display);
+}
+
+/* Parse uri, expect RL_EINVAL with a message that quotes `quoted` (the URI
+ * as it should appear, masked) and contains `problem`. */
+static void expect_rejected(const char *uri, const char *quoted,
+                            const char *problem)
+{
+    char err[RL_ERRLEN];
+    char head[RL_ERRLEN];
+    struct node_addr a;
+    rl_status st;
+
+    memset(&a, 0x5a, sizeof(a));
+    st = uri_parse(uri, &a, err, sizeof(err));
+    if (st != RL_EINVAL)
+        fail_msg("'%s': expected RL_EINVAL, got %d", uri, (int)st);
+    assert_addr_empty(&a);
+    snprintf(head, sizeof(head), "node URI '%s': ", quoted);
+    if (strncmp(err, head, strlen(head)) != 0)
+        fail_msg("'%s': message '%s' does not start with \"%s\"", uri, err,
+                 head);
+    if (strstr(err, problem) == NULL)
+        fail_msg("'%s': message '%s' does not mention '%s'", uri, err,
+                 problem);
+    assert_no_secret(err);
+}
+
+/* ---- Accepted forms ---- */
+
+static void test_redis_uri_with_host_only_gets_default_port_and_db(
+    void **state)
+{
+    struct node_addr a;
+
+    (void)state;
+    parse_ok("redis://cache.example.com", &a);
+    assert_int_equal(a.kind, ADDR_TCP);
+    assert_string_equal(a.host, "cache.example.com");
+    assert_null(a.ip);
+    assert_int_equal(a.port, 6379);
+    assert_int_equal(a.db, 0);
+    assert_null(a.user);
+    assert_null(a.password);
+    assert_null(a.path);
+    assert_string_equal(a.display, "cache.example.com:6379");
+    node_addr_clear(&a);
+}
+
+static void test_redis_uri_with_port_and_db_is_parsed(void **state)
+{
+    struct node_addr a;
+
+    (void)state;
+    parse_ok("redis://10.0.0.7:7001/5", &a);
+    assert_int_equal(a.kind, ADDR_TCP);
+    assert_string_equal(a.host, "10.0.0.7");
+    assert_int_equal(a.port, 7001);
+    assert_int_equal(a.db, 5);
+    assert_null(a.user);
+    assert_null(a.password);
+    assert_string_equal(a.display, "10.0.0.7:7001/5");
+    node_addr_clear(&a);
+}
+
+static void test_redis_uri_with_password_only_has_no_user(void **state)
+{
+    struct node_addr a;
+
+    (void)state;
+    parse_ok("redis://:s3cr3t@redis-1:6380", &a);
+    assert_string_equal(a.host, "redis-1");
+    assert_int_equal(a.port, 6380);
+    assert_null(a.user);
+    assert_string_equal(a.password, "s3cr3t");
+    assert_string_equal(a.display, "redis-1:6380");
+    node_addr_clear(&a);
+}
+
+static void test_redis_uri_with_acl_user_and_db_is_parsed(void **state)
+{
+    struct node_addr a;
+
+    (void)state;
+    parse_ok("redis://locker:s3cr3t@redis-2:6381/3", &a);
+    assert_string_equal(a.host, "redis-2");
+    assert_int_equal(a.port, 6381);
+    assert_int_equal(a.db, 3);
+    assert_string_equal(a.user, "locker");
+    assert_string_equal(a.password, "s3cr3t");
+    assert_string_equal(a.display, "redis-2:6381/3");
+    node_addr_clear(&a);
+}
+
+static void test_user_and_password_are_percent_decoded(void **state)
+{
+    struct node_addr a;
+
+    (void)state;
+    parse_ok("redis://app%40eu:s3%63r3t%2F%3a%25%40x@h:1", &a);
+    assert_string_equal(a.user, "app@eu");
+    assert_string_equal(a.password, "s3cr3t/:%@x");
+    assert_string_equal(a.host, "h");
+    node_addr_clear(&a);
+}
+
+static void test_raw_at_and_slash_in_a_password_belong_to_the_password(
+    void **state)
+{
+    struct node_addr a;
+
+    (void)state;
+    /* base64-style generated passwords often hold '/' and '+'. */
+    parse_ok("redis://:s3cr3t@a/b+c@db-host:6379/2", &a);
+    assert_string_equal(a.password, "s3cr3t@a/b+c");
+    assert_string_equal(a.host, "db-host");
+    assert_int_equal(a.db, 2);
+    node_addr_clear(&a);
+}
+
+static void test_redis_uri_with_ipv6_host_port_and_db_is_parsed(void **state)
+{
+    struct node_addr a;
+
+    (void)state;
+    parse_ok("redis://[::1]:7000/2", &a);
+    assert_int_equal(a.kind, ADDR_TCP);
+    assert_string_equal(a.host, "::1");
+    assert_int_equal(a.port, 7000);
+    assert_int_equal(a.db, 2);
+    assert_string_equal(a.display, "[::1]:7000/2");
+    node_addr_clear(&a);
+
+    parse_ok("redis://:s3cr3t@[fe80::1:2]", &a);
+    assert_string_equal(a.host, "fe80::1:2");
+    assert_int_equal(a.port, 6379);
+    assert_string_equal(a.display, "[fe80::1:2]:6379");
+    node_addr_clear(&a);
+}
+
+static void test_host_port_form_is_parsed(void **state)
+{
+    struct node_addr a;
+
+    (void)state;
+    parse_ok("127.0.0.1:7001", &a);
+    assert_int_equal(a.kind, ADDR_TCP);
+    assert_string_equal(a.host, "127.0.0.1");
+    assert_int_equal(a.port, 7001);
+    assert_int_equal(a.db, 0);
+    assert_null(a.user);
+    assert_null(a.password);
+    assert_string_equal(a.display, "127.0.0.1:7001");
+    node_addr_clear(&a);
+
+    /* A host called "redis" (docker compose) is not a scheme. */
+    parse_ok("redis:6379", &a);
+    assert_string_equal(a.host, "redis");
+    assert_int_equal(a.port, 6379);
+    node_addr_clear(&a);
+}
+
+static void test_bracketed_ipv6_host_port_form_is_parsed(void **state)
+{
+    struct node_addr a;
+
+    (void)state;
+    parse_ok("[::1]:7002", &a);
+    assert_string_equal(a.host, "::1");
+    assert_int_equal(a.port, 7002);
+    assert_string_equal(a.display, "[::1]:7002");
+    node_addr_clear(&a);
+}
+
+static void test_unix_uri_with_and_without_db_is_parsed(void **state)
+{
+    struct node_addr a;
+
+    (void)state;
+    parse_ok("unix:///var/run/redis/redis.sock", &a);
+    assert_int_equal(a.kind, ADDR_UNIX);
+    assert_string_equal(a.path, "/var/run/redis/redis.sock");
+    assert_null(a.host);
+    assert_null(a.ip);
+    assert_int_equal(a.port, 0);
+    assert_int_equal(a.db, 0);
+    assert_string_equal(a.display, "unix:/var/run/redis/redis.sock");
+    node_addr_clear(&a);
+
+    parse_ok("unix:///tmp/r.sock?db=4", &a);
+    assert_int_equal(a.kind, ADDR_UNIX);
+    assert_string_equal(a.path, "/tmp/r.sock");
+    assert_int_equal(a.db, 4);
+    assert_string_equal(a.display, "unix:/tmp/r.sock/4");
+    node_addr_clear(&a);
+}
+
+static void test_scheme_is_case_insensitive_and_host_is_kept_as_written(
+    void **state)
+{
+    struct node_addr a;
+
+    (void)state;
+    parse_ok("REDIS://Cache.Example:1", &a);
+    assert_string_equal(a.host, "Cache.Example");
+    assert_int_equal(a.port, 1);
+    node_addr_clear(&a);
+
+    parse_ok("Unix:///tmp/x.sock", &a);
+    assert_int_equal(a.kind, ADDR_UNIX);
+    node_addr_clear(&a);
+}
+
+static void test_trailing_slash_means_db_zero(void **state)
+{
+    struct node_addr a;
+
+    (void)state;
+    parse_ok("redis://h:7000/", &a);
+    assert_int_equal(a.port, 7000);
+    assert_int_equal(a.db, 0);
+    assert_string_equal(a.display, "h:7000");
+    node_addr_clear(&a);
+}
+
+static void test_largest_port_and_db_are_accepted(void **state)
+{
+    struct node_addr a;
+    char uri[64];
+
+    (void)state;
+    snprintf(uri, sizeof(uri), "redis://h:65535/%d", INT_MAX);
+    parse_ok(uri, &a);
+    assert_int_equal(a.port, 65535);
+    assert_int_equal(a.db, INT_MAX);
+    node_addr_clear(&a);
+
+    parse_ok("redis://h:00001/007", &a);
+    assert_int_equal(a.port, 1);
+    assert_int_equal(a.db, 7);
+    node_addr_clear(&a);
+}
+
+/* ---- Rejections ---- */
+
+static void test_null_and_empty_uri_are_rejected(void **state)
+{
+    struct node_addr a;
+    char err[RL_ERRLEN];
+
+    (void)state;
+    memset(&a, 0x5a, sizeof(a));
+    assert_int_equal(uri_parse(NULL, &a, err, sizeof(err)), RL_EINVAL);
+    assert_addr_empty(&a);
+    assert_non_null(strstr(err, "NULL"));
+
+    memset(&a, 0x5a, sizeof(a));
+    assert_int_equal(uri_parse("", &a, err, sizeof(err)), RL_EINVAL);
+    assert_addr_empty(&a);
+    assert_non_null(strstr(err, "empty"));
+}
+
+static void test_rediss_uri_is_rejected_because_tls_is_not_supported(
+    void **state)
+{
+    (void)state;
+    expect_rejected("rediss://:s3cr3t@h:6380", "rediss://:***@h:6380",
+                    "TLS is not supported");
+    expect_rejected("rediss://h", "rediss://h", "TLS is not supported");
+}
+
+static void test_unknown_scheme_is_rejected(void **state)
+{
+    (void)state;
+    expect_rejected("http://u:s3cr3t@h:80", "http://u:***@h:80",
+                    "unknown scheme 'http'");
+    expect_rejected("tcp://h:1", "tcp://h:1", "unknown scheme 'tcp'");
+}
+
+static void test_missing_host_is_rejected(void **state)
+{
+    (void)state;
+    expect_rejected("redis://", "redis://", "missing host");
+    expect_rejected("redis://:6379", "redis://:6379", "missing host");
+    expect_rejected("redis://:s3cr3t@", "redis://:***@", "missing host");
+    expect_rejected("redis:///2", "redis:///2", "missing host");
+    expect_rejected(":6379", ":6379", "missing host");
+    expect_rejected("redis://[]:1", "redis://[]:1", "missing host");
+}
+
+static void test_port_zero_or_above_65535_is_rejected(void **state)
+{
+    (void)state;
+    expect_rejected("redis://h:0", "redis://h:0", "port 0 is out of range");
+    expect_rejected("h:65536", "h:65536", "port 65536 is out of range");
+    expect_rejected("redis://:s3cr3t@h:99999999999999999999999",
+                    "redis://:***@h:99999999999999999999999",
+                    "out of range (1..65535)");
+}
+
+static void test_non_numeric_or_missing_port_is_rejected(void **state)
+{
+    (void)state;
+    expect_rejected("redis://h:abc", "redis://h:abc",
+                    "port 'abc' is not a number");
+    expect_rejected("h:63x9", "h:63x9", "port '63x9' is not a number");
+    expect_rejected("h:-1", "h:-1", "port '-1' is not a number");
+    expect_rejected("h:+1", "h:+1", "port '+1' is not a number");
+    expect_rejected("redis://h:", "redis://h:", "missing port after ':'");
+    expect_rejected("h:", "h:", "missing port after ':'");
+    expect_rejected("redis://:s3cr3t@h:/1", "redis://:***@h:/1",
+                    "missing port after ':'");
+}
+
+static void test_negative_non_numeric_or_too_large_db_is_rejected(
+    void **state)
+{
+    (void)state;
+    expect_rejected("redis://h/-1", "redis://h/-1", "db -1 is negative");
+    expect_rejected("redis://h:1/x", "redis://h:1/x",
+                    "db 'x' is not a number");
+    expect_rejected("redis://h/2147483648", "redis://h/2147483648",
+                    "db 2147483648 is out of range");
+    expect_rejected("unix:///tmp/s?db=-3", "unix:///tmp/s?db=-3",
+                    "db -3 is negative");
+    expect_rejected("unix:///tmp/s?db=one", "unix:///tmp/s?db=one",
+                    "db 'one' is not a number");
+    expect_rejected("unix:///tmp/s?db=", "unix:///tmp/s?db=",
+                    "missing db after 'db='");
+}
+
+static void test_trailing_garbage_is_rejected(void **state)
+{
+    (void)state;
+    expect_rejected("redis://h:1/2/3", "redis://h:1/2/3",
+                    "unexpected '/3' after db");
+    expect_rejected("redis://h:1?db=2", "redis://h:1?db=2",
+                    "unexpected '?db=2' after port");
+    expect_rejected("redis://h#x", "redis://h#x", "unexpected '#x' after host");
+    expect_rejected("h:6379/2", "h:6379/2", "unexpected '/2' after port");
+    expect_rejected("[::1]x:1", "[::1]x:1", "unexpected 'x:1' after host");
+    expect_rejected("unix:///tmp/s?db=1&x=2", "unix:///tmp/s?db=1&x=2",
+                    "unexpected '&x=2' after db");
+    expect_rejected("unix:///tmp/s?timeout=2", "unix:///tmp/s?timeout=2",
+                    "unsupported query 'timeout=2'");
+    expect_rejected("unix:///tmp/s?", "unix:///tmp/s?", "empty query");
+}
+
+static void test_unix_path_that_is_empty_relative_or_too_long_is_rejected(
+    void **state)
+{
+    char uri[256];
+    size_t max = sizeof(((struct sockaddr_un *)0)->sun_path) - 1;
+
+    (void)state;
+    expect_rejected("unix://", "unix://", "empty socket path");
+    expect_rejected("unix://?db=1", "unix://?db=1", "empty socket path");
+    expect_rejected("unix://tmp/redis.sock", "unix://tmp/redis.sock",
+                    "must be absolute");
+    expect_rejected("unix://localhost/tmp/r.sock",
+                    "unix://localhost/tmp/r.sock", "must be absolute");
+    expect_rejected("unix:///tmp/", "unix:///tmp/", "ends with '/'");
+    expect_rejected("unix:/tmp/redis.sock", "unix:/tmp/redis.sock",
+                    "unix:///absolute/path");
+
+    /* The longest path connect() takes passes; one more byte does not. */
+    snprintf(uri, sizeof(uri), "unix://");
+    memset(uri + 7, 'p', max);
+    uri[7] = '/';
+    uri[7 + max] = '\0';
+    {
+        struct node_addr a;
+
+        parse_ok(uri, &a);
+        assert_int_equal(strlen(a.path), max);
+        node_addr_clear(&a);
+    }
+    uri[7 + max] = 'p';
+    uri[8 + max] = '\0';
+    {
+        struct node_addr a;
+        char err[RL_ERRLEN];
+
+        assert_int_equal(uri_parse(uri, &a, err, sizeof(err)), RL_EINVAL);
+        assert_non_null(strstr(err, "socket path is longer than"));
+    }
+}
+
+static void test_bad_percent_escape_is_rejected_without_showing_it(
+    void **state)
+{
+    (void)state;
+    expect_rejected("redis://:s3cr3t%zz@h", "redis://:***@h",
+                    "bad percent escape in password");
+    expect_rejected("redis://:s3cr3t%4@h", "redis://:***@h",
+                    "bad percent escape in password");
+    expect_rejected("redis://:s3cr3t%@h", "redis://:***@h",
+                    "bad percent escape in password");
+    expect_rejected("redis://:s3cr3t%00@h", "redis://:***@h",
+                    "bad percent escape in password");
+    expect_rejected("redis://us%g1er:s3cr3t@h", "redis://us%g1er:***@h",
+                    "bad percent escape in user name");
+}
+
+static void test_bare_host_without_port_is_rejected(void **state)
+{
+    (void)state;
+    expect_rejected("localhost", "localhost",
+                    "expected host:port or a redis:// URI");
+    expect_rejected("[::1]", "[::1]", "expected host:port or a redis:// URI");
+}
+
+static void test_unterminated_bracket_is_rejected(void **state)
+{
+    (void)state;
+    expect_rejected("[::1", "[::1", "unterminated '['");
+    expect_rejected("redis://:s3cr3t@[::1:7000/2", "redis://:***@[::1:7000/2",
+                    "unterminated '['");
+}
+
+static void test_unbracketed_or_invalid_ipv6_is_rejected(void **state)
+{
+    (void)state;
+    expect_rejected("::1:6379", "::1:6379", "must be in brackets");
+    expect_rejected("redis://fe80::1", "redis://fe80::1",
+                    "must be in brackets");
+    expect_rejected("[not-v6]:1", "[not-v6]:1",
+                    "'not-v6' is not an IPv6 address");
+}
+
+static void test_invalid_host_character_is_rejected_on_one_line(
+    void **state)
+{
+    char err[RL_ERRLEN];
+    struct node_addr a;
+
+    (void)state;
+    expect_rejected("redis://ho st:1", "redis://ho st:1",
+                    "invalid byte 0x20 in host");
+    expect_rejected("h!x:1", "h!x:1", "invalid character '!' in host");
+
+    /* A newline from an environment variable must not split the line. */
+    assert_int_equal(uri_parse("redis://h:6379\n", &a, err, sizeof(err)),
+                     RL_EINVAL);
+    assert_null(strchr(err, '\n'));
+    assert_non_null(strstr(err, "port"));
+    assert_int_equal(uri_parse("h\t:1", &a, err, sizeof(err)), RL_EINVAL);
+    assert_null(strchr(err, '\t'));
+    assert_non_null(strstr(err, "invalid byte 0x09 in host"));
+}
+
+static void test_user_info_without_colon_or_password_is_rejected(
+    void **state)
+{
+    (void)state;
+    /* Without ':' we cannot tell a user from a password: mask it all. */
+    expect_rejected("redis://s3cr3t@h", "redis://***@h",
+                    "user info needs a ':'");
+    expect_rejected("redis://user:@h", "redis://user:@h",
+                    "empty password after ':'");
+    expect_rejected("redis://@h", "redis://@h", "empty user info");
+}
+
+static void test_credentials_in_host_port_form_are_rejected_and_masked(
+    void **state)
+{
+    (void)state;
+    expect_rejected(":s3cr3t@h:6379", "***@h:6379",
+                    "credentials need a redis:// URI");
+    expect_rejected("user:s3cr3t@h:6379", "***@h:6379",
+                    "credentials need a redis:// URI");
+}
+
+static void test_error_messages_never_echo_the_password(void **state)
+{
+    static const char *const uris[] = {
+        "redis://:s3cr3t@h:0",         "redis://u:s3cr3t@h:x",
+        "redis://:s3cr3t@h/-1",        "redis://:s3cr3t@h/1/2",
+        "redis://:s3cr3t@",            "redis://u:s3cr3t@h!",
+        "redis://:s3%63r3t@[zz]:1",    "rediss://:s3cr3t@h",
+        "ftp://:s3cr3t@h",             "unix://:s3cr3t@/tmp/s",
+        "redis://:pw@s3cr3t@h:0",      "s3cr3t@h:1",
+        "u:s3cr3t@h:1",                "redis://u:s3cr3t@h?x",
+    };
+    char err[RL_ERRLEN];
+    struct node_addr a;
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < ARRAY_SIZE(uris); i++) {
+        rl_status st = uri_parse(uris[i], &a, err, sizeof(err));
+
+        if (st != RL_EINVAL)
+            fail_msg("'%s' was not rejected", uris[i]);
+        if (strstr(err, "***") == NULL)
+            fail_msg("'%s': message '%s' shows no mask", uris[i], err);
+        assert_no_secret(err);
+    }
+}
+
+static void test_long_uri_is_cut_in_the_message(void **state)
+{
+    char uri[400];
+    char err[RL_ERRLEN];
+    struct node_addr a;
+
+    (void)state;
+    memcpy(uri, "redis://:s3cr3t@", 16);
+    memset(uri + 16, 'h', 300);
+    memcpy(uri + 316, ":0", 3);
+    assert_int_equal(uri_parse(uri, &a, err, sizeof(err)), RL_EINVAL);
+    assert_non_null(strstr(err, "redis://:***@hhh"));
+    assert_non_null(strstr(err, "...'"));
+    assert_non_null(strstr(err, "longer than 255"));
+    assert_no_secret(err);
+}
+
+static void test_null_out_or_missing_error_buffer_is_handled(void **state)
+{
+    struct node_addr a;
+    char err[RL_ERRLEN];
+    char tiny[8];
+
+    (void)state;
+    assert_int_equal(uri_parse("h:1", NULL, err, sizeof(err)), RL_EINVAL);
+    assert_true(strlen(err) > 0);
+    assert_int_equal(uri_parse("h:0", &a, NULL, 0), RL_EINVAL);
+    assert_addr_empty(&a);
+    assert_int_equal(uri_parse("h:0", &a, err, 0), RL_EINVAL);
+    assert_int_equal(uri_parse("h:0", &a, tiny, sizeof(tiny)), RL_EINVAL);
+    assert_int_equal(strlen(tiny), sizeof(tiny) - 1);
+    assert_int_equal(uri_parse("h:1", &a, NULL, 0), RL_OK);
+    node_addr_clear(&a);
+}
+
+/* ---- Display ---- */
+
+static void test_display_strings_follow_the_documented_forms(void **state)
+{
+    static const struct {
+        const char *uri;
+        const char *display;
+    } cases[] = {
+        {"redis://h", "h:6379"},
+        {"redis://h/0", "h:6379"},
+        {"redis://h:7000/9", "h:7000/9"},
+        {"h:7000", "h:7000"},
+        {"[2001:db8::5]:7000", "[2001:db8::5]:7000"},
+        {"redis://[::1]:7000/2", "[::1]:7000/2"},
+        {"unix:///tmp/r.sock", "unix:/tmp/r.sock"},
+        {"unix:///tmp/r.sock?db=0", "unix:/tmp/r.sock"},
+        {"unix:///tmp/r.sock?db=12", "unix:/tmp/r.sock/12"},
+    };
+    struct node_addr a;
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < ARRAY_SIZE(cases); i++) {
+        parse_ok(cases[i].uri, &a);
+        assert_string_equal(a.display, cases[i].display);
+        node_addr_clear(&a);
+    }
+}
+
+static void test_display_never_contains_the_user_or_password(void **state)
+{
+    struct node_addr a;
+
+    (void)state;
+    parse_ok("redis://locker:s3cr3t@h:7000/1", &a);
+    assert_string_equal(a.display, "h:7000/1");
+    assert_null(strstr(a.display, "locker"));
+    node_addr_clear(&a);
+}
+
+/* ---- Resolution ---- */
+
+static void test_localhost_resolves_to_the_ipv4_loopback(void **state)
+{
+    struct node_addr a;
+    char err[RL_ERRLEN];
+
+    (void)state;
+    parse_ok("redis://localhost:7000", &a);
+    assert_int_equal(uri_resolve(&a, err, sizeof(err)), RL_OK);
+    assert_non_null(a.ip);
+    /* IPv4 is preferred even where /etc/hosts lists ::1 first. */
+    assert_string_equal(a.ip, "127.0.0.1");
+    assert_string_equal(a.host, "localhost");
+    assert_string_equal(a.display, "localhost:7000");
+    node_addr_clear(&a);
+}
+
+static void test_numeric_hosts_resolve_to_themselves(void **state)
+{
+    struct node_addr a;
+    char err[RL_ERRLEN];
+
+    (void)state;
+    parse_ok("127.0.0.1:7001", &a);
+    assert_int_equal(uri_resolve(&a, err, sizeof(err)), RL_OK);
+    assert_string_equal(a.ip, "127.0.0.1");
+    node_addr_clear(&a);
+
+    parse_ok("[::1]:7001", &a);
+    assert_int_equal(uri_resolve(&a, err, sizeof(err)), RL_OK);
+    assert_string_equal(a.ip, "::1");
+    node_addr_clear(&a);
+}
+
+static void test_resolving_again_replaces_the_ip(void **state)
+{
+    struct node_addr a;
+    char err[RL_ERRLEN];
+
+    (void)state;
+    parse_ok("127.0.0.1:7001", &a);
+    assert_int_equal(uri_resolve(&a, err, sizeof(err)), RL_OK);
+    assert_int_equal(uri_resolve(&a, err, sizeof(err)), RL_OK);
+    assert_string_equal(a.ip, "127.0.0.1");
+    node_addr_clear(&a);
+}
+
+static void test_unresolvable_host_is_rejected_naming_host_and_node(
+    void **state)
+{
+    struct node_addr a;
+    char err[RL_ERRLEN];
+
+    (void)state;
+    parse_ok("redis://:s3cr3t@no-such-host.invalid:7000/1", &a);
+    assert_int_equal(uri_resolve(&a, err, sizeof(err)), RL_EINVAL);
+    assert_null(a.ip);
+    assert_true(strncmp(err,
+                        "cannot resolve host 'no-such-host.invalid' in node "
+                        "'no-such-host.invalid:7000/1': ",
+                        strlen("cannot resolve host 'no-such-host.invalid' "
+                               "in node 'no-such-host.invalid:7000/1': ")) ==
+                0);
+    /* Followed by gai_strerror's text. */
+    assert_true(strlen(err) > strlen("cannot resolve host 'no-such-host."
+                                     "invalid' in node 'no-such-host."
+                                     "invalid:7000/1': "));
+    assert_no_secret(err);
+    node_addr_clear(&a);
+}
+
+static void test_resolving_a_unix_address_does_nothing(void **state)
+{
+    struct node_addr a;
+    char err[RL_ERRLEN];
+
+    (void)state;
+    parse_ok("unix:///tmp/r.sock", &a);
+    assert_int_equal(uri_resolve(&a, err, sizeof(err)), RL_OK);
+    assert_null(a.ip);
+    assert_null(a.host);
+    assert_string_equal(a.path, "/tmp/r.sock");
+    node_addr_clear(&a);
+}
+
+static void test_resolving_null_or_an_empty_address_is_rejected(
+    void **state)
+{
+    struct node_addr a;
+    char err[RL_ERRLEN];
+
+    (void)state;
+    assert_int_equal(uri_resolve(NULL, err, sizeof(err)), RL_EINVAL);
+    assert_true(strlen(err) > 0);
+    memset(&a, 0, sizeof(a));
+    assert_int_equal(uri_resolve(&a, err, sizeof(err)), RL_EINVAL);
+    assert_non_null(strstr(err, "no host"));
+}
+
+/* ---- Comparison ---- */
+
+static bool same(const char *u1, const char *u2, bool resolve)
+{
+    struct node_addr a;
+    struct node_addr b;
+    char err[RL_ERRLEN];
+    bool r;
+
+    parse_ok(u1, &a);
+    parse_ok(u2, &b);
+    if (resolve) {
+        assert_int_equal(uri_resolve(&a, err, sizeof(err)), RL_OK);
+        assert_int_equal(uri_resolve(&b, err, sizeof(err)), RL_OK);
+    }
+    r = node_addr_same(&a, &b);
+    assert_true(node_addr_same(&b, &a) == r);
+    node_addr_clear(&a);
+    node_addr_clear(&b);
+    return r;
+}
+
+static void test_same_host_port_and_db_are_the_same_node(void **state)
+{
+    (void)state;
+    assert_true(same("h:6379", "redis://h", false));
+    assert_true(same("redis://h:6379/0", "h:6379", false));
+    assert_true(same("redis://:s3cr3t@h:7/1", "redis://u:other@h:7/1",
+                     false));
+    assert_true(same("redis://Cache.Example:7", "cache.example:7", false));
+    assert_true(same("redis://[::1]:7000/2", "redis://[::1]:7000/2", false));
+}
+
+static void test_different_host_port_or_db_are_different_nodes(void **state)
+{
+    (void)state;
+    assert_false(same("h:6379", "h:6380", false));
+    assert_false(same("redis://h/1", "redis://h/2", false));
+    assert_false(same("h1:6379", "h2:6379", false));
+}
+
+static void test_resolved_ips_are_compared_instead_of_host_names(
+    void **state)
+{
+    (void)state;
+    assert_false(same("localhost:7000", "127.0.0.1:7000", false));
+    assert_true(same("localhost:7000", "127.0.0.1:7000", true));
+    assert_false(same("localhost:7000", "127.0.0.1:7001", true));
+}
+
+static void test_unix_addresses_compare_path_and_db(void **state)
+{
+    (void)state;
+    assert_true(same("unix:///tmp/a.sock", "unix:///tmp/a.sock?db=0", false));
+    assert_false(same("unix:///tmp/a.sock", "unix:///tmp/b.sock", false));
+    assert_false(same("unix:///tmp/a.sock?db=1", "unix:///tmp/a.sock",
+                      false));
+}
+
+static void test_tcp_and_unix_addresses_are_never_the_same(void **state)
+{
+    struct node_addr a;
+    struct node_addr b;
+
+    (void)state;
+    parse_ok("unix:///tmp/a.sock", &a);
+    parse_ok("localhost:6379", &b);
+    assert_false(node_addr_same(&a, &b));
+    assert_false(node_addr_same(&b, &a));
+    node_addr_clear(&a);
+    node_addr_clear(&b);
+}
+
+static void test_comparing_with_null_is_false(void **state)
+{
+    struct node_addr a;
+
+    (void)state;
+    parse_ok("h:1", &a);
+    assert_false(node_addr_same(&a, NULL));
+    assert_false(node_addr_same(NULL, &a));
+    assert_false(node_addr_same(NULL, NULL));
+    node_addr_clear(&a);
+}
+
+/* ---- Clean-up ---- */
+
+static void test_node_addr_clear_null_is_a_no_op(void **state)
+{
+    (void)state;
+    node_addr_clear(NULL);
+}
+
+static void test_node_addr_clear_frees_and_zeroes_everything(void **state)
+{
+    struct node_addr a;
+    char err[RL_ERRLEN];
+
+    (void)state;
+    parse_ok("redis://u:s3cr3t@127.0.0.1:7000/3", &a);
+    assert_int_equal(uri_resolve(&a, err, sizeof(err)), RL_OK);
+    node_addr_clear(&a);
+    assert_addr_empty(&a);
+    assert_int_equal(a.kind, 0);
+    /* Clearing twice is harmless. */
+    node_addr_clear(&a);
+    assert_addr_empty(&a);
+}
+
+/* ---- Allocation failure ----
+ * A second copy of uri.c is compiled into this file with malloc, free and
+ * rl_strdup pointed at a counting allocator that fails the Nth call, and
+ * with its functions renamed (oom_*) so they do not clash with the library
+ * copy. The system headers uri.c uses are all included above, before the
+ * macros, so only uri.c's own calls are redirected. */
+
+static int oom_fail_at; /* 1-based allocation that fails; 0 = none */
+static int oom_calls;   /* allocations attempted */
+static int oom_live;    /* allocations not yet freed */
+
+static void *oom_malloc(size_t n)
+{
+    void *p;
+
+    oom_calls++;
+    if (oom_fail_at != 0 && oom_calls == oom_fail_at)
+        return NULL;
+    p = malloc(n);
+    if (p != NULL)
+        oom_live++;
+    return p;
+}
+
+static void oom_free(void *p)
+{
+    if (p != NULL)
+        oom_live--;
+    free(p);
+}
+
+static char *oom_strdup(const char *s)
+{
+    size_t n;
+    char *p;
+
+    if (s == NULL)
+        return NULL;
+    n = strlen(s) + 1;
+    p = oom_malloc(n);
+    if (p != NULL)
+        memcpy(p, s, n);
+    return p;
+}
+
+#define malloc oom_malloc
+#define free oom_free
+#define rl_strdup oom_strdup
+#define uri_parse oom_uri_parse
+#define uri_resolve oom_uri_resolve
+#define node_addr_same oom_node_addr_same
+#define node_addr_clear oom_node_addr_clear
+rl_status uri_parse(const char *uri, struct node_addr *out, char *err,
+                    size_t errlen);
+rl_status uri_resolve(struct node_addr *a, char *err, size_t errlen);
+bool node_addr_same(const struct node_addr *a, const struct node_addr *b);
+void node_addr_clear(struct node_addr *a);
+#include "uri.c"
+#undef malloc
+#undef free
+#undef rl_strdup
+#undef uri_parse
+#undef uri_resolve
+#undef node_addr_same
+#undef node_addr_clear
+
+static void oom_reset(int fail_at)
+{
+    oom_fail_at = fail_at;
+    oom_calls = 0;
+}
+
+/* Fail each allocation of a parse in turn: every failure must return
+ * RL_ENOMEM, leave the struct empty and free whatever was built. */
+static void check_parse_oom(const char *uri, int min_allocs)
+{
+    struct node_addr a;
+    char err[RL_ERRLEN];
+    rl_status st;
+    int fail;
+
+    for (fail = 1;; fail++) {
+        oom_reset(fail);
+        st = oom_uri_parse(uri, &a, err, sizeof(err));
+        if (st == RL_OK)
+            break;
+        assert_int_equal(st, RL_ENOMEM);
+        assert_addr_empty(&a);
+        assert_int_equal(oom_live, 0);
+        assert_non_null(strstr(err, "out of memory"));
+        assert_no_secret(err);
+    }
+    /* The loop ended because allocation fail > number made succeeded. */
+    assert_true(fail - 1 >= min_allocs);
+    assert_int_equal(oom_calls, fail - 1);
+    oom_node_addr_clear(&a);
+    assert_int_equal(oom_live, 0);
+    oom_reset(0);
+}
+
+static void test_out_of_memory_while_parsing_leaks_nothing(void **state)
+{
+    (void)state;
+    /* host/path, user, password, display */
+    check_parse_oom("redis://u%40x:s3%63r3t@[::1]:7000/2", 4);
+    check_parse_oom("redis://:s3cr3t@h", 3);
+    check_parse_oom("unix:///tmp/r.sock?db=1", 2);
+    check_parse_oom("h:1", 2);
+}
+
+static void test_out_of_memory_while_resolving_keeps_the_address(
+    void **state)
+{
+    struct node_addr a;
+    char err[RL_ERRLEN];
+
+    (void)state;
+    oom_reset(0);
+    assert_int_equal(oom_uri_parse("127.0.0.1:7000", &a, err, sizeof(err)),
+                     RL_OK);
+    oom_reset(1);
+    assert_int_equal(oom_uri_resolve(&a, err, sizeof(err)), RL_ENOMEM);
+    assert_null(a.ip);
+    assert_string_equal(a.host, "127.0.0.1");
+    assert_non_null(strstr(err, "out of memory"));
+    oom_reset(0);
+    assert_int_equal(oom_uri_resolve(&a, err, sizeof(err)), RL_OK);
+    assert_string_equal(a.ip, "127.0.0.1");
+    oom_node_addr_clear(&a);
+    assert_int_equal(oom_live, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(
+            test_redis_uri_with_host_only_gets_default_port_and_db),
+        cmocka_unit_test(test_redis_uri_with_port_and_db_is_parsed),
+        cmocka_unit_test(test_redis_uri_with_password_only_has_no_user),
+        cmocka_unit_test(test_redis_uri_with_acl_user_and_db_is_parsed),
+        cmocka_unit_test(test_user_and_password_are_percent_decoded),
+        cmocka_unit_test(
+            test_raw_at_and_slash_in_a_password_belong_to_the_password),
+        cmocka_unit_test(test_redis_uri_with_ipv6_host_port_and_db_is_parsed),
+        cmocka_unit_test(test_host_port_form_is_parsed),
+        cmocka_unit_test(test_bracketed_ipv6_host_port_form_is_parsed),
+        cmocka_unit_test(test_unix_uri_with_and_without_db_is_parsed),
+        cmocka_unit_test(
+            test_scheme_is_case_insensitive_and_host_is_kept_as_written),
+        cmocka_unit_test(test_trailing_slash_means_db_zero),
+        cmocka_unit_test(test_largest_port_and_db_are_accepted),
+        cmocka_unit_test(test_null_and_empty_uri_are_rejected),
+        cmocka_unit_test(
+            test_rediss_uri_is_rejected_because_tls_is_not_supported),
+        cmocka_unit_test(test_unknown_scheme_is_rejected),
+        cmocka_unit_test(test_missing_host_is_rejected),
+        cmocka_unit_test(test_port_zero_or_above_65535_is_rejected),
+        cmocka_unit_test(test_non_numeric_or_missing_port_is_rejected),
+        cmocka_unit_test(
+            test_negative_non_numeric_or_too_large_db_is_rejected),
+        cmocka_unit_test(test_trailing_garbage_is_rejected),
+        cmocka_unit_test(
+            test_unix_path_that_is_empty_relative_or_too_long_is_rejected),
+        cmocka_unit_test(
+            test_bad_percent_escape_is_rejected_without_showing_it),
+        cmocka_unit_test(test_bare_host_without_port_is_rejected),
+        cmocka_unit_test(test_unterminated_bracket_is_rejected),
+        cmocka_unit_test(test_unbracketed_or_invalid_ipv6_is_rejected),
+        cmocka_unit_test(test_invalid_host_character_is_rejected_on_one_line),
+        cmocka_unit_test(
+            test_user_info_without_colon_or_password_is_rejected),
+        cmocka_unit_test(
+            test_credentials_in_host_port_form_are_rejected_and_masked),
+        cmocka_unit_test(test_error_messages_never_echo_the_password),
+        cmocka_unit_test(test_long_uri_is_cut_in_the_message),
+        cmocka_unit_test(test_null_out_or_missing_error_buffer_is_handled),
+        cmocka_unit_test(test_display_strings_follow_the_documented_forms),
+        cmocka_unit_test(test_display_never_contains_the_user_or_password),
+        cmocka_unit_test(test_localhost_resolves_to_the_ipv4_loopback),
+        cmocka_unit_test(test_numeric_hosts_resolve_to_themselves),
+        cmocka_unit_test(test_resolving_again_replaces_the_ip),
+        cmocka_unit_test(
+            test_unresolvable_host_is_rejected_naming_host_and_node),
+        cmocka_unit_test(test_resolving_a_unix_address_does_nothing),
+        cmocka_unit_test(test_resolving_null_or_an_empty_address_is_rejected),
+        cmocka_unit_test(test_same_host_port_and_db_are_the_same_node),
+        cmocka_unit_test(test_different_host_port_or_db_are_different_nodes),
+        cmocka_unit_test(
+            test_resolved_ips_are_compared_instead_of_host_names),
+        cmocka_unit_test(test_unix_addresses_compare_path_and_db),
+        cmocka_unit_test(test_tcp_and_unix_addresses_are_never_the_same),
+        cmocka_unit_test(test_comparing_with_null_is_false),
+        cmocka_unit_test(test_node_addr_clear_null_is_a_no_op),
+        cmocka_unit_test(test_node_addr_clear_frees_and_zeroes_everything),
+        cmocka_unit_test(test_out_of_memory_while_parsing_leaks_nothing),
+        cmocka_unit_test(
+            test_out_of_memory_while_resolving_keeps_the_address),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
