@@ -166,12 +166,23 @@ RL_API void rl_client_free(rl_client *c);
  * ends. l is borrowed: do not free it here. */
 typedef void (*rl_lost_cb)(rl_lock *l, void *privdata);
 
-/* All fields: zero means the default, so rl_acquire_opts o = {0} is valid. */
+/* All fields: zero means the default, so rl_acquire_opts o = {0} is valid.
+ * Fields are only ever appended. */
 typedef struct rl_acquire_opts {
     uint32_t ttl_ms;          /* 1..cfg.max_ttl_ms, default 30000 */
     int64_t wait_ms;          /* 0: cfg's retry policy; >0 keep trying for
                                  this long; RL_WAIT_FOREVER: until acquired */
     uint32_t min_validity_ms; /* fail the attempt if less validity remains */
+    bool fencing;             /* issue a fencing token (rl_lock_fence) */
+    bool reentrant;           /* same thread + resource + client: same lock,
+                                 counted; Redis touched on first acquire and
+                                 last release only */
+    bool auto_extend;         /* start the watchdog (rl_watchdog_start) */
+    uint32_t extend_interval_ms; /* watchdog period, default ttl/3 */
+    rl_lost_cb lost_cb;       /* watchdog: called once when lost, or NULL */
+    void *lost_privdata;
+    uint32_t max_renewals;    /* watchdog cap: 0 = no cap */
+    uint64_t max_hold_ms;     /* watchdog cap on total hold time: 0 = none */
 } rl_acquire_opts;
 
 /* ---- Blocking API (thread-safe; not with cfg.loop; not in callbacks) ------*/
@@ -232,6 +243,44 @@ RL_API unsigned rl_lock_nodes_ok(const rl_lock *l);
 /* True once the lock is known lost (extend said so, or validity ran out
  * while a renewal was expected). */
 RL_API bool rl_lock_lost(const rl_lock *l);
+/* A file descriptor that becomes readable once the lock is LOST (for
+ * poll/select/epoll; do not read or close it). Stays readable. Owned by
+ * the handle; -1 if l is NULL or no descriptor could be made. */
+RL_API int rl_lock_lost_fd(const rl_lock *l);
+/* The fencing token of this acquisition (strictly greater than every
+ * earlier holder's for the same resource), or 0 without opts.fencing. */
+RL_API uint64_t rl_lock_fence(const rl_lock *l);
+
+/* ---- Watchdog ---------------------------------------------------------------
+ * Renews the lock by re-quorum every o->extend_interval_ms (0: ttl/3;
+ * o may be NULL for all defaults) while the
+ * caller works; a failed round is retried quickly while validity remains.
+ * When a majority says the lock is gone, or the remaining validity falls
+ * below the safety margin (min(ttl/10, 1 s)) without a successful renewal,
+ * the lock is LOST: rl_lock_lost() turns true, rl_lock_lost_fd() becomes
+ * readable and o->lost_cb (if not NULL) runs once on the loop thread -- all
+ * before the validity ends. o->max_renewals / o->max_hold_ms stop the
+ * renewals of a runaway holder; the lock then expires normally (reported
+ * as lost when the margin is reached). Any thread; with cfg.loop only from
+ * the loop's thread. RL_EINVAL, RL_EMISUSE (already running, client
+ * freed), RL_ENOMEM. Never blocks. */
+RL_API rl_status rl_watchdog_start(rl_lock *l, const rl_acquire_opts *o);
+/* Stop renewing (the lock stays held until its validity ends). Never
+ * blocks; a renewal in flight completes but is not followed by another.
+ * NULL or not running: no-op. */
+RL_API void rl_watchdog_stop(rl_lock *l);
+
+/* Critical section: acquire resource (opts as rl_acquire; the watchdog is
+ * always on), run fn(lock, arg) on the calling thread while the lock is
+ * held and renewed, then release -- also when fn fails. fn should poll
+ * rl_lock_lost() (or the fd) and stop early when the lock is lost.
+ * Returns the acquire error, else RL_ELOST if the lock was lost while fn
+ * ran, else RL_OK; fn's own return value is stored in *fn_result when
+ * fn_result is not NULL. Blocks. */
+RL_API rl_status rl_with_lock(rl_client *c, const char *resource,
+                              const rl_acquire_opts *o,
+                              int (*fn)(rl_lock *l, void *arg), void *arg,
+                              int *fn_result);
 
 /* ---- Async API --------------------------------------------------------------
  * Callable from any thread (with cfg.loop: only from the loop's thread).

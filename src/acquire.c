@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "lock.h"
+#include "watchdog.h"
 
 /* Waits longer than this (a century) are treated as RL_WAIT_FOREVER. */
 #define MAX_WAIT_MS (INT64_C(100) * 365 * 24 * 3600 * 1000)
@@ -34,11 +35,13 @@ struct acquire_op {
     char ttl_buf[16];
     struct quorum_round round;
     struct loop_timer *retry_timer;
+    rl_acquire_opts opts;        /* copy: watchdog settings */
     rl_status status;            /* of the last attempt */
     char detail[RL_ERRLEN];
 };
 
 static void attempt(void *arg);
+static void roll_back(struct acquire_op *op);
 
 static void finish(struct acquire_op *op, rl_status st)
 {
@@ -49,6 +52,14 @@ static void finish(struct acquire_op *op, rl_status st)
 
     round_clear(&op->round);
     loop_timer_free(op->retry_timer);
+    if (st == RL_OK && op->opts.auto_extend) {
+        atomic_store(&op->lock->watched, true);
+        st = watchdog_attach(op->lock, &op->opts);
+        if (st != RL_OK) {
+            snprintf(op->detail, sizeof(op->detail), "%s", rl_last_error());
+            roll_back(op);
+        }
+    }
     if (st == RL_OK) {
         lock = op->lock;
         client_lock_add(c, lock);
@@ -83,7 +94,9 @@ static void roll_back(struct acquire_op *op)
         if (op->round.slots[i].vote != VOTE_NO)
             targets[n++] = op->round.nodes[i];
     }
-    round_broadcast(targets, n, &release.cmd);
+    /* Our SETs expire by t0 + ttl at the latest. */
+    round_broadcast(targets, n, &release.cmd,
+                    op->round.t0 + (rl_mono_us)op->ttl_ms * 1000u);
 }
 
 static bool may_retry(struct acquire_op *op, rl_mono_us now)
@@ -126,6 +139,7 @@ static void decided(void *owner, enum verdict v)
     struct quorum_round *q = &op->round;
     rl_mono_us now = mono_now_us();
     int64_t validity_us;
+    size_t unavailable;
 
     if (v == VERDICT_SUCCESS) {
         validity_us = validity_compute_us(op->ttl_ms, c->cfg.drift_factor,
@@ -149,11 +163,15 @@ static void decided(void *owner, enum verdict v)
         attempt_failed(op, RL_ETIMEOUT);
         return;
     }
-    if (q->failed > q->n - quorum_size(q->n)) {
+    /* Nodes that could not vote at all: failed, or quarantined (§5.7). */
+    unavailable = q->no - q->refused;
+    if (unavailable > q->n - quorum_size(q->n) || q->refused == 0) {
         snprintf(op->detail, sizeof(op->detail),
-                 "'%s': %zu of %zu nodes failed (need %zu): %s",
-                 op->lock->resource, q->failed, q->n, quorum_size(q->n),
-                 q->detail);
+                 "'%s': %zu of %zu nodes failed and %zu are quarantined "
+                 "(need %zu voting)%s%s",
+                 op->lock->resource, q->failed, q->n,
+                 unavailable - q->failed, quorum_size(q->n),
+                 q->detail[0] ? ": " : "", q->detail);
         attempt_failed(op, RL_ENOQUORUM);
         return;
     }
@@ -251,9 +269,16 @@ rl_status acquire_submit(rl_client *c, const char *const *resources,
     if (o != NULL && o->min_validity_ms >= ttl)
         return rl_fail(RL_EINVAL, "min_validity_ms %u must be below ttl %u",
                        o->min_validity_ms, ttl);
+    if (o != NULL && o->auto_extend) {
+        st = watchdog_check_opts(o, ttl);
+        if (st != RL_OK)
+            return st;
+    }
     op = calloc(1, sizeof(*op));
     if (op == NULL)
         return rl_fail(RL_ENOMEM, "out of memory for an acquire");
+    if (o != NULL)
+        op->opts = *o;
     st = lock_new(c, resources, count, NULL, &op->lock);
     if (st != RL_OK)
         goto out_free;

@@ -170,3 +170,38 @@ rl_status rl_release(rl_lock *l)
     }
     return waiter_wait(&w);
 }
+
+/* ---- Critical section --------------------------------------------------- */
+
+rl_status rl_with_lock(rl_client *c, const char *resource,
+                       const rl_acquire_opts *o,
+                       int (*fn)(rl_lock *l, void *arg), void *arg,
+                       int *fn_result)
+{
+    rl_acquire_opts opts = {0};
+    char detail[RL_ERRLEN];
+    rl_lock *l;
+    rl_status st;
+    int result;
+    bool lost;
+
+    if (fn == NULL)
+        return rl_fail(RL_EINVAL, "fn is NULL");
+    if (o != NULL)
+        opts = *o;
+    opts.auto_extend = true;
+    st = rl_acquire(c, resource, &opts, &l);
+    if (st != RL_OK)
+        return st;
+    result = fn(l, arg);
+    if (fn_result != NULL)
+        *fn_result = result;
+    lost = rl_lock_lost(l) || rl_lock_validity_ms(l) <= 0;
+    st = rl_release(l);
+    if (lost) {
+        snprintf(detail, sizeof(detail), "'%s' was lost while fn ran",
+                 resource);
+        return rl_fail(RL_ELOST, "%s", detail);
+    }
+    return st;
+}

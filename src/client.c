@@ -22,6 +22,7 @@
 #include "client.h"
 #include "inspect.h"
 #include "lock.h"
+#include "watchdog.h"
 
 struct client_loop {
     struct ev_loop *loop;
@@ -170,8 +171,10 @@ static void shutdown_on_loop(rl_client *c)
     while (c->active != NULL)
         c->active->cancel(c->active);
     pthread_mutex_lock(&c->mutex);
-    for (l = c->locks; l != NULL; l = l->next)
+    for (l = c->locks; l != NULL; l = l->next) {
+        watchdog_detach(l);
         l->client = NULL;
+    }
     c->locks = NULL;
     pthread_mutex_unlock(&c->mutex);
     for (i = 0; i < c->node_count; i++) {

@@ -37,7 +37,7 @@ static void finish(struct extend_op *op, rl_status st)
     round_clear(&op->round);
     l->extend = NULL;
     if (st == RL_ELOST)
-        atomic_store(&l->lost, true);
+        lock_mark_lost(l);
     if (st == RL_OK)
         rl_error_clear();
     else
@@ -100,7 +100,8 @@ static void decided(void *owner, enum verdict v)
         }
         atomic_store(&l->deadline_us, deadline);
         atomic_store(&l->nodes_ok, (unsigned)q->yes);
-        l->ttl_ms = op->ttl_ms;
+        if (l->ttl_ms == 0) /* adopted: the first extension sets it */
+            l->ttl_ms = op->ttl_ms;
         finish(op, RL_OK);
         return;
     }

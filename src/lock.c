@@ -8,6 +8,8 @@
  * value = token (same as redsync and node-redlock). */
 #include <stdio.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "lock.h"
@@ -22,6 +24,7 @@ rl_status lock_new(rl_client *c, const char *const *resources, size_t count,
     if (l == NULL)
         return rl_fail(RL_ENOMEM, "out of memory for a lock");
     l->client = c;
+    atomic_init(&l->lost_fd, -1);
     l->nkeys = count;
     l->keys = calloc(count, sizeof(*l->keys));
     l->key_lens = calloc(count, sizeof(*l->key_lens));
@@ -64,10 +67,29 @@ void lock_destroy(struct rl_lock *l)
         for (i = 0; i < l->nkeys; i++)
             free(l->keys[i]);
     }
+    if (atomic_load(&l->lost_fd) >= 0)
+        close(atomic_load(&l->lost_fd));
     free(l->keys);
     free(l->key_lens);
     free(l->resource);
     free(l);
+}
+
+static void signal_fd(int fd)
+{
+    uint64_t one = 1;
+
+    if (fd >= 0 && write(fd, &one, sizeof(one)) < 0) {
+        /* EAGAIN: the counter is already non-zero, so it is readable. */
+    }
+}
+
+bool lock_mark_lost(struct rl_lock *l)
+{
+    if (atomic_exchange(&l->lost, true))
+        return false;
+    signal_fd(atomic_load(&l->lost_fd));
+    return true;
 }
 
 int64_t lock_remaining_us(const struct rl_lock *l)
@@ -134,4 +156,35 @@ unsigned rl_lock_nodes_ok(const rl_lock *l)
 bool rl_lock_lost(const rl_lock *l)
 {
     return l != NULL && atomic_load(&l->lost);
+}
+
+/* The descriptor is made on first use: most locks never need one. If the
+ * lock is already lost, or becomes lost while we install it, the counter
+ * is bumped here too, so it is readable either way. */
+int rl_lock_lost_fd(const rl_lock *l)
+{
+    struct rl_lock *m = (struct rl_lock *)l;
+    int expected = -1;
+    int fd;
+
+    if (l == NULL)
+        return -1;
+    fd = atomic_load(&m->lost_fd);
+    if (fd >= 0)
+        return fd;
+    fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    if (!atomic_compare_exchange_strong(&m->lost_fd, &expected, fd)) {
+        close(fd);
+        return expected;
+    }
+    if (atomic_load(&m->lost))
+        signal_fd(fd);
+    return fd;
+}
+
+uint64_t rl_lock_fence(const rl_lock *l)
+{
+    return l != NULL ? l->fence : 0;
 }

@@ -14,6 +14,7 @@
 #define RL_MAX_TOKEN_LEN 128
 
 struct extend_op;
+struct watchdog;
 
 struct rl_lock {
     struct rl_lock *prev;          /* client's registry (client mutex) */
@@ -24,19 +25,26 @@ struct rl_lock {
     size_t nkeys;
     char *resource;                /* first resource, without prefix */
     char token[RL_MAX_TOKEN_LEN + 1]; /* ours: TOKEN_HEX_LEN hex digits */
-    uint32_t ttl_ms;               /* last TTL set in Redis */
+    uint32_t ttl_ms;               /* TTL acquired with (adopted: first
+                                      extended with); 0 unknown */
     _Atomic uint64_t deadline_us;  /* validity end, boottime µs; 0 unknown */
     atomic_bool lost;
     atomic_bool extending;         /* an extend is queued or in flight */
     atomic_uint nodes_ok;          /* voters of the last winning round */
     bool adopted;                  /* made from a token: validity unknown */
     struct extend_op *extend;      /* in flight (loop thread) */
+    struct watchdog *watchdog;     /* renewing (loop thread), or NULL */
+    atomic_bool watched;           /* a watchdog is running or starting */
+    atomic_int lost_fd;            /* eventfd made on demand, -1 none */
+    uint64_t fence;                /* fencing token, 0 without fencing */
 };
 
 /* Build a handle: copies the names, applies the prefix, generates a token
  * (or copies token when not NULL). Not registered with the client yet. */
 rl_status lock_new(rl_client *c, const char *const *resources, size_t count,
                    const char *token, struct rl_lock **out);
+/* Mark the lock lost and make its fd readable. True the first time. */
+bool lock_mark_lost(struct rl_lock *l);
 /* Free the memory (the caller has unregistered it). */
 void lock_destroy(struct rl_lock *l);
 /* Validity left in µs (negative when spent); INT64_MAX when unknown. */

@@ -14,11 +14,17 @@
  * finished (late reply) or with reply == NULL while the context dies. The
  * owner (operation) may detach at any time; the record is freed only in
  * the hiredis callback. Records are kept in send order (hiredis answers in
- * order) and one ev_timer per node, armed for the oldest deadline, reports
- * REPLY_TIMEOUT to owners. A request that is still unanswered after its
- * deadline while at the head of the queue means the connection is stuck
+ * order) and one ev_timer per node is armed for the oldest deadline. A
+ * request still unanswered at its deadline means the connection is stuck
  * (e.g. SIGSTOPped server): the context is freed, which makes hiredis call
- * every pending callback with NULL, and the node backs off.
+ * every pending callback with NULL (reported as REPLY_DOWN with the
+ * timeout as reason), and the node backs off.
+ *
+ * Rollbacks (releases after a failed acquire) that cannot be sent because
+ * the node is down are kept, bounded, until the next handshake or until
+ * the key they target has expired anyway: a SET stuck in a paused node's
+ * socket buffer lands when it resumes, and must not block others for a
+ * whole TTL.
  *
  * Context ownership: hiredis frees the context itself after onConnect(ERR)
  * and after onDisconnect; n->ac is cleared in those callbacks, and before
@@ -35,12 +41,14 @@
 #define BACKOFF_MIN_MS 25
 #define BACKOFF_MAX_MS 1000
 #define MAX_ARRAY_ELEMENTS 16
+#define MAX_DEFERRED 4096 /* rollbacks kept per down node */
 
 enum req_role {
     REQ_USER,
     REQ_AUTH,
     REQ_SELECT,
     REQ_INFO,
+    REQ_SCRIPT_LOAD,
 };
 
 struct request {
@@ -66,6 +74,8 @@ struct node {
     redisAsyncContext *ac;      /* NULL unless CONNECTING or READY */
     struct request *head;       /* pending requests, oldest first */
     struct request *tail;
+    struct request *deferred;   /* rollbacks waiting for a reconnect */
+    size_t deferred_count;
     ev_timer request_timer;     /* fires at the oldest deadline */
     ev_timer backoff_timer;     /* reconnect */
     uint32_t backoff_ms;        /* next reconnect delay */
@@ -79,6 +89,7 @@ struct node {
 };
 
 static void connection_start(struct node *n);
+static void flush_deferred(struct node *n);
 static void connection_fail(struct node *n, const char *fmt, ...)
     RL_PRINTF(2, 3);
 
@@ -156,30 +167,28 @@ static void arm_request_timer(struct node *n)
     ev_timer_start(n->loop, &n->request_timer);
 }
 
-/* Report timeouts to owners whose deadline passed; if the oldest request
- * itself is overdue the connection is stuck and is torn down. */
+/* Deadlines never decrease along the queue (send_argv keeps them so), so
+ * only the oldest request can be overdue first. If it is, the connection
+ * is stuck (e.g. a SIGSTOPped server): it is torn down before anyone is
+ * told, so owners that react (rollbacks) already see the node down; every
+ * pending request is then reported REPLY_DOWN with the timeout as reason. */
 static void on_request_timer(struct ev_loop *loop, ev_timer *w, int revents)
 {
     struct node *n = w->data;
-    rl_mono_us now = mono_now_us();
     struct request *r;
-    char why[96];
 
     RL_UNUSED(loop);
     RL_UNUSED(revents);
-    snprintf(why, sizeof(why), "%s: no reply within %u ms", n->addr->display,
-             n->cfg->op_timeout_ms);
-    for (r = n->head; r != NULL; r = r->next) {
-        if (r->deadline_us <= now && r->fn != NULL) {
-            n->stats.timeouts++;
-            report_failure(r, REPLY_TIMEOUT, why);
-        }
-    }
-    if (n->head != NULL && n->head->deadline_us <= now) {
-        connection_fail(n, "%s", why);
+    if (n->head == NULL || n->head->deadline_us > mono_now_us()) {
+        arm_request_timer(n);
         return;
     }
-    arm_request_timer(n);
+    for (r = n->head; r != NULL; r = r->next) {
+        if (r->fn != NULL)
+            n->stats.timeouts++;
+    }
+    connection_fail(n, "%s: no reply within %u ms", n->addr->display,
+                    n->cfg->op_timeout_ms);
 }
 
 /* ---- Reply handling ----------------------------------------------------- */
@@ -282,6 +291,7 @@ static void handshake_done(struct node *n, const redisReply *info)
     n->backoff_ms = BACKOFF_MIN_MS;
     n->last_error[0] = '\0';
     n->stats.connects++;
+    flush_deferred(n);
     config_log(n->cfg, RL_LOG_INFO, "node %s ready (redis %s, up %llu s)",
                n->addr->display, n->version,
                (unsigned long long)(node_uptime_ms(n) / 1000));
@@ -293,6 +303,9 @@ static void handshake_reply(struct node *n, struct request *r,
     static const char *const what[] = {
         [REQ_AUTH] = "AUTH", [REQ_SELECT] = "SELECT", [REQ_INFO] = "INFO"};
 
+    /* Preloading scripts only saves a NOSCRIPT round trip later. */
+    if (r->role == REQ_SCRIPT_LOAD)
+        return;
     if (reply->type == REDIS_REPLY_ERROR) {
         connection_fail(n, "%s: %s failed: %.*s", n->addr->display,
                         what[r->role], (int)reply->len, reply->str);
@@ -351,7 +364,7 @@ static void on_reply(redisAsyncContext *ac, void *reply_ptr, void *privdata)
         }
     } else if (r->role != REQ_USER) {
         handshake_reply(n, r, reply);
-    } else if (r->fn != NULL && r->script != NULL && is_noscript(reply)) {
+    } else if (r->script != NULL && is_noscript(reply)) {
         if (resend_as_eval(n, r))
             return;
     } else if (r->fn != NULL) {
@@ -422,32 +435,27 @@ struct request *node_send(struct node *n, int argc, const char **argv,
     return r;
 }
 
-struct request *node_eval(struct node *n, const struct script *s, int nkeys,
-                          int argc, const char **argv, const size_t *lens,
-                          node_reply_fn *fn, void *owner, size_t slot,
-                          const char **why)
+/* A request record for EVALSHA s with its own copy of the arguments:
+ * one block holds argv pointers, lengths, then the bytes, so the call can
+ * be resent as EVAL after NOSCRIPT, or sent later (deferred). */
+static struct request *eval_request(const struct script *s, int nkeys,
+                                    int argc, const char **argv,
+                                    const size_t *lens)
 {
-    struct request *r;
+    struct request *r = calloc(1, sizeof(*r));
     int total = argc + 3;
-    size_t data_len = 0, off = 0;
+    size_t data_len = 0, off;
     char nkeys_buf[16];
     char *data;
     int i;
 
-    if (!node_accepts(n, why))
-        return NULL;
     for (i = 0; i < argc; i++)
         data_len += lens[i];
-    r = calloc(1, sizeof(*r));
-    /* One block: argv pointers, lengths, then the bytes they point at, so
-     * the call can be resent as EVAL after a NOSCRIPT. */
     if (r != NULL)
         r->argv = malloc((size_t)total * (sizeof(char *) + sizeof(size_t)) +
                          data_len + sizeof(nkeys_buf));
     if (r == NULL || r->argv == NULL) {
         free(r);
-        if (why != NULL)
-            *why = "out of memory";
         return NULL;
     }
     r->lens = (size_t *)(r->argv + total);
@@ -469,17 +477,84 @@ struct request *node_eval(struct node *n, const struct script *s, int nkeys,
     }
     r->argc = total;
     r->script = s;
+    r->role = REQ_USER;
+    return r;
+}
+
+struct request *node_eval(struct node *n, const struct script *s, int nkeys,
+                          int argc, const char **argv, const size_t *lens,
+                          node_reply_fn *fn, void *owner, size_t slot,
+                          const char **why)
+{
+    struct request *r;
+
+    if (!node_accepts(n, why))
+        return NULL;
+    r = eval_request(s, nkeys, argc, argv, lens);
+    if (r == NULL) {
+        if (why != NULL)
+            *why = "out of memory";
+        return NULL;
+    }
     r->fn = fn;
     r->owner = owner;
     r->slot = slot;
-    r->role = REQ_USER;
-    if (send_argv(n, r, total, r->argv, r->lens) == NULL) {
+    if (send_argv(n, r, r->argc, r->argv, r->lens) == NULL) {
         request_free(r);
         if (why != NULL)
             *why = "connection is closing";
         return NULL;
     }
     return r;
+}
+
+void node_eval_or_defer(struct node *n, const struct script *s, int nkeys,
+                        int argc, const char **argv, const size_t *lens,
+                        rl_mono_us expires_us)
+{
+    struct request *r;
+
+    if (node_eval(n, s, nkeys, argc, argv, lens, NULL, NULL, 0, NULL))
+        return;
+    if (n->state == NODE_CLOSED || n->deferred_count >= MAX_DEFERRED)
+        return;
+    r = eval_request(s, nkeys, argc, argv, lens);
+    if (r == NULL)
+        return;
+    r->node = n;
+    r->deadline_us = expires_us;
+    r->next = n->deferred;
+    n->deferred = r;
+    n->deferred_count++;
+}
+
+/* After a handshake: send what waited for the node, unless it expired. */
+static void flush_deferred(struct node *n)
+{
+    struct request *r = n->deferred;
+    struct request *next;
+    rl_mono_us now = mono_now_us();
+
+    n->deferred = NULL;
+    n->deferred_count = 0;
+    for (; r != NULL; r = next) {
+        next = r->next;
+        if (r->deadline_us <= now ||
+            send_argv(n, r, r->argc, r->argv, r->lens) == NULL)
+            request_free(r);
+    }
+}
+
+static void free_deferred(struct node *n)
+{
+    struct request *r, *next;
+
+    for (r = n->deferred; r != NULL; r = next) {
+        next = r->next;
+        request_free(r);
+    }
+    n->deferred = NULL;
+    n->deferred_count = 0;
 }
 
 /* ---- Connection lifecycle ----------------------------------------------- */
@@ -563,17 +638,50 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
         schedule_reconnect(n);
 }
 
+static bool queue_internal(struct node *n, enum req_role role, int argc,
+                           const char **argv)
+{
+    size_t lens[3];
+    struct request *r;
+    int i;
+
+    for (i = 0; i < argc; i++)
+        lens[i] = strlen(argv[i]);
+    r = calloc(1, sizeof(*r));
+    if (r == NULL)
+        return false;
+    r->role = role;
+    if (send_argv(n, r, argc, argv, lens) == NULL) {
+        free(r);
+        return false;
+    }
+    return true;
+}
+
+/* SCRIPT LOAD every script, so EVALSHA normally finds them: fewer round
+ * trips, and a rollback never has to be resent out of order. */
+static bool queue_script_loads(struct node *n)
+{
+    const char *argv[3] = {"SCRIPT", "LOAD", NULL};
+    int id;
+
+    for (id = 0; id < SCRIPT_COUNT; id++) {
+        argv[2] = script_get((enum script_id)id)->source;
+        if (!queue_internal(n, REQ_SCRIPT_LOAD, 3, argv))
+            return false;
+    }
+    return true;
+}
+
 static bool queue_handshake(struct node *n)
 {
     const struct node_addr *a = n->addr;
     const char *argv[3];
-    size_t lens[3];
     char db[16];
-    struct request *r;
     int argc = 0;
     int role;
 
-    for (role = REQ_AUTH; role <= REQ_INFO; role++) {
+    for (role = REQ_AUTH; role <= REQ_SCRIPT_LOAD; role++) {
         argc = 0;
         if (role == REQ_AUTH) {
             if (a->password == NULL)
@@ -588,20 +696,16 @@ static bool queue_handshake(struct node *n)
             snprintf(db, sizeof(db), "%d", a->db);
             argv[argc++] = "SELECT";
             argv[argc++] = db;
-        } else {
+        } else if (role == REQ_INFO) {
             argv[argc++] = "INFO";
             argv[argc++] = "server";
+        } else {
+            if (!queue_script_loads(n))
+                return false;
+            continue;
         }
-        for (int i = 0; i < argc; i++)
-            lens[i] = strlen(argv[i]);
-        r = calloc(1, sizeof(*r));
-        if (r == NULL)
+        if (!queue_internal(n, (enum req_role)role, argc, argv))
             return false;
-        r->role = (enum req_role)role;
-        if (send_argv(n, r, argc, argv, lens) == NULL) {
-            free(r);
-            return false;
-        }
     }
     return true;
 }
@@ -698,6 +802,7 @@ void node_free(struct node *n)
     n->ac = NULL;
     if (ac != NULL)
         redisAsyncFree(ac); /* pending callbacks run now, with NULL */
+    free_deferred(n);
     free(n);
 }
 

@@ -22,8 +22,8 @@ enum reply_kind {
     REPLY_NIL,
     REPLY_ARRAY,   /* elements, element[] */
     REPLY_ERROR,   /* the node answered an error: str */
-    REPLY_TIMEOUT, /* no answer within op_timeout_ms: str says so */
-    REPLY_DOWN,    /* not connected, or the connection died: str says why */
+    REPLY_DOWN,    /* not connected, the connection died, or no answer
+                      within op_timeout_ms: str says which */
 };
 
 /* A reply, borrowed for the duration of the reply callback only. */
@@ -79,6 +79,11 @@ struct request *node_eval(struct node *n, const struct script *s, int nkeys,
                           int argc, const char **argv, const size_t *lens,
                           node_reply_fn *fn, void *owner, size_t slot,
                           const char **why);
+/* Fire-and-forget script call that, if the node is down now, is sent after
+ * its next handshake instead -- unless expires_us (boottime) has passed. */
+void node_eval_or_defer(struct node *n, const struct script *s, int nkeys,
+                        int argc, const char **argv, const size_t *lens,
+                        rl_mono_us expires_us);
 /* The owner no longer wants the reply; the request record lives on until
  * hiredis calls back, then is freed by the node. */
 void request_detach(struct request *r);

@@ -25,7 +25,7 @@ enum verdict quorum_verdict(size_t n, size_t yes, size_t no)
 {
     size_t q = quorum_size(n);
 
-    if (yes > n || no > n || yes + no > n)
+    if (n == 0 || yes > n || no > n || yes + no > n)
         return VERDICT_FAILURE;
     if (yes >= q)
         return VERDICT_SUCCESS;
@@ -180,10 +180,11 @@ enum verdict round_start(struct quorum_round *q, enum round_mode mode,
 }
 
 void round_broadcast(struct node **nodes, size_t n,
-                     const struct round_cmd *cmd)
+                     const struct round_cmd *cmd, rl_mono_us expires_us)
 {
     size_t i;
 
     for (i = 0; i < n; i++)
-        send_one(nodes[i], cmd, NULL, NULL, i, NULL);
+        node_eval_or_defer(nodes[i], cmd->script, cmd->nkeys, cmd->argc,
+                           cmd->argv, cmd->lens, expires_us);
 }

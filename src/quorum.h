@@ -47,7 +47,7 @@ struct round_cmd {
 };
 
 /* Classify a reply; may record details in the owner. Errors, timeouts and
- * down nodes arrive here too (kind REPLY_ERROR/TIMEOUT/DOWN). */
+ * down nodes arrive here too (kind REPLY_ERROR or REPLY_DOWN). */
 typedef enum vote round_classify_fn(void *owner, size_t slot,
                                     const struct node_reply *r);
 /* The round is decided; called at most once, never from round_start. The
@@ -90,8 +90,10 @@ void round_cancel(struct quorum_round *q);
 /* Cancel and free the slots. */
 void round_clear(struct quorum_round *q);
 
-/* Send cmd to every node and forget it (rollback releases). */
+/* Send the script call cmd to every node and forget it (rollback
+ * releases); nodes that are down get it after reconnecting, unless
+ * expires_us (boottime) has passed by then. */
 void round_broadcast(struct node **nodes, size_t n,
-                     const struct round_cmd *cmd);
+                     const struct round_cmd *cmd, rl_mono_us expires_us);
 
 #endif

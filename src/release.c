@@ -17,6 +17,7 @@
 
 #include "extend.h"
 #include "lock.h"
+#include "watchdog.h"
 
 struct release_op {
     struct op base;
@@ -121,6 +122,7 @@ static void start(struct op *base)
     struct lock_cmd cmd;
     enum verdict v;
 
+    watchdog_detach(op->lock);
     extend_cancel_inflight(op->lock);
     op->expired_before = lock_remaining_us(op->lock) <= 0;
     lock_script_cmd(op->lock, SCRIPT_RELEASE, NULL, &cmd);
@@ -172,6 +174,7 @@ static void lock_free_run(struct op *base)
 {
     struct lock_free_op *op = (struct lock_free_op *)base;
 
+    watchdog_detach(op->lock);
     extend_cancel_inflight(op->lock);
     unregister_and_destroy(op->lock);
     if (op->base.started)

@@ -102,15 +102,25 @@ static int teardown_cluster(void **state)
 
 /* ---- Redis-side checks (print what they saw, return a verdict) ---- */
 
-/* key holds token on r, with 0 < PTTL <= ttl_ms (and >= min_pttl). */
+/* key holds token on r, with 0 < PTTL <= ttl_ms (and >= min_pttl). A
+ * call returns once a majority answered: the other nodes' replies may
+ * still be on their way, so the key is looked at again for up to 200 ms. */
 static bool key_holds(const struct rl_redis *r, const char *key,
                       const char *token, long long min_pttl, long long ttl)
 {
-    char *v = harness_get(r, key);
-    long long pttl = harness_pttl(r, key);
-    bool ok = v != NULL && strcmp(v, token) == 0 && pttl >= min_pttl &&
-              pttl <= ttl && pttl > 0;
+    char *v = NULL;
+    long long pttl = -3;
+    bool ok = false;
 
+    for (int i = 0; !ok && i < 20; i++) {
+        if (i > 0)
+            harness_sleep_ms(10);
+        free(v);
+        v = harness_get(r, key);
+        pttl = harness_pttl(r, key);
+        ok = v != NULL && strcmp(v, token) == 0 && pttl >= min_pttl &&
+             pttl <= ttl && pttl > 0;
+    }
     if (!ok)
         fprintf(stderr, "port %d: %s = %s (want %s), PTTL %lld (want "
                         "%lld..%lld)\n", r->port, key, v ? v : "(nil)", token,
@@ -123,12 +133,17 @@ static bool key_absent(const struct rl_redis *r, const char *key)
 {
     long long pttl = harness_pttl(r, key);
 
+    for (int i = 0; pttl != -2 && i < 20; i++) {
+        harness_sleep_ms(10);
+        pttl = harness_pttl(r, key);
+    }
     if (pttl != -2)
         fprintf(stderr, "port %d: %s still exists (PTTL %lld)\n", r->port,
                 key, pttl);
     return pttl == -2;
 }
 
+/* Every node empty (late replies: polled for up to 200 ms). */
 static bool all_empty(const struct fx *f)
 {
     bool ok = true;
@@ -136,6 +151,10 @@ static bool all_empty(const struct fx *f)
     for (int i = 0; i < f->n; i++) {
         long long n = harness_dbsize(&f->r[i]);
 
+        for (int k = 0; n != 0 && k < 20; k++) {
+            harness_sleep_ms(10);
+            n = harness_dbsize(&f->r[i]);
+        }
         if (n != 0) {
             fprintf(stderr, "port %d: %lld keys left behind\n",
                     f->r[i].port, n);
@@ -182,7 +201,8 @@ static void test_acquire_stores_the_token_on_every_node(void **state)
     assert_non_null(l);
     assert_true(is_hex_token(rl_lock_token(l)));
     assert_string_equal(rl_lock_resource(l), "basic:res");
-    assert_int_equal(rl_lock_nodes_ok(l), f->n);
+    /* The verdict comes as soon as a majority agrees (§5.1). */
+    assert_in_range(rl_lock_nodes_ok(l), f->n / 2 + 1, f->n);
     assert_false(rl_lock_lost(l));
     for (int i = 0; i < f->n; i++)
         assert_true(key_holds(&f->r[i], "basic:res", rl_lock_token(l), 9000,
@@ -526,7 +546,7 @@ static void test_distinct_acquisitions_get_distinct_tokens(void **state)
 }
 
 #define NODES_TEST(fn, n)                                                     \
-    { #fn "_n" #n, fn, setup_cluster, teardown_cluster, (void *)&n }
+    { #fn "/" #n, fn, setup_cluster, teardown_cluster, (void *)&n }
 #define ALL_SIZES(fn)                                                         \
     NODES_TEST(fn, one), NODES_TEST(fn, three), NODES_TEST(fn, five)
 

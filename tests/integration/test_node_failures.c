@@ -141,13 +141,23 @@ static int teardown(void **state)
     return 0;
 }
 
+/* The key is looked at again for up to 200 ms: a call returns once a
+ * majority answered, the other replies may still be on their way. */
 static bool key_holds(const struct rl_redis *r, const char *key,
                       const char *token)
 {
-    char *v = harness_get(r, key);
-    long long pttl = harness_pttl(r, key);
-    bool ok = v != NULL && strcmp(v, token) == 0 && pttl > 0;
+    char *v = NULL;
+    long long pttl = -3;
+    bool ok = false;
 
+    for (int i = 0; !ok && i < 20; i++) {
+        if (i > 0)
+            harness_sleep_ms(10);
+        free(v);
+        v = harness_get(r, key);
+        pttl = harness_pttl(r, key);
+        ok = v != NULL && strcmp(v, token) == 0 && pttl > 0;
+    }
     if (!ok)
         fprintf(stderr, "port %d: %s = %s (want %s), PTTL %lld\n", r->port,
                 key, v ? v : "(nil)", token, pttl);
@@ -159,6 +169,10 @@ static bool node_empty(const struct rl_redis *r)
 {
     long long n = harness_dbsize(r);
 
+    for (int i = 0; n != 0 && i < 20; i++) {
+        harness_sleep_ms(10);
+        n = harness_dbsize(r);
+    }
     if (n != 0)
         fprintf(stderr, "port %d: DBSIZE %lld, want 0\n", r->port, n);
     return n == 0;
@@ -203,11 +217,11 @@ static void test_acquire_succeeds_with_two_of_five_nodes_down(void **state)
     assert_true(node_empty(&f->r[4]));
 }
 
-static void test_acquire_without_quorum_fails_fast_and_leaves_nothing(
-    void **state)
+static void test_acquire_without_quorum_fails_fast(void **state)
 {
     struct fx *f = *state;
     rl_acquire_opts o = { 0 };
+    rl_config cfg;
     rl_lock *l = NULL;
     int64_t t0;
     int64_t elapsed;
@@ -226,22 +240,34 @@ static void test_acquire_without_quorum_fails_fast_and_leaves_nothing(
     assert_true(elapsed < harness_scale_ms(2000));
     assert_null(l);
     assert_true(rl_last_error()[0] != '\0');
-    assert_true(node_empty_within(&f->r[1], 500));
-    assert_true(node_empty_within(&f->r[3], 500));
-    /* Nodes killed before the client existed: same verdict. */
+    /* Nodes already dead when the client is made: same verdict. */
     rl_client_free(f->c);
-    f->c = NULL;
-    {
-        rl_config cfg;
-
-        fast_config(&cfg, &f->hn);
-        f->c = client_for(&cfg);
-    }
+    fast_config(&cfg, &f->hn);
+    f->c = client_for(&cfg);
     assert_non_null(f->c);
     t0 = harness_now_ms();
-    assert_int_equal(rl_acquire(f->c, "nf:no-quorum", &o, &l),
+    assert_int_equal(rl_acquire(f->c, "nf:no-quorum2", &o, &l),
                      RL_ENOQUORUM);
     assert_true(harness_now_ms() - t0 < harness_scale_ms(2000));
+}
+
+static void test_failed_acquire_leaves_no_keys_on_live_nodes(void **state)
+{
+    struct fx *f = *state;
+    const char *multi[] = { "nf:m1", "nf:m2" };
+    rl_acquire_opts o = { 0 };
+    rl_lock *l = NULL;
+
+    start_cluster(f, 5);
+    harness_kill(&f->r[0]);
+    harness_kill(&f->r[2]);
+    harness_kill(&f->r[4]);
+    o.ttl_ms = 10000;
+    assert_int_equal(rl_acquire(f->c, "nf:rollback", &o, &l), RL_ENOQUORUM);
+    assert_int_equal(rl_acquire_multi(f->c, multi, 2, &o, &l),
+                     RL_ENOQUORUM);
+    /* The SETs that landed on the live minority are rolled back, not left
+     * to block everybody for the TTL (§5.1). */
     assert_true(node_empty_within(&f->r[1], 500));
     assert_true(node_empty_within(&f->r[3], 500));
 }
@@ -263,16 +289,38 @@ static void test_acquire_does_not_wait_for_a_paused_node(void **state)
     fprintf(stderr, "  acquired with a paused node in %lld ms\n",
             (long long)elapsed);
     assert_true(elapsed < harness_scale_ms(500));
-    assert_int_equal(rl_lock_nodes_ok(l), 4);
+    assert_in_range(rl_lock_nodes_ok(l), 3, 4);
     assert_true(rl_lock_validity_ms(l) > 9000);
+    for (int i = 0; i < 5; i++) {
+        if (i != 2)
+            assert_true(key_holds(&f->r[i], "nf:paused", rl_lock_token(l)));
+    }
     t0 = harness_now_ms();
     assert_int_equal(rl_release(l), RL_OK);
     assert_true(harness_now_ms() - t0 < harness_scale_ms(1000));
+    for (int i = 0; i < 5; i++) {
+        if (i != 2)
+            assert_true(node_empty(&f->r[i]));
+    }
     assert_int_equal(harness_resume(&f->r[2]), 0);
-    /* The paused node got SET and the release queued in its socket: once
-     * it runs again, nothing of ours may stay behind for the TTL. */
-    for (int i = 0; i < 5; i++)
-        assert_true(node_empty_within(&f->r[i], 1000));
+}
+
+static void test_paused_node_holds_no_key_once_it_resumes(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+    rl_lock *l = NULL;
+
+    start_cluster(f, 5);
+    assert_int_equal(harness_pause(&f->r[2]), 0);
+    o.ttl_ms = 10000;
+    assert_int_equal(rl_acquire(f->c, "nf:paused", &o, &l), RL_OK);
+    assert_int_equal(rl_release(l), RL_OK);
+    assert_int_equal(harness_resume(&f->r[2]), 0);
+    /* The paused node got our SET and then our release, queued in its
+     * socket: once it runs again, nothing of ours may stay behind and
+     * block the resource for the TTL. */
+    assert_true(node_empty_within(&f->r[2], 1000));
 }
 
 static void test_acquire_without_quorum_ends_when_majority_is_paused(
@@ -295,8 +343,27 @@ static void test_acquire_without_quorum_ends_when_majority_is_paused(
     fprintf(stderr, "  no quorum (paused) after %lld ms: %s\n",
             (long long)elapsed, rl_last_error());
     assert_true(elapsed < harness_scale_ms(2000));
+    assert_true(strcasestr(rl_last_error(), "reply") != NULL ||
+                strcasestr(rl_last_error(), "time") != NULL);
     for (int i = 0; i < 3; i++)
         assert_int_equal(harness_resume(&f->r[i]), 0);
+}
+
+static void test_paused_majority_holds_no_key_once_it_resumes(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+    rl_lock *l = NULL;
+
+    start_cluster(f, 5);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(harness_pause(&f->r[i]), 0);
+    o.ttl_ms = 10000;
+    assert_int_equal(rl_acquire(f->c, "nf:majority-paused", &o, &l),
+                     RL_ENOQUORUM);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(harness_resume(&f->r[i]), 0);
+    /* Timed-out nodes get the rollback too: their SET lands late. */
     for (int i = 0; i < 5; i++)
         assert_true(node_empty_within(&f->r[i], 1000));
 }
@@ -347,8 +414,8 @@ static void test_restarted_node_is_used_again_after_reconnect(void **state)
     struct fx *f = *state;
     rl_acquire_opts o = { 0 };
     rl_lock *l = NULL;
-    bool back = false;
-    int64_t deadline;
+    rl_status st = RL_ENOQUORUM;
+    int64_t t0;
 
     start_cluster(f, 3);
     o.ttl_ms = 5000;
@@ -357,20 +424,25 @@ static void test_restarted_node_is_used_again_after_reconnect(void **state)
     assert_int_equal(rl_lock_nodes_ok(l), 2);
     assert_int_equal(rl_release(l), RL_OK);
     assert_int_equal(harness_restart(&f->r[0]), 0);
-    deadline = harness_now_ms() + harness_scale_ms(5000);
-    while (!back && harness_now_ms() < deadline) {
-        harness_sleep_ms(100);
+    /* With node 1 gone, a quorum needs the restarted node 0's vote: the
+     * client must have reconnected to it. */
+    harness_kill(&f->r[1]);
+    t0 = harness_now_ms();
+    while (st != RL_OK && harness_now_ms() - t0 < harness_scale_ms(5000)) {
         l = NULL;
-        assert_int_equal(rl_acquire(f->c, "nf:restart", &o, &l), RL_OK);
-        if (rl_lock_nodes_ok(l) == 3) {
-            back = true;
-            assert_true(key_holds(&f->r[0], "nf:restart", rl_lock_token(l)));
-        }
-        assert_int_equal(rl_release(l), RL_OK);
+        st = rl_acquire(f->c, "nf:restart", &o, &l);
+        if (st != RL_OK)
+            harness_sleep_ms(50);
     }
-    assert_true(back);
-    for (int i = 0; i < 3; i++)
-        assert_true(node_empty(&f->r[i]));
+    fprintf(stderr, "  reconnected after %lld ms\n",
+            (long long)(harness_now_ms() - t0));
+    assert_int_equal(st, RL_OK);
+    assert_int_equal(rl_lock_nodes_ok(l), 2);
+    assert_true(key_holds(&f->r[0], "nf:restart", rl_lock_token(l)));
+    assert_true(key_holds(&f->r[2], "nf:restart", rl_lock_token(l)));
+    assert_int_equal(rl_release(l), RL_OK);
+    assert_true(node_empty(&f->r[0]));
+    assert_true(node_empty(&f->r[2]));
 }
 
 /* Wait until every node reports uptime_in_seconds >= secs. */
@@ -400,10 +472,9 @@ static void test_restarted_node_does_not_vote_during_quarantine(void **state)
     rl_acquire_opts o = { 0 };
     rl_config cfg;
     rl_lock *l = NULL;
-    bool key_seen = false;
-    bool votes_again = false;
+    rl_status st = RL_ENOQUORUM;
     int64_t t_restart;
-    int64_t deadline;
+    int64_t t_voting;
 
     f->n = 3;
     assert_int_equal(harness_cluster_start(f->r, 3, NULL), 0);
@@ -420,38 +491,42 @@ static void test_restarted_node_does_not_vote_during_quarantine(void **state)
     assert_true(node_empty_within(&f->r[0], 500));
     wait_uptime(f, 4);
     assert_int_equal(rl_acquire(f->c, "nf:quarantine", &o, &l), RL_OK);
-    assert_int_equal(rl_lock_nodes_ok(l), 3);
     assert_int_equal(rl_release(l), RL_OK);
 
+    /* Node 0 restarts (empty), node 1 dies: a quorum needs node 0's vote,
+     * which it may not give until it has been up for max_ttl_ms. */
     assert_int_equal(harness_restart(&f->r[0]), 0);
     t_restart = harness_now_ms();
-    /* For the first 2 s of its 3 s quarantine it is written to but has no
-     * vote. */
+    harness_kill(&f->r[1]);
     while (harness_now_ms() - t_restart < 2000) {
         l = NULL;
-        assert_int_equal(rl_acquire(f->c, "nf:quarantine", &o, &l), RL_OK);
-        assert_int_equal(rl_lock_nodes_ok(l), 2);
-        if (!key_seen) {
-            char *v = harness_get(&f->r[0], "nf:quarantine");
-
-            key_seen = v != NULL && strcmp(v, rl_lock_token(l)) == 0;
-            free(v);
+        st = rl_acquire(f->c, "nf:quarantine", &o, &l);
+        if (st == RL_OK) {
+            fprintf(stderr, "  quarantined node voted %lld ms after its "
+                            "restart\n",
+                    (long long)(harness_now_ms() - t_restart));
+            rl_release(l);
         }
-        assert_int_equal(rl_release(l), RL_OK);
+        assert_int_equal(st, RL_ENOQUORUM);
         harness_sleep_ms(100);
     }
-    assert_true(key_seen);
-    deadline = t_restart + harness_scale_ms(8000);
-    while (!votes_again && harness_now_ms() < deadline) {
+    while (st != RL_OK &&
+           harness_now_ms() - t_restart < harness_scale_ms(8000)) {
         l = NULL;
-        assert_int_equal(rl_acquire(f->c, "nf:quarantine", &o, &l), RL_OK);
-        votes_again = rl_lock_nodes_ok(l) == 3;
-        assert_int_equal(rl_release(l), RL_OK);
-        harness_sleep_ms(200);
+        st = rl_acquire(f->c, "nf:quarantine", &o, &l);
+        if (st != RL_OK)
+            harness_sleep_ms(100);
     }
-    assert_true(votes_again);
-    for (int i = 0; i < 3; i++)
-        assert_true(node_empty(&f->r[i]));
+    t_voting = harness_now_ms() - t_restart;
+    fprintf(stderr, "  restarted node votes again %lld ms after restart\n",
+            (long long)t_voting);
+    assert_int_equal(st, RL_OK);
+    /* (the server started a few ms before t_restart) */
+    assert_true(t_voting >= 2900);
+    assert_true(key_holds(&f->r[0], "nf:quarantine", rl_lock_token(l)));
+    assert_int_equal(rl_release(l), RL_OK);
+    assert_true(node_empty(&f->r[0]));
+    assert_true(node_empty(&f->r[2]));
 }
 
 static void test_wrong_password_counts_as_failed_and_is_never_printed(
@@ -538,7 +613,7 @@ static void test_config_password_is_used_for_nodes_without_one(void **state)
     assert_non_null(f->c);
     o.ttl_ms = 5000;
     assert_int_equal(rl_acquire(f->c, "nf:cfgpass", &o, &l), RL_OK);
-    assert_int_equal(rl_lock_nodes_ok(l), 3);
+    assert_in_range(rl_lock_nodes_ok(l), 2, 3);
     for (int i = 0; i < 3; i++)
         assert_true(key_holds(&f->r[i], "nf:cfgpass", rl_lock_token(l)));
     assert_int_equal(rl_release(l), RL_OK);
@@ -573,7 +648,7 @@ static void test_acl_user_and_password_in_uri_work(void **state)
     assert_non_null(f->c);
     o.ttl_ms = 5000;
     assert_int_equal(rl_acquire(f->c, "nf:acl", &o, &l), RL_OK);
-    assert_int_equal(rl_lock_nodes_ok(l), 3);
+    assert_in_range(rl_lock_nodes_ok(l), 2, 3);
     for (int i = 0; i < 3; i++)
         assert_true(key_holds(&f->r[i], "nf:acl", rl_lock_token(l)));
     assert_int_equal(rl_release(l), RL_OK);
@@ -618,12 +693,19 @@ int main(void)
             test_acquire_succeeds_with_two_of_five_nodes_down, setup,
             teardown),
         cmocka_unit_test_setup_teardown(
-            test_acquire_without_quorum_fails_fast_and_leaves_nothing, setup,
+            test_acquire_without_quorum_fails_fast, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_failed_acquire_leaves_no_keys_on_live_nodes, setup,
             teardown),
         cmocka_unit_test_setup_teardown(
             test_acquire_does_not_wait_for_a_paused_node, setup, teardown),
         cmocka_unit_test_setup_teardown(
+            test_paused_node_holds_no_key_once_it_resumes, setup, teardown),
+        cmocka_unit_test_setup_teardown(
             test_acquire_without_quorum_ends_when_majority_is_paused, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_paused_majority_holds_no_key_once_it_resumes, setup,
             teardown),
         cmocka_unit_test_setup_teardown(
             test_ops_in_flight_survive_a_node_kill, setup, teardown),

@@ -84,13 +84,23 @@ static int teardown_cluster(void **state)
     return 0;
 }
 
+/* The key is looked at again for up to 200 ms: a call returns once a
+ * majority answered, the other replies may still be on their way. */
 static bool key_holds(const struct rl_redis *r, const char *key,
                       const char *token)
 {
-    char *v = harness_get(r, key);
-    long long pttl = harness_pttl(r, key);
-    bool ok = v != NULL && strcmp(v, token) == 0 && pttl > 0;
+    char *v = NULL;
+    long long pttl = -3;
+    bool ok = false;
 
+    for (int i = 0; !ok && i < 20; i++) {
+        if (i > 0)
+            harness_sleep_ms(10);
+        free(v);
+        v = harness_get(r, key);
+        pttl = harness_pttl(r, key);
+        ok = v != NULL && strcmp(v, token) == 0 && pttl > 0;
+    }
     if (!ok)
         fprintf(stderr, "port %d: %s = %s (want %s), PTTL %lld\n", r->port,
                 key, v ? v : "(nil)", token, pttl);
@@ -102,6 +112,10 @@ static bool key_absent(const struct rl_redis *r, const char *key)
 {
     long long pttl = harness_pttl(r, key);
 
+    for (int i = 0; pttl != -2 && i < 20; i++) {
+        harness_sleep_ms(10);
+        pttl = harness_pttl(r, key);
+    }
     if (pttl != -2)
         fprintf(stderr, "port %d: %s exists (PTTL %lld)\n", r->port, key,
                 pttl);
@@ -169,6 +183,12 @@ static void test_wrongtype_key_on_a_majority_fails_acquire_and_stays(
             rl_last_error());
     assert_true(st == RL_ENOTACQUIRED || st == RL_ENOQUORUM);
     assert_null(l);
+    for (int i = 0; i < 3; i++)
+        assert_true(list_untouched(&f->r[i], "we:list"));
+    /* Rolled back where it was set. */
+    for (int i = 3; i < 5; i++)
+        assert_true(node_empty_within(&f->r[i], 500));
+
     st = rl_acquire_multi(f->c, multi, 2, &o, &l);
     assert_true(st == RL_ENOTACQUIRED || st == RL_ENOQUORUM);
     assert_null(l);
@@ -176,9 +196,8 @@ static void test_wrongtype_key_on_a_majority_fails_acquire_and_stays(
         assert_true(list_untouched(&f->r[i], "we:list"));
         assert_true(key_absent(&f->r[i], "we:free"));
     }
-    for (int i = 3; i < 5; i++) {
+    for (int i = 3; i < 5; i++)
         assert_true(node_empty_within(&f->r[i], 500));
-    }
 }
 
 static void test_wrongtype_replies_to_extend_and_release_are_node_failures(
@@ -251,16 +270,18 @@ static void test_oom_on_a_majority_is_no_quorum_quoting_the_error(
     assert_null(l);
     assert_int_equal(rl_acquire_multi(f->c, multi, 2, &o, &l), RL_ENOQUORUM);
     assert_non_null(strstr(rl_last_error(), "OOM"));
-    for (int i = 0; i < 5; i++)
-        assert_true(node_empty_within(&f->r[i], 500));
+    for (int i = 0; i < 3; i++)
+        assert_true(node_empty_within(&f->r[i], 0));
     /* Memory back: the same client works again, on every node. */
     for (int i = 0; i < 3; i++)
         set_maxmemory(&f->r[i], "0");
-    assert_int_equal(rl_acquire(f->c, "oom:res", &o, &l), RL_OK);
-    assert_int_equal(rl_lock_nodes_ok(l), 5);
-    assert_int_equal(rl_release(l), RL_OK);
+    assert_int_equal(rl_acquire(f->c, "oom:after", &o, &l), RL_OK);
     for (int i = 0; i < 5; i++)
-        assert_true(node_empty_within(&f->r[i], 0));
+        assert_true(key_holds(&f->r[i], "oom:after", rl_lock_token(l)));
+    assert_int_equal(rl_release(l), RL_OK);
+    /* Last: the failed attempts were rolled back on the healthy nodes. */
+    for (int i = 0; i < 5; i++)
+        assert_true(node_empty_within(&f->r[i], 200));
 }
 
 static void test_oom_on_a_minority_still_acquires(void **state)
@@ -278,7 +299,7 @@ static void test_oom_on_a_minority_still_acquires(void **state)
     assert_true(key_holds(&f->r[2], "oom:minor", rl_lock_token(l)));
     assert_int_equal(rl_release(l), RL_OK);
     for (int i = 0; i < 3; i++)
-        assert_true(node_empty_within(&f->r[i], 0));
+        assert_true(node_empty_within(&f->r[i], 200));
 }
 
 /* ---- NOSCRIPT ---- */
@@ -302,8 +323,15 @@ static void test_release_and_extend_work_after_script_flush(void **state)
     assert_int_equal(rl_extend(l, 6000), RL_OK);
     flush_scripts(f);
     assert_int_equal(rl_extend(l, 7000), RL_OK);
-    for (int i = 0; i < f->n; i++)
-        assert_true(harness_pttl(&f->r[i], "ns:single") > 6000);
+    for (int i = 0; i < f->n; i++) {
+        long long pttl = harness_pttl(&f->r[i], "ns:single");
+
+        for (int k = 0; pttl <= 6000 && k < 20; k++) {
+            harness_sleep_ms(10);
+            pttl = harness_pttl(&f->r[i], "ns:single");
+        }
+        assert_true(pttl > 6000);
+    }
     flush_scripts(f);
     assert_int_equal(rl_release(l), RL_OK);
     for (int i = 0; i < f->n; i++)
@@ -322,7 +350,7 @@ static void test_release_and_extend_work_after_script_flush(void **state)
     flush_scripts(f);
     assert_int_equal(rl_release(l), RL_OK);
     for (int i = 0; i < f->n; i++)
-        assert_true(node_empty_within(&f->r[i], 0));
+        assert_true(node_empty_within(&f->r[i], 200));
 }
 
 /* ---- READONLY ---- */
@@ -380,6 +408,7 @@ static void test_readonly_majority_is_no_quorum_quoting_the_error(
     fprintf(stderr, "  READONLY: %s\n", rl_last_error());
     assert_non_null(strstr(rl_last_error(), "READONLY"));
     assert_null(l);
+    /* The master (and so its replicas) and node 1 are rolled back. */
     for (int i = 0; i < 5; i++)
         assert_true(node_empty_within(&f->r[i], 1000));
 }

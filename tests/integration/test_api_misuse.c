@@ -1,0 +1,552 @@
+/* test_api_misuse.c -- every public function with NULL, empty, huge and
+ * out-of-range arguments: RL_EINVAL with a message naming the argument,
+ * never a crash, never a callback, nothing written to Redis (STYLE 3.2,
+ * 3.3.1, 3.11.1). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+#include "redlock.h"
+
+struct fx {
+    struct rl_redis r;
+    char uri[192];
+    const char *nodes[1];
+    rl_client *c;
+};
+
+static void base_config(rl_config *cfg, struct fx *f)
+{
+    rl_config_init(cfg);
+    cfg->nodes = f->nodes;
+    cfg->node_count = 1;
+    cfg->connect_timeout_ms = (uint32_t)harness_scale_ms(200);
+    cfg->op_timeout_ms = (uint32_t)harness_scale_ms(50);
+    cfg->retry_count = 0;
+    cfg->retry_delay_ms = 20;
+    cfg->retry_jitter_ms = 10;
+    cfg->max_ttl_ms = 60000;
+    cfg->trust_restarted_nodes = true;
+}
+
+static int setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof(*f));
+    rl_config cfg;
+    rl_status st = RL_EINVAL;
+
+    if (f == NULL)
+        return -1;
+    if (harness_start(&f->r, NULL) != 0) {
+        free(f);
+        return -1;
+    }
+    harness_uri(&f->r, f->uri, sizeof(f->uri));
+    f->nodes[0] = f->uri;
+    base_config(&cfg, f);
+    f->c = rl_client_new(&cfg, &st);
+    if (f->c == NULL) {
+        fprintf(stderr, "rl_client_new: %s: %s\n", rl_status_name(st),
+                rl_last_error());
+        harness_stop(&f->r);
+        free(f);
+        return -1;
+    }
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+
+    rl_client_free(f->c);
+    harness_stop(&f->r);
+    free(f);
+    return 0;
+}
+
+/* rl_client_new(cfg) fails with RL_EINVAL and a message containing want
+ * (and not containing secret, if given); also with st == NULL. */
+static bool rejects(const rl_config *cfg, const char *want,
+                    const char *secret)
+{
+    rl_status st = RL_OK;
+    rl_client *c = rl_client_new(cfg, &st);
+    bool ok = true;
+
+    if (c != NULL) {
+        fprintf(stderr, "  accepted a bad config (want '%s')\n", want);
+        rl_client_free(c);
+        return false;
+    }
+    if (st != RL_EINVAL) {
+        fprintf(stderr, "  status %s, want RL_EINVAL\n", rl_status_name(st));
+        ok = false;
+    }
+    if (strstr(rl_last_error(), want) == NULL) {
+        fprintf(stderr, "  message '%s' does not name '%s'\n",
+                rl_last_error(), want);
+        ok = false;
+    }
+    if (secret != NULL && strstr(rl_last_error(), secret) != NULL) {
+        fprintf(stderr, "  message '%s' shows the password\n",
+                rl_last_error());
+        ok = false;
+    }
+    c = rl_client_new(cfg, NULL);
+    if (c != NULL) {
+        rl_client_free(c);
+        ok = false;
+    }
+    return ok;
+}
+
+static bool rejects_uri(struct fx *f, const char *uri, const char *secret)
+{
+    rl_config cfg;
+    const char *nodes[1] = { uri };
+    bool ok;
+
+    base_config(&cfg, f);
+    cfg.nodes = nodes;
+    ok = rejects(&cfg, "nodes[0]", secret);
+    if (!ok)
+        fprintf(stderr, "  (uri '%.60s')\n", uri);
+    return ok;
+}
+
+/* ---- Client configuration ---- */
+
+static void test_client_new_rejects_a_null_config(void **state)
+{
+    rl_status st = RL_OK;
+
+    (void)state;
+    assert_null(rl_client_new(NULL, &st));
+    assert_int_equal(st, RL_EINVAL);
+    assert_non_null(strstr(rl_last_error(), "cfg"));
+    assert_null(rl_client_new(NULL, NULL));
+}
+
+static void test_client_new_rejects_bad_node_lists(void **state)
+{
+    struct fx *f = *state;
+    rl_config cfg;
+    const char *two_null[2] = { f->uri, NULL };
+    const char *dup[2] = { f->uri, f->uri };
+    char same[192];
+    const char *dup2[2] = { f->uri, same };
+    const char *many[65];
+
+    base_config(&cfg, f);
+    cfg.node_count = 0;
+    assert_true(rejects(&cfg, "nodes", NULL));
+    base_config(&cfg, f);
+    cfg.nodes = NULL;
+    assert_true(rejects(&cfg, "nodes", NULL));
+    base_config(&cfg, f);
+    cfg.nodes = two_null;
+    cfg.node_count = 2;
+    assert_true(rejects(&cfg, "nodes[1]", NULL));
+    cfg.nodes = dup;
+    assert_true(rejects(&cfg, "duplicate", NULL));
+    /* The same endpoint written two ways is still a duplicate. */
+    snprintf(same, sizeof(same), "redis://127.0.0.1:%d/0", f->r.port);
+    cfg.nodes = dup2;
+    assert_true(rejects(&cfg, "duplicate", NULL));
+    for (int i = 0; i < 65; i++)
+        many[i] = f->uri;
+    cfg.nodes = many;
+    cfg.node_count = 65;
+    assert_true(rejects(&cfg, "nodes", NULL));
+}
+
+static void test_client_new_rejects_malformed_uris(void **state)
+{
+    struct fx *f = *state;
+    char huge[10001];
+
+    assert_true(rejects_uri(f, "", NULL));
+    assert_true(rejects_uri(f, "redis://", NULL));
+    assert_true(rejects_uri(f, "127.0.0.1:", NULL));
+    assert_true(rejects_uri(f, "127.0.0.1:abc", NULL));
+    assert_true(rejects_uri(f, "127.0.0.1:0", NULL));
+    assert_true(rejects_uri(f, "127.0.0.1:70000", NULL));
+    assert_true(rejects_uri(f, "127.0.0.1:-1", NULL));
+    assert_true(rejects_uri(f, "redis://127.0.0.1:0", NULL));
+    assert_true(rejects_uri(f, "redis://127.0.0.1:70000", NULL));
+    assert_true(rejects_uri(f, "redis://127.0.0.1:6379/notadb", NULL));
+    assert_true(rejects_uri(f, "redis://127.0.0.1:6379/-1", NULL));
+    assert_true(rejects_uri(f, "http://127.0.0.1:6379", NULL));
+    assert_true(rejects_uri(f, "unix://relative/path.sock", NULL));
+    assert_true(rejects_uri(f, "[::1:6379", NULL));
+    /* A bad URI with a password: the message must not show it. */
+    assert_true(rejects_uri(f, "redis://:hunter2secret@127.0.0.1:99999",
+                            "hunter2secret"));
+    assert_true(rejects_uri(f, "redis://bob:hunter2secret@127.0.0.1:abc",
+                            "hunter2secret"));
+    memset(huge, 'a', sizeof(huge) - 1);
+    huge[sizeof(huge) - 1] = '\0';
+    assert_true(rejects_uri(f, huge, NULL));
+}
+
+static void test_client_new_rejects_out_of_range_numbers(void **state)
+{
+    struct fx *f = *state;
+    rl_config cfg;
+
+    base_config(&cfg, f);
+    cfg.connect_timeout_ms = 0;
+    assert_true(rejects(&cfg, "connect_timeout_ms", NULL));
+    base_config(&cfg, f);
+    cfg.op_timeout_ms = 0;
+    assert_true(rejects(&cfg, "op_timeout_ms", NULL));
+    cfg.op_timeout_ms = 60001;
+    assert_true(rejects(&cfg, "op_timeout_ms", NULL));
+    base_config(&cfg, f);
+    cfg.drift_factor = -0.1;
+    assert_true(rejects(&cfg, "drift_factor", NULL));
+    cfg.drift_factor = 0.5;
+    assert_true(rejects(&cfg, "drift_factor", NULL));
+    cfg.drift_factor = NAN;
+    assert_true(rejects(&cfg, "drift_factor", NULL));
+    base_config(&cfg, f);
+    cfg.retry_delay_ms = 0;
+    cfg.retry_jitter_ms = 0;
+    assert_true(rejects(&cfg, "retry_delay_ms", NULL));
+    base_config(&cfg, f);
+    cfg.retry_delay_ms = 10;
+    cfg.retry_jitter_ms = 11;
+    assert_true(rejects(&cfg, "retry_jitter_ms", NULL));
+    base_config(&cfg, f);
+    cfg.max_ttl_ms = 0;
+    assert_true(rejects(&cfg, "max_ttl_ms", NULL));
+    cfg.max_ttl_ms = UINT32_MAX;
+    assert_true(rejects(&cfg, "max_ttl_ms", NULL));
+    base_config(&cfg, f);
+    cfg.log_level = 9;
+    assert_true(rejects(&cfg, "log_level", NULL));
+}
+
+static void test_client_new_rejects_a_reserved_or_huge_prefix(void **state)
+{
+    struct fx *f = *state;
+    rl_config cfg;
+    char *huge = malloc(10001);
+
+    assert_non_null(huge);
+    memset(huge, 'p', 10000);
+    huge[10000] = '\0';
+    base_config(&cfg, f);
+    cfg.prefix = "redlock:app:";
+    assert_true(rejects(&cfg, "prefix", NULL));
+    cfg.prefix = huge;
+    assert_true(rejects(&cfg, "prefix", NULL));
+    free(huge);
+}
+
+static void test_config_init_and_free_accept_null(void **state)
+{
+    rl_config cfg;
+
+    (void)state;
+    rl_config_init(NULL);
+    rl_client_free(NULL);
+    rl_lock_free(NULL);
+    rl_config_init(&cfg);
+    assert_null(cfg.nodes);
+    assert_int_equal(cfg.node_count, 0);
+    assert_int_equal(cfg.connect_timeout_ms, 200);
+    assert_int_equal(cfg.op_timeout_ms, 50);
+    assert_int_equal(cfg.retry_count, 3);
+    assert_int_equal(cfg.retry_delay_ms, 200);
+    assert_int_equal(cfg.retry_jitter_ms, 100);
+    assert_int_equal(cfg.max_ttl_ms, 60000);
+    assert_false(cfg.trust_restarted_nodes);
+    assert_null(cfg.loop);
+}
+
+/* ---- Acquire arguments ---- */
+
+static void expect_einval(rl_status st, const char *want)
+{
+    if (st != RL_EINVAL || strstr(rl_last_error(), want) == NULL)
+        fprintf(stderr, "  got %s '%s', want RL_EINVAL naming '%s'\n",
+                rl_status_name(st), rl_last_error(), want);
+    assert_int_equal(st, RL_EINVAL);
+    assert_non_null(strstr(rl_last_error(), want));
+}
+
+static void test_acquire_rejects_bad_arguments(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+    rl_lock *l = NULL;
+    char *huge = malloc(10001);
+    char max_name[513];
+    char over_name[514];
+
+    assert_non_null(huge);
+    memset(huge, 'r', 10000);
+    huge[10000] = '\0';
+    o.ttl_ms = 1000;
+    expect_einval(rl_acquire(NULL, "r", &o, &l), "c");
+    expect_einval(rl_acquire(f->c, NULL, &o, &l), "resource");
+    expect_einval(rl_acquire(f->c, "", &o, &l), "resource");
+    expect_einval(rl_acquire(f->c, huge, &o, &l), "resource");
+    expect_einval(rl_acquire(f->c, "redlock:jobs", &o, &l), "resource");
+    expect_einval(rl_acquire(f->c, "r", &o, NULL), "out");
+    o.ttl_ms = 60001;
+    expect_einval(rl_acquire(f->c, "r", &o, &l), "ttl_ms");
+    o.ttl_ms = UINT32_MAX;
+    expect_einval(rl_acquire(f->c, "r", &o, &l), "ttl_ms");
+    o.ttl_ms = 1000;
+    o.wait_ms = -5;
+    expect_einval(rl_acquire(f->c, "r", &o, &l), "wait_ms");
+    assert_null(l);
+    /* 512 bytes is the limit. */
+    o.wait_ms = 0;
+    memset(max_name, 'm', 512);
+    max_name[512] = '\0';
+    memset(over_name, 'm', 513);
+    over_name[513] = '\0';
+    expect_einval(rl_acquire(f->c, over_name, &o, &l), "resource");
+    assert_int_equal(harness_dbsize(&f->r), 0);
+    assert_int_equal(rl_acquire(f->c, max_name, &o, &l), RL_OK);
+    assert_int_equal(rl_release(l), RL_OK);
+    assert_int_equal(harness_dbsize(&f->r), 0);
+    free(huge);
+}
+
+static void test_acquire_with_ttl_zero_uses_the_default(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+    rl_lock *l = NULL;
+    long long pttl;
+
+    assert_int_equal(rl_acquire(f->c, "misuse:default-ttl", &o, &l), RL_OK);
+    pttl = harness_pttl(&f->r, "misuse:default-ttl");
+    assert_in_range(pttl, RL_DEFAULT_TTL_MS - 1000, RL_DEFAULT_TTL_MS);
+    assert_in_range(rl_lock_validity_ms(l), RL_DEFAULT_TTL_MS - 1000,
+                    RL_DEFAULT_TTL_MS - 300 - 2);
+    assert_int_equal(rl_release(l), RL_OK);
+    assert_int_equal(harness_dbsize(&f->r), 0);
+}
+
+static void test_acquire_multi_rejects_bad_arguments(void **state)
+{
+    struct fx *f = *state;
+    const char *with_null[] = { "a", NULL, "c" };
+    const char *with_reserved[] = { "a", "redlock:b" };
+    const char *with_empty[] = { "a", "" };
+    const char *ok[] = { "a", "b" };
+    const char *many[65];
+    rl_acquire_opts o = { 0 };
+    rl_lock *l = NULL;
+
+    o.ttl_ms = 1000;
+    for (int i = 0; i < 65; i++)
+        many[i] = "x";
+    expect_einval(rl_acquire_multi(NULL, ok, 2, &o, &l), "c");
+    expect_einval(rl_acquire_multi(f->c, NULL, 2, &o, &l), "resources");
+    expect_einval(rl_acquire_multi(f->c, ok, 0, &o, &l), "resources");
+    expect_einval(rl_acquire_multi(f->c, many, 65, &o, &l), "resources");
+    expect_einval(rl_acquire_multi(f->c, with_null, 3, &o, &l), "resource");
+    expect_einval(rl_acquire_multi(f->c, with_reserved, 2, &o, &l),
+                  "redlock:b");
+    expect_einval(rl_acquire_multi(f->c, with_empty, 2, &o, &l),
+                  "resource");
+    expect_einval(rl_acquire_multi(f->c, ok, 2, &o, NULL), "out");
+    assert_null(l);
+    assert_int_equal(harness_dbsize(&f->r), 0);
+}
+
+/* ---- Lock handles ---- */
+
+static void test_lock_functions_reject_null(void **state)
+{
+    struct fx *f = *state;
+    rl_lock *l = NULL;
+
+    expect_einval(rl_extend(NULL, 1000), "l");
+    expect_einval(rl_release(NULL), "l");
+    /* Getters on NULL: defined, harmless values. */
+    assert_true(rl_lock_validity_ms(NULL) <= 0);
+    assert_int_equal(rl_lock_nodes_ok(NULL), 0);
+    (void)rl_lock_token(NULL);
+    (void)rl_lock_resource(NULL);
+    (void)rl_lock_lost(NULL);
+    expect_einval(rl_lock_adopt(NULL, "r", "abcd", &l), "c");
+    expect_einval(rl_lock_adopt(f->c, NULL, "abcd", &l), "resource");
+    expect_einval(rl_lock_adopt(f->c, "", "abcd", &l), "resource");
+    expect_einval(rl_lock_adopt(f->c, "redlock:x", "abcd", &l), "resource");
+    expect_einval(rl_lock_adopt(f->c, "r", NULL, &l), "token");
+    expect_einval(rl_lock_adopt(f->c, "r", "", &l), "token");
+    expect_einval(rl_lock_adopt(f->c, "r", "abcd", NULL), "out");
+    assert_null(l);
+}
+
+static void test_extend_rejects_a_ttl_above_max_and_keeps_the_lock(
+    void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+    rl_lock *l = NULL;
+
+    o.ttl_ms = 5000;
+    assert_int_equal(rl_acquire(f->c, "misuse:ext", &o, &l), RL_OK);
+    expect_einval(rl_extend(l, 60001), "ttl_ms");
+    expect_einval(rl_extend(l, UINT32_MAX), "ttl_ms");
+    assert_false(rl_lock_lost(l));
+    assert_true(harness_pttl(&f->r, "misuse:ext") > 4000);
+    assert_true(harness_pttl(&f->r, "misuse:ext") <= 5000);
+    assert_int_equal(rl_release(l), RL_OK);
+    assert_int_equal(harness_dbsize(&f->r), 0);
+}
+
+/* ---- Async: a rejected call never calls back ---- */
+
+static atomic_int callbacks;
+
+static void acq_cb(rl_client *c, rl_status st, rl_lock *lock, void *privdata)
+{
+    (void)c;
+    (void)st;
+    (void)privdata;
+    rl_lock_free(lock);
+    atomic_fetch_add(&callbacks, 1);
+}
+
+static void ext_cb(rl_lock *l, rl_status st, void *privdata)
+{
+    (void)l;
+    (void)st;
+    (void)privdata;
+    atomic_fetch_add(&callbacks, 1);
+}
+
+static void rel_cb(rl_client *c, rl_status st, void *privdata)
+{
+    (void)c;
+    (void)st;
+    (void)privdata;
+    atomic_fetch_add(&callbacks, 1);
+}
+
+static void test_rejected_async_calls_never_call_back(void **state)
+{
+    struct fx *f = *state;
+    const char *ok[] = { "a", "b" };
+    rl_acquire_opts o = { 0 };
+    rl_lock *l = NULL;
+
+    atomic_store(&callbacks, 0);
+    o.ttl_ms = 1000;
+    expect_einval(rl_acquire_async(NULL, "r", &o, acq_cb, NULL), "c");
+    expect_einval(rl_acquire_async(f->c, NULL, &o, acq_cb, NULL),
+                  "resource");
+    expect_einval(rl_acquire_async(f->c, "redlock:r", &o, acq_cb, NULL),
+                  "resource");
+    expect_einval(rl_acquire_async(f->c, "r", &o, NULL, NULL), "callback");
+    o.ttl_ms = 60001;
+    expect_einval(rl_acquire_async(f->c, "r", &o, acq_cb, NULL), "ttl_ms");
+    o.ttl_ms = 1000;
+    expect_einval(rl_acquire_multi_async(NULL, ok, 2, &o, acq_cb, NULL),
+                  "c");
+    expect_einval(rl_acquire_multi_async(f->c, ok, 0, &o, acq_cb, NULL),
+                  "resources");
+    expect_einval(rl_acquire_multi_async(f->c, NULL, 2, &o, acq_cb, NULL),
+                  "resources");
+    expect_einval(rl_extend_async(NULL, 1000, ext_cb, NULL), "l");
+    expect_einval(rl_release_async(NULL, rel_cb, NULL), "l");
+
+    /* A valid lock with bad extend arguments: rejected, still usable. */
+    assert_int_equal(rl_acquire(f->c, "misuse:async", &o, &l), RL_OK);
+    expect_einval(rl_extend_async(l, 60001, ext_cb, NULL), "ttl_ms");
+    harness_sleep_ms(100);
+    assert_int_equal(atomic_load(&callbacks), 0);
+    assert_int_equal(rl_release(l), RL_OK);
+    assert_int_equal(harness_dbsize(&f->r), 0);
+}
+
+/* ---- Status texts ---- */
+
+static void test_every_status_has_a_distinct_text_and_name(void **state)
+{
+    static const rl_status all[] = {
+#define RL_STATUS_LIST_(name, value, text) name,
+        RL_STATUS_MAP(RL_STATUS_LIST_)
+#undef RL_STATUS_LIST_
+    };
+    static const char *const names[] = {
+#define RL_STATUS_NAMES_(name, value, text) #name,
+        RL_STATUS_MAP(RL_STATUS_NAMES_)
+#undef RL_STATUS_NAMES_
+    };
+    const size_t n = sizeof(all) / sizeof(all[0]);
+
+    (void)state;
+    assert_int_equal(RL_OK, 0);
+    for (size_t i = 0; i < n; i++) {
+        const char *t = rl_strerror(all[i]);
+
+        assert_non_null(t);
+        assert_true(t[0] != '\0');
+        assert_string_not_equal(t, "unknown error");
+        assert_string_equal(rl_status_name(all[i]), names[i]);
+        if (i > 0)
+            assert_true((int)all[i] < 0);
+        for (size_t j = 0; j < i; j++)
+            assert_string_not_equal(t, rl_strerror(all[j]));
+    }
+    assert_string_equal(rl_strerror((rl_status)-999), "unknown error");
+    assert_string_equal(rl_strerror((rl_status)1), "unknown error");
+    assert_string_equal(rl_status_name((rl_status)-999), "RL_UNKNOWN");
+    assert_string_equal(rl_version(), RL_VERSION_STRING);
+    assert_non_null(rl_last_error());
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_client_new_rejects_a_null_config),
+        cmocka_unit_test_setup_teardown(
+            test_client_new_rejects_bad_node_lists, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_client_new_rejects_malformed_uris, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_client_new_rejects_out_of_range_numbers, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_client_new_rejects_a_reserved_or_huge_prefix, setup,
+            teardown),
+        cmocka_unit_test(test_config_init_and_free_accept_null),
+        cmocka_unit_test_setup_teardown(test_acquire_rejects_bad_arguments,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_acquire_with_ttl_zero_uses_the_default, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_acquire_multi_rejects_bad_arguments, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lock_functions_reject_null,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_extend_rejects_a_ttl_above_max_and_keeps_the_lock, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_rejected_async_calls_never_call_back, setup, teardown),
+        cmocka_unit_test(test_every_status_has_a_distinct_text_and_name),
+    };
+
+    harness_require_redis();
+    return cmocka_run_group_tests_name("api_misuse", tests, NULL, NULL);
+}

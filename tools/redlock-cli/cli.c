@@ -1,0 +1,695 @@
+/* cli.c -- shared helpers of redlock-cli (DESIGN §7).
+ *
+ * Owns: one-line error output, strict number parsing, JSON string
+ * escaping, the global options (also accepted after the command name) and
+ * building the rl_client from them. Invariants: every error is one line on
+ * stderr that names the option or URI at fault; a password never reaches
+ * stdout or stderr (URIs are shown redacted, the library's messages never
+ * hold one). */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+/* ---- Messages ------------------------------------------------------------ */
+
+static void vline(const struct cli_opts *o, const char *fmt, va_list ap)
+{
+    char buf[1024];
+    char *p;
+
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    for (p = buf; *p != '\0'; p++) {
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+    }
+    if (o != NULL && o->cmd != NULL)
+        fprintf(stderr, "redlock-cli: %s: %s\n", o->cmd, buf);
+    else
+        fprintf(stderr, "redlock-cli: %s\n", buf);
+    fflush(stderr);
+}
+
+int cli_fail(const struct cli_opts *o, int code, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vline(o, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+void cli_info(const struct cli_opts *o, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (o == NULL || o->verbose == 0 || o->quiet)
+        return;
+    va_start(ap, fmt);
+    vline(o, fmt, ap);
+    va_end(ap);
+}
+
+void cli_json_str(FILE *f, const char *s)
+{
+    const unsigned char *p;
+
+    fputc('"', f);
+    for (p = (const unsigned char *)(s != NULL ? s : ""); *p != '\0'; p++) {
+        switch (*p) {
+        case '"':
+            fputs("\\\"", f);
+            break;
+        case '\\':
+            fputs("\\\\", f);
+            break;
+        case '\n':
+            fputs("\\n", f);
+            break;
+        case '\r':
+            fputs("\\r", f);
+            break;
+        case '\t':
+            fputs("\\t", f);
+            break;
+        default:
+            if (*p < 0x20 || *p == 0x7f)
+                fprintf(f, "\\u%04x", *p);
+            else
+                fputc(*p, f);
+        }
+    }
+    fputc('"', f);
+}
+
+/* redis://user:secret@host -> redis://user:***@host. Only the part before
+ * the last '@' of the authority can hold a password. */
+void cli_redact_uri(const char *uri, char *buf, size_t len)
+{
+    const char *scheme = strstr(uri, "://");
+    const char *auth;
+    const char *at;
+    const char *colon;
+    const char *end;
+
+    snprintf(buf, len, "%s", uri);
+    if (scheme == NULL)
+        return;
+    auth = scheme + 3;
+    end = auth + strcspn(auth, "/?");
+    at = NULL;
+    for (colon = auth; colon < end; colon++) {
+        if (*colon == '@')
+            at = colon;
+    }
+    if (at == NULL)
+        return;
+    colon = memchr(auth, ':', (size_t)(at - auth));
+    if (colon == NULL)          /* redis://password@host */
+        colon = auth - 1;
+    snprintf(buf, len, "%.*s***%s", (int)(colon + 1 - uri), uri, at);
+}
+
+/* ---- Numbers ------------------------------------------------------------- */
+
+int cli_parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+    unsigned long long v;
+    char *end;
+
+    if (s == NULL || !isdigit((unsigned char)s[0]))
+        return -1;
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    if (errno != 0 || *end != '\0')
+        return -1;
+    if (v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int cli_parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
+{
+    uint64_t v;
+
+    if (cli_parse_u64(s, lo, hi, &v) != 0)
+        return -1;
+    *out = (uint32_t)v;
+    return 0;
+}
+
+int cli_parse_double(const char *s, double lo, double hi, double *out)
+{
+    double v;
+    char *end;
+
+    if (s == NULL || !(isdigit((unsigned char)s[0]) || s[0] == '.'))
+        return -1;
+    errno = 0;
+    v = strtod(s, &end);
+    if (errno != 0 || *end != '\0' || !isfinite(v))
+        return -1;
+    if (!(v >= lo && v <= hi))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int cli_parse_signal(const char *s)
+{
+    static const struct {
+        const char *name;
+        int sig;
+    } sigs[] = {
+        {"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT},
+        {"KILL", SIGKILL}, {"USR1", SIGUSR1}, {"USR2", SIGUSR2},
+        {"TERM", SIGTERM}, {"ALRM", SIGALRM}, {"CONT", SIGCONT},
+        {"STOP", SIGSTOP}, {"ABRT", SIGABRT}, {"PIPE", SIGPIPE},
+    };
+    uint32_t n;
+    size_t i;
+
+    if (s == NULL)
+        return -1;
+    if (cli_parse_u32(s, 1, 64, &n) == 0)
+        return (int)n;
+    if (strncasecmp(s, "SIG", 3) == 0)
+        s += 3;
+    for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+        if (strcasecmp(s, sigs[i].name) == 0)
+            return sigs[i].sig;
+    }
+    return -1;
+}
+
+uint64_t cli_mono_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+uint64_t cli_boot_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_BOOTTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* ---- Option parsing ------------------------------------------------------ */
+
+bool cli_is_help(const char *arg)
+{
+    return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
+}
+
+int cli_match(const struct cli_opts *o, int argc, char **argv, int *i,
+              const char *name, char c, bool has_val, const char **val)
+{
+    const char *a = argv[*i];
+    size_t n = strlen(name);
+
+    if (a[0] != '-')
+        return 0;
+    if (a[1] == '-' && strncmp(a + 2, name, n) == 0) {
+        if (a[2 + n] == '\0') {
+            if (!has_val)
+                return 1;
+            if (*i + 1 >= argc) {
+                cli_fail(o, CLI_EXIT_USAGE, "option --%s needs a value", name);
+                return -1;
+            }
+            *i += 1;
+            *val = argv[*i];
+            return 1;
+        }
+        if (a[2 + n] == '=' && has_val) {
+            *val = a + 3 + n;
+            return 1;
+        }
+        if (a[2 + n] == '=') {
+            cli_fail(o, CLI_EXIT_USAGE, "option --%s takes no value", name);
+            return -1;
+        }
+        return 0;
+    }
+    if (c != 0 && a[1] == c) {
+        if (!has_val)
+            return a[2] == '\0' ? 1 : 0;
+        if (a[2] != '\0') {
+            *val = a + 2;
+            return 1;
+        }
+        if (*i + 1 >= argc) {
+            cli_fail(o, CLI_EXIT_USAGE, "option -%c needs a value", c);
+            return -1;
+        }
+        *i += 1;
+        *val = argv[*i];
+        return 1;
+    }
+    return 0;
+}
+
+/* Split a comma list of URIs and append them to o->nodes. */
+static int add_nodes(struct cli_opts *o, const char *list, const char *from)
+{
+    const char *p = list;
+    size_t pos = 0;
+
+    for (;;) {
+        size_t len = strcspn(p, ",");
+        char **grown;
+        char *uri;
+
+        pos++;
+        if (len == 0)
+            return cli_fail(o, -1, "%s: empty URI at position %zu", from,
+                            pos);
+        uri = strndup(p, len);
+        grown = realloc(o->nodes, (o->node_count + 1) * sizeof(*grown));
+        if (uri == NULL || grown == NULL) {
+            free(uri);
+            if (grown != NULL)
+                o->nodes = grown;
+            return cli_fail(o, -1, "out of memory");
+        }
+        o->nodes = grown;
+        o->nodes[o->node_count++] = uri;
+        if (p[len] == '\0')
+            return 0;
+        p += len + 1;
+    }
+}
+
+static void clear_nodes(struct cli_opts *o)
+{
+    size_t i;
+
+    for (i = 0; i < o->node_count; i++)
+        free(o->nodes[i]);
+    free(o->nodes);
+    o->nodes = NULL;
+    o->node_count = 0;
+}
+
+static void wipe_password(struct cli_opts *o)
+{
+    if (o->password != NULL) {
+        explicit_bzero(o->password, strlen(o->password));
+        free(o->password);
+        o->password = NULL;
+    }
+}
+
+/* The first line of the file, without its line ending. */
+static int read_password_file(struct cli_opts *o, const char *path)
+{
+    char buf[4097];
+    ssize_t n;
+    size_t len = 0;
+    int fd;
+
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return cli_fail(o, -1, "--password-file '%s': %s", path,
+                        strerror(errno));
+    while (len < sizeof(buf) - 1) {
+        n = read(fd, buf + len, sizeof(buf) - 1 - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            int e = errno;
+
+            close(fd);
+            explicit_bzero(buf, sizeof(buf));
+            return cli_fail(o, -1, "--password-file '%s': %s", path,
+                            strerror(e));
+        }
+        if (n == 0)
+            break;
+        len += (size_t)n;
+    }
+    close(fd);
+    buf[len] = '\0';
+    buf[strcspn(buf, "\r\n")] = '\0';
+    if (buf[0] == '\0')
+        return cli_fail(o, -1, "--password-file '%s': the file is empty",
+                        path);
+    wipe_password(o);
+    o->password = strdup(buf);
+    explicit_bzero(buf, sizeof(buf));
+    if (o->password == NULL)
+        return cli_fail(o, -1, "out of memory");
+    return 0;
+}
+
+/* Value check for a u32 option; prints "--name: ..." on error. */
+static int opt_u32(struct cli_opts *o, const char *name, const char *v,
+                   uint32_t lo, uint32_t hi, uint32_t *out)
+{
+    if (cli_parse_u32(v, lo, hi, out) != 0)
+        return cli_fail(o, -1, "--%s: '%s' is not a whole number in %u..%u",
+                        name, v, lo, hi);
+    return 0;
+}
+
+enum gopt {
+    G_NODES,
+    G_CONNECT_TIMEOUT,
+    G_OP_TIMEOUT,
+    G_DRIFT,
+    G_RETRY_COUNT,
+    G_RETRY_DELAY,
+    G_RETRY_JITTER,
+    G_MAX_TTL,
+    G_PREFIX,
+    G_PASSWORD_FILE,
+    G_NO_QUARANTINE,
+    G_JSON,
+    G_QUIET,
+    G_VERBOSE
+};
+
+static const struct {
+    const char *name;
+    char c;
+    bool has_val;
+    enum gopt id;
+} gopts[] = {
+    {"nodes", 'n', true, G_NODES},
+    {"connect-timeout", 0, true, G_CONNECT_TIMEOUT},
+    {"op-timeout", 0, true, G_OP_TIMEOUT},
+    {"drift-factor", 0, true, G_DRIFT},
+    {"retry-count", 0, true, G_RETRY_COUNT},
+    {"retry-delay", 0, true, G_RETRY_DELAY},
+    {"retry-jitter", 0, true, G_RETRY_JITTER},
+    {"max-ttl", 0, true, G_MAX_TTL},
+    {"prefix", 0, true, G_PREFIX},
+    {"password-file", 0, true, G_PASSWORD_FILE},
+    {"no-quarantine", 0, false, G_NO_QUARANTINE},
+    {"json", 0, false, G_JSON},
+    {"quiet", 'q', false, G_QUIET},
+    {"verbose", 'v', false, G_VERBOSE},
+};
+
+static int apply_global(struct cli_opts *o, enum gopt id, const char *v)
+{
+    static bool nodes_from_cli;
+
+    switch (id) {
+    case G_NODES:
+        if (!nodes_from_cli)
+            clear_nodes(o);     /* the command line replaces $REDLOCK_NODES */
+        nodes_from_cli = true;
+        return add_nodes(o, v, "--nodes");
+    case G_CONNECT_TIMEOUT:
+        return opt_u32(o, "connect-timeout", v, 1, 60000,
+                       &o->connect_timeout_ms);
+    case G_OP_TIMEOUT:
+        return opt_u32(o, "op-timeout", v, 1, 60000, &o->op_timeout_ms);
+    case G_DRIFT:
+        if (cli_parse_double(v, 0.0, 0.1, &o->drift_factor) != 0)
+            return cli_fail(o, -1, "--drift-factor: '%s' is not a number in "
+                            "[0, 0.1]", v);
+        return 0;
+    case G_RETRY_COUNT:
+        return opt_u32(o, "retry-count", v, 0, 1000000, &o->retry_count);
+    case G_RETRY_DELAY:
+        return opt_u32(o, "retry-delay", v, 1, 3600000, &o->retry_delay_ms);
+    case G_RETRY_JITTER:
+        return opt_u32(o, "retry-jitter", v, 0, 3600000,
+                       &o->retry_jitter_ms);
+    case G_MAX_TTL:
+        return opt_u32(o, "max-ttl", v, 1, INT32_MAX, &o->max_ttl_ms);
+    case G_PREFIX:
+        o->prefix = v;
+        return 0;
+    case G_PASSWORD_FILE:
+        return read_password_file(o, v);
+    case G_NO_QUARANTINE:
+        o->no_quarantine = true;
+        return 0;
+    case G_JSON:
+        o->json = true;
+        return 0;
+    case G_QUIET:
+        o->quiet = true;
+        return 0;
+    case G_VERBOSE:
+        o->verbose++;
+        return 0;
+    }
+    return -1;
+}
+
+int cli_global_option(struct cli_opts *o, int argc, char **argv, int *i)
+{
+    const char *v = NULL;
+    size_t k;
+    int m;
+
+    if (strcmp(argv[*i], "-vv") == 0) {
+        o->verbose += 2;
+        return 1;
+    }
+    for (k = 0; k < sizeof(gopts) / sizeof(gopts[0]); k++) {
+        m = cli_match(o, argc, argv, i, gopts[k].name, gopts[k].c,
+                      gopts[k].has_val, &v);
+        if (m == 0)
+            continue;
+        if (m < 0)
+            return -1;
+        return apply_global(o, gopts[k].id, v) == 0 ? 1 : -1;
+    }
+    return 0;
+}
+
+int cli_parse_args(struct cli_opts *o, int argc, char **argv,
+                   const struct cli_cmdopt *opts, size_t nopts,
+                   const char *usage, const char **pos, int maxpos,
+                   int *npos, int *rest)
+{
+    bool dashdash = false;
+    const char *v = NULL;
+    size_t k;
+    int m;
+    int i;
+
+    *npos = 0;
+    if (rest != NULL)
+        *rest = -1;
+    for (i = 1; i < argc; i++) {
+        if (dashdash || argv[i][0] != '-' || argv[i][1] == '\0') {
+            if (*npos >= maxpos) {
+                if (rest != NULL)
+                    return cli_fail(o, -1, "unexpected argument '%s': put "
+                                    "'--' before the command to run",
+                                    argv[i]);
+                return cli_fail(o, -1, "unexpected argument '%s' (see "
+                                "redlock-cli %s --help)", argv[i], argv[0]);
+            }
+            pos[(*npos)++] = argv[i];
+            continue;
+        }
+        if (strcmp(argv[i], "--") == 0) {
+            if (rest != NULL) {
+                *rest = i + 1;
+                return 0;
+            }
+            dashdash = true;
+            continue;
+        }
+        if (cli_is_help(argv[i])) {
+            fputs(usage, stdout);
+            return 1;
+        }
+        m = 0;
+        for (k = 0; k < nopts && m == 0; k++) {
+            m = cli_match(o, argc, argv, &i, opts[k].name, 0,
+                          opts[k].val != NULL, &v);
+            if (m > 0 && opts[k].val != NULL)
+                *opts[k].val = v;
+            if (m > 0 && opts[k].flag != NULL)
+                *opts[k].flag = true;
+        }
+        if (m == 0)
+            m = cli_global_option(o, argc, argv, &i);
+        if (m < 0)
+            return -1;
+        if (m == 0)
+            return cli_fail(o, -1, "unknown option '%s' (see redlock-cli %s "
+                            "--help)", argv[i], argv[0]);
+    }
+    return 0;
+}
+
+int cli_parse_ttl(const struct cli_opts *o, const char *opt, const char *s,
+                  uint32_t *out)
+{
+    uint64_t v;
+
+    if (cli_parse_u64(s, 0, UINT64_MAX, &v) != 0)
+        return cli_fail(o, -1, "%s: '%s' is not a whole number of "
+                        "milliseconds", opt, s);
+    if (v == 0)
+        return cli_fail(o, -1, "%s: must be at least 1 ms", opt);
+    if (v > o->max_ttl_ms)
+        return cli_fail(o, -1, "%s: %s ms is above --max-ttl (%u ms)", opt, s,
+                        o->max_ttl_ms);
+    *out = (uint32_t)v;
+    return 0;
+}
+
+int cli_parse_wait(const struct cli_opts *o, const char *s, int64_t *out)
+{
+    uint64_t v;
+
+    if (strcmp(s, "forever") == 0 || strcmp(s, "-1") == 0) {
+        *out = RL_WAIT_FOREVER;
+        return 0;
+    }
+    if (cli_parse_u64(s, 0, (uint64_t)INT32_MAX * 1000u, &v) != 0)
+        return cli_fail(o, -1, "--wait: '%s' is not a number of milliseconds "
+                        "(or 'forever')", s);
+    *out = (int64_t)v;
+    return 0;
+}
+
+int cli_check_resource(const struct cli_opts *o, const char *r)
+{
+    if (r[0] == '\0')
+        return cli_fail(o, -1, "the resource name is empty");
+    if (strlen(r) > 512)
+        return cli_fail(o, -1, "the resource name is longer than 512 bytes");
+    if (strncmp(r, "redlock:", 8) == 0)
+        return cli_fail(o, -1, "resource '%s' uses the reserved namespace "
+                        "'redlock:'", r);
+    return 0;
+}
+
+/* ---- Client -------------------------------------------------------------- */
+
+static void log_to_stderr(int level, const char *msg, void *privdata)
+{
+    static const char *names[] = {"error", "warn", "info", "debug"};
+    const struct cli_opts *o = privdata;
+
+    if (o->quiet && level > RL_LOG_ERROR)
+        return;
+    fprintf(stderr, "redlock-cli: [%s] %s\n",
+            names[level >= 0 && level <= 3 ? level : 0], msg);
+}
+
+/* The library names a bad URI as "nodes[i]: ..."; say which option. */
+static int config_error(struct cli_opts *o)
+{
+    const char *e = rl_last_error();
+    char shown[256];
+    size_t idx;
+
+    if (sscanf(e, "nodes[%zu]", &idx) == 1 && idx < o->node_count) {
+        cli_redact_uri(o->nodes[idx], shown, sizeof(shown));
+        return cli_fail(o, CLI_EXIT_USAGE, "bad node URI '%s': %s", shown, e);
+    }
+    return cli_fail(o, CLI_EXIT_USAGE, "bad configuration: %s", e);
+}
+
+int cli_client_new(struct cli_opts *o, rl_client **out)
+{
+    rl_config cfg;
+    rl_client *c;
+    rl_status st;
+    size_t i;
+
+    *out = NULL;
+    if (o->node_count == 0)
+        return cli_fail(o, CLI_EXIT_USAGE, "no nodes: use -n/--nodes "
+                        "URI[,URI...] or set REDLOCK_NODES");
+    if (o->retry_jitter_ms > o->retry_delay_ms)
+        return cli_fail(o, CLI_EXIT_USAGE, "--retry-jitter (%u) must not "
+                        "exceed --retry-delay (%u)", o->retry_jitter_ms,
+                        o->retry_delay_ms);
+    rl_config_init(&cfg);
+    cfg.nodes = (const char *const *)o->nodes;
+    cfg.node_count = o->node_count;
+    cfg.password = o->password;
+    cfg.prefix = o->prefix;
+    cfg.connect_timeout_ms = o->connect_timeout_ms;
+    cfg.op_timeout_ms = o->op_timeout_ms;
+    cfg.drift_factor = o->drift_factor;
+    cfg.retry_count = o->retry_count;
+    cfg.retry_delay_ms = o->retry_delay_ms;
+    cfg.retry_jitter_ms = o->retry_jitter_ms;
+    cfg.max_ttl_ms = o->max_ttl_ms;
+    cfg.trust_restarted_nodes = o->no_quarantine;
+    if (o->verbose > 0) {
+        cfg.log = log_to_stderr;
+        cfg.log_privdata = o;
+        cfg.log_level = o->verbose > 1 ? RL_LOG_DEBUG : RL_LOG_INFO;
+        for (i = 0; i < o->node_count; i++) {
+            char shown[256];
+
+            cli_redact_uri(o->nodes[i], shown, sizeof(shown));
+            cli_info(o, "node %zu: %s", i, shown);
+        }
+        cli_info(o, "connect-timeout %u ms, op-timeout %u ms, max-ttl %u ms,"
+                 " quarantine %s, password %s", o->connect_timeout_ms,
+                 o->op_timeout_ms, o->max_ttl_ms,
+                 o->no_quarantine ? "off" : "on",
+                 o->password != NULL ? "set" : "not set");
+    }
+    c = rl_client_new(&cfg, &st);
+    if (c == NULL) {
+        if (st == RL_EINVAL)
+            return config_error(o);
+        return cli_fail(o, CLI_EXIT_NO_QUORUM, "cannot create the client: %s",
+                        rl_last_error());
+    }
+    *out = c;
+    return CLI_EXIT_OK;
+}
+
+int cli_status_exit(const struct cli_opts *o, rl_status st, const char *what)
+{
+    const char *e = rl_last_error();
+    int code;
+
+    switch (st) {
+    case RL_OK:
+        return CLI_EXIT_OK;
+    case RL_ENOQUORUM:
+        code = CLI_EXIT_NO_QUORUM;
+        break;
+    case RL_EINVAL:
+        code = CLI_EXIT_USAGE;
+        break;
+    default:
+        code = CLI_EXIT_NOT_ACQUIRED;
+        break;
+    }
+    if (!o->quiet || code != CLI_EXIT_NOT_ACQUIRED)
+        cli_fail(o, code, "%s: %s%s%s", what, rl_strerror(st),
+                 e[0] != '\0' ? ": " : "", e);
+    return code;
+}
+
+void cli_opts_free(struct cli_opts *o)
+{
+    clear_nodes(o);
+    wipe_password(o);
+}

@@ -1,0 +1,135 @@
+/* cli.h -- what the redlock-cli files share (DESIGN §7).
+ *
+ * The global options (parsed once by main.c), the exit codes of the
+ * contract, strict number parsing, JSON string output, and the helpers
+ * that turn the options into an rl_client. The CLI uses the public API
+ * only (STYLE §3.6): nothing here includes a src/ header. */
+#ifndef REDLOCK_CLI_H
+#define REDLOCK_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <redlock.h>
+
+/* Exit codes (contract, DESIGN §7). */
+enum cli_exit {
+    CLI_EXIT_OK = 0,
+    CLI_EXIT_NOT_ACQUIRED = 1,  /* or: not held, held by another token */
+    CLI_EXIT_USAGE = 2,         /* usage or configuration error */
+    CLI_EXIT_NO_QUORUM = 3,     /* too few nodes answered */
+    CLI_EXIT_LOST = 4           /* run: the lock was lost, child signalled */
+};
+
+/* The global options, after the environment and the command line. */
+struct cli_opts {
+    char **nodes;               /* URIs, node_count of them (owned) */
+    size_t node_count;
+    uint32_t connect_timeout_ms;
+    uint32_t op_timeout_ms;
+    double drift_factor;
+    uint32_t retry_count;
+    uint32_t retry_delay_ms;
+    uint32_t retry_jitter_ms;
+    uint32_t max_ttl_ms;
+    const char *prefix;         /* borrowed from argv, or NULL */
+    char *password;             /* owned, wiped on free; or NULL */
+    bool no_quarantine;         /* rl_config.trust_restarted_nodes */
+    bool json;
+    bool quiet;
+    int verbose;                /* -v count */
+    const char *cmd;            /* command name, for messages */
+};
+
+/* One command: parses its own arguments (argv[0] is the command name) and
+ * returns the process exit code. */
+typedef int (*cli_cmd_fn)(struct cli_opts *o, int argc, char **argv);
+
+int cmd_acquire(struct cli_opts *o, int argc, char **argv);
+int cmd_extend(struct cli_opts *o, int argc, char **argv);
+int cmd_release(struct cli_opts *o, int argc, char **argv);
+int cmd_run(struct cli_opts *o, int argc, char **argv);
+int cmd_status(struct cli_opts *o, int argc, char **argv);
+int cmd_ping(struct cli_opts *o, int argc, char **argv);
+int cmd_bench(struct cli_opts *o, int argc, char **argv);
+
+/* ---- Messages ------------------------------------------------------------ */
+
+/* "redlock-cli: <cmd>: <text>\n" on stderr, always one line (newlines in
+ * the text become spaces). Returns code, so "return cli_fail(o, 2, ...)". */
+int cli_fail(const struct cli_opts *o, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* An informational line on stderr, printed only with -v. */
+void cli_info(const struct cli_opts *o, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Write s as a JSON string (with the quotes). */
+void cli_json_str(FILE *f, const char *s);
+/* Copy uri into buf with any password replaced by "***". */
+void cli_redact_uri(const char *uri, char *buf, size_t len);
+
+/* ---- Numbers ------------------------------------------------------------- */
+
+/* Parse a whole decimal string into [lo, hi]. Leading spaces, signs,
+ * trailing garbage and overflow are errors. 0 on success, -1 on error. */
+int cli_parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
+int cli_parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out);
+/* A finite decimal number in [lo, hi]. */
+int cli_parse_double(const char *s, double lo, double hi, double *out);
+/* A signal: "TERM", "SIGTERM" or a number 1..64. -1 when unknown. */
+int cli_parse_signal(const char *s);
+/* Monotonic (CLOCK_MONOTONIC) and boot (CLOCK_BOOTTIME) time. */
+uint64_t cli_mono_us(void);
+uint64_t cli_boot_ms(void);
+
+/* ---- Option parsing helpers ---------------------------------------------- */
+
+/* Match argv[*i] against a long option "--name" (and short "-c" when c is
+ * not 0). Returns 1 and sets *val (for options with a value: "--name=V",
+ * "--name V", "-cV", "-c V") when it matches, 0 when it does not, -1 (with
+ * the message printed) when the value is missing. has_val: the option
+ * takes a value. */
+int cli_match(const struct cli_opts *o, int argc, char **argv, int *i,
+              const char *name, char c, bool has_val, const char **val);
+/* Try the global options at argv[*i] (also accepted after the command).
+ * 1 consumed, 0 not a global option, -1 error (exit 2 printed). */
+int cli_global_option(struct cli_opts *o, int argc, char **argv, int *i);
+/* Parse --ttl's value: 1..max_ttl. Prints the error; -1 on error. */
+int cli_parse_ttl(const struct cli_opts *o, const char *opt, const char *s,
+                  uint32_t *out);
+/* Parse --wait's value: milliseconds, or "forever"/"-1". */
+int cli_parse_wait(const struct cli_opts *o, const char *s, int64_t *out);
+/* Check a resource argument (non-empty, not in "redlock:"). */
+int cli_check_resource(const struct cli_opts *o, const char *r);
+/* One command-specific option: a flag (flag != NULL) or an option with a
+ * value (val != NULL receives it). */
+struct cli_cmdopt {
+    const char *name;
+    const char **val;
+    bool *flag;
+};
+/* Parse a command's arguments (argv[0] is the command): its own options,
+ * the global ones, -h/--help (prints usage) and up to maxpos positional
+ * arguments into pos[] (*npos of them). With rest != NULL ("run"), "--"
+ * ends the parsing and *rest is the index after it (-1 when absent);
+ * otherwise "--" makes what follows positional. Returns 0 to go on, 1 when
+ * help was printed (exit 0), -1 on a usage error (printed, exit 2). */
+int cli_parse_args(struct cli_opts *o, int argc, char **argv,
+                   const struct cli_cmdopt *opts, size_t nopts,
+                   const char *usage, const char **pos, int maxpos,
+                   int *npos, int *rest);
+/* True when argv[i] is -h or --help. */
+bool cli_is_help(const char *arg);
+
+/* ---- Client -------------------------------------------------------------- */
+
+/* Final checks (nodes present) and rl_client_new. Returns CLI_EXIT_OK and
+ * *out, or an exit code with the message printed. */
+int cli_client_new(struct cli_opts *o, rl_client **out);
+/* Map a failed library status to an exit code, printing "what: detail". */
+int cli_status_exit(const struct cli_opts *o, rl_status st, const char *what);
+/* Free what the options own (wipes the password). */
+void cli_opts_free(struct cli_opts *o);
+
+#endif /* REDLOCK_CLI_H */

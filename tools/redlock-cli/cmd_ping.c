@@ -1,0 +1,105 @@
+/* cmd_ping.c -- "redlock-cli ping" (DESIGN §7).
+ *
+ * PINGs every node at once (rl_client_ping) and shows, per node, the
+ * latency, Redis version, uptime and whether its vote counts (a node whose
+ * uptime is below --max-ttl is quarantined, DESIGN §5.7). Exit 0 when a
+ * quorum of nodes is reachable and voting, 3 otherwise. */
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include "cli.h"
+
+static const char usage[] =
+"Usage: redlock-cli [GLOBAL OPTIONS] ping\n"
+"\n"
+"PING every node; show latency (us), Redis version, uptime (s) and whether\n"
+"the node votes or is quarantined (uptime below --max-ttl; see\n"
+"--no-quarantine).\n"
+"\n"
+"With --json: {\"quorum_ok\":..., \"voting\":..., \"quorum\":..., \"nodes\":[{\"node\":...,\n"
+"\"reachable\":..., \"latency_us\":..., \"version\":..., \"uptime_ms\":...,\n"
+"\"voting\":..., \"error\":...}]}\n"
+"Exit: 0 a quorum votes, 3 it does not, 2 usage.\n"
+"\n"
+"Example:\n"
+"  redlock-cli -n 127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003 ping\n";
+
+int cmd_ping(struct cli_opts *o, int argc, char **argv)
+{
+    const char *pos[1];
+    rl_node_info *p = NULL;
+    rl_client *c = NULL;
+    rl_status st;
+    size_t count = 0;
+    size_t voting = 0;
+    size_t i;
+    int npos;
+    int code;
+
+    code = cli_parse_args(o, argc, argv, NULL, 0, usage, pos, 0, &npos, NULL);
+    if (code != 0)
+        return code > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    code = cli_client_new(o, &c);
+    if (code != CLI_EXIT_OK)
+        return code;
+    p = calloc(o->node_count, sizeof(*p));
+    if (p == NULL) {
+        code = cli_fail(o, CLI_EXIT_NOT_ACQUIRED, "out of memory");
+        goto out;
+    }
+    st = rl_client_ping(c, p, o->node_count, &count);
+    if (st != RL_OK && st != RL_ENOQUORUM) {
+        code = cli_status_exit(o, st, "ping");
+        goto out;
+    }
+    for (i = 0; i < count; i++) {
+        if (p[i].reachable && p[i].voting)
+            voting++;
+    }
+    if (o->json) {
+        printf("{\"quorum_ok\":%s,\"voting\":%zu,\"quorum\":%zu,\"nodes\":[",
+               st == RL_OK ? "true" : "false", voting, count / 2 + 1);
+        for (i = 0; i < count; i++) {
+            printf("%s{\"node\":", i > 0 ? "," : "");
+            cli_json_str(stdout, p[i].name);
+            printf(",\"reachable\":%s,\"latency_us\":%" PRId64 ",\"version\":",
+                   p[i].reachable ? "true" : "false", p[i].latency_us);
+            cli_json_str(stdout, p[i].version);
+            printf(",\"uptime_ms\":%" PRId64 ",\"voting\":%s,\"error\":",
+                   p[i].uptime_ms, p[i].voting ? "true" : "false");
+            cli_json_str(stdout, p[i].error);
+            fputs("}", stdout);
+        }
+        fputs("]}\n", stdout);
+    } else {
+        printf("%-28s %-9s %10s %-10s %10s %-11s %s\n", "NODE", "REACHABLE",
+               "LATENCY_US", "VERSION", "UPTIME_S", "VOTING", "ERROR");
+        for (i = 0; i < count; i++) {
+            char lat[24] = "-";
+            char up[24] = "-";
+
+            if (p[i].latency_us >= 0)
+                snprintf(lat, sizeof(lat), "%" PRId64, p[i].latency_us);
+            if (p[i].uptime_ms >= 0)
+                snprintf(up, sizeof(up), "%" PRId64, p[i].uptime_ms / 1000);
+            printf("%-28s %-9s %10s %-10s %10s %-11s %s\n", p[i].name,
+                   p[i].reachable ? "yes" : "no", lat,
+                   p[i].version[0] != '\0' ? p[i].version : "-", up,
+                   !p[i].reachable ? "no"
+                   : p[i].voting   ? "yes"
+                                   : "quarantine",
+                   p[i].error);
+        }
+        printf("%zu of %zu nodes voting, quorum %zu: %s\n", voting, count,
+               count / 2 + 1, st == RL_OK ? "ok" : "UNAVAILABLE");
+    }
+    code = st == RL_OK ? CLI_EXIT_OK : CLI_EXIT_NO_QUORUM;
+    if (st != RL_OK && !o->quiet)
+        cli_fail(o, code, "quorum unavailable: %zu of %zu nodes voting, need "
+                 "%zu", voting, count, count / 2 + 1);
+
+out:
+    free(p);
+    rl_client_free(c);
+    return code;
+}

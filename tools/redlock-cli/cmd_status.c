@@ -1,0 +1,152 @@
+/* cmd_status.c -- "redlock-cli status R" (DESIGN §7).
+ *
+ * Reads R's key on every node (rl_resource_status) and each node's vote
+ * (rl_client_ping), and shows per node: reachable, the holder's token
+ * prefix (8 characters: enough to compare, not enough to release someone
+ * else's lock), the PTTL and whether the node votes or is quarantined.
+ * A summary says whether one token holds a majority. Exit 0 (2 usage). */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+#define TOKEN_SHOWN 8
+
+static const char usage[] =
+"Usage: redlock-cli [GLOBAL OPTIONS] status R\n"
+"\n"
+"Show, per node, whether it is reachable, the holder of R (first 8\n"
+"characters of the token), the remaining PTTL in ms and whether the node\n"
+"votes (a node younger than --max-ttl is quarantined and does not vote).\n"
+"\n"
+"With --json: {\"resource\":..., \"held\":..., \"holder\":..., \"nodes\":[{\"node\":...,\n"
+"\"reachable\":..., \"voting\":..., \"holder\":..., \"pttl_ms\":..., \"error\":...}]}\n"
+"Exit: 0 (also when nodes are down), 2 usage.\n"
+"\n"
+"Example:\n"
+"  redlock-cli -n h1:6379,h2:6379,h3:6379 status deploy\n";
+
+int cmd_status(struct cli_opts *o, int argc, char **argv)
+{
+    const char *pos[1];
+    rl_holder_info *h = NULL;
+    rl_node_info *p = NULL;
+    rl_client *c = NULL;
+    char holder[TOKEN_SHOWN + 1] = "";
+    size_t count = 0;
+    size_t pcount = 0;
+    size_t best = 0;
+    size_t quorum;
+    size_t i, j;
+    bool held;
+    int npos;
+    int code;
+
+    code = cli_parse_args(o, argc, argv, NULL, 0, usage, pos, 1, &npos, NULL);
+    if (code != 0)
+        return code > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    if (npos < 1)
+        return cli_fail(o, CLI_EXIT_USAGE, "missing resource (usage: status "
+                        "R)");
+    if (cli_check_resource(o, pos[0]) != 0)
+        return CLI_EXIT_USAGE;
+    code = cli_client_new(o, &c);
+    if (code != CLI_EXIT_OK)
+        return code;
+    h = calloc(o->node_count, sizeof(*h));
+    p = calloc(o->node_count, sizeof(*p));
+    if (h == NULL || p == NULL) {
+        code = cli_fail(o, CLI_EXIT_NOT_ACQUIRED, "out of memory");
+        goto out;
+    }
+    /* Per-node failures are in the arrays; a quorum failure is not an
+     * error for status. */
+    (void)rl_client_ping(c, p, o->node_count, &pcount);
+    if (rl_resource_status(c, pos[0], h, o->node_count, &count) == RL_EINVAL) {
+        code = cli_status_exit(o, RL_EINVAL, pos[0]);
+        goto out;
+    }
+    /* The token held by the most nodes. */
+    for (i = 0; i < count; i++) {
+        size_t n = 0;
+
+        if (h[i].token[0] == '\0')
+            continue;
+        for (j = 0; j < count; j++) {
+            if (strcmp(h[i].token, h[j].token) == 0)
+                n++;
+        }
+        if (n > best) {
+            best = n;
+            snprintf(holder, sizeof(holder), "%s", h[i].token);
+        }
+    }
+    quorum = count / 2 + 1;
+    held = best >= quorum;
+    if (o->json) {
+        fputs("{\"resource\":", stdout);
+        cli_json_str(stdout, pos[0]);
+        printf(",\"held\":%s,\"holder\":", held ? "true" : "false");
+        if (best > 0)
+            cli_json_str(stdout, holder);
+        else
+            fputs("null", stdout);
+        printf(",\"holder_nodes\":%zu,\"quorum\":%zu,\"nodes\":[", best,
+               quorum);
+        for (i = 0; i < count; i++) {
+            char tok[TOKEN_SHOWN + 1];
+
+            snprintf(tok, sizeof(tok), "%s", h[i].token);
+            printf("%s{\"node\":", i > 0 ? "," : "");
+            cli_json_str(stdout, h[i].name);
+            printf(",\"reachable\":%s,\"voting\":%s,\"holder\":",
+                   h[i].reachable ? "true" : "false",
+                   i < pcount && p[i].voting ? "true" : "false");
+            if (tok[0] != '\0')
+                cli_json_str(stdout, tok);
+            else
+                fputs("null", stdout);
+            printf(",\"pttl_ms\":%" PRId64 ",\"error\":", h[i].pttl_ms);
+            cli_json_str(stdout, h[i].error);
+            fputs("}", stdout);
+        }
+        fputs("]}\n", stdout);
+    } else {
+        printf("%-28s %-9s %-6s %-8s %10s  %s\n", "NODE", "REACHABLE",
+               "VOTING", "HOLDER", "PTTL_MS", "ERROR");
+        for (i = 0; i < count; i++) {
+            char tok[TOKEN_SHOWN + 1];
+            char pttl[24];
+
+            snprintf(tok, sizeof(tok), "%s", h[i].token);
+            if (!h[i].reachable)
+                snprintf(pttl, sizeof(pttl), "-");
+            else if (h[i].pttl_ms == -2)
+                snprintf(pttl, sizeof(pttl), "free");
+            else if (h[i].pttl_ms == -1)
+                snprintf(pttl, sizeof(pttl), "no-expiry");
+            else
+                snprintf(pttl, sizeof(pttl), "%" PRId64, h[i].pttl_ms);
+            printf("%-28s %-9s %-6s %-8s %10s  %s\n", h[i].name,
+                   h[i].reachable ? "yes" : "no",
+                   i < pcount && p[i].voting ? "yes" : "no",
+                   tok[0] != '\0' ? tok : "-", pttl, h[i].error);
+        }
+        if (held)
+            printf("%s: held by %s on %zu of %zu nodes\n", pos[0], holder,
+                   best, count);
+        else if (best > 0)
+            printf("%s: not held by a majority (%s on %zu of %zu nodes, "
+                   "quorum %zu)\n", pos[0], holder, best, count, quorum);
+        else
+            printf("%s: free\n", pos[0]);
+    }
+    code = CLI_EXIT_OK;
+
+out:
+    free(h);
+    free(p);
+    rl_client_free(c);
+    return code;
+}

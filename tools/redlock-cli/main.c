@@ -1,0 +1,211 @@
+/* main.c -- redlock-cli entry point: environment, global options,
+ * dispatch, --help and --version (DESIGN §7).
+ *
+ * Order of precedence: built-in defaults, then the environment
+ * ($REDLOCK_NODES, $REDLOCK_PASSWORD, $REDLOCK_MAX_TTL,
+ * $REDLOCK_NO_QUARANTINE), then the command line. Global options may come
+ * before or after the command name; each command parses the rest. Every
+ * usage error exits 2 with one line on stderr naming what is wrong. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char usage_text[] =
+"Usage: redlock-cli [GLOBAL OPTIONS] COMMAND [ARGS]\n"
+"\n"
+"Distributed locks on a majority of N Redis masters (Redlock).\n"
+"\n"
+"Commands:\n"
+"  acquire R [--ttl MS] [--wait MS] [--fence]   take the lock, print its token\n"
+"  extend R TOKEN [--ttl MS]                    renew a lock held by TOKEN\n"
+"  release R TOKEN                              release a lock held by TOKEN\n"
+"  run R [OPTIONS] -- CMD [ARG...]              run CMD while holding R\n"
+"  status R                                     who holds R on each node\n"
+"  ping                                         latency, version, uptime, vote\n"
+"  bench [OPTIONS]                              built-in load generator\n"
+"  help [COMMAND]                               this text, or a command's\n"
+"\n"
+"Global options (environment variable in brackets):\n"
+"  -n, --nodes URI[,URI...]  Redis masters [REDLOCK_NODES]; URI is\n"
+"                            redis://[[user]:password@]host[:port][/db],\n"
+"                            unix:///path[?db=N] or host:port\n"
+"      --connect-timeout MS  connect timeout per node (200)\n"
+"      --op-timeout MS       timeout per node and request (50)\n"
+"      --drift-factor F      clock rate error allowance, 0..0.1 (0.01)\n"
+"      --retry-count N       retries after the first attempt (3)\n"
+"      --retry-delay MS      delay between attempts (200)\n"
+"      --retry-jitter MS     +- random jitter on the delay (100)\n"
+"      --prefix P            prepended to every resource name (empty)\n"
+"      --password-file FILE  password for nodes whose URI has none, first\n"
+"                            line of FILE [REDLOCK_PASSWORD]\n"
+"      --max-ttl MS          largest TTL in use (60000) [REDLOCK_MAX_TTL];\n"
+"                            --ttl must not exceed it. A node whose uptime\n"
+"                            is below it does not vote (restart quarantine:\n"
+"                            it may have lost keys when it restarted)\n"
+"      --no-quarantine       restarted nodes vote at once; ONLY for nodes\n"
+"                            running with appendfsync always\n"
+"                            [REDLOCK_NO_QUARANTINE=1]\n"
+"      --json                machine-readable output\n"
+"  -q, --quiet               no messages except errors\n"
+"  -v, --verbose             more messages on stderr (-vv: debug)\n"
+"  -h, --help                this help ('redlock-cli COMMAND --help')\n"
+"      --version             print the version\n"
+"\n"
+"Exit codes: 0 success; 1 not acquired / not held; 2 usage or configuration\n"
+"error; 3 quorum unavailable; 4 (run) lock lost, child signalled.\n"
+"Passwords are never printed. Defaults: --ttl 30000.\n"
+"\n"
+"Examples:\n"
+"  export REDLOCK_NODES=10.0.0.1:6379,10.0.0.2:6379,10.0.0.3:6379\n"
+"  redlock-cli run backups -- /usr/local/bin/nightly-backup\n"
+"  tok=$(redlock-cli acquire deploy --ttl 60000) && ... &&\n"
+"      redlock-cli release deploy \"$tok\"\n"
+"  redlock-cli --json status deploy\n"
+"  redlock-cli -n redis://:pw@h1,redis://:pw@h2,redis://:pw@h3 ping\n";
+
+static const struct {
+    const char *name;
+    cli_cmd_fn fn;
+} commands[] = {
+    {"acquire", cmd_acquire},
+    {"extend", cmd_extend},
+    {"release", cmd_release},
+    {"run", cmd_run},
+    {"status", cmd_status},
+    {"ping", cmd_ping},
+    {"bench", cmd_bench},
+};
+
+static cli_cmd_fn find_command(const char *name)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+        if (strcmp(commands[i].name, name) == 0)
+            return commands[i].fn;
+    }
+    return NULL;
+}
+
+/* Defaults, then the environment. -1 (message printed) on a bad value. */
+static int load_env(struct cli_opts *o)
+{
+    const char *v;
+    char *fake[3];
+    int i = 1;
+
+    o->connect_timeout_ms = 200;
+    o->op_timeout_ms = 50;
+    o->drift_factor = 0.01;
+    o->retry_count = 3;
+    o->retry_delay_ms = 200;
+    o->retry_jitter_ms = 100;
+    o->max_ttl_ms = 60000;
+
+    v = getenv("REDLOCK_NODES");
+    if (v != NULL && v[0] != '\0') {
+        /* Parse it through the same code as -n (replaced by any -n). */
+        fake[0] = "redlock-cli";
+        fake[1] = "--nodes";
+        fake[2] = (char *)v;
+        if (cli_global_option(o, 3, fake, &i) != 1)
+            return -1;
+    }
+    v = getenv("REDLOCK_PASSWORD");
+    if (v != NULL && v[0] != '\0') {
+        o->password = strdup(v);
+        if (o->password == NULL)
+            return cli_fail(o, -1, "out of memory");
+    }
+    v = getenv("REDLOCK_MAX_TTL");
+    if (v != NULL && v[0] != '\0' &&
+        cli_parse_u32(v, 1, INT32_MAX, &o->max_ttl_ms) != 0)
+        return cli_fail(o, -1, "REDLOCK_MAX_TTL: '%s' is not a whole number "
+                        "of milliseconds in 1..%d", v, INT32_MAX);
+    v = getenv("REDLOCK_NO_QUARANTINE");
+    if (v != NULL && v[0] != '\0') {
+        if (strcmp(v, "1") == 0 || strcmp(v, "true") == 0 ||
+            strcmp(v, "yes") == 0)
+            o->no_quarantine = true;
+        else if (strcmp(v, "0") != 0 && strcmp(v, "false") != 0 &&
+                 strcmp(v, "no") != 0)
+            return cli_fail(o, -1, "REDLOCK_NO_QUARANTINE: '%s' is not 1 or "
+                            "0", v);
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct cli_opts o;
+    cli_cmd_fn fn;
+    int code;
+    int m;
+    int i;
+
+    memset(&o, 0, sizeof(o));
+    if (load_env(&o) != 0) {
+        code = CLI_EXIT_USAGE;
+        goto out;
+    }
+    for (i = 1; i < argc && argv[i][0] == '-' && argv[i][1] != '\0'; i++) {
+        if (cli_is_help(argv[i])) {
+            fputs(usage_text, stdout);
+            code = CLI_EXIT_OK;
+            goto out;
+        }
+        if (strcmp(argv[i], "--version") == 0) {
+            printf("redlock-cli %s\n", rl_version());
+            code = CLI_EXIT_OK;
+            goto out;
+        }
+        if (strcmp(argv[i], "--") == 0) {
+            i++;
+            break;
+        }
+        m = cli_global_option(&o, argc, argv, &i);
+        if (m < 0) {
+            code = CLI_EXIT_USAGE;
+            goto out;
+        }
+        if (m == 0) {
+            code = cli_fail(&o, CLI_EXIT_USAGE, "unknown option '%s' (see "
+                            "redlock-cli --help)", argv[i]);
+            goto out;
+        }
+    }
+    if (i >= argc) {
+        code = cli_fail(&o, CLI_EXIT_USAGE, "no command given (see "
+                        "redlock-cli --help)");
+        goto out;
+    }
+    if (strcmp(argv[i], "help") == 0) {
+        if (i + 1 < argc && find_command(argv[i + 1]) != NULL) {
+            char *help_argv[] = {argv[i + 1], "--help", NULL};
+
+            o.cmd = argv[i + 1];
+            code = find_command(argv[i + 1])(&o, 2, help_argv);
+        } else if (i + 1 < argc) {
+            code = cli_fail(&o, CLI_EXIT_USAGE, "unknown command '%s'",
+                            argv[i + 1]);
+        } else {
+            fputs(usage_text, stdout);
+            code = CLI_EXIT_OK;
+        }
+        goto out;
+    }
+    fn = find_command(argv[i]);
+    if (fn == NULL) {
+        code = cli_fail(&o, CLI_EXIT_USAGE, "unknown command '%s' (see "
+                        "redlock-cli --help)", argv[i]);
+        goto out;
+    }
+    o.cmd = argv[i];
+    code = fn(&o, argc - i, argv + i);
+
+out:
+    cli_opts_free(&o);
+    fflush(stdout);
+    return code;
+}

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The whole test suite on a fresh Debian bookworm machine (run as root, or
+# with sudo available): installs the packages, builds with warnings as
+# errors, runs every test (unit, integration, CLI) with real redis-server
+# processes, then again under ASan+UBSan, then the integration tests under
+# valgrind (zero errors and zero leaks required).
+#   tools/test.sh            everything
+#   tools/test.sh --quick    release build + ctest only
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash tools/setup-debian.sh
+jobs=$(nproc)
+quick=0
+[ "${1:-}" = "--quick" ] && quick=1
+
+section() { printf '\n==== %s ====\n' "$*"; }
+
+section "release build (warnings are errors)"
+cmake -S . -B build/release -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRL_WERROR=ON >/dev/null
+cmake --build build/release -j"$jobs"
+section "tests (release)"
+ctest --test-dir build/release --output-on-failure -j2
+[ "$quick" = 1 ] && exit 0
+
+section "ASan + UBSan build"
+cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DRL_ASAN=ON -DRL_UBSAN=ON \
+    -DRL_WERROR=ON >/dev/null
+cmake --build build/asan -j"$jobs"
+section "tests (ASan + UBSan)"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+RL_TEST_TIMEOUT_MULTIPLIER=2 \
+    ctest --test-dir build/asan --output-on-failure -j2
+
+section "integration tests under valgrind"
+fails=0
+for t in build/release/tests/integ_*; do
+    [ -x "$t" ] || continue
+    name=$(basename "$t")
+    log="build/release/valgrind-$name.log"
+    if RL_TEST_UNDER_VALGRIND=1 valgrind --quiet --leak-check=full \
+        --errors-for-leak-kinds=definite,indirect --error-exitcode=99 \
+        --log-file="$log" "$t" >"build/release/$name.out" 2>&1; then
+        echo "valgrind: $name: 0 errors, 0 leaks"
+    else
+        rc=$?
+        if [ "$rc" = 77 ]; then
+            echo "valgrind: $name: SKIP ($(grep -m1 SKIP "build/release/$name.out" || true))"
+            continue
+        fi
+        echo "valgrind: $name: FAILED (exit $rc)"
+        tail -n 40 "$log" "build/release/$name.out"
+        fails=$((fails + 1))
+    fi
+done
+[ "$fails" = 0 ] || { echo "valgrind: $fails program(s) failed"; exit 1; }
+echo "all test stages passed"
