@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The demo on a fresh Debian bookworm machine (as root): install, build,
+# start 5 local redis-server nodes, take / show / extend / release a real
+# lock and run a command under it with redlock-cli, then stop the nodes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash tools/setup-debian.sh
+cmake -S . -B build/release -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build/release -j"$(nproc)" >/dev/null
+cli=build/release/tools/redlock-cli/redlock-cli
+
+base=${REDLOCK_DEMO_PORT:-7101}
+trap 'bash tools/nodes.sh stop 5 "$base"' EXIT
+export REDLOCK_NODES
+REDLOCK_NODES=$(bash tools/nodes.sh start 5 "$base")
+echo "5 nodes: $REDLOCK_NODES"
+
+if [ ! -x "$cli" ]; then
+    build/release/examples/lock_demo "$REDLOCK_NODES" demo:report
+    exit
+fi
+# The demo nodes run with appendfsync always: restarted ones keep their
+# keys, so they may vote at once.
+rl() { "$cli" --no-quarantine "$@"; }
+set -x
+rl ping
+token=$(rl acquire demo:report --ttl 10000)
+rl status demo:report
+rl acquire demo:report --ttl 10000 || echo "second acquire refused (exit $?), as it must be"
+rl extend demo:report "$token" --ttl 20000
+rl release demo:report "$token"
+rl run demo:report --ttl 2000 -- sh -c 'echo "child holds $REDLOCK_RESOURCE with token ${REDLOCK_TOKEN%${REDLOCK_TOKEN#????????}}...; sleep 3; echo done"'
