@@ -354,6 +354,40 @@ RL_API rl_status rl_resource_status(rl_client *c, const char *resource,
                                     rl_holder_info *out, size_t cap,
                                     size_t *count);
 
+/* ---- Statistics (blocking, thread-safe; not with cfg.loop) ---------------*/
+
+#define RL_STATS_MAX_NODES 64
+
+typedef struct rl_node_stats {
+    char name[RL_NAME_LEN];
+    bool connected;           /* handshake done, connection up */
+    bool voting;              /* connected and not quarantined */
+    uint64_t requests;        /* commands sent */
+    uint64_t errors;          /* error replies (WRONGTYPE, OOM, ...) */
+    uint64_t timeouts;        /* requests that got no reply in time */
+    uint64_t down;            /* requests failed because it was down */
+    uint64_t votes_for;       /* quorum rounds it granted */
+    uint64_t votes_against;   /* refused, failed or not voting */
+    uint32_t latency_p50_us;  /* reply latency percentiles (about +-10%) */
+    uint32_t latency_p90_us;
+    uint32_t latency_p99_us;
+    uint32_t latency_max_us;
+} rl_node_stats;
+
+typedef struct rl_stats {
+    uint64_t acquired;        /* successful acquisitions */
+    uint64_t contended;       /* attempts refused: held by someone else */
+    uint64_t lost;            /* locks reported lost */
+    uint64_t renewals;        /* successful extensions (incl. watchdog) */
+    uint64_t fences;          /* fencing tokens issued */
+    size_t node_count;
+    rl_node_stats nodes[RL_STATS_MAX_NODES];
+} rl_stats;
+
+/* Snapshot the counters since rl_client_new. RL_EINVAL, RL_EMISUSE.
+ * Blocks briefly (reads them on the loop thread). */
+RL_API rl_status rl_client_stats(rl_client *c, rl_stats *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -16,11 +16,17 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fence.h"
 #include "lock.h"
 #include "watchdog.h"
 
 /* Waits longer than this (a century) are treated as RL_WAIT_FOREVER. */
 #define MAX_WAIT_MS (INT64_C(100) * 365 * 24 * 3600 * 1000)
+
+enum acquire_phase {
+    PHASE_ACQUIRE, /* SET NX on every node */
+    PHASE_FENCE,   /* fencing: write the token to a quorum (§5.6) */
+};
 
 struct acquire_op {
     struct op base;
@@ -35,13 +41,34 @@ struct acquire_op {
     char ttl_buf[16];
     struct quorum_round round;
     struct loop_timer *retry_timer;
-    rl_acquire_opts opts;        /* copy: watchdog settings */
-    rl_status status;            /* of the last attempt */
+    rl_acquire_opts opts;        /* copy: fencing, watchdog settings */
+    enum acquire_phase phase;
+    rl_mono_us t0;               /* start of the winning SET round */
+    char *fence_key;             /* fencing: counter key, else NULL */
+    uint64_t fence_max_read;     /* largest counter granting nodes hold */
+    char fence_buf[24];          /* the candidate token, decimal */
     char detail[RL_ERRLEN];
 };
 
 static void attempt(void *arg);
-static void roll_back(struct acquire_op *op);
+
+/* Release our token on the nodes that may have stored it: all, or all but
+ * those that refused the SET (they certainly did not store it). Nodes
+ * that are down get it when they come back, until our SET has expired. */
+static void roll_back(struct acquire_op *op, bool all)
+{
+    struct lock_cmd release;
+    struct node *targets[RL_MAX_NODES];
+    size_t i, n = 0;
+
+    lock_script_cmd(op->lock, SCRIPT_RELEASE, NULL, &release);
+    for (i = 0; i < op->round.n; i++) {
+        if (all || op->round.slots[i].vote != VOTE_NO)
+            targets[n++] = op->round.nodes[i];
+    }
+    round_broadcast(targets, n, &release.cmd,
+                    op->t0 + (rl_mono_us)op->ttl_ms * 1000u);
+}
 
 static void finish(struct acquire_op *op, rl_status st)
 {
@@ -50,19 +77,21 @@ static void finish(struct acquire_op *op, rl_status st)
     void *privdata = op->privdata;
     struct rl_lock *lock = NULL;
 
-    round_clear(&op->round);
-    loop_timer_free(op->retry_timer);
     if (st == RL_OK && op->opts.auto_extend) {
         atomic_store(&op->lock->watched, true);
         st = watchdog_attach(op->lock, &op->opts);
         if (st != RL_OK) {
             snprintf(op->detail, sizeof(op->detail), "%s", rl_last_error());
-            roll_back(op);
+            roll_back(op, true);
         }
     }
+    round_clear(&op->round);
+    loop_timer_free(op->retry_timer);
+    free(op->fence_key);
     if (st == RL_OK) {
         lock = op->lock;
         client_lock_add(c, lock);
+        client_count(c, STAT_ACQUIRED);
         rl_error_clear();
     } else {
         lock_destroy(op->lock);
@@ -80,23 +109,6 @@ static void cancel(struct op *base)
     snprintf(op->detail, sizeof(op->detail),
              "acquire of '%s' canceled: client freed", op->lock->resource);
     finish(op, RL_ECANCELED);
-}
-
-/* Release our token on every node that may have stored it. */
-static void roll_back(struct acquire_op *op)
-{
-    struct lock_cmd release;
-    struct node *targets[RL_MAX_NODES];
-    size_t i, n = 0;
-
-    lock_script_cmd(op->lock, SCRIPT_RELEASE, NULL, &release);
-    for (i = 0; i < op->round.n; i++) {
-        if (op->round.slots[i].vote != VOTE_NO)
-            targets[n++] = op->round.nodes[i];
-    }
-    /* Our SETs expire by t0 + ttl at the latest. */
-    round_broadcast(targets, n, &release.cmd,
-                    op->round.t0 + (rl_mono_us)op->ttl_ms * 1000u);
 }
 
 static bool may_retry(struct acquire_op *op, rl_mono_us now)
@@ -118,8 +130,9 @@ static void attempt_failed(struct acquire_op *op, rl_status st)
     uint64_t delay_us;
     uint32_t jitter = c->cfg.retry_jitter_ms;
 
-    roll_back(op);
-    op->status = st;
+    roll_back(op, op->phase == PHASE_FENCE);
+    if (st == RL_ENOTACQUIRED)
+        client_count(c, STAT_CONTENDED);
     if (!may_retry(op, now)) {
         finish(op, st);
         return;
@@ -132,35 +145,112 @@ static void attempt_failed(struct acquire_op *op, rl_status st)
     loop_timer_arm(op->retry_timer, delay_us);
 }
 
-static void decided(void *owner, enum verdict v)
+/* Validity left now for the round that started at op->t0; writes the
+ * reason to op->detail and returns false when it is too little. */
+static bool enough_validity(struct acquire_op *op)
+{
+    rl_client *c = op->base.client;
+    rl_mono_us now = mono_now_us();
+    int64_t validity_us =
+        validity_compute_us(op->ttl_ms, c->cfg.drift_factor, op->t0, now);
+
+    if (validity_us > (int64_t)op->min_validity_ms * 1000 && validity_us > 0)
+        return true;
+    snprintf(op->detail, sizeof(op->detail),
+             "'%s': quorum reached after %llu ms, leaving %lld ms of "
+             "validity (minimum %u ms)",
+             op->lock->resource, (unsigned long long)((now - op->t0) / 1000),
+             (long long)(validity_us / 1000), op->min_validity_ms);
+    return false;
+}
+
+static void acquired(struct acquire_op *op)
+{
+    rl_client *c = op->base.client;
+
+    atomic_store(&op->lock->deadline_us,
+                 validity_deadline(op->ttl_ms, c->cfg.drift_factor, op->t0));
+    op->lock->ttl_ms = op->ttl_ms;
+    finish(op, RL_OK);
+}
+
+static enum vote classify_fence(void *owner, size_t slot,
+                                const struct node_reply *r)
+{
+    RL_UNUSED(owner);
+    RL_UNUSED(slot);
+    if (r->kind != REPLY_INTEGER)
+        return VOTE_ERROR;
+    return r->integer == 1 ? VOTE_YES : VOTE_NO;
+}
+
+static void fence_decided(void *owner, enum verdict v)
 {
     struct acquire_op *op = owner;
-    rl_client *c = op->base.client;
     struct quorum_round *q = &op->round;
-    rl_mono_us now = mono_now_us();
-    int64_t validity_us;
+
+    if (v != VERDICT_SUCCESS) {
+        snprintf(op->detail, sizeof(op->detail),
+                 "'%s': fencing token reached %zu of %zu nodes (need "
+                 "%zu)%s%s",
+                 op->lock->resource, q->yes, q->n, quorum_size(q->n),
+                 q->detail[0] ? ": " : "", q->detail);
+        attempt_failed(op, RL_ENOQUORUM);
+        return;
+    }
+    if (!enough_validity(op)) {
+        attempt_failed(op, RL_ETIMEOUT);
+        return;
+    }
+    op->lock->fence = strtoull(op->fence_buf, NULL, 10);
+    client_count(op->base.client, STAT_FENCES);
+    acquired(op);
+}
+
+/* Round 2 of a fenced acquire: write max(max_read + 1, wall clock µs)
+ * where the key still holds our token. */
+static void fence_write(struct acquire_op *op)
+{
+    const char *argv[4];
+    size_t lens[4];
+    struct round_cmd cmd;
+    enum verdict v;
+
+    snprintf(op->fence_buf, sizeof(op->fence_buf), "%llu",
+             (unsigned long long)fence_candidate(op->fence_max_read,
+                                                 wall_now_us()));
+    argv[0] = op->lock->keys[0];
+    lens[0] = op->lock->key_lens[0];
+    argv[1] = op->fence_key;
+    lens[1] = strlen(op->fence_key);
+    argv[2] = op->lock->token;
+    lens[2] = strlen(op->lock->token);
+    argv[3] = op->fence_buf;
+    lens[3] = strlen(op->fence_buf);
+    cmd = (struct round_cmd){script_get(SCRIPT_FENCE_WRITE), 2, 4, argv,
+                             lens};
+    op->phase = PHASE_FENCE;
+    v = round_start(&op->round, ROUND_EARLY, &cmd, classify_fence,
+                    fence_decided, op);
+    if (v != VERDICT_PENDING)
+        fence_decided(op, v);
+}
+
+static void acquire_decided(void *owner, enum verdict v)
+{
+    struct acquire_op *op = owner;
+    struct quorum_round *q = &op->round;
     size_t unavailable;
 
+    op->t0 = q->t0;
     if (v == VERDICT_SUCCESS) {
-        validity_us = validity_compute_us(op->ttl_ms, c->cfg.drift_factor,
-                                          q->t0, now);
-        if (validity_us > (int64_t)op->min_validity_ms * 1000 &&
-            validity_us > 0) {
-            atomic_store(&op->lock->deadline_us,
-                         validity_deadline(op->ttl_ms, c->cfg.drift_factor,
-                                           q->t0));
-            atomic_store(&op->lock->nodes_ok, (unsigned)q->yes);
-            op->lock->ttl_ms = op->ttl_ms;
-            finish(op, RL_OK);
-            return;
-        }
-        snprintf(op->detail, sizeof(op->detail),
-                 "'%s': quorum reached after %llu ms, leaving %lld ms of "
-                 "validity (minimum %u ms)",
-                 op->lock->resource,
-                 (unsigned long long)((now - q->t0) / 1000),
-                 (long long)(validity_us / 1000), op->min_validity_ms);
-        attempt_failed(op, RL_ETIMEOUT);
+        atomic_store(&op->lock->nodes_ok, (unsigned)q->yes);
+        if (!enough_validity(op))
+            attempt_failed(op, RL_ETIMEOUT);
+        else if (op->fence_key != NULL)
+            fence_write(op);
+        else
+            acquired(op);
         return;
     }
     /* Nodes that could not vote at all: failed, or quarantined (§5.7). */
@@ -186,8 +276,21 @@ static enum vote classify(void *owner, size_t slot,
                           const struct node_reply *r)
 {
     struct acquire_op *op = owner;
+    uint64_t counter;
 
     RL_UNUSED(slot);
+    if (op->fence_key != NULL) {
+        if (r->kind != REPLY_ARRAY || r->elements == 0 ||
+            r->element[0].kind != REPLY_INTEGER)
+            return VOTE_ERROR;
+        if (r->element[0].integer != 1)
+            return VOTE_NO;
+        if (r->elements < 2 || !fence_parse(&r->element[1], &counter))
+            return VOTE_ERROR;
+        if (counter > op->fence_max_read)
+            op->fence_max_read = counter;
+        return VOTE_YES;
+    }
     if (op->lock->nkeys == 1) {
         if (r->kind == REPLY_STATUS && r->len == 2 &&
             memcmp(r->str, "OK", 2) == 0)
@@ -201,36 +304,53 @@ static enum vote classify(void *owner, size_t slot,
     return VOTE_ERROR;
 }
 
+/* One attempt: SET NX PX on every node (a script for several keys or
+ * with fencing). */
 static void attempt(void *arg)
 {
     struct acquire_op *op = arg;
     struct rl_lock *l = op->lock;
-    struct lock_cmd multi;
+    const char *argv[RL_MAX_RESOURCES + 6];
+    size_t lens[RL_MAX_RESOURCES + 6];
+    struct lock_cmd script;
     struct round_cmd set;
-    const char *argv[6];
-    size_t lens[6];
+    const struct round_cmd *cmd = &set;
     enum verdict v;
+    size_t i;
 
-    if (l->nkeys == 1) {
+    op->phase = PHASE_ACQUIRE;
+    op->fence_max_read = 0;
+    if (op->fence_key != NULL) {
+        for (i = 0; i < l->nkeys; i++) {
+            argv[i] = l->keys[i];
+            lens[i] = l->key_lens[i];
+        }
+        argv[i] = op->fence_key;
+        lens[i++] = strlen(op->fence_key);
+        argv[i] = l->token;
+        lens[i++] = strlen(l->token);
+        argv[i] = op->ttl_buf;
+        lens[i++] = strlen(op->ttl_buf);
+        set = (struct round_cmd){script_get(SCRIPT_ACQUIRE_FENCED),
+                                 (int)l->nkeys + 1, (int)i, argv, lens};
+    } else if (l->nkeys == 1) {
         argv[0] = "SET";
         argv[1] = l->keys[0];
         argv[2] = l->token;
         argv[3] = "NX";
         argv[4] = "PX";
         argv[5] = op->ttl_buf;
-        for (int i = 0; i < 6; i++)
+        for (i = 0; i < 6; i++)
             lens[i] = strlen(argv[i]);
-        lens[1] = l->key_lens[0];
         set = (struct round_cmd){NULL, 0, 6, argv, lens};
-        v = round_start(&op->round, ROUND_EARLY, &set, classify, decided,
-                        op);
     } else {
-        lock_script_cmd(l, SCRIPT_ACQUIRE_MULTI, op->ttl_buf, &multi);
-        v = round_start(&op->round, ROUND_EARLY, &multi.cmd, classify,
-                        decided, op);
+        lock_script_cmd(l, SCRIPT_ACQUIRE_MULTI, op->ttl_buf, &script);
+        cmd = &script.cmd;
     }
+    v = round_start(&op->round, ROUND_EARLY, cmd, classify, acquire_decided,
+                    op);
     if (v != VERDICT_PENDING)
-        decided(op, v);
+        acquire_decided(op, v);
 }
 
 static void start(struct op *base)
@@ -285,6 +405,13 @@ rl_status acquire_submit(rl_client *c, const char *const *resources,
     st = round_init(&op->round, c->nodes, c->node_count);
     if (st != RL_OK)
         goto out_free;
+    if (op->opts.fencing) {
+        op->fence_key = fence_key(op->lock->keys[0], op->lock->key_lens[0]);
+        if (op->fence_key == NULL) {
+            st = rl_fail(RL_ENOMEM, "out of memory for a fence key");
+            goto out_free;
+        }
+    }
     op->retry_timer = loop_timer_new(c, attempt, op);
     if (op->retry_timer == NULL) {
         st = rl_fail(RL_ENOMEM, "out of memory for a timer");
@@ -309,6 +436,7 @@ rl_status acquire_submit(rl_client *c, const char *const *resources,
     if (st == RL_OK)
         return RL_OK;
 out_free:
+    free(op->fence_key);
     round_clear(&op->round);
     loop_timer_free(op->retry_timer);
     lock_destroy(op->lock);

@@ -220,6 +220,11 @@ bool client_has_own_loop(const rl_client *c)
     return c->loop->owned;
 }
 
+void client_count(rl_client *c, enum client_stat s)
+{
+    atomic_fetch_add(&c->stats[s], 1);
+}
+
 uint32_t client_random(rl_client *c, uint32_t bound)
 {
     if (bound == 0)

@@ -12,6 +12,15 @@
 #include "node.h"
 
 struct client_loop; /* libev details, private to client.c */
+
+enum client_stat {
+    STAT_ACQUIRED,
+    STAT_CONTENDED,
+    STAT_LOST,
+    STAT_RENEWALS,
+    STAT_FENCES,
+    STAT_COUNT,
+};
 struct rl_lock;
 
 /* An asynchronous operation. It is queued by the calling thread, started
@@ -38,7 +47,11 @@ struct rl_client {
     struct rl_lock *locks;       /* live lock handles (mutex) */
     atomic_bool closing;
     uint64_t rng;                /* jitter; loop thread only */
+    atomic_uint_fast64_t stats[STAT_COUNT];
 };
+
+/* Bump a client-wide counter (any thread). */
+void client_count(rl_client *c, enum client_stat s);
 
 /* Hand op to the loop thread; it starts on a later loop iteration, never
  * inside this call. RL_ECANCELED if the client is closing (op untouched). */

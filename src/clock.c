@@ -44,3 +44,11 @@ rl_mono_us validity_deadline(uint32_t ttl_ms, double drift_factor,
         return t0;
     return t0 + ttl_us - drift;
 }
+
+uint64_t wall_now_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}

@@ -22,4 +22,8 @@ int64_t validity_compute_us(uint32_t ttl_ms, double drift_factor,
 rl_mono_us validity_deadline(uint32_t ttl_ms, double drift_factor,
                              rl_mono_us t0);
 
+/* Wall-clock microseconds since the epoch: only for fencing tokens, never
+ * for validity. */
+uint64_t wall_now_us(void);
+
 #endif

@@ -36,8 +36,10 @@ static void finish(struct extend_op *op, rl_status st)
 
     round_clear(&op->round);
     l->extend = NULL;
-    if (st == RL_ELOST)
-        lock_mark_lost(l);
+    if (st == RL_ELOST && lock_mark_lost(l))
+        client_count(op->base.client, STAT_LOST);
+    if (st == RL_OK)
+        client_count(op->base.client, STAT_RENEWALS);
     if (st == RL_OK)
         rl_error_clear();
     else

@@ -1,5 +1,5 @@
-/* inspect.c -- rl_client_ping and rl_resource_status (DESIGN §7 "ping",
- * "status").
+/* inspect.c -- rl_client_ping, rl_resource_status (DESIGN §7 "ping",
+ * "status") and rl_client_stats.
  *
  * Both are one ROUND_ALL round (every node answers or times out) whose
  * per-node results are copied into the caller's array on the loop thread,
@@ -18,6 +18,7 @@ struct inspect_op {
     struct waiter *waiter;
     rl_node_info *nodes;        /* ping: one per node, or NULL */
     rl_holder_info *holders;    /* status: one per node, or NULL */
+    rl_stats *stats;            /* stats snapshot, or NULL */
     char *key;                  /* status: prefix + resource */
     struct quorum_round round;
 };
@@ -115,6 +116,38 @@ static void decided(void *owner, enum verdict v)
     finish(op, RL_ENOQUORUM);
 }
 
+/* Copy the counters; node state is only read on the loop thread. */
+static void snapshot_stats(rl_client *c, rl_stats *out)
+{
+    size_t i;
+
+    out->acquired = atomic_load(&c->stats[STAT_ACQUIRED]);
+    out->contended = atomic_load(&c->stats[STAT_CONTENDED]);
+    out->lost = atomic_load(&c->stats[STAT_LOST]);
+    out->renewals = atomic_load(&c->stats[STAT_RENEWALS]);
+    out->fences = atomic_load(&c->stats[STAT_FENCES]);
+    out->node_count = c->node_count;
+    for (i = 0; i < c->node_count && i < RL_STATS_MAX_NODES; i++) {
+        const struct node *n = c->nodes[i];
+        const struct node_stats *ns = node_get_stats(n);
+        rl_node_stats *o = &out->nodes[i];
+
+        snprintf(o->name, sizeof(o->name), "%s", node_name(n));
+        o->connected = node_get_state(n) == NODE_READY;
+        o->voting = node_voting(n);
+        o->requests = ns->requests;
+        o->errors = ns->errors;
+        o->timeouts = ns->timeouts;
+        o->down = ns->down;
+        o->votes_for = ns->votes_for;
+        o->votes_against = ns->votes_against;
+        o->latency_p50_us = node_latency_percentile(n, 50);
+        o->latency_p90_us = node_latency_percentile(n, 90);
+        o->latency_p99_us = node_latency_percentile(n, 99);
+        o->latency_max_us = ns->latency_max_us;
+    }
+}
+
 static void start(struct op *base)
 {
     struct inspect_op *op = (struct inspect_op *)base;
@@ -124,6 +157,12 @@ static void start(struct op *base)
     struct round_cmd cmd;
     enum verdict v;
 
+    if (op->stats != NULL) {
+        snapshot_stats(op->base.client, op->stats);
+        rl_error_clear();
+        finish(op, RL_OK);
+        return;
+    }
     if (op->nodes != NULL) {
         argv[0] = "PING";
         lens[0] = 4;
@@ -140,7 +179,8 @@ static void start(struct op *base)
 
 /* Run one inspection round and wait for it. */
 static rl_status inspect_run(rl_client *c, rl_node_info *nodes,
-                             rl_holder_info *holders, const char *resource)
+                             rl_holder_info *holders, const char *resource,
+                             rl_stats *stats)
 {
     struct inspect_op *op = calloc(1, sizeof(*op));
     struct waiter w;
@@ -167,6 +207,7 @@ static rl_status inspect_run(rl_client *c, rl_node_info *nodes,
     op->base.cancel = cancel;
     op->nodes = nodes;
     op->holders = holders;
+    op->stats = stats;
     waiter_init(&w);
     op->waiter = &w;
     st = client_submit(c, &op->base);
@@ -186,7 +227,7 @@ void inspect_wait_connected(rl_client *c)
 
     if (scratch == NULL)
         return;
-    inspect_run(c, scratch, NULL, NULL);
+    inspect_run(c, scratch, NULL, NULL, NULL);
     free(scratch);
 }
 
@@ -223,7 +264,7 @@ rl_status rl_client_ping(rl_client *c, rl_node_info *out, size_t cap,
         all[i].latency_us = -1;
         all[i].uptime_ms = -1;
     }
-    st = inspect_run(c, all, NULL, NULL);
+    st = inspect_run(c, all, NULL, NULL, NULL);
     *count = c->node_count;
     memcpy(out, all, (cap < c->node_count ? cap : c->node_count) *
                          sizeof(*all));
@@ -251,10 +292,25 @@ rl_status rl_resource_status(rl_client *c, const char *resource,
                  c->cfg.addrs[i].display);
         all[i].pttl_ms = -2;
     }
-    st = inspect_run(c, NULL, all, resource);
+    st = inspect_run(c, NULL, all, resource, NULL);
     *count = c->node_count;
     memcpy(out, all, (cap < c->node_count ? cap : c->node_count) *
                          sizeof(*all));
     free(all);
     return st;
+}
+
+rl_status rl_client_stats(rl_client *c, rl_stats *out)
+{
+    rl_status st;
+
+    if (c == NULL)
+        return rl_fail(RL_EINVAL, "rl_client_stats: client is NULL");
+    if (out == NULL)
+        return rl_fail(RL_EINVAL, "rl_client_stats: out is NULL");
+    memset(out, 0, sizeof(*out));
+    st = waiter_check(c, "rl_client_stats");
+    if (st != RL_OK)
+        return st;
+    return inspect_run(c, NULL, NULL, NULL, out);
 }

@@ -60,7 +60,9 @@ struct request {
     size_t slot;
     enum req_role role;
     rl_mono_us deadline_us;     /* report a timeout after this, boottime */
+    rl_mono_us sent_us;         /* when it was sent, boottime */
     const struct script *script; /* EVALSHA: resend as EVAL on NOSCRIPT */
+    bool forget;                /* fire and forget: never had an owner */
     int argc;                   /* script: the saved argv for EVAL */
     const char **argv;
     size_t *lens;
@@ -346,6 +348,66 @@ static bool is_noscript(const redisReply *reply)
            strncmp(reply->str, "NOSCRIPT", 8) == 0;
 }
 
+/* Histogram bucket of a latency: 4 linear sub-buckets per power of two
+ * (bucket 4e + f covers [(4 + f) << (e - 2), (5 + f) << (e - 2)) µs), so
+ * percentiles are within about 12%. */
+static unsigned latency_bucket(uint64_t us)
+{
+    unsigned e, b;
+
+    if (us < 4)
+        return (unsigned)us;
+    e = 63u - (unsigned)__builtin_clzll(us);
+    b = 4u * (e - 1u) + (unsigned)((us >> (e - 2u)) & 3u);
+    return b < LATENCY_BUCKETS ? b : LATENCY_BUCKETS - 1;
+}
+
+static uint64_t latency_bucket_top(unsigned b)
+{
+    unsigned e = b / 4u + 1u;
+
+    if (b < 4)
+        return b + 1;
+    return (uint64_t)(5u + b % 4u) << (e - 2u);
+}
+
+static void record_latency(struct node *n, uint64_t us)
+{
+    n->stats.latency[latency_bucket(us)]++;
+    if (us > n->stats.latency_max_us)
+        n->stats.latency_max_us = us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
+}
+
+uint32_t node_latency_percentile(const struct node *n, double p)
+{
+    uint64_t total = 0, seen = 0, want, top;
+    unsigned b;
+
+    for (b = 0; b < LATENCY_BUCKETS; b++)
+        total += n->stats.latency[b];
+    if (total == 0)
+        return 0;
+    want = (uint64_t)((double)total * p / 100.0 + 0.5);
+    if (want == 0)
+        want = 1;
+    for (b = 0; b + 1 < LATENCY_BUCKETS; b++) {
+        seen += n->stats.latency[b];
+        if (seen >= want)
+            break;
+    }
+    top = latency_bucket_top(b);
+    return top < n->stats.latency_max_us ? (uint32_t)top
+                                         : n->stats.latency_max_us;
+}
+
+void node_count_vote(struct node *n, bool granted)
+{
+    if (granted)
+        n->stats.votes_for++;
+    else
+        n->stats.votes_against++;
+}
+
 static void on_reply(redisAsyncContext *ac, void *reply_ptr, void *privdata)
 {
     struct request *r = privdata;
@@ -365,10 +427,15 @@ static void on_reply(redisAsyncContext *ac, void *reply_ptr, void *privdata)
     } else if (r->role != REQ_USER) {
         handshake_reply(n, r, reply);
     } else if (r->script != NULL && is_noscript(reply)) {
-        if (resend_as_eval(n, r))
+        /* Resend only if somebody still needs it to run. An owner that
+         * gave up (a decided round) may already have sent a rollback that
+         * a late EVAL would overtake, leaving keys behind. */
+        if ((r->fn != NULL || r->forget) && resend_as_eval(n, r))
             return;
-    } else if (r->fn != NULL) {
-        deliver(r, reply);
+    } else {
+        record_latency(n, mono_now_us() - r->sent_us);
+        if (r->fn != NULL)
+            deliver(r, reply);
     }
     request_free(r);
 }
@@ -384,6 +451,7 @@ static struct request *send_argv(struct node *n, struct request *r,
                                               : n->cfg->connect_timeout_ms;
 
     r->node = n;
+    r->sent_us = now;
     r->deadline_us = now + (rl_mono_us)timeout_ms * 1000u;
     /* Requests queued behind the handshake cannot time out before it. */
     if (n->tail != NULL && n->tail->deadline_us > r->deadline_us)
@@ -499,6 +567,7 @@ struct request *node_eval(struct node *n, const struct script *s, int nkeys,
     r->fn = fn;
     r->owner = owner;
     r->slot = slot;
+    r->forget = fn == NULL;
     if (send_argv(n, r, r->argc, r->argv, r->lens) == NULL) {
         request_free(r);
         if (why != NULL)
@@ -522,6 +591,7 @@ void node_eval_or_defer(struct node *n, const struct script *s, int nkeys,
     if (r == NULL)
         return;
     r->node = n;
+    r->forget = true;
     r->deadline_us = expires_us;
     r->next = n->deferred;
     n->deferred = r;

@@ -50,13 +50,24 @@ enum node_state {
 };
 
 /* Counters, read on the loop thread. */
+#define LATENCY_BUCKETS 128 /* 4 per power of two: up to ~2^32 µs */
+
 struct node_stats {
     uint64_t requests;
-    uint64_t errors;   /* error replies */
+    uint64_t errors;        /* error replies */
     uint64_t timeouts;
-    uint64_t down;     /* requests failed because the node was down */
-    uint64_t connects; /* successful handshakes */
+    uint64_t down;          /* requests failed because the node was down */
+    uint64_t connects;      /* successful handshakes */
+    uint64_t votes_for;
+    uint64_t votes_against;
+    uint64_t latency[LATENCY_BUCKETS]; /* reply latency histogram */
+    uint32_t latency_max_us;
 };
+
+/* Count a quorum vote of this node. */
+void node_count_vote(struct node *n, bool granted);
+/* Latency percentile (0 < p <= 100) in µs, from the histogram. */
+uint32_t node_latency_percentile(const struct node *n, double p);
 
 struct node *node_new(struct ev_loop *loop, const struct config *cfg,
                       size_t index);

@@ -92,10 +92,13 @@ static enum verdict count_vote(struct quorum_round *q, size_t slot,
 {
     q->slots[slot].vote = v;
     q->answered++;
-    if (v == VOTE_YES && node_voting(q->nodes[slot]))
+    if (v == VOTE_YES && node_voting(q->nodes[slot])) {
         q->yes++;
-    else
+        node_count_vote(q->nodes[slot], true);
+    } else {
         q->no++;
+        node_count_vote(q->nodes[slot], false);
+    }
     if (v == VOTE_NO)
         q->refused++;
     else if (v == VOTE_ERROR)

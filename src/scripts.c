@@ -9,6 +9,11 @@
  *   extend: 1 = every key holds our token and got the new expiry, 0 = some
  *     key is absent, -1 = some key holds another token. It never recreates
  *     an absent key: that would hide a lapse (§5.4).
+ *   acquire-fenced: like acquire-multi over all keys but the last, which
+ *     is the fence counter; returns {1, counter} or {0} (fence.c).
+ *   fence-write: raise the counter to ARGV[2] if the lock key still holds
+ *     our token (1), else 0. Compared as decimal strings (length, then
+ *     bytes): Lua numbers are doubles.
  * Single-key acquire does not use a script: plain SET NX PX keeps the key
  * layout identical to redsync and node-redlock (§6).
  * The digests are computed once with OpenSSL; node.c sends EVALSHA and
@@ -60,6 +65,27 @@ static struct script scripts[SCRIPT_COUNT] = {
     [SCRIPT_INSPECT] = {
         "inspect",
         "return {redis.call('get', KEYS[1]), redis.call('pttl', KEYS[1])}\n",
+        ""},
+    [SCRIPT_ACQUIRE_FENCED] = {
+        "acquire-fenced",
+        "local n = #KEYS - 1\n"
+        "for i = 1, n do\n"
+        "  if redis.call('exists', KEYS[i]) == 1 then return {0} end\n"
+        "end\n"
+        "for i = 1, n do\n"
+        "  redis.call('set', KEYS[i], ARGV[1], 'PX', ARGV[2])\n"
+        "end\n"
+        "return {1, redis.call('get', KEYS[#KEYS])}\n",
+        ""},
+    [SCRIPT_FENCE_WRITE] = {
+        "fence-write",
+        "if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end\n"
+        "local cur = redis.call('get', KEYS[2])\n"
+        "if not cur or #cur < #ARGV[2] or\n"
+        "   (#cur == #ARGV[2] and cur < ARGV[2]) then\n"
+        "  redis.call('set', KEYS[2], ARGV[2])\n"
+        "end\n"
+        "return 1\n",
         ""},
 };
 

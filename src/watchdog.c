@@ -57,7 +57,8 @@ static void report_lost(struct watchdog *w)
     rl_lost_cb cb = w->lost_cb;
 
     loop_timer_stop(w->timer);
-    lock_mark_lost(w->lock);
+    if (lock_mark_lost(w->lock))
+        client_count(w->lock->client, STAT_LOST);
     w->lost_cb = NULL; /* once */
     if (cb != NULL)
         cb(w->lock, w->privdata);

@@ -38,7 +38,7 @@ for t in build/release/tests/integ_*; do
     [ -x "$t" ] || continue
     name=$(basename "$t")
     log="build/release/valgrind-$name.log"
-    if RL_TEST_UNDER_VALGRIND=1 valgrind --quiet --leak-check=full \
+    if RL_TEST_TIMEOUT_MULTIPLIER=10 valgrind --quiet --leak-check=full \
         --errors-for-leak-kinds=definite,indirect --error-exitcode=99 \
         --log-file="$log" "$t" >"build/release/$name.out" 2>&1; then
         echo "valgrind: $name: 0 errors, 0 leaks"

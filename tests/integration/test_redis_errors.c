@@ -149,6 +149,25 @@ static void make_list(const struct rl_redis *r, const char *key)
     freeReplyObject(rep);
 }
 
+/* Show what was left behind (key, value or type, PTTL). */
+static void print_keys(const struct rl_redis *r)
+{
+    redisReply *keys = harness_cmd(r, "KEYS *");
+
+    for (size_t i = 0; keys != NULL && keys->type == REDIS_REPLY_ARRAY &&
+                       i < keys->elements && i < 10;
+         i++) {
+        const char *k = keys->element[i]->str;
+        char *v = harness_get(r, k);
+
+        fprintf(stderr, "  %s = %s, PTTL %lld\n", k, v ? v : "(not a string)",
+                harness_pttl(r, k));
+        free(v);
+    }
+    if (keys != NULL)
+        freeReplyObject(keys);
+}
+
 static bool node_empty_within(const struct rl_redis *r, int64_t ms)
 {
     int64_t deadline = harness_now_ms() + harness_scale_ms(ms);
@@ -161,6 +180,7 @@ static bool node_empty_within(const struct rl_redis *r, int64_t ms)
         harness_sleep_ms(20);
     } while (harness_now_ms() < deadline);
     fprintf(stderr, "port %d: DBSIZE %lld, want 0\n", r->port, n);
+    print_keys(r);
     return false;
 }
 
@@ -353,6 +373,34 @@ static void test_release_and_extend_work_after_script_flush(void **state)
         assert_true(node_empty_within(&f->r[i], 200));
 }
 
+static void test_rollback_after_script_flush_leaves_no_keys(void **state)
+{
+    struct fx *f = *state;
+    const char *multi[] = { "nsr:a", "nsr:b" };
+    rl_acquire_opts o = { 0 };
+    rl_lock *l = NULL;
+
+    o.ttl_ms = 10000;
+    /* Scripts gone; then only the release script is cached again. */
+    flush_scripts(f);
+    assert_int_equal(rl_acquire(f->c, "nsr:warm", &o, &l), RL_OK);
+    assert_int_equal(rl_release(l), RL_OK);
+    /* nsr:b is taken on nodes 0 and 1: the attempt fails there, and node
+     * 2, briefly paused (less than op_timeout_ms), answers last: NOSCRIPT
+     * for the acquire script, after the rollback was already queued. */
+    for (int i = 0; i < 2; i++)
+        assert_true(harness_ok(
+            harness_cmd(&f->r[i], "SET nsr:b other PX 10000")));
+    assert_int_equal(harness_pause(&f->r[2]), 0);
+    assert_int_equal(rl_acquire_multi(f->c, multi, 2, &o, &l),
+                     RL_ENOTACQUIRED);
+    assert_int_equal(harness_resume(&f->r[2]), 0);
+    /* Whatever order the node runs them in, our keys must not stay (the
+     * pause: a late EVAL resend would land after an early look). */
+    harness_sleep_ms(300);
+    assert_true(node_empty_within(&f->r[2], 200));
+}
+
 /* ---- READONLY ---- */
 
 /* Make r a replica of master and wait until the link is up. */
@@ -428,6 +476,7 @@ int main(void)
                    five),
         NODES_TEST(test_oom_on_a_minority_still_acquires, three),
         NODES_TEST(test_release_and_extend_work_after_script_flush, three),
+        NODES_TEST(test_rollback_after_script_flush_leaves_no_keys, three),
         NODES_TEST(test_readonly_replica_counts_as_a_failed_node, three),
         NODES_TEST(test_readonly_majority_is_no_quorum_quoting_the_error,
                    five),

@@ -409,13 +409,11 @@ static const struct {
 
 static int apply_global(struct cli_opts *o, enum gopt id, const char *v)
 {
-    static bool nodes_from_cli;
-
     switch (id) {
     case G_NODES:
-        if (!nodes_from_cli)
+        if (!o->nodes_from_cli)
             clear_nodes(o);     /* the command line replaces $REDLOCK_NODES */
-        nodes_from_cli = true;
+        o->nodes_from_cli = true;
         return add_nodes(o, v, "--nodes");
     case G_CONNECT_TIMEOUT:
         return opt_u32(o, "connect-timeout", v, 1, 60000,
@@ -682,9 +680,14 @@ int cli_status_exit(const struct cli_opts *o, rl_status st, const char *what)
         code = CLI_EXIT_NOT_ACQUIRED;
         break;
     }
-    if (!o->quiet || code != CLI_EXIT_NOT_ACQUIRED)
-        cli_fail(o, code, "%s: %s%s%s", what, rl_strerror(st),
-                 e[0] != '\0' ? ": " : "", e);
+    /* The detail text names the resource already; fall back to the
+     * status text when there is none. */
+    if (!o->quiet || code != CLI_EXIT_NOT_ACQUIRED) {
+        if (e[0] != '\0')
+            cli_fail(o, code, "%s", e);
+        else
+            cli_fail(o, code, "%s: %s", what, rl_strerror(st));
+    }
     return code;
 }
 

@@ -37,6 +37,7 @@ struct cli_opts {
     const char *prefix;         /* borrowed from argv, or NULL */
     char *password;             /* owned, wiped on free; or NULL */
     bool no_quarantine;         /* rl_config.trust_restarted_nodes */
+    bool nodes_from_cli;        /* -n seen: it replaces $REDLOCK_NODES */
     bool json;
     bool quiet;
     int verbose;                /* -v count */

@@ -381,6 +381,13 @@ static int parse(struct cli_opts *o, int argc, char **argv,
     return 0;
 }
 
+static const char *sig_name(int sig)
+{
+    const char *n = sigabbrev_np(sig);
+
+    return n != NULL ? n : "?";
+}
+
 /* Signal the child's process group (and the child itself). */
 static void signal_child(pid_t pid, int sig)
 {
@@ -436,11 +443,11 @@ static int supervise_child(struct cli_opts *o, struct run_args *a,
                 *lost = true;
                 kill_at = sent;
                 if (!o->quiet)
-                    cli_fail(o, 0, "%s '%s': sending %s to the command%s",
+                    cli_fail(o, 0, "%s '%s': sending SIG%s to the command"
+                             ", SIGKILL when the validity ends",
                              rl_lock_lost(l) ? "lost the lock on"
                                              : "the TTL runs out for",
-                             a->resource, strsignal(a->kill_signal),
-                             ", SIGKILL when the validity ends");
+                             a->resource, sig_name(a->kill_signal));
                 signal_child(pid, a->kill_signal);
             }
         }
@@ -461,8 +468,8 @@ static int supervise_child(struct cli_opts *o, struct run_args *a,
             while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
                 if (si.ssi_signo == SIGCHLD)
                     continue;
-                cli_info(o, "forwarding %s to the command",
-                         strsignal((int)si.ssi_signo));
+                cli_info(o, "forwarding SIG%s to the command",
+                         sig_name((int)si.ssi_signo));
                 signal_child(pid, (int)si.ssi_signo);
             }
         }

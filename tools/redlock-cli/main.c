@@ -111,6 +111,7 @@ static int load_env(struct cli_opts *o)
         fake[2] = (char *)v;
         if (cli_global_option(o, 3, fake, &i) != 1)
             return -1;
+        o->nodes_from_cli = false;
     }
     v = getenv("REDLOCK_PASSWORD");
     if (v != NULL && v[0] != '\0') {
