@@ -18,6 +18,8 @@
 
 #include "fence.h"
 #include "lock.h"
+#include "notify.h"
+#include "reentry.h"
 #include "watchdog.h"
 
 /* Waits longer than this (a century) are treated as RL_WAIT_FOREVER. */
@@ -47,6 +49,9 @@ struct acquire_op {
     char *fence_key;             /* fencing: counter key, else NULL */
     uint64_t fence_max_read;     /* largest counter granting nodes hold */
     char fence_buf[24];          /* the candidate token, decimal */
+    struct notify_waiter waiter; /* woken when the holder releases */
+    pthread_t caller;            /* reentrant: the thread that asked */
+    bool sleeping;               /* between attempts */
     char detail[RL_ERRLEN];
 };
 
@@ -85,11 +90,14 @@ static void finish(struct acquire_op *op, rl_status st)
             roll_back(op, true);
         }
     }
+    notify_unwait(c->notify, &op->waiter);
     round_clear(&op->round);
     loop_timer_free(op->retry_timer);
     free(op->fence_key);
     if (st == RL_OK) {
         lock = op->lock;
+        if (op->opts.reentrant)
+            reentry_mark(lock, op->caller);
         client_lock_add(c, lock);
         client_count(c, STAT_ACQUIRED);
         rl_error_clear();
@@ -109,6 +117,18 @@ static void cancel(struct op *base)
     snprintf(op->detail, sizeof(op->detail),
              "acquire of '%s' canceled: client freed", op->lock->resource);
     finish(op, RL_ECANCELED);
+}
+
+/* The holder released (or our subscription just became active): try
+ * again now rather than at the end of the retry delay. */
+static void released_elsewhere(void *arg)
+{
+    struct acquire_op *op = arg;
+
+    if (!op->sleeping)
+        return; /* an attempt is in flight */
+    loop_timer_stop(op->retry_timer);
+    attempt(op);
 }
 
 static bool may_retry(struct acquire_op *op, rl_mono_us now)
@@ -142,6 +162,12 @@ static void attempt_failed(struct acquire_op *op, rl_status st)
                1000u;
     if (op->wait_deadline_us != 0 && now + delay_us > op->wait_deadline_us)
         delay_us = op->wait_deadline_us - now;
+    /* Held by someone else: also wake when they release (best effort;
+     * the timer is the fallback). */
+    if (st == RL_ENOTACQUIRED)
+        notify_wait(c->notify, &op->waiter, op->lock->keys[0],
+                    op->lock->key_lens[0], released_elsewhere, op);
+    op->sleeping = true;
     loop_timer_arm(op->retry_timer, delay_us);
 }
 
@@ -318,6 +344,7 @@ static void attempt(void *arg)
     enum verdict v;
     size_t i;
 
+    op->sleeping = false;
     op->phase = PHASE_ACQUIRE;
     op->fence_max_read = 0;
     if (op->fence_key != NULL) {
@@ -394,6 +421,9 @@ rl_status acquire_submit(rl_client *c, const char *const *resources,
         if (st != RL_OK)
             return st;
     }
+    if (o != NULL && o->reentrant && count == 1 &&
+        reentry_acquire(c, resources[0], cb, privdata, &st))
+        return st;
     op = calloc(1, sizeof(*op));
     if (op == NULL)
         return rl_fail(RL_ENOMEM, "out of memory for an acquire");
@@ -422,6 +452,7 @@ rl_status acquire_submit(rl_client *c, const char *const *resources,
     op->base.cancel = cancel;
     op->cb = cb;
     op->privdata = privdata;
+    op->caller = pthread_self();
     op->ttl_ms = ttl;
     snprintf(op->ttl_buf, sizeof(op->ttl_buf), "%u", ttl);
     op->min_validity_ms = o != NULL ? o->min_validity_ms : 0;

@@ -22,6 +22,7 @@
 #include "client.h"
 #include "inspect.h"
 #include "lock.h"
+#include "notify.h"
 #include "watchdog.h"
 
 struct client_loop {
@@ -177,6 +178,8 @@ static void shutdown_on_loop(rl_client *c)
     }
     c->locks = NULL;
     pthread_mutex_unlock(&c->mutex);
+    notify_free(c->notify);
+    c->notify = NULL;
     for (i = 0; i < c->node_count; i++) {
         node_free(c->nodes[i]);
         c->nodes[i] = NULL;
@@ -276,6 +279,7 @@ static void client_destroy(rl_client *c)
         for (i = 0; i < c->node_count; i++)
             node_free(c->nodes[i]);
     }
+    notify_free(c->notify);
     free(c->nodes);
     free(c->loop);
     pthread_mutex_destroy(&c->mutex);
@@ -295,6 +299,9 @@ static rl_status client_setup(rl_client *c)
     c->loop->loop = c->loop->owned ? ev_loop_new(EVFLAG_AUTO) : c->cfg.loop;
     if (c->loop->loop == NULL)
         return rl_fail(RL_ESYSTEM, "cannot create a libev loop");
+    c->notify = notify_new(c->loop->loop, &c->cfg);
+    if (c->notify == NULL)
+        return rl_fail(RL_ENOMEM, "out of memory for notifications");
     c->node_count = c->cfg.node_count;
     for (i = 0; i < c->node_count; i++) {
         c->nodes[i] = node_new(c->loop->loop, &c->cfg, i);

@@ -40,6 +40,7 @@ struct rl_client {
     struct node **nodes;
     size_t node_count;
     struct client_loop *loop;
+    struct notify *notify;       /* release notifications (loop thread) */
     pthread_mutex_t mutex;       /* guards queued ops and the lock list */
     struct op *queued;           /* submitted, not started (mutex) */
     struct op *queued_tail;

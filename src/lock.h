@@ -37,6 +37,9 @@ struct rl_lock {
     atomic_bool watched;           /* a watchdog is running or starting */
     atomic_int lost_fd;            /* eventfd made on demand, -1 none */
     uint64_t fence;                /* fencing token, 0 without fencing */
+    unsigned holds;                /* reentrant holds; 0 = not reentrant
+                                      (client mutex) */
+    pthread_t owner;               /* reentrant: the holding thread */
 };
 
 /* Build a handle: copies the names, applies the prefix, generates a token

@@ -17,6 +17,7 @@
 
 #include "extend.h"
 #include "lock.h"
+#include "reentry.h"
 #include "watchdog.h"
 
 struct release_op {
@@ -141,6 +142,8 @@ rl_status rl_release_async(rl_lock *l, rl_release_cb cb, void *privdata)
     if (l->client == NULL)
         return rl_fail(RL_EMISUSE,
                        "the lock's client was freed: use rl_lock_free");
+    if (reentry_release(l, cb, privdata, &st))
+        return st;
     op = calloc(1, sizeof(*op));
     if (op == NULL)
         return rl_fail(RL_ENOMEM, "out of memory for a release");

@@ -1,0 +1,324 @@
+/* notify.c -- release notifications (DESIGN §5.5).
+ *
+ * The release script publishes on redlock:release:<key>. A waiting acquire
+ * (one that was refused and sleeps before its next attempt) registers a
+ * notify_waiter for its key; the first message from any node wakes it to
+ * retry at once instead of sleeping out its retry delay. Polling with
+ * jitter stays as the fallback: a crashed holder publishes nothing, and a
+ * message can be lost while a subscriber connection is down.
+ *
+ * One subscriber connection per node, separate from the command
+ * connection (a subscribed hiredis context accepts no other commands), is
+ * opened the first time anybody waits and then kept. Channels are
+ * refcounted: SUBSCRIBE when the first waiter of a key arrives, UNSUBSCRIBE
+ * when the last one leaves; after a reconnect every live channel is
+ * subscribed again. The confirmation of a SUBSCRIBE also wakes the
+ * channel's waiters once: a release that happened between the refused
+ * attempt and the subscription would otherwise go unnoticed.
+ *
+ * This is the one module besides node.c that talks to hiredis: it owns
+ * the subscriber contexts. Their privdata is the per-node struct
+ * sub_conn, which outlives the contexts (notify_free frees the contexts
+ * first, which fires every callback with NULL). Loop thread only. */
+#include <ev.h>
+#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
+#include <hiredis/adapters/libev.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "notify.h"
+
+#define CHANNEL_PREFIX "redlock:release:"
+#define RECONNECT_S 0.5
+
+struct channel {
+    struct channel *next;
+    char *name;                  /* CHANNEL_PREFIX + key */
+    size_t len;
+    struct notify_waiter *waiters;
+};
+
+struct sub_conn {
+    struct notify *nt;
+    const struct node_addr *addr;
+    redisAsyncContext *ac;       /* NULL when not connected */
+    ev_timer retry;
+};
+
+struct notify {
+    struct ev_loop *loop;
+    const struct config *cfg;
+    struct sub_conn *conns;      /* one per node */
+    size_t count;
+    struct channel *channels;
+    bool closing;
+};
+
+static void conn_start(struct sub_conn *sc);
+
+/* ---- Channels ----------------------------------------------------------- */
+
+static struct channel *channel_find(struct notify *nt, const char *name,
+                                    size_t len)
+{
+    struct channel *ch;
+
+    for (ch = nt->channels; ch != NULL; ch = ch->next) {
+        if (ch->len == len && memcmp(ch->name, name, len) == 0)
+            return ch;
+    }
+    return NULL;
+}
+
+static void send_channel(struct sub_conn *sc, const char *verb,
+                         const struct channel *ch);
+
+/* Wake every waiter of the channel; each wake may unregister itself. */
+static void channel_wake(struct notify *nt, const char *name, size_t len)
+{
+    struct channel *ch = channel_find(nt, name, len);
+    struct notify_waiter *w, *next;
+
+    if (ch == NULL)
+        return;
+    for (w = ch->waiters; w != NULL; w = next) {
+        next = w->next;
+        w->wake(w->arg);
+    }
+}
+
+/* ---- Subscriber connections --------------------------------------------- */
+
+static void on_message(redisAsyncContext *ac, void *reply_ptr, void *privdata)
+{
+    struct sub_conn *sc = privdata;
+    const redisReply *r = reply_ptr;
+    const redisReply *kind;
+    const redisReply *chan;
+
+    RL_UNUSED(ac);
+    if (r == NULL || sc->nt->closing || r->type != REDIS_REPLY_ARRAY ||
+        r->elements < 2)
+        return;
+    kind = r->element[0];
+    chan = r->element[1];
+    if (kind->type != REDIS_REPLY_STRING || chan->type != REDIS_REPLY_STRING)
+        return;
+    if (strcmp(kind->str, "message") == 0 ||
+        strcmp(kind->str, "subscribe") == 0)
+        channel_wake(sc->nt, chan->str, (size_t)chan->len);
+}
+
+static void send_channel(struct sub_conn *sc, const char *verb,
+                         const struct channel *ch)
+{
+    if (sc->ac == NULL)
+        return;
+    redisAsyncCommand(sc->ac, strcmp(verb, "SUBSCRIBE") == 0 ? on_message
+                                                            : NULL,
+                      sc, "%s %b", verb, ch->name, ch->len);
+}
+
+static void on_auth(redisAsyncContext *ac, void *reply_ptr, void *privdata)
+{
+    struct sub_conn *sc = privdata;
+    const redisReply *r = reply_ptr;
+
+    RL_UNUSED(ac);
+    if (r != NULL && r->type == REDIS_REPLY_ERROR)
+        config_log(sc->nt->cfg, RL_LOG_WARN,
+                   "node %s: notifications: AUTH failed: %s",
+                   sc->addr->display, r->str);
+}
+
+static void schedule_retry(struct sub_conn *sc)
+{
+    if (sc->nt->closing || sc->nt->channels == NULL)
+        return;
+    ev_timer_stop(sc->nt->loop, &sc->retry);
+    ev_timer_set(&sc->retry, RECONNECT_S, 0.0);
+    ev_timer_start(sc->nt->loop, &sc->retry);
+}
+
+static void on_connect(const redisAsyncContext *ac, int status)
+{
+    struct sub_conn *sc = ac->data;
+
+    if (status == REDIS_OK || sc->ac != ac)
+        return;
+    sc->ac = NULL; /* hiredis frees it after this callback */
+    schedule_retry(sc);
+}
+
+static void on_disconnect(const redisAsyncContext *ac, int status)
+{
+    struct sub_conn *sc = ac->data;
+
+    RL_UNUSED(status);
+    if (sc->ac != ac)
+        return;
+    sc->ac = NULL;
+    schedule_retry(sc);
+}
+
+static void on_retry(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    RL_UNUSED(loop);
+    RL_UNUSED(revents);
+    conn_start(w->data);
+}
+
+static void conn_start(struct sub_conn *sc)
+{
+    const struct node_addr *a = sc->addr;
+    redisAsyncContext *ac;
+    struct channel *ch;
+
+    if (sc->ac != NULL || sc->nt->closing)
+        return;
+    ac = a->kind == ADDR_UNIX ? redisAsyncConnectUnix(a->path)
+                              : redisAsyncConnect(a->ip, a->port);
+    if (ac == NULL)
+        return;
+    if (ac->err || redisLibevAttach(sc->nt->loop, ac) != REDIS_OK) {
+        redisAsyncFree(ac);
+        schedule_retry(sc);
+        return;
+    }
+    ac->data = sc;
+    redisAsyncSetConnectCallback(ac, on_connect);
+    redisAsyncSetDisconnectCallback(ac, on_disconnect);
+    sc->ac = ac;
+    if (a->password != NULL && a->user != NULL)
+        redisAsyncCommand(ac, on_auth, sc, "AUTH %s %s", a->user,
+                          a->password);
+    else if (a->password != NULL)
+        redisAsyncCommand(ac, on_auth, sc, "AUTH %s", a->password);
+    for (ch = sc->nt->channels; ch != NULL; ch = ch->next)
+        send_channel(sc, "SUBSCRIBE", ch);
+}
+
+/* ---- API ---------------------------------------------------------------- */
+
+struct notify *notify_new(struct ev_loop *loop, const struct config *cfg)
+{
+    struct notify *nt = calloc(1, sizeof(*nt));
+    size_t i;
+
+    if (nt == NULL)
+        return NULL;
+    nt->conns = calloc(cfg->node_count, sizeof(*nt->conns));
+    if (nt->conns == NULL) {
+        free(nt);
+        return NULL;
+    }
+    nt->loop = loop;
+    nt->cfg = cfg;
+    nt->count = cfg->node_count;
+    for (i = 0; i < nt->count; i++) {
+        nt->conns[i].nt = nt;
+        nt->conns[i].addr = &cfg->addrs[i];
+        ev_timer_init(&nt->conns[i].retry, on_retry, 0.0, 0.0);
+        nt->conns[i].retry.data = &nt->conns[i];
+    }
+    return nt;
+}
+
+void notify_free(struct notify *nt)
+{
+    struct channel *ch, *next;
+    redisAsyncContext *ac;
+    size_t i;
+
+    if (nt == NULL)
+        return;
+    nt->closing = true;
+    for (i = 0; i < nt->count; i++) {
+        ev_timer_stop(nt->loop, &nt->conns[i].retry);
+        ac = nt->conns[i].ac;
+        nt->conns[i].ac = NULL;
+        if (ac != NULL)
+            redisAsyncFree(ac);
+    }
+    for (ch = nt->channels; ch != NULL; ch = next) {
+        next = ch->next;
+        free(ch->name);
+        free(ch);
+    }
+    free(nt->conns);
+    free(nt);
+}
+
+rl_status notify_wait(struct notify *nt, struct notify_waiter *w,
+                      const char *key, size_t key_len,
+                      void (*wake)(void *arg), void *arg)
+{
+    size_t plen = strlen(CHANNEL_PREFIX);
+    struct channel *ch;
+    char *name;
+    size_t i;
+
+    if (w->channel != NULL)
+        return RL_OK; /* already waiting */
+    name = malloc(plen + key_len + 1);
+    if (name == NULL)
+        return rl_fail(RL_ENOMEM, "out of memory for a notification");
+    memcpy(name, CHANNEL_PREFIX, plen);
+    memcpy(name + plen, key, key_len);
+    name[plen + key_len] = '\0';
+    ch = channel_find(nt, name, plen + key_len);
+    if (ch != NULL) {
+        free(name);
+    } else {
+        ch = calloc(1, sizeof(*ch));
+        if (ch == NULL) {
+            free(name);
+            return rl_fail(RL_ENOMEM, "out of memory for a notification");
+        }
+        ch->name = name;
+        ch->len = plen + key_len;
+        ch->next = nt->channels;
+        nt->channels = ch;
+        for (i = 0; i < nt->count; i++) {
+            send_channel(&nt->conns[i], "SUBSCRIBE", ch);
+            conn_start(&nt->conns[i]);
+        }
+    }
+    w->wake = wake;
+    w->arg = arg;
+    w->channel = ch;
+    w->prev = NULL;
+    w->next = ch->waiters;
+    if (ch->waiters != NULL)
+        ch->waiters->prev = w;
+    ch->waiters = w;
+    return RL_OK;
+}
+
+void notify_unwait(struct notify *nt, struct notify_waiter *w)
+{
+    struct channel *ch = w->channel;
+    struct channel **pp;
+    size_t i;
+
+    if (ch == NULL)
+        return;
+    if (w->prev != NULL)
+        w->prev->next = w->next;
+    else
+        ch->waiters = w->next;
+    if (w->next != NULL)
+        w->next->prev = w->prev;
+    w->prev = w->next = NULL;
+    w->channel = NULL;
+    if (ch->waiters != NULL)
+        return;
+    for (i = 0; i < nt->count; i++)
+        send_channel(&nt->conns[i], "UNSUBSCRIBE", ch);
+    for (pp = &nt->channels; *pp != ch; pp = &(*pp)->next)
+        ;
+    *pp = ch->next;
+    free(ch->name);
+    free(ch);
+}
