@@ -212,8 +212,10 @@ RL_API rl_status rl_acquire_multi(rl_client *c, const char *const *resources,
 RL_API rl_status rl_extend(rl_lock *l, uint32_t ttl_ms);
 
 /* Release the lock on all nodes and free l (consumes l: the pointer is dead
- * after the call, whatever the result). RL_OK: released (or, for an adopted
- * token, released or already free). RL_ELOST: the validity had already run
+ * after the call, whatever the result -- except RL_EINVAL and RL_EMISUSE,
+ * which leave l untouched). A reentrant lock held n > 1 times only drops
+ * one hold (RL_OK, l stays valid, Redis untouched). RL_OK: released (or,
+ * for an adopted token, released or already free). RL_ELOST: the validity had already run
  * out before the release (keys deleted where still ours).
  * RL_ENOTACQUIRED: a majority holds another token. RL_ENOQUORUM: too few
  * nodes answered (keys expire by themselves). NULL returns RL_EINVAL.
@@ -238,7 +240,9 @@ RL_API int64_t rl_lock_validity_ms(const rl_lock *l);
 RL_API const char *rl_lock_token(const rl_lock *l);
 /* The first resource name (without prefix). Borrowed. */
 RL_API const char *rl_lock_resource(const rl_lock *l);
-/* Nodes that voted for the winning round. */
+/* Voting nodes that had granted when the winning round was decided (the
+ * round decides at the quorum, so usually exactly the quorum; the other
+ * nodes still get the command). */
 RL_API unsigned rl_lock_nodes_ok(const rl_lock *l);
 /* True once the lock is known lost (extend said so, or validity ran out
  * while a renewal was expected). */

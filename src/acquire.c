@@ -197,6 +197,7 @@ static void acquired(struct acquire_op *op)
     atomic_store(&op->lock->deadline_us,
                  validity_deadline(op->ttl_ms, c->cfg.drift_factor, op->t0));
     op->lock->ttl_ms = op->ttl_ms;
+    op->lock->acquired_us = op->t0;
     finish(op, RL_OK);
 }
 

@@ -155,7 +155,7 @@ rl_status rl_release(rl_lock *l)
         return rl_fail(RL_EINVAL, "lock is NULL");
     if (l->client == NULL) {
         rl_lock_free(l);
-        return rl_fail(RL_EMISUSE,
+        return rl_fail(RL_ECANCELED,
                        "the lock's client was freed; handle freed");
     }
     st = waiter_check(l->client, "rl_release");

@@ -10,6 +10,9 @@
  * means the lock is gone: it is marked lost and the caller gets RL_ELOST.
  * Fewer answers than a quorum leave the validity as it was (RL_ENOQUORUM),
  * so the caller can retry while validity remains.
+ * Exception: a node that restarted since we acquired (its start time is
+ * later than our acquisition) lost our key for a reason that hides
+ * nothing; it gets SET NX again first so it blocks others.
  * At most one extend per lock is in flight (lock->extending). */
 #include <stdio.h>
 #include <string.h>
@@ -121,6 +124,34 @@ static void decided(void *owner, enum verdict v)
     finish(op, RL_ENOQUORUM);
 }
 
+/* A node that started after we acquired has lost our key: put it back
+ * with SET NX (never overwriting anybody) so the node blocks others
+ * again. It only votes once it is older than max_ttl_ms (§5.7); the
+ * extend round that follows counts it like any other node. */
+static void restore_on_restarted_nodes(struct extend_op *op)
+{
+    struct rl_lock *l = op->lock;
+    rl_client *c = op->base.client;
+    const char *argv[6] = {"SET", NULL, l->token, "NX", "PX", op->ttl_buf};
+    size_t lens[6];
+    size_t i, k;
+    rl_mono_us up;
+
+    if (l->acquired_us == 0)
+        return; /* adopted: we do not know when it was acquired */
+    for (i = 0; i < c->node_count; i++) {
+        up = node_up_since(c->nodes[i]);
+        if (up == 0 || up <= l->acquired_us)
+            continue;
+        for (k = 0; k < l->nkeys; k++) {
+            argv[1] = l->keys[k];
+            for (int j = 0; j < 6; j++)
+                lens[j] = strlen(argv[j]);
+            node_send(c->nodes[i], 6, argv, lens, NULL, NULL, 0, NULL);
+        }
+    }
+}
+
 static void start(struct op *base)
 {
     struct extend_op *op = (struct extend_op *)base;
@@ -141,6 +172,7 @@ static void start(struct op *base)
         finish(op, RL_ELOST);
         return;
     }
+    restore_on_restarted_nodes(op);
     lock_script_cmd(l, SCRIPT_EXTEND, op->ttl_buf, &cmd);
     v = round_start(&op->round, ROUND_EARLY, &cmd.cmd, classify, decided, op);
     if (v != VERDICT_PENDING)

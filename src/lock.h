@@ -27,6 +27,7 @@ struct rl_lock {
     char token[RL_MAX_TOKEN_LEN + 1]; /* ours: TOKEN_HEX_LEN hex digits */
     uint32_t ttl_ms;               /* TTL acquired with (adopted: first
                                       extended with); 0 unknown */
+    rl_mono_us acquired_us;        /* start of the winning round */
     _Atomic uint64_t deadline_us;  /* validity end, boottime µs; 0 unknown */
     atomic_bool lost;
     atomic_bool extending;         /* an extend is queued or in flight */

@@ -914,6 +914,11 @@ int64_t node_uptime_ms(const struct node *n)
                                 : 0;
 }
 
+rl_mono_us node_up_since(const struct node *n)
+{
+    return n->up_since_us;
+}
+
 bool node_voting(const struct node *n)
 {
     if (n->state != NODE_READY)

@@ -112,6 +112,9 @@ const char *node_last_error(const struct node *n);
 const char *node_run_id(const struct node *n);
 const char *node_version(const struct node *n);
 int64_t node_uptime_ms(const struct node *n);
+/* When the server started (boottime µs, rounded late by < 1 s); 0 if
+ * unknown. */
+rl_mono_us node_up_since(const struct node *n);
 const struct node_stats *node_get_stats(const struct node *n);
 
 #endif
