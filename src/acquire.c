@@ -201,16 +201,6 @@ static void acquired(struct acquire_op *op)
     finish(op, RL_OK);
 }
 
-static enum vote classify_fence(void *owner, size_t slot,
-                                const struct node_reply *r)
-{
-    RL_UNUSED(owner);
-    RL_UNUSED(slot);
-    if (r->kind != REPLY_INTEGER)
-        return VOTE_ERROR;
-    return r->integer == 1 ? VOTE_YES : VOTE_NO;
-}
-
 static void fence_decided(void *owner, enum verdict v)
 {
     struct acquire_op *op = owner;
@@ -257,7 +247,7 @@ static void fence_write(struct acquire_op *op)
     cmd = (struct round_cmd){script_get(SCRIPT_FENCE_WRITE), 2, 4, argv,
                              lens};
     op->phase = PHASE_FENCE;
-    v = round_start(&op->round, ROUND_EARLY, &cmd, classify_fence,
+    v = round_start(&op->round, ROUND_EARLY, &cmd, round_classify_one,
                     fence_decided, op);
     if (v != VERDICT_PENDING)
         fence_decided(op, v);

@@ -68,16 +68,6 @@ void extend_cancel_inflight(struct rl_lock *l)
         cancel(&l->extend->base);
 }
 
-static enum vote classify(void *owner, size_t slot,
-                          const struct node_reply *r)
-{
-    RL_UNUSED(owner);
-    RL_UNUSED(slot);
-    if (r->kind != REPLY_INTEGER)
-        return VOTE_ERROR;
-    return r->integer == 1 ? VOTE_YES : VOTE_NO;
-}
-
 static void decided(void *owner, enum verdict v)
 {
     struct extend_op *op = owner;
@@ -174,7 +164,8 @@ static void start(struct op *base)
     }
     restore_on_restarted_nodes(op);
     lock_script_cmd(l, SCRIPT_EXTEND, op->ttl_buf, &cmd);
-    v = round_start(&op->round, ROUND_EARLY, &cmd.cmd, classify, decided, op);
+    v = round_start(&op->round, ROUND_EARLY, &cmd.cmd, round_classify_one,
+                    decided, op);
     if (v != VERDICT_PENDING)
         decided(op, v);
 }

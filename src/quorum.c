@@ -34,6 +34,16 @@ enum verdict quorum_verdict(size_t n, size_t yes, size_t no)
     return VERDICT_PENDING;
 }
 
+enum vote round_classify_one(void *owner, size_t slot,
+                             const struct node_reply *r)
+{
+    RL_UNUSED(owner);
+    RL_UNUSED(slot);
+    if (r->kind != REPLY_INTEGER)
+        return VOTE_ERROR;
+    return r->integer == 1 ? VOTE_YES : VOTE_NO;
+}
+
 rl_status round_init(struct quorum_round *q, struct node **nodes, size_t n)
 {
     memset(q, 0, sizeof(*q));

@@ -54,6 +54,11 @@ typedef enum vote round_classify_fn(void *owner, size_t slot,
  * owner may free the round (and itself) inside. */
 typedef void round_done_fn(void *owner, enum verdict v);
 
+/* Classifier for scripts that answer 1 (granted) or another integer
+ * (refused); anything else is an error. */
+enum vote round_classify_one(void *owner, size_t slot,
+                             const struct node_reply *r);
+
 struct round_slot {
     struct request *req; /* in flight, or NULL */
     enum vote vote;
