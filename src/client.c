@@ -124,7 +124,13 @@ rl_status client_submit(rl_client *c, struct op *op)
         c->queued = op;
     c->queued_tail = op;
     pthread_mutex_unlock(&c->mutex);
-    ev_async_send(c->loop->loop, &c->loop->wake);
+    /* On the loop thread (a callback, or an external loop) there is no
+     * need to wake anybody: make the watcher pending, which runs the queue
+     * later in this same iteration, without a syscall. */
+    if (!c->loop->owned || client_on_loop_thread(c))
+        ev_feed_event(c->loop->loop, &c->loop->wake, EV_ASYNC);
+    else
+        ev_async_send(c->loop->loop, &c->loop->wake);
     return RL_OK;
 }
 

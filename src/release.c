@@ -3,8 +3,8 @@
  *
  * The release script deletes each key only where it still holds our token
  * and publishes on redlock:release:<key> so waiters wake at once (§5.5).
- * It goes to every node and waits for every answer (or timeout): the
- * result tells the caller the truth about the lock it held --
+ * It goes to every node; the result tells the caller the truth about the
+ * lock it held --
  *   RL_OK           released while still valid (adopted token: released
  *                   or already free),
  *   RL_ELOST        validity had run out first, or no node still had it,
@@ -127,7 +127,11 @@ static void start(struct op *base)
     extend_cancel_inflight(op->lock);
     op->expired_before = lock_remaining_us(op->lock) <= 0;
     lock_script_cmd(op->lock, SCRIPT_RELEASE, NULL, &cmd);
-    v = round_start(&op->round, ROUND_ALL, &cmd.cmd, classify, decided, op);
+    /* Our own lock: decide once a majority deleted it (or cannot have).
+     * An adopted token waits for every node, so "held by another token"
+     * is told apart from "already free" exactly (the CLI's exit code). */
+    v = round_start(&op->round, op->lock->adopted ? ROUND_ALL : ROUND_EARLY,
+                    &cmd.cmd, classify, decided, op);
     if (v != VERDICT_PENDING)
         decided(op, v);
 }
