@@ -349,6 +349,7 @@ typedef struct rl_holder_info {
     char token[132];          /* holder's token, "" when free */
     int64_t pttl_ms;          /* remaining TTL; -2 when free, -1 no expiry */
     char error[RL_ERROR_LEN];
+    bool voting;              /* its vote counts (not quarantined, §5.7) */
 } rl_holder_info;
 
 /* Read the resource's key on every node (out[i] for node i, up to cap;

@@ -164,9 +164,11 @@ static void attempt_failed(struct acquire_op *op, rl_status st)
         delay_us = op->wait_deadline_us - now;
     /* Held by someone else: also wake when they release (best effort;
      * the timer is the fallback). */
-    if (st == RL_ENOTACQUIRED)
+    if (st == RL_ENOTACQUIRED &&
         notify_wait(c->notify, &op->waiter, op->lock->keys[0],
-                    op->lock->key_lens[0], released_elsewhere, op);
+                    op->lock->key_lens[0], op->lock->token, op->t0,
+                    released_elsewhere, op))
+        delay_us = 0; /* released while our attempt was in flight */
     op->sleeping = true;
     loop_timer_arm(op->retry_timer, delay_us);
 }

@@ -84,6 +84,7 @@ static enum vote classify_status(struct inspect_op *op, size_t slot,
         return VOTE_ERROR;
     }
     h->reachable = true;
+    h->voting = node_voting(op->round.nodes[slot]);
     if (r->element[0].kind == REPLY_STRING)
         copy_text(h->token, sizeof(h->token), &r->element[0]);
     h->pttl_ms = r->element[1].integer;

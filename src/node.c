@@ -427,10 +427,11 @@ static void on_reply(redisAsyncContext *ac, void *reply_ptr, void *privdata)
     } else if (r->role != REQ_USER) {
         handshake_reply(n, r, reply);
     } else if (r->script != NULL && is_noscript(reply)) {
-        /* Resend only if somebody still needs it to run. An owner that
-         * gave up (a decided round) may already have sent a rollback that
-         * a late EVAL would overtake, leaving keys behind. */
-        if ((r->fn != NULL || r->forget) && resend_as_eval(n, r))
+        /* Resend, unless it would create keys nobody waits for: an owner
+         * that gave up (a decided round) may already have sent a rollback
+         * that a late EVAL would overtake, leaving keys behind. */
+        if ((r->fn != NULL || r->forget || !r->script->creates_keys) &&
+            resend_as_eval(n, r))
             return;
     } else {
         record_latency(n, mono_now_us() - r->sent_us);

@@ -9,12 +9,16 @@
  *
  * One subscriber connection per node, separate from the command
  * connection (a subscribed hiredis context accepts no other commands), is
- * opened the first time anybody waits and then kept. Channels are
- * refcounted: SUBSCRIBE when the first waiter of a key arrives, UNSUBSCRIBE
- * when the last one leaves; after a reconnect every live channel is
- * subscribed again. The confirmation of a SUBSCRIBE also wakes the
- * channel's waiters once: a release that happened between the refused
- * attempt and the subscription would otherwise go unnoticed.
+ * opened the first time anybody waits and then kept. A channel is
+ * subscribed when the first waiter of a key arrives and stays subscribed
+ * while idle (up to MAX_IDLE_CHANNELS), so contended keys are not
+ * resubscribed on every hand-off; after a reconnect every channel is
+ * subscribed again. A release between the refused attempt and the
+ * registration of its waiter must not go unnoticed: the first
+ * confirmation of a new subscription wakes the waiters once, and on an
+ * existing one notify_wait reports a release seen since the attempt
+ * started. Messages carry the releaser's token; a waiter ignores its own
+ * (its rollback), or it would wake itself while the holder still holds.
  *
  * This is the one module besides node.c that talks to hiredis: it owns
  * the subscriber contexts. Their privdata is the per-node struct
@@ -31,11 +35,14 @@
 
 #define CHANNEL_PREFIX "redlock:release:"
 #define RECONNECT_S 0.5
+#define MAX_IDLE_CHANNELS 1024 /* subscriptions kept with nobody waiting */
 
 struct channel {
     struct channel *next;
     char *name;                  /* CHANNEL_PREFIX + key */
     size_t len;
+    bool confirmed;              /* a node confirmed the subscription */
+    rl_mono_us last_release_us;  /* last message (not a confirmation) */
     struct notify_waiter *waiters;
 };
 
@@ -52,6 +59,7 @@ struct notify {
     struct sub_conn *conns;      /* one per node */
     size_t count;
     struct channel *channels;
+    size_t idle;                 /* channels without waiters */
     bool closing;
 };
 
@@ -74,16 +82,30 @@ static struct channel *channel_find(struct notify *nt, const char *name,
 static void send_channel(struct sub_conn *sc, const char *verb,
                          const struct channel *ch);
 
-/* Wake every waiter of the channel; each wake may unregister itself. */
-static void channel_wake(struct notify *nt, const char *name, size_t len)
+/* Wake the channel's waiters; each wake may unregister itself. token is
+ * the releaser's (NULL for a subscription confirmation): a waiter is not
+ * woken by its own rollback, or it would chase its own tail while the
+ * holder still holds. Only the first confirmation wakes anybody. */
+static void channel_wake(struct notify *nt, const char *name, size_t len,
+                         const char *token, size_t token_len)
 {
     struct channel *ch = channel_find(nt, name, len);
     struct notify_waiter *w, *next;
 
     if (ch == NULL)
         return;
+    if (token == NULL) {
+        if (ch->confirmed)
+            return;
+        ch->confirmed = true;
+    } else {
+        ch->last_release_us = mono_now_us();
+    }
     for (w = ch->waiters; w != NULL; w = next) {
         next = w->next;
+        if (token != NULL && token_len == strlen(w->token) &&
+            memcmp(token, w->token, token_len) == 0)
+            continue;
         w->wake(w->arg);
     }
 }
@@ -105,9 +127,12 @@ static void on_message(redisAsyncContext *ac, void *reply_ptr, void *privdata)
     chan = r->element[1];
     if (kind->type != REDIS_REPLY_STRING || chan->type != REDIS_REPLY_STRING)
         return;
-    if (strcmp(kind->str, "message") == 0 ||
-        strcmp(kind->str, "subscribe") == 0)
-        channel_wake(sc->nt, chan->str, (size_t)chan->len);
+    if (strcmp(kind->str, "message") == 0 && r->elements >= 3 &&
+        r->element[2]->type == REDIS_REPLY_STRING)
+        channel_wake(sc->nt, chan->str, (size_t)chan->len,
+                     r->element[2]->str, (size_t)r->element[2]->len);
+    else if (strcmp(kind->str, "subscribe") == 0)
+        channel_wake(sc->nt, chan->str, (size_t)chan->len, NULL, 0);
 }
 
 static void send_channel(struct sub_conn *sc, const char *verb,
@@ -250,57 +275,92 @@ void notify_free(struct notify *nt)
     free(nt);
 }
 
-rl_status notify_wait(struct notify *nt, struct notify_waiter *w,
-                      const char *key, size_t key_len,
-                      void (*wake)(void *arg), void *arg)
+static struct channel *channel_add(struct notify *nt, const char *key,
+                                   size_t key_len)
+{
+    size_t plen = strlen(CHANNEL_PREFIX);
+    struct channel *ch = calloc(1, sizeof(*ch));
+    size_t i;
+
+    if (ch == NULL)
+        return NULL;
+    ch->name = malloc(plen + key_len + 1);
+    if (ch->name == NULL) {
+        free(ch);
+        return NULL;
+    }
+    memcpy(ch->name, CHANNEL_PREFIX, plen);
+    memcpy(ch->name + plen, key, key_len);
+    ch->name[plen + key_len] = '\0';
+    ch->len = plen + key_len;
+    ch->next = nt->channels;
+    nt->channels = ch;
+    nt->idle++;
+    for (i = 0; i < nt->count; i++) {
+        send_channel(&nt->conns[i], "SUBSCRIBE", ch);
+        conn_start(&nt->conns[i]);
+    }
+    return ch;
+}
+
+bool notify_wait(struct notify *nt, struct notify_waiter *w, const char *key,
+                 size_t key_len, const char *token, rl_mono_us since_us,
+                 void (*wake)(void *arg), void *arg)
 {
     size_t plen = strlen(CHANNEL_PREFIX);
     struct channel *ch;
-    char *name;
-    size_t i;
 
     if (w->channel != NULL)
-        return RL_OK; /* already waiting */
-    name = malloc(plen + key_len + 1);
-    if (name == NULL)
-        return rl_fail(RL_ENOMEM, "out of memory for a notification");
-    memcpy(name, CHANNEL_PREFIX, plen);
-    memcpy(name + plen, key, key_len);
-    name[plen + key_len] = '\0';
-    ch = channel_find(nt, name, plen + key_len);
-    if (ch != NULL) {
-        free(name);
-    } else {
-        ch = calloc(1, sizeof(*ch));
-        if (ch == NULL) {
-            free(name);
-            return rl_fail(RL_ENOMEM, "out of memory for a notification");
-        }
-        ch->name = name;
-        ch->len = plen + key_len;
-        ch->next = nt->channels;
-        nt->channels = ch;
-        for (i = 0; i < nt->count; i++) {
-            send_channel(&nt->conns[i], "SUBSCRIBE", ch);
-            conn_start(&nt->conns[i]);
-        }
+        return false; /* already waiting */
+    for (ch = nt->channels; ch != NULL; ch = ch->next) {
+        if (ch->len == plen + key_len &&
+            memcmp(ch->name + plen, key, key_len) == 0)
+            break;
     }
+    if (ch == NULL)
+        ch = channel_add(nt, key, key_len);
+    if (ch == NULL)
+        return false; /* out of memory: polling still works */
+    if (ch->waiters == NULL)
+        nt->idle--;
     w->wake = wake;
     w->arg = arg;
+    w->token = token;
     w->channel = ch;
     w->prev = NULL;
     w->next = ch->waiters;
     if (ch->waiters != NULL)
         ch->waiters->prev = w;
     ch->waiters = w;
-    return RL_OK;
+    return ch->last_release_us >= since_us;
+}
+
+/* Too many idle subscriptions: drop the idle ones. (Not on every last
+ * waiter leaving: hiredis 0.14 loses the callback of a SUBSCRIBE sent
+ * while the UNSUBSCRIBE of the same channel is still unanswered.) */
+static void drop_idle_channels(struct notify *nt)
+{
+    struct channel **pp = &nt->channels;
+    struct channel *ch;
+    size_t i;
+
+    while ((ch = *pp) != NULL) {
+        if (ch->waiters != NULL) {
+            pp = &ch->next;
+            continue;
+        }
+        for (i = 0; i < nt->count; i++)
+            send_channel(&nt->conns[i], "UNSUBSCRIBE", ch);
+        *pp = ch->next;
+        free(ch->name);
+        free(ch);
+    }
+    nt->idle = 0;
 }
 
 void notify_unwait(struct notify *nt, struct notify_waiter *w)
 {
     struct channel *ch = w->channel;
-    struct channel **pp;
-    size_t i;
 
     if (ch == NULL)
         return;
@@ -312,13 +372,6 @@ void notify_unwait(struct notify *nt, struct notify_waiter *w)
         w->next->prev = w->prev;
     w->prev = w->next = NULL;
     w->channel = NULL;
-    if (ch->waiters != NULL)
-        return;
-    for (i = 0; i < nt->count; i++)
-        send_channel(&nt->conns[i], "UNSUBSCRIBE", ch);
-    for (pp = &nt->channels; *pp != ch; pp = &(*pp)->next)
-        ;
-    *pp = ch->next;
-    free(ch->name);
-    free(ch);
+    if (ch->waiters == NULL && ++nt->idle > MAX_IDLE_CHANNELS)
+        drop_idle_channels(nt);
 }

@@ -2,6 +2,9 @@
 #ifndef REDLOCK_NOTIFY_H
 #define REDLOCK_NOTIFY_H
 
+#include <stdbool.h>
+
+#include "clock.h"
 #include "config.h"
 
 struct ev_loop;
@@ -13,6 +16,7 @@ struct notify_waiter {
     struct notify_waiter *prev;
     struct notify_waiter *next;
     struct channel *channel;     /* NULL when not waiting */
+    const char *token;           /* the waiter's own token (borrowed) */
     void (*wake)(void *arg);
     void *arg;
 };
@@ -20,11 +24,13 @@ struct notify_waiter {
 struct notify *notify_new(struct ev_loop *loop, const struct config *cfg);
 /* Close the subscriber connections (loop thread; no waiters left). */
 void notify_free(struct notify *nt);
-/* Call wake(arg) whenever the lock on key is released (until unwait).
- * Idempotent while already waiting. RL_ENOMEM. */
-rl_status notify_wait(struct notify *nt, struct notify_waiter *w,
-                      const char *key, size_t key_len,
-                      void (*wake)(void *arg), void *arg);
+/* Call wake(arg) whenever the lock on key is released by somebody whose
+ * token is not token (until unwait). Returns true when such a release was
+ * already seen at or after since_us (boottime): the caller should retry
+ * now. Idempotent while already waiting; on OOM it just does not wake. */
+bool notify_wait(struct notify *nt, struct notify_waiter *w, const char *key,
+                 size_t key_len, const char *token, rl_mono_us since_us,
+                 void (*wake)(void *arg), void *arg);
 /* Stop waiting (idempotent). */
 void notify_unwait(struct notify *nt, struct notify_waiter *w);
 

@@ -34,7 +34,7 @@ static struct script scripts[SCRIPT_COUNT] = {
         "  redis.call('set', k, ARGV[1], 'PX', ARGV[2])\n"
         "end\n"
         "return 1\n",
-        ""},
+        "", true},
     [SCRIPT_RELEASE] = {
         "release",
         "local r = 0\n"
@@ -76,7 +76,7 @@ static struct script scripts[SCRIPT_COUNT] = {
         "  redis.call('set', KEYS[i], ARGV[1], 'PX', ARGV[2])\n"
         "end\n"
         "return {1, redis.call('get', KEYS[#KEYS])}\n",
-        ""},
+        "", true},
     [SCRIPT_FENCE_WRITE] = {
         "fence-write",
         "if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end\n"

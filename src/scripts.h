@@ -2,6 +2,8 @@
 #ifndef REDLOCK_SCRIPTS_H
 #define REDLOCK_SCRIPTS_H
 
+#include <stdbool.h>
+
 enum script_id {
     SCRIPT_ACQUIRE_MULTI, /* KEYS: k1..kn; ARGV: token, ttl_ms -> 1 | 0 */
     SCRIPT_RELEASE,       /* KEYS: k1..kn; ARGV: token -> 1 | 0 | -1 */
@@ -17,6 +19,7 @@ struct script {
     const char *name;   /* for messages */
     const char *source; /* Lua */
     char sha1[41];      /* hex digest of source, for EVALSHA */
+    bool creates_keys;  /* sets lock keys: never resend it late (node.c) */
 };
 
 /* The script with its digest computed (thread-safe, computed once). */

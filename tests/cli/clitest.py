@@ -195,6 +195,22 @@ def alive(pid):
     return st is not None and st != "Z"
 
 
+def pids_with_arg(arg):
+    """Live processes whose command line has arg as one argument."""
+    found = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                args = f.read().split(b"\0")
+        except OSError:
+            continue
+        if arg.encode() in args and alive(int(d)):
+            found.append(int(d))
+    return found
+
+
 def wait_for(pred, timeout, step=0.02):
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -222,4 +238,8 @@ def kill_quietly(proc):
             proc.kill()
         except OSError:
             pass
-        proc.wait()
+    if proc is not None:
+        try:
+            proc.communicate(timeout=5)
+        except (subprocess.TimeoutExpired, ValueError):
+            pass

@@ -264,6 +264,12 @@ class TestBasics(Helpers):
         rc, out, err = run_cli(["acquire", res("q"), "--retry-count", "0"],
                                env=env)
         self.assertEqual(rc, 3, err)
+        rc, out, err = run_cli(["status", res("q")], env=env)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(out.count("quarantine"), 3)
+        rc, out, err = run_cli(["--json", "status", res("q")], env=env)
+        self.assertEqual([x["voting"] for x in json.loads(out)["nodes"]],
+                         [False] * 3)
         # REDLOCK_NO_QUARANTINE=1 and --no-quarantine lift it.
         env["REDLOCK_NO_QUARANTINE"] = "1"
         self.assertEqual(run_cli(["ping"], env=env)[0], 0)
@@ -328,6 +334,15 @@ class TestBasics(Helpers):
         self.assertEqual(len(out.splitlines()), 2)
 
 
+    def test_bench_progress_on_stderr_for_long_runs(self):
+        rc, out, err = cli("bench", "--phases", "a,b", "--concurrency",
+                           "1,2,4,8", "--duration", "0.65", timeout=60)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(len(out.splitlines()), 6)     # header + 5 rows
+        self.assertIn("[1/5] phase a", err)
+        self.assertIn("[5/5] phase b, concurrency 8", err)
+
+
 class TestPasswords(Helpers):
     @classmethod
     def setUpClass(cls):
@@ -386,6 +401,12 @@ class TestPasswords(Helpers):
                                 "ping"])
         self.assertUsage(rc, out, err, "127.0.0.1:notaport")
         self.check_no_password(out, err)
+        for flags in ([], ["-v"]):
+            rc, out, err = run_cli(flags + ["-n", "user:%s@127.0.0.1:6379" % PW,
+                                            "ping"])
+            self.assertEqual(rc, 2)
+            self.assertIn("127.0.0.1:6379", err)
+            self.check_no_password(out, err)
 
     def test_run_child_gets_no_password(self):
         env = base_env()
@@ -513,6 +534,7 @@ class TestUnreachable(Helpers):
             row = [l for l in out.splitlines() if l.startswith(addr)]
             self.assertEqual(len(row), 1, out)
             self.assertEqual(row[0].split()[1], "no")
+        self.assertIn("r: unknown", out)
 
     def test_majority_down(self):
         dead = ["127.0.0.1:%d" % clitest.free_port() for _ in range(2)]

@@ -361,9 +361,21 @@ static void test_release_and_extend_work_after_script_flush(void **state)
     assert_int_equal(rl_release(l), RL_OK);
     flush_scripts(f);
     assert_int_equal(rl_acquire_multi(f->c, multi, 3, &o, &l), RL_OK);
-    for (int i = 0; i < f->n; i++) {
-        for (int k = 0; k < 3; k++)
-            assert_true(key_holds(&f->r[i], multi[k], rl_lock_token(l)));
+    /* A quorum stored every key (the EVAL resend after NOSCRIPT). Nodes
+     * that answered after the decision may not: a key-creating script
+     * nobody waits for any more is not resent (it could overtake a
+     * rollback). */
+    {
+        int holding = 0;
+
+        for (int i = 0; i < f->n; i++) {
+            int all = 1;
+
+            for (int k = 0; k < 3; k++)
+                all &= key_holds(&f->r[i], multi[k], rl_lock_token(l));
+            holding += all;
+        }
+        assert_true(holding >= f->n / 2 + 1);
     }
     flush_scripts(f);
     assert_int_equal(rl_extend(l, 9000), RL_OK);

@@ -94,7 +94,9 @@ void cli_json_str(FILE *f, const char *s)
 }
 
 /* redis://user:secret@host -> redis://user:***@host. Only the part before
- * the last '@' of the authority can hold a password. */
+ * the last '@' of the authority can hold a password; without a scheme
+ * (not a valid URI, but it must not be echoed either) the authority is
+ * the whole string. */
 void cli_redact_uri(const char *uri, char *buf, size_t len)
 {
     const char *scheme = strstr(uri, "://");
@@ -104,9 +106,7 @@ void cli_redact_uri(const char *uri, char *buf, size_t len)
     const char *end;
 
     snprintf(buf, len, "%s", uri);
-    if (scheme == NULL)
-        return;
-    auth = scheme + 3;
+    auth = scheme != NULL ? scheme + 3 : uri;
     end = auth + strcspn(auth, "/?");
     at = NULL;
     for (colon = auth; colon < end; colon++) {
@@ -593,17 +593,14 @@ static void log_to_stderr(int level, const char *msg, void *privdata)
             names[level >= 0 && level <= 3 ? level : 0], msg);
 }
 
-/* The library names a bad URI as "nodes[i]: ..."; say which option. */
+/* The library names a bad URI (redacted) as "nodes[i] ..." or the field
+ * at fault; say which option it came from. */
 static int config_error(struct cli_opts *o)
 {
     const char *e = rl_last_error();
-    char shown[256];
-    size_t idx;
 
-    if (sscanf(e, "nodes[%zu]", &idx) == 1 && idx < o->node_count) {
-        cli_redact_uri(o->nodes[idx], shown, sizeof(shown));
-        return cli_fail(o, CLI_EXIT_USAGE, "bad node URI '%s': %s", shown, e);
-    }
+    if (strncmp(e, "nodes", 5) == 0)
+        return cli_fail(o, CLI_EXIT_USAGE, "bad --nodes: %s", e);
     return cli_fail(o, CLI_EXIT_USAGE, "bad configuration: %s", e);
 }
 
@@ -664,7 +661,12 @@ int cli_client_new(struct cli_opts *o, rl_client **out)
 
 int cli_status_exit(const struct cli_opts *o, rl_status st, const char *what)
 {
-    const char *e = rl_last_error();
+    return cli_status_exit_detail(o, st, what, rl_last_error());
+}
+
+int cli_status_exit_detail(const struct cli_opts *o, rl_status st,
+                           const char *what, const char *e)
+{
     int code;
 
     switch (st) {

@@ -128,8 +128,12 @@ bool cli_is_help(const char *arg);
 /* Final checks (nodes present) and rl_client_new. Returns CLI_EXIT_OK and
  * *out, or an exit code with the message printed. */
 int cli_client_new(struct cli_opts *o, rl_client **out);
-/* Map a failed library status to an exit code, printing "what: detail". */
+/* Map a failed library status to an exit code, printing rl_last_error()
+ * (or "what: <status text>" when there is none). */
 int cli_status_exit(const struct cli_opts *o, rl_status st, const char *what);
+/* The same with the detail text given (e.g. copied in a callback). */
+int cli_status_exit_detail(const struct cli_opts *o, rl_status st,
+                           const char *what, const char *detail);
 /* Free what the options own (wipes the password). */
 void cli_opts_free(struct cli_opts *o);
 

@@ -12,7 +12,8 @@
 #include "cli.h"
 
 static const char usage[] =
-"Usage: redlock-cli [GLOBAL OPTIONS] acquire R [--ttl MS] [--wait MS] [--fence]\n"
+"Usage: redlock-cli [GLOBAL OPTIONS] acquire R [--ttl MS] [--wait MS]\n"
+"                                             [--fence]\n"
 "\n"
 "Acquire the lock on resource R and print its token on stdout (line 1).\n"
 "The lock stays held until its TTL runs out or 'release R TOKEN'.\n"
@@ -23,7 +24,8 @@ static const char usage[] =
 "  --fence     also issue a fencing token (strictly increasing), printed\n"
 "              on stdout line 2\n"
 "\n"
-"With --json: {\"token\":..., \"validity_ms\":..., \"fence\":..., \"nodes_ok\":...}\n"
+"With --json: one object with token, validity_ms, ttl_ms, fence, nodes_ok\n"
+"and nodes.\n"
 "Exit: 0 acquired, 1 held by another client, 2 usage, 3 no quorum.\n"
 "\n"
 "Examples:\n"

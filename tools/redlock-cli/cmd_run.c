@@ -23,12 +23,15 @@
  * so the pid cannot be reused before it reaps the child, and the pidfd is
  * taken before that. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -152,10 +155,25 @@ static void supervise(int sock)
     int fd;
     ssize_t n;
 
+    /* Its own session: the terminal's ^C / ^Z / hang-up and a kill of
+     * redlock-cli's process group do not reach it. It holds no stdio, so
+     * a reader of redlock-cli's output never waits for it. */
+    setsid();
+    fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (fd >= 0) {
+        dup2(fd, STDIN_FILENO);
+        dup2(fd, STDOUT_FILENO);
+        dup2(fd, STDERR_FILENO);
+        if (fd > STDERR_FILENO)
+            close(fd);
+    }
     signal(SIGINT, SIG_IGN);
     signal(SIGTERM, SIG_IGN);
     signal(SIGHUP, SIG_IGN);
     signal(SIGPIPE, SIG_IGN);
+    signal(SIGTSTP, SIG_IGN);
+    signal(SIGTTIN, SIG_IGN);
+    signal(SIGTTOU, SIG_IGN);
     signal(SIGCHLD, SIG_DFL);
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
@@ -232,9 +250,10 @@ static int sup_send(int sock, enum sup_type type, uint64_t value, int fd)
 
 /* ---- The child ---------------------------------------------------------- */
 
-/* environ without our variables and the password, plus ours. */
+/* environ without our variables and the password, plus ours: the
+ * strings added are stored in added[] (to be freed with the array). */
 static char **child_env(const char *resource, const char *token,
-                        uint64_t fence, bool with_fence)
+                        uint64_t fence, bool with_fence, char *added[3])
 {
     static const char *drop[] = {"REDLOCK_PASSWORD=", "REDLOCK_RESOURCE=",
                                  "REDLOCK_TOKEN=", "REDLOCK_FENCE="};
@@ -242,7 +261,6 @@ static char **child_env(const char *resource, const char *token,
     size_t k = 0;
     size_t i, j;
     char **env;
-    char *s;
 
     while (environ[n] != NULL)
         n++;
@@ -259,25 +277,24 @@ static char **child_env(const char *resource, const char *token,
         if (!skip)
             env[k++] = environ[i];
     }
-    /* The three strings we add are leaked with the array on purpose: the
-     * process exits soon after. */
-    if (asprintf(&s, "REDLOCK_RESOURCE=%s", resource) < 0)
-        goto out_nomem;
-    env[k++] = s;
-    if (asprintf(&s, "REDLOCK_TOKEN=%s", token) < 0)
-        goto out_nomem;
-    env[k++] = s;
-    if (with_fence) {
-        if (asprintf(&s, "REDLOCK_FENCE=%" PRIu64, fence) < 0)
-            goto out_nomem;
-        env[k++] = s;
+    if (asprintf(&added[0], "REDLOCK_RESOURCE=%s", resource) < 0)
+        added[0] = NULL;
+    if (asprintf(&added[1], "REDLOCK_TOKEN=%s", token) < 0)
+        added[1] = NULL;
+    if (with_fence &&
+        asprintf(&added[2], "REDLOCK_FENCE=%" PRIu64, fence) < 0)
+        added[2] = NULL;
+    if (added[0] == NULL || added[1] == NULL ||
+        (with_fence && added[2] == NULL)) {
+        free(env);
+        return NULL;
+    }
+    for (i = 0; i < 3; i++) {
+        if (added[i] != NULL)
+            env[k++] = added[i];
     }
     env[k] = NULL;
     return env;
-
-out_nomem:
-    free(env);
-    return NULL;
 }
 
 /* Start CMD in its own process group with default signal handling. */
@@ -296,6 +313,9 @@ static int spawn_child(char **cmd, char **env, pid_t *pid)
     sigaddset(&def, SIGCHLD);
     sigaddset(&def, SIGPIPE);
     sigaddset(&def, SIGQUIT);
+    sigaddset(&def, SIGTSTP);
+    sigaddset(&def, SIGTTIN);
+    sigaddset(&def, SIGTTOU);
     posix_spawnattr_init(&attr);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP |
                                         POSIX_SPAWN_SETSIGMASK |
@@ -317,6 +337,7 @@ struct run_args {
     int kill_signal;
     int conflict_code;
     char **cmd;
+    bool tty;                   /* we own the terminal: hand it to CMD */
 };
 
 static int parse(struct cli_opts *o, int argc, char **argv,
@@ -395,6 +416,22 @@ static void signal_child(pid_t pid, int sig)
         kill(pid, sig);
 }
 
+/* Interactive use (stdin is our terminal and we are in the foreground):
+ * CMD gets the terminal, as a shell would give it. A CMD stopped by
+ * SIGTTIN/SIGTTOU before it had the terminal is handed it and continued;
+ * one stopped by ^Z stops the whole job: we take the terminal back and
+ * stop too, and give it back on SIGCONT (fg). Meanwhile the lock is not
+ * renewed, and the supervisor still ends CMD when the validity ends. */
+static void job_stopped(pid_t pid, int sig)
+{
+    if (sig != SIGTTIN && sig != SIGTTOU) {
+        tcsetpgrp(STDIN_FILENO, getpgrp());
+        raise(SIGSTOP);
+    }
+    tcsetpgrp(STDIN_FILENO, pid);
+    kill(-pid, SIGCONT);
+}
+
 /* Deadline of the lock's validity, boottime ms. Clock first, then the
  * validity, so the sum can only be early, never late. */
 static uint64_t validity_deadline(const rl_lock *l)
@@ -426,14 +463,22 @@ static int supervise_child(struct cli_opts *o, struct run_args *a,
 
     *lost = false;
     for (;;) {
-        w = waitpid(pid, &status, WNOHANG);
+        w = waitpid(pid, &status, WNOHANG | (a->tty ? WUNTRACED : 0));
+        if (w == pid && WIFSTOPPED(status)) {
+            job_stopped(pid, WSTOPSIG(status));
+            continue;
+        }
         if (w == pid)
             return status;
         now = cli_boot_ms();
         if (!*lost) {
             uint64_t d = validity_deadline(l);
 
-            if (d != sent) {
+            /* d wobbles by 1 ms (two floors); send real changes only.
+             * A deadline sent is never later than the true one, and the
+             * supervisor kills KILL_GUARD_MS early, so 2 ms of slack
+             * downwards is safe. */
+            if (d > sent + 20 || d + 2 < sent) {
                 sup_send(sock, SUP_DEADLINE, d, -1);
                 sent = d;
             }
@@ -476,6 +521,117 @@ static int supervise_child(struct cli_opts *o, struct run_args *a,
     }
 }
 
+/* The outcome of the async acquire, shared with the loop thread. */
+struct acq_wait {
+    pthread_mutex_t mu;
+    int efd;                    /* eventfd, written when done */
+    bool done;                  /* mu: the callback ran */
+    bool interrupted;           /* mu: nobody waits for the lock anymore */
+    rl_status st;               /* mu */
+    rl_lock *lock;              /* mu */
+    char detail[RL_ERROR_LEN * 2];
+};
+
+/* An interrupted acquire's record, freed once the client is. */
+static struct acq_wait *abandoned_wait;
+
+static void acquired(rl_client *c, rl_status st, rl_lock *lock,
+                     void *privdata)
+{
+    struct acq_wait *w = privdata;
+    uint64_t one = 1;
+
+    (void)c;
+    pthread_mutex_lock(&w->mu);
+    w->done = true;
+    w->st = st;
+    snprintf(w->detail, sizeof(w->detail), "%s", rl_last_error());
+    if (w->interrupted && lock != NULL) {
+        /* Granted after the user gave up: give it back at once. */
+        if (rl_release_async(lock, NULL, NULL) != RL_OK)
+            rl_lock_free(lock);
+    } else {
+        w->lock = lock;
+    }
+    pthread_mutex_unlock(&w->mu);
+    if (write(w->efd, &one, sizeof(one)) < 0)
+        return;                 /* cannot fail on an eventfd counter */
+}
+
+/* Acquire with the async API so that SIGINT/SIGTERM/SIGHUP (read from
+ * sfd) can interrupt a long --wait: then *sig is set, a lock granted
+ * meanwhile is released, and the caller frees the client, which cancels
+ * the acquire. Returns the acquire's status, detail its message. */
+static rl_status acquire_or_signal(struct run_args *a, rl_client *c, int sfd,
+                                   rl_lock **out, char *detail, size_t len,
+                                   int *sig)
+{
+    struct signalfd_siginfo si;
+    struct pollfd pfd[2];
+    struct acq_wait *w;
+    rl_lock *granted;
+    rl_status st;
+
+    *out = NULL;
+    *sig = 0;
+    detail[0] = '\0';
+    w = calloc(1, sizeof(*w));
+    if (w == NULL)
+        return RL_ENOMEM;
+    pthread_mutex_init(&w->mu, NULL);
+    w->efd = eventfd(0, EFD_CLOEXEC);
+    if (w->efd < 0) {
+        free(w);
+        return RL_ESYSTEM;
+    }
+    st = rl_acquire_async(c, a->resource, &a->ao, acquired, w);
+    if (st != RL_OK) {
+        snprintf(detail, len, "%s", rl_last_error());
+        goto out;
+    }
+    for (;;) {
+        pfd[0].fd = w->efd;
+        pfd[0].events = POLLIN;
+        pfd[1].fd = sfd;
+        pfd[1].events = POLLIN;
+        if (poll(pfd, 2, -1) < 0)
+            continue;
+        pthread_mutex_lock(&w->mu);
+        if (w->done) {
+            st = w->st;
+            *out = w->lock;
+            snprintf(detail, len, "%s", w->detail);
+            pthread_mutex_unlock(&w->mu);
+            goto out;
+        }
+        pthread_mutex_unlock(&w->mu);
+        while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+            if (si.ssi_signo != SIGCHLD)
+                *sig = (int)si.ssi_signo;
+        }
+        if (*sig != 0)
+            break;
+    }
+    pthread_mutex_lock(&w->mu);
+    w->interrupted = true;
+    granted = w->lock;
+    w->lock = NULL;
+    pthread_mutex_unlock(&w->mu);
+    if (granted != NULL)
+        rl_release(granted);
+    /* The callback runs exactly once, at the latest (RL_ECANCELED) inside
+     * rl_client_free, so w must outlive the client: cmd_run frees it
+     * after rl_client_free. */
+    abandoned_wait = w;
+    return RL_ECANCELED;
+
+out:
+    close(w->efd);
+    pthread_mutex_destroy(&w->mu);
+    free(w);
+    return st;
+}
+
 int cmd_run(struct cli_opts *o, int argc, char **argv)
 {
     struct run_args a;
@@ -483,6 +639,7 @@ int cmd_run(struct cli_opts *o, int argc, char **argv)
     rl_client *c = NULL;
     rl_lock *l = NULL;
     char **env = NULL;
+    char *added[3] = {NULL, NULL, NULL};
     pid_t sup = -1;
     pid_t pid = -1;
     int sv[2] = {-1, -1};
@@ -494,6 +651,8 @@ int cmd_run(struct cli_opts *o, int argc, char **argv)
     bool lost = false;
     uint64_t deadline;
     rl_status st;
+    char detail[RL_ERROR_LEN * 2];
+    int sig = 0;
 
     memset(&a, 0, sizeof(a));
     code = parse(o, argc, argv, &a);
@@ -512,6 +671,9 @@ int cmd_run(struct cli_opts *o, int argc, char **argv)
     sigaddset(&mask, SIGCHLD);
     sigprocmask(SIG_BLOCK, &mask, NULL);
     signal(SIGPIPE, SIG_IGN);
+    a.tty = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
+    if (a.tty)
+        signal(SIGTTOU, SIG_IGN);   /* tcsetpgrp from the background */
     sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
     if (sfd < 0 ||
         socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
@@ -538,16 +700,24 @@ int cmd_run(struct cli_opts *o, int argc, char **argv)
     code = cli_client_new(o, &c);
     if (code != CLI_EXIT_OK)
         goto out;
-    st = rl_acquire(c, a.resource, &a.ao, &l);
+    st = acquire_or_signal(&a, c, sfd, &l, detail, sizeof(detail), &sig);
+    if (sig != 0) {
+        /* Interrupted while waiting: freeing the client cancels the
+         * acquire (a lock granted meanwhile is released). */
+        if (!o->quiet)
+            cli_fail(o, 0, "%s: interrupted by SIG%s while waiting for the "
+                     "lock", a.resource, sig_name(sig));
+        code = 128 + sig;
+        goto out;
+    }
     if (st == RL_ENOTACQUIRED || st == RL_ETIMEOUT) {
         if (!o->quiet)
-            cli_fail(o, 0, "%s: not acquired: %s", a.resource,
-                     rl_last_error());
+            cli_fail(o, 0, "%s", detail);
         code = a.conflict_code;
         goto out;
     }
     if (st != RL_OK) {
-        code = cli_status_exit(o, st, a.resource);
+        code = cli_status_exit_detail(o, st, a.resource, detail);
         goto out;
     }
     if (!a.no_watchdog) {
@@ -560,7 +730,7 @@ int cmd_run(struct cli_opts *o, int argc, char **argv)
         }
     }
     env = child_env(a.resource, rl_lock_token(l), rl_lock_fence(l),
-                    a.ao.fencing);
+                    a.ao.fencing, added);
     if (env == NULL) {
         code = cli_fail(o, CLI_EXIT_NOT_ACQUIRED, "out of memory");
         goto out_release;
@@ -580,6 +750,8 @@ int cmd_run(struct cli_opts *o, int argc, char **argv)
                         a.cmd[0], strerror(err));
         goto out_release;
     }
+    if (a.tty)
+        tcsetpgrp(STDIN_FILENO, pid);
     pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     sup_send(sv[0], SUP_CHILD, (uint64_t)pid, pidfd);
     if (pidfd >= 0)
@@ -587,6 +759,8 @@ int cmd_run(struct cli_opts *o, int argc, char **argv)
 
     status = supervise_child(o, &a, l, pid, sfd, sv[0], deadline, &lost);
     sup_send(sv[0], SUP_DONE, 0, -1);
+    if (a.tty)
+        tcsetpgrp(STDIN_FILENO, getpgrp());
     if (lost)
         code = CLI_EXIT_LOST;
     else if (WIFEXITED(status))
@@ -612,6 +786,12 @@ out_release:
 out:
     rl_lock_free(l);
     rl_client_free(c);
+    if (abandoned_wait != NULL) {
+        close(abandoned_wait->efd);
+        pthread_mutex_destroy(&abandoned_wait->mu);
+        free(abandoned_wait);
+        abandoned_wait = NULL;
+    }
     if (sv[0] >= 0) {
         sup_send(sv[0], SUP_DONE, 0, -1);
         close(sv[0]);
@@ -623,6 +803,9 @@ out:
     if (sfd >= 0)
         close(sfd);
     free(env);
+    free(added[0]);
+    free(added[1]);
+    free(added[2]);
     /* The signal mask stays: unblocking now could deliver a late SIGTERM
      * meant for the child and replace the child's exit status with it. */
     return code;

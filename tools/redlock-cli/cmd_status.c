@@ -20,8 +20,9 @@ static const char usage[] =
 "characters of the token), the remaining PTTL in ms and whether the node\n"
 "votes (a node younger than --max-ttl is quarantined and does not vote).\n"
 "\n"
-"With --json: {\"resource\":..., \"held\":..., \"holder\":..., \"nodes\":[{\"node\":...,\n"
-"\"reachable\":..., \"voting\":..., \"holder\":..., \"pttl_ms\":..., \"error\":...}]}\n"
+"With --json: one object with resource, held, holder, holder_nodes,\n"
+"quorum, quorum_ok and nodes: an array of {node, reachable, voting,\n"
+"holder, pttl_ms, error}.\n"
 "Exit: 0 (also when nodes are down), 2 usage.\n"
 "\n"
 "Example:\n"
@@ -37,6 +38,7 @@ int cmd_status(struct cli_opts *o, int argc, char **argv)
     size_t count = 0;
     size_t pcount = 0;
     size_t best = 0;
+    size_t reachable = 0;
     size_t quorum;
     size_t i, j;
     bool held;
@@ -71,6 +73,8 @@ int cmd_status(struct cli_opts *o, int argc, char **argv)
     for (i = 0; i < count; i++) {
         size_t n = 0;
 
+        if (h[i].reachable)
+            reachable++;
         if (h[i].token[0] == '\0')
             continue;
         for (j = 0; j < count; j++) {
@@ -92,8 +96,9 @@ int cmd_status(struct cli_opts *o, int argc, char **argv)
             cli_json_str(stdout, holder);
         else
             fputs("null", stdout);
-        printf(",\"holder_nodes\":%zu,\"quorum\":%zu,\"nodes\":[", best,
-               quorum);
+        printf(",\"holder_nodes\":%zu,\"quorum\":%zu,\"quorum_ok\":%s,"
+               "\"nodes\":[", best, quorum,
+               reachable >= quorum ? "true" : "false");
         for (i = 0; i < count; i++) {
             char tok[TOKEN_SHOWN + 1];
 
@@ -113,7 +118,7 @@ int cmd_status(struct cli_opts *o, int argc, char **argv)
         }
         fputs("]}\n", stdout);
     } else {
-        printf("%-28s %-9s %-6s %-8s %10s  %s\n", "NODE", "REACHABLE",
+        printf("%-28s %-9s %-10s %-8s %10s  %s\n", "NODE", "REACHABLE",
                "VOTING", "HOLDER", "PTTL_MS", "ERROR");
         for (i = 0; i < count; i++) {
             char tok[TOKEN_SHOWN + 1];
@@ -128,9 +133,11 @@ int cmd_status(struct cli_opts *o, int argc, char **argv)
                 snprintf(pttl, sizeof(pttl), "no-expiry");
             else
                 snprintf(pttl, sizeof(pttl), "%" PRId64, h[i].pttl_ms);
-            printf("%-28s %-9s %-6s %-8s %10s  %s\n", h[i].name,
+            printf("%-28s %-9s %-10s %-8s %10s  %s\n", h[i].name,
                    h[i].reachable ? "yes" : "no",
-                   i < pcount && p[i].voting ? "yes" : "no",
+                   !h[i].reachable                ? "no"
+                   : i < pcount && p[i].voting ? "yes"
+                                                  : "quarantine",
                    tok[0] != '\0' ? tok : "-", pttl, h[i].error);
         }
         if (held)
@@ -139,6 +146,9 @@ int cmd_status(struct cli_opts *o, int argc, char **argv)
         else if (best > 0)
             printf("%s: not held by a majority (%s on %zu of %zu nodes, "
                    "quorum %zu)\n", pos[0], holder, best, count, quorum);
+        else if (reachable < quorum)
+            printf("%s: unknown: only %zu of %zu nodes answered (quorum "
+                   "%zu)\n", pos[0], reachable, count, quorum);
         else
             printf("%s: free\n", pos[0]);
     }

@@ -1,0 +1,452 @@
+#!/usr/bin/env python3
+"""redlock-cli run: status pass-through, environment, conflicts, signal
+forwarding, renewal (checked in Redis), lost locks and the guarantee that
+the child never outlives the lock, also when redlock-cli is SIGSTOPped or
+SIGKILLed (DESIGN §7, §2.4). Real redis-server nodes.
+
+Usage: test_cli_run.py PATH-TO-redlock-cli [unittest args]
+"""
+import os
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+
+import clitest
+from clitest import (alive, base_env, kill_quietly, nodes_arg, read_file,
+                     run_cli, start_nodes, wait_for)
+
+NODES = []          # 3 nodes shared by the tests that kill no node
+_seq = [0]
+
+
+def setUpModule():
+    NODES.extend(start_nodes(3))
+
+
+def tearDownModule():
+    for n in NODES:
+        n.stop()
+
+
+def res(name):
+    _seq[0] += 1
+    return "run:%s:%d:%d" % (name, os.getpid(), _seq[0])
+
+
+def args_for(nodes, *args):
+    return ["-n", nodes_arg(nodes), "--no-quarantine"] + list(args)
+
+
+def cli(*args, nodes=None, env=None, timeout=30):
+    return run_cli(args_for(nodes or NODES, *args), env=env, timeout=timeout)
+
+
+def popen(nodes, *args, env=None):
+    return subprocess.Popen([clitest.CLI] + args_for(nodes, *args),
+                            env=env if env is not None else base_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+# A child that records its pid, the time it got SIGTERM, and loops.
+TRAP_CHILD = r'''
+echo $$ > "$1/pid"
+trap 'date +%s.%N > "$1/term"; exit 9' TERM
+trap 'echo hup > "$1/hup"' HUP
+trap 'echo int > "$1/int"' INT
+trap 'echo usr1 > "$1/usr1"; exit 11' USR1
+while :; do sleep 0.02; done
+'''
+
+# A child that ignores SIGTERM: only SIGKILL ends it.
+STUBBORN_CHILD = r'''
+trap '' TERM
+sleep 1000 &
+echo $! > "$1/grandchild"
+echo $$ > "$1/pid"
+while :; do sleep 0.02; done
+'''
+
+
+class RunTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="rlcli-run-")
+        self.dir = self.tmp.name
+        self.procs = []
+
+    def tearDown(self):
+        for p in self.procs:
+            kill_quietly(p)
+        # Leftovers of a failed test: kill them only if the pid is still
+        # ours (its command line names our temp dir, or is "sleep 1000").
+        for name in ("pid", "grandchild"):
+            path = os.path.join(self.dir, name)
+            try:
+                with open(path) as f:
+                    pid = int(f.read())
+                with open("/proc/%d/cmdline" % pid, "rb") as f:
+                    cmdline = f.read()
+                if (self.dir.encode() in cmdline or
+                        cmdline == b"sleep\x001000\x00"):
+                    os.kill(pid, signal.SIGKILL)
+            except (OSError, ValueError):
+                pass
+        self.tmp.cleanup()
+
+    def start(self, nodes, *args, env=None):
+        p = popen(nodes, *args, env=env)
+        self.procs.append(p)
+        return p
+
+    def child_pid(self, name="pid", timeout=5.0):
+        text = read_file(os.path.join(self.dir, name), timeout)
+        self.assertIsNotNone(text, "the child did not start")
+        return int(text)
+
+    def values(self, key, nodes=None):
+        out = []
+        for n in nodes or NODES:
+            try:
+                out.append(n.cmd("GET", key))
+            except OSError:
+                out.append("<down>")
+        return out
+
+
+class TestRunBasics(RunTest):
+    def test_exit_status_passes_through_and_lock_is_released(self):
+        r = res("status")
+        for code in (0, 7, 255):
+            rc, out, err = cli("run", r, "--", "sh", "-c", "exit %d" % code)
+            self.assertEqual(rc, code, err)
+            self.assertEqual(self.values(r), [None] * 3)
+            self.assertEqual(clitest.pids_with_arg(r), [])
+
+    def test_killed_by_signal_gives_128_plus_signal(self):
+        rc, out, err = cli("run", res("sig"), "--", "sh", "-c",
+                           "kill -USR1 $$")
+        self.assertEqual(rc, 128 + signal.SIGUSR1, err)
+        rc, out, err = cli("run", res("sig"), "--", "sh", "-c",
+                           "kill -KILL $$")
+        self.assertEqual(rc, 128 + signal.SIGKILL, err)
+
+    def test_environment_of_the_child(self):
+        r = res("env")
+        script = ('echo "$REDLOCK_RESOURCE"; echo "$REDLOCK_TOKEN"; '
+                  'echo "${REDLOCK_FENCE-unset}"')
+        rc, out, err = cli("run", r, "--", "sh", "-c", script)
+        self.assertEqual(rc, 0, err)
+        resource, token, fence = out.splitlines()
+        self.assertEqual(resource, r)
+        self.assertRegex(token, r"^[0-9a-f]{32,}$")
+        self.assertEqual(fence, "unset")
+        # The token is the one stored in Redis while the child runs.
+        script = ('for p in %s; do redis-cli -p $p GET "$REDLOCK_RESOURCE";'
+                  ' done; echo "$REDLOCK_TOKEN"; echo "$REDLOCK_FENCE"'
+                  % " ".join(str(n.port) for n in NODES))
+        rc, out, err = cli("run", r, "--fence", "--", "sh", "-c", script)
+        self.assertEqual(rc, 0, err)
+        lines = out.splitlines()
+        self.assertEqual(lines[:3], [lines[3]] * 3)
+        self.assertGreater(int(lines[4]), 0)
+        self.assertEqual(self.values(r), [None] * 3)
+
+    def test_conflict_exit_code(self):
+        r = res("conflict")
+        rc, tok, _ = cli("acquire", r, "--ttl", "10000")
+        self.assertEqual(rc, 0)
+        marker = os.path.join(self.dir, "ran")
+        rc, out, err = cli("run", r, "--retry-count", "0", "--", "touch",
+                           marker)
+        self.assertEqual(rc, 1)
+        self.assertIn(r, err)
+        self.assertFalse(os.path.exists(marker))
+        rc, out, err = cli("run", r, "--conflict-exit-code", "42",
+                           "--retry-count", "0", "--", "touch", marker)
+        self.assertEqual(rc, 42)
+        self.assertFalse(os.path.exists(marker))
+        rc, out, err = cli("-q", "run", r, "--conflict-exit-code", "0",
+                           "--retry-count", "0", "--", "touch", marker)
+        self.assertEqual((rc, err), (0, ""))
+        self.assertFalse(os.path.exists(marker))
+        self.assertEqual(self.values(r), [tok.strip()] * 3)
+        # --wait: runs once the holder releases.
+        rel = subprocess.Popen(["sh", "-c", "sleep 0.5; %s -n %s release %s %s"
+                                % (clitest.CLI, nodes_arg(NODES), r,
+                                   tok.strip())], env=base_env())
+        self.procs.append(rel)
+        rc, out, err = cli("run", r, "--wait", "5000", "--retry-delay", "50",
+                           "--retry-jitter", "10", "--", "touch", marker)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(rel.wait(timeout=5), 0)
+        self.assertTrue(os.path.exists(marker))
+
+    def test_signal_interrupts_a_long_wait(self):
+        r = res("waitint")
+        rc, tok, _ = cli("acquire", r, "--ttl", "20000")
+        self.assertEqual(rc, 0)
+        marker = os.path.join(self.dir, "ran")
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            p = self.start(NODES, "run", r, "--wait", "forever", "--", "touch",
+                           marker)
+            time.sleep(0.5)
+            self.assertIsNone(p.poll())
+            t0 = time.time()
+            p.send_signal(sig)
+            out, err = p.communicate(timeout=5)
+            self.assertLess(time.time() - t0, 2.0)
+            self.assertEqual(p.returncode, 128 + sig, err)
+            self.assertIn("interrupted", err)
+            self.assertFalse(os.path.exists(marker))
+            self.assertEqual(self.values(r), [tok.strip()] * 3)
+        cli("release", r, tok.strip())
+
+    def test_command_not_found(self):
+        rc, out, err = cli("run", res("nf"), "--", "/nonexistent/cmd")
+        self.assertEqual(rc, 127)
+        self.assertIn("/nonexistent/cmd", err)
+
+    def test_signals_are_forwarded(self):
+        r = res("fwd")
+        p = self.start(NODES, "run", r, "--", "sh", "-c", TRAP_CHILD, "sh",
+                       self.dir)
+        self.child_pid()
+        for sig, name in ((signal.SIGHUP, "hup"), (signal.SIGINT, "int")):
+            p.send_signal(sig)
+            self.assertIsNotNone(read_file(os.path.join(self.dir, name)),
+                                 "%s not forwarded" % name)
+        self.assertIsNone(p.poll())      # redlock-cli survived them
+        token = self.values(r)[0]
+        self.assertIsNotNone(token)
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=10)
+        self.assertTrue(os.path.exists(os.path.join(self.dir, "term")))
+        self.assertEqual(p.returncode, 9, err)
+        self.assertEqual(self.values(r), [None] * 3)
+
+    def test_short_ttl_is_renewed_while_the_child_runs(self):
+        r = res("renew")
+        tokfile = os.path.join(self.dir, "token")
+        t0 = time.time()
+        p = self.start(NODES, "run", r, "--ttl", "1000", "--", "sh", "-c",
+                       'echo "$REDLOCK_TOKEN" > "$1"; sleep 5', "sh", tokfile)
+        token = read_file(tokfile).strip()
+        checks = 0
+        while p.poll() is None and time.time() - t0 < 4.8:
+            vals = self.values(r)
+            self.assertEqual(vals, [token] * 3,
+                             "lock not held at %.1f s" % (time.time() - t0))
+            for n in NODES:
+                pttl = n.cmd("PTTL", r)
+                self.assertTrue(0 < pttl <= 1000, pttl)
+            checks += 1
+            time.sleep(0.2)
+        self.assertGreaterEqual(checks, 15)
+        out, err = p.communicate(timeout=10)
+        self.assertEqual(p.returncode, 0, err)
+        self.assertGreater(time.time() - t0, 4.9)
+        self.assertEqual(self.values(r), [None] * 3)
+
+    def test_no_watchdog_kills_the_child_before_the_ttl_ends(self):
+        r = res("nowd")
+        t0 = time.time()
+        # TTL 2000: the kill signal comes TTL/10 = 200 ms before the end,
+        # time enough for the shell's trap even on a loaded machine.
+        p = self.start(NODES, "run", r, "--ttl", "2000", "--no-watchdog",
+                       "--", "sh", "-c", TRAP_CHILD, "sh", self.dir)
+        out, err = p.communicate(timeout=10)
+        term = read_file(os.path.join(self.dir, "term"), 0.5)
+        self.assertIsNotNone(term, "no SIGTERM before the SIGKILL")
+        self.assertEqual(p.returncode, 4, err)
+        self.assertLess(float(term) - t0, 2.0)
+        self.assertLess(time.time() - t0, 3.0)
+
+    def test_kill_signal_and_sigkill_at_validity_end(self):
+        r = res("killsig")
+        t0 = time.time()
+        p = self.start(NODES, "run", r, "--ttl", "2000", "--no-watchdog",
+                       "--kill-signal", "USR1", "--", "sh", "-c", TRAP_CHILD,
+                       "sh", self.dir)
+        out, err = p.communicate(timeout=10)
+        self.assertEqual(p.returncode, 4, err)
+        self.assertTrue(os.path.exists(os.path.join(self.dir, "usr1")))
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "term")))
+        # A child that ignores the kill signal gets SIGKILL by the end
+        # of the validity, grandchildren included (process group).
+        t0 = time.time()
+        p = self.start(NODES, "run", res("stubborn"), "--ttl", "1200",
+                       "--no-watchdog", "--", "sh", "-c", STUBBORN_CHILD,
+                       "sh", self.dir)
+        pid = self.child_pid()
+        grandchild = self.child_pid("grandchild")
+        out, err = p.communicate(timeout=10)
+        self.assertEqual(p.returncode, 4, err)
+        self.assertLess(time.time() - t0, 1.2 + 0.5)
+        self.assertFalse(alive(pid))
+        self.assertTrue(wait_for(lambda: not alive(grandchild), 1.0))
+
+
+class TestRunInteractive(RunTest):
+    """run under a terminal: CMD gets the terminal (reads, ^C)."""
+
+    def spawn_on_pty(self, *args):
+        import pty
+        pid, fd = pty.fork()
+        if pid == 0:
+            try:
+                os.execve(clitest.CLI, [clitest.CLI] + args_for(NODES, *args),
+                          base_env())
+            finally:
+                os._exit(127)
+        return pid, fd
+
+    def read_until(self, fd, text, timeout=5.0):
+        import select
+        buf = b""
+        deadline = time.time() + timeout
+        while text.encode() not in buf and time.time() < deadline:
+            r, _, _ = select.select([fd], [], [], 0.1)
+            if r:
+                try:
+                    data = os.read(fd, 1024)
+                except OSError:
+                    break
+                if not data:
+                    break
+                buf += data
+        return buf.decode(errors="replace")
+
+    def finish(self, pid, fd):
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            w, status = os.waitpid(pid, os.WNOHANG)
+            if w == pid:
+                os.close(fd)
+                return os.waitstatus_to_exitcode(status)
+            time.sleep(0.02)
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os.close(fd)
+        self.fail("redlock-cli did not exit")
+
+    def test_child_reads_the_terminal(self):
+        pid, fd = self.spawn_on_pty("run", res("tty"), "--", "sh", "-c",
+                                    'echo ready; read x; echo "got:$x"; '
+                                    'exit 3')
+        self.assertIn("ready", self.read_until(fd, "ready"))
+        os.write(fd, b"hello\n")
+        self.assertIn("got:hello", self.read_until(fd, "got:hello"))
+        self.assertEqual(self.finish(pid, fd), 3)
+
+    def test_ctrl_c_reaches_the_child(self):
+        r = res("ttyint")
+        pid, fd = self.spawn_on_pty("run", r, "--", "sh", "-c",
+                                    "echo ready; exec sleep 30")
+        self.assertIn("ready", self.read_until(fd, "ready"))
+        time.sleep(0.1)
+        os.write(fd, b"\x03")
+        self.assertEqual(self.finish(pid, fd), 128 + signal.SIGINT)
+        self.assertEqual(self.values(r), [None] * 3)
+
+
+class TestRunLostLock(RunTest):
+    """Each test has its own 5 nodes, and kills 3 of them."""
+
+    def setUp(self):
+        super().setUp()
+        self.nodes = start_nodes(5)
+
+    def tearDown(self):
+        super().tearDown()
+        for n in self.nodes:
+            n.stop()
+
+    def test_lost_lock_terminates_child_before_validity_ends(self):
+        r = res("lost")
+        ttl = 3.0
+        p = self.start(self.nodes, "run", r, "--ttl", "3000", "--", "sh",
+                       "-c", TRAP_CHILD, "sh", self.dir)
+        pid = self.child_pid()
+        time.sleep(0.5)
+        self.assertEqual(self.values(r, self.nodes)[:3].count(None), 0)
+        t_kill = time.time()
+        for n in self.nodes[:3]:
+            n.kill()
+        out, err = p.communicate(timeout=15)
+        self.assertEqual(p.returncode, 4, err)
+        self.assertIn("lost", err)
+        term = float(read_file(os.path.join(self.dir, "term")))
+        # The last renewal was before the kill, so the validity ends
+        # before t_kill + ttl: the child heard of it before that.
+        self.assertLess(term, t_kill + ttl)
+        self.assertLess(time.time(), t_kill + ttl + 1.0)
+        self.assertFalse(alive(pid))
+
+    def test_child_gone_by_validity_end_when_cli_is_stopped(self):
+        r = res("stopped")
+        ttl = 2.0
+        p = self.start(self.nodes, "run", r, "--ttl", "2000", "--", "sh",
+                       "-c", STUBBORN_CHILD, "sh", self.dir)
+        pid = self.child_pid()
+        grandchild = self.child_pid("grandchild")
+        time.sleep(0.3)
+        t_stop = time.time()
+        p.send_signal(signal.SIGSTOP)
+        for n in self.nodes[:3]:
+            n.kill()
+        # The child must be gone by the end of the validity (at the latest
+        # t_stop + ttl), with redlock-cli stopped the whole time.
+        self.assertTrue(wait_for(lambda: not alive(pid),
+                                 t_stop + ttl + 0.1 - time.time(), 0.01),
+                        "child outlived the lock")
+        self.assertGreater(time.time(), t_stop + 0.5)   # not killed early
+        self.assertTrue(wait_for(lambda: not alive(grandchild), 0.5))
+        p.send_signal(signal.SIGCONT)
+        out, err = p.communicate(timeout=15)
+        self.assertEqual(p.returncode, 4, err)
+
+    def test_child_gone_by_validity_end_when_cli_is_stopped_nodes_up(self):
+        r = res("stopped2")
+        ttl = 1.5
+        p = self.start(self.nodes, "run", r, "--ttl", "1500", "--", "sh",
+                       "-c", STUBBORN_CHILD, "sh", self.dir)
+        pid = self.child_pid()
+        time.sleep(0.3)
+        t_stop = time.time()
+        p.send_signal(signal.SIGSTOP)
+        self.assertTrue(wait_for(lambda: not alive(pid),
+                                 t_stop + ttl + 0.1 - time.time(), 0.01),
+                        "child outlived the lock")
+        # The key expired in Redis by itself: nobody renewed it.
+        self.assertTrue(wait_for(
+            lambda: self.values(r, self.nodes) == [None] * 5, 1.0))
+        p.send_signal(signal.SIGCONT)
+        out, err = p.communicate(timeout=15)
+        self.assertEqual(p.returncode, 4, err)
+
+    def test_child_gone_by_validity_end_when_cli_is_killed(self):
+        r = res("killed")
+        ttl = 1.5
+        p = self.start(self.nodes, "run", r, "--ttl", "1500", "--", "sh",
+                       "-c", STUBBORN_CHILD, "sh", self.dir)
+        pid = self.child_pid()
+        grandchild = self.child_pid("grandchild")
+        time.sleep(0.3)
+        t_kill = time.time()
+        p.kill()
+        p.wait()
+        self.assertTrue(alive(pid))      # still under a valid lock
+        self.assertTrue(wait_for(lambda: not alive(pid),
+                                 t_kill + ttl + 0.1 - time.time(), 0.01),
+                        "child outlived the lock")
+        self.assertTrue(wait_for(lambda: not alive(grandchild), 0.5))
+        # The orphaned supervisor (same command line) is gone too.
+        self.assertTrue(wait_for(lambda: not clitest.pids_with_arg(r), 1.0),
+                        clitest.pids_with_arg(r))
+
+
+if __name__ == "__main__":
+    clitest.setup_or_skip()
+    unittest.main(verbosity=2)

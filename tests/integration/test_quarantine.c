@@ -1,0 +1,280 @@
+/* test_quarantine.c -- restart quarantine (DESIGN §5.7; issue 3 item 4)
+ * against real redis-server processes.
+ *
+ * A node whose uptime is below max_ttl_ms may have lost keys, so it gets
+ * every command but its vote does not count until it is old enough;
+ * rl_client_ping and rl_client_stats show it reachable/connected but not
+ * voting. trust_restarted_nodes = true (nodes with appendfsync always)
+ * turns this off. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+#include "redlock.h"
+
+#define NODES 3
+#define MAX_TTL_MS 3000
+
+struct fx {
+    struct rl_redis r[NODES];
+    struct harness_nodes hn;
+    rl_client *c;
+    rl_lock *l;
+};
+
+static void test_log(int level, const char *msg, void *privdata)
+{
+    (void)privdata;
+    if (getenv("RL_TEST_LOG") != NULL)
+        fprintf(stderr, "  [redlock %d] %s\n", level, msg);
+}
+
+static void fast_config(rl_config *cfg, const struct harness_nodes *hn)
+{
+    rl_config_init(cfg);
+    cfg->nodes = hn->ptr;
+    cfg->node_count = hn->count;
+    cfg->connect_timeout_ms = (uint32_t)harness_scale_ms(200);
+    cfg->op_timeout_ms = (uint32_t)harness_scale_ms(50);
+    cfg->retry_count = 0;
+    cfg->retry_delay_ms = 20;
+    cfg->retry_jitter_ms = 10;
+    cfg->max_ttl_ms = MAX_TTL_MS;
+    cfg->trust_restarted_nodes = false;
+    cfg->log = test_log;
+    cfg->log_level = RL_LOG_DEBUG;
+}
+
+static void start_client(struct fx *f, bool trust)
+{
+    rl_config cfg;
+    rl_status st = RL_EINVAL;
+
+    fast_config(&cfg, &f->hn);
+    cfg.trust_restarted_nodes = trust;
+    f->c = rl_client_new(&cfg, &st);
+    if (f->c == NULL)
+        fprintf(stderr, "rl_client_new: %s: %s\n", rl_status_name(st),
+                rl_last_error());
+    assert_non_null(f->c);
+}
+
+static int setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof(*f));
+
+    if (f == NULL)
+        return -1;
+    *state = f;
+    if (harness_cluster_start(f->r, NODES, NULL) != 0)
+        return -1;
+    harness_nodes_fill(&f->hn, f->r, NODES);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+
+    if (f == NULL)
+        return 0;
+    rl_client_free(f->c);
+    rl_lock_free(f->l);
+    harness_cluster_stop(f->r, NODES);
+    free(f);
+    return 0;
+}
+
+/* Wait until every running node reports uptime_in_seconds >= secs. */
+static void wait_uptime(struct fx *f, int secs)
+{
+    char buf[32];
+
+    for (int i = 0; i < NODES; i++) {
+        int64_t deadline = harness_now_ms() + 1000 * (secs + 3);
+
+        if (!f->r[i].running)
+            continue;
+        for (;;) {
+            assert_int_equal(harness_info_field(&f->r[i], "server",
+                                                "uptime_in_seconds", buf,
+                                                sizeof(buf)),
+                             0);
+            if (atoi(buf) >= secs)
+                break;
+            assert_true(harness_now_ms() < deadline);
+            harness_sleep_ms(100);
+        }
+    }
+}
+
+static void ping(struct fx *f, rl_node_info *info, rl_status want)
+{
+    size_t count = 0;
+
+    assert_int_equal(rl_client_ping(f->c, info, NODES, &count), want);
+    assert_int_equal(count, NODES);
+}
+
+static void stats(struct fx *f, rl_stats *s)
+{
+    assert_int_equal(rl_client_stats(f->c, s), RL_OK);
+    assert_int_equal(s->node_count, NODES);
+}
+
+static void test_restarted_node_does_not_vote_until_max_ttl(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+    rl_node_info info[NODES];
+    rl_stats s;
+    rl_status st = RL_ENOQUORUM;
+    int64_t t_restart;
+    int64_t t_voting;
+    int attempts = 0;
+
+    start_client(f, false);
+    o.ttl_ms = 2000;
+    /* Fresh servers: reachable, younger than max_ttl_ms, not voting. */
+    ping(f, info, RL_ENOQUORUM);
+    for (int i = 0; i < NODES; i++) {
+        assert_true(info[i].reachable);
+        assert_false(info[i].voting);
+        assert_in_range(info[i].uptime_ms, 0, MAX_TTL_MS);
+    }
+    assert_int_equal(rl_acquire(f->c, "q:res", &o, &f->l), RL_ENOQUORUM);
+    wait_uptime(f, MAX_TTL_MS / 1000 + 1);
+    ping(f, info, RL_OK);
+    for (int i = 0; i < NODES; i++)
+        assert_true(info[i].voting);
+    assert_int_equal(rl_acquire(f->c, "q:res", &o, &f->l), RL_OK);
+    assert_int_equal(rl_release(f->l), RL_OK);
+    f->l = NULL;
+
+    /* Node 0 restarts empty, node 1 dies: a quorum needs node 0. */
+    assert_int_equal(harness_restart(&f->r[0]), 0);
+    t_restart = harness_now_ms();
+    harness_kill(&f->r[1]);
+    harness_sleep_ms(1000);
+    assert_int_equal(rl_acquire(f->c, "q:res", &o, &f->l), RL_ENOQUORUM);
+    fprintf(stderr, "  1 s after restart: %s\n", rl_last_error());
+    assert_null(f->l);
+    /* (give a slow reconnect up to another second) */
+    do {
+        ping(f, info, RL_ENOQUORUM);
+        if (!info[0].reachable)
+            harness_sleep_ms(50);
+    } while (!info[0].reachable && harness_now_ms() - t_restart < 2000);
+    fprintf(stderr, "  ping node 0: reachable %d voting %d uptime %lld ms\n",
+            info[0].reachable, info[0].voting, (long long)info[0].uptime_ms);
+    assert_true(info[0].reachable);
+    assert_false(info[0].voting);
+    assert_in_range(info[0].uptime_ms, 0, MAX_TTL_MS - 1);
+    assert_false(info[1].reachable);
+    assert_true(info[2].reachable);
+    assert_true(info[2].voting);
+    stats(f, &s);
+    assert_true(s.nodes[0].connected);
+    assert_false(s.nodes[0].voting);
+    assert_false(s.nodes[1].connected);
+    assert_false(s.nodes[1].voting);
+    assert_true(s.nodes[2].voting);
+    /* It is sent the commands all the same (§5.7): the refused attempt
+     * left nothing behind there. */
+    assert_int_equal(harness_dbsize(&f->r[0]), 0);
+
+    /* Poll until it votes again. */
+    while (st != RL_OK &&
+           harness_now_ms() - t_restart < harness_scale_ms(MAX_TTL_MS + 5000)) {
+        f->l = NULL;
+        st = rl_acquire(f->c, "q:res", &o, &f->l);
+        attempts++;
+        if (st != RL_OK)
+            harness_sleep_ms(50);
+    }
+    t_voting = harness_now_ms() - t_restart;
+    fprintf(stderr, "  restarted node votes again %lld ms after restart "
+                    "(%d attempts)\n",
+            (long long)t_voting, attempts);
+    assert_int_equal(st, RL_OK);
+    /* The server started a few ms before t_restart was taken. */
+    assert_true(t_voting >= MAX_TTL_MS - 200);
+    assert_int_equal(rl_lock_nodes_ok(f->l), 2);
+    assert_int_equal(rl_release(f->l), RL_OK);
+    f->l = NULL;
+    ping(f, info, RL_OK);
+    assert_true(info[0].voting);
+    assert_true(info[0].uptime_ms >= MAX_TTL_MS - 200);
+    stats(f, &s);
+    assert_true(s.nodes[0].voting);
+    assert_true(s.nodes[0].connected);
+}
+
+static void test_trusted_restarted_node_votes_at_once(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+    rl_node_info info[NODES];
+    rl_stats s;
+    rl_status st = RL_ENOQUORUM;
+    int64_t t_restart;
+    int64_t t_ok;
+
+    start_client(f, true);
+    o.ttl_ms = 2000;
+    /* Fresh servers vote at once. */
+    ping(f, info, RL_OK);
+    for (int i = 0; i < NODES; i++) {
+        assert_true(info[i].voting);
+        assert_in_range(info[i].uptime_ms, 0, MAX_TTL_MS);
+    }
+    assert_int_equal(rl_acquire(f->c, "q:trust", &o, &f->l), RL_OK);
+    assert_int_equal(rl_release(f->l), RL_OK);
+    f->l = NULL;
+
+    assert_int_equal(harness_restart(&f->r[0]), 0);
+    t_restart = harness_now_ms();
+    harness_kill(&f->r[1]);
+    /* Only the reconnect to node 0 is waited for. */
+    while (st != RL_OK &&
+           harness_now_ms() - t_restart < harness_scale_ms(2000)) {
+        f->l = NULL;
+        st = rl_acquire(f->c, "q:trust", &o, &f->l);
+        if (st != RL_OK)
+            harness_sleep_ms(20);
+    }
+    t_ok = harness_now_ms() - t_restart;
+    fprintf(stderr, "  trusted restarted node voted %lld ms after restart\n",
+            (long long)t_ok);
+    assert_int_equal(st, RL_OK);
+    assert_true(t_ok < MAX_TTL_MS - 1000);
+    assert_int_equal(rl_lock_nodes_ok(f->l), 2);
+    assert_int_equal(rl_release(f->l), RL_OK);
+    f->l = NULL;
+    ping(f, info, RL_OK);
+    assert_true(info[0].voting);
+    assert_true(info[0].uptime_ms < MAX_TTL_MS);
+    stats(f, &s);
+    assert_true(s.nodes[0].voting);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(
+            test_restarted_node_does_not_vote_until_max_ttl, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_trusted_restarted_node_votes_at_once, setup, teardown),
+    };
+
+    harness_require_redis();
+    return cmocka_run_group_tests_name("quarantine", tests, NULL, NULL);
+}

@@ -1,0 +1,348 @@
+/* test_reentrancy.c -- reentrant locks (DESIGN §5.8; issue 3 item 6)
+ * against real redis-server processes.
+ *
+ * With opts.reentrant the same thread acquiring the same resource on the
+ * same client gets the same rl_lock back, counted; Redis is written only
+ * by the first acquire and the last release. Checked in Redis: the key's
+ * PTTL is not refreshed by a nested acquire, the write commands counted by
+ * INFO commandstats do not move, the key stays after an inner release and
+ * is gone after the outer one. Another thread, another client or a
+ * non-reentrant acquire is an ordinary contender. */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+#include "redlock.h"
+
+#define NODES 3
+#define MAX_LOCKS 4
+
+struct fx {
+    struct rl_redis r[NODES];
+    struct harness_nodes hn;
+    rl_client *c;
+    rl_client *c2;
+    rl_lock *locks[MAX_LOCKS]; /* distinct handles, freed by teardown */
+};
+
+static void test_log(int level, const char *msg, void *privdata)
+{
+    (void)privdata;
+    if (getenv("RL_TEST_LOG") != NULL)
+        fprintf(stderr, "  [redlock %d] %s\n", level, msg);
+}
+
+static rl_client *client_for(struct fx *f)
+{
+    rl_config cfg;
+    rl_status st = RL_EINVAL;
+    rl_client *c;
+
+    rl_config_init(&cfg);
+    cfg.nodes = f->hn.ptr;
+    cfg.node_count = f->hn.count;
+    cfg.connect_timeout_ms = (uint32_t)harness_scale_ms(200);
+    cfg.op_timeout_ms = (uint32_t)harness_scale_ms(50);
+    cfg.retry_count = 0;
+    cfg.retry_delay_ms = 20;
+    cfg.retry_jitter_ms = 10;
+    cfg.trust_restarted_nodes = true;
+    cfg.log = test_log;
+    cfg.log_level = RL_LOG_DEBUG;
+    c = rl_client_new(&cfg, &st);
+    if (c == NULL)
+        fprintf(stderr, "rl_client_new: %s: %s\n", rl_status_name(st),
+                rl_last_error());
+    return c;
+}
+
+static int setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof(*f));
+
+    if (f == NULL)
+        return -1;
+    *state = f;
+    if (harness_cluster_start(f->r, NODES, NULL) != 0)
+        return -1;
+    harness_nodes_fill(&f->hn, f->r, NODES);
+    f->c = client_for(f);
+    return f->c == NULL ? -1 : 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+
+    if (f == NULL)
+        return 0;
+    rl_client_free(f->c);
+    rl_client_free(f->c2);
+    for (int i = 0; i < MAX_LOCKS; i++)
+        rl_lock_free(f->locks[i]);
+    harness_cluster_stop(f->r, NODES);
+    free(f);
+    return 0;
+}
+
+/* Sum of calls= of the commands that write a lock key (INFO
+ * commandstats), over every node. */
+static long long write_calls(struct fx *f)
+{
+    static const char *const cmds[] = { "cmdstat_set:", "cmdstat_eval:",
+                                        "cmdstat_evalsha:",
+                                        "cmdstat_pexpire:", "cmdstat_del:",
+                                        "cmdstat_fcall:", "cmdstat_unlink:" };
+    long long sum = 0;
+
+    for (int i = 0; i < NODES; i++) {
+        redisReply *rep = harness_cmd(&f->r[i], "INFO commandstats");
+
+        assert_non_null(rep);
+        assert_int_equal(rep->type, REDIS_REPLY_STRING);
+        for (size_t k = 0; k < sizeof(cmds) / sizeof(cmds[0]); k++) {
+            const char *p = strstr(rep->str, cmds[k]);
+
+            if (p != NULL) {
+                p = strstr(p, "calls=");
+                if (p != NULL)
+                    sum += strtoll(p + 6, NULL, 10);
+            }
+        }
+        freeReplyObject(rep);
+    }
+    return sum;
+}
+
+/* Nodes where key holds token with PTTL > 0; also the largest PTTL. */
+static int holders(struct fx *f, const char *key, const char *token,
+                   long long *max_pttl)
+{
+    int n = 0;
+
+    if (max_pttl != NULL)
+        *max_pttl = -3;
+    for (int i = 0; i < NODES; i++) {
+        char *v = harness_get(&f->r[i], key);
+        long long pttl = harness_pttl(&f->r[i], key);
+
+        if (v != NULL && strcmp(v, token) == 0 && pttl > 0)
+            n++;
+        if (max_pttl != NULL && pttl > *max_pttl)
+            *max_pttl = pttl;
+        free(v);
+    }
+    return n;
+}
+
+static bool key_gone(struct fx *f, const char *key)
+{
+    for (int t = 0; t < 20; t++) {
+        int present = 0;
+
+        for (int i = 0; i < NODES; i++)
+            present += harness_pttl(&f->r[i], key) != -2;
+        if (present == 0)
+            return true;
+        harness_sleep_ms(10);
+    }
+    return false;
+}
+
+static void test_same_thread_gets_same_lock_and_redis_is_not_touched(
+    void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+    rl_lock *l1 = NULL;
+    rl_lock *l2 = NULL;
+    long long calls0;
+    long long calls1;
+    long long pttl;
+    char token[200];
+
+    o.ttl_ms = 10000;
+    o.reentrant = true;
+    assert_int_equal(rl_acquire(f->c, "re:one", &o, &l1), RL_OK);
+    f->locks[0] = l1;
+    snprintf(token, sizeof(token), "%s", rl_lock_token(l1));
+    harness_sleep_ms(100); /* late replies of the minority */
+    assert_int_equal(holders(f, "re:one", token, NULL), NODES);
+    calls0 = write_calls(f);
+    harness_sleep_ms(500);
+
+    assert_int_equal(rl_acquire(f->c, "re:one", &o, &l2), RL_OK);
+    if (l2 != l1)
+        f->locks[1] = l2;
+    assert_ptr_equal(l2, l1);
+    assert_string_equal(rl_lock_token(l2), token);
+    harness_sleep_ms(100);
+    /* Not refreshed: no SET/PEXPIRE went out. */
+    assert_int_equal(holders(f, "re:one", token, &pttl), NODES);
+    fprintf(stderr, "  PTTL after nested acquire: %lld\n", pttl);
+    assert_true(pttl <= 9600);
+    calls1 = write_calls(f);
+    assert_int_equal(calls1, calls0);
+
+    /* Inner release: the lock stays, in Redis too. */
+    assert_int_equal(rl_release(l2), RL_OK);
+    harness_sleep_ms(100);
+    assert_int_equal(holders(f, "re:one", token, NULL), NODES);
+    assert_int_equal(write_calls(f), calls0);
+    assert_false(rl_lock_lost(l1));
+    assert_true(rl_lock_validity_ms(l1) > 0);
+    /* Outer release: gone. */
+    f->locks[0] = NULL;
+    assert_int_equal(rl_release(l1), RL_OK);
+    assert_true(key_gone(f, "re:one"));
+    assert_true(write_calls(f) > calls0);
+}
+
+static void test_three_deep_releases_only_on_the_last(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+    rl_lock *l[3] = { NULL, NULL, NULL };
+    char token[200];
+
+    o.ttl_ms = 10000;
+    o.reentrant = true;
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(rl_acquire(f->c, "re:deep", &o, &l[i]), RL_OK);
+        if (i > 0 && l[i] != l[0])
+            f->locks[2 + (i - 1)] = l[i];
+        if (i == 0) {
+            f->locks[0] = l[0];
+            snprintf(token, sizeof(token), "%s", rl_lock_token(l[0]));
+        }
+        assert_ptr_equal(l[i], l[0]);
+    }
+    /* Another resource on the same thread is another lock. */
+    assert_int_equal(rl_acquire(f->c, "re:deep2", &o, &f->locks[1]), RL_OK);
+    assert_ptr_not_equal(f->locks[1], l[0]);
+    for (int i = 2; i >= 1; i--) {
+        assert_int_equal(rl_release(l[i]), RL_OK);
+        harness_sleep_ms(50);
+        assert_int_equal(holders(f, "re:deep", token, NULL), NODES);
+    }
+    f->locks[0] = NULL;
+    assert_int_equal(rl_release(l[0]), RL_OK);
+    assert_true(key_gone(f, "re:deep"));
+    assert_int_equal(rl_release(f->locks[1]), RL_OK);
+    f->locks[1] = NULL;
+    assert_true(key_gone(f, "re:deep2"));
+}
+
+struct other {
+    rl_client *c;
+    const char *resource;
+    bool reentrant;
+    rl_status st;
+    rl_lock *lock;
+};
+
+static void *other_thread(void *arg)
+{
+    struct other *t = arg;
+    rl_acquire_opts o = { 0 };
+
+    o.ttl_ms = 10000;
+    o.reentrant = t->reentrant;
+    t->st = rl_acquire(t->c, t->resource, &o, &t->lock);
+    return NULL;
+}
+
+static void test_other_thread_is_an_ordinary_contender(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+    struct other t = { .c = f->c, .resource = "re:thr", .reentrant = true };
+    struct other t2 = { .c = f->c, .resource = "re:thr-other",
+                        .reentrant = true };
+    pthread_t th;
+    char token[200];
+
+    o.ttl_ms = 10000;
+    o.reentrant = true;
+    assert_int_equal(rl_acquire(f->c, "re:thr", &o, &f->locks[0]), RL_OK);
+    snprintf(token, sizeof(token), "%s", rl_lock_token(f->locks[0]));
+    assert_int_equal(pthread_create(&th, NULL, other_thread, &t), 0);
+    pthread_join(th, NULL);
+    f->locks[1] = t.lock;
+    assert_int_equal(t.st, RL_ENOTACQUIRED);
+    assert_null(t.lock);
+    /* The other thread can take another resource. */
+    assert_int_equal(pthread_create(&th, NULL, other_thread, &t2), 0);
+    pthread_join(th, NULL);
+    f->locks[2] = t2.lock;
+    assert_int_equal(t2.st, RL_OK);
+    assert_ptr_not_equal(t2.lock, f->locks[0]);
+    assert_int_equal(holders(f, "re:thr", token, NULL), NODES);
+    assert_int_equal(rl_release(f->locks[2]), RL_OK);
+    f->locks[2] = NULL;
+    assert_int_equal(rl_release(f->locks[0]), RL_OK);
+    f->locks[0] = NULL;
+    assert_true(key_gone(f, "re:thr"));
+}
+
+static void test_non_reentrant_or_other_client_on_same_thread_contends(
+    void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+    rl_lock *l = NULL;
+    char token[200];
+
+    o.ttl_ms = 10000;
+    o.reentrant = true;
+    assert_int_equal(rl_acquire(f->c, "re:plain", &o, &f->locks[0]), RL_OK);
+    snprintf(token, sizeof(token), "%s", rl_lock_token(f->locks[0]));
+    /* Same thread, same client, but not reentrant. */
+    o.reentrant = false;
+    assert_int_equal(rl_acquire(f->c, "re:plain", &o, &l), RL_ENOTACQUIRED);
+    assert_null(l);
+    /* Same thread, reentrant, but another client. */
+    f->c2 = client_for(f);
+    assert_non_null(f->c2);
+    o.reentrant = true;
+    assert_int_equal(rl_acquire(f->c2, "re:plain", &o, &l), RL_ENOTACQUIRED);
+    assert_null(l);
+    assert_int_equal(holders(f, "re:plain", token, NULL), NODES);
+    assert_int_equal(rl_release(f->locks[0]), RL_OK);
+    f->locks[0] = NULL;
+    assert_true(key_gone(f, "re:plain"));
+    /* Without reentrant, the same thread gets no second handle either. */
+    o.reentrant = false;
+    assert_int_equal(rl_acquire(f->c, "re:plain", &o, &f->locks[0]), RL_OK);
+    assert_int_equal(rl_acquire(f->c, "re:plain", &o, &l), RL_ENOTACQUIRED);
+    assert_null(l);
+    assert_int_equal(rl_release(f->locks[0]), RL_OK);
+    f->locks[0] = NULL;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(
+            test_same_thread_gets_same_lock_and_redis_is_not_touched, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_three_deep_releases_only_on_the_last, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_other_thread_is_an_ordinary_contender, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_non_reentrant_or_other_client_on_same_thread_contends,
+            setup, teardown),
+    };
+
+    harness_require_redis();
+    return cmocka_run_group_tests_name("reentrancy", tests, NULL, NULL);
+}

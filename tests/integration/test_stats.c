@@ -1,0 +1,295 @@
+/* test_stats.c -- rl_client_stats (issue 3 item 7) against real
+ * redis-server processes: client counters (acquired, contended, lost,
+ * renewals, fences) match what the test did; per-node counters (requests,
+ * votes, latency percentiles) are filled in; a killed node shows up as
+ * disconnected with failed requests; argument and external-loop errors. */
+#include <poll.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <ev.h>
+
+#include "harness.h"
+#include "redlock.h"
+
+#define NODES 5
+
+struct fx {
+    struct rl_redis r[NODES];
+    struct harness_nodes hn;
+    rl_client *c;
+    rl_client *c2;
+    rl_lock *l;
+    rl_lock *l2;
+    struct ev_loop *loop;
+};
+
+static void test_log(int level, const char *msg, void *privdata)
+{
+    (void)privdata;
+    if (getenv("RL_TEST_LOG") != NULL)
+        fprintf(stderr, "  [redlock %d] %s\n", level, msg);
+}
+
+static rl_client *client_for(struct fx *f, struct ev_loop *loop)
+{
+    rl_config cfg;
+    rl_status st = RL_EINVAL;
+    rl_client *c;
+
+    rl_config_init(&cfg);
+    cfg.nodes = f->hn.ptr;
+    cfg.node_count = f->hn.count;
+    cfg.connect_timeout_ms = (uint32_t)harness_scale_ms(200);
+    cfg.op_timeout_ms = (uint32_t)harness_scale_ms(50);
+    cfg.retry_count = 0;
+    cfg.retry_delay_ms = 20;
+    cfg.retry_jitter_ms = 10;
+    cfg.trust_restarted_nodes = true;
+    cfg.log = test_log;
+    cfg.log_level = RL_LOG_DEBUG;
+    cfg.loop = loop;
+    c = rl_client_new(&cfg, &st);
+    if (c == NULL)
+        fprintf(stderr, "rl_client_new: %s: %s\n", rl_status_name(st),
+                rl_last_error());
+    return c;
+}
+
+static int setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof(*f));
+
+    if (f == NULL)
+        return -1;
+    *state = f;
+    if (harness_cluster_start(f->r, NODES, NULL) != 0)
+        return -1;
+    harness_nodes_fill(&f->hn, f->r, NODES);
+    f->c = client_for(f, NULL);
+    return f->c == NULL ? -1 : 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+
+    if (f == NULL)
+        return 0;
+    rl_client_free(f->c);
+    rl_client_free(f->c2);
+    rl_lock_free(f->l);
+    rl_lock_free(f->l2);
+    if (f->loop != NULL)
+        ev_loop_destroy(f->loop);
+    harness_cluster_stop(f->r, NODES);
+    free(f);
+    return 0;
+}
+
+static void print_node(const rl_node_stats *n)
+{
+    fprintf(stderr, "  %-22s conn %d vote %d req %llu err %llu to %llu "
+                    "down %llu for %llu against %llu p50 %u p90 %u p99 %u "
+                    "max %u us\n",
+            n->name, n->connected, n->voting,
+            (unsigned long long)n->requests, (unsigned long long)n->errors,
+            (unsigned long long)n->timeouts, (unsigned long long)n->down,
+            (unsigned long long)n->votes_for,
+            (unsigned long long)n->votes_against, n->latency_p50_us,
+            n->latency_p90_us, n->latency_p99_us, n->latency_max_us);
+}
+
+static void test_counters_match_what_was_done(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+    rl_stats s;
+    uint64_t against = 0;
+    char name[64];
+    char port[16];
+
+    /* A fresh client has counted nothing yet. */
+    assert_int_equal(rl_client_stats(f->c, &s), RL_OK);
+    assert_int_equal(s.acquired, 0);
+    assert_int_equal(s.contended, 0);
+    assert_int_equal(s.lost, 0);
+    assert_int_equal(s.renewals, 0);
+    assert_int_equal(s.fences, 0);
+
+    o.ttl_ms = 5000;
+    for (int i = 0; i < 5; i++) {
+        snprintf(name, sizeof(name), "st:a:%d", i);
+        assert_int_equal(rl_acquire(f->c, name, &o, &f->l), RL_OK);
+        assert_int_equal(rl_release(f->l), RL_OK);
+        f->l = NULL;
+    }
+    o.fencing = true;
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(rl_acquire(f->c, "st:fence", &o, &f->l), RL_OK);
+        assert_true(rl_lock_fence(f->l) > 0);
+        assert_int_equal(rl_release(f->l), RL_OK);
+        f->l = NULL;
+    }
+    o.fencing = false;
+    /* Three refused attempts (retry_count 0: one attempt each). */
+    f->c2 = client_for(f, NULL);
+    assert_non_null(f->c2);
+    assert_int_equal(rl_acquire(f->c2, "st:busy", &o, &f->l2), RL_OK);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(rl_acquire(f->c, "st:busy", &o, &f->l),
+                         RL_ENOTACQUIRED);
+    assert_int_equal(rl_release(f->l2), RL_OK);
+    f->l2 = NULL;
+    /* Two extensions. */
+    assert_int_equal(rl_acquire(f->c, "st:ext", &o, &f->l), RL_OK);
+    assert_int_equal(rl_extend(f->l, 6000), RL_OK);
+    assert_int_equal(rl_extend(f->l, 0), RL_OK);
+    assert_int_equal(rl_release(f->l), RL_OK);
+    f->l = NULL;
+    harness_sleep_ms(100); /* late replies of the minority */
+
+    assert_int_equal(rl_client_stats(f->c, &s), RL_OK);
+    fprintf(stderr, "  acquired %llu contended %llu lost %llu renewals %llu "
+                    "fences %llu\n",
+            (unsigned long long)s.acquired,
+            (unsigned long long)s.contended, (unsigned long long)s.lost,
+            (unsigned long long)s.renewals, (unsigned long long)s.fences);
+    assert_int_equal(s.acquired, 8);
+    assert_int_equal(s.contended, 3);
+    assert_int_equal(s.lost, 0);
+    assert_int_equal(s.renewals, 2);
+    assert_int_equal(s.fences, 2);
+    assert_int_equal(s.node_count, NODES);
+    for (size_t i = 0; i < NODES; i++) {
+        const rl_node_stats *n = &s.nodes[i];
+
+        print_node(n);
+        snprintf(port, sizeof(port), ":%d", f->r[i].port);
+        assert_non_null(strstr(n->name, port));
+        assert_true(n->connected);
+        assert_true(n->voting);
+        /* 8 acquires + 2 fence writes + 3 refused + 2 extends + 8
+         * releases, at the least. */
+        assert_true(n->requests >= 20);
+        assert_true(n->votes_for > 0);
+        assert_int_equal(n->errors, 0);
+        assert_int_equal(n->timeouts, 0);
+        assert_int_equal(n->down, 0);
+        assert_true(n->latency_p50_us > 0);
+        assert_true(n->latency_p50_us <= n->latency_p90_us);
+        assert_true(n->latency_p90_us <= n->latency_p99_us);
+        assert_true(n->latency_p99_us <= n->latency_max_us);
+        against += n->votes_against;
+    }
+    /* The refused attempts were refused by nodes. */
+    assert_true(against >= 3);
+    /* The holder's client counted its own acquisition only. */
+    assert_int_equal(rl_client_stats(f->c2, &s), RL_OK);
+    assert_int_equal(s.acquired, 1);
+    assert_int_equal(s.contended, 0);
+}
+
+static void test_killed_node_shows_disconnected_and_failed(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+    rl_stats s;
+    int64_t deadline;
+    char name[64];
+
+    o.ttl_ms = 5000;
+    assert_int_equal(rl_acquire(f->c, "st:before", &o, &f->l), RL_OK);
+    assert_int_equal(rl_release(f->l), RL_OK);
+    f->l = NULL;
+    harness_kill(&f->r[4]);
+    deadline = harness_now_ms() + harness_scale_ms(2000);
+    do {
+        for (int i = 0; i < 3; i++) {
+            snprintf(name, sizeof(name), "st:after:%d", i);
+            assert_int_equal(rl_acquire(f->c, name, &o, &f->l), RL_OK);
+            assert_in_range(rl_lock_nodes_ok(f->l), 3, 4);
+            assert_int_equal(rl_release(f->l), RL_OK);
+            f->l = NULL;
+        }
+        assert_int_equal(rl_client_stats(f->c, &s), RL_OK);
+    } while (s.nodes[4].connected && harness_now_ms() < deadline);
+    for (size_t i = 0; i < NODES; i++)
+        print_node(&s.nodes[i]);
+    assert_false(s.nodes[4].connected);
+    assert_false(s.nodes[4].voting);
+    assert_true(s.nodes[4].down + s.nodes[4].timeouts > 0);
+    assert_true(s.nodes[4].votes_against > 0);
+    for (size_t i = 0; i < 4; i++) {
+        assert_true(s.nodes[i].connected);
+        assert_true(s.nodes[i].voting);
+        assert_int_equal(s.nodes[i].down, 0);
+    }
+    assert_true(s.acquired >= 4);
+}
+
+static void test_lost_lock_is_counted(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+    struct pollfd p;
+    rl_stats s;
+
+    o.ttl_ms = 600;
+    o.auto_extend = true;
+    o.max_renewals = 1;
+    assert_int_equal(rl_acquire(f->c, "st:lost", &o, &f->l), RL_OK);
+    p.fd = rl_lock_lost_fd(f->l);
+    p.events = POLLIN;
+    assert_true(p.fd >= 0);
+    assert_int_equal(poll(&p, 1, (int)harness_scale_ms(3000)), 1);
+    assert_true(rl_lock_lost(f->l));
+    assert_int_equal(rl_client_stats(f->c, &s), RL_OK);
+    assert_int_equal(s.lost, 1);
+    assert_int_equal(s.renewals, 1);
+    assert_int_equal(s.acquired, 1);
+    rl_lock_free(f->l);
+    f->l = NULL;
+}
+
+static void test_stats_rejects_bad_arguments_and_external_loop(void **state)
+{
+    struct fx *f = *state;
+    rl_stats s;
+    rl_client *ext;
+
+    assert_int_equal(rl_client_stats(NULL, &s), RL_EINVAL);
+    assert_int_equal(rl_client_stats(f->c, NULL), RL_EINVAL);
+    assert_int_equal(rl_client_stats(NULL, NULL), RL_EINVAL);
+    f->loop = ev_loop_new(0);
+    assert_non_null(f->loop);
+    ext = client_for(f, f->loop);
+    assert_non_null(ext);
+    assert_int_equal(rl_client_stats(ext, &s), RL_EMISUSE);
+    fprintf(stderr, "  external loop: %s\n", rl_last_error());
+    rl_client_free(ext);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_counters_match_what_was_done,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_killed_node_shows_disconnected_and_failed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lost_lock_is_counted, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(
+            test_stats_rejects_bad_arguments_and_external_loop, setup,
+            teardown),
+    };
+
+    harness_require_redis();
+    return cmocka_run_group_tests_name("stats", tests, NULL, NULL);
+}

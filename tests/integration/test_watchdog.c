@@ -1,0 +1,705 @@
+/* test_watchdog.c -- re-quorum renewal and lost-lock delivery against real
+ * redis-server processes (DESIGN §2.4, §5.4; issue 3 items 1 and 2).
+ *
+ * What is proved here:
+ *   - a 1 s-TTL lock renewed by the watchdog stays held in Redis (a
+ *     majority holds our token with PTTL > 0, checked every 100 ms) for
+ *     10 s with healthy nodes, with no false loss;
+ *   - when a majority dies (kill -9) or freezes (SIGSTOP) the loss is
+ *     reported -- callback, rl_lock_lost(), readable fd -- while validity
+ *     still remains (the margin is printed on stderr);
+ *   - rl_watchdog_start/stop, the renewal caps and rl_with_lock.
+ * Timing bounds scale with RL_TEST_TIMEOUT_MULTIPLIER. */
+#include <poll.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+#include "redlock.h"
+
+#define NODES 5
+#define MAX_LOCKS 4
+
+struct fx {
+    struct rl_redis r[NODES];
+    struct harness_nodes hn;
+    rl_client *c;
+    rl_client *c2;
+    rl_lock *locks[MAX_LOCKS]; /* freed by teardown if a test failed */
+};
+
+/* What the lost callback saw. */
+struct lost_rec {
+    atomic_int calls;
+    int64_t validity_ms; /* rl_lock_validity_ms() inside the callback */
+    int64_t boot_us;     /* CLOCK_BOOTTIME when it ran */
+    bool flag;           /* rl_lock_lost() inside the callback */
+    bool fd_readable;    /* lost fd readable inside the callback */
+};
+
+static int64_t boot_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_BOOTTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static bool fd_readable(int fd, int timeout_ms)
+{
+    struct pollfd p = { .fd = fd, .events = POLLIN };
+
+    if (fd < 0)
+        return false;
+    return poll(&p, 1, timeout_ms) == 1 && (p.revents & POLLIN) != 0;
+}
+
+static void on_lost(rl_lock *l, void *privdata)
+{
+    struct lost_rec *r = privdata;
+
+    r->validity_ms = rl_lock_validity_ms(l);
+    r->boot_us = boot_us();
+    r->flag = rl_lock_lost(l);
+    r->fd_readable = fd_readable(rl_lock_lost_fd(l), 0);
+    atomic_fetch_add(&r->calls, 1);
+}
+
+static void test_log(int level, const char *msg, void *privdata)
+{
+    (void)privdata;
+    if (getenv("RL_TEST_LOG") != NULL)
+        fprintf(stderr, "  [redlock %d] %s\n", level, msg);
+}
+
+static void fast_config(rl_config *cfg, const struct harness_nodes *hn)
+{
+    rl_config_init(cfg);
+    cfg->nodes = hn->ptr;
+    cfg->node_count = hn->count;
+    cfg->connect_timeout_ms = (uint32_t)harness_scale_ms(200);
+    cfg->op_timeout_ms = (uint32_t)harness_scale_ms(50);
+    cfg->retry_count = 0;
+    cfg->retry_delay_ms = 20;
+    cfg->retry_jitter_ms = 10;
+    cfg->trust_restarted_nodes = true;
+    cfg->log = test_log;
+    cfg->log_level = RL_LOG_DEBUG;
+}
+
+static rl_client *client_for(rl_config *cfg)
+{
+    rl_status st = RL_EINVAL;
+    rl_client *c = rl_client_new(cfg, &st);
+
+    if (c == NULL)
+        fprintf(stderr, "rl_client_new: %s: %s\n", rl_status_name(st),
+                rl_last_error());
+    return c;
+}
+
+static int setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof(*f));
+    rl_config cfg;
+
+    if (f == NULL)
+        return -1;
+    *state = f;
+    if (harness_cluster_start(f->r, NODES, NULL) != 0)
+        return -1;
+    harness_nodes_fill(&f->hn, f->r, NODES);
+    fast_config(&cfg, &f->hn);
+    f->c = client_for(&cfg);
+    return f->c == NULL ? -1 : 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+
+    if (f == NULL)
+        return 0;
+    for (int i = 0; i < NODES; i++) {
+        if (f->r[i].paused)
+            harness_resume(&f->r[i]);
+    }
+    rl_client_free(f->c);
+    rl_client_free(f->c2);
+    for (int i = 0; i < MAX_LOCKS; i++)
+        rl_lock_free(f->locks[i]);
+    harness_cluster_stop(f->r, NODES);
+    free(f);
+    return 0;
+}
+
+/* Nodes (running, not paused) where key holds token with PTTL > 0. */
+static int holders(struct fx *f, const char *key, const char *token)
+{
+    int n = 0;
+
+    for (int i = 0; i < NODES; i++) {
+        char *v;
+        long long pttl;
+
+        if (!f->r[i].running || f->r[i].paused)
+            continue;
+        v = harness_get(&f->r[i], key);
+        pttl = harness_pttl(&f->r[i], key);
+        if (v != NULL && strcmp(v, token) == 0 && pttl > 0)
+            n++;
+        free(v);
+    }
+    return n;
+}
+
+/* Nodes (running, not paused) where key exists. */
+static int key_present(struct fx *f, const char *key)
+{
+    int n = 0;
+
+    for (int i = 0; i < NODES; i++) {
+        if (f->r[i].running && !f->r[i].paused &&
+            harness_pttl(&f->r[i], key) != -2)
+            n++;
+    }
+    return n;
+}
+
+static bool key_gone_within(struct fx *f, const char *key, int64_t ms)
+{
+    int64_t deadline = harness_now_ms() + harness_scale_ms(ms);
+
+    while (harness_now_ms() < deadline) {
+        if (key_present(f, key) == 0)
+            return true;
+        harness_sleep_ms(20);
+    }
+    return key_present(f, key) == 0;
+}
+
+static uint64_t stat_renewals(rl_client *c)
+{
+    rl_stats s;
+
+    assert_int_equal(rl_client_stats(c, &s), RL_OK);
+    return s.renewals;
+}
+
+static bool wait_calls(atomic_int *calls, int want, int64_t ms)
+{
+    int64_t deadline = harness_now_ms() + harness_scale_ms(ms);
+
+    while (atomic_load(calls) < want && harness_now_ms() < deadline)
+        harness_sleep_ms(2);
+    return atomic_load(calls) >= want;
+}
+
+/* ---- Healthy nodes: no false loss ---------------------------------------*/
+
+static void test_watchdog_holds_1s_ttl_lock_for_10s_without_false_loss(
+    void **state)
+{
+    struct fx *f = *state;
+    struct lost_rec rec = { 0 };
+    rl_acquire_opts o = { 0 };
+    rl_lock *l = NULL;
+    int64_t t0;
+    int64_t min_validity = INT64_MAX;
+    int min_holders = NODES;
+    int checks = 0;
+    uint64_t renewals;
+    char token[200];
+
+    o.ttl_ms = 1000;
+    o.auto_extend = true;
+    o.lost_cb = on_lost;
+    o.lost_privdata = &rec;
+    assert_int_equal(rl_acquire(f->c, "wd:healthy", &o, &l), RL_OK);
+    f->locks[0] = l;
+    snprintf(token, sizeof(token), "%s", rl_lock_token(l));
+    assert_true(rl_lock_lost_fd(l) >= 0);
+    t0 = harness_now_ms();
+    while (harness_now_ms() - t0 < 10000) {
+        int h = holders(f, "wd:healthy", token);
+        int64_t v = rl_lock_validity_ms(l);
+
+        checks++;
+        if (h < min_holders)
+            min_holders = h;
+        if (v < min_validity)
+            min_validity = v;
+        if (h < 3 || v <= 0 || rl_lock_lost(l) ||
+            atomic_load(&rec.calls) != 0 ||
+            fd_readable(rl_lock_lost_fd(l), 0)) {
+            fprintf(stderr, "  after %lld ms: holders %d, validity %lld, "
+                            "lost %d, lost_cb %d\n",
+                    (long long)(harness_now_ms() - t0), h, (long long)v,
+                    rl_lock_lost(l), atomic_load(&rec.calls));
+            fail_msg("the lock was not held continuously");
+        }
+        harness_sleep_ms(100);
+    }
+    renewals = stat_renewals(f->c);
+    fprintf(stderr, "  10 s hold: %d checks, min holders %d, min validity "
+                    "%lld ms, %llu renewals\n",
+            checks, min_holders, (long long)min_validity,
+            (unsigned long long)renewals);
+    assert_true(checks >= 50);
+    assert_true(renewals >= 20);
+    assert_false(rl_lock_lost(l));
+    assert_int_equal(atomic_load(&rec.calls), 0);
+    f->locks[0] = NULL;
+    assert_int_equal(rl_release(l), RL_OK);
+    assert_true(key_gone_within(f, "wd:healthy", 500));
+    assert_int_equal(atomic_load(&rec.calls), 0);
+}
+
+/* ---- A majority fails during the hold: lost before validity ends --------*/
+
+static void lost_before_validity_end(struct fx *f, bool pause,
+                                     const char *key)
+{
+    struct lost_rec rec = { 0 };
+    rl_acquire_opts o = { 0 };
+    rl_lock *l = NULL;
+    rl_stats s;
+    int64_t t_fail;
+    int64_t t_fd;
+    int64_t v_fd;
+    int fd;
+    int h;
+    rl_status st;
+    char token[200];
+
+    o.ttl_ms = 1000;
+    o.auto_extend = true;
+    o.lost_cb = on_lost;
+    o.lost_privdata = &rec;
+    assert_int_equal(rl_acquire(f->c, key, &o, &l), RL_OK);
+    f->locks[0] = l;
+    snprintf(token, sizeof(token), "%s", rl_lock_token(l));
+    fd = rl_lock_lost_fd(l);
+    assert_true(fd >= 0);
+    /* Held and renewed for a while first. */
+    harness_sleep_ms(1200);
+    assert_false(rl_lock_lost(l));
+    assert_false(fd_readable(fd, 0));
+    assert_true(holders(f, key, token) >= 3);
+    assert_true(stat_renewals(f->c) >= 2);
+
+    t_fail = boot_us();
+    for (int i = 0; i < 3; i++) {
+        if (pause)
+            assert_int_equal(harness_pause(&f->r[i]), 0);
+        else
+            harness_kill(&f->r[i]);
+    }
+    /* The fd: readable while validity remains. */
+    assert_true(fd_readable(fd, (int)harness_scale_ms(3000)));
+    t_fd = boot_us();
+    v_fd = rl_lock_validity_ms(l);
+    h = holders(f, key, token);
+    assert_true(rl_lock_lost(l));
+    assert_true(wait_calls(&rec.calls, 1, 1000));
+    fprintf(stderr,
+            "  %s 3 of 5: lost %lld ms after the failure; lost_cb ran with "
+            "%lld ms of validity left (margin), fd seen readable %lld ms "
+            "after the failure with %lld ms left; %d surviving nodes still "
+            "held the key\n",
+            pause ? "SIGSTOP" : "kill -9",
+            (long long)((rec.boot_us - t_fail) / 1000),
+            (long long)rec.validity_ms, (long long)((t_fd - t_fail) / 1000),
+            (long long)v_fd, h);
+    /* The callback ran before the validity ended, saw the flag and the
+     * readable fd. */
+    assert_true(rec.validity_ms > 0);
+    assert_true(rec.flag);
+    assert_true(rec.fd_readable);
+    assert_true(v_fd > 0);
+    /* Redis agrees: the live minority still had our key then. */
+    assert_int_equal(h, 2);
+    /* Reported within about one TTL of the failure. */
+    assert_true(rec.boot_us - t_fail < harness_scale_ms(1500) * 1000);
+    /* Once. */
+    harness_sleep_ms(500);
+    assert_int_equal(atomic_load(&rec.calls), 1);
+    assert_true(fd_readable(fd, 0)); /* stays readable */
+    assert_int_equal(rl_client_stats(f->c, &s), RL_OK);
+    assert_int_equal(s.lost, 1);
+    if (pause) {
+        for (int i = 0; i < 3; i++)
+            assert_int_equal(harness_resume(&f->r[i]), 0);
+    }
+    f->locks[0] = NULL;
+    st = rl_release(l);
+    fprintf(stderr, "  release of the lost lock: %s\n", rl_status_name(st));
+    assert_int_not_equal(st, RL_OK);
+    assert_int_equal(atomic_load(&rec.calls), 1);
+}
+
+static void test_kill_3_of_5_reports_lost_before_validity_ends(void **state)
+{
+    lost_before_validity_end(*state, false, "wd:kill");
+}
+
+static void test_sigstop_3_of_5_reports_lost_before_validity_ends(
+    void **state)
+{
+    lost_before_validity_end(*state, true, "wd:stop");
+}
+
+/* ---- rl_watchdog_start / stop --------------------------------------------*/
+
+static void test_watchdog_start_renews_and_stop_lets_lock_expire(
+    void **state)
+{
+    struct fx *f = *state;
+    struct lost_rec rec = { 0 };
+    rl_acquire_opts o = { 0 };
+    rl_acquire_opts wo = { 0 };
+    rl_lock *l = NULL;
+    uint64_t r_stop;
+    long long p[3];
+    int64_t t0;
+    char token[200];
+
+    o.ttl_ms = 1000;
+    assert_int_equal(rl_acquire(f->c, "wd:startstop", &o, &l), RL_OK);
+    f->locks[0] = l;
+    snprintf(token, sizeof(token), "%s", rl_lock_token(l));
+    wo.lost_cb = on_lost;
+    wo.lost_privdata = &rec;
+    assert_int_equal(rl_watchdog_start(l, &wo), RL_OK);
+    assert_int_equal(rl_watchdog_start(l, &wo), RL_EMISUSE);
+    assert_int_equal(rl_watchdog_start(l, NULL), RL_EMISUSE);
+    /* Twice the TTL: only renewals keep it. */
+    t0 = harness_now_ms();
+    while (harness_now_ms() - t0 < 2000) {
+        assert_true(holders(f, "wd:startstop", token) >= 3);
+        assert_true(rl_lock_validity_ms(l) > 0);
+        harness_sleep_ms(100);
+    }
+    assert_true(stat_renewals(f->c) >= 4);
+    assert_false(rl_lock_lost(l));
+
+    rl_watchdog_stop(l);
+    harness_sleep_ms(150); /* a renewal in flight may still complete */
+    r_stop = stat_renewals(f->c);
+    for (int i = 0; i < 3; i++) {
+        if (i > 0)
+            harness_sleep_ms(200);
+        p[i] = harness_pttl(&f->r[0], "wd:startstop");
+    }
+    fprintf(stderr, "  after stop: PTTL %lld, %lld, %lld\n", p[0], p[1],
+            p[2]);
+    assert_true(p[0] > 0 && p[0] <= 1000);
+    assert_true(p[1] < p[0]);
+    assert_true(p[2] < p[1] || p[2] == -2);
+    assert_true(key_gone_within(f, "wd:startstop", 1500));
+    assert_true(rl_lock_validity_ms(l) <= 0);
+    assert_int_equal(stat_renewals(f->c), r_stop);
+    /* Stopped: nobody was watching, so nothing is reported. */
+    assert_int_equal(atomic_load(&rec.calls), 0);
+    f->locks[0] = NULL;
+    assert_int_equal(rl_release(l), RL_ELOST);
+}
+
+/* ---- Caps ----------------------------------------------------------------*/
+
+static void test_max_renewals_stops_renewing_and_reports_lost(void **state)
+{
+    struct fx *f = *state;
+    struct lost_rec rec = { 0 };
+    rl_acquire_opts o = { 0 };
+    rl_lock *l = NULL;
+    int64_t t0;
+    int64_t held_ms;
+    long long pttl;
+    char token[200];
+
+    o.ttl_ms = 1000;
+    o.auto_extend = true;
+    o.max_renewals = 2;
+    o.lost_cb = on_lost;
+    o.lost_privdata = &rec;
+    t0 = boot_us();
+    assert_int_equal(rl_acquire(f->c, "wd:maxren", &o, &l), RL_OK);
+    f->locks[0] = l;
+    snprintf(token, sizeof(token), "%s", rl_lock_token(l));
+    harness_sleep_ms(1100); /* past the first TTL: renewed */
+    assert_true(holders(f, "wd:maxren", token) >= 3);
+    assert_true(fd_readable(rl_lock_lost_fd(l), (int)harness_scale_ms(3000)));
+    pttl = harness_pttl(&f->r[0], "wd:maxren");
+    assert_true(wait_calls(&rec.calls, 1, 1000));
+    held_ms = (rec.boot_us - t0) / 1000;
+    fprintf(stderr, "  max_renewals 2: lost after %lld ms, %lld ms of "
+                    "validity left, PTTL then %lld\n",
+            (long long)held_ms, (long long)rec.validity_ms, pttl);
+    assert_true(rec.validity_ms > 0);
+    assert_true(rl_lock_lost(l));
+    assert_int_equal(stat_renewals(f->c), 2);
+    /* Two renewals (every ttl/3) then the margin of the last validity. */
+    assert_true(held_ms >= 1000);
+    assert_true(held_ms < harness_scale_ms(3000));
+    assert_true(pttl < 400);
+    assert_true(key_gone_within(f, "wd:maxren", 1000));
+    assert_int_equal(stat_renewals(f->c), 2);
+    f->locks[0] = NULL;
+    rl_lock_free(l);
+}
+
+static void test_max_hold_ms_stops_renewing_and_reports_lost(void **state)
+{
+    struct fx *f = *state;
+    struct lost_rec rec = { 0 };
+    rl_acquire_opts o = { 0 };
+    rl_lock *l = NULL;
+    int64_t t0;
+    int64_t held_ms;
+    uint64_t renewals;
+    char token[200];
+
+    o.ttl_ms = 1000;
+    o.auto_extend = true;
+    o.max_hold_ms = 1500;
+    o.lost_cb = on_lost;
+    o.lost_privdata = &rec;
+    t0 = boot_us();
+    assert_int_equal(rl_acquire(f->c, "wd:maxhold", &o, &l), RL_OK);
+    f->locks[0] = l;
+    snprintf(token, sizeof(token), "%s", rl_lock_token(l));
+    harness_sleep_ms(1300);
+    assert_true(holders(f, "wd:maxhold", token) >= 3);
+    assert_false(rl_lock_lost(l));
+    assert_true(fd_readable(rl_lock_lost_fd(l), (int)harness_scale_ms(4000)));
+    assert_true(wait_calls(&rec.calls, 1, 1000));
+    held_ms = (rec.boot_us - t0) / 1000;
+    renewals = stat_renewals(f->c);
+    fprintf(stderr, "  max_hold_ms 1500: lost after %lld ms, %lld ms of "
+                    "validity left, %llu renewals\n",
+            (long long)held_ms, (long long)rec.validity_ms,
+            (unsigned long long)renewals);
+    assert_true(rec.validity_ms > 0);
+    assert_true(held_ms >= 1500);
+    assert_true(held_ms < 1500 + 1000 + harness_scale_ms(1000));
+    assert_in_range(renewals, 3, 5);
+    assert_true(key_gone_within(f, "wd:maxhold", 1000));
+    assert_int_equal(stat_renewals(f->c), renewals);
+    f->locks[0] = NULL;
+    rl_lock_free(l);
+}
+
+/* ---- rl_with_lock --------------------------------------------------------*/
+
+struct section {
+    struct fx *f;
+    const char *key;
+    int calls;
+    int ret;
+    int64_t run_ms;   /* stay this long, checking Redis every 100 ms */
+    int min_holders;  /* fewest nodes holding our token seen */
+    bool lost_seen;
+};
+
+static int section_fn(rl_lock *l, void *arg)
+{
+    struct section *s = arg;
+    int64_t t0 = harness_now_ms();
+
+    s->calls++;
+    s->min_holders = holders(s->f, s->key, rl_lock_token(l));
+    while (harness_now_ms() - t0 < s->run_ms) {
+        int h = holders(s->f, s->key, rl_lock_token(l));
+
+        if (h < s->min_holders)
+            s->min_holders = h;
+        if (rl_lock_lost(l) || rl_lock_validity_ms(l) <= 0)
+            s->lost_seen = true;
+        harness_sleep_ms(100);
+    }
+    return s->ret;
+}
+
+static void test_with_lock_runs_fn_while_key_holds_token(void **state)
+{
+    struct fx *f = *state;
+    struct section s = { .f = f, .key = "wd:with", .ret = 0 };
+    rl_acquire_opts o = { 0 };
+    int result = -12345;
+
+    o.ttl_ms = 5000;
+    assert_int_equal(rl_with_lock(f->c, "wd:with", &o, section_fn, &s,
+                                  &result),
+                     RL_OK);
+    assert_int_equal(s.calls, 1);
+    assert_true(s.min_holders >= 3);
+    assert_int_equal(result, 0);
+    assert_true(key_gone_within(f, "wd:with", 500));
+}
+
+static void test_with_lock_releases_when_fn_fails(void **state)
+{
+    struct fx *f = *state;
+    struct section s = { .f = f, .key = "wd:with-err", .ret = 42 };
+    rl_acquire_opts o = { 0 };
+    int result = 0;
+    rl_status st;
+
+    o.ttl_ms = 10000;
+    st = rl_with_lock(f->c, "wd:with-err", &o, section_fn, &s, &result);
+    assert_int_equal(st, RL_OK);
+    assert_int_equal(s.calls, 1);
+    assert_true(s.min_holders >= 3);
+    assert_int_equal(result, 42);
+    /* Released at once, not left to expire after 10 s. */
+    assert_true(key_gone_within(f, "wd:with-err", 500));
+    /* -1 too, and a NULL fn_result is allowed. */
+    s.ret = -1;
+    assert_int_equal(rl_with_lock(f->c, "wd:with-err", &o, section_fn, &s,
+                                  &result),
+                     RL_OK);
+    assert_int_equal(result, -1);
+    assert_true(key_gone_within(f, "wd:with-err", 500));
+    s.ret = 7;
+    assert_int_equal(rl_with_lock(f->c, "wd:with-err", &o, section_fn, &s,
+                                  NULL),
+                     RL_OK);
+    assert_int_equal(s.calls, 3);
+    assert_true(key_gone_within(f, "wd:with-err", 500));
+}
+
+static void test_with_lock_keeps_lock_for_3x_ttl(void **state)
+{
+    struct fx *f = *state;
+    struct section s = { .f = f, .key = "wd:with-long", .run_ms = 3000 };
+    rl_acquire_opts o = { 0 };
+    int result = -1;
+
+    o.ttl_ms = 1000;
+    assert_int_equal(rl_with_lock(f->c, "wd:with-long", &o, section_fn, &s,
+                                  &result),
+                     RL_OK);
+    fprintf(stderr, "  with_lock 3x TTL: min holders %d, lost %d\n",
+            s.min_holders, s.lost_seen);
+    assert_int_equal(s.calls, 1);
+    assert_int_equal(result, 0);
+    assert_true(s.min_holders >= 3);
+    assert_false(s.lost_seen);
+    assert_true(stat_renewals(f->c) >= 6);
+    assert_true(key_gone_within(f, "wd:with-long", 500));
+}
+
+static void test_with_lock_on_held_resource_does_not_call_fn(void **state)
+{
+    struct fx *f = *state;
+    struct section s = { .f = f, .key = "wd:with-busy" };
+    rl_acquire_opts o = { 0 };
+    rl_config cfg;
+    rl_lock *other = NULL;
+    int result = -777;
+    char token[200];
+
+    fast_config(&cfg, &f->hn);
+    f->c2 = client_for(&cfg);
+    assert_non_null(f->c2);
+    o.ttl_ms = 10000;
+    assert_int_equal(rl_acquire(f->c2, "wd:with-busy", &o, &other), RL_OK);
+    f->locks[1] = other;
+    snprintf(token, sizeof(token), "%s", rl_lock_token(other));
+    assert_int_equal(rl_with_lock(f->c, "wd:with-busy", &o, section_fn, &s,
+                                  &result),
+                     RL_ENOTACQUIRED);
+    assert_int_equal(s.calls, 0);
+    assert_int_equal(result, -777);
+    /* The holder is untouched. */
+    assert_int_equal(holders(f, "wd:with-busy", token), NODES);
+    f->locks[1] = NULL;
+    assert_int_equal(rl_release(other), RL_OK);
+}
+
+/* ---- Option validation ---------------------------------------------------*/
+
+static void test_extend_interval_above_half_ttl_is_einval(void **state)
+{
+    struct fx *f = *state;
+    struct section s = { .f = f, .key = "wd:inval" };
+    rl_acquire_opts o = { 0 };
+    rl_acquire_opts wo = { 0 };
+    rl_lock *l = NULL;
+    int result = -5;
+
+    o.ttl_ms = 1000;
+    o.auto_extend = true;
+    o.extend_interval_ms = 501;
+    assert_int_equal(rl_acquire(f->c, "wd:inval", &o, &l), RL_EINVAL);
+    assert_null(l);
+    fprintf(stderr, "  %s\n", rl_last_error());
+    assert_non_null(strstr(rl_last_error(), "extend_interval"));
+    assert_int_equal(rl_with_lock(f->c, "wd:inval", &o, section_fn, &s,
+                                  &result),
+                     RL_EINVAL);
+    assert_int_equal(s.calls, 0);
+    assert_int_equal(key_present(f, "wd:inval"), 0);
+
+    o.auto_extend = false;
+    o.extend_interval_ms = 0;
+    assert_int_equal(rl_acquire(f->c, "wd:inval", &o, &l), RL_OK);
+    f->locks[0] = l;
+    wo.extend_interval_ms = 501;
+    assert_int_equal(rl_watchdog_start(l, &wo), RL_EINVAL);
+    assert_int_equal(rl_watchdog_start(NULL, &wo), RL_EINVAL);
+    wo.extend_interval_ms = 500; /* exactly half: fine */
+    assert_int_equal(rl_watchdog_start(l, &wo), RL_OK);
+    rl_watchdog_stop(l);
+    rl_watchdog_stop(NULL);
+    f->locks[0] = NULL;
+    assert_int_equal(rl_release(l), RL_OK);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(
+            test_watchdog_holds_1s_ttl_lock_for_10s_without_false_loss,
+            setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_kill_3_of_5_reports_lost_before_validity_ends, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_sigstop_3_of_5_reports_lost_before_validity_ends, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_watchdog_start_renews_and_stop_lets_lock_expire, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_max_renewals_stops_renewing_and_reports_lost, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_max_hold_ms_stops_renewing_and_reports_lost, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_with_lock_runs_fn_while_key_holds_token, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_with_lock_releases_when_fn_fails, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_with_lock_keeps_lock_for_3x_ttl,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_with_lock_on_held_resource_does_not_call_fn, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_extend_interval_above_half_ttl_is_einval, setup, teardown),
+    };
+
+    harness_require_redis();
+    return cmocka_run_group_tests_name("watchdog", tests, NULL, NULL);
+}
