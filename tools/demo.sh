@@ -29,4 +29,5 @@ rl status demo:report
 rl acquire demo:report --ttl 10000 || echo "second acquire refused (exit $?), as it must be"
 rl extend demo:report "$token" --ttl 20000
 rl release demo:report "$token"
-rl run demo:report --ttl 2000 -- sh -c 'echo "child holds $REDLOCK_RESOURCE with token ${REDLOCK_TOKEN%${REDLOCK_TOKEN#????????}}...; sleep 3; echo done"'
+rl run demo:report --ttl 2000 -- sh -c 'echo "child holds $REDLOCK_RESOURCE (token ${REDLOCK_TOKEN%${REDLOCK_TOKEN#????????}}...) for 3 s while the 2 s lock is renewed"; sleep 3; echo "child done"'
+rl status demo:report
