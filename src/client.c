@@ -31,6 +31,7 @@ struct client_loop {
     pthread_t thread;
     bool thread_started;
     ev_async wake;
+    ev_prepare flush;            /* before blocking: write queued commands */
     atomic_bool shutdown;        /* ask the loop thread to stop */
 };
 
@@ -190,9 +191,12 @@ static void shutdown_on_loop(rl_client *c)
         node_free(c->nodes[i]);
         c->nodes[i] = NULL;
     }
-    if (!c->loop->owned)
+    if (!c->loop->owned) {
         ev_ref(c->loop->loop);
+        ev_ref(c->loop->loop);
+    }
     ev_async_stop(c->loop->loop, &c->loop->wake);
+    ev_prepare_stop(c->loop->loop, &c->loop->flush);
 }
 
 static void on_wake(struct ev_loop *loop, ev_async *w, int revents)
@@ -204,6 +208,22 @@ static void on_wake(struct ev_loop *loop, ev_async *w, int revents)
     if (atomic_load(&c->loop->shutdown)) {
         shutdown_on_loop(c);
         ev_break(loop, EVBREAK_ALL);
+    }
+}
+
+/* Runs once per loop iteration, just before libev blocks: every command
+ * queued during the iteration leaves in one write per node, and the write
+ * watcher that hiredis armed is disarmed again before libev applies it. */
+static void on_flush(struct ev_loop *loop, ev_prepare *w, int revents)
+{
+    rl_client *c = w->data;
+    size_t i;
+
+    RL_UNUSED(loop);
+    RL_UNUSED(revents);
+    for (i = 0; i < c->node_count; i++) {
+        if (c->nodes[i] != NULL)
+            node_flush(c->nodes[i]);
     }
 }
 
@@ -317,7 +337,12 @@ static rl_status client_setup(rl_client *c)
     ev_async_init(&c->loop->wake, on_wake);
     c->loop->wake.data = c;
     ev_async_start(c->loop->loop, &c->loop->wake);
+    ev_prepare_init(&c->loop->flush, on_flush);
+    c->loop->flush.data = c;
+    ev_prepare_start(c->loop->loop, &c->loop->flush);
     if (!c->loop->owned) {
+        /* Neither watcher may keep the caller's ev_run alive. */
+        ev_unref(c->loop->loop);
         ev_unref(c->loop->loop);
         for (i = 0; i < c->node_count; i++)
             node_start(c->nodes[i]);
@@ -325,6 +350,7 @@ static rl_status client_setup(rl_client *c)
     }
     if (pthread_create(&c->loop->thread, NULL, loop_thread, c) != 0) {
         ev_async_stop(c->loop->loop, &c->loop->wake);
+        ev_prepare_stop(c->loop->loop, &c->loop->flush);
         return rl_fail(RL_ESYSTEM, "cannot start the client's loop thread");
     }
     c->loop->thread_started = true;

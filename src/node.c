@@ -9,6 +9,9 @@
  * A node that has failed before fails new requests at once until its
  * handshake succeeds again ("known down": the quorum does not wait for it).
  *
+ * Commands are formatted once per round (struct wire, refcounted) and the
+ * same bytes are queued on every node's connection.
+ *
  * Requests. The privdata handed to hiredis is a struct request owned by
  * the node, never an operation: hiredis may call back after the operation
  * finished (late reply) or with reply == NULL while the context dies. The
@@ -61,9 +64,19 @@ struct request {
     enum req_role role;
     rl_mono_us deadline_us;     /* report a timeout after this, boottime */
     rl_mono_us sent_us;         /* when it was sent, boottime */
-    const struct script *script; /* EVALSHA: resend as EVAL on NOSCRIPT */
+    struct wire *wire;          /* the command (a reference) */
     bool forget;                /* fire and forget: never had an owner */
-    int argc;                   /* script: the saved argv for EVAL */
+};
+
+/* A command formatted once (RESP) and shared, refcounted, by every node it
+ * is sent to. A script call is formatted as EVALSHA and keeps a copy of
+ * its arguments to build the EVAL form after a NOSCRIPT. Loop thread. */
+struct wire {
+    unsigned refs;
+    char *cmd;                  /* RESP bytes (redisFormatCommandArgv) */
+    size_t len;
+    const struct script *script; /* EVALSHA, or NULL */
+    int argc;                   /* script: nkeys, keys, args (copies) */
     const char **argv;
     size_t *lens;
 };
@@ -82,6 +95,7 @@ struct node {
     ev_timer backoff_timer;     /* reconnect */
     uint32_t backoff_ms;        /* next reconnect delay */
     unsigned failures;          /* since the last good handshake */
+    bool unflushed;             /* commands queued since the last flush */
     uint64_t rng;               /* xorshift state for jitter */
     char run_id[41];
     char version[32];
@@ -123,7 +137,7 @@ static void queue_remove(struct node *n, struct request *r)
 
 static void request_free(struct request *r)
 {
-    free(r->argv);
+    wire_unref(r->wire);
     free(r);
 }
 
@@ -169,7 +183,7 @@ static void arm_request_timer(struct node *n)
     ev_timer_start(n->loop, &n->request_timer);
 }
 
-/* Deadlines never decrease along the queue (send_argv keeps them so), so
+/* Deadlines never decrease along the queue (send_wire keeps them so), so
  * only the oldest request can be overdue first. If it is, the connection
  * is stuck (e.g. a SIGSTOPped server): it is torn down before anyone is
  * told, so owners that react (rollbacks) already see the node down; every
@@ -322,22 +336,24 @@ static void handshake_reply(struct node *n, struct request *r,
     }
 }
 
-static struct request *send_argv(struct node *n, struct request *r,
-                                 int argc, const char **argv,
-                                 const size_t *lens);
+static struct request *send_wire(struct node *n, struct request *r,
+                                 struct wire *w);
+static struct wire *wire_eval_form(const struct wire *sha);
 
 /* NOSCRIPT: the server lost its script cache (SCRIPT FLUSH, restart).
  * Send the same call again as EVAL with the same record, so the owner's
  * request handle stays valid. Returns false if r must be freed. */
 static bool resend_as_eval(struct node *n, struct request *r)
 {
-    r->argv[0] = "EVAL";
-    r->lens[0] = 4;
-    r->argv[1] = r->script->source;
-    r->lens[1] = strlen(r->script->source);
-    r->script = NULL;
-    if (n->ac != NULL && send_argv(n, r, r->argc, r->argv, r->lens) != NULL)
+    struct wire *eval = wire_eval_form(r->wire);
+
+    wire_unref(r->wire);
+    r->wire = NULL;
+    if (eval != NULL && n->ac != NULL && send_wire(n, r, eval) != NULL) {
+        wire_unref(eval); /* r holds its own reference */
         return true;
+    }
+    wire_unref(eval);
     report_failure(r, REPLY_DOWN, "connection lost resending EVAL");
     return false;
 }
@@ -426,11 +442,12 @@ static void on_reply(redisAsyncContext *ac, void *reply_ptr, void *privdata)
         }
     } else if (r->role != REQ_USER) {
         handshake_reply(n, r, reply);
-    } else if (r->script != NULL && is_noscript(reply)) {
+    } else if (r->wire->script != NULL && is_noscript(reply)) {
         /* Resend, unless it would create keys nobody waits for: an owner
          * that gave up (a decided round) may already have sent a rollback
          * that a late EVAL would overtake, leaving keys behind. */
-        if ((r->fn != NULL || r->forget || !r->script->creates_keys) &&
+        if ((r->fn != NULL || r->forget ||
+             !r->wire->script->creates_keys) &&
             resend_as_eval(n, r))
             return;
     } else {
@@ -441,11 +458,125 @@ static void on_reply(redisAsyncContext *ac, void *reply_ptr, void *privdata)
     request_free(r);
 }
 
+/* ---- Commands ----------------------------------------------------------- */
+
+static struct wire *wire_alloc(int argc, size_t data_len)
+{
+    struct wire *w = calloc(1, sizeof(*w));
+
+    if (w == NULL)
+        return NULL;
+    if (argc > 0) {
+        w->argv = malloc((size_t)argc * (sizeof(char *) + sizeof(size_t)) +
+                         data_len);
+        if (w->argv == NULL) {
+            free(w);
+            return NULL;
+        }
+        w->lens = (size_t *)(w->argv + argc);
+    }
+    w->refs = 1;
+    return w;
+}
+
+void wire_unref(struct wire *w)
+{
+    if (w == NULL || --w->refs > 0)
+        return;
+    if (w->cmd != NULL)
+        redisFreeCommand(w->cmd);
+    free(w->argv);
+    free(w);
+}
+
+static struct wire *wire_format(struct wire *w, int argc, const char **argv,
+                                const size_t *lens)
+{
+    int len = redisFormatCommandArgv(&w->cmd, argc, argv, lens);
+
+    if (len < 0) {
+        w->cmd = NULL;
+        wire_unref(w);
+        return NULL;
+    }
+    w->len = (size_t)len;
+    return w;
+}
+
+struct wire *wire_new(const struct script *s, int nkeys, int argc,
+                      const char **argv, const size_t *lens)
+{
+    const char *full[RL_MAX_RESOURCES + 16];
+    size_t full_lens[RL_MAX_RESOURCES + 16];
+    char nkeys_buf[16];
+    size_t data_len = sizeof(nkeys_buf), off = 0;
+    struct wire *w;
+    char *data;
+    int i;
+
+    if (s == NULL) {
+        w = wire_alloc(0, 0);
+        return w != NULL ? wire_format(w, argc, argv, lens) : NULL;
+    }
+    if (argc + 3 > (int)ARRAY_SIZE(full))
+        return NULL;
+    for (i = 0; i < argc; i++)
+        data_len += lens[i];
+    /* Keep nkeys and the arguments: the EVAL form needs them again. */
+    w = wire_alloc(argc + 1, data_len);
+    if (w == NULL)
+        return NULL;
+    w->script = s;
+    w->argc = argc + 1;
+    data = (char *)(w->lens + w->argc);
+    snprintf(nkeys_buf, sizeof(nkeys_buf), "%d", nkeys);
+    memcpy(data, nkeys_buf, sizeof(nkeys_buf));
+    w->argv[0] = data;
+    w->lens[0] = strlen(nkeys_buf);
+    off = sizeof(nkeys_buf);
+    for (i = 0; i < argc; i++) {
+        memcpy(data + off, argv[i], lens[i]);
+        w->argv[i + 1] = data + off;
+        w->lens[i + 1] = lens[i];
+        off += lens[i];
+    }
+    full[0] = "EVALSHA";
+    full_lens[0] = 7;
+    full[1] = s->sha1;
+    full_lens[1] = 40;
+    for (i = 0; i < w->argc; i++) {
+        full[i + 2] = w->argv[i];
+        full_lens[i + 2] = w->lens[i];
+    }
+    return wire_format(w, w->argc + 2, full, full_lens);
+}
+
+/* The EVAL form of a script wire (a new wire, no script: never resent). */
+static struct wire *wire_eval_form(const struct wire *sha)
+{
+    const char *full[RL_MAX_RESOURCES + 16];
+    size_t full_lens[RL_MAX_RESOURCES + 16];
+    struct wire *w = wire_alloc(0, 0);
+    int i;
+
+    if (w == NULL)
+        return NULL;
+    full[0] = "EVAL";
+    full_lens[0] = 4;
+    full[1] = sha->script->source;
+    full_lens[1] = strlen(sha->script->source);
+    for (i = 0; i < sha->argc; i++) {
+        full[i + 2] = sha->argv[i];
+        full_lens[i + 2] = sha->lens[i];
+    }
+    return wire_format(w, sha->argc + 2, full, full_lens);
+}
+
 /* ---- Sending ------------------------------------------------------------ */
 
-static struct request *send_argv(struct node *n, struct request *r,
-                                 int argc, const char **argv,
-                                 const size_t *lens)
+/* Queue w on the connection for r (which takes a reference). */
+static struct request *send_wire(struct node *n, struct request *r,
+                                 struct wire *w)
 {
     rl_mono_us now = mono_now_us();
     uint32_t timeout_ms = r->role == REQ_USER ? n->cfg->op_timeout_ms
@@ -457,10 +588,13 @@ static struct request *send_argv(struct node *n, struct request *r,
     /* Requests queued behind the handshake cannot time out before it. */
     if (n->tail != NULL && n->tail->deadline_us > r->deadline_us)
         r->deadline_us = n->tail->deadline_us;
-    if (redisAsyncCommandArgv(n->ac, on_reply, r, argc, argv, lens) !=
+    if (redisAsyncFormattedCommand(n->ac, on_reply, r, w->cmd, w->len) !=
         REDIS_OK)
         return NULL;
+    w->refs++;
+    r->wire = w;
     queue_push(n, r);
+    n->unflushed = true;
     n->stats.requests++;
     arm_request_timer(n);
     return r;
@@ -477,9 +611,9 @@ static bool node_accepts(struct node *n, const char **why)
     return false;
 }
 
-struct request *node_send(struct node *n, int argc, const char **argv,
-                          const size_t *lens, node_reply_fn *fn, void *owner,
-                          size_t slot, const char **why)
+struct request *node_send_wire(struct node *n, struct wire *w,
+                               node_reply_fn *fn, void *owner, size_t slot,
+                               const char **why)
 {
     struct request *r;
 
@@ -495,8 +629,9 @@ struct request *node_send(struct node *n, int argc, const char **argv,
     r->owner = owner;
     r->slot = slot;
     r->role = REQ_USER;
-    if (send_argv(n, r, argc, argv, lens) == NULL) {
-        request_free(r);
+    r->forget = fn == NULL;
+    if (send_wire(n, r, w) == NULL) {
+        free(r);
         if (why != NULL)
             *why = "connection is closing";
         return NULL;
@@ -504,94 +639,39 @@ struct request *node_send(struct node *n, int argc, const char **argv,
     return r;
 }
 
-/* A request record for EVALSHA s with its own copy of the arguments:
- * one block holds argv pointers, lengths, then the bytes, so the call can
- * be resent as EVAL after NOSCRIPT, or sent later (deferred). */
-static struct request *eval_request(const struct script *s, int nkeys,
-                                    int argc, const char **argv,
-                                    const size_t *lens)
+struct request *node_send(struct node *n, int argc, const char **argv,
+                          const size_t *lens, node_reply_fn *fn, void *owner,
+                          size_t slot, const char **why)
 {
-    struct request *r = calloc(1, sizeof(*r));
-    int total = argc + 3;
-    size_t data_len = 0, off;
-    char nkeys_buf[16];
-    char *data;
-    int i;
-
-    for (i = 0; i < argc; i++)
-        data_len += lens[i];
-    if (r != NULL)
-        r->argv = malloc((size_t)total * (sizeof(char *) + sizeof(size_t)) +
-                         data_len + sizeof(nkeys_buf));
-    if (r == NULL || r->argv == NULL) {
-        free(r);
-        return NULL;
-    }
-    r->lens = (size_t *)(r->argv + total);
-    data = (char *)(r->lens + total);
-    snprintf(nkeys_buf, sizeof(nkeys_buf), "%d", nkeys);
-    memcpy(data, nkeys_buf, sizeof(nkeys_buf));
-    r->argv[0] = "EVALSHA";
-    r->lens[0] = 7;
-    r->argv[1] = s->sha1;
-    r->lens[1] = 40;
-    r->argv[2] = data;
-    r->lens[2] = strlen(nkeys_buf);
-    off = sizeof(nkeys_buf);
-    for (i = 0; i < argc; i++) {
-        memcpy(data + off, argv[i], lens[i]);
-        r->argv[i + 3] = data + off;
-        r->lens[i + 3] = lens[i];
-        off += lens[i];
-    }
-    r->argc = total;
-    r->script = s;
-    r->role = REQ_USER;
-    return r;
-}
-
-struct request *node_eval(struct node *n, const struct script *s, int nkeys,
-                          int argc, const char **argv, const size_t *lens,
-                          node_reply_fn *fn, void *owner, size_t slot,
-                          const char **why)
-{
+    struct wire *w = wire_new(NULL, 0, argc, argv, lens);
     struct request *r;
 
-    if (!node_accepts(n, why))
-        return NULL;
-    r = eval_request(s, nkeys, argc, argv, lens);
-    if (r == NULL) {
+    if (w == NULL) {
         if (why != NULL)
             *why = "out of memory";
         return NULL;
     }
-    r->fn = fn;
-    r->owner = owner;
-    r->slot = slot;
-    r->forget = fn == NULL;
-    if (send_argv(n, r, r->argc, r->argv, r->lens) == NULL) {
-        request_free(r);
-        if (why != NULL)
-            *why = "connection is closing";
-        return NULL;
-    }
+    r = node_send_wire(n, w, fn, owner, slot, why);
+    wire_unref(w);
     return r;
 }
 
-void node_eval_or_defer(struct node *n, const struct script *s, int nkeys,
-                        int argc, const char **argv, const size_t *lens,
-                        rl_mono_us expires_us)
+void node_send_wire_or_defer(struct node *n, struct wire *w,
+                             rl_mono_us expires_us)
 {
     struct request *r;
 
-    if (node_eval(n, s, nkeys, argc, argv, lens, NULL, NULL, 0, NULL))
+    if (node_send_wire(n, w, NULL, NULL, 0, NULL) != NULL)
         return;
     if (n->state == NODE_CLOSED || n->deferred_count >= MAX_DEFERRED)
         return;
-    r = eval_request(s, nkeys, argc, argv, lens);
+    r = calloc(1, sizeof(*r));
     if (r == NULL)
         return;
+    w->refs++;
+    r->wire = w;
     r->node = n;
+    r->role = REQ_USER;
     r->forget = true;
     r->deadline_us = expires_us;
     r->next = n->deferred;
@@ -609,10 +689,17 @@ static void flush_deferred(struct node *n)
     n->deferred = NULL;
     n->deferred_count = 0;
     for (; r != NULL; r = next) {
+        struct wire *w = r->wire;
+
         next = r->next;
-        if (r->deadline_us <= now ||
-            send_argv(n, r, r->argc, r->argv, r->lens) == NULL)
-            request_free(r);
+        r->next = NULL;
+        r->wire = NULL;
+        if (r->deadline_us > now && send_wire(n, r, w) != NULL) {
+            wire_unref(w); /* r took its own reference */
+            continue;
+        }
+        wire_unref(w);
+        free(r);
     }
 }
 
@@ -714,19 +801,23 @@ static bool queue_internal(struct node *n, enum req_role role, int argc,
 {
     size_t lens[3];
     struct request *r;
+    struct wire *w;
     int i;
 
     for (i = 0; i < argc; i++)
         lens[i] = strlen(argv[i]);
+    w = wire_new(NULL, 0, argc, argv, lens);
     r = calloc(1, sizeof(*r));
-    if (r == NULL)
-        return false;
-    r->role = role;
-    if (send_argv(n, r, argc, argv, lens) == NULL) {
-        free(r);
-        return false;
+    if (w != NULL && r != NULL) {
+        r->role = role;
+        if (send_wire(n, r, w) != NULL) {
+            wire_unref(w); /* r took its own reference */
+            return true;
+        }
     }
-    return true;
+    wire_unref(w);
+    free(r);
+    return false;
 }
 
 /* SCRIPT LOAD every script, so EVALSHA normally finds them: fewer round
@@ -875,6 +966,14 @@ void node_free(struct node *n)
         redisAsyncFree(ac); /* pending callbacks run now, with NULL */
     free_deferred(n);
     free(n);
+}
+
+void node_flush(struct node *n)
+{
+    if (!n->unflushed || n->state != NODE_READY || n->ac == NULL)
+        return;
+    n->unflushed = false;
+    redisAsyncHandleWrite(n->ac);
 }
 
 const char *node_name(const struct node *n)

@@ -14,6 +14,7 @@
 struct ev_loop;
 struct node;
 struct request;
+struct wire;
 
 enum reply_kind {
     REPLY_STATUS,  /* +OK etc.: str */
@@ -37,7 +38,7 @@ struct node_reply {
 };
 
 /* Reply callback: called exactly once per request unless the request was
- * detached first; never from inside node_send / node_eval. */
+ * detached first; never from inside a send. */
 typedef void node_reply_fn(void *owner, size_t slot,
                            const struct node_reply *r);
 
@@ -77,27 +78,39 @@ void node_start(struct node *n);
  * (with their owners' callbacks) before it returns. NULL is a no-op. */
 void node_free(struct node *n);
 
-/* Send argv to the node. Returns the request, or NULL when the node is
- * known to be down or the send failed: then nothing will be called back
- * and *why (if not NULL) points at a static-lifetime reason. fn may be NULL
- * (fire and forget: the reply is dropped). argv is copied. */
+/* A command formatted once and shared by every node it is sent to
+ * (refcounted, loop thread). s NULL: argv is the whole command; else an
+ * EVALSHA of s over nkeys keys followed by the arguments, which node.c
+ * resends as EVAL on NOSCRIPT. NULL on OOM. The caller owns one
+ * reference. */
+struct wire *wire_new(const struct script *s, int nkeys, int argc,
+                      const char **argv, const size_t *lens);
+void wire_unref(struct wire *w);
+
+/* Send w to the node (the request takes its own reference). Returns the
+ * request, or NULL when the node is known to be down or the send failed:
+ * then nothing will be called back and *why (if not NULL) points at a
+ * reason that lives as long as the node. fn may be NULL (fire and forget:
+ * the reply is dropped). */
+struct request *node_send_wire(struct node *n, struct wire *w,
+                               node_reply_fn *fn, void *owner, size_t slot,
+                               const char **why);
+/* node_send_wire of a one-off command (argv is copied). */
 struct request *node_send(struct node *n, int argc, const char **argv,
                           const size_t *lens, node_reply_fn *fn, void *owner,
                           size_t slot, const char **why);
-/* Run a script: EVALSHA, and EVAL again transparently on NOSCRIPT.
- * argv holds nkeys keys then the arguments. */
-struct request *node_eval(struct node *n, const struct script *s, int nkeys,
-                          int argc, const char **argv, const size_t *lens,
-                          node_reply_fn *fn, void *owner, size_t slot,
-                          const char **why);
-/* Fire-and-forget script call that, if the node is down now, is sent after
- * its next handshake instead -- unless expires_us (boottime) has passed. */
-void node_eval_or_defer(struct node *n, const struct script *s, int nkeys,
-                        int argc, const char **argv, const size_t *lens,
-                        rl_mono_us expires_us);
+/* Fire and forget; if the node is down now, w is sent after its next
+ * handshake instead -- unless expires_us (boottime) has passed by then. */
+void node_send_wire_or_defer(struct node *n, struct wire *w,
+                             rl_mono_us expires_us);
 /* The owner no longer wants the reply; the request record lives on until
  * hiredis calls back, then is freed by the node. */
 void request_detach(struct request *r);
+
+/* Write what was queued on a ready connection now, instead of waiting for
+ * the loop to report the socket writable (one write per node per loop
+ * iteration, no extra poll round). Called before the loop blocks. */
+void node_flush(struct node *n);
 
 const char *node_name(const struct node *n);
 enum node_state node_get_state(const struct node *n);

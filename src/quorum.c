@@ -136,18 +136,6 @@ static void on_node_reply(void *owner, size_t slot,
     q->done(q->owner, v); /* may free q */
 }
 
-static struct request *send_one(struct node *node,
-                                const struct round_cmd *cmd,
-                                node_reply_fn *fn, void *owner, size_t slot,
-                                const char **why)
-{
-    if (cmd->script != NULL)
-        return node_eval(node, cmd->script, cmd->nkeys, cmd->argc, cmd->argv,
-                         cmd->lens, fn, owner, slot, why);
-    return node_send(node, cmd->argc, cmd->argv, cmd->lens, fn, owner, slot,
-                     why);
-}
-
 enum verdict round_start(struct quorum_round *q, enum round_mode mode,
                          const struct round_cmd *cmd,
                          round_classify_fn *classify, round_done_fn *done,
@@ -155,6 +143,7 @@ enum verdict round_start(struct quorum_round *q, enum round_mode mode,
 {
     enum verdict v;
     struct node_reply down = {0};
+    struct wire *w;
     const char *why;
     size_t i;
 
@@ -169,11 +158,13 @@ enum verdict round_start(struct quorum_round *q, enum round_mode mode,
         q->slots[i].vote = VOTE_NONE;
     }
     q->active = true;
+    w = wire_new(cmd->script, cmd->nkeys, cmd->argc, cmd->argv, cmd->lens);
     q->t0 = mono_now_us();
     for (i = 0; i < q->n; i++) {
-        why = NULL;
-        q->slots[i].req =
-            send_one(q->nodes[i], cmd, on_node_reply, q, i, &why);
+        why = w == NULL ? "out of memory" : NULL;
+        if (w != NULL)
+            q->slots[i].req =
+                node_send_wire(q->nodes[i], w, on_node_reply, q, i, &why);
         if (q->slots[i].req != NULL)
             continue;
         /* Known down: a failed vote now, no waiting for a timeout. */
@@ -184,6 +175,7 @@ enum verdict round_start(struct quorum_round *q, enum round_mode mode,
         note_failure(q, i, &down);
         count_vote(q, i, VOTE_ERROR);
     }
+    wire_unref(w);
     /* Decided only after every node got the command, even when the verdict
      * became certain part-way: the caller may need to roll back on all. */
     v = round_verdict(q);
@@ -195,9 +187,13 @@ enum verdict round_start(struct quorum_round *q, enum round_mode mode,
 void round_broadcast(struct node **nodes, size_t n,
                      const struct round_cmd *cmd, rl_mono_us expires_us)
 {
+    struct wire *w =
+        wire_new(cmd->script, cmd->nkeys, cmd->argc, cmd->argv, cmd->lens);
     size_t i;
 
+    if (w == NULL)
+        return; /* out of memory: the keys expire by themselves */
     for (i = 0; i < n; i++)
-        node_eval_or_defer(nodes[i], cmd->script, cmd->nkeys, cmd->argc,
-                           cmd->argv, cmd->lens, expires_us);
+        node_send_wire_or_defer(nodes[i], w, expires_us);
+    wire_unref(w);
 }
