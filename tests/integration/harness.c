@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -135,12 +136,27 @@ static void registry_drop(const char *dir)
 
 /* ---- Time ---- */
 
-int64_t harness_now_ms(void)
+int64_t harness_clock_ns(clockid_t id)
 {
     struct timespec ts;
 
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    clock_gettime(id, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int64_t harness_now_ns(void)
+{
+    return harness_clock_ns(CLOCK_MONOTONIC);
+}
+
+int64_t harness_now_us(void)
+{
+    return harness_now_ns() / 1000;
+}
+
+int64_t harness_now_ms(void)
+{
+    return harness_now_ns() / 1000000;
 }
 
 void harness_sleep_ms(int64_t ms)
@@ -211,24 +227,32 @@ void harness_require_redis(void)
     }
 }
 
-/* A port nobody listens on right now (the kernel's pick for port 0). */
+/* A port nobody uses right now, picked at random below the kernel's
+ * ephemeral range (32768 and up by default): a port the kernel hands out
+ * for outgoing connections could be taken by a client's socket while a
+ * killed server is down, and its restart on the same port would fail. */
 int harness_free_port(void)
 {
+    static unsigned seed;
     struct sockaddr_in sa;
-    socklen_t len = sizeof(sa);
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    int port = -1;
+    int fd, port = -1;
 
-    if (fd < 0)
-        return -1;
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    sa.sin_port = 0;
-    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
-        getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
-        port = ntohs(sa.sin_port);
-    close(fd);
+    if (seed == 0)
+        seed = (unsigned)getpid() ^ (unsigned)harness_now_us();
+    for (int attempt = 0; attempt < 200 && port < 0; attempt++) {
+        int candidate = 20000 + (int)(rand_r(&seed) % 12000u);
+
+        fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+            return -1;
+        memset(&sa, 0, sizeof(sa));
+        sa.sin_family = AF_INET;
+        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        sa.sin_port = htons((uint16_t)candidate);
+        if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+            port = candidate;
+        close(fd);
+    }
     return port;
 }
 
@@ -336,8 +360,10 @@ static int auth_ctx(redisContext *c, const struct rl_redis *r)
 
 enum ready { READY_OK, READY_EXITED, READY_TIMEOUT, READY_NOT_EMPTY };
 
-/* Poll until the server answers PONG (and DBSIZE 0), exits or times out. */
-static enum ready wait_ready(struct rl_redis *r)
+/* Poll until the server answers PONG (and, for a first start, DBSIZE 0),
+ * exits or times out. After a restart the live clients of the test may
+ * already have written to it: only our own fresh process answers there. */
+static enum ready wait_ready(struct rl_redis *r, bool first_start)
 {
     int64_t deadline = harness_now_ms() + harness_scale_ms(START_TIMEOUT_MS);
     int status;
@@ -367,7 +393,7 @@ static enum ready wait_ready(struct rl_redis *r)
                 if (rep != NULL)
                     freeReplyObject(rep);
                 redisFree(c);
-                return empty ? READY_OK : READY_NOT_EMPTY;
+                return empty || !first_start ? READY_OK : READY_NOT_EMPTY;
             }
         }
         if (c != NULL)
@@ -399,7 +425,7 @@ static void print_log_tail(const struct rl_redis *r)
 
 /* Fork the server on r->port and wait for it. 0 ok, 1 exited early (port
  * taken?), -1 other failure. */
-static int launch(struct rl_redis *r)
+static int launch(struct rl_redis *r, bool first_start)
 {
     enum ready rd;
 
@@ -414,7 +440,7 @@ static int launch(struct rl_redis *r)
         r->pid = 0;
         return -1;
     }
-    rd = wait_ready(r);
+    rd = wait_ready(r, first_start);
     if (rd == READY_OK) {
         r->running = true;
         r->paused = false;
@@ -469,7 +495,7 @@ int harness_start(struct rl_redis *r, const struct harness_opts *o)
             rc = -1;
             break;
         }
-        rc = launch(r);
+        rc = launch(r, true);
     }
     if (rc != 0) {
         if (rc == 1) {
@@ -518,7 +544,7 @@ int harness_restart(struct rl_redis *r)
     for (int attempt = 0; attempt < START_ATTEMPTS && rc == 1; attempt++) {
         if (attempt > 0)
             harness_sleep_ms(100);
-        rc = launch(r);
+        rc = launch(r, false);
     }
     if (rc != 0) {
         fprintf(stderr, "harness: restart on port %d failed\n", r->port);
@@ -566,6 +592,45 @@ void harness_cluster_stop(struct rl_redis *arr, int n)
         harness_stop(&arr[i]);
 }
 
+int harness_cluster_start_nodes(struct rl_redis *arr, int n,
+                                const struct harness_opts *o,
+                                struct harness_nodes *hn)
+{
+    if (harness_cluster_start(arr, n, o) != 0)
+        return -1;
+    harness_nodes_fill(hn, arr, n);
+    return 0;
+}
+
+bool harness_wait_uptime(const struct rl_redis *arr, int n, int secs)
+{
+    char buf[32];
+
+    for (int i = 0; i < n; i++) {
+        int64_t deadline = harness_now_ms() + 1000 * (secs + 3);
+
+        if (!arr[i].running)
+            continue;
+        for (;;) {
+            if (harness_info_field(&arr[i], "server", "uptime_in_seconds",
+                                   buf, sizeof(buf)) != 0) {
+                fprintf(stderr, "harness: port %d: no uptime in INFO\n",
+                        arr[i].port);
+                return false;
+            }
+            if (atoi(buf) >= secs)
+                break;
+            if (harness_now_ms() >= deadline) {
+                fprintf(stderr, "harness: port %d: uptime %s s, want %d\n",
+                        arr[i].port, buf, secs);
+                return false;
+            }
+            harness_sleep_ms(100);
+        }
+    }
+    return true;
+}
+
 /* ---- URIs ---- */
 
 char *harness_uri(const struct rl_redis *r, char *buf, size_t len)
@@ -599,6 +664,16 @@ void harness_nodes_fill(struct harness_nodes *hn, const struct rl_redis *arr,
         hn->ptr[i] = hn->uri[i];
         hn->count++;
     }
+}
+
+void harness_nodes_set(struct harness_nodes *hn, int i, const char *uri)
+{
+    if (i < 0 || i >= HARNESS_MAX_SERVERS)
+        return;
+    snprintf(hn->uri[i], sizeof(hn->uri[i]), "%s", uri);
+    hn->ptr[i] = hn->uri[i];
+    if (hn->count < (size_t)i + 1)
+        hn->count = (size_t)i + 1;
 }
 
 /* ---- Sync commands ---- */
@@ -750,4 +825,262 @@ int harness_info_field(const struct rl_redis *r, const char *section,
     if (rep != NULL)
         freeReplyObject(rep);
     return rc;
+}
+
+/* ---- Checks on what Redis holds ---- */
+
+#define SETTLE_TRIES 20
+#define SETTLE_STEP_MS 10
+#define WITHIN_STEP_MS 20
+
+/* One look at the servers; true when what the caller waits for is
+ * there. */
+typedef bool (*look_fn)(void *arg);
+
+/* Look, then look again every SETTLE_STEP_MS, SETTLE_TRIES times, until
+ * look says yes (replies still on their way after a majority answered). */
+static bool settle(look_fn look, void *arg)
+{
+    bool ok = look(arg);
+
+    for (int i = 0; !ok && i < SETTLE_TRIES; i++) {
+        harness_sleep_ms(SETTLE_STEP_MS);
+        ok = look(arg);
+    }
+    return ok;
+}
+
+/* Look until yes or the deadline (mono ms) has passed; always once. */
+static bool until(look_fn look, void *arg, int64_t deadline)
+{
+    bool ok = look(arg);
+
+    while (!ok && harness_now_ms() < deadline) {
+        harness_sleep_ms(WITHIN_STEP_MS);
+        ok = look(arg);
+    }
+    return ok;
+}
+
+static int64_t deadline_in(int64_t ms)
+{
+    return harness_now_ms() + harness_scale_ms(ms);
+}
+
+struct key_look {
+    const struct rl_redis *r;
+    const char *key;
+    const char *value;
+    long long min_pttl;
+    long long max_pttl;
+    char *seen;     /* last value seen (malloc'd), NULL if none */
+    long long pttl; /* last PTTL seen */
+};
+
+static bool look_holds(void *arg)
+{
+    struct key_look *k = arg;
+
+    free(k->seen);
+    k->seen = harness_get(k->r, k->key);
+    k->pttl = harness_pttl(k->r, k->key);
+    return k->seen != NULL && strcmp(k->seen, k->value) == 0 &&
+           k->pttl >= k->min_pttl && k->pttl <= k->max_pttl;
+}
+
+bool harness_key_holds_ttl(const struct rl_redis *r, const char *key,
+                           const char *value, long long min_pttl,
+                           long long max_pttl)
+{
+    struct key_look k = { r, key, value, min_pttl, max_pttl, NULL, -3 };
+    bool ok = settle(look_holds, &k);
+
+    if (!ok)
+        fprintf(stderr, "port %d: %s = %s (want %s), PTTL %lld (want "
+                        "%lld..%lld)\n",
+                r->port, key, k.seen ? k.seen : "(nil)", value, k.pttl,
+                min_pttl, max_pttl);
+    free(k.seen);
+    return ok;
+}
+
+bool harness_key_holds(const struct rl_redis *r, const char *key,
+                       const char *value)
+{
+    return harness_key_holds_ttl(r, key, value, 1, LLONG_MAX);
+}
+
+static bool look_absent(void *arg)
+{
+    struct key_look *k = arg;
+
+    k->pttl = harness_pttl(k->r, k->key);
+    return k->pttl == -2;
+}
+
+bool harness_key_absent(const struct rl_redis *r, const char *key)
+{
+    struct key_look k = { r, key, NULL, 0, 0, NULL, -3 };
+    bool ok = settle(look_absent, &k);
+
+    if (!ok)
+        fprintf(stderr, "port %d: %s still exists (PTTL %lld)\n", r->port,
+                key, k.pttl);
+    return ok;
+}
+
+struct size_look {
+    const struct rl_redis *r;
+    long long n; /* last DBSIZE seen */
+};
+
+static bool look_empty(void *arg)
+{
+    struct size_look *s = arg;
+
+    s->n = harness_dbsize(s->r);
+    return s->n == 0;
+}
+
+static bool report_empty(const struct size_look *s, bool ok)
+{
+    if (!ok) {
+        fprintf(stderr, "port %d: DBSIZE %lld, want 0\n", s->r->port, s->n);
+        harness_print_keys(s->r);
+    }
+    return ok;
+}
+
+bool harness_empty(const struct rl_redis *r)
+{
+    struct size_look s = { r, -1 };
+
+    return report_empty(&s, settle(look_empty, &s));
+}
+
+static bool empty_until(const struct rl_redis *r, int64_t deadline)
+{
+    struct size_look s = { r, -1 };
+
+    return report_empty(&s, until(look_empty, &s, deadline));
+}
+
+bool harness_empty_within(const struct rl_redis *r, int64_t ms)
+{
+    return empty_until(r, deadline_in(ms));
+}
+
+bool harness_all_empty(const struct rl_redis *arr, int n)
+{
+    bool ok = true;
+
+    for (int i = 0; i < n; i++)
+        ok = harness_empty(&arr[i]) && ok;
+    return ok;
+}
+
+bool harness_all_empty_within(const struct rl_redis *arr, int n,
+                              int64_t ms)
+{
+    int64_t deadline = deadline_in(ms);
+    bool ok = true;
+
+    for (int i = 0; i < n; i++)
+        ok = empty_until(&arr[i], deadline) && ok;
+    return ok;
+}
+
+static bool looked_at(const struct rl_redis *r)
+{
+    return r->running && !r->paused;
+}
+
+int harness_holders(const struct rl_redis *arr, int n, const char *key,
+                    const char *value, long long *max_pttl)
+{
+    int count = 0;
+
+    if (max_pttl != NULL)
+        *max_pttl = -3;
+    for (int i = 0; i < n; i++) {
+        char *v;
+        long long pttl;
+
+        if (!looked_at(&arr[i]))
+            continue;
+        v = harness_get(&arr[i], key);
+        pttl = harness_pttl(&arr[i], key);
+        if (v != NULL && strcmp(v, value) == 0 && pttl > 0)
+            count++;
+        if (max_pttl != NULL && pttl > *max_pttl)
+            *max_pttl = pttl;
+        free(v);
+    }
+    return count;
+}
+
+int harness_key_count(const struct rl_redis *arr, int n, const char *key)
+{
+    int count = 0;
+
+    for (int i = 0; i < n; i++) {
+        if (looked_at(&arr[i]) && harness_pttl(&arr[i], key) != -2)
+            count++;
+    }
+    return count;
+}
+
+struct gone_look {
+    const struct rl_redis *arr;
+    int n;
+    const char *key;
+};
+
+static bool look_gone(void *arg)
+{
+    const struct gone_look *g = arg;
+
+    return harness_key_count(g->arr, g->n, g->key) == 0;
+}
+
+bool harness_key_gone(const struct rl_redis *arr, int n, const char *key)
+{
+    struct gone_look g = { arr, n, key };
+
+    return settle(look_gone, &g);
+}
+
+bool harness_key_gone_within(const struct rl_redis *arr, int n,
+                             const char *key, int64_t ms)
+{
+    struct gone_look g = { arr, n, key };
+
+    return until(look_gone, &g, deadline_in(ms));
+}
+
+void harness_print_keys(const struct rl_redis *r)
+{
+    redisReply *keys = harness_cmd(r, "KEYS *");
+
+    for (size_t i = 0; keys != NULL && keys->type == REDIS_REPLY_ARRAY &&
+                       i < keys->elements && i < 10;
+         i++) {
+        const char *k = keys->element[i]->str;
+        char *v = harness_get(r, k);
+
+        fprintf(stderr, "  %s = %s, PTTL %lld\n", k,
+                v ? v : "(not a string)", harness_pttl(r, k));
+        free(v);
+    }
+    if (keys != NULL)
+        freeReplyObject(keys);
+}
+
+bool harness_wait_count(atomic_int *counter, int want, int64_t ms)
+{
+    int64_t deadline = deadline_in(ms);
+
+    while (atomic_load(counter) < want && harness_now_ms() < deadline)
+        harness_sleep_ms(2);
+    return atomic_load(counter) >= want;
 }

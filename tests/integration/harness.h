@@ -33,10 +33,12 @@
 #ifndef REDLOCK_TEST_HARNESS_H
 #define REDLOCK_TEST_HARNESS_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include <hiredis/hiredis.h>
 
@@ -101,6 +103,18 @@ struct harness_nodes {
 };
 void harness_nodes_fill(struct harness_nodes *hn, const struct rl_redis *arr,
                         int n);
+/* harness_cluster_start, then harness_nodes_fill(hn) for them. 0 or -1
+ * (nothing left running). */
+int harness_cluster_start_nodes(struct rl_redis *arr, int n,
+                                const struct harness_opts *o,
+                                struct harness_nodes *hn);
+/* Node i of hn is uri (copied); count grows to i + 1 if needed. For
+ * addresses harness_uri does not make (no password, a free port...). */
+void harness_nodes_set(struct harness_nodes *hn, int i, const char *uri);
+/* Wait until each running server of arr[0..n) reports uptime_in_seconds
+ * >= secs (at most secs + 3 s per server). false, with a message, if INFO
+ * fails or a server is too slow. */
+bool harness_wait_uptime(const struct rl_redis *arr, int n, int secs);
 
 /* A loopback port nobody listens on right now (e.g. for "unreachable
  * node" tests), or -1. */
@@ -140,10 +154,58 @@ int harness_ok(redisReply *reply);
 int harness_info_field(const struct rl_redis *r, const char *section,
                        const char *field, char *buf, size_t len);
 
-/* Milliseconds on CLOCK_MONOTONIC. */
+/* ---- Checks on what Redis holds ----
+ *
+ * Each returns a verdict and prints what it saw when that is "no", so a
+ * test only has to assert_true() it. A lock call returns once a majority
+ * answered: the other nodes' replies may still be on their way, so the
+ * plain checks look again every 10 ms, 20 times (>= 200 ms, not scaled).
+ * The _within variants poll until harness_scale_ms(ms) have passed (ms 0:
+ * look once). */
+
+/* GET key == value and PTTL > 0 (a lock key). */
+bool harness_key_holds(const struct rl_redis *r, const char *key,
+                       const char *value);
+/* GET key == value and min_pttl <= PTTL <= max_pttl. */
+bool harness_key_holds_ttl(const struct rl_redis *r, const char *key,
+                           const char *value, long long min_pttl,
+                           long long max_pttl);
+/* key does not exist (PTTL -2). */
+bool harness_key_absent(const struct rl_redis *r, const char *key);
+/* DBSIZE 0 (on failure the keys left are printed too). */
+bool harness_empty(const struct rl_redis *r);
+bool harness_empty_within(const struct rl_redis *r, int64_t ms);
+/* Every server of arr[0..n) empty: harness_empty on each, or polled
+ * until one shared deadline. */
+bool harness_all_empty(const struct rl_redis *arr, int n);
+bool harness_all_empty_within(const struct rl_redis *arr, int n,
+                              int64_t ms);
+/* Servers of arr[0..n), running and not paused, where GET key == value
+ * with PTTL > 0 (looked at once). *max_pttl (may be NULL): the largest
+ * PTTL of key seen on them, -3 if none. */
+int harness_holders(const struct rl_redis *arr, int n, const char *key,
+                    const char *value, long long *max_pttl);
+/* Servers of arr[0..n), running and not paused, where key exists. */
+int harness_key_count(const struct rl_redis *arr, int n, const char *key);
+/* harness_key_count(...) == 0. */
+bool harness_key_gone(const struct rl_redis *arr, int n, const char *key);
+bool harness_key_gone_within(const struct rl_redis *arr, int n,
+                             const char *key, int64_t ms);
+/* Print up to 10 keys of r with their value (or type) and PTTL. */
+void harness_print_keys(const struct rl_redis *r);
+
+/* Milliseconds / microseconds / nanoseconds on CLOCK_MONOTONIC (one clock
+ * for every process on the machine). */
 int64_t harness_now_ms(void);
+int64_t harness_now_us(void);
+int64_t harness_now_ns(void);
+/* Nanoseconds on any clock (e.g. CLOCK_BOOTTIME). */
+int64_t harness_clock_ns(clockid_t id);
 void harness_sleep_ms(int64_t ms);
 /* ms scaled by $RL_TEST_TIMEOUT_MULTIPLIER (default 1). */
 int64_t harness_scale_ms(int64_t ms);
+/* Wait until *counter >= want (callbacks counting on another thread), at
+ * most harness_scale_ms(ms). true if it got there. */
+bool harness_wait_count(atomic_int *counter, int want, int64_t ms);
 
 #endif

@@ -14,8 +14,7 @@
 
 #include <cmocka.h>
 
-#include "harness.h"
-#include "redlock.h"
+#include "fixture.h"
 
 struct fx {
     struct rl_redis r;
@@ -26,23 +25,16 @@ struct fx {
 
 static void base_config(rl_config *cfg, struct fx *f)
 {
-    rl_config_init(cfg);
+    fixture_config(cfg, NULL);
     cfg->nodes = f->nodes;
     cfg->node_count = 1;
-    cfg->connect_timeout_ms = (uint32_t)harness_scale_ms(200);
-    cfg->op_timeout_ms = (uint32_t)harness_scale_ms(50);
-    cfg->retry_count = 0;
-    cfg->retry_delay_ms = 20;
-    cfg->retry_jitter_ms = 10;
     cfg->max_ttl_ms = 60000;
-    cfg->trust_restarted_nodes = true;
 }
 
 static int setup(void **state)
 {
     struct fx *f = calloc(1, sizeof(*f));
     rl_config cfg;
-    rl_status st = RL_EINVAL;
 
     if (f == NULL)
         return -1;
@@ -53,10 +45,8 @@ static int setup(void **state)
     harness_uri(&f->r, f->uri, sizeof(f->uri));
     f->nodes[0] = f->uri;
     base_config(&cfg, f);
-    f->c = rl_client_new(&cfg, &st);
+    f->c = fixture_client(&cfg);
     if (f->c == NULL) {
-        fprintf(stderr, "rl_client_new: %s: %s\n", rl_status_name(st),
-                rl_last_error());
         harness_stop(&f->r);
         free(f);
         return -1;

@@ -3,6 +3,7 @@
  * the external-loop mode, and the RL_EMISUSE rules for blocking calls
  * (STYLE 3.2, 3.5, 3.11.1). Callbacks only record; the main thread
  * asserts (cmocka is not thread-safe). */
+#include <limits.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,8 +17,7 @@
 #include <cmocka.h>
 #include <ev.h>
 
-#include "harness.h"
-#include "redlock.h"
+#include "fixture.h"
 
 #define NODES 3
 #define MAX_OPS 200
@@ -60,41 +60,21 @@ static void reset_recs(void)
     atomic_store(&seq, 0);
 }
 
-static void fill_config(rl_config *cfg, struct fx *f)
-{
-    rl_config_init(cfg);
-    cfg->nodes = f->hn.ptr;
-    cfg->node_count = f->hn.count;
-    cfg->connect_timeout_ms = (uint32_t)harness_scale_ms(200);
-    cfg->op_timeout_ms = (uint32_t)harness_scale_ms(50);
-    cfg->retry_count = 0;
-    cfg->retry_delay_ms = 20;
-    cfg->retry_jitter_ms = 10;
-    cfg->trust_restarted_nodes = true;
-    cfg->loop = f->loop;
-}
-
 static int start(struct fx *f, bool external)
 {
     rl_config cfg;
-    rl_status st = RL_EINVAL;
 
-    if (harness_cluster_start(f->r, NODES, NULL) != 0)
+    if (harness_cluster_start_nodes(f->r, NODES, NULL, &f->hn) != 0)
         return -1;
-    harness_nodes_fill(&f->hn, f->r, NODES);
     if (external) {
         f->loop = ev_loop_new(0);
         if (f->loop == NULL)
             return -1;
     }
-    fill_config(&cfg, f);
-    f->c = rl_client_new(&cfg, &st);
-    if (f->c == NULL) {
-        fprintf(stderr, "rl_client_new: %s: %s\n", rl_status_name(st),
-                rl_last_error());
-        return -1;
-    }
-    return 0;
+    fixture_config(&cfg, &f->hn);
+    cfg.loop = f->loop;
+    f->c = fixture_client(&cfg);
+    return f->c == NULL ? -1 : 0;
 }
 
 static int teardown(void **state)
@@ -110,7 +90,9 @@ static int teardown(void **state)
     return 0;
 }
 
-static int setup_owned(void **state)
+/* Servers and a client running its own loop thread, or (external) one
+ * on a loop of ours that the test runs. */
+static int setup_with(void **state, bool external)
 {
     struct fx *f = calloc(1, sizeof(*f));
 
@@ -119,27 +101,21 @@ static int setup_owned(void **state)
     *state = f;
     if (f == NULL)
         return -1;
-    if (start(f, false) != 0) {
+    if (start(f, external) != 0) {
         teardown(state);
         return -1;
     }
     return 0;
 }
 
+static int setup_owned(void **state)
+{
+    return setup_with(state, false);
+}
+
 static int setup_external(void **state)
 {
-    struct fx *f = calloc(1, sizeof(*f));
-
-    main_thread = pthread_self();
-    reset_recs();
-    *state = f;
-    if (f == NULL)
-        return -1;
-    if (start(f, true) != 0) {
-        teardown(state);
-        return -1;
-    }
-    return 0;
+    return setup_with(state, true);
 }
 
 /* ---- Callbacks: record, never assert ---- */
@@ -218,23 +194,11 @@ static bool wait_for(struct fx *f, atomic_int *counter, int want, int64_t ms)
     return atomic_load(counter) >= want;
 }
 
+/* The value only, whatever its PTTL. */
 static bool key_holds(const struct rl_redis *r, const char *key,
                       const char *token)
 {
-    char *v = harness_get(r, key);
-
-    /* The majority's answer may come before the last node's. */
-    for (int i = 0; v == NULL && i < 20; i++) {
-        harness_sleep_ms(10);
-        v = harness_get(r, key);
-    }
-    bool ok = v != NULL && strcmp(v, token) == 0;
-
-    if (!ok)
-        fprintf(stderr, "port %d: %s = %s (want %s)\n", r->port, key,
-                v ? v : "(nil)", token);
-    free(v);
-    return ok;
+    return harness_key_holds_ttl(r, key, token, LLONG_MIN, LLONG_MAX);
 }
 
 /* PTTL of key on r exceeds min_ms (polled briefly: the last node may
@@ -252,27 +216,6 @@ static bool pttl_above(const struct rl_redis *r, const char *key,
         fprintf(stderr, "port %d: PTTL %s = %lld, want > %lld\n", r->port,
                 key, pttl, min_ms);
     return pttl > min_ms;
-}
-
-static bool all_empty_within(const struct fx *f, int64_t ms)
-{
-    int64_t deadline = harness_now_ms() + harness_scale_ms(ms);
-
-    for (;;) {
-        bool empty = true;
-
-        for (int i = 0; i < NODES; i++)
-            empty = empty && harness_dbsize(&f->r[i]) == 0;
-        if (empty)
-            return true;
-        if (harness_now_ms() >= deadline)
-            break;
-        harness_sleep_ms(20);
-    }
-    for (int i = 0; i < NODES; i++)
-        fprintf(stderr, "port %d: DBSIZE %lld\n", f->r[i].port,
-                harness_dbsize(&f->r[i]));
-    return false;
 }
 
 /* Acquire n distinct resources async, wait, check each call and Redis. */
@@ -318,7 +261,7 @@ static void release_many(struct fx *f, int n)
         assert_int_equal(rel_recs[i].st, RL_OK);
         assert_int_equal(rel_recs[i].on_main_thread, f->loop != NULL);
     }
-    assert_true(all_empty_within(f, 200));
+    assert_true(harness_all_empty_within(f->r, NODES, 200));
 }
 
 /* Retry a blocking extend until it succeeds (nodes reconnected). */
@@ -397,7 +340,7 @@ static void test_release_async_without_callback_still_releases(void **state)
     o.ttl_ms = 10000;
     assert_int_equal(rl_acquire(f->c, "async:fire-forget", &o, &l), RL_OK);
     assert_int_equal(rl_release_async(l, NULL, NULL), RL_OK);
-    assert_true(all_empty_within(f, 1000));
+    assert_true(harness_all_empty_within(f->r, NODES, 1000));
 }
 
 static void test_extend_async_refreshes_and_a_second_one_is_misuse(
@@ -437,7 +380,7 @@ static void test_extend_async_refreshes_and_a_second_one_is_misuse(
      * (an extend succeeds again), the lock is still ours. */
     assert_true(extend_until_ok(l, 3000));
     assert_int_equal(rl_release(l), RL_OK);
-    assert_true(all_empty_within(f, 1000));
+    assert_true(harness_all_empty_within(f->r, NODES, 1000));
 }
 
 static void test_release_async_cancels_an_extend_in_flight_first(
@@ -482,7 +425,7 @@ static void test_blocking_calls_inside_a_callback_are_misuse(void **state)
     /* The async release issued from the callback went through. */
     assert_true(wait_for(f, &rel_done, 1, 5000));
     assert_int_equal(rel_recs[0].st, RL_OK);
-    assert_true(all_empty_within(f, 1000));
+    assert_true(harness_all_empty_within(f->r, NODES, 1000));
 }
 
 static void test_failed_async_acquire_reports_detail_in_the_callback(
@@ -504,7 +447,7 @@ static void test_failed_async_acquire_reports_detail_in_the_callback(
     for (int k = 0; k < NODES; k++)
         assert_true(key_holds(&f->r[k], "async:held", rl_lock_token(l)));
     assert_int_equal(rl_release(l), RL_OK);
-    assert_true(all_empty_within(f, 200));
+    assert_true(harness_all_empty_within(f->r, NODES, 200));
 }
 
 static void test_external_loop_runs_callbacks_on_the_callers_thread(

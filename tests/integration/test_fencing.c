@@ -29,13 +29,11 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
-#include "harness.h"
-#include "redlock.h"
+#include "fixture.h"
 
 #define NODES 5
 #define CHILDREN 2
@@ -53,38 +51,20 @@ struct fx {
     char log_path[256];
 };
 
+/* Several processes log: fixture_log, each line tagged with the pid. */
 static void test_log(int level, const char *msg, void *privdata)
 {
+    char tag[32];
+
     (void)privdata;
-    if (getenv("RL_TEST_LOG") != NULL)
-        fprintf(stderr, "  [redlock %d pid %d] %s\n", level, (int)getpid(),
-                msg);
+    snprintf(tag, sizeof(tag), "pid %d", (int)getpid());
+    fixture_log(level, msg, tag);
 }
 
 static void fast_config(rl_config *cfg, const struct harness_nodes *hn)
 {
-    rl_config_init(cfg);
-    cfg->nodes = hn->ptr;
-    cfg->node_count = hn->count;
-    cfg->connect_timeout_ms = (uint32_t)harness_scale_ms(200);
-    cfg->op_timeout_ms = (uint32_t)harness_scale_ms(50);
-    cfg->retry_count = 0;
-    cfg->retry_delay_ms = 20;
-    cfg->retry_jitter_ms = 10;
-    cfg->trust_restarted_nodes = true;
+    fixture_config(cfg, hn);
     cfg->log = test_log;
-    cfg->log_level = RL_LOG_DEBUG;
-}
-
-static rl_client *client_for(rl_config *cfg)
-{
-    rl_status st = RL_EINVAL;
-    rl_client *c = rl_client_new(cfg, &st);
-
-    if (c == NULL)
-        fprintf(stderr, "rl_client_new: %s: %s\n", rl_status_name(st),
-                rl_last_error());
-    return c;
 }
 
 static int setup(void **state)
@@ -94,10 +74,7 @@ static int setup(void **state)
     if (f == NULL)
         return -1;
     *state = f;
-    if (harness_cluster_start(f->r, NODES, NULL) != 0)
-        return -1;
-    harness_nodes_fill(&f->hn, f->r, NODES);
-    return 0;
+    return fixture_start(f->r, NODES, &f->hn, NULL);
 }
 
 static int teardown(void **state)
@@ -128,7 +105,7 @@ static void start_client(struct fx *f)
     rl_config cfg;
 
     fast_config(&cfg, &f->hn);
-    f->c = client_for(&cfg);
+    f->c = fixture_client(&cfg);
     assert_non_null(f->c);
 }
 
@@ -227,14 +204,6 @@ static void test_fence_strictly_increases_over_200_cycles(void **state)
 
 /* ---- Two processes, nodes killed and restarted ----------------------------*/
 
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static void quarantine_config(rl_config *cfg, const struct harness_nodes *hn)
 {
     fast_config(cfg, hn);
@@ -259,7 +228,7 @@ static void child_main(struct fx *f, int id)
     char line[160];
 
     quarantine_config(&cfg, &f->hn);
-    c = client_for(&cfg);
+    c = fixture_client(&cfg);
     fd = open(f->log_path, O_WRONLY | O_APPEND | O_CLOEXEC);
     if (c == NULL || fd < 0)
         _exit(2);
@@ -281,8 +250,8 @@ static void child_main(struct fx *f, int id)
             harness_sleep_ms(10);
             continue;
         }
-        entry = mono_ns();
-        exit_ns = mono_ns();
+        entry = harness_now_ns();
+        exit_ns = harness_now_ns();
         len = snprintf(line, sizeof(line), "%lld %lld %llu %d %lld\n",
                        (long long)entry, (long long)exit_ns,
                        (unsigned long long)rl_lock_fence(l), id,
@@ -317,27 +286,6 @@ static int by_entry(const void *a, const void *b)
     const struct entry *y = b;
 
     return (x->entry_ns > y->entry_ns) - (x->entry_ns < y->entry_ns);
-}
-
-/* Wait until every node's uptime is >= secs (quarantine over). */
-static void wait_uptime(struct fx *f, int secs)
-{
-    char buf[32];
-
-    for (int i = 0; i < NODES; i++) {
-        int64_t deadline = harness_now_ms() + 1000 * (secs + 3);
-
-        for (;;) {
-            assert_int_equal(harness_info_field(&f->r[i], "server",
-                                                "uptime_in_seconds", buf,
-                                                sizeof(buf)),
-                             0);
-            if (atoi(buf) >= secs)
-                break;
-            assert_true(harness_now_ms() < deadline);
-            harness_sleep_ms(100);
-        }
-    }
 }
 
 static bool children_running(struct fx *f, int *status_bad)
@@ -392,7 +340,7 @@ static void test_fence_increases_across_processes_and_node_restarts(
     assert_true(fd >= 0);
     close(fd);
     /* Nodes younger than max_ttl_ms do not vote: let them age first. */
-    wait_uptime(f, 2);
+    assert_true(harness_wait_uptime(f->r, NODES, 2));
     f->stop = mmap(NULL, sizeof(*f->stop), PROT_READ | PROT_WRITE,
                    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     assert_true(f->stop != MAP_FAILED);
@@ -414,11 +362,11 @@ static void test_fence_increases_across_processes_and_node_restarts(
     t0 = harness_now_ms();
     harness_sleep_ms(500);
     for (kills = 0; kills < KILLS && children_running(f, &bad); kills++) {
-        win[kills][0] = mono_ns();
+        win[kills][0] = harness_now_ns();
         harness_kill(&f->r[kills]);
         harness_sleep_ms(300);
         assert_int_equal(harness_restart(&f->r[kills]), 0);
-        win[kills][1] = mono_ns() + 1500 * INT64_C(1000000);
+        win[kills][1] = harness_now_ns() + 1500 * INT64_C(1000000);
         harness_sleep_ms(1000);
     }
     harness_sleep_ms(500);

@@ -12,8 +12,7 @@
 
 #include <cmocka.h>
 
-#include "harness.h"
-#include "redlock.h"
+#include "fixture.h"
 
 #define MAX_NODES 5
 
@@ -28,44 +27,13 @@ static const int one = 1;
 static const int three = 3;
 static const int five = 5;
 
-static void test_log(int level, const char *msg, void *privdata)
-{
-    (void)privdata;
-    fprintf(stderr, "  [redlock %d] %s\n", level, msg);
-}
-
-/* Short timeouts, no retries, restarted nodes trusted (the harness's
- * servers are all young). */
-static void fast_config(rl_config *cfg, const struct harness_nodes *hn)
-{
-    rl_config_init(cfg);
-    cfg->nodes = hn->ptr;
-    cfg->node_count = hn->count;
-    cfg->connect_timeout_ms = (uint32_t)harness_scale_ms(200);
-    cfg->op_timeout_ms = (uint32_t)harness_scale_ms(50);
-    cfg->retry_count = 0;
-    cfg->retry_delay_ms = 20;
-    cfg->retry_jitter_ms = 10;
-    cfg->trust_restarted_nodes = true;
-    if (getenv("RL_TEST_LOG") != NULL) {
-        cfg->log = test_log;
-        cfg->log_level = RL_LOG_DEBUG;
-    }
-}
-
 static rl_client *new_client(const struct fx *f, const char *prefix)
 {
     rl_config cfg;
-    rl_status st = RL_EINVAL;
-    rl_client *c;
 
-    fast_config(&cfg, &f->hn);
+    fixture_config(&cfg, &f->hn);
     cfg.prefix = prefix;
-    c = rl_client_new(&cfg, &st);
-    if (c == NULL)
-        fprintf(stderr, "rl_client_new: %s: %s\n", rl_status_name(st),
-                rl_last_error());
-    return c;
+    return fixture_client(&cfg);
 }
 
 static int setup_cluster(void **state)
@@ -75,14 +43,7 @@ static int setup_cluster(void **state)
     if (f == NULL)
         return -1;
     f->n = *(const int *)*state;
-    if (harness_cluster_start(f->r, f->n, NULL) != 0) {
-        free(f);
-        return -1;
-    }
-    harness_nodes_fill(&f->hn, f->r, f->n);
-    f->c = new_client(f, NULL);
-    if (f->c == NULL) {
-        harness_cluster_stop(f->r, f->n);
+    if (fixture_start(f->r, f->n, &f->hn, &f->c) != 0) {
         free(f);
         return -1;
     }
@@ -100,69 +61,7 @@ static int teardown_cluster(void **state)
     return 0;
 }
 
-/* ---- Redis-side checks (print what they saw, return a verdict) ---- */
-
-/* key holds token on r, with 0 < PTTL <= ttl_ms (and >= min_pttl). A
- * call returns once a majority answered: the other nodes' replies may
- * still be on their way, so the key is looked at again for up to 200 ms. */
-static bool key_holds(const struct rl_redis *r, const char *key,
-                      const char *token, long long min_pttl, long long ttl)
-{
-    char *v = NULL;
-    long long pttl = -3;
-    bool ok = false;
-
-    for (int i = 0; !ok && i < 20; i++) {
-        if (i > 0)
-            harness_sleep_ms(10);
-        free(v);
-        v = harness_get(r, key);
-        pttl = harness_pttl(r, key);
-        ok = v != NULL && strcmp(v, token) == 0 && pttl >= min_pttl &&
-             pttl <= ttl && pttl > 0;
-    }
-    if (!ok)
-        fprintf(stderr, "port %d: %s = %s (want %s), PTTL %lld (want "
-                        "%lld..%lld)\n", r->port, key, v ? v : "(nil)", token,
-                pttl, min_pttl, ttl);
-    free(v);
-    return ok;
-}
-
-static bool key_absent(const struct rl_redis *r, const char *key)
-{
-    long long pttl = harness_pttl(r, key);
-
-    for (int i = 0; pttl != -2 && i < 20; i++) {
-        harness_sleep_ms(10);
-        pttl = harness_pttl(r, key);
-    }
-    if (pttl != -2)
-        fprintf(stderr, "port %d: %s still exists (PTTL %lld)\n", r->port,
-                key, pttl);
-    return pttl == -2;
-}
-
-/* Every node empty (late replies: polled for up to 200 ms). */
-static bool all_empty(const struct fx *f)
-{
-    bool ok = true;
-
-    for (int i = 0; i < f->n; i++) {
-        long long n = harness_dbsize(&f->r[i]);
-
-        for (int k = 0; n != 0 && k < 20; k++) {
-            harness_sleep_ms(10);
-            n = harness_dbsize(&f->r[i]);
-        }
-        if (n != 0) {
-            fprintf(stderr, "port %d: %lld keys left behind\n",
-                    f->r[i].port, n);
-            ok = false;
-        }
-    }
-    return ok;
-}
+/* ---- Checks (those on what Redis holds are in harness.h) ---- */
 
 static bool is_hex_token(const char *t)
 {
@@ -205,13 +104,13 @@ static void test_acquire_stores_the_token_on_every_node(void **state)
     assert_in_range(rl_lock_nodes_ok(l), f->n / 2 + 1, f->n);
     assert_false(rl_lock_lost(l));
     for (int i = 0; i < f->n; i++)
-        assert_true(key_holds(&f->r[i], "basic:res", rl_lock_token(l), 9000,
-                              10000));
+        assert_true(harness_key_holds_ttl(&f->r[i], "basic:res",
+                                          rl_lock_token(l), 9000, 10000));
     /* Nothing but the lock key itself. */
     for (int i = 0; i < f->n; i++)
         assert_int_equal(harness_dbsize(&f->r[i]), 1);
     assert_int_equal(rl_release(l), RL_OK);
-    assert_true(all_empty(f));
+    assert_true(harness_all_empty(f->r, f->n));
 }
 
 static void test_validity_is_at_most_ttl_minus_drift(void **state)
@@ -255,11 +154,12 @@ static void test_second_acquire_of_a_held_resource_is_not_acquired(
     assert_null(l2);
     /* The failed attempts rolled back without touching the holder's key. */
     for (int i = 0; i < f->n; i++)
-        assert_true(key_holds(&f->r[i], "basic:held", token, 9000, 10000));
+        assert_true(harness_key_holds_ttl(&f->r[i], "basic:held", token, 9000,
+                                          10000));
     assert_int_equal(rl_release(l), RL_OK);
     assert_int_equal(rl_acquire(other, "basic:held", &o, &l2), RL_OK);
     assert_int_equal(rl_release(l2), RL_OK);
-    assert_true(all_empty(f));
+    assert_true(harness_all_empty(f->r, f->n));
     rl_client_free(other);
 }
 
@@ -273,8 +173,8 @@ static void test_release_deletes_the_keys_on_every_node(void **state)
     assert_int_equal(rl_acquire(f->c, "basic:rel", &o, &l), RL_OK);
     assert_int_equal(rl_release(l), RL_OK);
     for (int i = 0; i < f->n; i++)
-        assert_true(key_absent(&f->r[i], "basic:rel"));
-    assert_true(all_empty(f));
+        assert_true(harness_key_absent(&f->r[i], "basic:rel"));
+    assert_true(harness_all_empty(f->r, f->n));
 }
 
 static void test_extend_refreshes_the_pttl_on_every_node(void **state)
@@ -293,14 +193,16 @@ static void test_extend_refreshes_the_pttl_on_every_node(void **state)
     assert_int_equal(rl_extend(l, 10000), RL_OK);
     assert_in_range(rl_lock_validity_ms(l), 9000, 10000 - 100 - 2);
     for (int i = 0; i < f->n; i++)
-        assert_true(key_holds(&f->r[i], "basic:ext", token, 9000, 10000));
+        assert_true(harness_key_holds_ttl(&f->r[i], "basic:ext", token, 9000,
+                                          10000));
     /* ttl 0: the TTL it was acquired with. */
     assert_int_equal(rl_extend(l, 0), RL_OK);
     for (int i = 0; i < f->n; i++)
-        assert_true(key_holds(&f->r[i], "basic:ext", token, 1500, 2000));
+        assert_true(harness_key_holds_ttl(&f->r[i], "basic:ext", token, 1500,
+                                          2000));
     assert_true(rl_lock_validity_ms(l) <= 2000 - 20 - 2);
     assert_int_equal(rl_release(l), RL_OK);
-    assert_true(all_empty(f));
+    assert_true(harness_all_empty(f->r, f->n));
 }
 
 static void test_expired_lock_can_be_taken_by_another_client(void **state)
@@ -319,17 +221,17 @@ static void test_expired_lock_can_be_taken_by_another_client(void **state)
     harness_sleep_ms(400);
     assert_true(rl_lock_validity_ms(l) <= 0);
     for (int i = 0; i < f->n; i++)
-        assert_true(key_absent(&f->r[i], "basic:expiry"));
+        assert_true(harness_key_absent(&f->r[i], "basic:expiry"));
     o.ttl_ms = 10000;
     assert_int_equal(rl_acquire(other, "basic:expiry", &o, &l2), RL_OK);
     /* The stale holder's release must not delete the new holder's keys. */
     st = rl_release(l);
     assert_true(st == RL_ELOST || st == RL_ENOTACQUIRED);
     for (int i = 0; i < f->n; i++)
-        assert_true(key_holds(&f->r[i], "basic:expiry", rl_lock_token(l2),
-                              9000, 10000));
+        assert_true(harness_key_holds_ttl(&f->r[i], "basic:expiry",
+                                          rl_lock_token(l2), 9000, 10000));
     assert_int_equal(rl_release(l2), RL_OK);
-    assert_true(all_empty(f));
+    assert_true(harness_all_empty(f->r, f->n));
     rl_client_free(other);
 }
 
@@ -343,7 +245,7 @@ static void test_release_of_an_expired_lock_is_lost(void **state)
     assert_int_equal(rl_acquire(f->c, "basic:lost", &o, &l), RL_OK);
     harness_sleep_ms(450);
     assert_int_equal(rl_release(l), RL_ELOST);
-    assert_true(all_empty(f));
+    assert_true(harness_all_empty(f->r, f->n));
 }
 
 static void test_extend_of_an_expired_lock_is_lost(void **state)
@@ -358,7 +260,7 @@ static void test_extend_of_an_expired_lock_is_lost(void **state)
     assert_int_equal(rl_extend(l, 5000), RL_ELOST);
     assert_true(rl_lock_lost(l));
     /* Never resurrected (§5.4). */
-    assert_true(all_empty(f));
+    assert_true(harness_all_empty(f->r, f->n));
     rl_lock_free(l);
 }
 
@@ -383,10 +285,10 @@ static void test_adopted_token_can_be_extended_and_released(void **state)
     assert_int_equal(rl_extend(a, 8000), RL_OK);
     assert_true(rl_lock_validity_ms(a) > 7000);
     for (int i = 0; i < f->n; i++)
-        assert_true(key_holds(&f->r[i], "basic:adopt", rl_lock_token(l),
-                              7000, 8000));
+        assert_true(harness_key_holds_ttl(&f->r[i], "basic:adopt",
+                                          rl_lock_token(l), 7000, 8000));
     assert_int_equal(rl_release(a), RL_OK);
-    assert_true(all_empty(f));
+    assert_true(harness_all_empty(f->r, f->n));
     rl_lock_free(l);
     rl_client_free(other);
 }
@@ -405,10 +307,10 @@ static void test_adopting_a_wrong_token_releases_nothing(void **state)
                      RL_OK);
     assert_int_equal(rl_release(a), RL_ENOTACQUIRED);
     for (int i = 0; i < f->n; i++)
-        assert_true(key_holds(&f->r[i], "basic:wrongtok", rl_lock_token(l),
-                              4000, 5000));
+        assert_true(harness_key_holds_ttl(&f->r[i], "basic:wrongtok",
+                                          rl_lock_token(l), 4000, 5000));
     assert_int_equal(rl_release(l), RL_OK);
-    assert_true(all_empty(f));
+    assert_true(harness_all_empty(f->r, f->n));
 }
 
 static void test_prefix_is_prepended_to_the_key(void **state)
@@ -423,12 +325,12 @@ static void test_prefix_is_prepended_to_the_key(void **state)
     assert_int_equal(rl_acquire(pc, "jobs", &o, &l), RL_OK);
     assert_string_equal(rl_lock_resource(l), "jobs");
     for (int i = 0; i < f->n; i++) {
-        assert_true(key_holds(&f->r[i], "app1:jobs", rl_lock_token(l), 4000,
-                              5000));
-        assert_true(key_absent(&f->r[i], "jobs"));
+        assert_true(harness_key_holds_ttl(&f->r[i], "app1:jobs",
+                                          rl_lock_token(l), 4000, 5000));
+        assert_true(harness_key_absent(&f->r[i], "jobs"));
     }
     assert_int_equal(rl_release(l), RL_OK);
-    assert_true(all_empty(f));
+    assert_true(harness_all_empty(f->r, f->n));
     rl_client_free(pc);
 }
 
@@ -445,17 +347,17 @@ static void test_multi_acquire_sets_every_key_and_release_clears_them(
     assert_string_equal(rl_lock_resource(l), "multi:a");
     for (int i = 0; i < f->n; i++) {
         for (int k = 0; k < 3; k++)
-            assert_true(key_holds(&f->r[i], res[k], rl_lock_token(l), 4000,
-                                  5000));
+            assert_true(harness_key_holds_ttl(&f->r[i], res[k],
+                                              rl_lock_token(l), 4000, 5000));
     }
     assert_int_equal(rl_extend(l, 9000), RL_OK);
     for (int i = 0; i < f->n; i++) {
         for (int k = 0; k < 3; k++)
-            assert_true(key_holds(&f->r[i], res[k], rl_lock_token(l), 8000,
-                                  9000));
+            assert_true(harness_key_holds_ttl(&f->r[i], res[k],
+                                              rl_lock_token(l), 8000, 9000));
     }
     assert_int_equal(rl_release(l), RL_OK);
-    assert_true(all_empty(f));
+    assert_true(harness_all_empty(f->r, f->n));
 }
 
 static void test_multi_acquire_is_all_or_nothing(void **state)
@@ -471,10 +373,10 @@ static void test_multi_acquire_is_all_or_nothing(void **state)
                      RL_ENOTACQUIRED);
     assert_null(l);
     for (int i = 0; i < f->n; i++) {
-        assert_true(key_absent(&f->r[i], "aon:a"));
-        assert_true(key_absent(&f->r[i], "aon:c"));
-        assert_true(key_holds(&f->r[i], "aon:b", "someone-else", 9000,
-                              10000));
+        assert_true(harness_key_absent(&f->r[i], "aon:a"));
+        assert_true(harness_key_absent(&f->r[i], "aon:c"));
+        assert_true(harness_key_holds_ttl(&f->r[i], "aon:b", "someone-else",
+                                          9000, 10000));
         assert_int_equal(harness_dbsize(&f->r[i]), 1);
     }
 }
@@ -494,11 +396,11 @@ static void test_key_set_by_plain_set_nx_px_is_respected_and_adoptable(
     assert_int_equal(rl_acquire(f->c, "interop:res", &o, &l),
                      RL_ENOTACQUIRED);
     for (int i = 0; i < f->n; i++)
-        assert_true(key_holds(&f->r[i], "interop:res", foreign, 9000,
-                              10000));
+        assert_true(harness_key_holds_ttl(&f->r[i], "interop:res", foreign,
+                                          9000, 10000));
     assert_int_equal(rl_lock_adopt(f->c, "interop:res", foreign, &a), RL_OK);
     assert_int_equal(rl_release(a), RL_OK);
-    assert_true(all_empty(f));
+    assert_true(harness_all_empty(f->r, f->n));
 }
 
 static void test_lock_is_released_by_a_plain_compare_and_delete(
@@ -522,7 +424,7 @@ static void test_lock_is_released_by_a_plain_compare_and_delete(
         assert_int_equal(rep->integer, 1);
         freeReplyObject(rep);
     }
-    assert_true(all_empty(f));
+    assert_true(harness_all_empty(f->r, f->n));
     rl_lock_free(l);
 }
 
@@ -542,7 +444,7 @@ static void test_distinct_acquisitions_get_distinct_tokens(void **state)
             assert_string_not_equal(seen[j], seen[k]);
         assert_int_equal(rl_release(l), RL_OK);
     }
-    assert_true(all_empty(f));
+    assert_true(harness_all_empty(f->r, f->n));
 }
 
 #define NODES_TEST(fn, n)                                                     \

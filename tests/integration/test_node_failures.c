@@ -14,8 +14,7 @@
 
 #include <cmocka.h>
 
-#include "harness.h"
-#include "redlock.h"
+#include "fixture.h"
 
 #define MAX_NODES 5
 
@@ -31,53 +30,49 @@ static const char *forbidden_text;
 static atomic_int forbidden_seen;
 static atomic_int log_lines;
 
+/* Counts the lines and watches for forbidden text, then prints as
+ * fixture_log does. */
 static void test_log(int level, const char *msg, void *privdata)
 {
-    (void)privdata;
     atomic_fetch_add(&log_lines, 1);
     if (forbidden_text != NULL && strstr(msg, forbidden_text) != NULL)
         atomic_store(&forbidden_seen, 1);
-    if (getenv("RL_TEST_LOG") != NULL)
-        fprintf(stderr, "  [redlock %d] %s\n", level, msg);
+    fixture_log(level, msg, privdata);
 }
 
+/* fixture_config, with the sink above. */
 static void fast_config(rl_config *cfg, const struct harness_nodes *hn)
 {
-    rl_config_init(cfg);
-    cfg->nodes = hn->ptr;
-    cfg->node_count = hn->count;
-    cfg->connect_timeout_ms = (uint32_t)harness_scale_ms(200);
-    cfg->op_timeout_ms = (uint32_t)harness_scale_ms(50);
-    cfg->retry_count = 0;
-    cfg->retry_delay_ms = 20;
-    cfg->retry_jitter_ms = 10;
-    cfg->trust_restarted_nodes = true;
+    fixture_config(cfg, hn);
     cfg->log = test_log;
-    cfg->log_level = RL_LOG_DEBUG;
 }
 
-static rl_client *client_for(rl_config *cfg)
+/* A fast client on f->hn; password is cfg.password (may be NULL). */
+static void start_client(struct fx *f, const char *password)
 {
-    rl_status st = RL_EINVAL;
-    rl_client *c = rl_client_new(cfg, &st);
+    rl_config cfg;
 
-    if (c == NULL)
-        fprintf(stderr, "rl_client_new: %s: %s\n", rl_status_name(st),
-                rl_last_error());
-    return c;
+    fast_config(&cfg, &f->hn);
+    cfg.password = password;
+    f->c = fixture_client(&cfg);
+    assert_non_null(f->c);
 }
 
 /* Start n plain servers and a fast client on them. */
 static void start_cluster(struct fx *f, int n)
 {
-    rl_config cfg;
-
     f->n = n;
-    assert_int_equal(harness_cluster_start(f->r, n, NULL), 0);
-    harness_nodes_fill(&f->hn, f->r, n);
-    fast_config(&cfg, &f->hn);
-    f->c = client_for(&cfg);
-    assert_non_null(f->c);
+    assert_int_equal(harness_cluster_start_nodes(f->r, n, NULL, &f->hn), 0);
+    start_client(f, NULL);
+}
+
+/* 5 servers and a client, then nodes 0, 2 and 4 killed: no quorum. */
+static void start_with_majority_dead(struct fx *f)
+{
+    start_cluster(f, 5);
+    harness_kill(&f->r[0]);
+    harness_kill(&f->r[2]);
+    harness_kill(&f->r[4]);
 }
 
 /* ---- Async bookkeeping ---- */
@@ -106,15 +101,6 @@ static void acq_cb(rl_client *c, rl_status st, rl_lock *lock, void *privdata)
     atomic_fetch_add(&recs_done, 1);
 }
 
-static bool wait_done(atomic_int *counter, int want, int64_t ms)
-{
-    int64_t deadline = harness_now_ms() + harness_scale_ms(ms);
-
-    while (atomic_load(counter) < want && harness_now_ms() < deadline)
-        harness_sleep_ms(5);
-    return atomic_load(counter) >= want;
-}
-
 static int setup(void **state)
 {
     struct fx *f = calloc(1, sizeof(*f));
@@ -141,55 +127,41 @@ static int teardown(void **state)
     return 0;
 }
 
-/* The key is looked at again for up to 200 ms: a call returns once a
- * majority answered, the other replies may still be on their way. */
-static bool key_holds(const struct rl_redis *r, const char *key,
-                      const char *token)
-{
-    char *v = NULL;
-    long long pttl = -3;
-    bool ok = false;
-
-    for (int i = 0; !ok && i < 20; i++) {
-        if (i > 0)
-            harness_sleep_ms(10);
-        free(v);
-        v = harness_get(r, key);
-        pttl = harness_pttl(r, key);
-        ok = v != NULL && strcmp(v, token) == 0 && pttl > 0;
-    }
-    if (!ok)
-        fprintf(stderr, "port %d: %s = %s (want %s), PTTL %lld\n", r->port,
-                key, v ? v : "(nil)", token, pttl);
-    free(v);
-    return ok;
-}
-
-static bool node_empty(const struct rl_redis *r)
-{
-    long long n = harness_dbsize(r);
-
-    for (int i = 0; n != 0 && i < 20; i++) {
-        harness_sleep_ms(10);
-        n = harness_dbsize(r);
-    }
-    if (n != 0)
-        fprintf(stderr, "port %d: DBSIZE %lld, want 0\n", r->port, n);
-    return n == 0;
-}
-
-/* Poll until r is empty (keys a late request may still create and
- * delete), up to ms. */
+/* Empty within ms, and then still allowed the usual 200 ms for replies
+ * on their way. */
 static bool node_empty_within(const struct rl_redis *r, int64_t ms)
 {
-    int64_t deadline = harness_now_ms() + harness_scale_ms(ms);
+    return harness_empty_within(r, ms) || harness_empty(r);
+}
 
-    while (harness_now_ms() < deadline) {
-        if (harness_dbsize(r) == 0)
-            return true;
-        harness_sleep_ms(20);
-    }
-    return node_empty(r);
+/* Node i of f->hn is 127.0.0.1:port, without the server's password. */
+static void plain_node(struct fx *f, int i, int port)
+{
+    char uri[32];
+
+    snprintf(uri, sizeof(uri), "%s:%d", HARNESS_HOST, port);
+    harness_nodes_set(&f->hn, i, uri);
+}
+
+/* On the 3 nodes of f->hn (client password: password, may be NULL): a
+ * lock held on all of them, then released; the client never logs
+ * forbidden. */
+static void lock_on_three_quietly(struct fx *f, const char *password,
+                                  const char *forbidden, const char *key)
+{
+    rl_acquire_opts o = { 0 };
+    rl_lock *l = NULL;
+
+    forbidden_text = forbidden;
+    start_client(f, password);
+    o.ttl_ms = 5000;
+    assert_int_equal(rl_acquire(f->c, key, &o, &l), RL_OK);
+    assert_in_range(rl_lock_nodes_ok(l), 2, 3);
+    for (int i = 0; i < 3; i++)
+        assert_true(harness_key_holds(&f->r[i], key, rl_lock_token(l)));
+    assert_int_equal(rl_release(l), RL_OK);
+    assert_true(harness_all_empty(f->r, 3));
+    assert_int_equal(atomic_load(&forbidden_seen), 0);
 }
 
 /* ---- Tests ---- */
@@ -207,29 +179,25 @@ static void test_acquire_succeeds_with_two_of_five_nodes_down(void **state)
     assert_int_equal(rl_acquire(f->c, "nf:two-down", &o, &l), RL_OK);
     assert_int_equal(rl_lock_nodes_ok(l), 3);
     assert_true(rl_lock_validity_ms(l) > 4000);
-    assert_true(key_holds(&f->r[0], "nf:two-down", rl_lock_token(l)));
-    assert_true(key_holds(&f->r[2], "nf:two-down", rl_lock_token(l)));
-    assert_true(key_holds(&f->r[4], "nf:two-down", rl_lock_token(l)));
+    assert_true(harness_key_holds(&f->r[0], "nf:two-down", rl_lock_token(l)));
+    assert_true(harness_key_holds(&f->r[2], "nf:two-down", rl_lock_token(l)));
+    assert_true(harness_key_holds(&f->r[4], "nf:two-down", rl_lock_token(l)));
     assert_int_equal(rl_extend(l, 6000), RL_OK);
     assert_int_equal(rl_release(l), RL_OK);
-    assert_true(node_empty(&f->r[0]));
-    assert_true(node_empty(&f->r[2]));
-    assert_true(node_empty(&f->r[4]));
+    assert_true(harness_empty(&f->r[0]));
+    assert_true(harness_empty(&f->r[2]));
+    assert_true(harness_empty(&f->r[4]));
 }
 
 static void test_acquire_without_quorum_fails_fast(void **state)
 {
     struct fx *f = *state;
     rl_acquire_opts o = { 0 };
-    rl_config cfg;
     rl_lock *l = NULL;
     int64_t t0;
     int64_t elapsed;
 
-    start_cluster(f, 5);
-    harness_kill(&f->r[0]);
-    harness_kill(&f->r[2]);
-    harness_kill(&f->r[4]);
+    start_with_majority_dead(f);
     o.ttl_ms = 5000;
     t0 = harness_now_ms();
     assert_int_equal(rl_acquire(f->c, "nf:no-quorum", &o, &l),
@@ -242,9 +210,7 @@ static void test_acquire_without_quorum_fails_fast(void **state)
     assert_true(rl_last_error()[0] != '\0');
     /* Nodes already dead when the client is made: same verdict. */
     rl_client_free(f->c);
-    fast_config(&cfg, &f->hn);
-    f->c = client_for(&cfg);
-    assert_non_null(f->c);
+    start_client(f, NULL);
     t0 = harness_now_ms();
     assert_int_equal(rl_acquire(f->c, "nf:no-quorum2", &o, &l),
                      RL_ENOQUORUM);
@@ -258,10 +224,7 @@ static void test_failed_acquire_leaves_no_keys_on_live_nodes(void **state)
     rl_acquire_opts o = { 0 };
     rl_lock *l = NULL;
 
-    start_cluster(f, 5);
-    harness_kill(&f->r[0]);
-    harness_kill(&f->r[2]);
-    harness_kill(&f->r[4]);
+    start_with_majority_dead(f);
     o.ttl_ms = 10000;
     assert_int_equal(rl_acquire(f->c, "nf:rollback", &o, &l), RL_ENOQUORUM);
     assert_int_equal(rl_acquire_multi(f->c, multi, 2, &o, &l),
@@ -293,14 +256,15 @@ static void test_acquire_does_not_wait_for_a_paused_node(void **state)
     assert_true(rl_lock_validity_ms(l) > 9000);
     for (int i = 0; i < 5; i++) {
         if (i != 2)
-            assert_true(key_holds(&f->r[i], "nf:paused", rl_lock_token(l)));
+            assert_true(harness_key_holds(&f->r[i], "nf:paused",
+                                          rl_lock_token(l)));
     }
     t0 = harness_now_ms();
     assert_int_equal(rl_release(l), RL_OK);
     assert_true(harness_now_ms() - t0 < harness_scale_ms(1000));
     for (int i = 0; i < 5; i++) {
         if (i != 2)
-            assert_true(node_empty(&f->r[i]));
+            assert_true(harness_empty(&f->r[i]));
     }
     assert_int_equal(harness_resume(&f->r[2]), 0);
 }
@@ -387,7 +351,7 @@ static void test_ops_in_flight_survive_a_node_kill(void **state)
     }
     harness_sleep_ms(10);
     harness_kill(&f->r[0]);
-    assert_true(wait_done(&recs_done, INFLIGHT, 5000));
+    assert_true(harness_wait_count(&recs_done, INFLIGHT, 5000));
     harness_sleep_ms(100);
     for (int i = 0; i < INFLIGHT; i++) {
         assert_int_equal(atomic_load(&recs[i].calls), 1);
@@ -396,8 +360,8 @@ static void test_ops_in_flight_survive_a_node_kill(void **state)
         assert_in_range(recs[i].nodes_ok, 3, 4);
         snprintf(name, sizeof(name), "nf:inflight:%d", i);
         for (int n = 1; n < 5; n++)
-            assert_true(key_holds(&f->r[n], name,
-                                  rl_lock_token(recs[i].lock)));
+            assert_true(harness_key_holds(&f->r[n], name,
+                                          rl_lock_token(recs[i].lock)));
     }
     for (int i = 0; i < INFLIGHT; i++) {
         rl_lock *l = recs[i].lock;
@@ -406,7 +370,7 @@ static void test_ops_in_flight_survive_a_node_kill(void **state)
         assert_int_equal(rl_release(l), RL_OK);
     }
     for (int n = 1; n < 5; n++)
-        assert_true(node_empty(&f->r[n]));
+        assert_true(harness_empty(&f->r[n]));
 }
 
 static void test_restarted_node_is_used_again_after_reconnect(void **state)
@@ -414,7 +378,7 @@ static void test_restarted_node_is_used_again_after_reconnect(void **state)
     struct fx *f = *state;
     rl_acquire_opts o = { 0 };
     rl_lock *l = NULL;
-    rl_status st = RL_ENOQUORUM;
+    rl_status st;
     int64_t t0;
 
     start_cluster(f, 3);
@@ -428,42 +392,17 @@ static void test_restarted_node_is_used_again_after_reconnect(void **state)
      * client must have reconnected to it. */
     harness_kill(&f->r[1]);
     t0 = harness_now_ms();
-    while (st != RL_OK && harness_now_ms() - t0 < harness_scale_ms(5000)) {
-        l = NULL;
-        st = rl_acquire(f->c, "nf:restart", &o, &l);
-        if (st != RL_OK)
-            harness_sleep_ms(50);
-    }
+    st = fixture_acquire_until_ok(f->c, "nf:restart", &o, &l, t0,
+                                  harness_scale_ms(5000), 50, NULL);
     fprintf(stderr, "  reconnected after %lld ms\n",
             (long long)(harness_now_ms() - t0));
     assert_int_equal(st, RL_OK);
     assert_int_equal(rl_lock_nodes_ok(l), 2);
-    assert_true(key_holds(&f->r[0], "nf:restart", rl_lock_token(l)));
-    assert_true(key_holds(&f->r[2], "nf:restart", rl_lock_token(l)));
+    assert_true(harness_key_holds(&f->r[0], "nf:restart", rl_lock_token(l)));
+    assert_true(harness_key_holds(&f->r[2], "nf:restart", rl_lock_token(l)));
     assert_int_equal(rl_release(l), RL_OK);
-    assert_true(node_empty(&f->r[0]));
-    assert_true(node_empty(&f->r[2]));
-}
-
-/* Wait until every node reports uptime_in_seconds >= secs. */
-static void wait_uptime(struct fx *f, int secs)
-{
-    char buf[32];
-
-    for (int i = 0; i < f->n; i++) {
-        int64_t deadline = harness_now_ms() + 1000 * (secs + 3);
-
-        for (;;) {
-            assert_int_equal(harness_info_field(&f->r[i], "server",
-                                                "uptime_in_seconds", buf,
-                                                sizeof(buf)),
-                             0);
-            if (atoi(buf) >= secs)
-                break;
-            assert_true(harness_now_ms() < deadline);
-            harness_sleep_ms(100);
-        }
-    }
+    assert_true(harness_empty(&f->r[0]));
+    assert_true(harness_empty(&f->r[2]));
 }
 
 static void test_restarted_node_does_not_vote_during_quarantine(void **state)
@@ -477,19 +416,18 @@ static void test_restarted_node_does_not_vote_during_quarantine(void **state)
     int64_t t_voting;
 
     f->n = 3;
-    assert_int_equal(harness_cluster_start(f->r, 3, NULL), 0);
-    harness_nodes_fill(&f->hn, f->r, 3);
+    assert_int_equal(harness_cluster_start_nodes(f->r, 3, NULL, &f->hn), 0);
     fast_config(&cfg, &f->hn);
     cfg.trust_restarted_nodes = false;
     cfg.max_ttl_ms = 3000;
-    f->c = client_for(&cfg);
+    f->c = fixture_client(&cfg);
     assert_non_null(f->c);
     o.ttl_ms = 2000;
     /* Fresh servers are younger than max_ttl_ms: nobody votes yet. */
     assert_int_equal(rl_acquire(f->c, "nf:quarantine", &o, &l),
                      RL_ENOQUORUM);
     assert_true(node_empty_within(&f->r[0], 500));
-    wait_uptime(f, 4);
+    assert_true(harness_wait_uptime(f->r, f->n, 4));
     assert_int_equal(rl_acquire(f->c, "nf:quarantine", &o, &l), RL_OK);
     assert_int_equal(rl_release(l), RL_OK);
 
@@ -510,23 +448,18 @@ static void test_restarted_node_does_not_vote_during_quarantine(void **state)
         assert_int_equal(st, RL_ENOQUORUM);
         harness_sleep_ms(100);
     }
-    while (st != RL_OK &&
-           harness_now_ms() - t_restart < harness_scale_ms(8000)) {
-        l = NULL;
-        st = rl_acquire(f->c, "nf:quarantine", &o, &l);
-        if (st != RL_OK)
-            harness_sleep_ms(100);
-    }
+    st = fixture_acquire_until_ok(f->c, "nf:quarantine", &o, &l, t_restart,
+                                  harness_scale_ms(8000), 100, NULL);
     t_voting = harness_now_ms() - t_restart;
     fprintf(stderr, "  restarted node votes again %lld ms after restart\n",
             (long long)t_voting);
     assert_int_equal(st, RL_OK);
     /* (the server started a few ms before t_restart) */
     assert_true(t_voting >= 2900);
-    assert_true(key_holds(&f->r[0], "nf:quarantine", rl_lock_token(l)));
+    assert_true(harness_key_holds(&f->r[0], "nf:quarantine", rl_lock_token(l)));
     assert_int_equal(rl_release(l), RL_OK);
-    assert_true(node_empty(&f->r[0]));
-    assert_true(node_empty(&f->r[2]));
+    assert_true(harness_empty(&f->r[0]));
+    assert_true(harness_empty(&f->r[2]));
 }
 
 static void test_wrong_password_counts_as_failed_and_is_never_printed(
@@ -535,21 +468,18 @@ static void test_wrong_password_counts_as_failed_and_is_never_printed(
     struct fx *f = *state;
     struct harness_opts ho = { 0 };
     rl_acquire_opts o = { 0 };
-    rl_config cfg;
     rl_lock *l = NULL;
     const char *err;
+    char uri[192];
 
     ho.requirepass = "right-horse-battery";
     f->n = 1;
     assert_int_equal(harness_start(&f->r[0], &ho), 0);
-    harness_uri_auth(&f->r[0], NULL, "wrong-staple-secret", f->hn.uri[0],
-                     sizeof(f->hn.uri[0]));
-    f->hn.ptr[0] = f->hn.uri[0];
-    f->hn.count = 1;
-    fast_config(&cfg, &f->hn);
+    harness_uri_auth(&f->r[0], NULL, "wrong-staple-secret", uri,
+                     sizeof(uri));
+    harness_nodes_set(&f->hn, 0, uri);
     forbidden_text = "wrong-staple-secret";
-    f->c = client_for(&cfg);
-    assert_non_null(f->c);
+    start_client(f, NULL);
     o.ttl_ms = 5000;
     assert_int_equal(rl_acquire(f->c, "nf:auth", &o, &l), RL_ENOQUORUM);
     err = rl_last_error();
@@ -559,7 +489,7 @@ static void test_wrong_password_counts_as_failed_and_is_never_printed(
     assert_null(strstr(err, "wrong-staple-secret"));
     assert_null(strstr(err, "right-horse-battery"));
     assert_int_equal(atomic_load(&forbidden_seen), 0);
-    assert_true(node_empty(&f->r[0]));
+    assert_true(harness_empty(&f->r[0]));
 }
 
 static void test_missing_password_counts_as_failed_node(void **state)
@@ -567,68 +497,40 @@ static void test_missing_password_counts_as_failed_node(void **state)
     struct fx *f = *state;
     struct harness_opts ho = { 0 };
     rl_acquire_opts o = { 0 };
-    rl_config cfg;
     rl_lock *l = NULL;
     const char *err;
 
     ho.requirepass = "needed-pass";
     f->n = 1;
     assert_int_equal(harness_start(&f->r[0], &ho), 0);
-    snprintf(f->hn.uri[0], sizeof(f->hn.uri[0]), "127.0.0.1:%d",
-             f->r[0].port);
-    f->hn.ptr[0] = f->hn.uri[0];
-    f->hn.count = 1;
-    fast_config(&cfg, &f->hn);
-    f->c = client_for(&cfg);
-    assert_non_null(f->c);
+    plain_node(f, 0, f->r[0].port);
+    start_client(f, NULL);
     o.ttl_ms = 5000;
     assert_int_equal(rl_acquire(f->c, "nf:noauth", &o, &l), RL_ENOQUORUM);
     err = rl_last_error();
     fprintf(stderr, "  no password: %s\n", err);
     assert_true(strcasestr(err, "auth") != NULL);
-    assert_true(node_empty(&f->r[0]));
+    assert_true(harness_empty(&f->r[0]));
 }
 
 static void test_config_password_is_used_for_nodes_without_one(void **state)
 {
     struct fx *f = *state;
     struct harness_opts ho = { 0 };
-    rl_acquire_opts o = { 0 };
-    rl_config cfg;
-    rl_lock *l = NULL;
 
     ho.requirepass = "shared-pass";
     f->n = 3;
     assert_int_equal(harness_cluster_start(f->r, 3, &ho), 0);
-    for (int i = 0; i < 3; i++) {
-        snprintf(f->hn.uri[i], sizeof(f->hn.uri[i]), "127.0.0.1:%d",
-                 f->r[i].port);
-        f->hn.ptr[i] = f->hn.uri[i];
-    }
-    f->hn.count = 3;
-    fast_config(&cfg, &f->hn);
-    cfg.password = "shared-pass";
-    forbidden_text = "shared-pass";
-    f->c = client_for(&cfg);
-    assert_non_null(f->c);
-    o.ttl_ms = 5000;
-    assert_int_equal(rl_acquire(f->c, "nf:cfgpass", &o, &l), RL_OK);
-    assert_in_range(rl_lock_nodes_ok(l), 2, 3);
     for (int i = 0; i < 3; i++)
-        assert_true(key_holds(&f->r[i], "nf:cfgpass", rl_lock_token(l)));
-    assert_int_equal(rl_release(l), RL_OK);
-    for (int i = 0; i < 3; i++)
-        assert_true(node_empty(&f->r[i]));
-    assert_int_equal(atomic_load(&forbidden_seen), 0);
+        plain_node(f, i, f->r[i].port);
+    lock_on_three_quietly(f, "shared-pass", "shared-pass", "nf:cfgpass");
 }
 
 static void test_acl_user_and_password_in_uri_work(void **state)
 {
     struct fx *f = *state;
     struct harness_opts ho = { 0 };
-    rl_acquire_opts o = { 0 };
-    rl_config cfg;
-    rl_lock *l = NULL;
+    char uri[192];
 
     /* The default user needs another password: only the ACL user works. */
     ho.requirepass = "default-user-pass";
@@ -637,24 +539,11 @@ static void test_acl_user_and_password_in_uri_work(void **state)
     f->n = 3;
     assert_int_equal(harness_cluster_start(f->r, 3, &ho), 0);
     for (int i = 0; i < 3; i++) {
-        harness_uri_auth(&f->r[i], "locker", "locker-pass", f->hn.uri[i],
-                         sizeof(f->hn.uri[i]));
-        f->hn.ptr[i] = f->hn.uri[i];
+        harness_uri_auth(&f->r[i], "locker", "locker-pass", uri,
+                         sizeof(uri));
+        harness_nodes_set(&f->hn, i, uri);
     }
-    f->hn.count = 3;
-    fast_config(&cfg, &f->hn);
-    forbidden_text = "locker-pass";
-    f->c = client_for(&cfg);
-    assert_non_null(f->c);
-    o.ttl_ms = 5000;
-    assert_int_equal(rl_acquire(f->c, "nf:acl", &o, &l), RL_OK);
-    assert_in_range(rl_lock_nodes_ok(l), 2, 3);
-    for (int i = 0; i < 3; i++)
-        assert_true(key_holds(&f->r[i], "nf:acl", rl_lock_token(l)));
-    assert_int_equal(rl_release(l), RL_OK);
-    for (int i = 0; i < 3; i++)
-        assert_true(node_empty(&f->r[i]));
-    assert_int_equal(atomic_load(&forbidden_seen), 0);
+    lock_on_three_quietly(f, NULL, "locker-pass", "nf:acl");
 }
 
 static void test_unreachable_node_does_not_fail_client_creation(
@@ -662,19 +551,14 @@ static void test_unreachable_node_does_not_fail_client_creation(
 {
     struct fx *f = *state;
     rl_acquire_opts o = { 0 };
-    rl_config cfg;
     rl_lock *l = NULL;
     int port = harness_free_port();
     int64_t t0;
 
     assert_true(port > 0);
-    snprintf(f->hn.uri[0], sizeof(f->hn.uri[0]), "127.0.0.1:%d", port);
-    f->hn.ptr[0] = f->hn.uri[0];
-    f->hn.count = 1;
-    fast_config(&cfg, &f->hn);
+    plain_node(f, 0, port);
     t0 = harness_now_ms();
-    f->c = client_for(&cfg);
-    assert_non_null(f->c);
+    start_client(f, NULL);
     assert_true(harness_now_ms() - t0 < harness_scale_ms(2000));
     o.ttl_ms = 5000;
     t0 = harness_now_ms();

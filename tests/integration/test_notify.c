@@ -16,12 +16,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <cmocka.h>
 
-#include "harness.h"
-#include "redlock.h"
+#include "fixture.h"
 
 #define NODES 5
 #define HANDOFFS 20
@@ -40,38 +38,18 @@ struct fx {
     rl_lock *lb;
 };
 
-static void test_log(int level, const char *msg, void *privdata)
-{
-    (void)privdata;
-    if (getenv("RL_TEST_LOG") != NULL)
-        fprintf(stderr, "  [redlock %s %d] %s\n", (const char *)privdata,
-                level, msg);
-}
-
+/* A fast client with this retry delay and jitter; its log lines are
+ * tagged with name. */
 static rl_client *client_for(struct fx *f, uint32_t retry_delay_ms,
                              uint32_t jitter_ms, const char *name)
 {
     rl_config cfg;
-    rl_status st = RL_EINVAL;
-    rl_client *c;
 
-    rl_config_init(&cfg);
-    cfg.nodes = f->hn.ptr;
-    cfg.node_count = f->hn.count;
-    cfg.connect_timeout_ms = (uint32_t)harness_scale_ms(200);
-    cfg.op_timeout_ms = (uint32_t)harness_scale_ms(50);
-    cfg.retry_count = 0;
+    fixture_config(&cfg, &f->hn);
     cfg.retry_delay_ms = retry_delay_ms;
     cfg.retry_jitter_ms = jitter_ms;
-    cfg.trust_restarted_nodes = true;
-    cfg.log = test_log;
     cfg.log_privdata = (void *)name;
-    cfg.log_level = RL_LOG_DEBUG;
-    c = rl_client_new(&cfg, &st);
-    if (c == NULL)
-        fprintf(stderr, "rl_client_new: %s: %s\n", rl_status_name(st),
-                rl_last_error());
-    return c;
+    return fixture_client(&cfg);
 }
 
 static int setup(void **state)
@@ -81,9 +59,8 @@ static int setup(void **state)
     if (f == NULL)
         return -1;
     *state = f;
-    if (harness_cluster_start(f->r, NODES, NULL) != 0)
+    if (fixture_start(f->r, NODES, &f->hn, NULL) != 0)
         return -1;
-    harness_nodes_fill(&f->hn, f->r, NODES);
     f->a = client_for(f, 20, 10, "A");
     f->b = client_for(f, 2000, 0, "B");
     return f->a != NULL && f->b != NULL ? 0 : -1;
@@ -102,14 +79,6 @@ static int teardown(void **state)
     harness_cluster_stop(f->r, NODES);
     free(f);
     return 0;
-}
-
-static int64_t mono_us(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 /* B's side of one hand-off: a blocking acquire on its own thread. */
@@ -131,9 +100,9 @@ static void *waiter_main(void *arg)
 
     o.ttl_ms = 10000;
     o.wait_ms = w->wait_ms;
-    w->t_start_us = mono_us();
+    w->t_start_us = harness_now_us();
     w->st = rl_acquire(w->c, w->resource, &o, &w->lock);
-    w->t_done_us = mono_us();
+    w->t_done_us = harness_now_us();
     snprintf(w->err, sizeof(w->err), "%s", rl_last_error());
     return NULL;
 }
@@ -195,7 +164,7 @@ static void handoffs(struct fx *f, const char *resource, int count,
         la = f->la;
         f->la = NULL;
         st = rl_release(la);
-        t_rel = mono_us();
+        t_rel = harness_now_us();
         pthread_join(th, NULL);
         f->lb = w.lock;
         assert_int_equal(st, RL_OK);
@@ -274,7 +243,7 @@ static void test_waiter_gets_crashed_holders_lock_after_ttl(void **state)
     long long pttl;
 
     o.ttl_ms = 1500;
-    t_a = mono_us();
+    t_a = harness_now_us();
     assert_int_equal(rl_acquire(f->a, "notify:crash", &o, &f->la), RL_OK);
     /* The holder "crashes": its handle goes, nothing is released or
      * published. */

@@ -16,8 +16,7 @@
 
 #include <cmocka.h>
 
-#include "harness.h"
-#include "redlock.h"
+#include "fixture.h"
 
 #define NODES 3
 #define MAX_TTL_MS 3000
@@ -29,40 +28,15 @@ struct fx {
     rl_lock *l;
 };
 
-static void test_log(int level, const char *msg, void *privdata)
-{
-    (void)privdata;
-    if (getenv("RL_TEST_LOG") != NULL)
-        fprintf(stderr, "  [redlock %d] %s\n", level, msg);
-}
-
-static void fast_config(rl_config *cfg, const struct harness_nodes *hn)
-{
-    rl_config_init(cfg);
-    cfg->nodes = hn->ptr;
-    cfg->node_count = hn->count;
-    cfg->connect_timeout_ms = (uint32_t)harness_scale_ms(200);
-    cfg->op_timeout_ms = (uint32_t)harness_scale_ms(50);
-    cfg->retry_count = 0;
-    cfg->retry_delay_ms = 20;
-    cfg->retry_jitter_ms = 10;
-    cfg->max_ttl_ms = MAX_TTL_MS;
-    cfg->trust_restarted_nodes = false;
-    cfg->log = test_log;
-    cfg->log_level = RL_LOG_DEBUG;
-}
-
+/* A fast client with max_ttl_ms MAX_TTL_MS; trust: trust_restarted_nodes. */
 static void start_client(struct fx *f, bool trust)
 {
     rl_config cfg;
-    rl_status st = RL_EINVAL;
 
-    fast_config(&cfg, &f->hn);
+    fixture_config(&cfg, &f->hn);
+    cfg.max_ttl_ms = MAX_TTL_MS;
     cfg.trust_restarted_nodes = trust;
-    f->c = rl_client_new(&cfg, &st);
-    if (f->c == NULL)
-        fprintf(stderr, "rl_client_new: %s: %s\n", rl_status_name(st),
-                rl_last_error());
+    f->c = fixture_client(&cfg);
     assert_non_null(f->c);
 }
 
@@ -73,10 +47,7 @@ static int setup(void **state)
     if (f == NULL)
         return -1;
     *state = f;
-    if (harness_cluster_start(f->r, NODES, NULL) != 0)
-        return -1;
-    harness_nodes_fill(&f->hn, f->r, NODES);
-    return 0;
+    return fixture_start(f->r, NODES, &f->hn, NULL);
 }
 
 static int teardown(void **state)
@@ -92,29 +63,6 @@ static int teardown(void **state)
     return 0;
 }
 
-/* Wait until every running node reports uptime_in_seconds >= secs. */
-static void wait_uptime(struct fx *f, int secs)
-{
-    char buf[32];
-
-    for (int i = 0; i < NODES; i++) {
-        int64_t deadline = harness_now_ms() + 1000 * (secs + 3);
-
-        if (!f->r[i].running)
-            continue;
-        for (;;) {
-            assert_int_equal(harness_info_field(&f->r[i], "server",
-                                                "uptime_in_seconds", buf,
-                                                sizeof(buf)),
-                             0);
-            if (atoi(buf) >= secs)
-                break;
-            assert_true(harness_now_ms() < deadline);
-            harness_sleep_ms(100);
-        }
-    }
-}
-
 static void ping(struct fx *f, rl_node_info *info, rl_status want)
 {
     size_t count = 0;
@@ -127,6 +75,41 @@ static void stats(struct fx *f, rl_stats *s)
 {
     assert_int_equal(rl_client_stats(f->c, s), RL_OK);
     assert_int_equal(s->node_count, NODES);
+}
+
+/* One lock on key, released at once. */
+static void acquire_release(struct fx *f, const char *key,
+                            const rl_acquire_opts *o)
+{
+    assert_int_equal(rl_acquire(f->c, key, o, &f->l), RL_OK);
+    assert_int_equal(rl_release(f->l), RL_OK);
+    f->l = NULL;
+}
+
+/* Node 0 restarts empty, node 1 dies: a quorum needs node 0. Returns when
+ * node 0 was restarted (harness_now_ms). */
+static int64_t restart_0_kill_1(struct fx *f)
+{
+    int64_t t_restart;
+
+    assert_int_equal(harness_restart(&f->r[0]), 0);
+    t_restart = harness_now_ms();
+    harness_kill(&f->r[1]);
+    return t_restart;
+}
+
+/* f->l was taken with node 0's vote (2 nodes): release it; node 0 votes
+ * in rl_client_ping and rl_client_stats too (info, s left for more
+ * checks). */
+static void node0_voted(struct fx *f, rl_node_info *info, rl_stats *s)
+{
+    assert_int_equal(rl_lock_nodes_ok(f->l), 2);
+    assert_int_equal(rl_release(f->l), RL_OK);
+    f->l = NULL;
+    ping(f, info, RL_OK);
+    assert_true(info[0].voting);
+    stats(f, s);
+    assert_true(s->nodes[0].voting);
 }
 
 static void test_restarted_node_does_not_vote_until_max_ttl(void **state)
@@ -150,18 +133,13 @@ static void test_restarted_node_does_not_vote_until_max_ttl(void **state)
         assert_in_range(info[i].uptime_ms, 0, MAX_TTL_MS);
     }
     assert_int_equal(rl_acquire(f->c, "q:res", &o, &f->l), RL_ENOQUORUM);
-    wait_uptime(f, MAX_TTL_MS / 1000 + 1);
+    assert_true(harness_wait_uptime(f->r, NODES, MAX_TTL_MS / 1000 + 1));
     ping(f, info, RL_OK);
     for (int i = 0; i < NODES; i++)
         assert_true(info[i].voting);
-    assert_int_equal(rl_acquire(f->c, "q:res", &o, &f->l), RL_OK);
-    assert_int_equal(rl_release(f->l), RL_OK);
-    f->l = NULL;
+    acquire_release(f, "q:res", &o);
 
-    /* Node 0 restarts empty, node 1 dies: a quorum needs node 0. */
-    assert_int_equal(harness_restart(&f->r[0]), 0);
-    t_restart = harness_now_ms();
-    harness_kill(&f->r[1]);
+    t_restart = restart_0_kill_1(f);
     harness_sleep_ms(1000);
     assert_int_equal(rl_acquire(f->c, "q:res", &o, &f->l), RL_ENOQUORUM);
     fprintf(stderr, "  1 s after restart: %s\n", rl_last_error());
@@ -191,14 +169,9 @@ static void test_restarted_node_does_not_vote_until_max_ttl(void **state)
     assert_int_equal(harness_dbsize(&f->r[0]), 0);
 
     /* Poll until it votes again. */
-    while (st != RL_OK &&
-           harness_now_ms() - t_restart < harness_scale_ms(MAX_TTL_MS + 5000)) {
-        f->l = NULL;
-        st = rl_acquire(f->c, "q:res", &o, &f->l);
-        attempts++;
-        if (st != RL_OK)
-            harness_sleep_ms(50);
-    }
+    st = fixture_acquire_until_ok(f->c, "q:res", &o, &f->l, t_restart,
+                                  harness_scale_ms(MAX_TTL_MS + 5000), 50,
+                                  &attempts);
     t_voting = harness_now_ms() - t_restart;
     fprintf(stderr, "  restarted node votes again %lld ms after restart "
                     "(%d attempts)\n",
@@ -206,14 +179,8 @@ static void test_restarted_node_does_not_vote_until_max_ttl(void **state)
     assert_int_equal(st, RL_OK);
     /* The server started a few ms before t_restart was taken. */
     assert_true(t_voting >= MAX_TTL_MS - 200);
-    assert_int_equal(rl_lock_nodes_ok(f->l), 2);
-    assert_int_equal(rl_release(f->l), RL_OK);
-    f->l = NULL;
-    ping(f, info, RL_OK);
-    assert_true(info[0].voting);
+    node0_voted(f, info, &s);
     assert_true(info[0].uptime_ms >= MAX_TTL_MS - 200);
-    stats(f, &s);
-    assert_true(s.nodes[0].voting);
     assert_true(s.nodes[0].connected);
 }
 
@@ -223,7 +190,7 @@ static void test_trusted_restarted_node_votes_at_once(void **state)
     rl_acquire_opts o = { 0 };
     rl_node_info info[NODES];
     rl_stats s;
-    rl_status st = RL_ENOQUORUM;
+    rl_status st;
     int64_t t_restart;
     int64_t t_ok;
 
@@ -235,34 +202,19 @@ static void test_trusted_restarted_node_votes_at_once(void **state)
         assert_true(info[i].voting);
         assert_in_range(info[i].uptime_ms, 0, MAX_TTL_MS);
     }
-    assert_int_equal(rl_acquire(f->c, "q:trust", &o, &f->l), RL_OK);
-    assert_int_equal(rl_release(f->l), RL_OK);
-    f->l = NULL;
+    acquire_release(f, "q:trust", &o);
 
-    assert_int_equal(harness_restart(&f->r[0]), 0);
-    t_restart = harness_now_ms();
-    harness_kill(&f->r[1]);
+    t_restart = restart_0_kill_1(f);
     /* Only the reconnect to node 0 is waited for. */
-    while (st != RL_OK &&
-           harness_now_ms() - t_restart < harness_scale_ms(2000)) {
-        f->l = NULL;
-        st = rl_acquire(f->c, "q:trust", &o, &f->l);
-        if (st != RL_OK)
-            harness_sleep_ms(20);
-    }
+    st = fixture_acquire_until_ok(f->c, "q:trust", &o, &f->l, t_restart,
+                                  harness_scale_ms(2000), 20, NULL);
     t_ok = harness_now_ms() - t_restart;
     fprintf(stderr, "  trusted restarted node voted %lld ms after restart\n",
             (long long)t_ok);
     assert_int_equal(st, RL_OK);
     assert_true(t_ok < MAX_TTL_MS - 1000);
-    assert_int_equal(rl_lock_nodes_ok(f->l), 2);
-    assert_int_equal(rl_release(f->l), RL_OK);
-    f->l = NULL;
-    ping(f, info, RL_OK);
-    assert_true(info[0].voting);
+    node0_voted(f, info, &s);
     assert_true(info[0].uptime_ms < MAX_TTL_MS);
-    stats(f, &s);
-    assert_true(s.nodes[0].voting);
 }
 
 int main(void)

@@ -12,8 +12,7 @@
 
 #include <cmocka.h>
 
-#include "harness.h"
-#include "redlock.h"
+#include "fixture.h"
 
 #define MAX_NODES 5
 
@@ -27,45 +26,15 @@ struct fx {
 static const int three = 3;
 static const int five = 5;
 
-static void test_log(int level, const char *msg, void *privdata)
-{
-    (void)privdata;
-    fprintf(stderr, "  [redlock %d] %s\n", level, msg);
-}
-
 static int setup_cluster(void **state)
 {
     struct fx *f = calloc(1, sizeof(*f));
-    rl_config cfg;
-    rl_status st = RL_EINVAL;
 
     if (f == NULL)
         return -1;
     f->n = *(const int *)*state;
     *state = f;
-    if (harness_cluster_start(f->r, f->n, NULL) != 0) {
-        free(f);
-        return -1;
-    }
-    harness_nodes_fill(&f->hn, f->r, f->n);
-    rl_config_init(&cfg);
-    cfg.nodes = f->hn.ptr;
-    cfg.node_count = f->hn.count;
-    cfg.connect_timeout_ms = (uint32_t)harness_scale_ms(200);
-    cfg.op_timeout_ms = (uint32_t)harness_scale_ms(50);
-    cfg.retry_count = 0;
-    cfg.retry_delay_ms = 20;
-    cfg.retry_jitter_ms = 10;
-    cfg.trust_restarted_nodes = true;
-    if (getenv("RL_TEST_LOG") != NULL) {
-        cfg.log = test_log;
-        cfg.log_level = RL_LOG_DEBUG;
-    }
-    f->c = rl_client_new(&cfg, &st);
-    if (f->c == NULL) {
-        fprintf(stderr, "rl_client_new: %s: %s\n", rl_status_name(st),
-                rl_last_error());
-        harness_cluster_stop(f->r, f->n);
+    if (fixture_start(f->r, f->n, &f->hn, &f->c) != 0) {
         free(f);
         return -1;
     }
@@ -82,44 +51,6 @@ static int teardown_cluster(void **state)
     harness_cluster_stop(f->r, MAX_NODES);
     free(f);
     return 0;
-}
-
-/* The key is looked at again for up to 200 ms: a call returns once a
- * majority answered, the other replies may still be on their way. */
-static bool key_holds(const struct rl_redis *r, const char *key,
-                      const char *token)
-{
-    char *v = NULL;
-    long long pttl = -3;
-    bool ok = false;
-
-    for (int i = 0; !ok && i < 20; i++) {
-        if (i > 0)
-            harness_sleep_ms(10);
-        free(v);
-        v = harness_get(r, key);
-        pttl = harness_pttl(r, key);
-        ok = v != NULL && strcmp(v, token) == 0 && pttl > 0;
-    }
-    if (!ok)
-        fprintf(stderr, "port %d: %s = %s (want %s), PTTL %lld\n", r->port,
-                key, v ? v : "(nil)", token, pttl);
-    free(v);
-    return ok;
-}
-
-static bool key_absent(const struct rl_redis *r, const char *key)
-{
-    long long pttl = harness_pttl(r, key);
-
-    for (int i = 0; pttl != -2 && i < 20; i++) {
-        harness_sleep_ms(10);
-        pttl = harness_pttl(r, key);
-    }
-    if (pttl != -2)
-        fprintf(stderr, "port %d: %s exists (PTTL %lld)\n", r->port, key,
-                pttl);
-    return pttl == -2;
 }
 
 /* key is still the list ["x"] we created, without expiry. */
@@ -149,41 +80,6 @@ static void make_list(const struct rl_redis *r, const char *key)
     freeReplyObject(rep);
 }
 
-/* Show what was left behind (key, value or type, PTTL). */
-static void print_keys(const struct rl_redis *r)
-{
-    redisReply *keys = harness_cmd(r, "KEYS *");
-
-    for (size_t i = 0; keys != NULL && keys->type == REDIS_REPLY_ARRAY &&
-                       i < keys->elements && i < 10;
-         i++) {
-        const char *k = keys->element[i]->str;
-        char *v = harness_get(r, k);
-
-        fprintf(stderr, "  %s = %s, PTTL %lld\n", k, v ? v : "(not a string)",
-                harness_pttl(r, k));
-        free(v);
-    }
-    if (keys != NULL)
-        freeReplyObject(keys);
-}
-
-static bool node_empty_within(const struct rl_redis *r, int64_t ms)
-{
-    int64_t deadline = harness_now_ms() + harness_scale_ms(ms);
-    long long n;
-
-    do {
-        n = harness_dbsize(r);
-        if (n == 0)
-            return true;
-        harness_sleep_ms(20);
-    } while (harness_now_ms() < deadline);
-    fprintf(stderr, "port %d: DBSIZE %lld, want 0\n", r->port, n);
-    print_keys(r);
-    return false;
-}
-
 /* ---- WRONGTYPE ---- */
 
 static void test_wrongtype_key_on_a_majority_fails_acquire_and_stays(
@@ -207,17 +103,17 @@ static void test_wrongtype_key_on_a_majority_fails_acquire_and_stays(
         assert_true(list_untouched(&f->r[i], "we:list"));
     /* Rolled back where it was set. */
     for (int i = 3; i < 5; i++)
-        assert_true(node_empty_within(&f->r[i], 500));
+        assert_true(harness_empty_within(&f->r[i], 500));
 
     st = rl_acquire_multi(f->c, multi, 2, &o, &l);
     assert_true(st == RL_ENOTACQUIRED || st == RL_ENOQUORUM);
     assert_null(l);
     for (int i = 0; i < 3; i++) {
         assert_true(list_untouched(&f->r[i], "we:list"));
-        assert_true(key_absent(&f->r[i], "we:free"));
+        assert_true(harness_key_absent(&f->r[i], "we:free"));
     }
     for (int i = 3; i < 5; i++)
-        assert_true(node_empty_within(&f->r[i], 500));
+        assert_true(harness_empty_within(&f->r[i], 500));
 }
 
 static void test_wrongtype_replies_to_extend_and_release_are_node_failures(
@@ -250,7 +146,7 @@ static void test_wrongtype_replies_to_extend_and_release_are_node_failures(
     for (int i = 0; i < 3; i++)
         assert_true(list_untouched(&f->r[i], "we:swap"));
     for (int i = 3; i < 5; i++)
-        assert_true(key_holds(&f->r[i], "we:swap", token));
+        assert_true(harness_key_holds(&f->r[i], "we:swap", token));
     st = rl_release(l);
     fprintf(stderr, "  release over lists: %s: %s\n", rl_status_name(st),
             rl_last_error());
@@ -259,7 +155,7 @@ static void test_wrongtype_replies_to_extend_and_release_are_node_failures(
         assert_true(list_untouched(&f->r[i], "we:swap"));
     /* Where the key was still ours, it is gone. */
     for (int i = 3; i < 5; i++)
-        assert_true(key_absent(&f->r[i], "we:swap"));
+        assert_true(harness_key_absent(&f->r[i], "we:swap"));
 }
 
 /* ---- OOM ---- */
@@ -291,17 +187,17 @@ static void test_oom_on_a_majority_is_no_quorum_quoting_the_error(
     assert_int_equal(rl_acquire_multi(f->c, multi, 2, &o, &l), RL_ENOQUORUM);
     assert_non_null(strstr(rl_last_error(), "OOM"));
     for (int i = 0; i < 3; i++)
-        assert_true(node_empty_within(&f->r[i], 0));
+        assert_true(harness_empty_within(&f->r[i], 0));
     /* Memory back: the same client works again, on every node. */
     for (int i = 0; i < 3; i++)
         set_maxmemory(&f->r[i], "0");
     assert_int_equal(rl_acquire(f->c, "oom:after", &o, &l), RL_OK);
     for (int i = 0; i < 5; i++)
-        assert_true(key_holds(&f->r[i], "oom:after", rl_lock_token(l)));
+        assert_true(harness_key_holds(&f->r[i], "oom:after", rl_lock_token(l)));
     assert_int_equal(rl_release(l), RL_OK);
     /* Last: the failed attempts were rolled back on the healthy nodes. */
     for (int i = 0; i < 5; i++)
-        assert_true(node_empty_within(&f->r[i], 200));
+        assert_true(harness_empty_within(&f->r[i], 200));
 }
 
 static void test_oom_on_a_minority_still_acquires(void **state)
@@ -314,12 +210,12 @@ static void test_oom_on_a_minority_still_acquires(void **state)
     o.ttl_ms = 5000;
     assert_int_equal(rl_acquire(f->c, "oom:minor", &o, &l), RL_OK);
     assert_int_equal(rl_lock_nodes_ok(l), 2);
-    assert_true(key_absent(&f->r[0], "oom:minor"));
-    assert_true(key_holds(&f->r[1], "oom:minor", rl_lock_token(l)));
-    assert_true(key_holds(&f->r[2], "oom:minor", rl_lock_token(l)));
+    assert_true(harness_key_absent(&f->r[0], "oom:minor"));
+    assert_true(harness_key_holds(&f->r[1], "oom:minor", rl_lock_token(l)));
+    assert_true(harness_key_holds(&f->r[2], "oom:minor", rl_lock_token(l)));
     assert_int_equal(rl_release(l), RL_OK);
     for (int i = 0; i < 3; i++)
-        assert_true(node_empty_within(&f->r[i], 200));
+        assert_true(harness_empty_within(&f->r[i], 200));
 }
 
 /* ---- NOSCRIPT ---- */
@@ -355,7 +251,7 @@ static void test_release_and_extend_work_after_script_flush(void **state)
     flush_scripts(f);
     assert_int_equal(rl_release(l), RL_OK);
     for (int i = 0; i < f->n; i++)
-        assert_true(key_absent(&f->r[i], "ns:single"));
+        assert_true(harness_key_absent(&f->r[i], "ns:single"));
 
     assert_int_equal(rl_acquire_multi(f->c, multi, 3, &o, &l), RL_OK);
     assert_int_equal(rl_release(l), RL_OK);
@@ -372,7 +268,7 @@ static void test_release_and_extend_work_after_script_flush(void **state)
             int all = 1;
 
             for (int k = 0; k < 3; k++)
-                all &= key_holds(&f->r[i], multi[k], rl_lock_token(l));
+                all &= harness_key_holds(&f->r[i], multi[k], rl_lock_token(l));
             holding += all;
         }
         assert_true(holding >= f->n / 2 + 1);
@@ -382,7 +278,7 @@ static void test_release_and_extend_work_after_script_flush(void **state)
     flush_scripts(f);
     assert_int_equal(rl_release(l), RL_OK);
     for (int i = 0; i < f->n; i++)
-        assert_true(node_empty_within(&f->r[i], 200));
+        assert_true(harness_empty_within(&f->r[i], 200));
 }
 
 static void test_rollback_after_script_flush_leaves_no_keys(void **state)
@@ -410,7 +306,7 @@ static void test_rollback_after_script_flush_leaves_no_keys(void **state)
     /* Whatever order the node runs them in, our keys must not stay (the
      * pause: a late EVAL resend would land after an early look). */
     harness_sleep_ms(300);
-    assert_true(node_empty_within(&f->r[2], 200));
+    assert_true(harness_empty_within(&f->r[2], 200));
 }
 
 /* ---- READONLY ---- */
@@ -446,12 +342,12 @@ static void test_readonly_replica_counts_as_a_failed_node(void **state)
     o.ttl_ms = 5000;
     assert_int_equal(rl_acquire(f->c, "ro:res", &o, &l), RL_OK);
     assert_int_equal(rl_lock_nodes_ok(l), 2);
-    assert_true(key_holds(&f->r[0], "ro:res", rl_lock_token(l)));
-    assert_true(key_holds(&f->r[1], "ro:res", rl_lock_token(l)));
+    assert_true(harness_key_holds(&f->r[0], "ro:res", rl_lock_token(l)));
+    assert_true(harness_key_holds(&f->r[1], "ro:res", rl_lock_token(l)));
     assert_int_equal(rl_extend(l, 6000), RL_OK);
     assert_int_equal(rl_release(l), RL_OK);
     for (int i = 0; i < 3; i++)
-        assert_true(node_empty_within(&f->r[i], 1000));
+        assert_true(harness_empty_within(&f->r[i], 1000));
 }
 
 static void test_readonly_majority_is_no_quorum_quoting_the_error(
@@ -470,7 +366,7 @@ static void test_readonly_majority_is_no_quorum_quoting_the_error(
     assert_null(l);
     /* The master (and so its replicas) and node 1 are rolled back. */
     for (int i = 0; i < 5; i++)
-        assert_true(node_empty_within(&f->r[i], 1000));
+        assert_true(harness_empty_within(&f->r[i], 1000));
 }
 
 #define NODES_TEST(fn, n)                                                     \

@@ -19,8 +19,7 @@
 
 #include <cmocka.h>
 
-#include "harness.h"
-#include "redlock.h"
+#include "fixture.h"
 
 #define NODES 3
 #define MAX_LOCKS 4
@@ -33,37 +32,6 @@ struct fx {
     rl_lock *locks[MAX_LOCKS]; /* distinct handles, freed by teardown */
 };
 
-static void test_log(int level, const char *msg, void *privdata)
-{
-    (void)privdata;
-    if (getenv("RL_TEST_LOG") != NULL)
-        fprintf(stderr, "  [redlock %d] %s\n", level, msg);
-}
-
-static rl_client *client_for(struct fx *f)
-{
-    rl_config cfg;
-    rl_status st = RL_EINVAL;
-    rl_client *c;
-
-    rl_config_init(&cfg);
-    cfg.nodes = f->hn.ptr;
-    cfg.node_count = f->hn.count;
-    cfg.connect_timeout_ms = (uint32_t)harness_scale_ms(200);
-    cfg.op_timeout_ms = (uint32_t)harness_scale_ms(50);
-    cfg.retry_count = 0;
-    cfg.retry_delay_ms = 20;
-    cfg.retry_jitter_ms = 10;
-    cfg.trust_restarted_nodes = true;
-    cfg.log = test_log;
-    cfg.log_level = RL_LOG_DEBUG;
-    c = rl_client_new(&cfg, &st);
-    if (c == NULL)
-        fprintf(stderr, "rl_client_new: %s: %s\n", rl_status_name(st),
-                rl_last_error());
-    return c;
-}
-
 static int setup(void **state)
 {
     struct fx *f = calloc(1, sizeof(*f));
@@ -71,11 +39,7 @@ static int setup(void **state)
     if (f == NULL)
         return -1;
     *state = f;
-    if (harness_cluster_start(f->r, NODES, NULL) != 0)
-        return -1;
-    harness_nodes_fill(&f->hn, f->r, NODES);
-    f->c = client_for(f);
-    return f->c == NULL ? -1 : 0;
+    return fixture_start(f->r, NODES, &f->hn, &f->c);
 }
 
 static int teardown(void **state)
@@ -126,35 +90,12 @@ static long long write_calls(struct fx *f)
 static int holders(struct fx *f, const char *key, const char *token,
                    long long *max_pttl)
 {
-    int n = 0;
-
-    if (max_pttl != NULL)
-        *max_pttl = -3;
-    for (int i = 0; i < NODES; i++) {
-        char *v = harness_get(&f->r[i], key);
-        long long pttl = harness_pttl(&f->r[i], key);
-
-        if (v != NULL && strcmp(v, token) == 0 && pttl > 0)
-            n++;
-        if (max_pttl != NULL && pttl > *max_pttl)
-            *max_pttl = pttl;
-        free(v);
-    }
-    return n;
+    return harness_holders(f->r, NODES, key, token, max_pttl);
 }
 
 static bool key_gone(struct fx *f, const char *key)
 {
-    for (int t = 0; t < 20; t++) {
-        int present = 0;
-
-        for (int i = 0; i < NODES; i++)
-            present += harness_pttl(&f->r[i], key) != -2;
-        if (present == 0)
-            return true;
-        harness_sleep_ms(10);
-    }
-    return false;
+    return harness_key_gone(f->r, NODES, key);
 }
 
 static void test_same_thread_gets_same_lock_and_redis_is_not_touched(
@@ -310,7 +251,7 @@ static void test_non_reentrant_or_other_client_on_same_thread_contends(
     assert_int_equal(rl_acquire(f->c, "re:plain", &o, &l), RL_ENOTACQUIRED);
     assert_null(l);
     /* Same thread, reentrant, but another client. */
-    f->c2 = client_for(f);
+    f->c2 = fixture_fast_client(&f->hn);
     assert_non_null(f->c2);
     o.reentrant = true;
     assert_int_equal(rl_acquire(f->c2, "re:plain", &o, &l), RL_ENOTACQUIRED);

@@ -15,8 +15,7 @@
 #include <cmocka.h>
 #include <ev.h>
 
-#include "harness.h"
-#include "redlock.h"
+#include "fixture.h"
 
 #define NODES 5
 
@@ -30,36 +29,14 @@ struct fx {
     struct ev_loop *loop;
 };
 
-static void test_log(int level, const char *msg, void *privdata)
-{
-    (void)privdata;
-    if (getenv("RL_TEST_LOG") != NULL)
-        fprintf(stderr, "  [redlock %d] %s\n", level, msg);
-}
-
+/* A fast client; loop: cfg.loop (NULL: its own thread). */
 static rl_client *client_for(struct fx *f, struct ev_loop *loop)
 {
     rl_config cfg;
-    rl_status st = RL_EINVAL;
-    rl_client *c;
 
-    rl_config_init(&cfg);
-    cfg.nodes = f->hn.ptr;
-    cfg.node_count = f->hn.count;
-    cfg.connect_timeout_ms = (uint32_t)harness_scale_ms(200);
-    cfg.op_timeout_ms = (uint32_t)harness_scale_ms(50);
-    cfg.retry_count = 0;
-    cfg.retry_delay_ms = 20;
-    cfg.retry_jitter_ms = 10;
-    cfg.trust_restarted_nodes = true;
-    cfg.log = test_log;
-    cfg.log_level = RL_LOG_DEBUG;
+    fixture_config(&cfg, &f->hn);
     cfg.loop = loop;
-    c = rl_client_new(&cfg, &st);
-    if (c == NULL)
-        fprintf(stderr, "rl_client_new: %s: %s\n", rl_status_name(st),
-                rl_last_error());
-    return c;
+    return fixture_client(&cfg);
 }
 
 static int setup(void **state)
@@ -69,11 +46,7 @@ static int setup(void **state)
     if (f == NULL)
         return -1;
     *state = f;
-    if (harness_cluster_start(f->r, NODES, NULL) != 0)
-        return -1;
-    harness_nodes_fill(&f->hn, f->r, NODES);
-    f->c = client_for(f, NULL);
-    return f->c == NULL ? -1 : 0;
+    return fixture_start(f->r, NODES, &f->hn, &f->c);
 }
 
 static int teardown(void **state)

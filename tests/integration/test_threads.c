@@ -17,8 +17,7 @@
 
 #include <cmocka.h>
 
-#include "harness.h"
-#include "redlock.h"
+#include "fixture.h"
 
 #define NODES 3
 #define THREADS 8
@@ -54,28 +53,20 @@ static int setup(void **state)
 {
     struct fx *f = calloc(1, sizeof(*f));
     rl_config cfg;
-    rl_status st = RL_EINVAL;
 
     if (f == NULL)
         return -1;
-    if (harness_cluster_start(f->r, NODES, NULL) != 0) {
+    if (harness_cluster_start_nodes(f->r, NODES, NULL, &f->hn) != 0) {
         free(f);
         return -1;
     }
-    harness_nodes_fill(&f->hn, f->r, NODES);
-    rl_config_init(&cfg);
-    cfg.nodes = f->hn.ptr;
-    cfg.node_count = f->hn.count;
-    cfg.connect_timeout_ms = (uint32_t)harness_scale_ms(200);
-    cfg.op_timeout_ms = (uint32_t)harness_scale_ms(50);
+    fixture_config(&cfg, &f->hn);
+    /* Contended: a few quick retries. */
     cfg.retry_count = 3;
     cfg.retry_delay_ms = 2;
     cfg.retry_jitter_ms = 1;
-    cfg.trust_restarted_nodes = true;
-    f->c = rl_client_new(&cfg, &st);
+    f->c = fixture_client(&cfg);
     if (f->c == NULL) {
-        fprintf(stderr, "rl_client_new: %s: %s\n", rl_status_name(st),
-                rl_last_error());
         harness_cluster_stop(f->r, NODES);
         free(f);
         return -1;

@@ -23,8 +23,7 @@
 
 #include <cmocka.h>
 
-#include "harness.h"
-#include "redlock.h"
+#include "fixture.h"
 
 #define NODES 5
 #define MAX_LOCKS 4
@@ -48,10 +47,7 @@ struct lost_rec {
 
 static int64_t boot_us(void)
 {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_BOOTTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    return harness_clock_ns(CLOCK_BOOTTIME) / 1000;
 }
 
 static bool fd_readable(int fd, int timeout_ms)
@@ -74,53 +70,14 @@ static void on_lost(rl_lock *l, void *privdata)
     atomic_fetch_add(&r->calls, 1);
 }
 
-static void test_log(int level, const char *msg, void *privdata)
-{
-    (void)privdata;
-    if (getenv("RL_TEST_LOG") != NULL)
-        fprintf(stderr, "  [redlock %d] %s\n", level, msg);
-}
-
-static void fast_config(rl_config *cfg, const struct harness_nodes *hn)
-{
-    rl_config_init(cfg);
-    cfg->nodes = hn->ptr;
-    cfg->node_count = hn->count;
-    cfg->connect_timeout_ms = (uint32_t)harness_scale_ms(200);
-    cfg->op_timeout_ms = (uint32_t)harness_scale_ms(50);
-    cfg->retry_count = 0;
-    cfg->retry_delay_ms = 20;
-    cfg->retry_jitter_ms = 10;
-    cfg->trust_restarted_nodes = true;
-    cfg->log = test_log;
-    cfg->log_level = RL_LOG_DEBUG;
-}
-
-static rl_client *client_for(rl_config *cfg)
-{
-    rl_status st = RL_EINVAL;
-    rl_client *c = rl_client_new(cfg, &st);
-
-    if (c == NULL)
-        fprintf(stderr, "rl_client_new: %s: %s\n", rl_status_name(st),
-                rl_last_error());
-    return c;
-}
-
 static int setup(void **state)
 {
     struct fx *f = calloc(1, sizeof(*f));
-    rl_config cfg;
 
     if (f == NULL)
         return -1;
     *state = f;
-    if (harness_cluster_start(f->r, NODES, NULL) != 0)
-        return -1;
-    harness_nodes_fill(&f->hn, f->r, NODES);
-    fast_config(&cfg, &f->hn);
-    f->c = client_for(&cfg);
-    return f->c == NULL ? -1 : 0;
+    return fixture_start(f->r, NODES, &f->hn, &f->c);
 }
 
 static int teardown(void **state)
@@ -145,46 +102,31 @@ static int teardown(void **state)
 /* Nodes (running, not paused) where key holds token with PTTL > 0. */
 static int holders(struct fx *f, const char *key, const char *token)
 {
-    int n = 0;
-
-    for (int i = 0; i < NODES; i++) {
-        char *v;
-        long long pttl;
-
-        if (!f->r[i].running || f->r[i].paused)
-            continue;
-        v = harness_get(&f->r[i], key);
-        pttl = harness_pttl(&f->r[i], key);
-        if (v != NULL && strcmp(v, token) == 0 && pttl > 0)
-            n++;
-        free(v);
-    }
-    return n;
-}
-
-/* Nodes (running, not paused) where key exists. */
-static int key_present(struct fx *f, const char *key)
-{
-    int n = 0;
-
-    for (int i = 0; i < NODES; i++) {
-        if (f->r[i].running && !f->r[i].paused &&
-            harness_pttl(&f->r[i], key) != -2)
-            n++;
-    }
-    return n;
+    return harness_holders(f->r, NODES, key, token, NULL);
 }
 
 static bool key_gone_within(struct fx *f, const char *key, int64_t ms)
 {
-    int64_t deadline = harness_now_ms() + harness_scale_ms(ms);
+    return harness_key_gone_within(f->r, NODES, key, ms);
+}
 
-    while (harness_now_ms() < deadline) {
-        if (key_present(f, key) == 0)
-            return true;
-        harness_sleep_ms(20);
-    }
-    return key_present(f, key) == 0;
+/* A 1 s-TTL lock on key renewed by the watchdog (with the caps the
+ * caller set in o), its loss recorded in rec; kept in f->locks[0] for the
+ * teardown, its token copied to token. */
+static rl_lock *acquire_watched(struct fx *f, const char *key,
+                                rl_acquire_opts *o, struct lost_rec *rec,
+                                char *token, size_t len)
+{
+    rl_lock *l = NULL;
+
+    o->ttl_ms = 1000;
+    o->auto_extend = true;
+    o->lost_cb = on_lost;
+    o->lost_privdata = rec;
+    assert_int_equal(rl_acquire(f->c, key, o, &l), RL_OK);
+    f->locks[0] = l;
+    snprintf(token, len, "%s", rl_lock_token(l));
+    return l;
 }
 
 static uint64_t stat_renewals(rl_client *c)
@@ -193,15 +135,6 @@ static uint64_t stat_renewals(rl_client *c)
 
     assert_int_equal(rl_client_stats(c, &s), RL_OK);
     return s.renewals;
-}
-
-static bool wait_calls(atomic_int *calls, int want, int64_t ms)
-{
-    int64_t deadline = harness_now_ms() + harness_scale_ms(ms);
-
-    while (atomic_load(calls) < want && harness_now_ms() < deadline)
-        harness_sleep_ms(2);
-    return atomic_load(calls) >= want;
 }
 
 /* ---- Healthy nodes: no false loss ---------------------------------------*/
@@ -220,13 +153,7 @@ static void test_watchdog_holds_1s_ttl_lock_for_10s_without_false_loss(
     uint64_t renewals;
     char token[200];
 
-    o.ttl_ms = 1000;
-    o.auto_extend = true;
-    o.lost_cb = on_lost;
-    o.lost_privdata = &rec;
-    assert_int_equal(rl_acquire(f->c, "wd:healthy", &o, &l), RL_OK);
-    f->locks[0] = l;
-    snprintf(token, sizeof(token), "%s", rl_lock_token(l));
+    l = acquire_watched(f, "wd:healthy", &o, &rec, token, sizeof(token));
     assert_true(rl_lock_lost_fd(l) >= 0);
     t0 = harness_now_ms();
     while (harness_now_ms() - t0 < 10000) {
@@ -281,13 +208,7 @@ static void lost_before_validity_end(struct fx *f, bool pause,
     rl_status st;
     char token[200];
 
-    o.ttl_ms = 1000;
-    o.auto_extend = true;
-    o.lost_cb = on_lost;
-    o.lost_privdata = &rec;
-    assert_int_equal(rl_acquire(f->c, key, &o, &l), RL_OK);
-    f->locks[0] = l;
-    snprintf(token, sizeof(token), "%s", rl_lock_token(l));
+    l = acquire_watched(f, key, &o, &rec, token, sizeof(token));
     fd = rl_lock_lost_fd(l);
     assert_true(fd >= 0);
     /* Held and renewed for a while first. */
@@ -310,7 +231,7 @@ static void lost_before_validity_end(struct fx *f, bool pause,
     v_fd = rl_lock_validity_ms(l);
     h = holders(f, key, token);
     assert_true(rl_lock_lost(l));
-    assert_true(wait_calls(&rec.calls, 1, 1000));
+    assert_true(harness_wait_count(&rec.calls, 1, 1000));
     fprintf(stderr,
             "  %s 3 of 5: lost %lld ms after the failure; lost_cb ran with "
             "%lld ms of validity left (margin), fd seen readable %lld ms "
@@ -427,20 +348,14 @@ static void test_max_renewals_stops_renewing_and_reports_lost(void **state)
     long long pttl;
     char token[200];
 
-    o.ttl_ms = 1000;
-    o.auto_extend = true;
     o.max_renewals = 2;
-    o.lost_cb = on_lost;
-    o.lost_privdata = &rec;
     t0 = boot_us();
-    assert_int_equal(rl_acquire(f->c, "wd:maxren", &o, &l), RL_OK);
-    f->locks[0] = l;
-    snprintf(token, sizeof(token), "%s", rl_lock_token(l));
+    l = acquire_watched(f, "wd:maxren", &o, &rec, token, sizeof(token));
     harness_sleep_ms(1100); /* past the first TTL: renewed */
     assert_true(holders(f, "wd:maxren", token) >= 3);
     assert_true(fd_readable(rl_lock_lost_fd(l), (int)harness_scale_ms(3000)));
     pttl = harness_pttl(&f->r[0], "wd:maxren");
-    assert_true(wait_calls(&rec.calls, 1, 1000));
+    assert_true(harness_wait_count(&rec.calls, 1, 1000));
     held_ms = (rec.boot_us - t0) / 1000;
     fprintf(stderr, "  max_renewals 2: lost after %lld ms, %lld ms of "
                     "validity left, PTTL then %lld\n",
@@ -469,20 +384,14 @@ static void test_max_hold_ms_stops_renewing_and_reports_lost(void **state)
     uint64_t renewals;
     char token[200];
 
-    o.ttl_ms = 1000;
-    o.auto_extend = true;
     o.max_hold_ms = 1500;
-    o.lost_cb = on_lost;
-    o.lost_privdata = &rec;
     t0 = boot_us();
-    assert_int_equal(rl_acquire(f->c, "wd:maxhold", &o, &l), RL_OK);
-    f->locks[0] = l;
-    snprintf(token, sizeof(token), "%s", rl_lock_token(l));
+    l = acquire_watched(f, "wd:maxhold", &o, &rec, token, sizeof(token));
     harness_sleep_ms(1300);
     assert_true(holders(f, "wd:maxhold", token) >= 3);
     assert_false(rl_lock_lost(l));
     assert_true(fd_readable(rl_lock_lost_fd(l), (int)harness_scale_ms(4000)));
-    assert_true(wait_calls(&rec.calls, 1, 1000));
+    assert_true(harness_wait_count(&rec.calls, 1, 1000));
     held_ms = (rec.boot_us - t0) / 1000;
     renewals = stat_renewals(f->c);
     fprintf(stderr, "  max_hold_ms 1500: lost after %lld ms, %lld ms of "
@@ -604,13 +513,11 @@ static void test_with_lock_on_held_resource_does_not_call_fn(void **state)
     struct fx *f = *state;
     struct section s = { .f = f, .key = "wd:with-busy" };
     rl_acquire_opts o = { 0 };
-    rl_config cfg;
     rl_lock *other = NULL;
     int result = -777;
     char token[200];
 
-    fast_config(&cfg, &f->hn);
-    f->c2 = client_for(&cfg);
+    f->c2 = fixture_fast_client(&f->hn);
     assert_non_null(f->c2);
     o.ttl_ms = 10000;
     assert_int_equal(rl_acquire(f->c2, "wd:with-busy", &o, &other), RL_OK);
@@ -649,7 +556,7 @@ static void test_extend_interval_above_half_ttl_is_einval(void **state)
                                   &result),
                      RL_EINVAL);
     assert_int_equal(s.calls, 0);
-    assert_int_equal(key_present(f, "wd:inval"), 0);
+    assert_int_equal(harness_key_count(f->r, NODES, "wd:inval"), 0);
 
     o.auto_extend = false;
     o.extend_interval_ms = 0;

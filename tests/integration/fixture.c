@@ -1,0 +1,85 @@
+/* fixture.c -- see fixture.h. */
+#include "fixture.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+void fixture_log(int level, const char *msg, void *privdata)
+{
+    if (getenv("RL_TEST_LOG") == NULL)
+        return;
+    if (privdata != NULL)
+        fprintf(stderr, "  [redlock %s %d] %s\n", (const char *)privdata,
+                level, msg);
+    else
+        fprintf(stderr, "  [redlock %d] %s\n", level, msg);
+}
+
+void fixture_config(rl_config *cfg, const struct harness_nodes *hn)
+{
+    rl_config_init(cfg);
+    if (hn != NULL) {
+        cfg->nodes = hn->ptr;
+        cfg->node_count = hn->count;
+    }
+    cfg->connect_timeout_ms = (uint32_t)harness_scale_ms(200);
+    cfg->op_timeout_ms = (uint32_t)harness_scale_ms(50);
+    cfg->retry_count = 0;
+    cfg->retry_delay_ms = 20;
+    cfg->retry_jitter_ms = 10;
+    cfg->trust_restarted_nodes = true;
+    cfg->log = fixture_log;
+    cfg->log_level = RL_LOG_DEBUG;
+}
+
+rl_client *fixture_client(const rl_config *cfg)
+{
+    rl_status st = RL_EINVAL;
+    rl_client *c = rl_client_new(cfg, &st);
+
+    if (c == NULL)
+        fprintf(stderr, "rl_client_new: %s: %s\n", rl_status_name(st),
+                rl_last_error());
+    return c;
+}
+
+rl_client *fixture_fast_client(const struct harness_nodes *hn)
+{
+    rl_config cfg;
+
+    fixture_config(&cfg, hn);
+    return fixture_client(&cfg);
+}
+
+int fixture_start(struct rl_redis *arr, int n, struct harness_nodes *hn,
+                  rl_client **c)
+{
+    if (harness_cluster_start_nodes(arr, n, NULL, hn) != 0)
+        return -1;
+    if (c == NULL)
+        return 0;
+    *c = fixture_fast_client(hn);
+    if (*c == NULL) {
+        harness_cluster_stop(arr, n);
+        return -1;
+    }
+    return 0;
+}
+
+rl_status fixture_acquire_until_ok(rl_client *c, const char *resource,
+                                   const rl_acquire_opts *o, rl_lock **lock,
+                                   int64_t since_ms, int64_t limit_ms,
+                                   int64_t sleep_ms, int *attempts)
+{
+    rl_status st = RL_ENOQUORUM;
+
+    while (st != RL_OK && harness_now_ms() - since_ms < limit_ms) {
+        *lock = NULL;
+        st = rl_acquire(c, resource, o, lock);
+        if (attempts != NULL)
+            (*attempts)++;
+        if (st != RL_OK)
+            harness_sleep_ms(sleep_ms);
+    }
+    return st;
+}
