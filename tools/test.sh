@@ -2,8 +2,9 @@
 # The whole test suite on a fresh Debian bookworm machine (run as root, or
 # with sudo available): installs the packages, builds with warnings as
 # errors, runs every test (unit, integration, CLI) with real redis-server
-# processes, then again under ASan+UBSan, then the integration tests under
-# valgrind (zero errors and zero leaks required).
+# processes and the chaos suite's CI profile, then again under ASan+UBSan
+# (chaos excluded), then the integration tests under valgrind (zero errors
+# and zero leaks required).
 #   tools/test.sh            everything
 #   tools/test.sh --quick    release build + ctest only
 set -euo pipefail
@@ -19,8 +20,11 @@ section "release build (warnings are errors)"
 cmake -S . -B build/release -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRL_WERROR=ON >/dev/null
 cmake --build build/release -j"$jobs"
 section "tests (release)"
-ctest --test-dir build/release --output-on-failure -j2
+ctest --test-dir build/release --output-on-failure -j2 -LE chaos
 [ "$quick" = 1 ] && exit 0
+
+section "chaos suite, CI profile (release)"
+ctest --test-dir build/release --output-on-failure -L chaos
 
 section "ASan + UBSan build"
 cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DRL_ASAN=ON -DRL_UBSAN=ON \
@@ -30,7 +34,7 @@ section "tests (ASan + UBSan)"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 RL_TEST_TIMEOUT_MULTIPLIER=2 \
-    ctest --test-dir build/asan --output-on-failure -j2
+    ctest --test-dir build/asan --output-on-failure -j2 -LE chaos
 
 section "integration tests under valgrind"
 fails=0
@@ -38,7 +42,7 @@ for t in build/release/tests/integ_*; do
     [ -x "$t" ] || continue
     name=$(basename "$t")
     log="build/release/valgrind-$name.log"
-    if RL_TEST_TIMEOUT_MULTIPLIER=10 valgrind --quiet --leak-check=full \
+    if RL_TEST_TIMEOUT_MULTIPLIER=10 RL_TEST_UNDER_VALGRIND=1 valgrind --quiet --leak-check=full \
         --errors-for-leak-kinds=definite,indirect --error-exitcode=99 \
         --log-file="$log" "$t" >"build/release/$name.out" 2>&1; then
         echo "valgrind: $name: 0 errors, 0 leaks"
