@@ -10,8 +10,9 @@
  * released on every node that may hold it (all but those that refused),
  * including nodes that have not answered yet: their SET may still land,
  * and the release is queued behind it on the same connection. Then we
- * wait retry_delay +- jitter (capped by the wait deadline) and try again,
- * until the retries or the wait run out.
+ * wait retry_delay +- jitter -- capped by the wait deadline and by the
+ * holder's remaining PTTL, and cut short by a release notification
+ * (§5.2, §5.5) -- and try again, until the retries or the wait run out.
  * Every path ends in finish(): the callback runs exactly once. */
 #include <stdio.h>
 #include <string.h>
@@ -52,6 +53,8 @@ struct acquire_op {
     struct notify_waiter waiter; /* woken when the holder releases */
     pthread_t caller;            /* reentrant: the thread that asked */
     bool sleeping;               /* between attempts */
+    rl_mono_us wake_us;          /* when the sleep ends, boottime */
+    struct request *pttl_req;    /* asking a refusing node for the TTL */
     char detail[RL_ERRLEN];
 };
 
@@ -91,6 +94,7 @@ static void finish(struct acquire_op *op, rl_status st)
         }
     }
     notify_unwait(c->notify, &op->waiter);
+    request_detach(op->pttl_req);
     round_clear(&op->round);
     loop_timer_free(op->retry_timer);
     free(op->fence_key);
@@ -143,6 +147,44 @@ static bool may_retry(struct acquire_op *op, rl_mono_us now)
     return true;
 }
 
+/* The holder's key expires in r->integer ms: if that comes before the end
+ * of our retry delay, wake up then instead (a crashed holder publishes no
+ * release). */
+static void holder_ttl(void *owner, size_t slot, const struct node_reply *r)
+{
+    struct acquire_op *op = owner;
+    rl_mono_us now = mono_now_us();
+    rl_mono_us expiry;
+
+    RL_UNUSED(slot);
+    op->pttl_req = NULL;
+    if (!op->sleeping || r->kind != REPLY_INTEGER || r->integer < 0)
+        return;
+    expiry = now + (rl_mono_us)r->integer * 1000u + 1000u;
+    if (expiry < op->wake_us) {
+        op->wake_us = expiry;
+        loop_timer_arm(op->retry_timer, expiry - now);
+    }
+}
+
+/* Ask one node that refused us how long the holder's key has left. */
+static void ask_holder_ttl(struct acquire_op *op)
+{
+    const char *argv[2] = {"PTTL", op->lock->keys[0]};
+    size_t lens[2] = {4, op->lock->key_lens[0]};
+    size_t i;
+
+    if (op->pttl_req != NULL)
+        return;
+    for (i = 0; i < op->round.n; i++) {
+        if (op->round.slots[i].vote == VOTE_NO) {
+            op->pttl_req = node_send(op->round.nodes[i], 2, argv, lens,
+                                     holder_ttl, op, 0, NULL);
+            return;
+        }
+    }
+}
+
 static void attempt_failed(struct acquire_op *op, rl_status st)
 {
     rl_client *c = op->base.client;
@@ -170,7 +212,10 @@ static void attempt_failed(struct acquire_op *op, rl_status st)
                     released_elsewhere, op))
         delay_us = 0; /* released while our attempt was in flight */
     op->sleeping = true;
+    op->wake_us = now + delay_us;
     loop_timer_arm(op->retry_timer, delay_us);
+    if (st == RL_ENOTACQUIRED && delay_us > 0)
+        ask_holder_ttl(op);
 }
 
 /* Validity left now for the round that started at op->t0; writes the
