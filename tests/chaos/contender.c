@@ -1,0 +1,789 @@
+/*
+ * contender.c -- one chaos-test contender process (DESIGN §8, issue 5).
+ *
+ * Links the public API only (<redlock.h>) plus hiredis' synchronous API for
+ * the "truth" Redis: a separate Redis that the orchestrator (chaos.py)
+ * never faults and that holds what the checker verifies.
+ *
+ * Each cycle picks a resource at random, acquires it (blocking API with the
+ * watchdog, or rl_with_lock), and inside the critical section:
+ *   - appends "enter" to the log (CLOCK_MONOTONIC ns: one clock for every
+ *     process on the machine, so logs of different processes merge);
+ *   - with --fence, "claims" its fencing token on the fenced register;
+ *   - GET counter:R, sleeps the hold time, then MULTI SET counter:R v+1,
+ *     INCR writes:R EXEC: a non-atomic read-sleep-write, so two holders
+ *     at once lose an update and counter:R != writes:R;
+ *   - with --fence, writes to the fenced register with its token;
+ *   - stops early when rl_lock_lost() or the validity reached zero;
+ *   - appends "exit" with an estimate of when its validity ended.
+ * Before every step it samples rl_lock_validity_ms(); the last positive
+ * sample gives end_est = sample time + validity + 1 ms, the latest time
+ * the lock was valid as far as this process could see (samples are at
+ * most ~1 ms apart unless the process is stopped).
+ *
+ * Log lines (space separated; chaos.py parses them):
+ *   try T0 T1 R STATUS          one acquire attempt, STATUS = rl_status name
+ *   enter T ID R TOKEN FENCE
+ *   claim T R FENCE ACCEPTED VALID
+ *   wrote T R VALUE LATE        LATE=1: validity was 0 right after the SET
+ *   fwrite T R FENCE ACCEPTED VALID
+ *   exit T ID R TOKEN STATUS END_EST LOST_T   STATUS ok|lost|expired|error
+ *   nodes T R CV CV ...         on a loss: per node C connected, V voting
+ *   release T R STATUS
+ * At the end one JSON line with the counts goes to stdout.
+ *
+ * "contender --now" prints CLOCK_MONOTONIC in ns (used by the shell
+ * critical sections run under redlock-cli).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <hiredis/hiredis.h>
+#include <redlock.h>
+
+#define MAX_RESOURCES 16
+#define MAX_NODES 64
+
+enum mode {
+    MODE_BLOCKING,
+    MODE_WITH_LOCK
+};
+
+/* The fenced register (see chaos.py for the checker side). Accepts a write
+ * only if its token is >= the highest token seen: a token lower than the
+ * highest seen is rejected. Tokens are decimal strings compared by length,
+ * then lexically (exact for 64-bit values, unlike Lua doubles).
+ * KEYS: fence:max:R fence:data:R fence:stats:R fence:log:R
+ * ARGV: token data kind */
+static const char register_lua[] =
+    "local t = ARGV[1]\n"
+    "local m = redis.call('GET', KEYS[1])\n"
+    "local function lt(a, b)\n"
+    "  if #a ~= #b then return #a < #b end\n"
+    "  return a < b\n"
+    "end\n"
+    "if m and lt(t, m) then\n"
+    "  redis.call('HINCRBY', KEYS[3], 'rejected', 1)\n"
+    "  redis.call('RPUSH', KEYS[4], 'R ' .. t .. ' ' .. m .. ' ' .. ARGV[3]"
+    " .. ' ' .. ARGV[2])\n"
+    "  return 0\n"
+    "end\n"
+    "redis.call('SET', KEYS[1], t)\n"
+    "redis.call('SET', KEYS[2], ARGV[2])\n"
+    "redis.call('HINCRBY', KEYS[3], 'accepted', 1)\n"
+    "redis.call('RPUSH', KEYS[4], 'A ' .. t .. ' ' .. (m or '0') .. ' ' .."
+    " ARGV[3] .. ' ' .. ARGV[2])\n"
+    "return 1\n";
+
+struct opts {
+    char *nodes[MAX_NODES];        /* node URIs (point into nodes_buf) */
+    size_t node_count;
+    char *nodes_buf;
+    char *resources[MAX_RESOURCES];
+    size_t resource_count;
+    char *resources_buf;
+    double duration_s;             /* stop starting cycles after this */
+    long cycles;                   /* 0: unlimited */
+    uint32_t ttl_ms;
+    int64_t wait_ms;               /* acquire wait; default 2 x ttl */
+    uint32_t hold_min_ms;
+    uint32_t hold_max_ms;
+    uint32_t idle_max_ms;          /* pause between cycles, 0..this */
+    enum mode mode;
+    bool fence;
+    bool stale_write;              /* fenced write even after the loss */
+    bool no_quarantine;
+    uint32_t max_ttl_ms;
+    char truth_host[256];
+    int truth_port;
+    int id;
+    const char *log_path;
+};
+
+struct counts {
+    uint64_t attempts;
+    uint64_t acquired;
+    uint64_t completed;            /* SET done and lock still held */
+    uint64_t lost;                 /* rl_lock_lost seen or RL_ELOST */
+    uint64_t expired;              /* validity reached 0, no lost flag */
+    uint64_t not_acquired;         /* RL_ENOTACQUIRED */
+    uint64_t no_quorum;            /* RL_ENOQUORUM */
+    uint64_t other_errors;
+    uint64_t late_writes;          /* validity 0 right after the SET */
+    uint64_t fence_accepted;
+    uint64_t fence_rejected;
+    uint64_t release_errors;
+};
+
+/* State of the critical section in progress. */
+struct cs {
+    rl_client *c;
+    const struct opts *o;
+    struct counts *n;
+    redisContext *truth;
+    int log_fd;
+    const char *resource;
+    uint32_t hold_ms;
+    int64_t t_try;                 /* attempt start, mono ns */
+    bool entered;
+    bool lost_seen;
+    int64_t lost_t;                /* mono ns when first seen lost; 0 */
+    int64_t last_pos_t;            /* last sample with validity > 0, ns */
+    int64_t last_pos_ms;           /* its validity */
+};
+
+static volatile sig_atomic_t stop_requested;
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void sleep_ms(uint32_t ms)
+{
+    struct timespec ts;
+
+    ts.tv_sec = ms / 1000;
+    ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR && !stop_requested)
+        ;
+}
+
+static uint64_t rng_state;
+
+static uint32_t rnd(void)
+{
+    /* xorshift64*: enough for picking resources and hold times. */
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return (uint32_t)((rng_state * UINT64_C(2685821657736338717)) >> 32);
+}
+
+static uint32_t rnd_between(uint32_t lo, uint32_t hi)
+{
+    if (hi <= lo)
+        return lo;
+    return lo + rnd() % (hi - lo + 1);
+}
+
+/* Append one line to the log with a single write(2) (O_APPEND), so lines
+ * of concurrent writers never interleave and survive a SIGKILL. */
+static void log_line(int fd, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    int len;
+
+    va_start(ap, fmt);
+    len = vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
+    va_end(ap);
+    if (len < 0)
+        return;
+    if ((size_t)len > sizeof(buf) - 2)
+        len = (int)sizeof(buf) - 2;
+    buf[len++] = '\n';
+    if (write(fd, buf, (size_t)len) < 0)
+        perror("contender: log write");
+}
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop_requested = 1;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "Usage: contender --nodes LIST --resources R1,R2 --truth HOST:PORT\n"
+        "                 --log FILE [--id N] [--duration S] [--cycles N]\n"
+        "                 [--ttl MS] [--wait MS] [--hold-ms MIN-MAX]\n"
+        "                 [--idle-ms MAX] [--mode blocking|with_lock]\n"
+        "                 [--fence] [--stale-write] [--no-quarantine]\n"
+        "                 [--max-ttl MS]\n"
+        "       contender --now\n");
+}
+
+/* Split s (modified in place) on commas into out[0..cap). */
+static size_t split_list(char *s, char **out, size_t cap)
+{
+    size_t n = 0;
+    char *save = NULL;
+    char *tok;
+
+    for (tok = strtok_r(s, ",", &save); tok != NULL && n < cap;
+         tok = strtok_r(NULL, ",", &save))
+        out[n++] = tok;
+    return n;
+}
+
+static int parse_u32(const char *s, uint32_t *out)
+{
+    char *end;
+    unsigned long v;
+
+    errno = 0;
+    v = strtoul(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v > UINT32_MAX)
+        return -1;
+    *out = (uint32_t)v;
+    return 0;
+}
+
+static int parse_opts(int argc, char **argv, struct opts *o)
+{
+    static const struct option longopts[] = {
+        {"nodes", required_argument, NULL, 'n'},
+        {"resources", required_argument, NULL, 'r'},
+        {"duration", required_argument, NULL, 'd'},
+        {"cycles", required_argument, NULL, 'c'},
+        {"ttl", required_argument, NULL, 't'},
+        {"wait", required_argument, NULL, 'w'},
+        {"hold-ms", required_argument, NULL, 'H'},
+        {"idle-ms", required_argument, NULL, 'I'},
+        {"mode", required_argument, NULL, 'm'},
+        {"fence", no_argument, NULL, 'f'},
+        {"stale-write", no_argument, NULL, 'S'},
+        {"no-quarantine", no_argument, NULL, 'Q'},
+        {"max-ttl", required_argument, NULL, 'M'},
+        {"truth", required_argument, NULL, 'T'},
+        {"id", required_argument, NULL, 'i'},
+        {"log", required_argument, NULL, 'l'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}
+    };
+    int ch;
+    char *colon;
+    char *dash;
+
+    memset(o, 0, sizeof(*o));
+    o->duration_s = 10;
+    o->ttl_ms = 1000;
+    o->wait_ms = -2;
+    o->hold_min_ms = 5;
+    o->hold_max_ms = 30;
+    o->idle_max_ms = 10;
+    o->mode = MODE_BLOCKING;
+    o->max_ttl_ms = 60000;
+    o->id = 0;
+    while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 'n':
+            free(o->nodes_buf);
+            o->nodes_buf = strdup(optarg);
+            if (o->nodes_buf == NULL)
+                return -1;
+            o->node_count = split_list(o->nodes_buf, o->nodes, MAX_NODES);
+            break;
+        case 'r':
+            free(o->resources_buf);
+            o->resources_buf = strdup(optarg);
+            if (o->resources_buf == NULL)
+                return -1;
+            o->resource_count = split_list(o->resources_buf, o->resources,
+                                           MAX_RESOURCES);
+            break;
+        case 'd':
+            o->duration_s = strtod(optarg, NULL);
+            break;
+        case 'c':
+            o->cycles = strtol(optarg, NULL, 10);
+            break;
+        case 't':
+            if (parse_u32(optarg, &o->ttl_ms) != 0)
+                goto out_usage;
+            break;
+        case 'w':
+            o->wait_ms = strtoll(optarg, NULL, 10);
+            break;
+        case 'H':
+            dash = strchr(optarg, '-');
+            if (dash == NULL) {
+                if (parse_u32(optarg, &o->hold_min_ms) != 0)
+                    goto out_usage;
+                o->hold_max_ms = o->hold_min_ms;
+                break;
+            }
+            *dash = '\0';
+            if (parse_u32(optarg, &o->hold_min_ms) != 0 ||
+                parse_u32(dash + 1, &o->hold_max_ms) != 0 ||
+                o->hold_max_ms < o->hold_min_ms)
+                goto out_usage;
+            break;
+        case 'I':
+            if (parse_u32(optarg, &o->idle_max_ms) != 0)
+                goto out_usage;
+            break;
+        case 'm':
+            if (strcmp(optarg, "blocking") == 0)
+                o->mode = MODE_BLOCKING;
+            else if (strcmp(optarg, "with_lock") == 0)
+                o->mode = MODE_WITH_LOCK;
+            else
+                goto out_usage;
+            break;
+        case 'f':
+            o->fence = true;
+            break;
+        case 'S':
+            o->stale_write = true;
+            break;
+        case 'Q':
+            o->no_quarantine = true;
+            break;
+        case 'M':
+            if (parse_u32(optarg, &o->max_ttl_ms) != 0)
+                goto out_usage;
+            break;
+        case 'T':
+            colon = strrchr(optarg, ':');
+            if (colon == NULL || (size_t)(colon - optarg) >=
+                                     sizeof(o->truth_host))
+                goto out_usage;
+            memcpy(o->truth_host, optarg, (size_t)(colon - optarg));
+            o->truth_host[colon - optarg] = '\0';
+            o->truth_port = atoi(colon + 1);
+            break;
+        case 'i':
+            o->id = atoi(optarg);
+            break;
+        case 'l':
+            o->log_path = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            exit(0);
+        default:
+            goto out_usage;
+        }
+    }
+    if (o->node_count == 0 || o->resource_count == 0 ||
+        o->truth_port <= 0 || o->log_path == NULL) {
+        fprintf(stderr, "contender: --nodes, --resources, --truth and --log "
+                        "are required\n");
+        usage(stderr);
+        return -1;
+    }
+    if (o->wait_ms == -2)
+        o->wait_ms = 2 * (int64_t)o->ttl_ms;
+    return 0;
+out_usage:
+    fprintf(stderr, "contender: bad option or value%s%s\n",
+            optarg != NULL ? ": " : "", optarg != NULL ? optarg : "");
+    usage(stderr);
+    return -1;
+}
+
+/* ---- Truth Redis ---------------------------------------------------------*/
+
+static redisContext *truth_connect(const struct opts *o)
+{
+    struct timeval tv = {5, 0};
+    redisContext *r;
+
+    r = redisConnectWithTimeout(o->truth_host, o->truth_port, tv);
+    if (r == NULL || r->err) {
+        fprintf(stderr, "contender %d: truth %s:%d: %s\n", o->id,
+                o->truth_host, o->truth_port,
+                r != NULL ? r->errstr : "out of memory");
+        redisFree(r);
+        return NULL;
+    }
+    redisSetTimeout(r, tv);
+    return r;
+}
+
+/* GET counter:R as an integer (0 when absent); -1 on error. */
+static long long truth_get_counter(redisContext *r, const char *res)
+{
+    redisReply *rep;
+    long long v = -1;
+
+    rep = redisCommand(r, "GET counter:%s", res);
+    if (rep == NULL)
+        return -1;
+    if (rep->type == REDIS_REPLY_NIL)
+        v = 0;
+    else if (rep->type == REDIS_REPLY_STRING)
+        v = strtoll(rep->str, NULL, 10);
+    freeReplyObject(rep);
+    return v;
+}
+
+/* MULTI; SET counter:R value; INCR writes:R; EXEC. The SET's value was
+ * computed from an earlier GET: that is the non-atomic part. */
+static int truth_set_counter(redisContext *r, const char *res,
+                             long long value)
+{
+    redisReply *rep;
+    int i;
+    int rc = 0;
+
+    redisAppendCommand(r, "MULTI");
+    redisAppendCommand(r, "SET counter:%s %lld", res, value);
+    redisAppendCommand(r, "INCR writes:%s", res);
+    redisAppendCommand(r, "EXEC");
+    for (i = 0; i < 4; i++) {
+        if (redisGetReply(r, (void **)&rep) != REDIS_OK)
+            return -1;
+        if (rep->type == REDIS_REPLY_ERROR)
+            rc = -1;
+        freeReplyObject(rep);
+    }
+    return rc;
+}
+
+/* One call of the fenced register; 1 accepted, 0 rejected, -1 error. */
+static int truth_register(redisContext *r, const char *res, uint64_t fence,
+                          const char *data, const char *kind)
+{
+    redisReply *rep;
+    int rc = -1;
+
+    rep = redisCommand(r,
+                       "EVAL %s 4 fence:max:%s fence:data:%s fence:stats:%s "
+                       "fence:log:%s %" PRIu64 " %s %s",
+                       register_lua, res, res, res, res, fence, data, kind);
+    if (rep == NULL)
+        return -1;
+    if (rep->type == REDIS_REPLY_INTEGER)
+        rc = rep->integer == 1 ? 1 : 0;
+    else if (rep->type == REDIS_REPLY_ERROR)
+        fprintf(stderr, "contender: register: %s\n", rep->str);
+    freeReplyObject(rep);
+    return rc;
+}
+
+/* ---- Critical section ----------------------------------------------------*/
+
+/* On a loss, record which nodes this client saw connected and voting, so
+ * a loss while a majority was healthy (a "false loss") can be explained. */
+static void log_node_states(struct cs *s)
+{
+    rl_stats st;
+    char buf[512];
+    size_t len = 0;
+    size_t i;
+
+    if (rl_client_stats(s->c, &st) != RL_OK)
+        return;
+    buf[0] = '\0';
+    for (i = 0; i < st.node_count && len + 4 < sizeof(buf); i++) {
+        buf[len++] = ' ';
+        buf[len++] = st.nodes[i].connected ? '1' : '0';
+        buf[len++] = st.nodes[i].voting ? '1' : '0';
+        buf[len] = '\0';
+    }
+    log_line(s->log_fd, "nodes %" PRId64 " %s%s", mono_ns(), s->resource,
+             buf);
+}
+
+/* Sample the lock: true while it is still ours to use (validity > 0 and
+ * not flagged lost). Remembers the last positive validity for end_est. */
+static bool cs_still_held(struct cs *s, const rl_lock *l)
+{
+    int64_t v = rl_lock_validity_ms(l);
+    int64_t now = mono_ns();
+
+    if (v > 0) {
+        s->last_pos_t = now;
+        s->last_pos_ms = v;
+    }
+    if (rl_lock_lost(l)) {
+        if (!s->lost_seen) {
+            s->lost_seen = true;
+            s->lost_t = now;
+        }
+        return false;
+    }
+    return v > 0;
+}
+
+static int cs_body(rl_lock *l, struct cs *s)
+{
+    const struct opts *o = s->o;
+    const char *res = s->resource;
+    const char *token = rl_lock_token(l);
+    uint64_t fence = rl_lock_fence(l);
+    char data[64];
+    long long v;
+    uint32_t slept = 0;
+    int64_t t_exit;
+    int64_t end_est;
+    int acc;
+    bool valid;
+    const char *status = "ok";
+
+    s->entered = true;
+    s->lost_seen = false;
+    s->lost_t = 0;
+    s->last_pos_t = 0;
+    s->last_pos_ms = 0;
+    s->n->acquired++;
+    /* Sample before the enter stamp so end_est is defined from here on. */
+    cs_still_held(s, l);
+    log_line(s->log_fd, "enter %" PRId64 " %d %s %s %" PRIu64, mono_ns(),
+             o->id, res, token, fence);
+    snprintf(data, sizeof(data), "c%d", o->id);
+    if (o->fence && fence != 0) {
+        acc = truth_register(s->truth, res, fence, data, "claim");
+        valid = cs_still_held(s, l);
+        log_line(s->log_fd, "claim %" PRId64 " %s %" PRIu64 " %d %d",
+                 mono_ns(), res, fence, acc, valid ? 1 : 0);
+    }
+    if (!cs_still_held(s, l))
+        goto out_stop;
+    v = truth_get_counter(s->truth, res);
+    if (v < 0) {
+        fprintf(stderr, "contender %d: GET counter:%s failed\n", o->id, res);
+        goto out_error;
+    }
+    /* Sleep in 1 ms steps, sampling the lock: samples stay dense so the
+     * validity estimate in the exit line is tight. */
+    while (slept < s->hold_ms) {
+        sleep_ms(1);
+        slept++;
+        if (!cs_still_held(s, l))
+            goto out_stop;
+    }
+    if (!cs_still_held(s, l))
+        goto out_stop;
+    if (truth_set_counter(s->truth, res, v + 1) != 0) {
+        fprintf(stderr, "contender %d: SET counter:%s failed\n", o->id, res);
+        goto out_error;
+    }
+    valid = rl_lock_validity_ms(l) > 0;
+    cs_still_held(s, l);
+    log_line(s->log_fd, "wrote %" PRId64 " %s %lld %d", mono_ns(), res,
+             v + 1, valid ? 0 : 1);
+    if (!valid)
+        s->n->late_writes++;
+    if (o->fence && fence != 0) {
+        acc = truth_register(s->truth, res, fence, data, "write");
+        valid = cs_still_held(s, l);
+        log_line(s->log_fd, "fwrite %" PRId64 " %s %" PRIu64 " %d %d",
+                 mono_ns(), res, fence, acc, valid ? 1 : 0);
+        if (acc == 1)
+            s->n->fence_accepted++;
+        else if (acc == 0)
+            s->n->fence_rejected++;
+    }
+    cs_still_held(s, l);
+    if (!s->lost_seen)
+        s->n->completed++;
+    goto out_exit;
+
+out_error:
+    /* The truth store failed: the checker reports it (never expected). */
+    s->n->other_errors++;
+    status = "error";
+    goto out_exit;
+
+out_stop:
+    status = s->lost_seen ? "lost" : "expired";
+    /* --stale-write plays a holder that was paused between its last check
+     * and its write: it writes to the fenced register anyway, and the
+     * register must reject it once a newer holder has claimed. */
+    if (o->stale_write && o->fence && fence != 0) {
+        acc = truth_register(s->truth, res, fence, data, "stale");
+        valid = cs_still_held(s, l);
+        log_line(s->log_fd, "fwrite %" PRId64 " %s %" PRIu64 " %d %d",
+                 mono_ns(), res, fence, acc, valid ? 1 : 0);
+        if (acc == 1)
+            s->n->fence_accepted++;
+        else if (acc == 0)
+            s->n->fence_rejected++;
+    }
+out_exit:
+    if (s->lost_seen && strcmp(status, "error") != 0)
+        status = "lost";
+    t_exit = mono_ns();
+    /* Latest time the lock was valid as seen from here (+1 ms for the
+     * millisecond truncation of rl_lock_validity_ms). */
+    end_est = s->last_pos_t + (s->last_pos_ms + 1) * 1000000;
+    if (end_est > t_exit)
+        end_est = t_exit;
+    log_line(s->log_fd, "exit %" PRId64 " %d %s %s %s %" PRId64 " %" PRId64,
+             t_exit, o->id, res, token, status, end_est, s->lost_t);
+    if (s->lost_seen)
+        s->n->lost++;
+    else if (strcmp(status, "expired") == 0)
+        s->n->expired++;
+    if (strcmp(status, "ok") != 0)
+        log_node_states(s);
+    return 0;
+}
+
+static void count_failure(struct counts *n, rl_status st)
+{
+    if (st == RL_ENOTACQUIRED)
+        n->not_acquired++;
+    else if (st == RL_ENOQUORUM)
+        n->no_quorum++;
+    else
+        n->other_errors++;
+}
+
+static int with_lock_fn(rl_lock *l, void *arg)
+{
+    struct cs *s = arg;
+
+    log_line(s->log_fd, "try %" PRId64 " %" PRId64 " %s RL_OK", s->t_try,
+             mono_ns(), s->resource);
+    return cs_body(l, s);
+}
+
+static void run_cycle(rl_client *c, struct cs *s)
+{
+    const struct opts *o = s->o;
+    rl_acquire_opts ao;
+    rl_lock *l = NULL;
+    rl_status st;
+    rl_status rs;
+    int fn_result = 0;
+
+    memset(&ao, 0, sizeof(ao));
+    ao.ttl_ms = o->ttl_ms;
+    ao.wait_ms = o->wait_ms;
+    ao.fencing = o->fence;
+    ao.auto_extend = true;
+    s->resource = o->resources[rnd() % o->resource_count];
+    s->hold_ms = rnd_between(o->hold_min_ms, o->hold_max_ms);
+    s->entered = false;
+    s->n->attempts++;
+    s->t_try = mono_ns();
+    if (o->mode == MODE_WITH_LOCK) {
+        st = rl_with_lock(c, s->resource, &ao, with_lock_fn, s, &fn_result);
+        if (!s->entered) {
+            log_line(s->log_fd, "try %" PRId64 " %" PRId64 " %s %s",
+                     s->t_try, mono_ns(), s->resource, rl_status_name(st));
+            count_failure(s->n, st);
+            return;
+        }
+        log_line(s->log_fd, "release %" PRId64 " %s %s", mono_ns(),
+                 s->resource, rl_status_name(st));
+        if (st == RL_ELOST && !s->lost_seen)
+            s->n->lost++;
+        else if (st != RL_OK && st != RL_ELOST)
+            s->n->release_errors++;
+        return;
+    }
+    st = rl_acquire(c, s->resource, &ao, &l);
+    log_line(s->log_fd, "try %" PRId64 " %" PRId64 " %s %s", s->t_try,
+             mono_ns(), s->resource, rl_status_name(st));
+    if (st != RL_OK) {
+        count_failure(s->n, st);
+        return;
+    }
+    cs_body(l, s);
+    rs = rl_release(l);
+    log_line(s->log_fd, "release %" PRId64 " %s %s", mono_ns(), s->resource,
+             rl_status_name(rs));
+    if (rs != RL_OK && rs != RL_ELOST)
+        s->n->release_errors++;
+}
+
+int main(int argc, char **argv)
+{
+    struct opts o;
+    struct counts n;
+    struct cs s;
+    rl_config cfg;
+    rl_client *c = NULL;
+    rl_status st;
+    redisContext *truth = NULL;
+    int log_fd = -1;
+    int64_t t_end;
+    long done = 0;
+    int rc = 1;
+
+    if (argc == 2 && strcmp(argv[1], "--now") == 0) {
+        printf("%" PRId64 "\n", mono_ns());
+        return 0;
+    }
+    if (parse_opts(argc, argv, &o) != 0)
+        return 2;
+    signal(SIGTERM, on_signal);
+    signal(SIGINT, on_signal);
+    signal(SIGPIPE, SIG_IGN);
+    rng_state = (uint64_t)mono_ns() ^ ((uint64_t)getpid() << 32) ^
+                (uint64_t)o.id * UINT64_C(0x9E3779B97F4A7C15);
+    if (rng_state == 0)
+        rng_state = 1;
+    memset(&n, 0, sizeof(n));
+
+    log_fd = open(o.log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
+                  0644);
+    if (log_fd < 0) {
+        perror(o.log_path);
+        goto out_free;
+    }
+    truth = truth_connect(&o);
+    if (truth == NULL)
+        goto out_free;
+
+    rl_config_init(&cfg);
+    cfg.nodes = (const char *const *)o.nodes;
+    cfg.node_count = o.node_count;
+    cfg.max_ttl_ms = o.max_ttl_ms;
+    cfg.trust_restarted_nodes = o.no_quarantine;
+    c = rl_client_new(&cfg, &st);
+    if (c == NULL) {
+        fprintf(stderr, "contender %d: rl_client_new: %s: %s\n", o.id,
+                rl_status_name(st), rl_last_error());
+        goto out_free;
+    }
+
+    memset(&s, 0, sizeof(s));
+    s.c = c;
+    s.o = &o;
+    s.n = &n;
+    s.truth = truth;
+    s.log_fd = log_fd;
+    t_end = mono_ns() + (int64_t)(o.duration_s * 1e9);
+    while (!stop_requested && mono_ns() < t_end &&
+           (o.cycles == 0 || done < o.cycles)) {
+        run_cycle(c, &s);
+        done++;
+        if (o.idle_max_ms > 0)
+            sleep_ms(rnd_between(0, o.idle_max_ms));
+    }
+    rc = 0;
+
+out_free:
+    printf("{\"id\": %d, \"mode\": \"%s\", \"attempts\": %" PRIu64
+           ", \"acquired\": %" PRIu64 ", \"completed\": %" PRIu64
+           ", \"lost\": %" PRIu64 ", \"expired\": %" PRIu64
+           ", \"not_acquired\": %" PRIu64 ", \"no_quorum\": %" PRIu64
+           ", \"other_errors\": %" PRIu64 ", \"late_writes\": %" PRIu64
+           ", \"fence_accepted\": %" PRIu64 ", \"fence_rejected\": %" PRIu64
+           ", \"release_errors\": %" PRIu64 ", \"ok\": %s}\n",
+           o.id, o.mode == MODE_WITH_LOCK ? "with_lock" : "blocking",
+           n.attempts, n.acquired, n.completed, n.lost, n.expired,
+           n.not_acquired, n.no_quorum, n.other_errors, n.late_writes,
+           n.fence_accepted, n.fence_rejected, n.release_errors,
+           rc == 0 ? "true" : "false");
+    fflush(stdout);
+    rl_client_free(c);
+    redisFree(truth);
+    if (log_fd >= 0)
+        close(log_fd);
+    free(o.nodes_buf);
+    free(o.resources_buf);
+    return rc;
+}
