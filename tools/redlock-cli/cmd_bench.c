@@ -1,28 +1,50 @@
 /* cmd_bench.c -- "redlock-cli bench": the built-in load generator
- * (DESIGN §7, §9).
+ * (DESIGN §7, §9; issue 6).
  *
  * Phases:
  *   a  sequential acquire+release on fresh resources (one in flight):
  *      cycles/s and acquire/release/cycle latency percentiles;
  *   b  N cycles in flight (--concurrency, default 1,16,64,256), each slot
- *      cycling on its own resource: cycles/s, cycle percentiles and client
- *      CPU per cycle (getrusage);
- *   c  --contenders threads fighting for one resource, each holding it for
- *      --hold ms: acquisitions/s, hand-offs/s (the next holder is another
- *      contender), wait percentiles, and an overlap count that must be 0.
- * Phases a and b use the async API: the slots' callbacks run on the
+ *      cycling on its own resource: cycles/s, cycle percentiles, client
+ *      CPU per cycle (getrusage) and server CPU per cycle (INFO cpu);
+ *   c  --contenders threads (default 2, then 8) fighting for one resource,
+ *      each holding it for --hold ms: acquisitions/s, hand-offs/s (the
+ *      next holder is another contender), wait and hand-off percentiles,
+ *      each contender's share with Jain's fairness index, and an overlap
+ *      count that must be 0;
+ *   f  memory: RSS of a fresh client (its baseline), then RSS with
+ *      --locks (10 000) locks held minus RSS with none: bytes per lock;
+ *   floor (hidden, for tools/bench-compare.sh): the fan-out round-trip
+ *      floor, PING to every node at once over raw sockets, time until a
+ *      quorum and until all have answered.
+ * Phases d (node counts) and e (degraded nodes) are phases a/b run again
+ * by the script on other node lists, told apart with --label.
+ *
+ * Phases a, b and f use the async API: the slots' callbacks run on the
  * library's loop thread and chain the next operation themselves; the main
  * thread only starts the slots, sleeps for --duration, raises the stop
  * flag and waits (mutex + condition) for every slot to drain. Phase c
  * uses the blocking API from one thread per contender, because holding
  * the lock means sleeping, which a loop-thread callback must not do.
- * Latency samples are µs on CLOCK_MONOTONIC, kept under a mutex. */
+ * Latency samples are µs on CLOCK_MONOTONIC, kept under a mutex.
+ *
+ * The CLI sees only the public header, so what the library does not
+ * expose (server CPU, the raw PING floor) goes through a minimal blocking
+ * RESP client over its own sockets, at the bottom of this file. */
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -30,28 +52,38 @@
 
 #define MAX_CONCURRENCY 4096
 #define MAX_CONTENDERS 1024
+#define MAX_LIST 32
+#define MAX_LOCKS 1000000
+#define RAW_TIMEOUT_MS 300      /* per INFO / PING exchange */
+#define F_INFLIGHT 256          /* phase f: acquisitions in flight */
 
 static const char usage[] =
 "Usage: redlock-cli [GLOBAL OPTIONS] bench [OPTIONS]\n"
 "\n"
 "Load generator on resources named bench:<pid>:... (released afterwards).\n"
 "\n"
-"  --phases LIST        any of a,b,c (a,b,c)\n"
+"  --phases LIST        any of a,b,c,f (a,b,c)\n"
 "                       a: sequential acquire+release on fresh resources\n"
 "                       b: N cycles in flight, one resource per slot\n"
 "                       c: contenders on one resource, holding --hold ms\n"
+"                       f: memory, RSS per held lock and per client\n"
 "  --concurrency LIST   in-flight levels for phase b (1,16,64,256)\n"
 "  --duration S         seconds per measurement, may be fractional (3)\n"
 "  --ttl MS             lock TTL (30000)\n"
 "  --hold MS            phase c: time each holder keeps the lock (1)\n"
-"  --contenders N       phase c: number of contenders (8)\n"
+"  --contenders LIST    phase c: numbers of contenders (2,8)\n"
+"  --locks N            phase f: locks held at once (10000)\n"
+"  --label TEXT         copied into every JSON object (e.g. which setup)\n"
 "\n"
 "Output: a table, or with --json one object per measurement per line:\n"
-"phase, nodes, concurrency, duration_s, cycles, cycles_per_s, acquire_us,\n"
-"release_us, cycle_us ({p50,p90,p99,max}), cpu_us_per_cycle, failures;\n"
-"phase c adds contenders, hold_ms, acquisitions_per_s, handoffs_per_s,\n"
-"wait_us and overlaps. Phase c's hand-off speed depends on --retry-delay\n"
-"and --retry-jitter. Exit: 0, 2 usage, 3 no quorum.\n"
+"phase, label, nodes, concurrency, duration_s, cycles, cycles_per_s,\n"
+"acquire_us, release_us, cycle_us ({p50,p90,p99,max}), cpu_us_per_cycle,\n"
+"server_cpu_us_per_cycle (INFO cpu of the nodes that answered, summed),\n"
+"failures; phase c adds contenders, hold_ms, acquisitions_per_s,\n"
+"handoffs_per_s, wait_us, handoff_us, shares, fairness and overlaps;\n"
+"phase f adds locks, bytes_per_lock, resource_bytes, baseline_rss_kb.\n"
+"Phase c's hand-off speed depends on --retry-delay and --retry-jitter.\n"
+"Exit: 0, 2 usage, 3 no quorum.\n"
 "\n"
 "Examples:\n"
 "  redlock-cli bench --phases a --duration 5\n"
@@ -64,9 +96,20 @@ struct samples {
     size_t cap;
 };
 
+/* A node as the raw RESP client reaches it. */
+struct raw_node {
+    char host[256];             /* host name or address; unix: the path */
+    char port[8];               /* "" for a unix socket */
+    char user[128];             /* ACL user, or "" */
+    char pass[256];             /* or "" */
+    int fd;                     /* floor: open socket, else -1 */
+    size_t got;                 /* floor: reply bytes this round */
+};
+
 struct bench {
     rl_client *c;
     struct cli_opts *o;
+    const char *label;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     atomic_bool stop;
@@ -79,12 +122,20 @@ struct bench {
     struct samples rel;
     struct samples cyc;
     struct samples wait;
+    struct samples handoff;
     uint64_t cycles;            /* mu */
     uint64_t failures;          /* mu */
     uint64_t handoffs;          /* phase c (mu) */
     uint64_t overlaps;          /* phase c (mu) */
     int last_holder;            /* phase c (mu) */
     int holding;                /* phase c (mu) */
+    uint64_t t_free;            /* phase c: mono µs the last release began */
+    uint64_t *shares;           /* phase c: acquisitions per contender */
+    struct raw_node *raw;       /* o->node_count of them */
+    /* phase f */
+    rl_lock **held;             /* locks held, f_target of them */
+    size_t f_target;
+    size_t f_next;              /* next lock index to acquire (mu) */
 };
 
 struct slot {
@@ -92,8 +143,11 @@ struct slot {
     int idx;
     uint64_t t_acq;             /* mono µs: acquire sent */
     uint64_t t_rel;             /* mono µs: release sent */
+    size_t f_idx;               /* phase f: index of the lock in flight */
     char res[96];
 };
+
+static int raw_info_cpu(const struct raw_node *r, double *cpu_s);
 
 /* ---- Samples ------------------------------------------------------------ */
 
@@ -148,7 +202,7 @@ static void json_pct(const char *name, struct samples *s)
            ",\"max\":%" PRIu64 "}", name, p[0], p[1], p[2], p[3]);
 }
 
-/* ---- Phases a and b: async slots ---------------------------------------- */
+/* ---- Phases a, b and f: async slots ------------------------------------- */
 
 static void slot_done(struct slot *s)
 {
@@ -189,6 +243,18 @@ static void on_released(rl_client *c, rl_status st, void *privdata)
         start_acquire(s);
 }
 
+/* Phase f: keep the lock and go on with the next index, if any. */
+static void keep_lock(struct slot *s, rl_lock *lock)
+{
+    struct bench *b = s->b;
+
+    b->held[s->f_idx] = lock;
+    pthread_mutex_lock(&b->mu);
+    b->cycles++;
+    pthread_mutex_unlock(&b->mu);
+    start_acquire(s);
+}
+
 static void on_acquired(rl_client *c, rl_status st, rl_lock *lock,
                         void *privdata)
 {
@@ -203,6 +269,10 @@ static void on_acquired(rl_client *c, rl_status st, rl_lock *lock,
             slot_done(s);
         else
             start_acquire(s);
+        return;
+    }
+    if (b->phase == 'f') {
+        keep_lock(s, lock);
         return;
     }
     pthread_mutex_lock(&b->mu);
@@ -228,6 +298,21 @@ static void start_acquire(struct slot *s)
         snprintf(s->res, sizeof(s->res), "bench:%ld:a:%lu", (long)getpid(),
                  b->seq++);
         pthread_mutex_unlock(&b->mu);
+    } else if (b->phase == 'f') {
+        bool more;
+
+        pthread_mutex_lock(&b->mu);
+        more = b->f_next < b->f_target && !atomic_load(&b->stop);
+        s->f_idx = b->f_next;
+        if (more)
+            b->f_next++;
+        pthread_mutex_unlock(&b->mu);
+        if (!more) {
+            slot_done(s);
+            return;
+        }
+        snprintf(s->res, sizeof(s->res), "bench:%ld:f:%zu", (long)getpid(),
+                 s->f_idx);
     }
     s->t_acq = cli_mono_us();
     if (rl_acquire_async(b->c, s->res, &ao, on_acquired, s) != RL_OK) {
@@ -268,17 +353,24 @@ static void *contender(void *arg)
         if (b->holding >= 0)
             b->overlaps++;
         b->holding = s->idx;
-        if (b->last_holder >= 0 && b->last_holder != s->idx)
+        if (b->last_holder >= 0 && b->last_holder != s->idx) {
             b->handoffs++;
+            /* From the moment the previous holder began its release to
+             * the moment this one has the lock. */
+            if (b->t_free != 0 && t1 >= b->t_free)
+                samples_add(&b->handoff, t1 - b->t_free);
+        }
         b->last_holder = s->idx;
+        b->shares[s->idx]++;
         samples_add(&b->wait, t1 - t0);
         samples_add(&b->acq, t1 - t0);
         pthread_mutex_unlock(&b->mu);
         nanosleep(&hold, NULL);
+        t2 = cli_mono_us();
         pthread_mutex_lock(&b->mu);
         b->holding = -1;
+        b->t_free = t2;
         pthread_mutex_unlock(&b->mu);
-        t2 = cli_mono_us();
         st = rl_release(l);
         pthread_mutex_lock(&b->mu);
         samples_add(&b->rel, cli_mono_us() - t2);
@@ -304,22 +396,55 @@ static uint64_t cpu_us(void)
            (uint64_t)ru.ru_stime.tv_usec;
 }
 
+/* VmRSS of this process in kB, 0 when unknown. */
+static uint64_t rss_kb(void)
+{
+    char line[256];
+    uint64_t kb = 0;
+    FILE *f;
+
+    f = fopen("/proc/self/status", "r");
+    if (f == NULL)
+        return 0;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        if (strncmp(line, "VmRSS:", 6) == 0) {
+            kb = strtoull(line + 6, NULL, 10);
+            break;
+        }
+    }
+    fclose(f);
+    return kb;
+}
+
+/* Sum of used_cpu_sys + used_cpu_user over the nodes; ok[i] says which
+ * answered. A stopped node costs RAW_TIMEOUT_MS here. */
+static void server_cpu(struct bench *b, double *cpu_s, bool *ok)
+{
+    size_t i;
+
+    for (i = 0; i < b->o->node_count; i++)
+        ok[i] = raw_info_cpu(&b->raw[i], &cpu_s[i]) == 0;
+}
+
 static void reset(struct bench *b)
 {
     free(b->acq.v);
     free(b->rel.v);
     free(b->cyc.v);
     free(b->wait.v);
+    free(b->handoff.v);
     memset(&b->acq, 0, sizeof(b->acq));
     memset(&b->rel, 0, sizeof(b->rel));
     memset(&b->cyc, 0, sizeof(b->cyc));
     memset(&b->wait, 0, sizeof(b->wait));
+    memset(&b->handoff, 0, sizeof(b->handoff));
     b->cycles = 0;
     b->failures = 0;
     b->handoffs = 0;
     b->overlaps = 0;
     b->last_holder = -1;
     b->holding = -1;
+    b->t_free = 0;
     atomic_store(&b->stop, false);
 }
 
@@ -333,12 +458,30 @@ static void sleep_s(double s)
         ;
 }
 
+/* Wait up to 30 s for every slot to finish. 0, or -2 when some are stuck
+ * (their memory must then not be freed). */
+static int drain(struct bench *b)
+{
+    struct timespec until;
+    int left;
+
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 30;
+    pthread_mutex_lock(&b->mu);
+    while (b->active > 0) {
+        if (pthread_cond_timedwait(&b->cv, &b->mu, &until) != 0)
+            break;
+    }
+    left = b->active;
+    pthread_mutex_unlock(&b->mu);
+    return left > 0 ? -2 : 0;
+}
+
 /* Run one measurement of phase a/b (n slots) or c (n contenders). */
 static int measure(struct bench *b, char phase, int n, double duration)
 {
     struct slot *slots;
     pthread_t *threads = NULL;
-    struct timespec until;
     int started = 0;
     int i;
 
@@ -352,15 +495,18 @@ static int measure(struct bench *b, char phase, int n, double duration)
         slots[i].b = b;
         slots[i].idx = i;
         if (phase == 'c')
-            snprintf(slots[i].res, sizeof(slots[i].res), "bench:%ld:c",
-                     (long)getpid());
+            snprintf(slots[i].res, sizeof(slots[i].res), "bench:%ld:c%d",
+                     (long)getpid(), n);
         else
             snprintf(slots[i].res, sizeof(slots[i].res), "bench:%ld:%c%d:%d",
                      (long)getpid(), phase, n, i);
     }
     if (phase == 'c') {
+        free(b->shares);
+        b->shares = calloc((size_t)n, sizeof(*b->shares));
         threads = calloc((size_t)n, sizeof(*threads));
-        if (threads == NULL) {
+        if (threads == NULL || b->shares == NULL) {
+            free(threads);
             free(slots);
             return -1;
         }
@@ -381,38 +527,53 @@ static int measure(struct bench *b, char phase, int n, double duration)
         start_acquire(&slots[i]);
     sleep_s(duration);
     atomic_store(&b->stop, true);
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += 30;
-    pthread_mutex_lock(&b->mu);
-    while (b->active > 0) {
-        if (pthread_cond_timedwait(&b->cv, &b->mu, &until) != 0)
-            break;
-    }
-    i = b->active;
-    pthread_mutex_unlock(&b->mu);
-    if (i > 0)
-        return -2;              /* slots stuck: do not free their memory */
+    if (drain(b) != 0)
+        return -2;
     free(slots);
     return 0;
 }
 
+/* Jain's fairness index of the shares: 1 = perfectly even, 1/n = one
+ * contender got everything. */
+static double fairness(const uint64_t *x, int n)
+{
+    double sum = 0;
+    double sq = 0;
+    int i;
+
+    for (i = 0; i < n; i++) {
+        sum += (double)x[i];
+        sq += (double)x[i] * (double)x[i];
+    }
+    return sq > 0 ? sum * sum / ((double)n * sq) : 0;
+}
+
 static void report(struct bench *b, char phase, int n, double elapsed_s,
-                   uint64_t cpu, bool header)
+                   uint64_t cpu, double srv_cpu_us, bool header)
 {
     struct cli_opts *o = b->o;
     double per_s = elapsed_s > 0 ? (double)b->cycles / elapsed_s : 0;
     double cpu_per = b->cycles > 0 ? (double)cpu / (double)b->cycles : 0;
-    uint64_t a[4], r[4], c[4], w[4];
+    double srv_per = b->cycles > 0 && srv_cpu_us >= 0
+                         ? srv_cpu_us / (double)b->cycles : -1;
+    uint64_t a[4], r[4], c[4], w[4], h[4];
+    int i;
 
     if (o->json) {
-        printf("{\"phase\":\"%c\",\"nodes\":%zu,\"concurrency\":%d,"
+        printf("{\"phase\":\"%c\",\"label\":", phase);
+        cli_json_str(stdout, b->label);
+        printf(",\"nodes\":%zu,\"concurrency\":%d,"
                "\"duration_s\":%.3f,\"cycles\":%" PRIu64 ",\"cycles_per_s\":"
-               "%.1f", phase, o->node_count, n, elapsed_s, b->cycles, per_s);
+               "%.1f", o->node_count, n, elapsed_s, b->cycles, per_s);
         json_pct("acquire_us", &b->acq);
         json_pct("release_us", &b->rel);
         json_pct("cycle_us", &b->cyc);
-        printf(",\"cpu_us_per_cycle\":%.1f,\"failures\":%" PRIu64, cpu_per,
-               b->failures);
+        printf(",\"cpu_us_per_cycle\":%.2f", cpu_per);
+        if (srv_per >= 0)
+            printf(",\"server_cpu_us_per_cycle\":%.2f", srv_per);
+        else
+            printf(",\"server_cpu_us_per_cycle\":null");
+        printf(",\"failures\":%" PRIu64, b->failures);
         if (phase == 'c') {
             printf(",\"contenders\":%d,\"hold_ms\":%u,\"acquisitions_per_s\":"
                    "%.1f,\"handoffs_per_s\":%.1f,\"overlaps\":%" PRIu64, n,
@@ -420,6 +581,11 @@ static void report(struct bench *b, char phase, int n, double elapsed_s,
                    elapsed_s > 0 ? (double)b->handoffs / elapsed_s : 0,
                    b->overlaps);
             json_pct("wait_us", &b->wait);
+            json_pct("handoff_us", &b->handoff);
+            printf(",\"shares\":[");
+            for (i = 0; i < n; i++)
+                printf("%s%" PRIu64, i > 0 ? "," : "", b->shares[i]);
+            printf("],\"fairness\":%.3f", fairness(b->shares, n));
         }
         fputs("}\n", stdout);
         fflush(stdout);
@@ -429,22 +595,603 @@ static void report(struct bench *b, char phase, int n, double elapsed_s,
     percentiles(&b->rel, r);
     percentiles(&b->cyc, c);
     percentiles(&b->wait, w);
+    percentiles(&b->handoff, h);
     if (header)
-        printf("%-5s %5s %10s %8s %8s %8s %8s %8s %8s %9s %8s %5s\n",
+        printf("%-5s %5s %10s %8s %8s %8s %8s %8s %8s %9s %7s %7s %5s\n",
                "PHASE", "CONC", "CYCLES/S", "ACQ_P50", "ACQ_P99", "REL_P50",
-               "CYC_P50", "CYC_P90", "CYC_P99", "CYC_MAX", "CPU_US", "FAIL");
+               "CYC_P50", "CYC_P90", "CYC_P99", "CYC_MAX", "CPU_US",
+               "SRV_US", "FAIL");
     printf("%-5c %5d %10.1f %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64
-           " %8" PRIu64 " %8" PRIu64 " %9" PRIu64 " %8.1f %5" PRIu64 "\n",
-           phase, n, per_s, a[0], a[2], r[0], c[0], c[1], c[2], c[3], cpu_per,
-           b->failures);
+           " %8" PRIu64 " %8" PRIu64 " %9" PRIu64 " %7.1f %7.1f %5" PRIu64
+           "\n", phase, n, per_s, a[0], a[2], r[0], c[0], c[1], c[2], c[3],
+           cpu_per, srv_per, b->failures);
     if (phase == 'c')
         printf("      c: %d contenders, hold %u ms: %.1f acquisitions/s, "
                "%.1f hand-offs/s, wait p50 %" PRIu64 " p99 %" PRIu64
-               " max %" PRIu64 " us, overlaps %" PRIu64 "\n", n, b->hold_ms,
+               " max %" PRIu64 " us, hand-off p50 %" PRIu64 " p99 %" PRIu64
+               " us, fairness %.3f, overlaps %" PRIu64 "\n", n, b->hold_ms,
                per_s, elapsed_s > 0 ? (double)b->handoffs / elapsed_s : 0,
-               w[0], w[2], w[3], b->overlaps);
+               w[0], w[2], w[3], h[0], h[2], fairness(b->shares, n),
+               b->overlaps);
     fflush(stdout);
 }
+
+/* One measurement of phase a, b or c with its CPU accounting. */
+static int run_one(struct bench *b, char phase, int n, double duration,
+                   bool header)
+{
+    size_t nn = b->o->node_count;
+    double *s0 = calloc(nn * 2, sizeof(*s0));
+    bool *ok0 = calloc(nn * 2, sizeof(*ok0));
+    double srv = -1;
+    uint64_t t0, cpu0, t1, cpu1;
+    size_t i;
+    int r;
+
+    if (s0 == NULL || ok0 == NULL) {
+        free(s0);
+        free(ok0);
+        return -1;
+    }
+    server_cpu(b, s0, ok0);
+    t0 = cli_mono_us();
+    cpu0 = cpu_us();
+    r = measure(b, phase, n, duration);
+    t1 = cli_mono_us();
+    cpu1 = cpu_us();
+    if (r == 0) {
+        server_cpu(b, s0 + nn, ok0 + nn);
+        for (i = 0; i < nn; i++) {
+            if (!ok0[i] || !ok0[nn + i])
+                continue;
+            if (srv < 0)
+                srv = 0;
+            srv += (s0[nn + i] - s0[i]) * 1e6;
+        }
+        report(b, phase, n, (double)(t1 - t0) / 1e6, cpu1 - cpu0, srv,
+               header);
+    }
+    free(s0);
+    free(ok0);
+    return r;
+}
+
+/* ---- Phase f: memory ----------------------------------------------------- */
+
+/* Start `slots` async slots of phase f and wait until they finish. */
+static int f_round(struct bench *b, struct slot *slots, int nslots)
+{
+    int i;
+
+    reset(b);
+    b->phase = 'f';
+    b->active = nslots;
+    b->f_next = 0;
+    for (i = 0; i < nslots; i++) {
+        slots[i].b = b;
+        slots[i].idx = i;
+    }
+    for (i = 0; i < nslots; i++)
+        start_acquire(&slots[i]);
+    return drain(b);
+}
+
+static void on_f_released(rl_client *c, rl_status st, void *privdata)
+{
+    struct bench *b = privdata;
+
+    (void)c;
+    pthread_mutex_lock(&b->mu);
+    if (st != RL_OK)
+        b->failures++;
+    b->active--;
+    pthread_cond_broadcast(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+}
+
+/* Release every lock in b->held, F_INFLIGHT at a time. */
+static int f_release_all(struct bench *b)
+{
+    size_t i;
+
+    for (i = 0; i < b->f_target; i++) {
+        rl_lock *l = b->held[i];
+
+        if (l == NULL)
+            continue;
+        b->held[i] = NULL;
+        pthread_mutex_lock(&b->mu);
+        while (b->active >= F_INFLIGHT)
+            pthread_cond_wait(&b->cv, &b->mu);
+        b->active++;
+        pthread_mutex_unlock(&b->mu);
+        if (rl_release_async(l, on_f_released, b) != RL_OK) {
+            rl_lock_free(l);
+            pthread_mutex_lock(&b->mu);
+            b->active--;
+            b->failures++;
+            pthread_mutex_unlock(&b->mu);
+        }
+    }
+    return drain(b);
+}
+
+/* RSS of a fresh client (its baseline), then of the same client holding
+ * b->f_target locks minus holding none. */
+static int phase_f(struct bench *b)
+{
+    struct cli_opts *o = b->o;
+    struct slot *slots;
+    rl_client *main_c = b->c;
+    uint64_t rss_before, rss_client, rss0, rss1, t0, t1;
+    size_t namelen;
+    size_t target;
+    int code = 0;
+    char name[96];
+
+    slots = calloc(F_INFLIGHT, sizeof(*slots));
+    b->held = calloc(b->f_target, sizeof(*b->held));
+    if (slots == NULL || b->held == NULL) {
+        free(slots);
+        free(b->held);
+        b->held = NULL;
+        return -1;
+    }
+    /* Touch the lock array now so it is part of the baseline. */
+    memset(b->held, 0, b->f_target * sizeof(*b->held));
+    rss_before = rss_kb();
+    code = cli_client_new(o, &b->c);
+    if (code != CLI_EXIT_OK) {
+        b->c = main_c;
+        free(slots);
+        free(b->held);
+        b->held = NULL;
+        return code;
+    }
+    rss_client = rss_kb();
+    /* Warm-up: F_INFLIGHT locks taken at once and released, so that the
+     * buffers the traffic itself grows count in the baseline. Their freed
+     * memory is reused below: the figure is low by about
+     * F_INFLIGHT / f_target. */
+    target = b->f_target;
+    b->f_target = target < F_INFLIGHT ? target : F_INFLIGHT;
+    if (f_round(b, slots, F_INFLIGHT) != 0 || f_release_all(b) != 0) {
+        code = -2;
+        goto out;
+    }
+    b->f_target = target;
+    rss0 = rss_kb();
+    t0 = cli_mono_us();
+    if (f_round(b, slots, F_INFLIGHT) != 0) {
+        code = -2;
+        goto out;
+    }
+    t1 = cli_mono_us();
+    rss1 = rss_kb();
+    snprintf(name, sizeof(name), "bench:%ld:f:%zu", (long)getpid(),
+             b->f_target / 2);
+    namelen = strlen(name);
+    if (o->json) {
+        printf("{\"phase\":\"f\",\"label\":");
+        cli_json_str(stdout, b->label);
+        printf(",\"nodes\":%zu,\"concurrency\":%d,\"duration_s\":%.3f,"
+               "\"cycles\":%" PRIu64 ",\"cycles_per_s\":%.1f,"
+               "\"failures\":%" PRIu64 ",\"locks\":%zu,\"held\":%" PRIu64
+               ",\"rss_kb_no_locks\":%" PRIu64 ",\"rss_kb_held\":%" PRIu64
+               ",\"bytes_per_lock\":%.1f,\"resource_bytes\":%zu,"
+               "\"baseline_rss_kb\":%" PRIu64 ",\"process_rss_kb\":%" PRIu64
+               "}\n", o->node_count, F_INFLIGHT, (double)(t1 - t0) / 1e6,
+               b->cycles, t1 > t0 ? (double)b->cycles * 1e6 /
+               (double)(t1 - t0) : 0, b->failures, b->f_target, b->cycles,
+               rss0, rss1, b->cycles > 0 ? (double)(rss1 - rss0) * 1024.0 /
+               (double)b->cycles : 0, namelen, rss_client - rss_before,
+               rss_before);
+    } else {
+        printf("f: %" PRIu64 " locks held: RSS %" PRIu64 " kB -> %" PRIu64
+               " kB, %.1f bytes per lock (resource names ~%zu bytes); "
+               "client baseline %" PRIu64 " kB; failures %" PRIu64 "\n",
+               b->cycles, rss0, rss1, b->cycles > 0
+               ? (double)(rss1 - rss0) * 1024.0 / (double)b->cycles : 0,
+               namelen, rss_client - rss_before, b->failures);
+    }
+    fflush(stdout);
+    if (f_release_all(b) != 0)
+        code = -2;
+
+out:
+    if (code == -2)
+        _exit(CLI_EXIT_NO_QUORUM);  /* callbacks may still use the slots */
+    rl_client_free(b->c);
+    b->c = main_c;
+    free(slots);
+    free(b->held);
+    b->held = NULL;
+    return code;
+}
+
+/* ---- Raw RESP: INFO cpu and the fan-out floor ---------------------------- */
+
+/* Fill r from a node URI (the forms rl_config accepts). The password is
+ * the URI's, else the global one. -1 when the form is not understood. */
+static int raw_parse(const char *uri, const char *password,
+                     struct raw_node *r)
+{
+    const char *p = uri;
+    const char *end;
+    const char *at;
+    const char *colon;
+    size_t len;
+
+    memset(r, 0, sizeof(*r));
+    r->fd = -1;
+    if (password != NULL)
+        snprintf(r->pass, sizeof(r->pass), "%s", password);
+    if (strncmp(p, "unix://", 7) == 0) {
+        p += 7;
+        len = strcspn(p, "?");
+        if (len == 0 || len >= sizeof(r->host))
+            return -1;
+        memcpy(r->host, p, len);
+        return 0;
+    }
+    if (strncmp(p, "redis://", 8) == 0)
+        p += 8;
+    end = p + strcspn(p, "/?");
+    at = NULL;
+    for (colon = p; colon < end; colon++) {
+        if (*colon == '@')
+            at = colon;
+    }
+    if (at != NULL) {
+        colon = memchr(p, ':', (size_t)(at - p));
+        if (colon != NULL) {
+            snprintf(r->user, sizeof(r->user), "%.*s", (int)(colon - p), p);
+            snprintf(r->pass, sizeof(r->pass), "%.*s",
+                     (int)(at - colon - 1), colon + 1);
+        } else {
+            snprintf(r->pass, sizeof(r->pass), "%.*s", (int)(at - p), p);
+        }
+        p = at + 1;
+    }
+    snprintf(r->port, sizeof(r->port), "6379");
+    if (*p == '[') {
+        const char *close = memchr(p, ']', (size_t)(end - p));
+
+        if (close == NULL)
+            return -1;
+        snprintf(r->host, sizeof(r->host), "%.*s", (int)(close - p - 1),
+                 p + 1);
+        p = close + 1;
+    } else {
+        len = strcspn(p, ":/?");
+        snprintf(r->host, sizeof(r->host), "%.*s", (int)len, p);
+        p += len;
+    }
+    if (*p == ':') {
+        len = strcspn(p + 1, "/?");
+        if (len == 0 || len >= sizeof(r->port))
+            return -1;
+        snprintf(r->port, sizeof(r->port), "%.*s", (int)len, p + 1);
+    }
+    return r->host[0] != '\0' ? 0 : -1;
+}
+
+static int raw_write(int fd, const char *buf, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(fd, buf, len);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        buf += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* Read one reply line ("+OK\r\n", "-ERR ...") byte by byte (only for the
+ * handshake). 0 when it starts with '+'. */
+static int raw_read_status(int fd)
+{
+    char c;
+    char first = 0;
+    ssize_t n;
+
+    for (;;) {
+        n = read(fd, &c, 1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        if (first == 0)
+            first = c;
+        if (c == '\n')
+            return first == '+' ? 0 : -1;
+    }
+}
+
+/* Connect (blocking, RAW_TIMEOUT_MS for connect and every read/write) and
+ * authenticate. The fd, or -1. */
+static int raw_connect(const struct raw_node *r)
+{
+    struct timeval tv = {0, RAW_TIMEOUT_MS * 1000};
+    struct addrinfo hints;
+    struct addrinfo *ai = NULL;
+    struct pollfd pfd;
+    int one = 1;
+    int fd = -1;
+    int err = 0;
+    socklen_t elen = sizeof(err);
+    char cmd[512];
+    int rc;
+
+    if (r->port[0] == '\0') {
+        struct sockaddr_un sun;
+
+        memset(&sun, 0, sizeof(sun));
+        sun.sun_family = AF_UNIX;
+        snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", r->host);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0 || connect(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0)
+            goto fail;
+    } else {
+        memset(&hints, 0, sizeof(hints));
+        hints.ai_socktype = SOCK_STREAM;
+        if (getaddrinfo(r->host, r->port, &hints, &ai) != 0)
+            return -1;
+        fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                    0);
+        if (fd < 0)
+            goto fail;
+        rc = connect(fd, ai->ai_addr, ai->ai_addrlen);
+        if (rc != 0 && errno != EINPROGRESS)
+            goto fail;
+        if (rc != 0) {
+            pfd.fd = fd;
+            pfd.events = POLLOUT;
+            if (poll(&pfd, 1, RAW_TIMEOUT_MS) != 1 ||
+                getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) != 0 ||
+                err != 0)
+                goto fail;
+        }
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        freeaddrinfo(ai);
+        ai = NULL;
+    }
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    if (r->pass[0] != '\0') {
+        if (r->user[0] != '\0')
+            rc = snprintf(cmd, sizeof(cmd), "*3\r\n$4\r\nAUTH\r\n$%zu\r\n%s"
+                          "\r\n$%zu\r\n%s\r\n", strlen(r->user), r->user,
+                          strlen(r->pass), r->pass);
+        else
+            rc = snprintf(cmd, sizeof(cmd), "*2\r\n$4\r\nAUTH\r\n$%zu\r\n%s"
+                          "\r\n", strlen(r->pass), r->pass);
+        if (rc < 0 || (size_t)rc >= sizeof(cmd) ||
+            raw_write(fd, cmd, (size_t)rc) != 0 || raw_read_status(fd) != 0) {
+            explicit_bzero(cmd, sizeof(cmd));
+            goto fail;
+        }
+        explicit_bzero(cmd, sizeof(cmd));
+    }
+    return fd;
+
+fail:
+    if (ai != NULL)
+        freeaddrinfo(ai);
+    if (fd >= 0)
+        close(fd);
+    return -1;
+}
+
+/* Value of "name:" in an INFO text, or -1. */
+static double info_field(const char *text, const char *name)
+{
+    size_t n = strlen(name);
+    const char *p = text;
+
+    while ((p = strstr(p, name)) != NULL) {
+        if ((p == text || p[-1] == '\n') && p[n] == ':')
+            return strtod(p + n + 1, NULL);
+        p += n;
+    }
+    return -1;
+}
+
+/* used_cpu_sys + used_cpu_user of one node, in seconds. 0 or -1. */
+static int raw_info_cpu(const struct raw_node *r, double *cpu_s)
+{
+    static const char cmd[] = "*2\r\n$4\r\nINFO\r\n$3\r\ncpu\r\n";
+    char buf[4096];
+    size_t got = 0;
+    size_t need = 0;
+    double sys, user;
+    char *nl;
+    ssize_t n;
+    int fd;
+
+    fd = raw_connect(r);
+    if (fd < 0)
+        return -1;
+    if (raw_write(fd, cmd, sizeof(cmd) - 1) != 0)
+        goto fail;
+    while (got < sizeof(buf) - 1 && (need == 0 || got < need)) {
+        n = read(fd, buf + got, sizeof(buf) - 1 - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            goto fail;
+        got += (size_t)n;
+        buf[got] = '\0';
+        nl = strstr(buf, "\r\n");
+        if (need == 0 && nl != NULL) {
+            if (buf[0] != '$')
+                goto fail;
+            need = (size_t)(nl - buf) + 2 + strtoul(buf + 1, NULL, 10) + 2;
+        }
+    }
+    close(fd);
+    if (need == 0 || got < need)
+        return -1;
+    sys = info_field(buf, "used_cpu_sys");
+    user = info_field(buf, "used_cpu_user");
+    if (sys < 0 || user < 0)
+        return -1;
+    *cpu_s = sys + user;
+    return 0;
+
+fail:
+    close(fd);
+    return -1;
+}
+
+/* One fan-out round: write cmd to every node at once, poll until each
+ * has sent reply_len bytes. *tq: µs until a quorum had answered, *tall:
+ * until all had. 0, or -1 when a node failed or stayed silent. */
+static int floor_round(struct bench *b, struct pollfd *pfd, const char *cmd,
+                       size_t len, size_t reply_len, uint64_t *tq,
+                       uint64_t *tall)
+{
+    size_t nn = b->o->node_count;
+    size_t quorum = nn / 2 + 1;
+    uint64_t t0 = cli_mono_us();
+    size_t done = 0;
+    char buf[64];
+    size_t i;
+
+    *tq = 0;
+    for (i = 0; i < nn; i++) {
+        b->raw[i].got = 0;
+        pfd[i].events = POLLIN;
+        if (raw_write(b->raw[i].fd, cmd, len) != 0)
+            return -1;
+    }
+    while (done < nn) {
+        if (poll(pfd, (nfds_t)nn, RAW_TIMEOUT_MS) <= 0)
+            return -1;
+        for (i = 0; i < nn; i++) {
+            ssize_t n;
+
+            if ((pfd[i].revents & (POLLIN | POLLERR | POLLHUP)) == 0)
+                continue;
+            n = read(pfd[i].fd, buf, sizeof(buf));
+            if (n <= 0)
+                return -1;
+            b->raw[i].got += (size_t)n;
+            if (b->raw[i].got >= reply_len) {
+                pfd[i].events = 0;
+                done++;
+                if (done == quorum)
+                    *tq = cli_mono_us() - t0;
+            }
+        }
+    }
+    *tall = cli_mono_us() - t0;
+    return 0;
+}
+
+/* Fan-out floor: PING every node at once over raw sockets, record the
+ * time until a quorum (N/2+1) and until every node has answered, next
+ * round once all have: what a Redlock round cannot beat on this machine.
+ * Alternating with it, the same fan-out of SET key NX PX 1000 on a fresh
+ * key (what an acquire sends, with no client library around it). */
+static int phase_floor(struct bench *b, double duration)
+{
+    static const char ping[] = "*1\r\n$4\r\nPING\r\n";
+    struct cli_opts *o = b->o;
+    size_t nn = o->node_count;
+    struct pollfd *pfd;
+    struct samples q = {0}, all = {0}, sq = {0}, sall = {0};
+    uint64_t rounds = 0;
+    uint64_t tq, tall, tend, start;
+    char set[160];
+    char key[64];
+    size_t i;
+    int code = 0;
+    int len;
+
+    pfd = calloc(nn, sizeof(*pfd));
+    if (pfd == NULL)
+        return -1;
+    for (i = 0; i < nn; i++) {
+        b->raw[i].fd = raw_connect(&b->raw[i]);
+        if (b->raw[i].fd < 0) {
+            code = cli_fail(o, CLI_EXIT_NO_QUORUM, "floor: cannot reach "
+                            "node %zu", i);
+            goto out;
+        }
+        pfd[i].fd = b->raw[i].fd;
+    }
+    start = cli_mono_us();
+    tend = start + (uint64_t)(duration * 1e6);
+    while (cli_mono_us() < tend) {
+        /* "+PONG\r\n"; then "+OK\r\n" (or "$-1\r\n"), 5 bytes either way */
+        if (floor_round(b, pfd, ping, sizeof(ping) - 1, 7, &tq, &tall) != 0)
+            break;
+        samples_add(&q, tq);
+        samples_add(&all, tall);
+        snprintf(key, sizeof(key), "bench:%ld:floor:%" PRIu64,
+                 (long)getpid(), rounds);
+        len = snprintf(set, sizeof(set), "*6\r\n$3\r\nSET\r\n$%zu\r\n%s\r\n"
+                       "$2\r\ntk\r\n$2\r\nNX\r\n$2\r\nPX\r\n$4\r\n1000\r\n",
+                       strlen(key), key);
+        if (floor_round(b, pfd, set, (size_t)len, 5, &tq, &tall) != 0)
+            break;
+        samples_add(&sq, tq);
+        samples_add(&sall, tall);
+        rounds++;
+    }
+    if (cli_mono_us() < tend) {
+        code = cli_fail(o, CLI_EXIT_NO_QUORUM, "floor: a node failed or did "
+                        "not answer within %d ms", RAW_TIMEOUT_MS);
+        goto out;
+    }
+    if (o->json) {
+        printf("{\"phase\":\"floor\",\"label\":");
+        cli_json_str(stdout, b->label);
+        printf(",\"nodes\":%zu,\"concurrency\":1,\"duration_s\":%.3f,"
+               "\"rounds\":%" PRIu64 ",\"quorum\":%zu", nn,
+               (double)(cli_mono_us() - start) / 1e6, rounds, nn / 2 + 1);
+        json_pct("quorum_us", &q);
+        json_pct("all_us", &all);
+        json_pct("set_quorum_us", &sq);
+        json_pct("set_all_us", &sall);
+        printf(",\"failures\":0}\n");
+    } else {
+        uint64_t pq[4], pa[4], psq[4], psa[4];
+
+        percentiles(&q, pq);
+        percentiles(&all, pa);
+        percentiles(&sq, psq);
+        percentiles(&sall, psa);
+        printf("floor: %zu nodes, %" PRIu64 " rounds: PING %zu of %zu p50 %"
+               PRIu64 " p99 %" PRIu64 " us, all p50 %" PRIu64 " p99 %" PRIu64
+               " us; SET NX PX %zu of %zu p50 %" PRIu64 " p99 %" PRIu64
+               " us, all p50 %" PRIu64 " p99 %" PRIu64 " us\n", nn, rounds,
+               nn / 2 + 1, nn, pq[0], pq[2], pa[0], pa[2], nn / 2 + 1, nn,
+               psq[0], psq[2], psa[0], psa[2]);
+    }
+    fflush(stdout);
+
+out:
+    for (i = 0; i < nn; i++) {
+        if (b->raw[i].fd >= 0)
+            close(b->raw[i].fd);
+        b->raw[i].fd = -1;
+    }
+    free(q.v);
+    free(all.v);
+    free(sq.v);
+    free(sall.v);
+    free(pfd);
+    return code;
+}
+
+/* ---- Command ------------------------------------------------------------- */
 
 /* Parse "1,16,64" into values in [lo, hi]. Returns the count, -1 on error. */
 static int parse_list(const char *s, uint32_t lo, uint32_t hi, uint32_t *out,
@@ -469,14 +1216,40 @@ static int parse_list(const char *s, uint32_t lo, uint32_t hi, uint32_t *out,
     }
 }
 
+enum { P_A, P_B, P_C, P_F, P_FLOOR, P_COUNT };
+
+/* "a,b,floor" -> want[]. -1 on an unknown name. */
+static int parse_phases(const char *s, bool want[P_COUNT])
+{
+    static const char *names[P_COUNT] = {"a", "b", "c", "f", "floor"};
+    int k;
+
+    for (;;) {
+        size_t len = strcspn(s, ",");
+
+        for (k = 0; k < P_COUNT; k++) {
+            if (strlen(names[k]) == len && strncmp(s, names[k], len) == 0)
+                break;
+        }
+        if (k == P_COUNT)
+            return -1;
+        want[k] = true;
+        if (s[len] == '\0')
+            return 0;
+        s += len + 1;
+    }
+}
+
 int cmd_bench(struct cli_opts *o, int argc, char **argv)
 {
     const char *phases_s = "a,b,c";
     const char *conc_s = "1,16,64,256";
+    const char *cont_s = "2,8";
     const char *dur_s = NULL;
     const char *ttl_s = NULL;
     const char *hold_s = NULL;
-    const char *cont_s = NULL;
+    const char *locks_s = NULL;
+    const char *label_s = "";
     const struct cli_cmdopt opts[] = {
         {"phases", &phases_s, NULL},
         {"concurrency", &conc_s, NULL},
@@ -484,17 +1257,20 @@ int cmd_bench(struct cli_opts *o, int argc, char **argv)
         {"ttl", &ttl_s, NULL},
         {"hold", &hold_s, NULL},
         {"contenders", &cont_s, NULL},
+        {"locks", &locks_s, NULL},
+        {"label", &label_s, NULL},
     };
-    bool want[3] = {false, false, false};
-    uint32_t conc[32];
-    int nconc;
-    uint32_t contenders = 8;
+    bool want[P_COUNT] = {false};
+    uint32_t conc[MAX_LIST];
+    uint32_t cont[MAX_LIST];
+    int nconc, ncont;
+    uint32_t locks = 10000;
     double duration = 3.0;
     struct bench b;
     const char *pos[1];
-    const char *p;
     rl_node_info *ping = NULL;
     size_t count;
+    size_t i;
     int measurements;
     int done = 0;
     bool header = true;
@@ -511,18 +1287,17 @@ int cmd_bench(struct cli_opts *o, int argc, char **argv)
                           usage, pos, 0, &npos, NULL);
     if (code != 0)
         return code > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
-    for (p = phases_s;; p += 2) {
-        if (p[0] < 'a' || p[0] > 'c' || (p[1] != ',' && p[1] != '\0'))
-            return cli_fail(o, CLI_EXIT_USAGE, "--phases: '%s' is not a "
-                            "list of a, b, c", phases_s);
-        want[p[0] - 'a'] = true;
-        if (p[1] == '\0')
-            break;
-    }
-    nconc = parse_list(conc_s, 1, MAX_CONCURRENCY, conc, 32);
+    if (parse_phases(phases_s, want) != 0)
+        return cli_fail(o, CLI_EXIT_USAGE, "--phases: '%s' is not a list of "
+                        "a, b, c, f", phases_s);
+    nconc = parse_list(conc_s, 1, MAX_CONCURRENCY, conc, MAX_LIST);
     if (nconc < 0)
         return cli_fail(o, CLI_EXIT_USAGE, "--concurrency: '%s' is not a "
                         "list of numbers in 1..%d", conc_s, MAX_CONCURRENCY);
+    ncont = parse_list(cont_s, 1, MAX_CONTENDERS, cont, MAX_LIST);
+    if (ncont < 0)
+        return cli_fail(o, CLI_EXIT_USAGE, "--contenders: '%s' is not a "
+                        "list of numbers in 1..%d", cont_s, MAX_CONTENDERS);
     if (dur_s != NULL && cli_parse_double(dur_s, 0.01, 3600, &duration) != 0)
         return cli_fail(o, CLI_EXIT_USAGE, "--duration: '%s' is not a number "
                         "of seconds in 0.01..3600", dur_s);
@@ -531,32 +1306,40 @@ int cmd_bench(struct cli_opts *o, int argc, char **argv)
     if (hold_s != NULL && cli_parse_u32(hold_s, 0, 60000, &b.hold_ms) != 0)
         return cli_fail(o, CLI_EXIT_USAGE, "--hold: '%s' is not a number in "
                         "0..60000", hold_s);
-    if (cont_s != NULL &&
-        cli_parse_u32(cont_s, 1, MAX_CONTENDERS, &contenders) != 0)
-        return cli_fail(o, CLI_EXIT_USAGE, "--contenders: '%s' is not a "
-                        "number in 1..%d", cont_s, MAX_CONTENDERS);
+    if (locks_s != NULL && cli_parse_u32(locks_s, 1, MAX_LOCKS, &locks) != 0)
+        return cli_fail(o, CLI_EXIT_USAGE, "--locks: '%s' is not a number in "
+                        "1..%d", locks_s, MAX_LOCKS);
     if (b.hold_ms >= b.ttl_ms)
         return cli_fail(o, CLI_EXIT_USAGE, "--hold (%u ms) must be below "
                         "--ttl (%u ms)", b.hold_ms, b.ttl_ms);
+    b.label = label_s;
+    b.f_target = locks;
 
     code = cli_client_new(o, &b.c);
     if (code != CLI_EXIT_OK)
         return code;
     pthread_mutex_init(&b.mu, NULL);
     pthread_cond_init(&b.cv, NULL);
+    b.raw = calloc(o->node_count, sizeof(*b.raw));
     ping = calloc(o->node_count, sizeof(*ping));
-    if (ping == NULL ||
-        rl_client_ping(b.c, ping, o->node_count, &count) != RL_OK) {
+    if (b.raw == NULL || ping == NULL) {
+        code = cli_fail(o, CLI_EXIT_NO_QUORUM, "out of memory");
+        goto out;
+    }
+    for (i = 0; i < o->node_count; i++) {
+        if (raw_parse(o->nodes[i], o->password, &b.raw[i]) != 0)
+            cli_info(o, "node %zu: no server CPU figures for it", i);
+    }
+    if (rl_client_ping(b.c, ping, o->node_count, &count) != RL_OK) {
         code = cli_fail(o, CLI_EXIT_NO_QUORUM, "quorum unavailable: %s",
                         rl_last_error());
         goto out;
     }
-    measurements = (want[0] ? 1 : 0) + (want[1] ? nconc : 0) +
-                   (want[2] ? 1 : 0);
-    for (k = 0; k < 3 + nconc; k++) {
+    measurements = (want[P_A] ? 1 : 0) + (want[P_B] ? nconc : 0) +
+                   (want[P_C] ? ncont : 0);
+    for (k = 0; k < 1 + nconc + ncont; k++) {
         char phase;
         int n;
-        uint64_t t0, cpu0;
         int r;
 
         if (k == 0) {
@@ -565,22 +1348,18 @@ int cmd_bench(struct cli_opts *o, int argc, char **argv)
         } else if (k <= nconc) {
             phase = 'b';
             n = (int)conc[k - 1];
-        } else if (k == nconc + 1) {
-            phase = 'c';
-            n = (int)contenders;
         } else {
-            break;
+            phase = 'c';
+            n = (int)cont[k - 1 - nconc];
         }
-        if (!want[phase - 'a'])
+        if (!want[phase == 'a' ? P_A : phase == 'b' ? P_B : P_C])
             continue;
         done++;
         if (!o->quiet && duration * measurements > 3.0)
             fprintf(stderr, "redlock-cli: bench: [%d/%d] phase %c, %s %d, "
                     "%.1f s\n", done, measurements, phase,
                     phase == 'c' ? "contenders" : "concurrency", n, duration);
-        t0 = cli_mono_us();
-        cpu0 = cpu_us();
-        r = measure(&b, phase, n, duration);
+        r = run_one(&b, phase, n, duration, header);
         if (r != 0) {
             code = cli_fail(o, CLI_EXIT_NO_QUORUM, "phase %c: %s", phase,
                             r == -1 ? "out of memory"
@@ -589,9 +1368,21 @@ int cmd_bench(struct cli_opts *o, int argc, char **argv)
                 _exit(code);    /* callbacks may still use the slots */
             goto out;
         }
-        report(&b, phase, n, (double)(cli_mono_us() - t0) / 1e6,
-               cpu_us() - cpu0, header);
         header = false;
+    }
+    if (want[P_F]) {
+        code = phase_f(&b);
+        if (code != 0) {
+            if (code < 0)
+                code = cli_fail(o, CLI_EXIT_NO_QUORUM, "phase f: out of "
+                                "memory");
+            goto out;
+        }
+    }
+    if (want[P_FLOOR]) {
+        code = phase_floor(&b, duration);
+        if (code != 0)
+            goto out;
     }
     code = CLI_EXIT_OK;
 
@@ -599,6 +1390,10 @@ out:
     free(ping);
     rl_client_free(b.c);
     reset(&b);
+    free(b.shares);
+    if (b.raw != NULL)
+        explicit_bzero(b.raw, o->node_count * sizeof(*b.raw));
+    free(b.raw);
     pthread_mutex_destroy(&b.mu);
     pthread_cond_destroy(&b.cv);
     return code;

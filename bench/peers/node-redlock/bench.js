@@ -1,0 +1,369 @@
+#!/usr/bin/env node
+// bench.js -- the peer side of tools/bench-compare.sh (issue 6): the same
+// workloads as `redlock-cli bench`, run with node-redlock on ioredis, the
+// way its users call it, printing the same JSON fields, one object per
+// measurement per line.
+//
+//   node --expose-gc bench.js --nodes 127.0.0.1:7501,... [--phases a,b,c,f]
+//        [--concurrency 1,16,64,256] [--duration S] [--ttl MS] [--hold MS]
+//        [--contenders 2,8] [--locks N] [--label TEXT]
+//        [--retry-count N] [--retry-delay MS] [--retry-jitter MS]
+//
+// a  sequential acquire+release on fresh resources;
+// b  N cycles in flight, each on its own resource;
+// c  N contenders on one resource, each holding it --hold ms (retries
+//    every --retry-delay +- --retry-jitter ms for up to ~1 s, as the C
+//    side's wait of 1000 ms);
+// f  RSS of a fresh Redlock with its clients, and per held lock.
+// Latency is measured with process.hrtime (monotonic), client CPU with
+// process.cpuUsage() (every thread of the process), server CPU from each
+// node's INFO cpu over a separate connection.
+"use strict";
+
+const Redis = require("ioredis");
+const { default: Redlock } = require("redlock");
+
+function parseArgs(argv) {
+  const o = {
+    nodes: process.env.REDLOCK_NODES || "",
+    phases: "a,b,c",
+    concurrency: "1,16,64,256",
+    duration: 3,
+    ttl: 30000,
+    hold: 1,
+    contenders: "2,8",
+    locks: 10000,
+    label: "",
+    retryCount: 3,
+    retryDelay: 200,
+    retryJitter: 100,
+  };
+  const names = {
+    "--nodes": "nodes", "-n": "nodes", "--phases": "phases",
+    "--concurrency": "concurrency", "--duration": "duration", "--ttl": "ttl",
+    "--hold": "hold", "--contenders": "contenders", "--locks": "locks",
+    "--label": "label", "--retry-count": "retryCount",
+    "--retry-delay": "retryDelay", "--retry-jitter": "retryJitter",
+  };
+  for (let i = 2; i < argv.length; i++) {
+    let a = argv[i];
+    let v;
+    const eq = a.indexOf("=");
+    if (a.startsWith("--") && eq > 0) {
+      v = a.slice(eq + 1);
+      a = a.slice(0, eq);
+    }
+    const key = names[a];
+    if (key === undefined) {
+      if (a === "--json") continue; // always JSON
+      throw new Error(`unknown option ${a}`);
+    }
+    if (v === undefined) v = argv[++i];
+    if (v === undefined) throw new Error(`option ${a} needs a value`);
+    o[key] = typeof o[key] === "number" ? Number(v) : v;
+    if (typeof o[key] === "number" && !Number.isFinite(o[key])) {
+      throw new Error(`option ${a}: '${v}' is not a number`);
+    }
+  }
+  if (!o.nodes) throw new Error("no nodes: use --nodes host:port,...");
+  o.nodeList = o.nodes.split(",").map((s) => {
+    const m = /^(?:redis:\/\/)?(?:([^:@]*):?([^@]*)@)?\[?([^\]]+?)\]?:(\d+)$/
+      .exec(s);
+    if (!m) throw new Error(`bad node '${s}' (host:port)`);
+    return { host: m[3], port: Number(m[4]), password: m[2] || undefined };
+  });
+  o.phaseSet = new Set(o.phases.split(","));
+  o.concList = o.concurrency.split(",").map(Number);
+  o.contList = o.contenders.split(",").map(Number);
+  return o;
+}
+
+const nowUs = () => Number(process.hrtime.bigint() / 1000n);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+function pct(v) {
+  if (v.length === 0) return { p50: 0, p90: 0, p99: 0, max: 0 };
+  v.sort((x, y) => x - y);
+  const at = (q) => v[Math.max(0, Math.ceil(q * v.length - 1e-6) - 1)];
+  return { p50: at(0.5), p90: at(0.9), p99: at(0.99), max: v[v.length - 1] };
+}
+
+function cpuUs() {
+  const c = process.cpuUsage();
+  return c.user + c.system;
+}
+
+function newClients(o, extra) {
+  return o.nodeList.map((n) => new Redis({
+    host: n.host, port: n.port, password: n.password,
+    connectTimeout: 1000, ...extra,
+  }));
+}
+
+// Resolve once every client is ready, or after ms (a stopped node never
+// becomes ready; node-redlock copes with it as with any slow node).
+function ready(clients, ms) {
+  return Promise.race([
+    Promise.all(clients.map((c) => (c.status === "ready" ? null
+      : new Promise((r) => c.once("ready", r))))),
+    sleep(ms),
+  ]);
+}
+
+// Sum of used_cpu_sys + used_cpu_user per node, null where no answer.
+async function serverCpu(infoClients) {
+  return Promise.all(infoClients.map(async (c) => {
+    try {
+      const text = await Promise.race([c.info("cpu"), sleep(300)]);
+      if (typeof text !== "string") return null;
+      const get = (k) => Number((new RegExp(`^${k}:([0-9.]+)`, "m")
+        .exec(text) || [])[1]);
+      const v = get("used_cpu_sys") + get("used_cpu_user");
+      return Number.isFinite(v) ? v : null;
+    } catch (e) {
+      return null;
+    }
+  }));
+}
+
+function emit(o, obj) {
+  process.stdout.write(JSON.stringify({ label: o.label, ...obj }) + "\n");
+}
+
+function fairness(x) {
+  const sum = x.reduce((a, b) => a + b, 0);
+  const sq = x.reduce((a, b) => a + b * b, 0);
+  return sq > 0 ? (sum * sum) / (x.length * sq) : 0;
+}
+
+// Phases a and b: n loops, each chaining acquire -> release on its own
+// resource (phase a: a fresh resource every cycle).
+async function cycles(o, redlock, phase, n) {
+  const st = { acq: [], rel: [], cyc: [], cycles: 0, failures: 0 };
+  let stop = false;
+  let seq = 0;
+  const loop = async (i) => {
+    while (!stop) {
+      const res = phase === "a" ? `bench:${process.pid}:a:${seq++}`
+        : `bench:${process.pid}:${phase}${n}:${i}`;
+      const t0 = nowUs();
+      let lock;
+      try {
+        lock = await redlock.acquire([res], o.ttl);
+      } catch (e) {
+        st.failures++;
+        continue;
+      }
+      const t1 = nowUs();
+      st.acq.push(t1 - t0);
+      try {
+        await lock.release();
+      } catch (e) {
+        st.failures++;
+      }
+      const t2 = nowUs();
+      st.rel.push(t2 - t1);
+      st.cyc.push(t2 - t0);
+      st.cycles++;
+    }
+  };
+  const loops = [];
+  for (let i = 0; i < n; i++) loops.push(loop(i));
+  await sleep(o.duration * 1000);
+  stop = true;
+  await Promise.all(loops);
+  return st;
+}
+
+// Phase c: n contenders on one resource.
+async function contend(o, redlock, n) {
+  const st = { acq: [], rel: [], cyc: [], wait: [], handoff: [], cycles: 0,
+    failures: 0, handoffs: 0, overlaps: 0, shares: new Array(n).fill(0) };
+  const res = `bench:${process.pid}:c${n}`;
+  let stop = false;
+  let holding = -1;
+  let last = -1;
+  let tFree = 0;
+  const retryCount = Math.ceil(1000 / Math.max(1, o.retryDelay));
+  const loop = async (idx) => {
+    while (!stop) {
+      const t0 = nowUs();
+      let lock;
+      try {
+        lock = await redlock.acquire([res], o.ttl, { retryCount });
+      } catch (e) {
+        if (!stop) st.failures++;
+        continue;
+      }
+      const t1 = nowUs();
+      if (holding >= 0) st.overlaps++;
+      holding = idx;
+      if (last >= 0 && last !== idx) {
+        st.handoffs++;
+        if (tFree !== 0 && t1 >= tFree) st.handoff.push(t1 - tFree);
+      }
+      last = idx;
+      st.shares[idx]++;
+      st.wait.push(t1 - t0);
+      st.acq.push(t1 - t0);
+      await sleep(o.hold);
+      const t2 = nowUs();
+      holding = -1;
+      tFree = t2;
+      try {
+        await lock.release();
+      } catch (e) {
+        st.failures++;
+      }
+      st.rel.push(nowUs() - t2);
+      st.cyc.push(nowUs() - t0);
+      st.cycles++;
+    }
+  };
+  const loops = [];
+  for (let i = 0; i < n; i++) loops.push(loop(i));
+  await sleep(o.duration * 1000);
+  stop = true;
+  await Promise.all(loops);
+  return st;
+}
+
+async function measure(o, redlock, infoClients, phase, n) {
+  const s0 = await serverCpu(infoClients);
+  const t0 = nowUs();
+  const c0 = cpuUs();
+  const st = phase === "c" ? await contend(o, redlock, n)
+    : await cycles(o, redlock, phase, n);
+  const elapsed = (nowUs() - t0) / 1e6;
+  const cpu = cpuUs() - c0;
+  const s1 = await serverCpu(infoClients);
+  let srv = null;
+  for (let i = 0; i < s0.length; i++) {
+    if (s0[i] !== null && s1[i] !== null) srv = (srv || 0) + (s1[i] - s0[i]);
+  }
+  const per = st.cycles > 0 ? st.cycles / elapsed : 0;
+  const out = {
+    phase, nodes: o.nodeList.length, concurrency: n,
+    duration_s: Number(elapsed.toFixed(3)), cycles: st.cycles,
+    cycles_per_s: Number(per.toFixed(1)),
+    acquire_us: pct(st.acq), release_us: pct(st.rel), cycle_us: pct(st.cyc),
+    cpu_us_per_cycle: st.cycles > 0 ? Number((cpu / st.cycles).toFixed(2))
+      : 0,
+    server_cpu_us_per_cycle: srv !== null && st.cycles > 0
+      ? Number(((srv * 1e6) / st.cycles).toFixed(2)) : null,
+    failures: st.failures,
+  };
+  if (phase === "c") {
+    Object.assign(out, {
+      contenders: n, hold_ms: o.hold, acquisitions_per_s: out.cycles_per_s,
+      handoffs_per_s: Number((st.handoffs / elapsed).toFixed(1)),
+      overlaps: st.overlaps, wait_us: pct(st.wait),
+      handoff_us: pct(st.handoff), shares: st.shares,
+      fairness: Number(fairness(st.shares).toFixed(3)),
+    });
+  }
+  emit(o, out);
+}
+
+function rssKb() {
+  if (global.gc) {
+    global.gc();
+    global.gc();
+  }
+  return Math.round(process.memoryUsage().rss / 1024);
+}
+
+// Phase f: RSS of a fresh Redlock + clients, then per held lock.
+async function memory(o) {
+  const before = rssKb();
+  const clients = newClients(o, {});
+  await ready(clients, 2000);
+  const redlock = new Redlock(clients, { driftFactor: 0.01,
+    retryCount: o.retryCount, retryDelay: o.retryDelay,
+    retryJitter: o.retryJitter, automaticExtensionThreshold: 500 });
+  redlock.on("error", () => {});
+  const baseline = rssKb() - before;
+  const held = new Array(o.locks).fill(null);
+  let failures = 0;
+  const takeAll = async (count) => {
+    let next = 0;
+    const loop = async () => {
+      while (next < count) {
+        const i = next++;
+        try {
+          held[i] = await redlock.acquire([`bench:${process.pid}:f:${i}`],
+            o.ttl);
+        } catch (e) {
+          failures++;
+        }
+      }
+    };
+    const loops = [];
+    for (let k = 0; k < 256; k++) loops.push(loop());
+    await Promise.all(loops);
+  };
+  const releaseAll = async () => {
+    let next = 0;
+    const loop = async () => {
+      while (next < held.length) {
+        const l = held[next];
+        held[next++] = null;
+        if (l) await l.release().catch(() => { failures++; });
+      }
+    };
+    const loops = [];
+    for (let k = 0; k < 256; k++) loops.push(loop());
+    await Promise.all(loops);
+  };
+  await takeAll(Math.min(256, o.locks));
+  await releaseAll();
+  const rss0 = rssKb();
+  const t0 = nowUs();
+  await takeAll(o.locks);
+  const elapsed = (nowUs() - t0) / 1e6;
+  const rss1 = rssKb();
+  const got = held.filter((l) => l !== null).length;
+  emit(o, {
+    phase: "f", nodes: o.nodeList.length, concurrency: 256,
+    duration_s: Number(elapsed.toFixed(3)), cycles: got,
+    cycles_per_s: Number((got / elapsed).toFixed(1)), failures,
+    locks: o.locks, held: got, rss_kb_no_locks: rss0, rss_kb_held: rss1,
+    bytes_per_lock: got > 0 ? Number((((rss1 - rss0) * 1024) / got)
+      .toFixed(1)) : 0,
+    resource_bytes: `bench:${process.pid}:f:${o.locks >> 1}`.length,
+    baseline_rss_kb: baseline, process_rss_kb: before,
+  });
+  await releaseAll();
+  clients.forEach((c) => c.disconnect());
+}
+
+async function main() {
+  const o = parseArgs(process.argv);
+  const clients = newClients(o, {});
+  const infoClients = newClients(o, { commandTimeout: 300,
+    maxRetriesPerRequest: 0 });
+  infoClients.forEach((c) => c.on("error", () => {}));
+  clients.forEach((c) => c.on("error", () => {}));
+  await ready(clients, 2000);
+  const settings = { driftFactor: 0.01, retryCount: o.retryCount,
+    retryDelay: o.retryDelay, retryJitter: o.retryJitter,
+    automaticExtensionThreshold: 500 };
+  const redlock = new Redlock(clients, settings);
+  redlock.on("error", () => {});
+  if (o.phaseSet.has("a")) await measure(o, redlock, infoClients, "a", 1);
+  if (o.phaseSet.has("b")) {
+    for (const n of o.concList) await measure(o, redlock, infoClients, "b", n);
+  }
+  if (o.phaseSet.has("c")) {
+    for (const n of o.contList) await measure(o, redlock, infoClients, "c", n);
+  }
+  if (o.phaseSet.has("f")) await memory(o);
+  // disconnect, not quit: a stopped node would never answer QUIT.
+  clients.forEach((c) => c.disconnect());
+  infoClients.forEach((c) => c.disconnect());
+}
+
+main().then(() => process.exit(0), (e) => {
+  process.stderr.write(`bench.js: ${e.message}\n`);
+  process.exit(2);
+});

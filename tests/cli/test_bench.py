@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""redlock-cli bench --json: the fields tools/bench-compare.sh reads, for
+every phase (a, b, c, f and the hidden floor), against 3 real redis-server
+nodes, in about 10 s (issue 6). Checks shapes and invariants, never
+speeds: benchmarks are not timed tests (STYLE §3.8).
+
+Usage: test_bench.py PATH-TO-redlock-cli [unittest args]
+"""
+import json
+import os
+import tempfile
+import unittest
+
+import clitest
+from clitest import run_cli, nodes_arg, start_nodes
+
+NODES = []
+PW = "b3nch-pw"
+
+
+def setUpModule():
+    NODES.extend(start_nodes(3))
+
+
+def tearDownModule():
+    for n in NODES:
+        n.stop()
+
+
+def bench(*args, nodes=None, pre=(), timeout=60):
+    n = nodes_arg(nodes if nodes is not None else NODES)
+    rc, out, err = run_cli(["-n", n, "--no-quarantine", "--json",
+                            "--retry-delay", "5", "--retry-jitter", "2"]
+                           + list(pre) + ["bench"] + list(args),
+                           timeout=timeout)
+    lines = [json.loads(l) for l in out.splitlines()] if rc == 0 else []
+    return rc, lines, err
+
+
+class TestBench(unittest.TestCase):
+    def assertPct(self, p, positive=True):
+        self.assertEqual(sorted(p), ["max", "p50", "p90", "p99"])
+        self.assertTrue(p["p50"] <= p["p90"] <= p["p99"] <= p["max"], p)
+        if positive:
+            self.assertGreater(p["p50"], 0, p)
+
+    def test_every_phase_prints_its_fields(self):
+        rc, lines, err = bench("--phases", "a,b,c,f,floor", "--concurrency",
+                               "1,8", "--contenders", "2,3", "--duration",
+                               "0.5", "--locks", "500", "--ttl", "10000",
+                               "--label", "smoke \"1\"")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual([(l["phase"], l["concurrency"]) for l in lines],
+                         [("a", 1), ("b", 1), ("b", 8), ("c", 2), ("c", 3),
+                          ("f", 256), ("floor", 1)])
+        for l in lines:
+            self.assertEqual(l["label"], "smoke \"1\"")
+            self.assertEqual(l["nodes"], 3)
+            self.assertGreater(l["duration_s"], 0)
+            self.assertEqual(l["failures"], 0, l)
+        for l in lines[:5]:
+            for k in ("cycles", "cycles_per_s", "cpu_us_per_cycle",
+                      "server_cpu_us_per_cycle"):
+                self.assertIsInstance(l[k], (int, float), (k, l))
+                self.assertGreater(l[k], 0, (k, l))
+            for k in ("acquire_us", "release_us", "cycle_us"):
+                self.assertPct(l[k])
+            self.assertLessEqual(l["acquire_us"]["p50"],
+                                 l["cycle_us"]["max"])
+        for c, n in zip(lines[3:5], (2, 3)):
+            self.assertEqual(c["contenders"], n)
+            self.assertEqual(c["overlaps"], 0)
+            self.assertEqual(c["acquisitions_per_s"], c["cycles_per_s"])
+            self.assertGreaterEqual(c["handoffs_per_s"], 0)
+            self.assertLessEqual(c["handoffs_per_s"], c["cycles_per_s"])
+            self.assertPct(c["wait_us"])
+            self.assertPct(c["handoff_us"], positive=False)
+            self.assertEqual(len(c["shares"]), n)
+            self.assertEqual(sum(c["shares"]), c["cycles"])
+            self.assertTrue(1.0 / n - 1e-3 <= c["fairness"] <= 1.0 + 1e-3,
+                            c)
+        f = lines[5]
+        self.assertEqual((f["locks"], f["held"]), (500, 500))
+        for k in ("bytes_per_lock", "resource_bytes", "baseline_rss_kb",
+                  "process_rss_kb", "rss_kb_no_locks", "rss_kb_held"):
+            self.assertIsInstance(f[k], (int, float), k)
+        self.assertGreater(f["process_rss_kb"], 0)
+        self.assertGreaterEqual(f["rss_kb_held"], 0)
+        fl = lines[6]
+        self.assertEqual(fl["quorum"], 2)
+        self.assertGreater(fl["rounds"], 0)
+        self.assertPct(fl["quorum_us"])
+        self.assertPct(fl["all_us"])
+        self.assertLessEqual(fl["quorum_us"]["p50"], fl["all_us"]["p50"])
+        # Nothing is left for good: a release decides at a majority, so a
+        # key may still sit on one node when the client is freed, and the
+        # floor's SET keys live 1 s; but never a key without a TTL.
+        for n in NODES:
+            for k in n.cmd("KEYS", "bench:*"):
+                self.assertNotEqual(n.cmd("PTTL", k), -1, k)
+
+    def test_server_cpu_through_a_password(self):
+        nodes = start_nodes(3, ["--requirepass", PW])
+        try:
+            with tempfile.NamedTemporaryFile("w", delete=False) as f:
+                f.write(PW + "\n")
+            rc, lines, err = bench("--phases", "b,floor", "--concurrency",
+                                   "4", "--duration", "0.3", nodes=nodes,
+                                   pre=["--password-file", f.name])
+            os.unlink(f.name)
+            self.assertEqual(rc, 0, err)
+            self.assertEqual([l["phase"] for l in lines], ["b", "floor"])
+            self.assertGreater(lines[0]["server_cpu_us_per_cycle"], 0)
+            self.assertNotIn(PW, err)
+        finally:
+            for n in nodes:
+                n.stop()
+
+    def test_bad_options_are_usage_errors(self):
+        for args, word in ((["--phases", "a,x"], "--phases"),
+                           (["--phases", "d"], "--phases"),
+                           (["--contenders", "2,,8"], "--contenders"),
+                           (["--locks", "0"], "--locks")):
+            rc, lines, err = bench(*args)
+            self.assertEqual(rc, 2, (args, err))
+            self.assertIn(word, err)
+            self.assertEqual(len(err.strip().splitlines()), 1, err)
+
+
+if __name__ == "__main__":
+    clitest.setup_or_skip()
+    unittest.main(verbosity=2)
