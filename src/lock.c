@@ -14,64 +14,60 @@
 #include "clock.h"
 #include "lock.h"
 
+/* One allocation per handle (thousands may be held at once): the struct,
+ * then the key pointers and lengths, the keys, and the token. The
+ * resource name is the first key without the prefix. */
 rl_status lock_new(rl_client *c, const char *const *resources, size_t count,
                    const char *token, struct rl_lock **out)
 {
-    struct rl_lock *l = calloc(1, sizeof(*l));
+    size_t token_len = token != NULL ? strlen(token) : TOKEN_HEX_LEN;
+    size_t size = sizeof(struct rl_lock) +
+                  count * (sizeof(char *) + sizeof(size_t)) + token_len + 1;
+    struct rl_lock *l;
     rl_status st;
-    size_t i, len;
+    char *p;
+    size_t i;
 
+    for (i = 0; i < count; i++)
+        size += c->cfg.prefix_len + strlen(resources[i]) + 1;
+    l = calloc(1, size);
     if (l == NULL)
         return rl_fail(RL_ENOMEM, "out of memory for a lock");
     l->client = c;
     atomic_init(&l->lost_fd, -1);
     l->nkeys = count;
-    l->keys = calloc(count, sizeof(*l->keys));
-    l->key_lens = calloc(count, sizeof(*l->key_lens));
-    l->resource = rl_strdup(resources[0]);
-    if (l->keys == NULL || l->key_lens == NULL || l->resource == NULL)
-        goto out_nomem;
+    l->keys = (char **)(l + 1);
+    l->key_lens = (size_t *)(l->keys + count);
+    p = (char *)(l->key_lens + count);
     for (i = 0; i < count; i++) {
-        len = c->cfg.prefix_len + strlen(resources[i]);
-        l->keys[i] = malloc(len + 1);
-        if (l->keys[i] == NULL)
-            goto out_nomem;
-        snprintf(l->keys[i], len + 1, "%s%s", c->cfg.prefix, resources[i]);
-        l->key_lens[i] = len;
+        l->keys[i] = p;
+        l->key_lens[i] = c->cfg.prefix_len + strlen(resources[i]);
+        memcpy(p, c->cfg.prefix, c->cfg.prefix_len);
+        strcpy(p + c->cfg.prefix_len, resources[i]);
+        p += l->key_lens[i] + 1;
     }
+    l->resource = l->keys[0] + c->cfg.prefix_len;
+    l->token = p;
     if (token != NULL) {
-        snprintf(l->token, sizeof(l->token), "%s", token);
+        memcpy(l->token, token, token_len + 1);
         l->adopted = true;
     } else {
         st = token_generate(l->token);
         if (st != RL_OK) {
-            lock_destroy(l);
+            free(l);
             return st;
         }
     }
     *out = l;
     return RL_OK;
-
-out_nomem:
-    lock_destroy(l);
-    return rl_fail(RL_ENOMEM, "out of memory for a lock");
 }
 
 void lock_destroy(struct rl_lock *l)
 {
-    size_t i;
-
     if (l == NULL)
         return;
-    if (l->keys != NULL) {
-        for (i = 0; i < l->nkeys; i++)
-            free(l->keys[i]);
-    }
     if (atomic_load(&l->lost_fd) >= 0)
         close(atomic_load(&l->lost_fd));
-    free(l->keys);
-    free(l->key_lens);
-    free(l->resource);
     free(l);
 }
 

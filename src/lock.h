@@ -23,8 +23,8 @@ struct rl_lock {
     char **keys;                   /* prefix + resource, nkeys of them */
     size_t *key_lens;
     size_t nkeys;
-    char *resource;                /* first resource, without prefix */
-    char token[RL_MAX_TOKEN_LEN + 1]; /* ours: TOKEN_HEX_LEN hex digits */
+    const char *resource;          /* first resource, without prefix */
+    char *token;                   /* ours: TOKEN_HEX_LEN hex digits */
     uint32_t ttl_ms;               /* TTL acquired with (adopted: first
                                       extended with); 0 unknown */
     rl_mono_us acquired_us;        /* start of the winning round */

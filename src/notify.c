@@ -43,7 +43,8 @@ struct channel {
     size_t len;
     bool confirmed;              /* a node confirmed the subscription */
     rl_mono_us last_release_us;  /* last message (not a confirmation) */
-    struct notify_waiter *waiters;
+    struct notify_waiter *waiters; /* oldest first */
+    struct notify_waiter *waiters_tail;
 };
 
 struct sub_conn {
@@ -327,11 +328,15 @@ bool notify_wait(struct notify *nt, struct notify_waiter *w, const char *key,
     w->arg = arg;
     w->token = token;
     w->channel = ch;
-    w->prev = NULL;
-    w->next = ch->waiters;
-    if (ch->waiters != NULL)
-        ch->waiters->prev = w;
-    ch->waiters = w;
+    /* Oldest first: channel_wake goes in list order, so the longest
+     * waiter sends its attempt first (fair hand-offs). */
+    w->next = NULL;
+    w->prev = ch->waiters_tail;
+    if (ch->waiters_tail != NULL)
+        ch->waiters_tail->next = w;
+    else
+        ch->waiters = w;
+    ch->waiters_tail = w;
     return ch->last_release_us >= since_us;
 }
 
@@ -370,6 +375,8 @@ void notify_unwait(struct notify *nt, struct notify_waiter *w)
         ch->waiters = w->next;
     if (w->next != NULL)
         w->next->prev = w->prev;
+    else
+        ch->waiters_tail = w->prev;
     w->prev = w->next = NULL;
     w->channel = NULL;
     if (ch->waiters == NULL && ++nt->idle > MAX_IDLE_CHANNELS)

@@ -22,8 +22,11 @@ void fixture_config(rl_config *cfg, const struct harness_nodes *hn)
         cfg->nodes = hn->ptr;
         cfg->node_count = hn->count;
     }
-    cfg->connect_timeout_ms = (uint32_t)harness_scale_ms(200);
-    cfg->op_timeout_ms = (uint32_t)harness_scale_ms(50);
+    /* Short enough to keep failure tests fast, long enough that a loaded
+     * CI machine running tests in parallel does not drop healthy nodes
+     * (the "stored on every node" checks rely on that). */
+    cfg->connect_timeout_ms = (uint32_t)harness_scale_ms(300);
+    cfg->op_timeout_ms = (uint32_t)harness_scale_ms(150);
     cfg->retry_count = 0;
     cfg->retry_delay_ms = 20;
     cfg->retry_jitter_ms = 10;
