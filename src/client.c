@@ -188,6 +188,9 @@ static void shutdown_on_loop(rl_client *c)
     notify_free(c->notify);
     c->notify = NULL;
     for (i = 0; i < c->node_count; i++) {
+        /* Commands queued in this iteration (e.g. the last releases to
+         * the nodes a majority decision did not wait for) still leave. */
+        node_flush(c->nodes[i]);
         node_free(c->nodes[i]);
         c->nodes[i] = NULL;
     }
