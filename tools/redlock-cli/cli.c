@@ -698,3 +698,20 @@ void cli_opts_free(struct cli_opts *o)
     clear_nodes(o);
     wipe_password(o);
 }
+
+int cli_adopt_token(struct cli_opts *o, const char *resource,
+                    const char *token, rl_client **c, rl_lock **l)
+{
+    rl_status st;
+    int code;
+
+    if (token[0] == '\0' || strlen(token) > 128)
+        return cli_fail(o, CLI_EXIT_USAGE, "TOKEN must be 1..128 characters");
+    code = cli_client_new(o, c);
+    if (code != CLI_EXIT_OK)
+        return code;
+    st = rl_lock_adopt(*c, resource, token, l);
+    if (st != RL_OK)
+        return cli_status_exit(o, st, resource);
+    return CLI_EXIT_OK;
+}

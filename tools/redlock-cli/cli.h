@@ -128,6 +128,11 @@ bool cli_is_help(const char *arg);
 /* Final checks (nodes present) and rl_client_new. Returns CLI_EXIT_OK and
  * *out, or an exit code with the message printed. */
 int cli_client_new(struct cli_opts *o, rl_client **out);
+/* For extend/release R TOKEN: check TOKEN, connect, and make a handle for
+ * the token (rl_lock_adopt). CLI_EXIT_OK, or the exit code after a
+ * message; on failure *c and *l are NULL or must still be freed. */
+int cli_adopt_token(struct cli_opts *o, const char *resource,
+                    const char *token, rl_client **c, rl_lock **l);
 /* Map a failed library status to an exit code, printing rl_last_error()
  * (or "what: <status text>" when there is none). */
 int cli_status_exit(const struct cli_opts *o, rl_status st, const char *what);

@@ -49,17 +49,9 @@ int cmd_extend(struct cli_opts *o, int argc, char **argv)
     if (cli_check_resource(o, pos[0]) != 0 ||
         (ttl_s != NULL && cli_parse_ttl(o, "--ttl", ttl_s, &ttl) != 0))
         return CLI_EXIT_USAGE;
-    if (pos[1][0] == '\0' || strlen(pos[1]) > 128)
-        return cli_fail(o, CLI_EXIT_USAGE, "TOKEN must be 1..128 characters");
-
-    code = cli_client_new(o, &c);
+    code = cli_adopt_token(o, pos[0], pos[1], &c, &l);
     if (code != CLI_EXIT_OK)
-        return code;
-    st = rl_lock_adopt(c, pos[0], pos[1], &l);
-    if (st != RL_OK) {
-        code = cli_status_exit(o, st, pos[0]);
         goto out;
-    }
     st = rl_extend(l, ttl);
     if (st != RL_OK) {
         code = cli_status_exit(o, st, pos[0]);
