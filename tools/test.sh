@@ -15,16 +15,21 @@ quick=0
 [ "${1:-}" = "--quick" ] && quick=1
 
 section() { printf '\n==== %s ====\n' "$*"; }
+mkdir -p build
+summary=build/test-summary.log
+: >"$summary"
+# ctest output also goes to the summary, counted at the end.
+run_ctest() { ctest "$@" 2>&1 | tee -a "$summary"; }
 
 section "release build (warnings are errors)"
 cmake -S . -B build/release -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRL_WERROR=ON >/dev/null
 cmake --build build/release -j"$jobs"
 section "tests (release)"
-ctest --test-dir build/release --output-on-failure -j2 -LE chaos
+run_ctest --test-dir build/release --output-on-failure -j2 -LE chaos
 [ "$quick" = 1 ] && exit 0
 
 section "chaos suite, CI profile (release)"
-ctest --test-dir build/release --output-on-failure -L chaos
+run_ctest --test-dir build/release --output-on-failure -L chaos
 
 section "ASan + UBSan build"
 cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DRL_ASAN=ON -DRL_UBSAN=ON \
@@ -34,10 +39,11 @@ section "tests (ASan + UBSan)"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 RL_TEST_TIMEOUT_MULTIPLIER=2 \
-    ctest --test-dir build/asan --output-on-failure -j2 -LE chaos
+    run_ctest --test-dir build/asan --output-on-failure -j2 -LE chaos
 
 section "integration tests under valgrind"
 fails=0
+vg_passed=0
 for t in build/release/tests/integ_*; do
     [ -x "$t" ] || continue
     name=$(basename "$t")
@@ -46,6 +52,7 @@ for t in build/release/tests/integ_*; do
         --errors-for-leak-kinds=definite,indirect --error-exitcode=99 \
         --log-file="$log" "$t" >"build/release/$name.out" 2>&1; then
         echo "valgrind: $name: 0 errors, 0 leaks"
+        vg_passed=$((vg_passed + 1))
     else
         rc=$?
         if [ "$rc" = 77 ]; then
@@ -58,4 +65,7 @@ for t in build/release/tests/integ_*; do
     fi
 done
 [ "$fails" = 0 ] || { echo "valgrind: $fails program(s) failed"; exit 1; }
+total=$(sed -n 's/.*tests passed, 0 tests failed out of \([0-9]*\).*/\1/p' \
+    "$summary" | awk '{s += $1} END {print s + 0}')
 echo "all test stages passed"
+echo "$((total + vg_passed)) passed, 0 failed"
