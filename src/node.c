@@ -5,7 +5,7 @@
  *   BACKOFF -(timer: 25 ms doubling to 1 s, +-25% jitter)-> CONNECTING
  * CONNECTING queues AUTH, SELECT and INFO server on the new context before
  * anything else, so every later command runs authenticated, in the right
- * db, and after we know the server's run_id and uptime (quarantine, §5.7).
+ * db, and after we know the server's version and uptime (quarantine, §5.7).
  * A node that has failed before fails new requests at once until its
  * handshake succeeds again ("known down": the quorum does not wait for it).
  *
@@ -97,7 +97,6 @@ struct node {
     unsigned failures;          /* since the last good handshake */
     bool unflushed;             /* commands queued since the last flush */
     uint64_t rng;               /* xorshift state for jitter */
-    char run_id[41];
     char version[32];
     rl_mono_us up_since_us;     /* server start, boottime; 0 = unknown */
     char last_error[RL_ERRLEN];
@@ -289,8 +288,6 @@ static void handshake_done(struct node *n, const redisReply *info)
     rl_mono_us now = mono_now_us();
     unsigned long long secs;
 
-    if (!info_field(info->str, "run_id", n->run_id, sizeof(n->run_id)))
-        n->run_id[0] = '\0';
     if (!info_field(info->str, "redis_version", n->version,
                     sizeof(n->version)))
         n->version[0] = '\0';
@@ -986,23 +983,6 @@ enum node_state node_get_state(const struct node *n)
     return n->state;
 }
 
-const char *node_state_name(enum node_state s)
-{
-    switch (s) {
-    case NODE_IDLE:
-        return "idle";
-    case NODE_CONNECTING:
-        return "connecting";
-    case NODE_READY:
-        return "ready";
-    case NODE_BACKOFF:
-        return "down";
-    case NODE_CLOSED:
-        return "closed";
-    }
-    return "unknown";
-}
-
 int64_t node_uptime_ms(const struct node *n)
 {
     rl_mono_us now;
@@ -1027,16 +1007,6 @@ bool node_voting(const struct node *n)
         return true;
     return n->up_since_us != 0 &&
            node_uptime_ms(n) >= (int64_t)n->cfg->max_ttl_ms;
-}
-
-const char *node_last_error(const struct node *n)
-{
-    return n->last_error;
-}
-
-const char *node_run_id(const struct node *n)
-{
-    return n->run_id;
 }
 
 const char *node_version(const struct node *n)

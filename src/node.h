@@ -114,15 +114,11 @@ void node_flush(struct node *n);
 
 const char *node_name(const struct node *n);
 enum node_state node_get_state(const struct node *n);
-const char *node_state_name(enum node_state s);
 /* True when the node's vote counts: connected, and up longer than
  * max_ttl_ms (restart quarantine, §5.7) unless restarted nodes are
  * trusted. */
 bool node_voting(const struct node *n);
-/* Why the node is down or failed last ("" if unknown). */
-const char *node_last_error(const struct node *n);
 /* Server facts from the handshake; 0 / "" before the first one. */
-const char *node_run_id(const struct node *n);
 const char *node_version(const struct node *n);
 int64_t node_uptime_ms(const struct node *n);
 /* When the server started (boottime µs, rounded late by < 1 s); 0 if
