@@ -246,6 +246,16 @@ static rl_status inspect_args(rl_client *c, const void *out, size_t cap,
     return waiter_check(c, name);
 }
 
+/* Hand the per-node results (one elem_size item per node) to the caller's
+ * array of cap items, and free them. */
+static void copy_out(rl_client *c, void *out, size_t cap, size_t *count,
+                     void *all, size_t elem_size)
+{
+    *count = c->node_count;
+    memcpy(out, all, (cap < c->node_count ? cap : c->node_count) * elem_size);
+    free(all);
+}
+
 rl_status rl_client_ping(rl_client *c, rl_node_info *out, size_t cap,
                          size_t *count)
 {
@@ -266,10 +276,7 @@ rl_status rl_client_ping(rl_client *c, rl_node_info *out, size_t cap,
         all[i].uptime_ms = -1;
     }
     st = inspect_run(c, all, NULL, NULL, NULL);
-    *count = c->node_count;
-    memcpy(out, all, (cap < c->node_count ? cap : c->node_count) *
-                         sizeof(*all));
-    free(all);
+    copy_out(c, out, cap, count, all, sizeof(*all));
     return st;
 }
 
@@ -294,10 +301,7 @@ rl_status rl_resource_status(rl_client *c, const char *resource,
         all[i].pttl_ms = -2;
     }
     st = inspect_run(c, NULL, all, resource, NULL);
-    *count = c->node_count;
-    memcpy(out, all, (cap < c->node_count ? cap : c->node_count) *
-                         sizeof(*all));
-    free(all);
+    copy_out(c, out, cap, count, all, sizeof(*all));
     return st;
 }
 

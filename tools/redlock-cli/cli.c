@@ -715,3 +715,9 @@ int cli_adopt_token(struct cli_opts *o, const char *resource,
         return cli_status_exit(o, st, resource);
     return CLI_EXIT_OK;
 }
+
+uint32_t cli_default_ttl(const struct cli_opts *o)
+{
+    return RL_DEFAULT_TTL_MS < o->max_ttl_ms ? RL_DEFAULT_TTL_MS
+                                             : o->max_ttl_ms;
+}

@@ -97,6 +97,8 @@ int cli_match(const struct cli_opts *o, int argc, char **argv, int *i,
  * 1 consumed, 0 not a global option, -1 error (exit 2 printed). */
 int cli_global_option(struct cli_opts *o, int argc, char **argv, int *i);
 /* Parse --ttl's value: 1..max_ttl. Prints the error; -1 on error. */
+/* The TTL used without --ttl: the library default, capped by --max-ttl. */
+uint32_t cli_default_ttl(const struct cli_opts *o);
 int cli_parse_ttl(const struct cli_opts *o, const char *opt, const char *s,
                   uint32_t *out);
 /* Parse --wait's value: milliseconds, or "forever"/"-1". */

@@ -57,8 +57,7 @@ int cmd_acquire(struct cli_opts *o, int argc, char **argv)
         return cli_fail(o, CLI_EXIT_USAGE, "missing resource (usage: "
                         "acquire R [--ttl MS] [--wait MS] [--fence])");
     memset(&ao, 0, sizeof(ao));
-    ao.ttl_ms = RL_DEFAULT_TTL_MS < o->max_ttl_ms ? RL_DEFAULT_TTL_MS
-                                                  : o->max_ttl_ms;
+    ao.ttl_ms = cli_default_ttl(o);
     if (cli_check_resource(o, pos[0]) != 0 ||
         (ttl_s != NULL && cli_parse_ttl(o, "--ttl", ttl_s, &ao.ttl_ms) != 0) ||
         (wait_s != NULL && cli_parse_wait(o, wait_s, &ao.wait_ms) != 0))

@@ -1280,8 +1280,7 @@ int cmd_bench(struct cli_opts *o, int argc, char **argv)
 
     memset(&b, 0, sizeof(b));
     b.o = o;
-    b.ttl_ms = RL_DEFAULT_TTL_MS < o->max_ttl_ms ? RL_DEFAULT_TTL_MS
-                                                 : o->max_ttl_ms;
+    b.ttl_ms = cli_default_ttl(o);
     b.hold_ms = 1;
     code = cli_parse_args(o, argc, argv, opts, sizeof(opts) / sizeof(opts[0]),
                           usage, pos, 0, &npos, NULL);

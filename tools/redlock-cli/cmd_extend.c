@@ -44,8 +44,7 @@ int cmd_extend(struct cli_opts *o, int argc, char **argv)
     if (npos < 2)
         return cli_fail(o, CLI_EXIT_USAGE, "missing %s (usage: extend R "
                         "TOKEN [--ttl MS])", npos == 0 ? "resource" : "TOKEN");
-    ttl = RL_DEFAULT_TTL_MS < o->max_ttl_ms ? RL_DEFAULT_TTL_MS
-                                            : o->max_ttl_ms;
+    ttl = cli_default_ttl(o);
     if (cli_check_resource(o, pos[0]) != 0 ||
         (ttl_s != NULL && cli_parse_ttl(o, "--ttl", ttl_s, &ttl) != 0))
         return CLI_EXIT_USAGE;

@@ -376,8 +376,7 @@ static int parse(struct cli_opts *o, int argc, char **argv,
         return cli_fail(o, -1, "missing the command after '--'");
     a->resource = pos[0];
     a->cmd = argv + rest;
-    a->ao.ttl_ms = RL_DEFAULT_TTL_MS < o->max_ttl_ms ? RL_DEFAULT_TTL_MS
-                                                     : o->max_ttl_ms;
+    a->ao.ttl_ms = cli_default_ttl(o);
     a->ao.fencing = fence;
     a->kill_signal = SIGTERM;
     a->conflict_code = CLI_EXIT_NOT_ACQUIRED;
