@@ -37,6 +37,14 @@
  *   touched; callback arguments are borrowed unless said otherwise.
  * - Resource names must not start with "redlock:" (reserved for fence
  *   counters and release channels).
+ * - ABI: every struct below ends with a reserved tail (reserved_) that
+ *   must stay zero (rl_config_init and "= {0}" do that). A later version
+ *   carves new fields out of it, so sizeof never changes within a
+ *   SOVERSION and a program built against an older header keeps working;
+ *   a struct whose reserved bytes are not zero (built against a newer
+ *   header) is refused with RL_EINVAL.
+ * - Calls on a lock must not run concurrently with rl_client_free of its
+ *   client (before it, or after it returns, is fine).
  *
  * Guarantees and assumptions: see README.md ("Guarantees").
  */
@@ -58,9 +66,9 @@ extern "C" {
 #endif
 
 #define RL_VERSION_MAJOR 0
-#define RL_VERSION_MINOR 1
+#define RL_VERSION_MINOR 2
 #define RL_VERSION_PATCH 0
-#define RL_VERSION_STRING "0.1.0"
+#define RL_VERSION_STRING "0.2.0"
 
 /* ---- Status codes ---------------------------------------------------------
  * One table generates the enum, rl_strerror() and rl_status_name().
@@ -92,7 +100,7 @@ RL_API const char *rl_status_name(rl_status st);
  * of the operation being reported). Empty string when there is none. The
  * pointer stays valid until this thread's next library call. */
 RL_API const char *rl_last_error(void);
-/* "0.1.0" */
+/* "0.2.0" */
 RL_API const char *rl_version(void);
 
 /* ---- Handles --------------------------------------------------------------*/
@@ -103,15 +111,15 @@ typedef struct rl_lock rl_lock;
 enum rl_log_level { RL_LOG_ERROR = 0, RL_LOG_WARN = 1, RL_LOG_INFO = 2,
                     RL_LOG_DEBUG = 3 };
 /* Log sink. Called from the loop thread (or the caller's thread during
- * rl_client_new). msg is borrowed and never holds a password. */
+ * rl_client_new). msg is borrowed and never holds a password. It may not
+ * call rl_client_free. */
 typedef void (*rl_log_fn)(int level, const char *msg, void *privdata);
 
 struct ev_loop;
 
 /* Fill it with rl_config_init(), then set nodes. Fields are taken as they
  * are (no "zero means default" here, so call rl_config_init first);
- * rl_client_new() validates every field and names the bad one. Fields are
- * only ever appended. */
+ * rl_client_new() validates every field and names the bad one. */
 typedef struct rl_config {
     /* Node addresses, 1..64 of them, all distinct:
      *   redis://[[user]:password@]host[:port][/db]   (port 6379, db 0)
@@ -137,6 +145,7 @@ typedef struct rl_config {
     void *log_privdata;
     int log_level;               /* enum rl_log_level, default RL_LOG_WARN */
     struct ev_loop *loop;        /* external libev loop, or NULL (own thread) */
+    uint64_t reserved_[24];      /* zero (see "ABI" above) */
 } rl_config;
 
 /* Fill *cfg with the defaults above (no nodes). NULL is ignored. */
@@ -154,8 +163,12 @@ RL_API rl_client *rl_client_new(const rl_config *cfg, rl_status *st);
 /* Free the client. Operations still in flight end with RL_ECANCELED (their
  * callbacks run, on the loop thread, before this returns; with an external
  * loop, right here). Locks still held are not released in Redis (they
- * expire); their handles must still be freed with rl_lock_free(). NULL is a
- * no-op. Blocks while the loop thread stops. Not from inside a callback. */
+ * expire) and stop being renewed; their handles must still be freed with
+ * rl_lock_free() (or rl_release(), which then returns RL_ECANCELED). NULL
+ * is a no-op. Blocks while the loop thread stops. Refused from inside any
+ * callback of the library (acquire, extend, release, lost, log): it then
+ * returns at once, frees nothing and rl_last_error() says so (RL_EMISUSE);
+ * free the client after the callback has returned. */
 RL_API void rl_client_free(rl_client *c);
 
 /* ---- Acquire options ------------------------------------------------------*/
@@ -163,11 +176,11 @@ RL_API void rl_client_free(rl_client *c);
 #define RL_DEFAULT_TTL_MS 30000u
 
 /* Lost-lock callback: runs on the loop thread, once, before the validity
- * ends. l is borrowed: do not free it here. */
+ * ends. l is borrowed; async calls on it (rl_release_async, rl_lock_free)
+ * are allowed and take effect after the callback returns. */
 typedef void (*rl_lost_cb)(rl_lock *l, void *privdata);
 
-/* All fields: zero means the default, so rl_acquire_opts o = {0} is valid.
- * Fields are only ever appended. */
+/* All fields: zero means the default, so rl_acquire_opts o = {0} is valid. */
 typedef struct rl_acquire_opts {
     uint32_t ttl_ms;          /* 1..cfg.max_ttl_ms, default 30000 */
     int64_t wait_ms;          /* 0: cfg's retry policy; >0 keep trying for
@@ -182,7 +195,9 @@ typedef struct rl_acquire_opts {
     rl_lost_cb lost_cb;       /* watchdog: called once when lost, or NULL */
     void *lost_privdata;
     uint32_t max_renewals;    /* watchdog cap: 0 = no cap */
-    uint64_t max_hold_ms;     /* watchdog cap on total hold time: 0 = none */
+    uint64_t max_hold_ms;     /* watchdog cap on total hold time: 0 or
+                                 UINT64_MAX = none; else at most a century */
+    uint64_t reserved_[8];    /* zero (see "ABI" above) */
 } rl_acquire_opts;
 
 /* ---- Blocking API (thread-safe; not with cfg.loop; not in callbacks) ------*/
@@ -206,24 +221,32 @@ RL_API rl_status rl_acquire_multi(rl_client *c, const char *const *resources,
  * with) by re-quorum: on each node the key's expiry is reset only where it
  * still holds this lock's token; an absent key is never recreated. RL_OK:
  * validity renewed from the round's start. RL_ELOST: a majority says the
- * lock is gone or taken, or validity ran out first (the lock is then marked
- * lost). RL_ENOQUORUM: too few answers (validity unchanged; you may retry).
- * Blocks. */
+ * lock is gone or taken, or validity ran out first, or the lock was
+ * already lost (once lost, always lost). RL_ENOQUORUM: too few answers
+ * (validity unchanged; you may retry). RL_EMISUSE: another extend of this
+ * lock is in flight, the client was freed, or the call comes from a
+ * callback. RL_ECANCELED: the lock was released or its client freed
+ * meanwhile. RL_EINVAL, RL_ENOMEM. On a watched lock it waits for the
+ * watchdog's renewal in flight, then runs. Blocks. */
 RL_API rl_status rl_extend(rl_lock *l, uint32_t ttl_ms);
 
 /* Release the lock on all nodes and free l (consumes l: the pointer is dead
  * after the call, whatever the result -- except RL_EINVAL and RL_EMISUSE,
  * which leave l untouched). A reentrant lock held n > 1 times only drops
- * one hold (RL_OK, l stays valid, Redis untouched). RL_OK: released (or,
- * for an adopted token, released or already free). RL_ELOST: the validity had already run
- * out before the release (keys deleted where still ours).
- * RL_ENOTACQUIRED: a majority holds another token. RL_ENOQUORUM: too few
- * nodes answered (keys expire by themselves). NULL returns RL_EINVAL.
+ * one hold (RL_OK, l stays valid, Redis untouched). A renewal in flight is
+ * dropped first. RL_OK: released (or, for an adopted token, released or
+ * already free). RL_ELOST: the validity had already run out before the
+ * release (keys deleted where still ours). RL_ENOTACQUIRED: a majority
+ * holds another token. RL_ENOQUORUM: too few nodes answered (keys expire
+ * by themselves). RL_ECANCELED: the client was freed first (l is freed).
+ * RL_ENOMEM. NULL returns RL_EINVAL; a call from a callback RL_EMISUSE.
  * Blocks. */
 RL_API rl_status rl_release(rl_lock *l);
 
-/* Free the handle without touching Redis (the keys expire). NULL is a
- * no-op. Use after rl_client_free or when giving up a lost lock. */
+/* Free the handle without touching Redis (the keys expire); its watchdog
+ * and any renewal in flight stop first (a pending rl_extend_async ends
+ * with RL_ECANCELED). NULL is a no-op. Any thread, also from a callback;
+ * never blocks. Use after rl_client_free or when giving up a lost lock. */
 RL_API void rl_lock_free(rl_lock *l);
 
 /* Make a handle for a lock known only by its token (e.g. from another
@@ -310,12 +333,15 @@ RL_API rl_status rl_acquire_multi_async(rl_client *c,
                                         size_t count,
                                         const rl_acquire_opts *o,
                                         rl_acquire_cb cb, void *privdata);
-/* At most one extend may be in flight per lock (else RL_EMISUSE). */
+/* At most one extend of yours may be in flight per lock (else
+ * RL_EMISUSE); on a watched lock it runs after the watchdog's renewal in
+ * flight. cb gets RL_OK, RL_ELOST, RL_ENOQUORUM, RL_ENOMEM, or
+ * RL_ECANCELED (released, freed, or client freed meanwhile). */
 RL_API rl_status rl_extend_async(rl_lock *l, uint32_t ttl_ms, rl_extend_cb cb,
                                  void *privdata);
 /* Consumes l once it returns RL_OK (not on an error return). cb may be
  * NULL (fire and forget). An extend in flight is reported as RL_ECANCELED
- * first. */
+ * first. cb gets the codes of rl_release. */
 RL_API rl_status rl_release_async(rl_lock *l, rl_release_cb cb,
                                   void *privdata);
 
@@ -333,6 +359,7 @@ typedef struct rl_node_info {
     int64_t uptime_ms;        /* server uptime; -1 when unknown */
     char version[32];         /* redis_version; "" when unknown */
     char error[RL_ERROR_LEN]; /* why unreachable; "" otherwise */
+    uint64_t reserved_[16];   /* zeroed (see "ABI" above) */
 } rl_node_info;
 
 /* PING every node at once and describe each (out[i] for node i, up to cap;
@@ -350,6 +377,7 @@ typedef struct rl_holder_info {
     int64_t pttl_ms;          /* remaining TTL; -2 when free, -1 no expiry */
     char error[RL_ERROR_LEN];
     bool voting;              /* its vote counts (not quarantined, §5.7) */
+    uint64_t reserved_[8];    /* zeroed (see "ABI" above) */
 } rl_holder_info;
 
 /* Read the resource's key on every node (out[i] for node i, up to cap;
@@ -377,6 +405,7 @@ typedef struct rl_node_stats {
     uint32_t latency_p90_us;
     uint32_t latency_p99_us;
     uint32_t latency_max_us;
+    uint64_t reserved_[16];   /* zeroed (see "ABI" above) */
 } rl_node_stats;
 
 typedef struct rl_stats {
@@ -387,6 +416,7 @@ typedef struct rl_stats {
     uint64_t fences;          /* fencing tokens issued */
     size_t node_count;
     rl_node_stats nodes[RL_STATS_MAX_NODES];
+    uint64_t reserved_[8];    /* zeroed (see "ABI" above) */
 } rl_stats;
 
 /* Snapshot the counters since rl_client_new. RL_EINVAL, RL_EMISUSE.

@@ -1,7 +1,7 @@
 /* acquire.c -- acquire one or several resources on a majority (§5.1, §5.2).
  *
- * One acquire operation owns: the lock handle being built (keys + token,
- * handed to the caller on success), a quorum round, and a retry timer.
+ * One acquire operation owns a quorum round, a retry timer and its
+ * notification wait; it borrows the holder's lock record (keys + token).
  * Attempt: t0 just before the first send; SET key token NX PX ttl on every
  * node (or, for several resources, a script that sets all of them or none);
  * the round decides as soon as the outcome is certain. On success the
@@ -13,15 +13,14 @@
  * wait retry_delay +- jitter -- capped by the wait deadline and by the
  * holder's remaining PTTL, and cut short by a release notification
  * (§5.2, §5.5) -- and try again, until the retries or the wait run out.
- * Every path ends in finish(): the callback runs exactly once. */
+ * Every path ends in finish(): done runs exactly once, unless the holder
+ * aborts the acquisition first (client freed). */
 #include <stdio.h>
 #include <string.h>
 
+#include "acquire.h"
 #include "fence.h"
-#include "lock.h"
 #include "notify.h"
-#include "reentry.h"
-#include "watchdog.h"
 
 /* Waits longer than this (a century) are treated as RL_WAIT_FOREVER. */
 #define MAX_WAIT_MS (INT64_C(100) * 365 * 24 * 3600 * 1000)
@@ -32,10 +31,10 @@ enum acquire_phase {
 };
 
 struct acquire_op {
-    struct op base;
-    rl_acquire_cb cb;
-    void *privdata;
-    struct rl_lock *lock;        /* ours until handed over */
+    rl_client *client;
+    acquire_done_fn *done;
+    void *owner;
+    const struct lock_rec *lock; /* the holder's, borrowed */
     uint32_t ttl_ms;
     uint32_t min_validity_ms;
     bool wait_forever;
@@ -44,14 +43,14 @@ struct acquire_op {
     char ttl_buf[16];
     struct quorum_round round;
     struct loop_timer *retry_timer;
-    rl_acquire_opts opts;        /* copy: fencing, watchdog settings */
     enum acquire_phase phase;
     rl_mono_us t0;               /* start of the winning SET round */
+    unsigned voters;             /* voting nodes that granted it */
+    uint64_t fence;              /* fencing token written, or 0 */
     char *fence_key;             /* fencing: counter key, else NULL */
     uint64_t fence_max_read;     /* largest counter granting nodes hold */
     char fence_buf[24];          /* the candidate token, decimal */
     struct notify_waiter waiter; /* woken when the holder releases */
-    pthread_t caller;            /* reentrant: the thread that asked */
     bool sleeping;               /* between attempts */
     rl_mono_us wake_us;          /* when the sleep ends, boottime */
     struct request *pttl_req;    /* asking a refusing node for the TTL */
@@ -62,65 +61,53 @@ static void attempt(void *arg);
 
 /* Release our token on the nodes that may have stored it: all, or all but
  * those that refused the SET (they certainly did not store it). Nodes
- * that are down get it when they come back, until our SET has expired. */
+ * that are down get it when they come back, however late: a SET stuck in
+ * a paused server lands when it resumes and lives a whole TTL from then,
+ * and a compare-and-delete of our own token is harmless at any time. */
 static void roll_back(struct acquire_op *op, bool all)
 {
     struct lock_cmd release;
     struct node *targets[RL_MAX_NODES];
     size_t i, n = 0;
 
-    lock_script_cmd(op->lock, SCRIPT_RELEASE, NULL, &release);
+    lockrec_script_cmd(op->lock, SCRIPT_RELEASE, NULL, &release);
     for (i = 0; i < op->round.n; i++) {
         if (all || op->round.slots[i].vote != VOTE_NO)
             targets[n++] = op->round.nodes[i];
     }
-    round_broadcast(targets, n, &release.cmd,
-                    op->t0 + (rl_mono_us)op->ttl_ms * 1000u);
+    round_broadcast(targets, n, &release.cmd);
 }
 
-static void finish(struct acquire_op *op, rl_status st)
+static void acquire_free(struct acquire_op *op)
 {
-    rl_client *c = op->base.client;
-    rl_acquire_cb cb = op->cb;
-    void *privdata = op->privdata;
-    struct rl_lock *lock = NULL;
-
-    if (st == RL_OK && op->opts.auto_extend) {
-        atomic_store(&op->lock->watched, true);
-        st = watchdog_attach(op->lock, &op->opts);
-        if (st != RL_OK) {
-            snprintf(op->detail, sizeof(op->detail), "%s", rl_last_error());
-            roll_back(op, true);
-        }
-    }
-    notify_unwait(c->notify, &op->waiter);
+    notify_unwait(op->client->notify, &op->waiter);
     request_detach(op->pttl_req);
     round_clear(&op->round);
     loop_timer_free(op->retry_timer);
     free(op->fence_key);
-    if (st == RL_OK) {
-        lock = op->lock;
-        if (op->opts.reentrant)
-            reentry_mark(lock, op->caller);
-        client_lock_add(c, lock);
-        client_count(c, STAT_ACQUIRED);
-        rl_error_clear();
-    } else {
-        lock_destroy(op->lock);
-        rl_error_set_text(op->detail);
-    }
-    client_op_finished(c, &op->base);
     free(op);
-    cb(c, st, lock, privdata);
 }
 
-static void cancel(struct op *base)
+void acquire_abort(struct acquire_op *op)
 {
-    struct acquire_op *op = (struct acquire_op *)base;
+    if (op != NULL)
+        acquire_free(op);
+}
 
-    snprintf(op->detail, sizeof(op->detail),
-             "acquire of '%s' canceled: client freed", op->lock->resource);
-    finish(op, RL_ECANCELED);
+static void finish(struct acquire_op *op, rl_status st)
+{
+    acquire_done_fn *done = op->done;
+    void *owner = op->owner;
+    struct acquire_grant g = {op->t0, op->voters, op->fence};
+
+    if (st == RL_OK) {
+        client_count(op->client, STAT_ACQUIRED);
+        rl_error_clear();
+    } else {
+        rl_error_set_text(op->detail);
+    }
+    acquire_free(op);
+    done(owner, st, st == RL_OK ? &g : NULL);
 }
 
 /* The holder released (or our subscription just became active): try
@@ -187,7 +174,7 @@ static void ask_holder_ttl(struct acquire_op *op)
 
 static void attempt_failed(struct acquire_op *op, rl_status st)
 {
-    rl_client *c = op->base.client;
+    rl_client *c = op->client;
     rl_mono_us now = mono_now_us();
     uint64_t delay_us;
     uint32_t jitter = c->cfg.retry_jitter_ms;
@@ -222,7 +209,7 @@ static void attempt_failed(struct acquire_op *op, rl_status st)
  * reason to op->detail and returns false when it is too little. */
 static bool enough_validity(struct acquire_op *op)
 {
-    rl_client *c = op->base.client;
+    rl_client *c = op->client;
     rl_mono_us now = mono_now_us();
     int64_t validity_us =
         validity_compute_us(op->ttl_ms, c->cfg.drift_factor, op->t0, now);
@@ -237,16 +224,6 @@ static bool enough_validity(struct acquire_op *op)
     return false;
 }
 
-static void acquired(struct acquire_op *op)
-{
-    rl_client *c = op->base.client;
-
-    atomic_store(&op->lock->deadline_us,
-                 validity_deadline(op->ttl_ms, c->cfg.drift_factor, op->t0));
-    op->lock->ttl_ms = op->ttl_ms;
-    op->lock->acquired_us = op->t0;
-    finish(op, RL_OK);
-}
 
 static void fence_decided(void *owner, enum verdict v)
 {
@@ -266,9 +243,9 @@ static void fence_decided(void *owner, enum verdict v)
         attempt_failed(op, RL_ETIMEOUT);
         return;
     }
-    op->lock->fence = strtoull(op->fence_buf, NULL, 10);
-    client_count(op->base.client, STAT_FENCES);
-    acquired(op);
+    op->fence = strtoull(op->fence_buf, NULL, 10);
+    client_count(op->client, STAT_FENCES);
+    finish(op, RL_OK);
 }
 
 /* Round 2 of a fenced acquire: write max(max_read + 1, wall clock µs)
@@ -308,13 +285,13 @@ static void acquire_decided(void *owner, enum verdict v)
 
     op->t0 = q->t0;
     if (v == VERDICT_SUCCESS) {
-        atomic_store(&op->lock->nodes_ok, (unsigned)q->yes);
+        op->voters = (unsigned)q->yes;
         if (!enough_validity(op))
             attempt_failed(op, RL_ETIMEOUT);
         else if (op->fence_key != NULL)
             fence_write(op);
         else
-            acquired(op);
+            finish(op, RL_OK);
         return;
     }
     /* Nodes that could not vote at all: failed, or quarantined (§5.7). */
@@ -373,7 +350,7 @@ static enum vote classify(void *owner, size_t slot,
 static void attempt(void *arg)
 {
     struct acquire_op *op = arg;
-    struct rl_lock *l = op->lock;
+    const struct lock_rec *l = op->lock;
     const char *argv[RL_MAX_RESOURCES + 6];
     size_t lens[RL_MAX_RESOURCES + 6];
     struct lock_cmd script;
@@ -409,7 +386,7 @@ static void attempt(void *arg)
             lens[i] = strlen(argv[i]);
         set = (struct round_cmd){NULL, 0, 6, argv, lens};
     } else {
-        lock_script_cmd(l, SCRIPT_ACQUIRE_MULTI, op->ttl_buf, &script);
+        lockrec_script_cmd(l, SCRIPT_ACQUIRE_MULTI, op->ttl_buf, &script);
         cmd = &script.cmd;
     }
     v = round_start(&op->round, ROUND_EARLY, cmd, classify, acquire_decided,
@@ -418,24 +395,13 @@ static void attempt(void *arg)
         acquire_decided(op, v);
 }
 
-static void start(struct op *base)
+rl_status acquire_check(rl_client *c, const char *const *resources,
+                        size_t count, const rl_acquire_opts *o,
+                        uint32_t *ttl)
 {
-    attempt(base);
-}
-
-rl_status acquire_submit(rl_client *c, const char *const *resources,
-                         size_t count, const rl_acquire_opts *o,
-                         rl_acquire_cb cb, void *privdata)
-{
-    struct acquire_op *op;
     rl_status st;
-    uint32_t ttl;
     size_t i;
 
-    if (c == NULL)
-        return rl_fail(RL_EINVAL, "client is NULL");
-    if (cb == NULL)
-        return rl_fail(RL_EINVAL, "callback is NULL");
     if (resources == NULL || count == 0 || count > RL_MAX_RESOURCES)
         return rl_fail(RL_EINVAL, "resources: 1..%d names required",
                        RL_MAX_RESOURCES);
@@ -444,53 +410,47 @@ rl_status acquire_submit(rl_client *c, const char *const *resources,
         if (st != RL_OK)
             return st;
     }
-    st = config_effective_ttl(&c->cfg, o != NULL ? o->ttl_ms : 0, &ttl);
+    if (o != NULL) {
+        st = rl_check_reserved(o->reserved_, sizeof(o->reserved_),
+                               "acquire options");
+        if (st != RL_OK)
+            return st;
+    }
+    st = config_effective_ttl(&c->cfg, o != NULL ? o->ttl_ms : 0, ttl);
     if (st != RL_OK)
         return st;
     if (o != NULL && o->wait_ms < 0 && o->wait_ms != RL_WAIT_FOREVER)
         return rl_fail(RL_EINVAL,
                        "wait_ms must be >= 0 or RL_WAIT_FOREVER, got %lld",
                        (long long)o->wait_ms);
-    if (o != NULL && o->min_validity_ms >= ttl)
+    if (o != NULL && o->min_validity_ms >= *ttl)
         return rl_fail(RL_EINVAL, "min_validity_ms %u must be below ttl %u",
-                       o->min_validity_ms, ttl);
-    if (o != NULL && o->auto_extend) {
-        st = watchdog_check_opts(o, ttl);
-        if (st != RL_OK)
-            return st;
-    }
-    if (o != NULL && o->reentrant && count == 1 &&
-        reentry_acquire(c, resources[0], cb, privdata, &st))
-        return st;
-    op = calloc(1, sizeof(*op));
+                       o->min_validity_ms, *ttl);
+    return RL_OK;
+}
+
+struct acquire_op *acquire_new(rl_client *c, const struct lock_rec *rec,
+                               uint32_t ttl, const rl_acquire_opts *o,
+                               acquire_done_fn *done, void *owner)
+{
+    struct acquire_op *op = calloc(1, sizeof(*op));
+
     if (op == NULL)
-        return rl_fail(RL_ENOMEM, "out of memory for an acquire");
-    if (o != NULL)
-        op->opts = *o;
-    st = lock_new(c, resources, count, NULL, &op->lock);
-    if (st != RL_OK)
-        goto out_free;
-    st = round_init(&op->round, c->nodes, c->node_count);
-    if (st != RL_OK)
-        goto out_free;
-    if (op->opts.fencing) {
-        op->fence_key = fence_key(op->lock->keys[0], op->lock->key_lens[0]);
-        if (op->fence_key == NULL) {
-            st = rl_fail(RL_ENOMEM, "out of memory for a fence key");
-            goto out_free;
-        }
+        goto out_nomem;
+    op->client = c;
+    op->lock = rec;
+    if (round_init(&op->round, c->nodes, c->node_count) != RL_OK)
+        goto out_nomem;
+    if (o != NULL && o->fencing) {
+        op->fence_key = fence_key(rec->keys[0], rec->key_lens[0]);
+        if (op->fence_key == NULL)
+            goto out_nomem;
     }
-    op->retry_timer = loop_timer_new(c, attempt, op);
-    if (op->retry_timer == NULL) {
-        st = rl_fail(RL_ENOMEM, "out of memory for a timer");
-        goto out_free;
-    }
-    op->base.client = c;
-    op->base.start = start;
-    op->base.cancel = cancel;
-    op->cb = cb;
-    op->privdata = privdata;
-    op->caller = pthread_self();
+    op->retry_timer = loop_timer_new(c->loop, attempt, op);
+    if (op->retry_timer == NULL)
+        goto out_nomem;
+    op->done = done;
+    op->owner = owner;
     op->ttl_ms = ttl;
     snprintf(op->ttl_buf, sizeof(op->ttl_buf), "%u", ttl);
     op->min_validity_ms = o != NULL ? o->min_validity_ms : 0;
@@ -501,28 +461,18 @@ rl_status acquire_submit(rl_client *c, const char *const *resources,
         op->wait_forever = true;
     else if (o != NULL && o->wait_ms > 0)
         op->wait_deadline_us = mono_now_us() + (rl_mono_us)o->wait_ms * 1000u;
-    st = client_submit(c, &op->base);
-    if (st == RL_OK)
-        return RL_OK;
-out_free:
-    free(op->fence_key);
-    round_clear(&op->round);
-    loop_timer_free(op->retry_timer);
-    lock_destroy(op->lock);
-    free(op);
-    return st;
+    return op;
+out_nomem:
+    if (op != NULL) {
+        free(op->fence_key);
+        round_clear(&op->round);
+        free(op);
+    }
+    rl_fail(RL_ENOMEM, "out of memory for an acquire");
+    return NULL;
 }
 
-rl_status rl_acquire_async(rl_client *c, const char *resource,
-                           const rl_acquire_opts *o, rl_acquire_cb cb,
-                           void *privdata)
+void acquire_run(struct acquire_op *op)
 {
-    return acquire_submit(c, &resource, 1, o, cb, privdata);
-}
-
-rl_status rl_acquire_multi_async(rl_client *c, const char *const *resources,
-                                 size_t count, const rl_acquire_opts *o,
-                                 rl_acquire_cb cb, void *privdata)
-{
-    return acquire_submit(c, resources, count, o, cb, privdata);
+    attempt(op);
 }

@@ -10,62 +10,7 @@
  * on the loop thread itself (it would wait for itself). */
 #include <stdio.h>
 
-#include "blocking.h"
-#include "lock.h"
-
-rl_status waiter_check(const rl_client *c, const char *name)
-{
-    if (!client_has_own_loop(c))
-        return rl_fail(RL_EMISUSE,
-                       "%s: blocking call on a client with an external "
-                       "loop; use the _async API",
-                       name);
-    if (client_on_loop_thread(c))
-        return rl_fail(RL_EMISUSE,
-                       "%s: blocking call from a callback (loop thread)",
-                       name);
-    return RL_OK;
-}
-
-void waiter_init(struct waiter *w)
-{
-    pthread_mutex_init(&w->mutex, NULL);
-    pthread_cond_init(&w->cond, NULL);
-    w->done = false;
-    w->status = RL_OK;
-    w->lock = NULL;
-    w->error[0] = '\0';
-}
-
-void waiter_done(struct waiter *w, rl_status st)
-{
-    pthread_mutex_lock(&w->mutex);
-    w->status = st;
-    snprintf(w->error, sizeof(w->error), "%s", rl_last_error());
-    w->done = true;
-    pthread_cond_signal(&w->cond);
-    pthread_mutex_unlock(&w->mutex);
-}
-
-void waiter_discard(struct waiter *w)
-{
-    pthread_cond_destroy(&w->cond);
-    pthread_mutex_destroy(&w->mutex);
-}
-
-rl_status waiter_wait(struct waiter *w)
-{
-    rl_status st;
-
-    pthread_mutex_lock(&w->mutex);
-    while (!w->done)
-        pthread_cond_wait(&w->cond, &w->mutex);
-    st = w->status;
-    pthread_mutex_unlock(&w->mutex);
-    waiter_discard(w);
-    rl_error_set_text(w->error);
-    return st;
-}
+#include "holder.h"
 
 /* ---- Acquire ------------------------------------------------------------ */
 
@@ -75,7 +20,7 @@ static void acquired(rl_client *c, rl_status st, rl_lock *lock,
     struct waiter *w = privdata;
 
     RL_UNUSED(c);
-    w->lock = lock;
+    w->result = lock;
     waiter_done(w, st);
 }
 
@@ -91,17 +36,17 @@ rl_status rl_acquire_multi(rl_client *c, const char *const *resources,
     *out = NULL;
     if (c == NULL)
         return rl_fail(RL_EINVAL, "client is NULL");
-    st = waiter_check(c, "rl_acquire");
+    st = waiter_check(c->loop, "rl_acquire");
     if (st != RL_OK)
         return st;
     waiter_init(&w);
-    st = rl_acquire_multi_async(c, resources, count, o, acquired, &w);
+    st = holder_acquire(c, resources, count, o, acquired, &w);
     if (st != RL_OK) {
         waiter_discard(&w);
         return st;
     }
     st = waiter_wait(&w);
-    *out = w.lock;
+    *out = w.result;
     return st;
 }
 
@@ -128,17 +73,19 @@ static void released(rl_client *c, rl_status st, void *privdata)
 rl_status rl_extend(rl_lock *l, uint32_t ttl_ms)
 {
     struct waiter w;
+    rl_client *c;
     rl_status st;
 
     if (l == NULL)
         return rl_fail(RL_EINVAL, "lock is NULL");
-    if (l->client == NULL)
+    c = holder_client(l);
+    if (c == NULL)
         return rl_fail(RL_EMISUSE, "the lock's client was freed");
-    st = waiter_check(l->client, "rl_extend");
+    st = waiter_check(c->loop, "rl_extend");
     if (st != RL_OK)
         return st;
     waiter_init(&w);
-    st = rl_extend_async(l, ttl_ms, extended, &w);
+    st = holder_extend(l, ttl_ms, extended, &w);
     if (st != RL_OK) {
         waiter_discard(&w);
         return st;
@@ -149,20 +96,22 @@ rl_status rl_extend(rl_lock *l, uint32_t ttl_ms)
 rl_status rl_release(rl_lock *l)
 {
     struct waiter w;
+    rl_client *c;
     rl_status st;
 
     if (l == NULL)
         return rl_fail(RL_EINVAL, "lock is NULL");
-    if (l->client == NULL) {
+    c = holder_client(l);
+    if (c == NULL) {
         rl_lock_free(l);
         return rl_fail(RL_ECANCELED,
                        "the lock's client was freed; handle freed");
     }
-    st = waiter_check(l->client, "rl_release");
+    st = waiter_check(c->loop, "rl_release");
     if (st != RL_OK)
         return st;
     waiter_init(&w);
-    st = rl_release_async(l, released, &w);
+    st = holder_release(l, released, &w);
     if (st != RL_OK) {
         waiter_discard(&w);
         rl_lock_free(l);

@@ -4,6 +4,7 @@
 #ifndef REDLOCK_COMMON_H
 #define REDLOCK_COMMON_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
 
@@ -30,5 +31,16 @@ rl_status rl_fail(rl_status st, const char *fmt, ...) RL_PRINTF(2, 3);
 void rl_error_set_text(const char *msg);
 /* Clear this thread's rl_last_error(). */
 void rl_error_clear(void);
+
+/* RL_OK when the reserved tail of a caller's struct is all zero, else
+ * RL_EINVAL naming what (built against a newer redlock.h). */
+rl_status rl_check_reserved(const void *tail, size_t len, const char *what);
+
+/* User callbacks (acquire, extend, release, lost, log) run between
+ * callback_enter and callback_leave, so a call that must not run inside
+ * one (rl_client_free) can refuse. Counted per thread. */
+void callback_enter(void);
+void callback_leave(void);
+bool in_callback(void);
 
 #endif

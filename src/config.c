@@ -113,6 +113,9 @@ rl_status config_load(const rl_config *in, struct config *out)
     memset(out, 0, sizeof(*out));
     if (in == NULL)
         return rl_fail(RL_EINVAL, "cfg is NULL");
+    st = rl_check_reserved(in->reserved_, sizeof(in->reserved_), "cfg");
+    if (st != RL_OK)
+        return st;
     st = check_numbers(in);
     if (st != RL_OK)
         return st;
@@ -171,7 +174,9 @@ void config_log(const struct config *cfg, int level, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
+    callback_enter();
     cfg->log(level, msg, cfg->log_privdata);
+    callback_leave();
 }
 
 rl_status config_check_resource(const char *resource, const char *what)

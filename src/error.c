@@ -1,6 +1,7 @@
 /* error.c -- status texts generated from RL_STATUS_MAP and the per-thread
  * detail message behind rl_last_error(). The detail is thread-local because
- * the blocking API is used from many threads at once (STYLE 3.2). */
+ * the blocking API is used from many threads at once (STYLE 3.2). Also
+ * the per-thread count of user callbacks running (callback_enter). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -8,6 +9,37 @@
 #include "common.h"
 
 static _Thread_local char last_error[RL_ERRLEN];
+static _Thread_local unsigned callback_depth;
+
+rl_status rl_check_reserved(const void *tail, size_t len, const char *what)
+{
+    const unsigned char *p = tail;
+    size_t i;
+
+    for (i = 0; i < len; i++) {
+        if (p[i] != 0)
+            return rl_fail(RL_EINVAL,
+                           "%s: reserved fields are not zero (built against "
+                           "a newer redlock.h, or not initialised)",
+                           what);
+    }
+    return RL_OK;
+}
+
+void callback_enter(void)
+{
+    callback_depth++;
+}
+
+void callback_leave(void)
+{
+    callback_depth--;
+}
+
+bool in_callback(void)
+{
+    return callback_depth > 0;
+}
 
 const char *rl_strerror(rl_status st)
 {

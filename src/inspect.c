@@ -9,12 +9,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "blocking.h"
 #include "inspect.h"
-#include "lock.h"
 
 struct inspect_op {
     struct op base;
+    rl_client *client;
     struct waiter *waiter;
     rl_node_info *nodes;        /* ping: one per node, or NULL */
     rl_holder_info *holders;    /* status: one per node, or NULL */
@@ -28,7 +27,7 @@ static void finish(struct inspect_op *op, rl_status st)
     struct waiter *w = op->waiter;
 
     round_clear(&op->round);
-    client_op_finished(op->base.client, &op->base);
+    loop_op_finished(&op->base);
     free(op->key);
     free(op);
     waiter_done(w, st);
@@ -159,7 +158,7 @@ static void start(struct op *base)
     enum verdict v;
 
     if (op->stats != NULL) {
-        snapshot_stats(op->base.client, op->stats);
+        snapshot_stats(op->client, op->stats);
         rl_error_clear();
         finish(op, RL_OK);
         return;
@@ -203,7 +202,7 @@ static rl_status inspect_run(rl_client *c, rl_node_info *nodes,
         free(op);
         return st;
     }
-    op->base.client = c;
+    op->client = c;
     op->base.start = start;
     op->base.cancel = cancel;
     op->nodes = nodes;
@@ -211,7 +210,7 @@ static rl_status inspect_run(rl_client *c, rl_node_info *nodes,
     op->stats = stats;
     waiter_init(&w);
     op->waiter = &w;
-    st = client_submit(c, &op->base);
+    st = loop_submit(c->loop, &op->base);
     if (st != RL_OK) {
         waiter_discard(&w);
         round_clear(&op->round);
@@ -243,7 +242,7 @@ static rl_status inspect_args(rl_client *c, const void *out, size_t cap,
                        name);
     if (cap == 0)
         return rl_fail(RL_EINVAL, "%s: cap must be at least 1", name);
-    return waiter_check(c, name);
+    return waiter_check(c->loop, name);
 }
 
 /* Hand the per-node results (one elem_size item per node) to the caller's
@@ -314,7 +313,7 @@ rl_status rl_client_stats(rl_client *c, rl_stats *out)
     if (out == NULL)
         return rl_fail(RL_EINVAL, "rl_client_stats: out is NULL");
     memset(out, 0, sizeof(*out));
-    st = waiter_check(c, "rl_client_stats");
+    st = waiter_check(c->loop, "rl_client_stats");
     if (st != RL_OK)
         return st;
     return inspect_run(c, NULL, NULL, NULL, out);

@@ -2,7 +2,8 @@
 #ifndef REDLOCK_INSPECT_H
 #define REDLOCK_INSPECT_H
 
-#include "client.h"
+#include "core.h"
+#include "quorum.h"
 
 /* Blocking: PING every node once, so the first handshakes are done (or
  * have failed) before rl_client_new returns. Own-loop clients only. */

@@ -24,15 +24,26 @@
  * timeout as reason), and the node backs off.
  *
  * Rollbacks (releases after a failed acquire) that cannot be sent because
- * the node is down are kept, bounded, until the next handshake or until
- * the key they target has expired anyway: a SET stuck in a paused node's
- * socket buffer lands when it resumes, and must not block others for a
- * whole TTL.
+ * the node is down are kept, bounded, until the next handshake, however
+ * late: a SET stuck in a paused node's socket buffer lands when it
+ * resumes and lives a whole TTL from then, and a compare-and-delete of
+ * our own token is harmless at any time.
+ *
+ * Server start: INFO's uptime_in_seconds is the difference of two
+ * wall-clock whole seconds, so the real uptime is within 1 s of it either
+ * way. up_since_us is the latest possible start (the quarantine never
+ * trusts a node too early); started_after() uses the earliest, 2 s before
+ * (it never mistakes an older server for one restarted after a given
+ * instant). A reconnect to the same run_id keeps what we knew.
+ *
+ * Every socket is made close-on-exec at once (no child inherits an
+ * authenticated connection).
  *
  * Context ownership: hiredis frees the context itself after onConnect(ERR)
  * and after onDisconnect; n->ac is cleared in those callbacks, and before
  * we call redisAsyncFree ourselves, so it never dangles. */
 #include <ev.h>
+#include <fcntl.h>
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 #include <hiredis/adapters/libev.h>
@@ -66,6 +77,8 @@ struct request {
     rl_mono_us sent_us;         /* when it was sent, boottime */
     struct wire *wire;          /* the command (a reference) */
     bool forget;                /* fire and forget: never had an owner */
+    bool persist;               /* a rollback: resent after a reconnect
+                                   until a server has answered it */
 };
 
 /* A command formatted once (RESP) and shared, refcounted, by every node it
@@ -98,13 +111,16 @@ struct node {
     bool unflushed;             /* commands queued since the last flush */
     uint64_t rng;               /* xorshift state for jitter */
     char version[32];
-    rl_mono_us up_since_us;     /* server start, boottime; 0 = unknown */
+    char run_id[41];            /* server instance; "" = unknown */
+    rl_mono_us up_since_us;     /* latest possible server start, boottime;
+                                   0 = unknown */
     char last_error[RL_ERRLEN];
     struct node_stats stats;
 };
 
 static void connection_start(struct node *n);
 static void flush_deferred(struct node *n);
+static bool defer(struct node *n, struct request *r);
 static void connection_fail(struct node *n, const char *fmt, ...)
     RL_PRINTF(2, 3);
 
@@ -282,28 +298,39 @@ static bool info_field(const char *info, const char *field, char *dst,
     return false;
 }
 
-static void handshake_done(struct node *n, const redisReply *info)
+/* Record which server instance answered and when it started. */
+static void learn_server(struct node *n, const char *info)
 {
     char uptime[32];
+    char run_id[sizeof(n->run_id)];
     rl_mono_us now = mono_now_us();
     unsigned long long secs;
 
-    if (!info_field(info->str, "redis_version", n->version,
-                    sizeof(n->version)))
+    if (!info_field(info, "redis_version", n->version, sizeof(n->version)))
         n->version[0] = '\0';
+    if (!info_field(info, "run_id", run_id, sizeof(run_id)))
+        run_id[0] = '\0';
+    if (run_id[0] != '\0' && strcmp(run_id, n->run_id) == 0 &&
+        n->up_since_us != 0)
+        return; /* same server as before: what we knew still holds */
+    memcpy(n->run_id, run_id, sizeof(run_id));
     n->up_since_us = 0;
-    if (info_field(info->str, "uptime_in_seconds", uptime, sizeof(uptime))) {
-        secs = strtoull(uptime, NULL, 10);
-        if (secs * 1000000u < now)
-            n->up_since_us = now - secs * 1000000u;
-        else
-            n->up_since_us = 1;
-    }
+    if (!info_field(info, "uptime_in_seconds", uptime, sizeof(uptime)))
+        return;
+    secs = strtoull(uptime, NULL, 10);
+    if (secs < now / 1000000u)
+        n->up_since_us = now - secs * 1000000u + 1000000u;
+    else
+        n->up_since_us = 1;
+}
+
+static void handshake_done(struct node *n, const redisReply *info)
+{
+    learn_server(n, info->str);
     n->state = NODE_READY;
     n->failures = 0;
     n->backoff_ms = BACKOFF_MIN_MS;
     n->last_error[0] = '\0';
-    n->stats.connects++;
     flush_deferred(n);
     config_log(n->cfg, RL_LOG_INFO, "node %s ready (redis %s, up %llu s)",
                n->addr->display, n->version,
@@ -429,6 +456,8 @@ static void on_reply(redisAsyncContext *ac, void *reply_ptr, void *privdata)
 
     RL_UNUSED(ac);
     queue_remove(n, r);
+    if (reply == NULL && r->persist && defer(n, r))
+        return; /* unanswered rollback: again after the reconnect */
     if (reply == NULL) {
         /* The context is going away: connect failure, EOF, or our free. */
         if (r->fn != NULL) {
@@ -653,15 +682,27 @@ struct request *node_send(struct node *n, int argc, const char **argv,
     return r;
 }
 
-void node_send_wire_or_defer(struct node *n, struct wire *w,
-                             rl_mono_us expires_us)
+/* Keep r (which holds its wire reference) for the next handshake. False
+ * when the node is closing or keeps too many already. */
+static bool defer(struct node *n, struct request *r)
 {
-    struct request *r;
-
-    if (node_send_wire(n, w, NULL, NULL, 0, NULL) != NULL)
-        return;
     if (n->state == NODE_CLOSED || n->deferred_count >= MAX_DEFERRED)
+        return false;
+    r->next = n->deferred;
+    r->prev = NULL;
+    n->deferred = r;
+    n->deferred_count++;
+    return true;
+}
+
+void node_send_wire_or_defer(struct node *n, struct wire *w)
+{
+    struct request *r = node_send_wire(n, w, NULL, NULL, 0, NULL);
+
+    if (r != NULL) {
+        r->persist = true;
         return;
+    }
     r = calloc(1, sizeof(*r));
     if (r == NULL)
         return;
@@ -670,18 +711,16 @@ void node_send_wire_or_defer(struct node *n, struct wire *w,
     r->node = n;
     r->role = REQ_USER;
     r->forget = true;
-    r->deadline_us = expires_us;
-    r->next = n->deferred;
-    n->deferred = r;
-    n->deferred_count++;
+    r->persist = true;
+    if (!defer(n, r))
+        request_free(r);
 }
 
-/* After a handshake: send what waited for the node, unless it expired. */
+/* After a handshake: send what waited for the node. */
 static void flush_deferred(struct node *n)
 {
     struct request *r = n->deferred;
     struct request *next;
-    rl_mono_us now = mono_now_us();
 
     n->deferred = NULL;
     n->deferred_count = 0;
@@ -691,7 +730,7 @@ static void flush_deferred(struct node *n)
         next = r->next;
         r->next = NULL;
         r->wire = NULL;
-        if (r->deadline_us > now && send_wire(n, r, w) != NULL) {
+        if (send_wire(n, r, w) != NULL) {
             wire_unref(w); /* r took its own reference */
             continue;
         }
@@ -894,6 +933,7 @@ static void connection_start(struct node *n)
         return;
     }
     ac->data = n;
+    (void)fcntl(ac->c.fd, F_SETFD, FD_CLOEXEC);
     if (redisLibevAttach(n->loop, ac) != REDIS_OK) {
         redisAsyncFree(ac);
         n->failures++;
@@ -994,9 +1034,10 @@ int64_t node_uptime_ms(const struct node *n)
                                 : 0;
 }
 
-rl_mono_us node_up_since(const struct node *n)
+bool node_started_after(const struct node *n, rl_mono_us t)
 {
-    return n->up_since_us;
+    /* The earliest possible start is 2 s before the latest. */
+    return n->up_since_us != 0 && n->up_since_us > t + 2000000u;
 }
 
 bool node_voting(const struct node *n)

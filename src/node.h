@@ -58,7 +58,6 @@ struct node_stats {
     uint64_t errors;        /* error replies */
     uint64_t timeouts;
     uint64_t down;          /* requests failed because the node was down */
-    uint64_t connects;      /* successful handshakes */
     uint64_t votes_for;
     uint64_t votes_against;
     uint64_t latency[LATENCY_BUCKETS]; /* reply latency histogram */
@@ -100,9 +99,8 @@ struct request *node_send(struct node *n, int argc, const char **argv,
                           const size_t *lens, node_reply_fn *fn, void *owner,
                           size_t slot, const char **why);
 /* Fire and forget; if the node is down now, w is sent after its next
- * handshake instead -- unless expires_us (boottime) has passed by then. */
-void node_send_wire_or_defer(struct node *n, struct wire *w,
-                             rl_mono_us expires_us);
+ * handshake instead (bounded number kept per node). */
+void node_send_wire_or_defer(struct node *n, struct wire *w);
 /* The owner no longer wants the reply; the request record lives on until
  * hiredis calls back, then is freed by the node. */
 void request_detach(struct request *r);
@@ -121,9 +119,9 @@ bool node_voting(const struct node *n);
 /* Server facts from the handshake; 0 / "" before the first one. */
 const char *node_version(const struct node *n);
 int64_t node_uptime_ms(const struct node *n);
-/* When the server started (boottime µs, rounded late by < 1 s); 0 if
- * unknown. */
-rl_mono_us node_up_since(const struct node *n);
+/* True when the server provably started after t (boottime µs): even its
+ * earliest possible start (uptime has whole seconds) is later. */
+bool node_started_after(const struct node *n, rl_mono_us t);
 const struct node_stats *node_get_stats(const struct node *n);
 
 #endif

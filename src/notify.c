@@ -25,6 +25,7 @@
  * sub_conn, which outlives the contexts (notify_free frees the contexts
  * first, which fires every callback with NULL). Loop thread only. */
 #include <ev.h>
+#include <fcntl.h>
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 #include <hiredis/adapters/libev.h>
@@ -207,6 +208,8 @@ static void conn_start(struct sub_conn *sc)
                               : redisAsyncConnect(a->ip, a->port);
     if (ac == NULL)
         return;
+    if (!ac->err) /* no child may inherit an authenticated socket */
+        (void)fcntl(ac->c.fd, F_SETFD, FD_CLOEXEC);
     if (ac->err || redisLibevAttach(sc->nt->loop, ac) != REDIS_OK) {
         redisAsyncFree(ac);
         schedule_retry(sc);

@@ -185,7 +185,7 @@ enum verdict round_start(struct quorum_round *q, enum round_mode mode,
 }
 
 void round_broadcast(struct node **nodes, size_t n,
-                     const struct round_cmd *cmd, rl_mono_us expires_us)
+                     const struct round_cmd *cmd)
 {
     struct wire *w =
         wire_new(cmd->script, cmd->nkeys, cmd->argc, cmd->argv, cmd->lens);
@@ -194,6 +194,6 @@ void round_broadcast(struct node **nodes, size_t n,
     if (w == NULL)
         return; /* out of memory: the keys expire by themselves */
     for (i = 0; i < n; i++)
-        node_send_wire_or_defer(nodes[i], w, expires_us);
+        node_send_wire_or_defer(nodes[i], w);
     wire_unref(w);
 }

@@ -96,9 +96,8 @@ void round_cancel(struct quorum_round *q);
 void round_clear(struct quorum_round *q);
 
 /* Send the script call cmd to every node and forget it (rollback
- * releases); nodes that are down get it after reconnecting, unless
- * expires_us (boottime) has passed by then. */
+ * releases); nodes that are down get it after their next handshake. */
 void round_broadcast(struct node **nodes, size_t n,
-                     const struct round_cmd *cmd, rl_mono_us expires_us);
+                     const struct round_cmd *cmd);
 
 #endif

@@ -242,9 +242,33 @@ static void test_tokens_are_160_bit_hex_and_distinct(void **state)
     assert_string_not_equal(a, b);
 }
 
+/* The ABI contract: these sizes never change within a SOVERSION (new
+ * fields come out of reserved_), and a non-zero reserved tail is refused. */
+static void test_public_struct_sizes_are_frozen(void **state)
+{
+    (void)state;
+    assert_int_equal(sizeof(rl_config), 296);
+    assert_int_equal(sizeof(rl_acquire_opts), 128);
+    assert_int_equal(sizeof(rl_node_info), 568);
+    assert_int_equal(sizeof(rl_holder_info), 600);
+    assert_int_equal(sizeof(rl_node_stats), 328);
+    assert_int_equal(sizeof(rl_stats), 21104);
+}
+
+static void test_nonzero_reserved_config_is_einval(void **state)
+{
+    rl_config cfg = valid_config();
+
+    (void)state;
+    cfg.reserved_[3] = 1;
+    expect_invalid(&cfg, "reserved");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_public_struct_sizes_are_frozen),
+        cmocka_unit_test(test_nonzero_reserved_config_is_einval),
         cmocka_unit_test(test_defaults_are_the_documented_ones),
         cmocka_unit_test(test_a_valid_config_is_copied),
         cmocka_unit_test(test_null_config_and_zero_nodes_are_rejected),

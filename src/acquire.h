@@ -1,0 +1,39 @@
+/* acquire.h -- acquire one or several resources on a majority, with
+ * retries and waits (DESIGN §5.1, §5.2, §5.6). Loop thread, except
+ * acquire_check and acquire_new. */
+#ifndef REDLOCK_ACQUIRE_H
+#define REDLOCK_ACQUIRE_H
+
+#include "core.h"
+#include "lockrec.h"
+
+struct acquire_op;
+
+/* What a won acquisition hands to the holder. */
+struct acquire_grant {
+    rl_mono_us t0;               /* start of the winning round, boottime */
+    unsigned voters;             /* voting nodes that granted it */
+    uint64_t fence;              /* fencing token, 0 without fencing */
+};
+
+/* Called exactly once unless aborted: RL_OK with the grant, or the
+ * failure (RL_ENOTACQUIRED, RL_ENOQUORUM, RL_ETIMEOUT) with g NULL;
+ * rl_last_error() says why. */
+typedef void acquire_done_fn(void *owner, rl_status st,
+                             const struct acquire_grant *g);
+
+/* Validate the names and options (any thread); *ttl gets the TTL. */
+rl_status acquire_check(rl_client *c, const char *const *resources,
+                        size_t count, const rl_acquire_opts *o,
+                        uint32_t *ttl);
+/* Prepare an acquisition of rec (borrowed until done or abort) with the
+ * checked ttl and o (copied; may be NULL). Any thread. NULL on OOM. */
+struct acquire_op *acquire_new(rl_client *c, const struct lock_rec *rec,
+                               uint32_t ttl, const rl_acquire_opts *o,
+                               acquire_done_fn *done, void *owner);
+/* First attempt now; done may run before this returns. */
+void acquire_run(struct acquire_op *op);
+/* Stop (client freed): no callback; nothing else is sent. */
+void acquire_abort(struct acquire_op *op);
+
+#endif

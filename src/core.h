@@ -1,0 +1,54 @@
+/* core.h -- struct rl_client: what the operations and the holder layer
+ * share (configuration, loop, nodes, notifications, counters). Data and
+ * small helpers only; rl_client_new/free (client.c, the top layer) build
+ * and tear it down. */
+#ifndef REDLOCK_CORE_H
+#define REDLOCK_CORE_H
+
+#include <stdatomic.h>
+
+#include "config.h"
+#include "loop.h"
+#include "node.h"
+
+enum client_stat {
+    STAT_ACQUIRED,
+    STAT_CONTENDED,
+    STAT_LOST,
+    STAT_RENEWALS,
+    STAT_FENCES,
+    STAT_COUNT,
+};
+
+struct notify;
+struct holders;
+
+struct rl_client {
+    struct config cfg;
+    struct loop *loop;
+    struct node **nodes;
+    size_t node_count;
+    struct notify *notify;       /* release notifications (loop thread) */
+    struct holders *holders;     /* held locks (holder.c) */
+    uint64_t rng;                /* jitter; loop thread only */
+    atomic_uint_fast64_t stats[STAT_COUNT];
+};
+
+/* Bump a client-wide counter (any thread). */
+static inline void client_count(rl_client *c, enum client_stat s)
+{
+    atomic_fetch_add(&c->stats[s], 1);
+}
+
+/* Uniform random in [0, bound) for jitter (loop thread). */
+static inline uint32_t client_random(rl_client *c, uint32_t bound)
+{
+    if (bound == 0)
+        return 0;
+    c->rng ^= c->rng << 13;
+    c->rng ^= c->rng >> 7;
+    c->rng ^= c->rng << 17;
+    return (uint32_t)(c->rng % bound);
+}
+
+#endif

@@ -1,0 +1,1140 @@
+/* holder.c -- one held lock's life: the rl_lock handle, its state machine,
+ * the watchdog, the lost signal, reentrant holds (DESIGN §3, §5.4, §5.10).
+ *
+ * Every transition of a lock happens here, on the loop thread:
+ *
+ *   ACQUIRING --won--> HELD <--------------------------+
+ *      |                |  \--renewal starts--> RENEWING --ok/no quorum
+ *    failed             |         (watchdog or user)   |
+ *      v                |                              +--"not ours", ran
+ *    freed              |                                 out, margin --> LOST
+ *                       +--release--> RELEASING --done--> freed
+ *   HELD, RENEWING, LOST --rl_lock_free--> freed
+ *
+ * LOST is final (once lost, always lost): the round in flight, if any, is
+ * dropped when the lock becomes lost, so no later reply can renew it. A
+ * release or free while a renewal is in flight drops that round first (its
+ * replies land on node-owned records). Requests from other threads
+ * (acquire, extend, release, free, watchdog start/stop) are queued to the
+ * loop thread as struct lock_req and run in submission order; the caller
+ * owns the handle and may not use it after a release or free it asked for.
+ * The watchdog never calls the public API: it starts its rounds here.
+ *
+ * Threads: the state, the rounds and the watchdog fields are loop-thread
+ * only. Getters read atomics (deadline, voters, lost, ttl). Reentrant hold
+ * counts and the registry of live handles are guarded by the registry
+ * mutex: the last hold's release sets holds to 0 under it before the
+ * release is queued, so a concurrent re-entry never finds a lock that is
+ * about to be freed.
+ *
+ * Client freed: queued and started requests are canceled first (each
+ * reports RL_ECANCELED once), then holders_shutdown drops the watchdogs'
+ * rounds and orphans the handles. */
+#include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "acquire.h"
+#include "extend.h"
+#include "holder.h"
+#include "lockrec.h"
+#include "release.h"
+
+#define RETRY_PAUSE_MAX_MS 200 /* pause after a failed renewal round */
+/* Largest max_hold_ms that is not "no cap" (a century). */
+#define MAX_HOLD_MS (UINT64_C(100) * 365 * 24 * 3600 * 1000)
+
+enum lock_state {
+    LOCK_ACQUIRING, /* acquisition in flight; not the caller's yet */
+    LOCK_HELD,      /* held as far as we know; no round in flight */
+    LOCK_RENEWING,  /* an extension round is in flight */
+    LOCK_RELEASING, /* the release round is in flight; handle consumed */
+    LOCK_LOST,      /* known lost: final */
+};
+
+struct lock_req;
+
+struct holders {
+    pthread_mutex_t mutex;       /* guards the list and hold counts */
+    struct rl_lock *head;
+};
+
+struct rl_lock {
+    struct rl_lock *prev;        /* registry (holders mutex) */
+    struct rl_lock *next;
+    _Atomic(rl_client *) client; /* NULL once the client is freed */
+    enum lock_state state;       /* loop thread */
+    struct lock_rec rec;         /* keys and token (tail of this block) */
+    _Atomic uint32_t ttl_ms;     /* acquired with (adopted: first extended
+                                    with); 0 unknown */
+    rl_mono_us acquired_us;      /* start of the winning round; 0 adopted */
+    _Atomic uint64_t deadline_us;/* validity end, boottime µs; 0 unknown */
+    atomic_uint voters;          /* voters of the last winning round */
+    atomic_bool lost;
+    atomic_int lost_fd;          /* eventfd made on demand, -1 none */
+    atomic_bool user_extending;  /* a user extend is queued or running */
+    atomic_bool watched;         /* a watchdog runs or is being started */
+    uint64_t fence;              /* fencing token, 0 without fencing */
+    unsigned holds;              /* reentrant holds; 0 = not reentrant
+                                    (holders mutex) */
+    pthread_t owner;             /* reentrant: the holding thread */
+    /* Rounds and requests in flight (loop thread). */
+    struct extend_round *round;  /* RENEWING: the extension round */
+    struct lock_req *round_req;  /* whose round: a user extend, or NULL
+                                    for the watchdog */
+    struct lock_req *waiting_extend; /* user extend behind the watchdog's */
+    struct release_round *release;   /* RELEASING */
+    struct lock_req *release_req;
+    /* Watchdog (loop thread); timer NULL when not watched. */
+    struct loop_timer *timer;
+    uint32_t interval_ms;        /* renewal period */
+    uint32_t max_renewals;       /* 0: no cap */
+    uint32_t renewals;
+    rl_mono_us hold_end_us;      /* stop renewing after this; 0: no cap */
+    rl_mono_us next_renewal_us;  /* boottime */
+    rl_lost_cb lost_cb;          /* called once, or NULL */
+    void *lost_privdata;
+};
+
+enum req_kind {
+    REQ_ACQUIRE,
+    REQ_EXTEND,
+    REQ_RELEASE,
+    REQ_FREE,
+    REQ_WATCH,
+    REQ_UNWATCH,
+    REQ_REENTRY, /* a nested hold was taken or dropped: just call back */
+};
+
+/* A request from any thread, run on the loop thread (struct op). */
+struct lock_req {
+    struct op base;
+    enum req_kind kind;
+    rl_client *client;
+    struct rl_lock *lock;
+    rl_acquire_cb acquire_cb;    /* at most one of the three is set */
+    rl_extend_cb extend_cb;
+    rl_release_cb release_cb;
+    void *privdata;
+    uint32_t ttl_ms;             /* acquire, extend */
+    struct acquire_op *acquire;  /* REQ_ACQUIRE */
+    struct loop_timer *timer;    /* REQ_ACQUIRE/REQ_WATCH: for the
+                                    watchdog, made up front */
+    rl_acquire_opts opts;        /* REQ_ACQUIRE, REQ_WATCH */
+    pthread_t caller;            /* REQ_ACQUIRE: for reentrancy */
+};
+
+static void tick(void *arg);
+static void start_renewal(struct rl_lock *l, struct lock_req *user);
+
+/* ---- Handles and the registry ------------------------------------------- */
+
+static struct holders *registry(rl_client *c)
+{
+    return c->holders;
+}
+
+static void registry_add(rl_client *c, struct rl_lock *l)
+{
+    struct holders *h = registry(c);
+
+    pthread_mutex_lock(&h->mutex);
+    l->prev = NULL;
+    l->next = h->head;
+    if (h->head != NULL)
+        h->head->prev = l;
+    h->head = l;
+    pthread_mutex_unlock(&h->mutex);
+}
+
+static void registry_remove(rl_client *c, struct rl_lock *l)
+{
+    struct holders *h = registry(c);
+
+    pthread_mutex_lock(&h->mutex);
+    if (l->prev != NULL)
+        l->prev->next = l->next;
+    else if (h->head == l)
+        h->head = l->next;
+    if (l->next != NULL)
+        l->next->prev = l->prev;
+    l->prev = l->next = NULL;
+    pthread_mutex_unlock(&h->mutex);
+}
+
+/* One allocation per handle (thousands may be held at once): the struct,
+ * then the record's key pointers, lengths, keys and token. */
+static rl_status lock_new(rl_client *c, const char *const *resources,
+                          size_t count, const char *token,
+                          struct rl_lock **out)
+{
+    size_t tail = lockrec_tail_size(&c->cfg, resources, count, token);
+    struct rl_lock *l = calloc(1, sizeof(*l) + tail);
+    rl_status st;
+
+    if (l == NULL)
+        return rl_fail(RL_ENOMEM, "out of memory for a lock");
+    st = lockrec_init(&l->rec, l + 1, &c->cfg, resources, count, token);
+    if (st != RL_OK) {
+        free(l);
+        return st;
+    }
+    atomic_init(&l->client, c);
+    atomic_init(&l->lost_fd, -1);
+    l->state = LOCK_ACQUIRING;
+    *out = l;
+    return RL_OK;
+}
+
+static void lock_destroy(struct rl_lock *l)
+{
+    int fd = atomic_load(&l->lost_fd);
+
+    loop_timer_free(l->timer);
+    if (fd >= 0)
+        close(fd);
+    free(l);
+}
+
+static int64_t remaining_us(const struct rl_lock *l)
+{
+    uint64_t deadline = atomic_load(&l->deadline_us);
+
+    if (deadline == 0)
+        return INT64_MAX;
+    return (int64_t)deadline - (int64_t)mono_now_us();
+}
+
+static uint64_t margin_us(const struct rl_lock *l)
+{
+    uint64_t tenth = (uint64_t)atomic_load(&l->ttl_ms) * 100u;
+
+    return tenth < 1000000u ? tenth : 1000000u;
+}
+
+static void signal_fd(int fd)
+{
+    uint64_t one = 1;
+
+    if (fd >= 0 && write(fd, &one, sizeof(one)) < 0) {
+        /* EAGAIN: the counter is already non-zero, so it is readable. */
+    }
+}
+
+/* ---- Requests ----------------------------------------------------------- */
+
+static struct lock_req *req_new(rl_client *c, enum req_kind kind,
+                                struct rl_lock *l, void *privdata)
+{
+    struct lock_req *r = calloc(1, sizeof(*r));
+
+    if (r == NULL) {
+        rl_fail(RL_ENOMEM, "out of memory for a request");
+        return NULL;
+    }
+    r->kind = kind;
+    r->client = c;
+    r->lock = l;
+    r->privdata = privdata;
+    return r;
+}
+
+static void req_free(struct lock_req *r)
+{
+    loop_timer_free(r->timer);
+    free(r);
+}
+
+/* End a request: out of the loop's registry, freed, its callback called
+ * once (lock: the acquired lock, or the extended one). rl_last_error()
+ * already describes st. */
+static void req_finish(struct lock_req *r, rl_status st, struct rl_lock *l)
+{
+    rl_client *c = r->client;
+    rl_acquire_cb acb = r->acquire_cb;
+    rl_extend_cb ecb = r->extend_cb;
+    rl_release_cb rcb = r->release_cb;
+    void *privdata = r->privdata;
+    bool user_extend = r->kind == REQ_EXTEND;
+
+    loop_op_finished(&r->base);
+    req_free(r);
+    if (user_extend)
+        atomic_store(&l->user_extending, false);
+    callback_enter();
+    if (acb != NULL)
+        acb(c, st, l, privdata);
+    else if (ecb != NULL)
+        ecb(l, st, privdata);
+    else if (rcb != NULL)
+        rcb(c, st, privdata);
+    callback_leave();
+}
+
+/* ---- Lost --------------------------------------------------------------- */
+
+/* The lock is gone: final. Drop the round in flight (a user extend gets
+ * RL_ELOST), stop the watchdog, raise the flag and the fd, call lost_cb
+ * once. reason has been set with rl_fail. */
+static void become_lost(struct rl_lock *l)
+{
+    rl_client *c = atomic_load(&l->client);
+    struct lock_req *user = l->round_req;
+    struct lock_req *waiting = l->waiting_extend;
+    rl_lost_cb cb = l->lost_cb;
+    char reason[RL_ERRLEN];
+
+    snprintf(reason, sizeof(reason), "%s", rl_last_error());
+    extend_abort(l->round);
+    l->round = NULL;
+    l->round_req = NULL;
+    l->waiting_extend = NULL;
+    l->state = LOCK_LOST;
+    l->lost_cb = NULL;
+    if (l->timer != NULL)
+        loop_timer_stop(l->timer);
+    if (!atomic_exchange(&l->lost, true)) {
+        signal_fd(atomic_load(&l->lost_fd));
+        client_count(c, STAT_LOST);
+    }
+    if (cb != NULL) {
+        callback_enter();
+        cb(l, l->lost_privdata);
+        callback_leave();
+    }
+    if (user != NULL) {
+        rl_error_set_text(reason);
+        req_finish(user, RL_ELOST, l);
+    }
+    if (waiting != NULL) {
+        rl_error_set_text(reason);
+        req_finish(waiting, RL_ELOST, l);
+    }
+}
+
+/* ---- Watchdog ----------------------------------------------------------- */
+
+static bool capped(const struct rl_lock *l, rl_mono_us now)
+{
+    return (l->max_renewals != 0 && l->renewals >= l->max_renewals) ||
+           (l->hold_end_us != 0 && now >= l->hold_end_us);
+}
+
+/* Arm the timer for the next renewal or the margin, whichever is first. */
+static void schedule(struct rl_lock *l)
+{
+    rl_mono_us now = mono_now_us();
+    uint64_t deadline = atomic_load(&l->deadline_us);
+    rl_mono_us wake = deadline - margin_us(l);
+
+    if (l->timer == NULL || l->state == LOCK_LOST)
+        return;
+    if (l->state == LOCK_HELD && !capped(l, now) &&
+        l->next_renewal_us < wake)
+        wake = l->next_renewal_us;
+    loop_timer_arm(l->timer, wake > now ? wake - now : 0);
+}
+
+static void tick(void *arg)
+{
+    struct rl_lock *l = arg;
+    rl_mono_us now = mono_now_us();
+
+    if (remaining_us(l) <= (int64_t)margin_us(l)) {
+        rl_fail(RL_ELOST,
+                "'%s': no renewal succeeded before the safety margin",
+                l->rec.resource);
+        become_lost(l);
+        return;
+    }
+    if (l->state == LOCK_HELD && !capped(l, now) &&
+        now >= l->next_renewal_us)
+        start_renewal(l, NULL);
+    schedule(l);
+}
+
+static rl_status check_watch_opts(const rl_acquire_opts *o, uint32_t ttl_ms)
+{
+    if (o == NULL)
+        return RL_OK;
+    if (rl_check_reserved(o->reserved_, sizeof(o->reserved_),
+                          "watchdog options") != RL_OK)
+        return RL_EINVAL;
+    if (o->extend_interval_ms > ttl_ms / 2)
+        return rl_fail(RL_EINVAL,
+                       "extend_interval_ms %u must be at most half the "
+                       "ttl (%u ms)",
+                       o->extend_interval_ms, ttl_ms);
+    if (o->max_hold_ms > MAX_HOLD_MS && o->max_hold_ms != UINT64_MAX)
+        return rl_fail(RL_EINVAL,
+                       "max_hold_ms %llu is too large (at most %llu, or "
+                       "UINT64_MAX or 0 for no cap)",
+                       (unsigned long long)o->max_hold_ms,
+                       (unsigned long long)MAX_HOLD_MS);
+    return RL_OK;
+}
+
+/* Start watching l with timer (made by the caller, so this cannot fail). */
+static void watch(struct rl_lock *l, const rl_acquire_opts *o,
+                  struct loop_timer *timer)
+{
+    rl_mono_us now = mono_now_us();
+    uint32_t ttl = atomic_load(&l->ttl_ms);
+
+    l->timer = timer;
+    l->interval_ms = o->extend_interval_ms != 0 ? o->extend_interval_ms
+                                                : ttl / 3;
+    if (l->interval_ms == 0)
+        l->interval_ms = 1;
+    l->max_renewals = o->max_renewals;
+    l->renewals = 0;
+    l->hold_end_us = 0;
+    if (o->max_hold_ms != 0 && o->max_hold_ms != UINT64_MAX)
+        l->hold_end_us = now + o->max_hold_ms * 1000u;
+    l->lost_cb = o->lost_cb;
+    l->lost_privdata = o->lost_privdata;
+    l->next_renewal_us = now + (rl_mono_us)l->interval_ms * 1000u;
+    schedule(l);
+}
+
+static void unwatch(struct rl_lock *l)
+{
+    loop_timer_free(l->timer);
+    l->timer = NULL;
+    l->lost_cb = NULL;
+}
+
+/* ---- Renewal ------------------------------------------------------------ */
+
+/* A round ended (l->round already freed itself). Apply the outcome: a
+ * success counts only if the round started inside the validity and the
+ * new validity (from the round's start) has not already run out. */
+static void renewed(void *owner, rl_status st, rl_mono_us t0,
+                    unsigned voters)
+{
+    struct rl_lock *l = owner;
+    struct lock_req *user = l->round_req;
+    struct lock_req *waiting = l->waiting_extend;
+    rl_client *c = atomic_load(&l->client);
+    uint32_t ttl = user != NULL ? user->ttl_ms : atomic_load(&l->ttl_ms);
+    uint64_t old_deadline = atomic_load(&l->deadline_us);
+    rl_mono_us deadline;
+    uint32_t pause_ms;
+
+    l->round = NULL;
+    l->round_req = NULL;
+    l->state = LOCK_HELD;
+    if (st == RL_OK) {
+        deadline = validity_deadline(ttl, c->cfg.drift_factor, t0);
+        if (old_deadline != 0 && t0 >= old_deadline)
+            st = rl_fail(RL_ELOST,
+                         "'%s': validity ran out before the extension "
+                         "started",
+                         l->rec.resource);
+        else if (deadline <= mono_now_us())
+            st = rl_fail(RL_ELOST,
+                         "'%s': extension round took longer than the TTL",
+                         l->rec.resource);
+    }
+    if (st == RL_ELOST) {
+        l->round_req = user; /* become_lost reports it */
+        become_lost(l);
+        return;
+    }
+    if (st == RL_OK) {
+        atomic_store(&l->deadline_us, deadline);
+        atomic_store(&l->voters, voters);
+        if (atomic_load(&l->ttl_ms) == 0) /* adopted: the first extension
+                                             sets it */
+            atomic_store(&l->ttl_ms, ttl);
+        client_count(c, STAT_RENEWALS);
+        l->renewals += user == NULL;
+        l->next_renewal_us = mono_now_us() +
+                             (rl_mono_us)l->interval_ms * 1000u;
+    } else if (user == NULL) {
+        pause_ms = l->interval_ms / 4 < RETRY_PAUSE_MAX_MS
+                       ? l->interval_ms / 4
+                       : RETRY_PAUSE_MAX_MS;
+        l->next_renewal_us = mono_now_us() + (rl_mono_us)pause_ms * 1000u;
+    }
+    if (user != NULL)
+        req_finish(user, st, l);
+    /* The user's callback may have asked for a release or free: those are
+     * queued requests, so l is still here. */
+    if (waiting != NULL && l->state == LOCK_HELD) {
+        l->waiting_extend = NULL;
+        start_renewal(l, waiting);
+    }
+    schedule(l);
+}
+
+/* HELD -> RENEWING for the watchdog (user NULL) or a user extend. */
+static void start_renewal(struct rl_lock *l, struct lock_req *user)
+{
+    rl_client *c = atomic_load(&l->client);
+    uint32_t ttl = user != NULL ? user->ttl_ms : atomic_load(&l->ttl_ms);
+
+    if (remaining_us(l) <= 0) {
+        l->round_req = user;
+        rl_fail(RL_ELOST, "'%s': validity ran out before the extension",
+                l->rec.resource);
+        become_lost(l);
+        return;
+    }
+    l->round = extend_new(c, &l->rec, ttl, l->acquired_us, renewed, l);
+    if (l->round == NULL) {
+        if (user != NULL)
+            req_finish(user, RL_ENOMEM, l);
+        else /* out of memory: the watchdog tries again a little later */
+            l->next_renewal_us = mono_now_us() + RETRY_PAUSE_MAX_MS * 1000u;
+        return;
+    }
+    l->round_req = user;
+    l->state = LOCK_RENEWING;
+    extend_run(l->round);
+}
+
+/* ---- Release and free --------------------------------------------------- */
+
+/* Drop everything in flight on l (user requests attached to it end with
+ * RL_ECANCELED), unregister and free it. */
+static void lock_free_now(struct rl_lock *l)
+{
+    rl_client *c = atomic_load(&l->client);
+    struct lock_req *user = l->round_req;
+    struct lock_req *waiting = l->waiting_extend;
+
+    extend_abort(l->round);
+    release_abort(l->release);
+    l->round = NULL;
+    l->release = NULL;
+    l->round_req = l->waiting_extend = NULL;
+    if (user != NULL || waiting != NULL)
+        rl_fail(RL_ECANCELED, "'%s': the lock was released or freed",
+                l->rec.resource);
+    if (user != NULL)
+        req_finish(user, RL_ECANCELED, l);
+    if (waiting != NULL)
+        req_finish(waiting, RL_ECANCELED, l);
+    if (c != NULL)
+        registry_remove(c, l);
+    lock_destroy(l);
+}
+
+static void released(void *owner, rl_status st)
+{
+    struct rl_lock *l = owner;
+    struct lock_req *r = l->release_req;
+
+    l->release = NULL;
+    l->release_req = NULL;
+    lock_free_now(l);
+    req_finish(r, st, NULL);
+}
+
+/* HELD, RENEWING or LOST -> RELEASING: drop the renewal in flight, then
+ * compare-and-delete on every node. */
+static void start_release(struct rl_lock *l, struct lock_req *r)
+{
+    rl_client *c = atomic_load(&l->client);
+    struct lock_req *user = l->round_req;
+    struct lock_req *waiting = l->waiting_extend;
+    bool expired = remaining_us(l) <= 0;
+
+    extend_abort(l->round);
+    l->round = NULL;
+    l->round_req = l->waiting_extend = NULL;
+    unwatch(l);
+    if (user != NULL || waiting != NULL)
+        rl_fail(RL_ECANCELED, "'%s': released while extending",
+                l->rec.resource);
+    if (user != NULL)
+        req_finish(user, RL_ECANCELED, l);
+    if (waiting != NULL)
+        req_finish(waiting, RL_ECANCELED, l);
+    l->release = release_new(c, &l->rec, expired, released, l);
+    if (l->release == NULL) {
+        lock_free_now(l);
+        req_finish(r, RL_ENOMEM, NULL);
+        return;
+    }
+    l->state = LOCK_RELEASING;
+    l->release_req = r;
+    release_run(l->release);
+}
+
+/* ---- Request handlers (loop thread) ------------------------------------- */
+
+static void acquired(void *owner, rl_status st, const struct acquire_grant *g)
+{
+    struct lock_req *r = owner;
+    struct rl_lock *l = r->lock;
+    rl_client *c = r->client;
+
+    r->acquire = NULL;
+    if (st != RL_OK) {
+        lock_destroy(l);
+        req_finish(r, st, NULL);
+        return;
+    }
+    atomic_store(&l->ttl_ms, r->ttl_ms);
+    atomic_store(&l->deadline_us,
+                 validity_deadline(r->ttl_ms, c->cfg.drift_factor, g->t0));
+    atomic_store(&l->voters, g->voters);
+    l->acquired_us = g->t0;
+    l->fence = g->fence;
+    l->state = LOCK_HELD;
+    if (r->opts.reentrant) {
+        l->owner = r->caller;
+        l->holds = 1;
+    }
+    if (r->opts.auto_extend) {
+        atomic_store(&l->watched, true);
+        watch(l, &r->opts, r->timer);
+        r->timer = NULL;
+    }
+    registry_add(c, l);
+    req_finish(r, RL_OK, l);
+}
+
+static void run_request(struct op *base)
+{
+    struct lock_req *r = (struct lock_req *)base;
+    struct rl_lock *l = r->lock;
+
+    switch (r->kind) {
+    case REQ_ACQUIRE:
+        r->acquire = acquire_new(r->client, &l->rec, r->ttl_ms, &r->opts,
+                                 acquired, r);
+        if (r->acquire == NULL) {
+            lock_destroy(l);
+            req_finish(r, RL_ENOMEM, NULL);
+            return;
+        }
+        acquire_run(r->acquire);
+        return;
+    case REQ_EXTEND:
+        if (l->state == LOCK_LOST) {
+            rl_fail(RL_ELOST, "'%s' was already lost", l->rec.resource);
+            req_finish(r, RL_ELOST, l);
+        } else if (l->state == LOCK_RENEWING) {
+            l->waiting_extend = r; /* after the watchdog's round */
+        } else {
+            start_renewal(l, r);
+        }
+        return;
+    case REQ_RELEASE:
+        start_release(l, r);
+        return;
+    case REQ_FREE:
+        lock_free_now(l);
+        break;
+    case REQ_WATCH:
+        if (l->state == LOCK_HELD || l->state == LOCK_RENEWING) {
+            unwatch(l);
+            watch(l, &r->opts, r->timer);
+            r->timer = NULL;
+        }
+        break;
+    case REQ_UNWATCH:
+        unwatch(l);
+        break;
+    case REQ_REENTRY:
+        rl_error_clear();
+        req_finish(r, RL_OK, l);
+        return;
+    }
+    loop_op_finished(&r->base);
+    req_free(r);
+}
+
+/* Client freed: end the request with RL_ECANCELED. A release or free the
+ * caller asked for still frees the handle. */
+static void cancel_request(struct op *base)
+{
+    struct lock_req *r = (struct lock_req *)base;
+    struct rl_lock *l = r->lock;
+
+    rl_fail(RL_ECANCELED, "canceled: the client is being freed");
+    switch (r->kind) {
+    case REQ_ACQUIRE:
+        acquire_abort(r->acquire);
+        lock_destroy(l);
+        req_finish(r, RL_ECANCELED, NULL);
+        return;
+    case REQ_EXTEND:
+        if (l->round_req == r) {
+            extend_abort(l->round);
+            l->round = NULL;
+            l->round_req = NULL;
+            l->state = LOCK_HELD;
+        }
+        if (l->waiting_extend == r)
+            l->waiting_extend = NULL;
+        req_finish(r, RL_ECANCELED, l);
+        return;
+    case REQ_RELEASE:
+        l->release_req = NULL;
+        lock_free_now(l);
+        req_finish(r, RL_ECANCELED, NULL);
+        return;
+    case REQ_FREE:
+        lock_free_now(l);
+        break;
+    case REQ_REENTRY:
+        req_finish(r, RL_ECANCELED, r->acquire_cb != NULL ? NULL : l);
+        return;
+    case REQ_WATCH:
+    case REQ_UNWATCH:
+        break;
+    }
+    loop_op_finished(&r->base);
+    req_free(r);
+}
+
+static rl_status submit(struct lock_req *r)
+{
+    rl_status st;
+
+    r->base.start = run_request;
+    r->base.cancel = cancel_request;
+    st = loop_submit(r->client->loop, &r->base);
+    if (st != RL_OK)
+        req_free(r);
+    return st;
+}
+
+/* ---- Reentrancy --------------------------------------------------------- */
+
+static bool same_resource(const rl_client *c, const struct rl_lock *l,
+                          const char *resource)
+{
+    return l->rec.nkeys == 1 &&
+           strncmp(l->rec.keys[0], c->cfg.prefix, c->cfg.prefix_len) == 0 &&
+           strcmp(l->rec.keys[0] + c->cfg.prefix_len, resource) == 0;
+}
+
+/* Queue a callback for a hold taken (acb) or dropped (rcb). */
+static rl_status queue_reentry(rl_client *c, struct rl_lock *l,
+                               rl_acquire_cb acb, rl_release_cb rcb,
+                               void *privdata)
+{
+    struct lock_req *r = req_new(c, REQ_REENTRY, l, privdata);
+
+    if (r == NULL)
+        return RL_ENOMEM;
+    r->acquire_cb = acb;
+    r->release_cb = rcb;
+    return submit(r);
+}
+
+/* The calling thread already holds resource reentrantly: count one more
+ * hold. True when it did (*st: the submit status). */
+static bool reenter(rl_client *c, const char *resource, rl_acquire_cb cb,
+                    void *privdata, rl_status *st)
+{
+    struct holders *h = registry(c);
+    pthread_t self = pthread_self();
+    struct rl_lock *l;
+
+    pthread_mutex_lock(&h->mutex);
+    for (l = h->head; l != NULL; l = l->next) {
+        if (l->holds > 0 && pthread_equal(l->owner, self) &&
+            same_resource(c, l, resource) && !atomic_load(&l->lost) &&
+            remaining_us(l) > 0)
+            break;
+    }
+    if (l != NULL)
+        l->holds++;
+    pthread_mutex_unlock(&h->mutex);
+    if (l == NULL)
+        return false;
+    *st = queue_reentry(c, l, cb, NULL, privdata);
+    if (*st != RL_OK) {
+        pthread_mutex_lock(&h->mutex);
+        l->holds--;
+        pthread_mutex_unlock(&h->mutex);
+    }
+    return true;
+}
+
+/* Drop one hold. True when others remain (a nested release). Dropping the
+ * last sets holds to 0 under the mutex, so no re-entry can find a lock
+ * whose release is being queued. *was is the count before. */
+static bool drop_hold(rl_client *c, struct rl_lock *l, unsigned *was)
+{
+    struct holders *h = registry(c);
+    bool nested;
+
+    pthread_mutex_lock(&h->mutex);
+    *was = l->holds;
+    nested = l->holds > 1;
+    if (l->holds > 0)
+        l->holds--;
+    pthread_mutex_unlock(&h->mutex);
+    return nested;
+}
+
+static void restore_hold(rl_client *c, struct rl_lock *l, unsigned was)
+{
+    struct holders *h = registry(c);
+
+    pthread_mutex_lock(&h->mutex);
+    l->holds = was;
+    pthread_mutex_unlock(&h->mutex);
+}
+
+/* ---- Operations behind the public API ----------------------------------- */
+
+rl_status holder_acquire(rl_client *c, const char *const *resources,
+                         size_t count, const rl_acquire_opts *o,
+                         rl_acquire_cb cb, void *privdata)
+{
+    struct lock_req *r;
+    struct rl_lock *l;
+    rl_status st;
+    uint32_t ttl;
+
+    if (c == NULL)
+        return rl_fail(RL_EINVAL, "client is NULL");
+    if (cb == NULL)
+        return rl_fail(RL_EINVAL, "callback is NULL");
+    st = acquire_check(c, resources, count, o, &ttl);
+    if (st == RL_OK && o != NULL && o->auto_extend)
+        st = check_watch_opts(o, ttl);
+    if (st != RL_OK)
+        return st;
+    if (o != NULL && o->reentrant && count == 1 &&
+        reenter(c, resources[0], cb, privdata, &st))
+        return st;
+    st = lock_new(c, resources, count, NULL, &l);
+    if (st != RL_OK)
+        return st;
+    r = req_new(c, REQ_ACQUIRE, l, privdata);
+    if (r == NULL) {
+        lock_destroy(l);
+        return RL_ENOMEM;
+    }
+    r->acquire_cb = cb;
+    r->ttl_ms = ttl;
+    r->caller = pthread_self();
+    if (o != NULL)
+        r->opts = *o;
+    if (r->opts.auto_extend) {
+        r->timer = loop_timer_new(c->loop, tick, l);
+        if (r->timer == NULL) {
+            req_free(r);
+            lock_destroy(l);
+            return rl_fail(RL_ENOMEM, "out of memory for a watchdog");
+        }
+    }
+    st = submit(r);
+    if (st != RL_OK)
+        lock_destroy(l);
+    return st;
+}
+
+rl_client *holder_client(const rl_lock *l)
+{
+    return atomic_load(&((struct rl_lock *)l)->client);
+}
+
+rl_status holder_extend(rl_lock *l, uint32_t ttl_ms, rl_extend_cb cb,
+                        void *privdata)
+{
+    struct lock_req *r;
+    rl_client *c;
+    rl_status st;
+    uint32_t ttl;
+
+    if (l == NULL)
+        return rl_fail(RL_EINVAL, "lock is NULL");
+    if (cb == NULL)
+        return rl_fail(RL_EINVAL, "callback is NULL");
+    c = holder_client(l);
+    if (c == NULL)
+        return rl_fail(RL_EMISUSE, "the lock's client was freed");
+    st = config_effective_ttl(&c->cfg,
+                              ttl_ms != 0 ? ttl_ms : atomic_load(&l->ttl_ms),
+                              &ttl);
+    if (st != RL_OK)
+        return st;
+    if (atomic_exchange(&l->user_extending, true))
+        return rl_fail(RL_EMISUSE, "'%s': an extend is already in flight",
+                       l->rec.resource);
+    r = req_new(c, REQ_EXTEND, l, privdata);
+    st = r != NULL ? RL_OK : RL_ENOMEM;
+    if (r != NULL) {
+        r->extend_cb = cb;
+        r->ttl_ms = ttl;
+        st = submit(r);
+    }
+    if (st != RL_OK)
+        atomic_store(&l->user_extending, false);
+    return st;
+}
+
+rl_status holder_release(rl_lock *l, rl_release_cb cb, void *privdata)
+{
+    struct lock_req *r;
+    rl_client *c;
+    rl_status st;
+    unsigned was;
+
+    if (l == NULL)
+        return rl_fail(RL_EINVAL, "lock is NULL");
+    c = holder_client(l);
+    if (c == NULL)
+        return rl_fail(RL_EMISUSE,
+                       "the lock's client was freed: use rl_lock_free");
+    if (drop_hold(c, l, &was)) {
+        st = queue_reentry(c, l, NULL, cb, privdata);
+        if (st != RL_OK)
+            restore_hold(c, l, was);
+        return st;
+    }
+    r = req_new(c, REQ_RELEASE, l, privdata);
+    st = r != NULL ? RL_OK : RL_ENOMEM;
+    if (r != NULL) {
+        r->release_cb = cb;
+        st = submit(r);
+    }
+    if (st != RL_OK)
+        restore_hold(c, l, was);
+    return st;
+}
+
+/* ---- Public API ----------------------------------------------------------- */
+
+rl_status rl_acquire_async(rl_client *c, const char *resource,
+                           const rl_acquire_opts *o, rl_acquire_cb cb,
+                           void *privdata)
+{
+    return holder_acquire(c, &resource, 1, o, cb, privdata);
+}
+
+rl_status rl_acquire_multi_async(rl_client *c, const char *const *resources,
+                                 size_t count, const rl_acquire_opts *o,
+                                 rl_acquire_cb cb, void *privdata)
+{
+    return holder_acquire(c, resources, count, o, cb, privdata);
+}
+
+rl_status rl_extend_async(rl_lock *l, uint32_t ttl_ms, rl_extend_cb cb,
+                          void *privdata)
+{
+    return holder_extend(l, ttl_ms, cb, privdata);
+}
+
+rl_status rl_release_async(rl_lock *l, rl_release_cb cb, void *privdata)
+{
+    return holder_release(l, cb, privdata);
+}
+
+void rl_lock_free(rl_lock *l)
+{
+    rl_client *c;
+    struct lock_req *r;
+
+    if (l == NULL)
+        return;
+    c = holder_client(l);
+    if (c == NULL) { /* orphaned: nothing else refers to it */
+        lock_destroy(l);
+        return;
+    }
+    /* A renewal may be running on the loop thread: free it there. If even
+     * that cannot be queued (out of memory, or a misuse racing
+     * rl_client_free), the client's shutdown orphans it instead. */
+    r = req_new(c, REQ_FREE, l, NULL);
+    if (r != NULL)
+        submit(r);
+}
+
+rl_status rl_lock_adopt(rl_client *c, const char *resource, const char *token,
+                        rl_lock **out)
+{
+    struct rl_lock *l;
+    rl_status st;
+    size_t len;
+
+    if (c == NULL)
+        return rl_fail(RL_EINVAL, "client is NULL");
+    if (out == NULL)
+        return rl_fail(RL_EINVAL, "out is NULL");
+    *out = NULL;
+    st = config_check_resource(resource, "resource");
+    if (st != RL_OK)
+        return st;
+    if (token == NULL)
+        return rl_fail(RL_EINVAL, "token is NULL");
+    len = strnlen(token, RL_MAX_TOKEN_LEN + 1);
+    if (len == 0 || len > RL_MAX_TOKEN_LEN)
+        return rl_fail(RL_EINVAL, "token must be 1..%d characters",
+                       RL_MAX_TOKEN_LEN);
+    st = lock_new(c, &resource, 1, token, &l);
+    if (st != RL_OK)
+        return st;
+    l->state = LOCK_HELD;
+    registry_add(c, l);
+    *out = l;
+    return RL_OK;
+}
+
+rl_status rl_watchdog_start(rl_lock *l, const rl_acquire_opts *o)
+{
+    static const rl_acquire_opts defaults;
+    struct lock_req *r;
+    rl_client *c;
+    rl_status st;
+
+    if (l == NULL)
+        return rl_fail(RL_EINVAL, "lock is NULL");
+    c = holder_client(l);
+    if (c == NULL)
+        return rl_fail(RL_EMISUSE, "the lock's client was freed");
+    if (atomic_load(&l->ttl_ms) == 0)
+        return rl_fail(RL_EMISUSE,
+                       "'%s': adopted lock has no known TTL; extend it first",
+                       l->rec.resource);
+    st = check_watch_opts(o, atomic_load(&l->ttl_ms));
+    if (st != RL_OK)
+        return st;
+    if (atomic_exchange(&l->watched, true))
+        return rl_fail(RL_EMISUSE, "'%s': the watchdog is already running",
+                       l->rec.resource);
+    r = req_new(c, REQ_WATCH, l, NULL);
+    st = r != NULL ? RL_OK : RL_ENOMEM;
+    if (r != NULL) {
+        r->opts = o != NULL ? *o : defaults;
+        r->timer = loop_timer_new(c->loop, tick, l);
+        if (r->timer == NULL) {
+            req_free(r);
+            st = rl_fail(RL_ENOMEM, "out of memory for a watchdog");
+        } else {
+            st = submit(r);
+        }
+    }
+    if (st != RL_OK)
+        atomic_store(&l->watched, false);
+    return st;
+}
+
+void rl_watchdog_stop(rl_lock *l)
+{
+    struct lock_req *r;
+    rl_client *c;
+
+    if (l == NULL)
+        return;
+    c = holder_client(l);
+    if (c == NULL || !atomic_exchange(&l->watched, false))
+        return;
+    r = req_new(c, REQ_UNWATCH, l, NULL);
+    if (r == NULL || submit(r) != RL_OK)
+        atomic_store(&l->watched, true);
+}
+
+/* ---- Registry lifecycle ------------------------------------------------- */
+
+rl_status holders_new(rl_client *c)
+{
+    c->holders = calloc(1, sizeof(*c->holders));
+    if (c->holders == NULL)
+        return rl_fail(RL_ENOMEM, "out of memory for the client");
+    pthread_mutex_init(&c->holders->mutex, NULL);
+    return RL_OK;
+}
+
+void holders_shutdown(rl_client *c)
+{
+    struct holders *h = registry(c);
+    struct rl_lock *l, *next;
+
+    pthread_mutex_lock(&h->mutex);
+    for (l = h->head; l != NULL; l = next) {
+        next = l->next;
+        extend_abort(l->round);
+        l->round = NULL;
+        if (l->state == LOCK_RENEWING)
+            l->state = LOCK_HELD;
+        unwatch(l);
+        l->prev = l->next = NULL;
+        atomic_store(&l->client, NULL);
+    }
+    h->head = NULL;
+    pthread_mutex_unlock(&h->mutex);
+}
+
+void holders_free(rl_client *c)
+{
+    if (c->holders == NULL)
+        return;
+    pthread_mutex_destroy(&c->holders->mutex);
+    free(c->holders);
+    c->holders = NULL;
+}
+
+/* ---- Getters (any thread) ----------------------------------------------- */
+
+int64_t rl_lock_validity_ms(const rl_lock *l)
+{
+    int64_t us;
+
+    if (l == NULL || atomic_load(&l->deadline_us) == 0)
+        return 0;
+    us = remaining_us(l);
+    return us > 0 ? us / 1000 : 0;
+}
+
+const char *rl_lock_token(const rl_lock *l)
+{
+    return l != NULL ? l->rec.token : NULL;
+}
+
+const char *rl_lock_resource(const rl_lock *l)
+{
+    return l != NULL ? l->rec.resource : NULL;
+}
+
+unsigned rl_lock_nodes_ok(const rl_lock *l)
+{
+    return l != NULL ? atomic_load(&l->voters) : 0;
+}
+
+bool rl_lock_lost(const rl_lock *l)
+{
+    return l != NULL && atomic_load(&l->lost);
+}
+
+/* The descriptor is made on first use: most locks never need one. If the
+ * lock is already lost, or becomes lost while we install it, the counter
+ * is bumped here too, so it is readable either way. */
+int rl_lock_lost_fd(const rl_lock *l)
+{
+    struct rl_lock *m = (struct rl_lock *)l;
+    int expected = -1;
+    int fd;
+
+    if (l == NULL)
+        return -1;
+    fd = atomic_load(&m->lost_fd);
+    if (fd >= 0)
+        return fd;
+    fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    if (!atomic_compare_exchange_strong(&m->lost_fd, &expected, fd)) {
+        close(fd);
+        return expected;
+    }
+    if (atomic_load(&m->lost))
+        signal_fd(fd);
+    return fd;
+}
+
+uint64_t rl_lock_fence(const rl_lock *l)
+{
+    return l != NULL ? l->fence : 0;
+}

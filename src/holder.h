@@ -1,0 +1,28 @@
+/* holder.h -- the life of a held lock (DESIGN §3 "holder"): what the
+ * facade (blocking.c) and rl_client_new/free (client.c) use. The public
+ * async API and the lock getters are implemented in holder.c too. */
+#ifndef REDLOCK_HOLDER_H
+#define REDLOCK_HOLDER_H
+
+#include "core.h"
+
+/* The registry of a client's live handles (RL_ENOMEM). */
+rl_status holders_new(rl_client *c);
+/* Loop thread, at client free, after every queued and started request
+ * was canceled: stop every renewal and orphan every handle (its client
+ * becomes NULL: only rl_lock_free, rl_release and the getters work). */
+void holders_shutdown(rl_client *c);
+void holders_free(rl_client *c);
+
+/* The async operations behind the public API (rl_*_async are thin
+ * wrappers; the facade calls these). Same contracts as in redlock.h. */
+rl_status holder_acquire(rl_client *c, const char *const *resources,
+                         size_t count, const rl_acquire_opts *o,
+                         rl_acquire_cb cb, void *privdata);
+rl_status holder_extend(rl_lock *l, uint32_t ttl_ms, rl_extend_cb cb,
+                        void *privdata);
+rl_status holder_release(rl_lock *l, rl_release_cb cb, void *privdata);
+/* The lock's client, or NULL once the client was freed. */
+rl_client *holder_client(const rl_lock *l);
+
+#endif

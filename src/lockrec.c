@@ -1,0 +1,72 @@
+/* lockrec.c -- lock keys and token (DESIGN §6). Key layout: K = prefix +
+ * resource, value = token, the same as redsync and node-redlock. The
+ * record lives inside the memory of its rl_lock (one allocation per held
+ * lock); see lockrec.h. */
+#include <string.h>
+
+#include "lockrec.h"
+
+size_t lockrec_tail_size(const struct config *cfg,
+                         const char *const *resources, size_t count,
+                         const char *token)
+{
+    size_t size = count * (sizeof(char *) + sizeof(size_t)) +
+                  (token != NULL ? strlen(token) : TOKEN_HEX_LEN) + 1;
+    size_t i;
+
+    for (i = 0; i < count; i++)
+        size += cfg->prefix_len + strlen(resources[i]) + 1;
+    return size;
+}
+
+rl_status lockrec_init(struct lock_rec *r, void *tail,
+                       const struct config *cfg,
+                       const char *const *resources, size_t count,
+                       const char *token)
+{
+    char *p;
+    size_t i;
+
+    r->nkeys = count;
+    r->keys = tail;
+    r->key_lens = (size_t *)(r->keys + count);
+    p = (char *)(r->key_lens + count);
+    for (i = 0; i < count; i++) {
+        r->keys[i] = p;
+        r->key_lens[i] = cfg->prefix_len + strlen(resources[i]);
+        memcpy(p, cfg->prefix, cfg->prefix_len);
+        strcpy(p + cfg->prefix_len, resources[i]);
+        p += r->key_lens[i] + 1;
+    }
+    r->resource = r->keys[0] + cfg->prefix_len;
+    r->token = p;
+    r->adopted = token != NULL;
+    if (token != NULL) {
+        strcpy(r->token, token);
+        return RL_OK;
+    }
+    return token_generate(r->token);
+}
+
+void lockrec_script_cmd(const struct lock_rec *r, enum script_id id,
+                        const char *ttl, struct lock_cmd *out)
+{
+    size_t i;
+    int argc = 0;
+
+    for (i = 0; i < r->nkeys; i++) {
+        out->argv[argc] = r->keys[i];
+        out->lens[argc++] = r->key_lens[i];
+    }
+    out->argv[argc] = r->token;
+    out->lens[argc++] = strlen(r->token);
+    if (ttl != NULL) {
+        out->argv[argc] = ttl;
+        out->lens[argc++] = strlen(ttl);
+    }
+    out->cmd.script = script_get(id);
+    out->cmd.nkeys = (int)r->nkeys;
+    out->cmd.argc = argc;
+    out->cmd.argv = out->argv;
+    out->cmd.lens = out->lens;
+}

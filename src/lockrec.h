@@ -1,0 +1,51 @@
+/* lockrec.h -- what identifies a lock in Redis: its keys (prefix +
+ * resource) and its token (DESIGN §6). The holder layer embeds one in each
+ * rl_lock; operations borrow it to build their commands and never change
+ * it. */
+#ifndef REDLOCK_LOCKREC_H
+#define REDLOCK_LOCKREC_H
+
+#include <stdbool.h>
+
+#include "config.h"
+#include "quorum.h"
+#include "token.h"
+
+/* Longest token accepted by rl_lock_adopt (other clients use UUIDs,
+ * base64 or hex). */
+#define RL_MAX_TOKEN_LEN 128
+
+struct lock_rec {
+    char **keys;                 /* prefix + resource, nkeys of them */
+    size_t *key_lens;
+    size_t nkeys;
+    const char *resource;        /* first resource, without prefix */
+    char *token;                 /* ours: TOKEN_HEX_LEN hex digits */
+    bool adopted;                /* token from elsewhere (rl_lock_adopt) */
+};
+
+/* Bytes lockrec_init needs after the record for these names and token
+ * (token NULL: a new one is generated). */
+size_t lockrec_tail_size(const struct config *cfg,
+                         const char *const *resources, size_t count,
+                         const char *token);
+/* Lay the keys and token out in tail (lockrec_tail_size bytes): copies the
+ * names, applies the prefix, generates a token or copies token. RL_ERANDOM
+ * when no random token could be made. */
+rl_status lockrec_init(struct lock_rec *r, void *tail,
+                       const struct config *cfg,
+                       const char *const *resources, size_t count,
+                       const char *token);
+
+/* A script call over the lock's keys: KEYS = keys, ARGV = token [, ttl]. */
+struct lock_cmd {
+    struct round_cmd cmd;
+    const char *argv[RL_MAX_RESOURCES + 6];
+    size_t lens[RL_MAX_RESOURCES + 6];
+};
+/* Fill out (which must outlive the round's sends; the strings are the
+ * record's and ttl's, not copied). ttl may be NULL. */
+void lockrec_script_cmd(const struct lock_rec *r, enum script_id id,
+                        const char *ttl, struct lock_cmd *out);
+
+#endif
