@@ -43,8 +43,8 @@
  *   SOVERSION and a program built against an older header keeps working;
  *   a struct whose reserved bytes are not zero (built against a newer
  *   header) is refused with RL_EINVAL.
- * - Calls on a lock must not run concurrently with rl_client_free of its
- *   client (before it, or after it returns, is fine).
+ * - Calls on a lock may race rl_client_free of its client: they then end
+ *   with RL_ECANCELED (rl_lock_free still frees the handle).
  *
  * Guarantees and assumptions: see README.md ("Guarantees").
  */
@@ -245,8 +245,10 @@ RL_API rl_status rl_release(rl_lock *l);
 
 /* Free the handle without touching Redis (the keys expire); its watchdog
  * and any renewal in flight stop first (a pending rl_extend_async ends
- * with RL_ECANCELED). NULL is a no-op. Any thread, also from a callback;
- * never blocks. Use after rl_client_free or when giving up a lost lock. */
+ * with RL_ECANCELED). No lost callback of l starts after this returns (one
+ * running on the loop thread is waited for). NULL is a no-op. Any thread,
+ * also from a callback, also while rl_client_free runs. Use after
+ * rl_client_free or when giving up a lost lock. */
 RL_API void rl_lock_free(rl_lock *l);
 
 /* Make a handle for a lock known only by its token (e.g. from another
@@ -292,9 +294,9 @@ RL_API uint64_t rl_lock_fence(const rl_lock *l);
  * the loop's thread. RL_EINVAL, RL_EMISUSE (already running, client
  * freed), RL_ENOMEM. Never blocks. */
 RL_API rl_status rl_watchdog_start(rl_lock *l, const rl_acquire_opts *o);
-/* Stop renewing (the lock stays held until its validity ends). Never
- * blocks; a renewal in flight completes but is not followed by another.
- * NULL or not running: no-op. */
+/* Stop renewing (the lock stays held until its validity ends). A renewal
+ * in flight completes but is not followed by another; no lost callback
+ * starts after this returns. NULL or not running: no-op. */
 RL_API void rl_watchdog_stop(rl_lock *l);
 
 /* Critical section: acquire resource (opts as rl_acquire; the watchdog is
@@ -339,9 +341,11 @@ RL_API rl_status rl_acquire_multi_async(rl_client *c,
  * RL_ECANCELED (released, freed, or client freed meanwhile). */
 RL_API rl_status rl_extend_async(rl_lock *l, uint32_t ttl_ms, rl_extend_cb cb,
                                  void *privdata);
-/* Consumes l once it returns RL_OK (not on an error return). cb may be
- * NULL (fire and forget). An extend in flight is reported as RL_ECANCELED
- * first. cb gets the codes of rl_release. */
+/* Consumes l once it returns RL_OK (not on an error return: then l is
+ * untouched; RL_ECANCELED means its client was freed, free it with
+ * rl_lock_free). cb may be NULL (fire and forget). An extend in flight is
+ * reported as RL_ECANCELED first. cb gets the codes of rl_release. No lost
+ * callback of l starts after this returns (one running is waited for). */
 RL_API rl_status rl_release_async(rl_lock *l, rl_release_cb cb,
                                   void *privdata);
 

@@ -73,19 +73,10 @@ static void released(rl_client *c, rl_status st, void *privdata)
 rl_status rl_extend(rl_lock *l, uint32_t ttl_ms)
 {
     struct waiter w;
-    rl_client *c;
     rl_status st;
 
-    if (l == NULL)
-        return rl_fail(RL_EINVAL, "lock is NULL");
-    c = holder_client(l);
-    if (c == NULL)
-        return rl_fail(RL_EMISUSE, "the lock's client was freed");
-    st = waiter_check(c->loop, "rl_extend");
-    if (st != RL_OK)
-        return st;
     waiter_init(&w);
-    st = holder_extend(l, ttl_ms, extended, &w);
+    st = holder_extend(l, ttl_ms, extended, &w, "rl_extend");
     if (st != RL_OK) {
         waiter_discard(&w);
         return st;
@@ -96,28 +87,20 @@ rl_status rl_extend(rl_lock *l, uint32_t ttl_ms)
 rl_status rl_release(rl_lock *l)
 {
     struct waiter w;
-    rl_client *c;
     rl_status st;
 
-    if (l == NULL)
-        return rl_fail(RL_EINVAL, "lock is NULL");
-    c = holder_client(l);
-    if (c == NULL) {
-        rl_lock_free(l);
-        return rl_fail(RL_ECANCELED,
-                       "the lock's client was freed; handle freed");
-    }
-    st = waiter_check(c->loop, "rl_release");
-    if (st != RL_OK)
-        return st;
     waiter_init(&w);
-    st = holder_release(l, released, &w);
-    if (st != RL_OK) {
-        waiter_discard(&w);
-        rl_lock_free(l);
-        return st;
-    }
-    return waiter_wait(&w);
+    st = holder_release(l, released, &w, "rl_release");
+    if (st == RL_OK)
+        return waiter_wait(&w);
+    waiter_discard(&w);
+    if (st == RL_EINVAL || st == RL_EMISUSE)
+        return st; /* l untouched */
+    rl_lock_free(l); /* consumed whatever the result */
+    return st == RL_ECANCELED
+               ? rl_fail(RL_ECANCELED,
+                         "the lock's client was freed; handle freed")
+               : st;
 }
 
 /* ---- Critical section --------------------------------------------------- */

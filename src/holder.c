@@ -32,6 +32,7 @@
  * rounds and orphans the handles. */
 #include <stdio.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -75,6 +76,9 @@ struct rl_lock {
     atomic_int lost_fd;          /* eventfd made on demand, -1 none */
     atomic_bool user_extending;  /* a user extend is queued or running */
     atomic_bool watched;         /* a watchdog runs or is being started */
+    atomic_bool quiet;           /* given up: no more lost callbacks */
+    atomic_bool in_lost_cb;      /* the lost callback is running */
+    atomic_bool free_requested;  /* freed while the client was closing */
     uint64_t fence;              /* fencing token, 0 without fencing */
     unsigned holds;              /* reentrant holds; 0 = not reentrant
                                     (holders mutex) */
@@ -124,6 +128,11 @@ struct lock_req {
     rl_acquire_opts opts;        /* REQ_ACQUIRE, REQ_WATCH */
     pthread_t caller;            /* REQ_ACQUIRE: for reentrancy */
 };
+
+/* Orders reading a lock's client against orphaning it (client freed), so
+ * calls on a lock may race rl_client_free. Held only briefly, never while
+ * a user callback runs. */
+static pthread_mutex_t orphan_mutex = PTHREAD_MUTEX_INITIALIZER;
 
 static void tick(void *arg);
 static void start_renewal(struct rl_lock *l, struct lock_req *user);
@@ -298,11 +307,15 @@ static void become_lost(struct rl_lock *l)
         signal_fd(atomic_load(&l->lost_fd));
         client_count(c, STAT_LOST);
     }
-    if (cb != NULL) {
+    /* Pairs with silence(): either it sees in_lost_cb and waits, or we
+     * see quiet and stay silent (both seq_cst). */
+    atomic_store(&l->in_lost_cb, true);
+    if (cb != NULL && !atomic_load(&l->quiet)) {
         callback_enter();
         cb(l, l->lost_privdata);
         callback_leave();
     }
+    atomic_store(&l->in_lost_cb, false);
     if (user != NULL) {
         rl_error_set_text(reason);
         req_finish(user, RL_ELOST, l);
@@ -631,6 +644,7 @@ static void run_request(struct op *base)
         lock_free_now(l);
         break;
     case REQ_WATCH:
+        atomic_store(&l->quiet, false);
         if (l->state == LOCK_HELD || l->state == LOCK_RENEWING) {
             unwatch(l);
             watch(l, &r->opts, r->timer);
@@ -835,13 +849,51 @@ rl_status holder_acquire(rl_client *c, const char *const *resources,
     return st;
 }
 
-rl_client *holder_client(const rl_lock *l)
+/* Pin l's client: with orphan_mutex held it cannot be orphaned (and so
+ * not freed) under us. NULL, with the mutex released, once orphaned. */
+static rl_client *pin_client(struct rl_lock *l)
 {
-    return atomic_load(&((struct rl_lock *)l)->client);
+    rl_client *c;
+
+    pthread_mutex_lock(&orphan_mutex);
+    c = atomic_load(&l->client);
+    if (c == NULL)
+        pthread_mutex_unlock(&orphan_mutex);
+    return c;
+}
+
+static void unpin_client(void)
+{
+    pthread_mutex_unlock(&orphan_mutex);
+}
+
+/* Before a handle is given up (release, free, watchdog stop): no lost
+ * callback may start after this returns, and one running on the loop
+ * thread is waited for -- the caller may free what lost_privdata points
+ * to next. Not needed on the loop's own thread, where the callback is
+ * either below us on the stack or not running. */
+static void silence(struct rl_lock *l)
+{
+    rl_client *c = pin_client(l);
+    bool wait;
+
+    if (c == NULL)
+        return;
+    wait = loop_is_owned(c->loop) && !loop_on_thread(c->loop);
+    unpin_client();
+    atomic_store(&l->quiet, true);
+    while (wait && atomic_load(&l->in_lost_cb))
+        sched_yield();
+}
+
+static rl_status orphaned(void)
+{
+    return rl_fail(RL_ECANCELED, "the lock's client was freed: free the "
+                                 "handle with rl_lock_free");
 }
 
 rl_status holder_extend(rl_lock *l, uint32_t ttl_ms, rl_extend_cb cb,
-                        void *privdata)
+                        void *privdata, const char *blocking)
 {
     struct lock_req *r;
     rl_client *c;
@@ -852,30 +904,33 @@ rl_status holder_extend(rl_lock *l, uint32_t ttl_ms, rl_extend_cb cb,
         return rl_fail(RL_EINVAL, "lock is NULL");
     if (cb == NULL)
         return rl_fail(RL_EINVAL, "callback is NULL");
-    c = holder_client(l);
+    c = pin_client(l);
     if (c == NULL)
-        return rl_fail(RL_EMISUSE, "the lock's client was freed");
-    st = config_effective_ttl(&c->cfg,
-                              ttl_ms != 0 ? ttl_ms : atomic_load(&l->ttl_ms),
-                              &ttl);
-    if (st != RL_OK)
-        return st;
-    if (atomic_exchange(&l->user_extending, true))
-        return rl_fail(RL_EMISUSE, "'%s': an extend is already in flight",
-                       l->rec.resource);
-    r = req_new(c, REQ_EXTEND, l, privdata);
-    st = r != NULL ? RL_OK : RL_ENOMEM;
-    if (r != NULL) {
-        r->extend_cb = cb;
-        r->ttl_ms = ttl;
-        st = submit(r);
+        return orphaned();
+    st = blocking != NULL ? waiter_check(c->loop, blocking) : RL_OK;
+    if (st == RL_OK)
+        st = config_effective_ttl(
+            &c->cfg, ttl_ms != 0 ? ttl_ms : atomic_load(&l->ttl_ms), &ttl);
+    if (st == RL_OK && atomic_exchange(&l->user_extending, true))
+        st = rl_fail(RL_EMISUSE, "'%s': an extend is already in flight",
+                     l->rec.resource);
+    else if (st == RL_OK) {
+        r = req_new(c, REQ_EXTEND, l, privdata);
+        st = r != NULL ? RL_OK : RL_ENOMEM;
+        if (r != NULL) {
+            r->extend_cb = cb;
+            r->ttl_ms = ttl;
+            st = submit(r);
+        }
+        if (st != RL_OK)
+            atomic_store(&l->user_extending, false);
     }
-    if (st != RL_OK)
-        atomic_store(&l->user_extending, false);
+    unpin_client();
     return st;
 }
 
-rl_status holder_release(rl_lock *l, rl_release_cb cb, void *privdata)
+rl_status holder_release(rl_lock *l, rl_release_cb cb, void *privdata,
+                         const char *blocking)
 {
     struct lock_req *r;
     rl_client *c;
@@ -884,24 +939,37 @@ rl_status holder_release(rl_lock *l, rl_release_cb cb, void *privdata)
 
     if (l == NULL)
         return rl_fail(RL_EINVAL, "lock is NULL");
-    c = holder_client(l);
+    c = pin_client(l);
     if (c == NULL)
-        return rl_fail(RL_EMISUSE,
-                       "the lock's client was freed: use rl_lock_free");
+        return orphaned();
+    st = blocking != NULL ? waiter_check(c->loop, blocking) : RL_OK;
+    if (st != RL_OK) {
+        unpin_client();
+        return st;
+    }
     if (drop_hold(c, l, &was)) {
         st = queue_reentry(c, l, NULL, cb, privdata);
         if (st != RL_OK)
             restore_hold(c, l, was);
+        unpin_client();
         return st;
     }
+    unpin_client();
+    silence(l);
+    c = pin_client(l);
+    if (c == NULL)
+        return orphaned();
     r = req_new(c, REQ_RELEASE, l, privdata);
     st = r != NULL ? RL_OK : RL_ENOMEM;
     if (r != NULL) {
         r->release_cb = cb;
         st = submit(r);
     }
-    if (st != RL_OK)
+    if (st != RL_OK) {
         restore_hold(c, l, was);
+        atomic_store(&l->quiet, false);
+    }
+    unpin_client();
     return st;
 }
 
@@ -924,32 +992,34 @@ rl_status rl_acquire_multi_async(rl_client *c, const char *const *resources,
 rl_status rl_extend_async(rl_lock *l, uint32_t ttl_ms, rl_extend_cb cb,
                           void *privdata)
 {
-    return holder_extend(l, ttl_ms, cb, privdata);
+    return holder_extend(l, ttl_ms, cb, privdata, NULL);
 }
 
 rl_status rl_release_async(rl_lock *l, rl_release_cb cb, void *privdata)
 {
-    return holder_release(l, cb, privdata);
+    return holder_release(l, cb, privdata, NULL);
 }
 
 void rl_lock_free(rl_lock *l)
 {
-    rl_client *c;
     struct lock_req *r;
+    rl_client *c;
 
     if (l == NULL)
         return;
-    c = holder_client(l);
+    silence(l);
+    c = pin_client(l);
     if (c == NULL) { /* orphaned: nothing else refers to it */
         lock_destroy(l);
         return;
     }
-    /* A renewal may be running on the loop thread: free it there. If even
-     * that cannot be queued (out of memory, or a misuse racing
-     * rl_client_free), the client's shutdown orphans it instead. */
+    /* A renewal may be running on the loop thread: free it there. If that
+     * cannot be queued (the client is being freed, or out of memory), the
+     * client's shutdown frees it. */
     r = req_new(c, REQ_FREE, l, NULL);
-    if (r != NULL)
-        submit(r);
+    if (r == NULL || submit(r) != RL_OK)
+        atomic_store(&l->free_requested, true);
+    unpin_client();
 }
 
 rl_status rl_lock_adopt(rl_client *c, const char *resource, const char *token,
@@ -991,9 +1061,6 @@ rl_status rl_watchdog_start(rl_lock *l, const rl_acquire_opts *o)
 
     if (l == NULL)
         return rl_fail(RL_EINVAL, "lock is NULL");
-    c = holder_client(l);
-    if (c == NULL)
-        return rl_fail(RL_EMISUSE, "the lock's client was freed");
     if (atomic_load(&l->ttl_ms) == 0)
         return rl_fail(RL_EMISUSE,
                        "'%s': adopted lock has no known TTL; extend it first",
@@ -1001,9 +1068,14 @@ rl_status rl_watchdog_start(rl_lock *l, const rl_acquire_opts *o)
     st = check_watch_opts(o, atomic_load(&l->ttl_ms));
     if (st != RL_OK)
         return st;
-    if (atomic_exchange(&l->watched, true))
+    c = pin_client(l);
+    if (c == NULL)
+        return orphaned();
+    if (atomic_exchange(&l->watched, true)) {
+        unpin_client();
         return rl_fail(RL_EMISUSE, "'%s': the watchdog is already running",
                        l->rec.resource);
+    }
     r = req_new(c, REQ_WATCH, l, NULL);
     st = r != NULL ? RL_OK : RL_ENOMEM;
     if (r != NULL) {
@@ -1018,6 +1090,7 @@ rl_status rl_watchdog_start(rl_lock *l, const rl_acquire_opts *o)
     }
     if (st != RL_OK)
         atomic_store(&l->watched, false);
+    unpin_client();
     return st;
 }
 
@@ -1026,14 +1099,18 @@ void rl_watchdog_stop(rl_lock *l)
     struct lock_req *r;
     rl_client *c;
 
-    if (l == NULL)
+    if (l == NULL || !atomic_exchange(&l->watched, false))
         return;
-    c = holder_client(l);
-    if (c == NULL || !atomic_exchange(&l->watched, false))
+    silence(l);
+    c = pin_client(l);
+    if (c == NULL)
         return;
     r = req_new(c, REQ_UNWATCH, l, NULL);
-    if (r == NULL || submit(r) != RL_OK)
+    if (r == NULL || submit(r) != RL_OK) {
         atomic_store(&l->watched, true);
+        atomic_store(&l->quiet, false);
+    }
+    unpin_client();
 }
 
 /* ---- Registry lifecycle ------------------------------------------------- */
@@ -1052,6 +1129,7 @@ void holders_shutdown(rl_client *c)
     struct holders *h = registry(c);
     struct rl_lock *l, *next;
 
+    pthread_mutex_lock(&orphan_mutex);
     pthread_mutex_lock(&h->mutex);
     for (l = h->head; l != NULL; l = next) {
         next = l->next;
@@ -1061,10 +1139,14 @@ void holders_shutdown(rl_client *c)
             l->state = LOCK_HELD;
         unwatch(l);
         l->prev = l->next = NULL;
-        atomic_store(&l->client, NULL);
+        if (atomic_load(&l->free_requested))
+            lock_destroy(l);
+        else
+            atomic_store(&l->client, NULL);
     }
     h->head = NULL;
     pthread_mutex_unlock(&h->mutex);
+    pthread_mutex_unlock(&orphan_mutex);
 }
 
 void holders_free(rl_client *c)

@@ -19,10 +19,12 @@ void holders_free(rl_client *c);
 rl_status holder_acquire(rl_client *c, const char *const *resources,
                          size_t count, const rl_acquire_opts *o,
                          rl_acquire_cb cb, void *privdata);
+/* blocking: NULL, or the blocking function's name: then the call is
+ * refused (RL_EMISUSE) where a blocking call may not wait. RL_ECANCELED:
+ * the lock's client was freed (l untouched). */
 rl_status holder_extend(rl_lock *l, uint32_t ttl_ms, rl_extend_cb cb,
-                        void *privdata);
-rl_status holder_release(rl_lock *l, rl_release_cb cb, void *privdata);
-/* The lock's client, or NULL once the client was freed. */
-rl_client *holder_client(const rl_lock *l);
+                        void *privdata, const char *blocking);
+rl_status holder_release(rl_lock *l, rl_release_cb cb, void *privdata,
+                         const char *blocking);
 
 #endif

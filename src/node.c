@@ -32,9 +32,9 @@
  * Server start: INFO's uptime_in_seconds is the difference of two
  * wall-clock whole seconds, so the real uptime is within 1 s of it either
  * way. up_since_us is the latest possible start (the quarantine never
- * trusts a node too early); started_after() uses the earliest, 2 s before
- * (it never mistakes an older server for one restarted after a given
- * instant). A reconnect to the same run_id keeps what we knew.
+ * trusts a node too early); started_after() uses the earliest
+ * (start_min_us: it never mistakes an older server for one restarted
+ * after a given instant). A reconnect to the same run_id keeps them.
  *
  * Every socket is made close-on-exec at once (no child inherits an
  * authenticated connection).
@@ -114,6 +114,7 @@ struct node {
     char run_id[41];            /* server instance; "" = unknown */
     rl_mono_us up_since_us;     /* latest possible server start, boottime;
                                    0 = unknown */
+    rl_mono_us start_min_us;    /* earliest possible server start */
     char last_error[RL_ERRLEN];
     struct node_stats stats;
 };
@@ -318,10 +319,12 @@ static void learn_server(struct node *n, const char *info)
     if (!info_field(info, "uptime_in_seconds", uptime, sizeof(uptime)))
         return;
     secs = strtoull(uptime, NULL, 10);
-    if (secs < now / 1000000u)
-        n->up_since_us = now - secs * 1000000u + 1000000u;
-    else
-        n->up_since_us = 1;
+    if (secs + 1 >= now / 1000000u) { /* cannot happen on a sane clock */
+        n->up_since_us = n->start_min_us = 1;
+        return;
+    }
+    n->start_min_us = now - (secs + 1) * 1000000u;
+    n->up_since_us = secs == 0 ? now : now - (secs - 1) * 1000000u;
 }
 
 static void handshake_done(struct node *n, const redisReply *info)
@@ -1036,8 +1039,7 @@ int64_t node_uptime_ms(const struct node *n)
 
 bool node_started_after(const struct node *n, rl_mono_us t)
 {
-    /* The earliest possible start is 2 s before the latest. */
-    return n->up_since_us != 0 && n->up_since_us > t + 2000000u;
+    return n->up_since_us != 0 && n->start_min_us > t;
 }
 
 bool node_voting(const struct node *n)
