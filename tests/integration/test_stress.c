@@ -881,10 +881,10 @@ static void s3_round(struct fx *f, int round, uint32_t *seed)
         }
     }
     /* The blockers are inside their calls once they have said so and a
-     * moment has passed. */
+     * moment (scaled: valgrind runs one thread at a time) has passed. */
     while (atomic_load(&rd.ready) < nb)
         sleep_us(100);
-    sleep_us((uint32_t)(5000 + rnd(seed) % 20000));
+    sleep_us((uint32_t)(harness_scale_ms(10) * 1000 + rnd(seed) % 20000));
     atomic_store(&rd.freer_go, 1);
     rl_client_free(rd.c);
 
