@@ -31,6 +31,7 @@ struct fx {
     struct rl_redis r[NODES];
     struct harness_nodes hn;
     rl_client *c;
+    rl_lock *l;    /* the lock under test, freed by teardown on failure */
 };
 
 static int start(void **state, uint32_t op_timeout_ms)
@@ -61,6 +62,7 @@ static int teardown(void **state)
 
     if (f == NULL)
         return 0;
+    rl_lock_free(f->l);
     rl_client_free(f->c);
     harness_cluster_stop(f->r, NODES);
     free(f);
@@ -154,6 +156,7 @@ static void test_renewal_landing_after_lost_does_not_revive_the_lock(
     for (int i = 0; i < QUORUM; i++)
         rec.resume[i] = f->r[i].pid;
     assert_int_equal(rl_acquire(f->c, key, &o, &l), RL_OK);
+    f->l = l;
     snprintf(token, sizeof(token), "%s", rl_lock_token(l));
     fd = rl_lock_lost_fd(l);
     assert_true(fd >= 0);
@@ -207,6 +210,7 @@ static void test_renewal_landing_after_lost_does_not_revive_the_lock(
     assert_int_equal(st, RL_ELOST);
     assert_true(rl_lock_lost(l));
     assert_true(rl_lock_validity_ms(l) <= rec.validity_ms);
+    f->l = NULL;
     st = rl_release(l);
     assert_true(st == RL_OK || st == RL_ELOST);
     assert_true(harness_key_gone_within(f->r, NODES, key, 2 * ttl));
@@ -216,12 +220,12 @@ static void test_renewal_landing_after_lost_does_not_revive_the_lock(
 
 #define CAP_TTL_MS 300
 
-/* Acquire key with a watchdog capped at max_hold_ms (through
+/* Acquire key into f->l with a watchdog capped at max_hold_ms (through
  * opts.auto_extend, or rl_watchdog_start on a plain lock). Returns the
- * acquire / start status; on RL_OK *out holds the lock. */
+ * acquire / start status, its detail in err; f->l is NULL unless RL_OK. */
 static rl_status acquire_capped(struct fx *f, const char *key,
                                 uint64_t max_hold_ms, bool via_start,
-                                rl_lock **out)
+                                char *err, size_t errlen)
 {
     rl_acquire_opts o = { 0 };
     rl_status st;
@@ -230,24 +234,24 @@ static rl_status acquire_capped(struct fx *f, const char *key,
     o.extend_interval_ms = o.ttl_ms / 6;
     o.max_hold_ms = max_hold_ms;
     o.auto_extend = !via_start;
-    *out = NULL;
-    st = rl_acquire(f->c, key, &o, out);
-    if (st != RL_OK || !via_start)
-        return st;
-    st = rl_watchdog_start(*out, &o);
-    if (st != RL_OK) {
-        assert_int_equal(rl_release(*out), RL_OK);
-        *out = NULL;
+    f->l = NULL;
+    st = rl_acquire(f->c, key, &o, &f->l);
+    if (st == RL_OK && via_start)
+        st = rl_watchdog_start(f->l, &o);
+    snprintf(err, errlen, "%s", st == RL_OK ? "" : rl_last_error());
+    if (st != RL_OK && f->l != NULL) {
+        assert_int_equal(rl_release(f->l), RL_OK);
+        f->l = NULL;
     }
     return st;
 }
 
-/* Held for four TTLs: never lost, renewed meanwhile, a majority holds
- * the token at the end. */
-static void assert_renewed_for_4_ttls(struct fx *f, const char *key,
-                                      rl_lock *l)
+/* f->l held for four TTLs: never lost, renewed meanwhile, a majority
+ * holds the token at the end; then released. */
+static void assert_renewed_for_4_ttls(struct fx *f, const char *key)
 {
     uint64_t before = stat_renewals(f->c);
+    rl_lock *l = f->l;
     int holders;
 
     harness_sleep_ms(4 * scaled(CAP_TTL_MS));
@@ -261,20 +265,23 @@ static void assert_renewed_for_4_ttls(struct fx *f, const char *key,
     assert_true(rl_lock_validity_ms(l) > 0);
     assert_true(stat_renewals(f->c) - before >= 4);
     assert_true(holders >= QUORUM);
+    f->l = NULL;
     assert_int_equal(rl_release(l), RL_OK);
 }
 
 static void test_max_hold_ms_uint64_max_means_no_cap(void **state)
 {
     struct fx *f = *state;
-    rl_lock *l;
+    char err[256];
 
-    assert_int_equal(acquire_capped(f, "lt:cap:max", UINT64_MAX, false, &l),
+    assert_int_equal(acquire_capped(f, "lt:cap:max", UINT64_MAX, false, err,
+                                    sizeof(err)),
                      RL_OK);
-    assert_renewed_for_4_ttls(f, "lt:cap:max", l);
-    assert_int_equal(
-        acquire_capped(f, "lt:cap:max-start", UINT64_MAX, true, &l), RL_OK);
-    assert_renewed_for_4_ttls(f, "lt:cap:max-start", l);
+    assert_renewed_for_4_ttls(f, "lt:cap:max");
+    assert_int_equal(acquire_capped(f, "lt:cap:max-start", UINT64_MAX, true,
+                                    err, sizeof(err)),
+                     RL_OK);
+    assert_renewed_for_4_ttls(f, "lt:cap:max-start");
 }
 
 /* Values whose microseconds do not fit in 64 bits: refused with a detail
@@ -294,25 +301,26 @@ static void test_max_hold_ms_overflowing_microseconds_refused_or_no_cap(
                    ? 1
                    : sizeof(huge) / sizeof(huge[0]);
     char key[64];
+    char err[256];
 
     for (size_t i = 0; i < n; i++) {
         for (int via_start = 0; via_start < 2; via_start++) {
-            rl_lock *l;
             rl_status st;
 
             snprintf(key, sizeof(key), "lt:cap:huge:%zu:%d", i, via_start);
-            st = acquire_capped(f, key, huge[i], via_start != 0, &l);
+            st = acquire_capped(f, key, huge[i], via_start != 0, err,
+                                sizeof(err));
             fprintf(stderr, "  max_hold_ms %llu (%s): %s %s\n",
                     (unsigned long long)huge[i],
                     via_start ? "rl_watchdog_start" : "auto_extend",
-                    rl_status_name(st), st == RL_OK ? "" : rl_last_error());
+                    rl_status_name(st), err);
             if (st == RL_EINVAL) {
-                assert_non_null(strstr(rl_last_error(), "max_hold_ms"));
+                assert_non_null(strstr(err, "max_hold_ms"));
                 assert_true(harness_key_gone_within(f->r, NODES, key, 500));
                 continue;
             }
             assert_int_equal(st, RL_OK);
-            assert_renewed_for_4_ttls(f, key, l);
+            assert_renewed_for_4_ttls(f, key);
         }
     }
 }
@@ -323,14 +331,17 @@ static void test_max_hold_ms_short_cap_stops_renewals(void **state)
 {
     struct fx *f = *state;
     int64_t ttl = scaled(CAP_TTL_MS);
+    char err[256];
     rl_lock *l;
     rl_status st;
 
-    assert_int_equal(
-        acquire_capped(f, "lt:cap:short", (uint64_t)(ttl / 2), false, &l),
-        RL_OK);
-    assert_true(fd_readable(rl_lock_lost_fd(l), (int)(4 * ttl)));
-    assert_true(rl_lock_lost(l));
+    assert_int_equal(acquire_capped(f, "lt:cap:short", (uint64_t)(ttl / 2),
+                                    false, err, sizeof(err)),
+                     RL_OK);
+    assert_true(fd_readable(rl_lock_lost_fd(f->l), (int)(4 * ttl)));
+    assert_true(rl_lock_lost(f->l));
+    l = f->l;
+    f->l = NULL;
     st = rl_release(l);
     assert_true(st == RL_OK || st == RL_ELOST);
 }
