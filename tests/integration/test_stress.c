@@ -206,6 +206,53 @@ static uint64_t stat_renewals(rl_client *c)
     return s.renewals;
 }
 
+/* What one async operation's callback saw. */
+struct rec {
+    atomic_int calls;
+    rl_status st;
+    rl_lock *lock;     /* acquire: the lock the callback handed over */
+};
+
+static void rec_acquire_cb(rl_client *c, rl_status st, rl_lock *lock,
+                           void *privdata)
+{
+    struct rec *r = privdata;
+
+    (void)c;
+    r->st = st;
+    r->lock = lock;
+    atomic_fetch_add(&r->calls, 1);
+}
+
+static void rec_extend_cb(rl_lock *l, rl_status st, void *privdata)
+{
+    struct rec *r = privdata;
+
+    (void)l;
+    r->st = st;
+    atomic_fetch_add(&r->calls, 1);
+}
+
+static void rec_release_cb(rl_client *c, rl_status st, void *privdata)
+{
+    struct rec *r = privdata;
+
+    (void)c;
+    r->st = st;
+    atomic_fetch_add(&r->calls, 1);
+}
+
+/* Wait for the one callback of an operation whose record lives on this
+ * stack frame; if it never comes the frame cannot be left (the callback
+ * would write into it later), so the program stops here. */
+static void rec_wait(struct rec *r, const char *what)
+{
+    if (harness_wait_count(&r->calls, 1, 5000))
+        return;
+    fprintf(stderr, "  %s: no callback within 5 s\n", what);
+    abort();
+}
+
 /* ==== 1. Releases and frees racing watchdog renewals ==================== */
 
 #define S1_THREADS 4
@@ -242,20 +289,6 @@ static void s1_lost(rl_lock *l, void *privdata)
     if (rl_lock_token(l) == NULL || rl_lock_validity_ms(l) > 60000)
         atomic_fetch_add(&sh->unexpected, 1);
     atomic_fetch_add(&sh->lost_calls, 1);
-}
-
-struct s1_async {
-    atomic_int calls;
-    rl_status st;
-};
-
-static void s1_release_cb(rl_client *c, rl_status st, void *privdata)
-{
-    struct s1_async *a = privdata;
-
-    (void)c;
-    a->st = st;
-    atomic_fetch_add(&a->calls, 1);
 }
 
 /* Sort a release status; on RL_OK a majority must have no key now. */
@@ -306,7 +339,7 @@ static void *s1_main(void *arg)
     }
     for (long i = 0; harness_now_ms() < end; i++) {
         rl_acquire_opts o = { 0 };
-        struct s1_async a = { 0 };
+        struct rec a = { 0 };
         rl_lock *l = NULL;
         rl_status st;
         uint32_t r = rnd(&seed);
@@ -346,7 +379,7 @@ static void *s1_main(void *arg)
             s1_released(sh, &k, name, rl_release(l), "stop+release");
             break;
         default:
-            st = rl_release_async(l, s1_release_cb, &a);
+            st = rl_release_async(l, rec_release_cb, &a);
             if (st != RL_OK) {
                 atomic_fetch_add(&sh->unexpected, 1);
                 note(&sh->err, "release_async %s: %s: %s", name,
@@ -354,11 +387,7 @@ static void *s1_main(void *arg)
                 rl_lock_free(l);
                 break;
             }
-            if (!harness_wait_count(&a.calls, 1, 3000)) {
-                atomic_fetch_add(&sh->unexpected, 1);
-                note(&sh->err, "release_async %s: no callback", name);
-                break;
-            }
+            rec_wait(&a, "release_async");
             atomic_fetch_add(&sh->async_released, 1);
             s1_released(sh, &k, name, a.st, "release_async");
             /* Exactly once: nothing more may come. */
@@ -377,14 +406,15 @@ static void *s1_main(void *arg)
 static void test_releases_and_frees_racing_watchdog_renewals(void **state)
 {
     struct fx *f = *state;
-    struct s1_shared *sh = calloc(1, sizeof(*sh));
+    struct s1_shared shared;
+    struct s1_shared *sh = &shared;
     struct s1_worker w[MAX_THREADS];
     pthread_t t[MAX_THREADS];
     int nt = threads_for(S1_THREADS);
     int64_t t0 = harness_now_ms();
     uint64_t renewals;
 
-    assert_non_null(sh);
+    memset(sh, 0, sizeof(*sh));
     sh->f = f;
     for (int i = 0; i < nt; i++) {
         w[i].sh = sh;
@@ -417,7 +447,6 @@ static void test_releases_and_frees_racing_watchdog_renewals(void **state)
      * expire within a TTL: nothing is left after a few. */
     assert_true(harness_all_empty_within(
         f->r, NODES, 5 * S1_TTL_MS + 500));
-    free(sh);
 }
 
 /* ==== 2. Reentrant acquires racing releases on other threads ============ */
@@ -520,18 +549,9 @@ static void s2_release(struct s2_shared *sh, rl_lock *l, const char *what)
     }
 }
 
-static void s2_release_cb(rl_client *c, rl_status st, void *privdata)
-{
-    struct s1_async *a = privdata;
-
-    (void)c;
-    a->st = st;
-    atomic_fetch_add(&a->calls, 1);
-}
-
 static void s2_async_round(struct s2_shared *sh, struct conns *k)
 {
-    struct s1_async a = { 0 };
+    struct rec a = { 0 };
     rl_lock *l;
     rl_lock *again;
     rl_status st;
@@ -539,7 +559,7 @@ static void s2_async_round(struct s2_shared *sh, struct conns *k)
     if (!s2_acquire(sh, &l, "acquire"))
         return;
     s2_section(sh, k, l);
-    st = rl_release_async(l, s2_release_cb, &a);
+    st = rl_release_async(l, rec_release_cb, &a);
     if (st != RL_OK) {
         atomic_fetch_add(&sh->unexpected, 1);
         note(&sh->err, "release_async: %s", rl_status_name(st));
@@ -551,12 +571,7 @@ static void s2_async_round(struct s2_shared *sh, struct conns *k)
         s2_section(sh, k, again);
         s2_release(sh, again, "release of the re-acquired lock");
     }
-    if (!harness_wait_count(&a.calls, 1, 5000)) {
-        atomic_fetch_add(&sh->unexpected, 1);
-        note(&sh->err, "release_async: no callback");
-        /* a is on this stack: the callback must not come later. */
-        abort();
-    }
+    rec_wait(&a, "release_async");
     if (a.st != RL_OK) {
         atomic_fetch_add(&sh->unexpected, 1);
         note(&sh->err, "release_async called back with %s",
@@ -647,13 +662,14 @@ static void *s2_main(void *arg)
 static void test_reentrant_acquires_racing_releases(void **state)
 {
     struct fx *f = *state;
-    struct s2_shared *sh = calloc(1, sizeof(*sh));
+    struct s2_shared shared;
+    struct s2_shared *sh = &shared;
     struct s2_worker w[S2_THREADS];
     pthread_t t[S2_THREADS];
     int64_t t0 = harness_now_ms();
     int releaser = -1;
 
-    assert_non_null(sh);
+    memset(sh, 0, sizeof(*sh));
     sh->f = f;
     for (int i = 0; i < S2_THREADS; i++) {
         w[i].sh = sh;
@@ -689,7 +705,6 @@ static void test_reentrant_acquires_racing_releases(void **state)
     assert_true(atomic_load(&sh->sections) >= 20);
     /* Every hold was released: no key left. */
     assert_true(harness_key_gone_within(f->r, NODES, S2_RESOURCE, 500));
-    free(sh);
 }
 
 /* ==== 3. Client frees with operations in flight ========================= */
@@ -699,12 +714,6 @@ static void test_reentrant_acquires_racing_releases(void **state)
 #define S3_WATCHED 6
 #define S3_ASYNC 12
 #define S3_TTL_MS 60
-
-struct s3_rec {
-    atomic_int calls;
-    rl_status st;
-    rl_lock *lock;     /* acquire: the lock the callback handed over */
-};
 
 struct s3_round {
     rl_client *c;
@@ -768,35 +777,6 @@ static void *s3_freer_main(void *arg)
     return NULL;
 }
 
-static void s3_acquire_cb(rl_client *c, rl_status st, rl_lock *lock,
-                          void *privdata)
-{
-    struct s3_rec *r = privdata;
-
-    (void)c;
-    r->st = st;
-    r->lock = lock;
-    atomic_fetch_add(&r->calls, 1);
-}
-
-static void s3_extend_cb(rl_lock *l, rl_status st, void *privdata)
-{
-    struct s3_rec *r = privdata;
-
-    (void)l;
-    r->st = st;
-    atomic_fetch_add(&r->calls, 1);
-}
-
-static void s3_release_cb(rl_client *c, rl_status st, void *privdata)
-{
-    struct s3_rec *r = privdata;
-
-    (void)c;
-    r->st = st;
-    atomic_fetch_add(&r->calls, 1);
-}
-
 static bool s3_status_ok(rl_status st)
 {
     return st == RL_OK || st == RL_ECANCELED || st == RL_ENOQUORUM ||
@@ -811,9 +791,9 @@ static void s3_round(struct fx *f, int round, uint32_t *seed)
     struct s3_blocker b[MAX_THREADS];
     pthread_t bt[MAX_THREADS];
     pthread_t ft;
-    struct s3_rec acq[S3_ASYNC];
-    struct s3_rec ext[S3_WATCHED];
-    struct s3_rec rel[S3_WATCHED];
+    struct rec acq[S3_ASYNC];
+    struct rec ext[S3_WATCHED];
+    struct rec rel[S3_WATCHED];
     bool acq_ok[S3_ASYNC] = { false };
     bool ext_ok[S3_WATCHED] = { false };
     bool rel_ok[S3_WATCHED] = { false };
@@ -865,16 +845,16 @@ static void s3_round(struct fx *f, int round, uint32_t *seed)
         o.wait_ms = i % 2 == 0 ? RL_WAIT_FOREVER : 0;
         snprintf(name, sizeof(name), "st3:a:%d:%d", round, i);
         acq_ok[i] = rl_acquire_async(rd.c, i % 3 == 0 ? S3_HELD : name, &o,
-                                     s3_acquire_cb, &acq[i]) == RL_OK;
+                                     rec_acquire_cb, &acq[i]) == RL_OK;
     }
     for (int i = 0; i < S3_WATCHED; i++) {
         if (plain[i] == NULL)
             continue;
         if (i % 2 == 0) {
-            ext_ok[i] = rl_extend_async(plain[i], 0, s3_extend_cb,
+            ext_ok[i] = rl_extend_async(plain[i], 0, rec_extend_cb,
                                         &ext[i]) == RL_OK;
         } else {
-            rel_ok[i] = rl_release_async(plain[i], s3_release_cb,
+            rel_ok[i] = rl_release_async(plain[i], rec_release_cb,
                                          &rel[i]) == RL_OK;
             if (rel_ok[i])
                 plain[i] = NULL;
@@ -978,11 +958,11 @@ struct s3_ext {
     enum s3_kind kind;
     bool freed;              /* the client was freed in a callback */
     bool accepted;           /* ... and the free was accepted */
-    struct s3_rec acq[S3_ASYNC];
+    struct rec acq[S3_ASYNC];
     bool acq_ok[S3_ASYNC];
-    struct s3_rec ext;
+    struct rec ext;
     bool ext_ok;
-    struct s3_rec rel;
+    struct rec rel;
     bool rel_ok;
     atomic_int total;        /* callbacks of all kinds */
 };
@@ -1010,21 +990,21 @@ static void s3_ext_maybe_free(struct s3_ext *x, enum s3_kind kind)
 static void s3_ext_acquire_cb(rl_client *c, rl_status st, rl_lock *lock,
                               void *privdata)
 {
-    s3_acquire_cb(c, st, lock, privdata);
+    rec_acquire_cb(c, st, lock, privdata);
     atomic_fetch_add(&g_ext->total, 1);
     s3_ext_maybe_free(g_ext, FREE_IN_ACQUIRE);
 }
 
 static void s3_ext_extend_cb(rl_lock *l, rl_status st, void *privdata)
 {
-    s3_extend_cb(l, st, privdata);
+    rec_extend_cb(l, st, privdata);
     atomic_fetch_add(&g_ext->total, 1);
     s3_ext_maybe_free(g_ext, FREE_IN_EXTEND);
 }
 
 static void s3_ext_release_cb(rl_client *c, rl_status st, void *privdata)
 {
-    s3_release_cb(c, st, privdata);
+    rec_release_cb(c, st, privdata);
     atomic_fetch_add(&g_ext->total, 1);
     s3_ext_maybe_free(g_ext, FREE_IN_RELEASE);
 }
