@@ -3,8 +3,9 @@
 # with sudo available): installs the packages, builds with warnings as
 # errors, runs every test (unit, integration, CLI) with real redis-server
 # processes and the chaos suite's CI profile, then again under ASan+UBSan
-# (chaos excluded), then the integration tests under valgrind (zero errors
-# and zero leaks required).
+# (chaos excluded), then the threaded integration tests under TSan, then
+# the integration tests under valgrind (zero errors and zero leaks
+# required).
 #   tools/test.sh            everything
 #   tools/test.sh --quick    release build + ctest only
 set -euo pipefail
@@ -40,6 +41,29 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 RL_TEST_TIMEOUT_MULTIPLIER=2 \
     run_ctest --test-dir build/asan --output-on-failure -j2 -LE chaos
+
+section "ThreadSanitizer build"
+# The tests that run threads against one client: the blocking API from
+# many threads, the watchdog, async calls, client create/free and the
+# lifetime stress tests. Only these are built and run. The 60 s
+# loaded-machine hold is left to the other stages (TSan slows it down and
+# it adds no interleaving the others lack).
+tsan_tests="threads watchdog async reentrancy stress lifetimes lost_and_caps"
+RL_TEST_TIMEOUT_MULTIPLIER=3 cmake -S . -B build/tsan -DCMAKE_BUILD_TYPE=Debug \
+    -DRL_TSAN=ON -DRL_WERROR=ON >/dev/null
+# shellcheck disable=SC2046 # one target per word
+cmake --build build/tsan -j"$jobs" \
+    --target $(printf 'integ_test_%s ' $tsan_tests)
+section "threaded tests (ThreadSanitizer)"
+# setarch -R: without address randomization, as TSan's shadow memory
+# layout can clash with the randomized mappings of newer kernels
+# (vm.mmap_rnd_bits 32: "FATAL: ThreadSanitizer: unexpected memory
+# mapping").
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+RL_TEST_TIMEOUT_MULTIPLIER=3 \
+    setarch "$(uname -m)" -R ctest --test-dir build/tsan --output-on-failure \
+    -j2 -R "^integ_test_($(echo $tsan_tests | tr ' ' '|'))\." \
+    -E 'holds_for_60s' 2>&1 | tee -a "$summary"
 
 section "integration tests under valgrind"
 fails=0
