@@ -117,13 +117,14 @@ static int write_all(FILE *f, const char *resource,
 
 int cli_check_metrics_file(const struct cli_opts *o, const char *path)
 {
-    char *copy = strdup(path);
     const char *dir;
+    char *copy;
     int ok;
 
     if (path[0] == '\0' || path[strlen(path) - 1] == '/')
         return cli_fail(o, -1, "--metrics-file: '%s' is not a file name",
                         path);
+    copy = strdup(path);
     if (copy == NULL)
         return cli_fail(o, -1, "out of memory");
     dir = dirname(copy);
