@@ -427,6 +427,59 @@ typedef struct rl_stats {
  * Blocks briefly (reads them on the loop thread). */
 RL_API rl_status rl_client_stats(rl_client *c, rl_stats *out);
 
+/* ---- Administration and metrics (issue 14) --------------------------------*/
+
+/* Force unlock (admin; Redisson's forceUnlock): delete resource's key on
+ * every node whatever token it holds, publishing a release notification
+ * so waiters retry at once. The current holder LOSES its lock without
+ * being asked: its next renewal fails, so with the watchdog it is
+ * reported lost (callback, rl_lock_lost, fd); without one it learns it
+ * from rl_extend / rl_release (RL_ELOST). Use it to clear a lock left by
+ * a holder that is gone, not to take a lock from a live one. Fence
+ * counters and "redlock:" keys are never touched (resource, and prefix +
+ * resource, must not be in that namespace); a key that is not a string is
+ * no lock and is left alone (error for that node).
+ * out[i] says what node i held just before the delete (up to cap entries;
+ * *count = number of nodes): token and pttl_ms of the key removed, "" and
+ * -2 when it held none, or unreachable with error. *removed (may be NULL):
+ * nodes on which a key was deleted.
+ * RL_OK: a quorum of nodes answered, so nobody holds the resource now; it
+ * was locked (and its holder has lost it) when *removed >= *count / 2 + 1,
+ * otherwise it was already free (stale keys on a minority were removed
+ * too). RL_ENOQUORUM: too few nodes answered (keys were deleted where they
+ * did; the others expire by themselves). RL_EINVAL (NULL client, out or
+ * count, cap 0, bad resource), RL_EMISUSE (external loop, callback),
+ * RL_ENOMEM. Blocks up to about op_timeout_ms; thread-safe. */
+RL_API rl_status rl_resource_force_unlock(rl_client *c, const char *resource,
+                                          rl_holder_info *out, size_t cap,
+                                          size_t *count, size_t *removed);
+
+/* Render s (from rl_client_stats) as Prometheus text exposition format
+ * (version 0.0.4): HELP and TYPE lines, then per client
+ *   redlock_acquired_total, redlock_contended_total, redlock_lost_total,
+ *   redlock_renewals_total, redlock_fences_total            (counters)
+ * and per node, labelled node="host:port",
+ *   redlock_node_requests_total, _errors_total, _timeouts_total,
+ *   _down_total, redlock_node_votes_total{vote="for"|"against"}
+ *                                                            (counters)
+ *   redlock_node_latency_seconds{quantile="0.5"|"0.9"|"0.99"},
+ *   redlock_node_latency_max_seconds, redlock_node_connected (0/1),
+ *   redlock_node_voting (0/1)                                (gauges).
+ * labels: label_count name/value pairs (labels[2i] = name, labels[2i+1] =
+ * value) added to every sample, e.g. {"job", "billing"}; NULL when
+ * label_count is 0. Names match [a-zA-Z_][a-zA-Z0-9_]*, do not start with
+ * "__" and are not node, vote or quantile; values are UTF-8 (escaped
+ * here). The text is written NUL-terminated into buf (cap bytes) and
+ * *needed is always set to its size including the NUL. buf NULL with cap
+ * 0 asks for the size only (RL_OK). RL_EINVAL: NULL s or needed, buf NULL
+ * with cap > 0, bad label, s->node_count above RL_STATS_MAX_NODES, or cap
+ * below *needed ("buffer too small": buf then holds ""). Any thread,
+ * never blocks, touches no client. */
+RL_API rl_status rl_stats_format_prometheus(const rl_stats *s,
+                                            const char *const *labels,
+                                            size_t label_count, char *buf,
+                                            size_t cap, size_t *needed);
+
 #ifdef __cplusplus
 }
 #endif

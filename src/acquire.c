@@ -406,7 +406,7 @@ rl_status acquire_check(rl_client *c, const char *const *resources,
         return rl_fail(RL_EINVAL, "resources: 1..%d names required",
                        RL_MAX_RESOURCES);
     for (i = 0; i < count; i++) {
-        st = config_check_resource(resources[i], "resource");
+        st = config_check_resource(&c->cfg, resources[i], "resource");
         if (st != RL_OK)
             return st;
     }

@@ -179,9 +179,10 @@ void config_log(const struct config *cfg, int level, const char *fmt, ...)
     callback_leave();
 }
 
-rl_status config_check_resource(const char *resource, const char *what)
+rl_status config_check_resource(const struct config *cfg,
+                                const char *resource, const char *what)
 {
-    size_t len;
+    size_t len, plen = strlen(RL_RESERVED_PREFIX);
 
     if (resource == NULL)
         return rl_fail(RL_EINVAL, "%s is NULL", what);
@@ -191,10 +192,19 @@ rl_status config_check_resource(const char *resource, const char *what)
     if (len > RL_MAX_RESOURCE_LEN)
         return rl_fail(RL_EINVAL, "%s is longer than %d bytes", what,
                        RL_MAX_RESOURCE_LEN);
-    if (strncmp(resource, RL_RESERVED_PREFIX, strlen(RL_RESERVED_PREFIX)) ==
-        0)
+    if (strncmp(resource, RL_RESERVED_PREFIX, plen) == 0)
         return rl_fail(RL_EINVAL, "%s '%s' uses the reserved namespace '%s'",
                        what, resource, RL_RESERVED_PREFIX);
+    /* The prefix alone is never reserved, but prefix "red" + resource
+     * "lock:fence:x" would name a fence counter. */
+    if (cfg->prefix_len < plen &&
+        strncmp(cfg->prefix, RL_RESERVED_PREFIX, cfg->prefix_len) == 0 &&
+        strncmp(resource, RL_RESERVED_PREFIX + cfg->prefix_len,
+                plen - cfg->prefix_len) == 0)
+        return rl_fail(RL_EINVAL,
+                       "prefix + %s '%s%s' is in the reserved namespace "
+                       "'%s'",
+                       what, cfg->prefix, resource, RL_RESERVED_PREFIX);
     return RL_OK;
 }
 

@@ -40,9 +40,11 @@ void config_clear(struct config *cfg);
 void config_log(const struct config *cfg, int level, const char *fmt, ...)
     RL_PRINTF(3, 4);
 
-/* Check a resource name: non-NULL, 1..RL_MAX_RESOURCE_LEN bytes, not in the
- * reserved namespace. what names the argument in the message. */
-rl_status config_check_resource(const char *resource, const char *what);
+/* Check a resource name: non-NULL, 1..RL_MAX_RESOURCE_LEN bytes, and
+ * neither it nor prefix + it in the reserved namespace. what names the
+ * argument in the message. */
+rl_status config_check_resource(const struct config *cfg,
+                                const char *resource, const char *what);
 
 /* ttl 0 selects RL_DEFAULT_TTL_MS; above max_ttl_ms is RL_EINVAL. */
 rl_status config_effective_ttl(const struct config *cfg, uint32_t ttl_ms,

@@ -1034,7 +1034,7 @@ rl_status rl_lock_adopt(rl_client *c, const char *resource, const char *token,
     if (out == NULL)
         return rl_fail(RL_EINVAL, "out is NULL");
     *out = NULL;
-    st = config_check_resource(resource, "resource");
+    st = config_check_resource(&c->cfg, resource, "resource");
     if (st != RL_OK)
         return st;
     if (token == NULL)

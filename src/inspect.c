@@ -1,5 +1,14 @@
-/* inspect.c -- rl_client_ping, rl_resource_status (DESIGN §7 "ping",
- * "status") and rl_client_stats.
+/* inspect.c -- rl_client_ping, rl_resource_status and
+ * rl_resource_force_unlock (DESIGN §7 "ping", "status", "release
+ * --force"), and rl_client_stats.
+ *
+ * Force unlock runs the force-release script (the key's value and PTTL
+ * before a delete, and a release notification so waiters wake) where
+ * status runs the read-only one; both answer {value or false, pttl}. It
+ * goes to every node, voting or quarantined alike (a key on a quarantined
+ * node blocks others as much as any), and its outcome counts answers, not
+ * votes: a quorum of answers means no holder keeps a majority. The holder
+ * finds out at its next renewal (an absent key is never recreated).
  *
  * Both are one ROUND_ALL round (every node answers or times out) whose
  * per-node results are copied into the caller's array on the loop thread,
@@ -19,6 +28,8 @@ struct inspect_op {
     rl_holder_info *holders;    /* status: one per node, or NULL */
     rl_stats *stats;            /* stats snapshot, or NULL */
     char *key;                  /* status: prefix + resource */
+    enum script_id script;      /* status: inspect or force-release */
+    size_t answered;            /* status: nodes that ran the script */
     struct quorum_round round;
 };
 
@@ -84,6 +95,7 @@ static enum vote classify_status(struct inspect_op *op, size_t slot,
     }
     h->reachable = true;
     h->voting = node_voting(op->round.nodes[slot]);
+    op->answered++;
     if (r->element[0].kind == REPLY_STRING)
         copy_text(h->token, sizeof(h->token), &r->element[0]);
     h->pttl_ms = r->element[1].integer;
@@ -105,14 +117,25 @@ static void decided(void *owner, enum verdict v)
     struct inspect_op *op = owner;
     struct quorum_round *q = &op->round;
 
+    if (op->script == SCRIPT_FORCE_RELEASE) /* answers, not votes */
+        v = op->answered >= quorum_size(q->n) ? VERDICT_SUCCESS
+                                              : VERDICT_FAILURE;
     if (v == VERDICT_SUCCESS) {
         rl_error_clear();
         finish(op, RL_OK);
         return;
     }
-    rl_fail(RL_ENOQUORUM, "%zu of %zu nodes answered and vote (need %zu)%s%s",
-            q->yes, q->n, quorum_size(q->n), q->detail[0] ? ": " : "",
-            q->detail);
+    if (op->script == SCRIPT_FORCE_RELEASE)
+        rl_fail(RL_ENOQUORUM,
+                "force unlock of '%s': only %zu of %zu nodes answered "
+                "(need %zu)%s%s",
+                op->key, op->answered, q->n, quorum_size(q->n),
+                q->detail[0] ? ": " : "", q->detail);
+    else
+        rl_fail(RL_ENOQUORUM,
+                "%zu of %zu nodes answered and vote (need %zu)%s%s", q->yes,
+                q->n, quorum_size(q->n), q->detail[0] ? ": " : "",
+                q->detail);
     finish(op, RL_ENOQUORUM);
 }
 
@@ -151,7 +174,7 @@ static void snapshot_stats(rl_client *c, rl_stats *out)
 static void start(struct op *base)
 {
     struct inspect_op *op = (struct inspect_op *)base;
-    const struct script *s = script_get(SCRIPT_INSPECT);
+    const struct script *s = script_get(op->script);
     const char *argv[1];
     size_t lens[1];
     struct round_cmd cmd;
@@ -177,10 +200,10 @@ static void start(struct op *base)
         decided(op, v);
 }
 
-/* Run one inspection round and wait for it. */
+/* Run one inspection round and wait for it (script: for holders). */
 static rl_status inspect_run(rl_client *c, rl_node_info *nodes,
                              rl_holder_info *holders, const char *resource,
-                             rl_stats *stats)
+                             rl_stats *stats, enum script_id script)
 {
     struct inspect_op *op = calloc(1, sizeof(*op));
     struct waiter w;
@@ -208,6 +231,7 @@ static rl_status inspect_run(rl_client *c, rl_node_info *nodes,
     op->nodes = nodes;
     op->holders = holders;
     op->stats = stats;
+    op->script = script;
     waiter_init(&w);
     op->waiter = &w;
     st = loop_submit(c->loop, &op->base);
@@ -227,7 +251,7 @@ void inspect_wait_connected(rl_client *c)
 
     if (scratch == NULL)
         return;
-    inspect_run(c, scratch, NULL, NULL, NULL);
+    inspect_run(c, scratch, NULL, NULL, NULL, SCRIPT_INSPECT);
     free(scratch);
 }
 
@@ -274,21 +298,27 @@ rl_status rl_client_ping(rl_client *c, rl_node_info *out, size_t cap,
         all[i].latency_us = -1;
         all[i].uptime_ms = -1;
     }
-    st = inspect_run(c, all, NULL, NULL, NULL);
+    st = inspect_run(c, all, NULL, NULL, NULL, SCRIPT_INSPECT);
     copy_out(c, out, cap, count, all, sizeof(*all));
     return st;
 }
 
-rl_status rl_resource_status(rl_client *c, const char *resource,
-                             rl_holder_info *out, size_t cap, size_t *count)
+/* One {value, pttl} round over resource's key (status or force unlock);
+ * *removed (may be NULL): nodes that answered with a key. */
+static rl_status resource_round(rl_client *c, const char *resource,
+                                rl_holder_info *out, size_t cap,
+                                size_t *count, enum script_id script,
+                                const char *name, size_t *removed)
 {
     rl_holder_info *all;
     rl_status st;
     size_t i;
 
-    st = inspect_args(c, out, cap, count, "rl_resource_status");
+    if (removed != NULL)
+        *removed = 0;
+    st = inspect_args(c, out, cap, count, name);
     if (st == RL_OK)
-        st = config_check_resource(resource, "resource");
+        st = config_check_resource(&c->cfg, resource, "resource");
     if (st != RL_OK)
         return st;
     all = calloc(c->node_count, sizeof(*all));
@@ -299,9 +329,29 @@ rl_status rl_resource_status(rl_client *c, const char *resource,
                  c->cfg.addrs[i].display);
         all[i].pttl_ms = -2;
     }
-    st = inspect_run(c, NULL, all, resource, NULL);
+    st = inspect_run(c, NULL, all, resource, NULL, script);
+    for (i = 0; removed != NULL && i < c->node_count; i++) {
+        if (all[i].reachable && all[i].pttl_ms != -2)
+            (*removed)++;
+    }
     copy_out(c, out, cap, count, all, sizeof(*all));
     return st;
+}
+
+rl_status rl_resource_status(rl_client *c, const char *resource,
+                             rl_holder_info *out, size_t cap, size_t *count)
+{
+    return resource_round(c, resource, out, cap, count, SCRIPT_INSPECT,
+                          "rl_resource_status", NULL);
+}
+
+rl_status rl_resource_force_unlock(rl_client *c, const char *resource,
+                                   rl_holder_info *out, size_t cap,
+                                   size_t *count, size_t *removed)
+{
+    return resource_round(c, resource, out, cap, count,
+                          SCRIPT_FORCE_RELEASE, "rl_resource_force_unlock",
+                          removed);
 }
 
 rl_status rl_client_stats(rl_client *c, rl_stats *out)
@@ -316,5 +366,5 @@ rl_status rl_client_stats(rl_client *c, rl_stats *out)
     st = waiter_check(c->loop, "rl_client_stats");
     if (st != RL_OK)
         return st;
-    return inspect_run(c, NULL, NULL, NULL, out);
+    return inspect_run(c, NULL, NULL, NULL, out, SCRIPT_INSPECT);
 }

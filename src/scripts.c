@@ -14,6 +14,11 @@
  *   fence-write: raise the counter to ARGV[2] if the lock key still holds
  *     our token (1), else 0. Compared as decimal strings (length, then
  *     bytes): Lua numbers are doubles.
+ *   force-release (admin, issue 14): whatever token the key holds, return
+ *     {value, pttl} and delete it, publishing the removed token on
+ *     redlock:release:<key> as a release does; {false, -2} when absent.
+ *     GET fails on a key that is not a string: such a key is no lock and
+ *     is left alone.
  * Single-key acquire does not use a script: plain SET NX PX keeps the key
  * layout identical to redsync and node-redlock (§6).
  * The digests are computed once with OpenSSL; node.c sends EVALSHA and
@@ -86,6 +91,15 @@ static struct script scripts[SCRIPT_COUNT] = {
         "  redis.call('set', KEYS[2], ARGV[2])\n"
         "end\n"
         "return 1\n",
+        ""},
+    [SCRIPT_FORCE_RELEASE] = {
+        "force-release",
+        "local v = redis.call('get', KEYS[1])\n"
+        "if not v then return {false, -2} end\n"
+        "local t = redis.call('pttl', KEYS[1])\n"
+        "redis.call('del', KEYS[1])\n"
+        "redis.call('publish', 'redlock:release:' .. KEYS[1], v)\n"
+        "return {v, t}\n",
         ""},
 };
 

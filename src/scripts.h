@@ -12,6 +12,7 @@ enum script_id {
     SCRIPT_ACQUIRE_FENCED,/* KEYS: k1..kn, fence; ARGV: token, ttl_ms
                              -> {1, counter or false} | {0} */
     SCRIPT_FENCE_WRITE,   /* KEYS: k, fence; ARGV: token, value -> 1 | 0 */
+    SCRIPT_FORCE_RELEASE, /* KEYS: k; -> {value or false, pttl}, deleted */
     SCRIPT_COUNT,
 };
 

@@ -201,18 +201,25 @@ static void test_ttl_zero_means_default_and_above_max_is_rejected(
 static void test_resource_names_are_checked(void **state)
 {
     char huge[RL_MAX_RESOURCE_LEN + 2];
+    struct config cfg = {.prefix = "", .prefix_len = 0};
+    struct config red = {.prefix = "red", .prefix_len = 3};
 
     (void)state;
     memset(huge, 'a', sizeof(huge) - 1);
     huge[sizeof(huge) - 1] = '\0';
-    assert_int_equal(config_check_resource("jobs:1", "resource"), RL_OK);
-    assert_int_equal(config_check_resource(NULL, "resource"), RL_EINVAL);
-    assert_int_equal(config_check_resource("", "resource"), RL_EINVAL);
+    assert_int_equal(config_check_resource(&cfg, "jobs:1", "resource"), RL_OK);
+    assert_int_equal(config_check_resource(&cfg, NULL, "resource"), RL_EINVAL);
+    assert_int_equal(config_check_resource(&cfg, "", "resource"), RL_EINVAL);
     assert_non_null(strstr(rl_last_error(), "empty"));
-    assert_int_equal(config_check_resource(huge, "resource"), RL_EINVAL);
-    assert_int_equal(config_check_resource("redlock:fence:x", "resource"),
-                     RL_EINVAL);
+    assert_int_equal(config_check_resource(&cfg, huge, "resource"), RL_EINVAL);
+    assert_int_equal(
+        config_check_resource(&cfg, "redlock:fence:x", "resource"), RL_EINVAL);
     assert_non_null(strstr(rl_last_error(), "reserved"));
+    /* Through the prefix: "red" + "lock:fence:x" is a fence counter. */
+    assert_int_equal(config_check_resource(&red, "lock:fence:x", "resource"),
+                     RL_EINVAL);
+    assert_non_null(strstr(rl_last_error(), "prefix"));
+    assert_int_equal(config_check_resource(&red, "jobs:1", "resource"), RL_OK);
 }
 
 static void test_every_status_has_a_name_and_a_message(void **state)

@@ -144,4 +144,22 @@ int cli_status_exit_detail(const struct cli_opts *o, rl_status st,
 /* Free what the options own (wipes the password). */
 void cli_opts_free(struct cli_opts *o);
 
+/* ---- run --metrics-file (run_metrics.c) ---------------------------------- */
+
+/* One run's moments, cli_mono_us(); 0 = did not happen. */
+struct run_figures {
+    uint64_t start_us;          /* the acquire started */
+    uint64_t acquired_us;       /* the lock was granted */
+    uint64_t released_us;       /* the lock was released */
+};
+/* At parse time: path names a file in a directory we may write in.
+ * 0, or -1 with the message printed. */
+int cli_check_metrics_file(const struct cli_opts *o, const char *path);
+/* Replace path atomically with the run's figures, the exit status and c's
+ * statistics (c may be NULL) in Prometheus text format, every sample
+ * labelled resource. 0, or -1 with the message printed. */
+int cli_write_run_metrics(const struct cli_opts *o, const char *path,
+                          const char *resource, const struct run_figures *r,
+                          int status, rl_client *c);
+
 #endif /* REDLOCK_CLI_H */

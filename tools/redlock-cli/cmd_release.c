@@ -1,36 +1,175 @@
-/* cmd_release.c -- "redlock-cli release R TOKEN" (DESIGN §7).
+/* cmd_release.c -- "redlock-cli release R TOKEN" and "release --force R"
+ * (DESIGN §7, issue 14 §3).
  *
- * Adopts the lock by its token and releases it by compare-and-delete on
- * every node. Exit 0 when released or already free, 1 when a majority
- * holds another token, 3 when too few nodes answered. */
+ * release R TOKEN adopts the lock by its token and releases it by
+ * compare-and-delete on every node. Exit 0 when released or already free,
+ * 1 when a majority holds another token, 3 when too few nodes answered.
+ * release --force R is the admin's force unlock
+ * (rl_resource_force_unlock): R's key goes on every node whatever token it
+ * holds, and the holders removed are shown per node by token prefix (8
+ * characters, as status shows them: enough to recognise, not enough to
+ * release). Exit 0 when removed from a majority (R was locked; its holder
+ * has lost it), 1 when R was already free (stale keys on a minority are
+ * removed too), 3 when too few nodes answered. */
+#include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 
+#define TOKEN_SHOWN 8
+
 static const char usage[] =
 "Usage: redlock-cli [GLOBAL OPTIONS] release R TOKEN\n"
+"       redlock-cli [GLOBAL OPTIONS] release --force R\n"
 "\n"
 "Release the lock on R held by TOKEN (compare-and-delete on every node).\n"
 "\n"
 "Exit: 0 released or already free, 1 held by another token, 2 usage,\n"
 "3 no quorum (the keys expire by themselves).\n"
 "\n"
-"Example:\n"
+"--force (admin): delete R on every node whatever token holds it, and\n"
+"show per node the holder removed (first 8 characters of its token). The\n"
+"holder is not asked: it loses the lock (its watchdog reports it lost,\n"
+"`run` signals its command). Fence counters are never touched.\n"
+"With --json: one object with resource, result (\"removed\", \"free\" or\n"
+"\"no_quorum\"), removed, quorum and nodes: an array of {node, reachable,\n"
+"holder, pttl_ms, error}.\n"
+"Exit: 0 removed from a majority, 1 already free, 2 usage, 3 no quorum\n"
+"(removed where nodes answered).\n"
+"\n"
+"Examples:\n"
 "  tok=$(redlock-cli acquire deploy) && ./deploy.sh;\n"
-"  redlock-cli release deploy \"$tok\"\n";
+"  redlock-cli release deploy \"$tok\"\n"
+"  redlock-cli release --force deploy     # after a lost deployment\n";
+
+static void print_forced(const struct cli_opts *o, const char *resource,
+                         const rl_holder_info *h, size_t count,
+                         size_t removed, const char *result)
+{
+    size_t i;
+
+    if (o->json) {
+        fputs("{\"resource\":", stdout);
+        cli_json_str(stdout, resource);
+        printf(",\"result\":\"%s\",\"removed\":%zu,\"quorum\":%zu,"
+               "\"nodes\":[", result, removed, count / 2 + 1);
+        for (i = 0; i < count; i++) {
+            char tok[TOKEN_SHOWN + 1];
+
+            snprintf(tok, sizeof(tok), "%s", h[i].token);
+            printf("%s{\"node\":", i > 0 ? "," : "");
+            cli_json_str(stdout, h[i].name);
+            printf(",\"reachable\":%s,\"holder\":",
+                   h[i].reachable ? "true" : "false");
+            if (h[i].reachable && h[i].pttl_ms != -2)
+                cli_json_str(stdout, tok);
+            else
+                fputs("null", stdout);
+            printf(",\"pttl_ms\":%" PRId64 ",\"error\":", h[i].pttl_ms);
+            cli_json_str(stdout, h[i].error);
+            fputs("}", stdout);
+        }
+        fputs("]}\n", stdout);
+        return;
+    }
+    printf("%-28s %-9s %-8s %10s  %s\n", "NODE", "REACHABLE", "REMOVED",
+           "PTTL_MS", "ERROR");
+    for (i = 0; i < count; i++) {
+        char tok[TOKEN_SHOWN + 1];
+        char pttl[24];
+        bool had = h[i].reachable && h[i].pttl_ms != -2;
+
+        snprintf(tok, sizeof(tok), "%s", h[i].token);
+        if (!had)
+            snprintf(pttl, sizeof(pttl), "-");
+        else if (h[i].pttl_ms == -1)
+            snprintf(pttl, sizeof(pttl), "no-expiry");
+        else
+            snprintf(pttl, sizeof(pttl), "%" PRId64, h[i].pttl_ms);
+        printf("%-28s %-9s %-8s %10s  %s\n", h[i].name,
+               h[i].reachable ? "yes" : "no", had ? tok : "-", pttl,
+               h[i].error);
+    }
+    if (strcmp(result, "removed") == 0)
+        printf("%s: removed from %zu of %zu nodes: its holder has lost the "
+               "lock\n", resource, removed, count);
+    else if (strcmp(result, "free") == 0 && removed > 0)
+        printf("%s: was not held by a majority; stale keys removed from %zu "
+               "of %zu nodes\n", resource, removed, count);
+    else if (strcmp(result, "free") == 0)
+        printf("%s: already free\n", resource);
+    else
+        printf("%s: too few nodes answered; removed from %zu of %zu nodes\n",
+               resource, removed, count);
+}
+
+/* release --force R */
+static int force_release(struct cli_opts *o, const char *resource)
+{
+    rl_holder_info *h = NULL;
+    rl_client *c = NULL;
+    size_t count = 0;
+    size_t removed = 0;
+    rl_status st;
+    int code;
+
+    code = cli_client_new(o, &c);
+    if (code != CLI_EXIT_OK)
+        return code;
+    h = calloc(o->node_count, sizeof(*h));
+    if (h == NULL) {
+        code = cli_fail(o, CLI_EXIT_NOT_ACQUIRED, "out of memory");
+        goto out;
+    }
+    st = rl_resource_force_unlock(c, resource, h, o->node_count, &count,
+                                  &removed);
+    if (st != RL_OK && st != RL_ENOQUORUM) {
+        code = cli_status_exit(o, st, resource);
+        goto out;
+    }
+    if (st == RL_ENOQUORUM)
+        code = CLI_EXIT_NO_QUORUM;
+    else if (removed >= count / 2 + 1)
+        code = CLI_EXIT_OK;
+    else
+        code = CLI_EXIT_NOT_ACQUIRED;
+    if (!o->quiet || o->json)
+        print_forced(o, resource, h, count, removed,
+                     code == CLI_EXIT_OK            ? "removed"
+                     : code == CLI_EXIT_NO_QUORUM ? "no_quorum"
+                                                  : "free");
+    if (st == RL_ENOQUORUM)
+        code = cli_status_exit(o, st, resource);
+
+out:
+    free(h);
+    rl_client_free(c);
+    return code;
+}
 
 int cmd_release(struct cli_opts *o, int argc, char **argv)
 {
     const char *pos[2];
+    bool force = false;
+    const struct cli_cmdopt opts[] = {{"force", NULL, &force}};
     rl_client *c = NULL;
     rl_lock *l = NULL;
     rl_status st;
     int npos;
     int code;
 
-    code = cli_parse_args(o, argc, argv, NULL, 0, usage, pos, 2, &npos, NULL);
+    code = cli_parse_args(o, argc, argv, opts, 1, usage, pos, 2, &npos, NULL);
     if (code != 0)
         return code > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    if (force && npos != 1)
+        return cli_fail(o, CLI_EXIT_USAGE, "%s (usage: release --force R)",
+                        npos == 0 ? "missing resource"
+                                  : "--force takes no TOKEN");
+    if (force)
+        return cli_check_resource(o, pos[0]) != 0
+                   ? CLI_EXIT_USAGE
+                   : force_release(o, pos[0]);
     if (npos < 2)
         return cli_fail(o, CLI_EXIT_USAGE, "missing %s (usage: release R "
                         "TOKEN)", npos == 0 ? "resource" : "TOKEN");

@@ -76,6 +76,9 @@ static const char usage[] =
 "                           before the TTL runs out and SIGKILL at its end\n"
 "  --kill-signal SIG        signal sent when the lock is lost (TERM)\n"
 "  --conflict-exit-code N   exit code when not acquired (1)\n"
+"  --metrics-file FILE      at the end, replace FILE atomically with the\n"
+"                           run's figures in Prometheus text format (for\n"
+"                           node_exporter's textfile collector: FILE.prom)\n"
 "\n"
 "Exit: CMD's status; 1 (or N) not acquired; 2 usage; 3 no quorum; 4 lock\n"
 "lost (CMD was signalled); 126/127 CMD not executable / not found.\n"
@@ -338,6 +341,7 @@ struct run_args {
     int conflict_code;
     char **cmd;
     bool tty;                   /* we own the terminal: hand it to CMD */
+    const char *metrics_file;   /* --metrics-file, or NULL */
 };
 
 static int parse(struct cli_opts *o, int argc, char **argv,
@@ -355,6 +359,7 @@ static int parse(struct cli_opts *o, int argc, char **argv,
         {"no-watchdog", NULL, &a->no_watchdog},
         {"kill-signal", &sig_s, NULL},
         {"conflict-exit-code", &conflict_s, NULL},
+        {"metrics-file", &a->metrics_file, NULL},
     };
     const char *pos[1];
     uint32_t code;
@@ -398,6 +403,9 @@ static int parse(struct cli_opts *o, int argc, char **argv,
                             "number in 0..255", conflict_s);
         a->conflict_code = (int)code;
     }
+    if (a->metrics_file != NULL &&
+        cli_check_metrics_file(o, a->metrics_file) != 0)
+        return -1;
     return 0;
 }
 
@@ -652,6 +660,7 @@ int cmd_run(struct cli_opts *o, int argc, char **argv)
     rl_status st;
     char detail[RL_ERROR_LEN * 2];
     int sig = 0;
+    struct run_figures fig = {0, 0, 0};
 
     memset(&a, 0, sizeof(a));
     code = parse(o, argc, argv, &a);
@@ -699,7 +708,10 @@ int cmd_run(struct cli_opts *o, int argc, char **argv)
     code = cli_client_new(o, &c);
     if (code != CLI_EXIT_OK)
         goto out;
+    fig.start_us = cli_mono_us();
     st = acquire_or_signal(&a, c, sfd, &l, detail, sizeof(detail), &sig);
+    if (l != NULL)
+        fig.acquired_us = cli_mono_us();
     if (sig != 0) {
         /* Interrupted while waiting: freeing the client cancels the
          * acquire (a lock granted meanwhile is released). */
@@ -778,12 +790,15 @@ out_release:
     rl_watchdog_stop(l);
     st = rl_release(l);         /* also when lost: deletes keys still ours */
     l = NULL;
+    fig.released_us = cli_mono_us();
     if (st != RL_OK && st != RL_ELOST && code == CLI_EXIT_OK)
         cli_info(o, "release of '%s': %s: %s", a.resource, rl_strerror(st),
                  rl_last_error());
 
 out:
     rl_lock_free(l);
+    if (a.metrics_file != NULL)
+        cli_write_run_metrics(o, a.metrics_file, a.resource, &fig, code, c);
     rl_client_free(c);
     if (abandoned_wait != NULL) {
         close(abandoned_wait->efd);

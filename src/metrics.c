@@ -1,0 +1,360 @@
+/* metrics.c -- rl_stats as Prometheus text exposition format, version 0.0.4
+ * (issue 14 §4).
+ *
+ * A pure function of an rl_stats snapshot: no client, no lock, no
+ * allocation. Each metric family is written once, HELP then TYPE then its
+ * samples (one per node for the node families), as the format requires.
+ * Output goes through struct text, which writes while there is room and
+ * keeps counting after, so one pass both fills the buffer and measures
+ * the size a larger one needs. Label values are escaped (\\, \", \n);
+ * the caller's extra labels are checked (name syntax, names we use
+ * ourselves, UTF-8 values) before anything is written. Latencies are
+ * printed as exact decimal seconds from integer microseconds. */
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common.h"
+
+struct text {
+    char *buf;
+    size_t cap;
+    size_t len;                 /* bytes the whole text needs so far */
+};
+
+static void put(struct text *t, const char *fmt, ...) RL_PRINTF(2, 3);
+
+static void put(struct text *t, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    if (t->len < t->cap)
+        n = vsnprintf(t->buf + t->len, t->cap - t->len, fmt, ap);
+    else
+        n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        t->len += (size_t)n;
+}
+
+/* s up to its NUL or max bytes (node names: their array). */
+static void put_escaped(struct text *t, const char *s, size_t max)
+{
+    const char *end = s + strnlen(s, max);
+
+    for (; s < end; s++) {
+        if (*s == '\\')
+            put(t, "\\\\");
+        else if (*s == '"')
+            put(t, "\\\"");
+        else if (*s == '\n')
+            put(t, "\\n");
+        else
+            put(t, "%c", *s);
+    }
+}
+
+/* The caller's labels and, for node families, node="..." (node NULL:
+ * none), then extra (e.g. quantile="0.5"; NULL: none), in braces when
+ * there is any label at all. */
+static void put_labels(struct text *t, const char *const *labels,
+                       size_t count, const char *node, const char *extra)
+{
+    const char *sep = "";
+    size_t i;
+
+    if (count == 0 && node == NULL && extra == NULL)
+        return;
+    put(t, "{");
+    for (i = 0; i < count; i++) {
+        put(t, "%s%s=\"", sep, labels[2 * i]);
+        put_escaped(t, labels[2 * i + 1], SIZE_MAX);
+        put(t, "\"");
+        sep = ",";
+    }
+    if (node != NULL) {
+        put(t, "%snode=\"", sep);
+        put_escaped(t, node, RL_NAME_LEN);
+        put(t, "\"");
+        sep = ",";
+    }
+    if (extra != NULL)
+        put(t, "%s%s", sep, extra);
+    put(t, "}");
+}
+
+static void put_family(struct text *t, const char *name, const char *type,
+                       const char *help)
+{
+    put(t, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void put_seconds(struct text *t, uint32_t us)
+{
+    put(t, " %u.%06u\n", us / 1000000u, us % 1000000u);
+}
+
+/* ---- Label checks ------------------------------------------------------- */
+
+static bool label_name_ok(const char *s)
+{
+    static const char *const ours[] = {"node", "vote", "quantile"};
+    size_t i;
+
+    if (s == NULL || s[0] == '\0' || (s[0] >= '0' && s[0] <= '9') ||
+        strncmp(s, "__", 2) == 0)
+        return false;
+    for (i = 0; s[i] != '\0'; i++) {
+        char ch = s[i];
+
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+              (ch >= '0' && ch <= '9') || ch == '_'))
+            return false;
+    }
+    for (i = 0; i < ARRAY_SIZE(ours); i++) {
+        if (strcmp(s, ours[i]) == 0)
+            return false;
+    }
+    return true;
+}
+
+/* Well-formed UTF-8: no stray continuation bytes, no overlong forms, no
+ * surrogates, nothing above U+10FFFF. */
+static bool utf8_ok(const char *str)
+{
+    const unsigned char *s = (const unsigned char *)str;
+
+    while (*s != '\0') {
+        unsigned c = *s;
+        size_t n, i;
+        uint32_t cp;
+
+        if (c < 0x80) {
+            s++;
+            continue;
+        }
+        if (c >= 0xc2 && c <= 0xdf) {
+            n = 1;
+            cp = c & 0x1f;
+        } else if (c >= 0xe0 && c <= 0xef) {
+            n = 2;
+            cp = c & 0x0f;
+        } else if (c >= 0xf0 && c <= 0xf4) {
+            n = 3;
+            cp = c & 0x07;
+        } else {
+            return false;
+        }
+        for (i = 1; i <= n; i++) {
+            if ((s[i] & 0xc0) != 0x80)
+                return false;
+            cp = (cp << 6) | (s[i] & 0x3f);
+        }
+        if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
+            cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+            return false;
+        s += n + 1;
+    }
+    return true;
+}
+
+static rl_status check_labels(const char *const *labels, size_t count)
+{
+    size_t i, j;
+
+    if (count > 0 && labels == NULL)
+        return rl_fail(RL_EINVAL, "labels is NULL with label_count %zu",
+                       count);
+    for (i = 0; i < count; i++) {
+        const char *name = labels[2 * i];
+        const char *value = labels[2 * i + 1];
+
+        if (!label_name_ok(name))
+            return rl_fail(RL_EINVAL,
+                           "label %zu: name '%s' is not [a-zA-Z_][a-zA-Z0-9_]*"
+                           ", starts with __ or is one of node, vote, "
+                           "quantile", i, name != NULL ? name : "(null)");
+        if (value == NULL)
+            return rl_fail(RL_EINVAL, "label '%s': value is NULL", name);
+        if (!utf8_ok(value))
+            return rl_fail(RL_EINVAL, "label '%s': value is not UTF-8",
+                           name);
+        for (j = 0; j < i; j++) {
+            if (strcmp(labels[2 * j], name) == 0)
+                return rl_fail(RL_EINVAL, "label '%s' is given twice", name);
+        }
+    }
+    return RL_OK;
+}
+
+/* ---- Families ----------------------------------------------------------- */
+
+struct client_family {
+    const char *name;
+    const char *help;
+    size_t offset;              /* of the uint64_t in rl_stats */
+};
+
+static const struct client_family client_families[] = {
+    {"redlock_acquired_total", "Locks acquired.",
+     offsetof(rl_stats, acquired)},
+    {"redlock_contended_total",
+     "Acquire attempts refused: the resource was held by another client.",
+     offsetof(rl_stats, contended)},
+    {"redlock_lost_total",
+     "Locks reported lost (renewal refused or validity ran out).",
+     offsetof(rl_stats, lost)},
+    {"redlock_renewals_total",
+     "Successful lock extensions, watchdog renewals included.",
+     offsetof(rl_stats, renewals)},
+    {"redlock_fences_total", "Fencing tokens issued.",
+     offsetof(rl_stats, fences)},
+};
+
+struct node_family {
+    const char *name;
+    const char *help;
+    size_t offset;              /* of the uint64_t in rl_node_stats */
+};
+
+static const struct node_family node_counters[] = {
+    {"redlock_node_requests_total", "Commands sent to the node.",
+     offsetof(rl_node_stats, requests)},
+    {"redlock_node_errors_total",
+     "Error replies from the node (WRONGTYPE, OOM, ...).",
+     offsetof(rl_node_stats, errors)},
+    {"redlock_node_timeouts_total", "Requests the node did not answer in "
+     "time.", offsetof(rl_node_stats, timeouts)},
+    {"redlock_node_down_total", "Requests failed because the node was "
+     "down.", offsetof(rl_node_stats, down)},
+};
+
+static uint64_t field_u64(const void *base, size_t offset)
+{
+    uint64_t v;
+
+    memcpy(&v, (const char *)base + offset, sizeof(v));
+    return v;
+}
+
+static void put_node_gauges(struct text *t, const rl_stats *s,
+                            const char *const *labels, size_t count)
+{
+    static const char *const q[] = {"quantile=\"0.5\"", "quantile=\"0.9\"",
+                                    "quantile=\"0.99\""};
+    size_t i, k;
+
+    put_family(t, "redlock_node_latency_seconds", "gauge",
+               "Reply latency percentiles since the client started "
+               "(about +-10%).");
+    for (i = 0; i < s->node_count; i++) {
+        const rl_node_stats *n = &s->nodes[i];
+        const uint32_t us[] = {n->latency_p50_us, n->latency_p90_us,
+                               n->latency_p99_us};
+
+        for (k = 0; k < ARRAY_SIZE(q); k++) {
+            put(t, "redlock_node_latency_seconds");
+            put_labels(t, labels, count, n->name, q[k]);
+            put_seconds(t, us[k]);
+        }
+    }
+    put_family(t, "redlock_node_latency_max_seconds", "gauge",
+               "Largest reply latency since the client started.");
+    for (i = 0; i < s->node_count; i++) {
+        put(t, "redlock_node_latency_max_seconds");
+        put_labels(t, labels, count, s->nodes[i].name, NULL);
+        put_seconds(t, s->nodes[i].latency_max_us);
+    }
+    put_family(t, "redlock_node_connected", "gauge",
+               "1 when the connection to the node is up.");
+    for (i = 0; i < s->node_count; i++) {
+        put(t, "redlock_node_connected");
+        put_labels(t, labels, count, s->nodes[i].name, NULL);
+        put(t, " %d\n", s->nodes[i].connected ? 1 : 0);
+    }
+    put_family(t, "redlock_node_voting", "gauge",
+               "1 when the node's vote counts (connected, not in restart "
+               "quarantine).");
+    for (i = 0; i < s->node_count; i++) {
+        put(t, "redlock_node_voting");
+        put_labels(t, labels, count, s->nodes[i].name, NULL);
+        put(t, " %d\n", s->nodes[i].voting ? 1 : 0);
+    }
+}
+
+static void render(struct text *t, const rl_stats *s,
+                   const char *const *labels, size_t count)
+{
+    size_t f, i;
+
+    for (f = 0; f < ARRAY_SIZE(client_families); f++) {
+        const struct client_family *cf = &client_families[f];
+
+        put_family(t, cf->name, "counter", cf->help);
+        put(t, "%s", cf->name);
+        put_labels(t, labels, count, NULL, NULL);
+        put(t, " %llu\n", (unsigned long long)field_u64(s, cf->offset));
+    }
+    for (f = 0; f < ARRAY_SIZE(node_counters); f++) {
+        const struct node_family *nf = &node_counters[f];
+
+        put_family(t, nf->name, "counter", nf->help);
+        for (i = 0; i < s->node_count; i++) {
+            put(t, "%s", nf->name);
+            put_labels(t, labels, count, s->nodes[i].name, NULL);
+            put(t, " %llu\n",
+                (unsigned long long)field_u64(&s->nodes[i], nf->offset));
+        }
+    }
+    put_family(t, "redlock_node_votes_total", "counter",
+               "Quorum rounds the node granted (for) or refused, failed or "
+               "could not vote in (against).");
+    for (i = 0; i < s->node_count; i++) {
+        put(t, "redlock_node_votes_total");
+        put_labels(t, labels, count, s->nodes[i].name, "vote=\"for\"");
+        put(t, " %llu\n", (unsigned long long)s->nodes[i].votes_for);
+        put(t, "redlock_node_votes_total");
+        put_labels(t, labels, count, s->nodes[i].name, "vote=\"against\"");
+        put(t, " %llu\n", (unsigned long long)s->nodes[i].votes_against);
+    }
+    put_node_gauges(t, s, labels, count);
+}
+
+rl_status rl_stats_format_prometheus(const rl_stats *s,
+                                     const char *const *labels,
+                                     size_t label_count, char *buf,
+                                     size_t cap, size_t *needed)
+{
+    struct text t = {buf, cap, 0};
+    rl_status st;
+
+    if (s == NULL || needed == NULL)
+        return rl_fail(RL_EINVAL, "rl_stats_format_prometheus: s and needed "
+                                  "must not be NULL");
+    *needed = 0;
+    if (buf == NULL && cap > 0)
+        return rl_fail(RL_EINVAL, "rl_stats_format_prometheus: buf is NULL "
+                                  "with cap %zu", cap);
+    if (s->node_count > RL_STATS_MAX_NODES)
+        return rl_fail(RL_EINVAL, "rl_stats_format_prometheus: node_count "
+                                  "%zu is above %d", s->node_count,
+                       RL_STATS_MAX_NODES);
+    st = check_labels(labels, label_count);
+    if (st != RL_OK)
+        return st;
+    render(&t, s, labels, label_count);
+    *needed = t.len + 1;
+    if (buf == NULL)
+        return RL_OK;
+    if (t.len >= cap) {
+        buf[0] = '\0';
+        return rl_fail(RL_EINVAL, "rl_stats_format_prometheus: buffer too "
+                                  "small: %zu bytes, need %zu", cap,
+                       *needed);
+    }
+    rl_error_clear();
+    return RL_OK;
+}

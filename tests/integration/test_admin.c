@@ -1,0 +1,472 @@
+/* test_admin.c -- rl_resource_force_unlock (issue 14 §3) against real
+ * redis-server processes.
+ *
+ * What is proved here:
+ *   - a held lock's key is deleted on every node whatever its token, and
+ *     each node reports the token and PTTL it removed; the holder's own
+ *     release then says RL_ELOST;
+ *   - a free resource reports nothing removed (RL_OK, *removed 0); stale
+ *     keys on a minority are removed and reported, per node, with their
+ *     different tokens;
+ *   - the removed token is published on redlock:release:<key> (the
+ *     release notification), and a waiter gets the lock long before the
+ *     holder's TTL could have run out;
+ *   - a holder renewed by the watchdog is reported LOST (callback, flag,
+ *     fd) after a force unlock;
+ *   - with a majority down: RL_ENOQUORUM, keys removed where reachable;
+ *   - fence counters and reserved keys are never touched; bad arguments
+ *     and the external loop are refused. */
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <ev.h>
+
+#include "fixture.h"
+
+#define NODES 5
+
+struct fx {
+    struct rl_redis r[NODES];
+    struct harness_nodes hn;
+    rl_client *c;      /* the operator */
+    rl_client *c2;     /* a holder or waiter */
+    rl_lock *l;
+    struct ev_loop *loop;
+};
+
+static int setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof(*f));
+
+    if (f == NULL)
+        return -1;
+    *state = f;
+    if (fixture_start(f->r, NODES, &f->hn, &f->c) != 0)
+        return -1;
+    f->c2 = fixture_fast_client(&f->hn);
+    return f->c2 != NULL ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+
+    if (f == NULL)
+        return 0;
+    rl_lock_free(f->l);
+    rl_client_free(f->c);
+    rl_client_free(f->c2);
+    if (f->loop != NULL)
+        ev_loop_destroy(f->loop);
+    harness_cluster_stop(f->r, NODES);
+    free(f);
+    return 0;
+}
+
+static rl_status force(struct fx *f, const char *resource,
+                       rl_holder_info *out, size_t *removed)
+{
+    size_t count = 0;
+    rl_status st;
+
+    st = rl_resource_force_unlock(f->c, resource, out, NODES, &count,
+                                  removed);
+    if (st != RL_OK)
+        fprintf(stderr, "  force unlock: %s: %s\n", rl_status_name(st),
+                rl_last_error());
+    assert_int_equal(count, NODES);
+    return st;
+}
+
+static void test_a_held_lock_is_removed_on_every_node(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = {0};
+    rl_holder_info out[NODES];
+    size_t removed = 99;
+    char token[160];
+    int i;
+
+    o.ttl_ms = 20000;
+    assert_int_equal(rl_acquire(f->c2, "admin:held", &o, &f->l), RL_OK);
+    snprintf(token, sizeof(token), "%s", rl_lock_token(f->l));
+    /* The acquire returns at the quorum: let every node get the key. */
+    assert_true(harness_key_holds(&f->r[NODES - 1], "admin:held", token));
+    assert_true(harness_key_holds(&f->r[0], "admin:held", token));
+    assert_int_equal(force(f, "admin:held", out, &removed), RL_OK);
+    assert_int_equal(removed, NODES);
+    for (i = 0; i < NODES; i++) {
+        assert_true(out[i].reachable);
+        assert_string_equal(out[i].token, token);
+        assert_true(out[i].pttl_ms > 0 && out[i].pttl_ms <= 20000);
+        assert_string_equal(out[i].error, "");
+        assert_true(out[i].voting);
+    }
+    assert_true(harness_key_gone(f->r, NODES, "admin:held"));
+    /* The holder is told the truth when it releases. */
+    assert_int_equal(rl_release(f->l), RL_ELOST);
+    f->l = NULL;
+}
+
+static void test_a_free_resource_reports_nothing_removed(void **state)
+{
+    struct fx *f = *state;
+    rl_holder_info out[NODES];
+    size_t removed = 99;
+    int i;
+
+    assert_int_equal(force(f, "admin:free", out, &removed), RL_OK);
+    assert_int_equal(removed, 0);
+    for (i = 0; i < NODES; i++) {
+        assert_true(out[i].reachable);
+        assert_string_equal(out[i].token, "");
+        assert_int_equal(out[i].pttl_ms, -2);
+    }
+    /* removed may be NULL. */
+    assert_int_equal(rl_resource_force_unlock(f->c, "admin:free", out, 1,
+                                              &(size_t){0}, NULL),
+                     RL_OK);
+}
+
+static void test_stale_keys_on_a_minority_are_removed(void **state)
+{
+    struct fx *f = *state;
+    rl_holder_info out[NODES];
+    size_t removed = 0;
+
+    assert_true(harness_ok(harness_cmd(&f->r[1], "SET admin:stale tokA")));
+    assert_true(harness_ok(
+        harness_cmd(&f->r[3], "SET admin:stale tokB PX 60000")));
+    assert_int_equal(force(f, "admin:stale", out, &removed), RL_OK);
+    assert_int_equal(removed, 2);
+    assert_string_equal(out[1].token, "tokA");
+    assert_int_equal(out[1].pttl_ms, -1);
+    assert_string_equal(out[3].token, "tokB");
+    assert_true(out[3].pttl_ms > 0);
+    assert_string_equal(out[0].token, "");
+    assert_true(harness_key_gone(f->r, NODES, "admin:stale"));
+}
+
+static void test_the_prefix_is_applied(void **state)
+{
+    struct fx *f = *state;
+    rl_holder_info out[NODES];
+    size_t removed = 0;
+    rl_config cfg;
+    size_t count;
+
+    rl_client_free(f->c);
+    fixture_config(&cfg, &f->hn);
+    cfg.prefix = "app:";
+    f->c = fixture_client(&cfg);
+    assert_non_null(f->c);
+    assert_true(harness_ok(harness_cmd(&f->r[0], "SET app:job t1")));
+    assert_true(harness_ok(harness_cmd(&f->r[0], "SET job t2")));
+    assert_int_equal(rl_resource_force_unlock(f->c, "job", out, NODES,
+                                              &count, &removed),
+                     RL_OK);
+    assert_int_equal(removed, 1);
+    assert_string_equal(out[0].token, "t1");
+    assert_true(harness_key_absent(&f->r[0], "app:job"));
+    assert_true(harness_key_holds_ttl(&f->r[0], "job", "t2", -1, -1));
+}
+
+static void test_the_removed_token_is_published(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = {0};
+    rl_holder_info out[NODES];
+    redisContext *sub;
+    redisReply *rep;
+    size_t removed;
+    void *msg = NULL;
+
+    o.ttl_ms = 20000;
+    assert_int_equal(rl_acquire(f->c2, "admin:pub", &o, &f->l), RL_OK);
+    assert_true(harness_key_holds(&f->r[2], "admin:pub",
+                                  rl_lock_token(f->l)));
+    sub = harness_connect(&f->r[2]);
+    assert_non_null(sub);
+    rep = redisCommand(sub, "SUBSCRIBE redlock:release:admin:pub");
+    assert_non_null(rep);
+    freeReplyObject(rep);
+    assert_int_equal(force(f, "admin:pub", out, &removed), RL_OK);
+    assert_int_equal(redisGetReply(sub, &msg), REDIS_OK);
+    rep = msg;
+    assert_int_equal(rep->type, REDIS_REPLY_ARRAY);
+    assert_int_equal(rep->elements, 3);
+    assert_string_equal(rep->element[0]->str, "message");
+    assert_string_equal(rep->element[1]->str, "redlock:release:admin:pub");
+    assert_string_equal(rep->element[2]->str, rl_lock_token(f->l));
+    freeReplyObject(rep);
+    redisFree(sub);
+}
+
+struct waiter_arg {
+    rl_client *c;
+    rl_lock *l;
+    rl_status st;
+    int64_t done_ms;
+};
+
+static void *wait_for_lock(void *p)
+{
+    struct waiter_arg *w = p;
+    rl_acquire_opts o = {0};
+
+    o.ttl_ms = 5000;
+    o.wait_ms = harness_scale_ms(30000);
+    w->st = rl_acquire(w->c, "admin:handoff", &o, &w->l);
+    w->done_ms = harness_now_ms();
+    return NULL;
+}
+
+static void test_a_waiter_gets_the_lock_after_a_force_unlock(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = {0};
+    rl_holder_info out[NODES];
+    struct waiter_arg w = {0};
+    rl_client *c3 = fixture_fast_client(&f->hn);
+    pthread_t t;
+    size_t removed;
+    int64_t forced_ms;
+
+    assert_non_null(c3);
+    o.ttl_ms = 20000;
+    assert_int_equal(rl_acquire(f->c2, "admin:handoff", &o, &f->l), RL_OK);
+    w.c = c3;
+    assert_int_equal(pthread_create(&t, NULL, wait_for_lock, &w), 0);
+    harness_sleep_ms(300); /* the waiter has been refused by now */
+    forced_ms = harness_now_ms();
+    assert_int_equal(force(f, "admin:handoff", out, &removed), RL_OK);
+    assert_int_equal(removed, NODES);
+    pthread_join(t, NULL);
+    assert_int_equal(w.st, RL_OK);
+    /* Long before the holder's 20 s TTL would have freed it. */
+    assert_true(w.done_ms - forced_ms < harness_scale_ms(5000));
+    assert_true(harness_holders(f->r, NODES, "admin:handoff",
+                                rl_lock_token(w.l), NULL) >= 3);
+    assert_int_equal(rl_release(w.l), RL_OK);
+    rl_client_free(c3);
+}
+
+/* What the lost callback saw (it runs on the loop thread: no asserts). */
+struct lost_rec {
+    atomic_int calls;
+    bool flag;            /* rl_lock_lost() inside the callback */
+    int64_t validity_ms;  /* rl_lock_validity_ms() inside the callback */
+};
+
+static void on_lost(rl_lock *l, void *privdata)
+{
+    struct lost_rec *r = privdata;
+
+    r->flag = rl_lock_lost(l);
+    r->validity_ms = rl_lock_validity_ms(l);
+    atomic_fetch_add(&r->calls, 1);
+}
+
+static void test_a_watchdog_holder_is_reported_lost(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = {0};
+    rl_holder_info out[NODES];
+    struct lost_rec rec = {0};
+    struct pollfd p;
+    size_t removed;
+
+    o.ttl_ms = 3000;
+    o.auto_extend = true;
+    o.lost_cb = on_lost;
+    o.lost_privdata = &rec;
+    assert_int_equal(rl_acquire(f->c2, "admin:watched", &o, &f->l), RL_OK);
+    harness_sleep_ms(1200); /* renewed at least once meanwhile */
+    assert_false(rl_lock_lost(f->l));
+    assert_int_equal(force(f, "admin:watched", out, &removed), RL_OK);
+    assert_int_equal(removed, NODES);
+    /* Next renewal (every ttl/3 = 1 s) finds the key gone on every node. */
+    assert_true(harness_wait_count(&rec.calls, 1, 5000));
+    assert_true(rec.flag);
+    assert_true(rl_lock_lost(f->l));
+    p.fd = rl_lock_lost_fd(f->l);
+    p.events = POLLIN;
+    assert_int_equal(poll(&p, 1, 0), 1);
+    /* It was told before its validity ended. */
+    fprintf(stderr, "  lost reported with %lld ms of validity left\n",
+            (long long)rec.validity_ms);
+    assert_true(rec.validity_ms > 0);
+    harness_sleep_ms(200);
+    assert_int_equal(atomic_load(&rec.calls), 1);
+    /* Gone stays gone: the watchdog did not recreate the key. */
+    assert_true(harness_key_gone(f->r, NODES, "admin:watched"));
+}
+
+static void test_no_quorum_with_a_majority_down(void **state)
+{
+    struct fx *f = *state;
+    rl_holder_info out[NODES];
+    size_t removed = 0;
+    int i;
+
+    for (i = 0; i < NODES; i++)
+        assert_true(harness_ok(harness_cmd(&f->r[i], "SET admin:nq tok")));
+    harness_kill(&f->r[0]);
+    harness_kill(&f->r[1]);
+    harness_kill(&f->r[2]);
+    assert_int_equal(force(f, "admin:nq", out, &removed), RL_ENOQUORUM);
+    assert_non_null(strstr(rl_last_error(), "only 2 of 5"));
+    assert_int_equal(removed, 2);
+    for (i = 0; i < 3; i++) {
+        assert_false(out[i].reachable);
+        assert_true(out[i].error[0] != '\0');
+    }
+    assert_string_equal(out[3].token, "tok");
+    assert_true(harness_key_absent(&f->r[3], "admin:nq"));
+    assert_true(harness_key_absent(&f->r[4], "admin:nq"));
+}
+
+static void test_fence_counters_and_reserved_keys_are_never_touched(
+    void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = {0};
+    rl_holder_info out[NODES];
+    size_t removed = 0;
+    size_t count = 0;
+    rl_config cfg;
+    char *fence;
+    int i;
+
+    o.ttl_ms = 20000;
+    o.fencing = true;
+    assert_int_equal(rl_acquire(f->c2, "admin:fenced", &o, &f->l), RL_OK);
+    assert_true(rl_lock_fence(f->l) > 0);
+    assert_int_equal(force(f, "admin:fenced", out, &removed), RL_OK);
+    assert_true(removed >= 3);
+    for (i = 0; i < NODES; i++) {
+        fence = harness_get(&f->r[i], "redlock:fence:admin:fenced");
+        if (fence != NULL) {
+            assert_true(strtoull(fence, NULL, 10) >= rl_lock_fence(f->l));
+            free(fence);
+        }
+    }
+    assert_true(harness_key_count(f->r, NODES,
+                                  "redlock:fence:admin:fenced") >= 3);
+    /* Reserved names: directly, and through the prefix. */
+    assert_int_equal(rl_resource_force_unlock(f->c,
+                                              "redlock:fence:admin:fenced",
+                                              out, NODES, &count, &removed),
+                     RL_EINVAL);
+    assert_non_null(strstr(rl_last_error(), "reserved"));
+    rl_client_free(f->c);
+    fixture_config(&cfg, &f->hn);
+    cfg.prefix = "red";
+    f->c = fixture_client(&cfg);
+    assert_non_null(f->c);
+    assert_int_equal(rl_resource_force_unlock(f->c, "lock:fence:admin:fenced",
+                                              out, NODES, &count, &removed),
+                     RL_EINVAL);
+    assert_non_null(strstr(rl_last_error(), "reserved"));
+    assert_true(harness_key_count(f->r, NODES,
+                                  "redlock:fence:admin:fenced") >= 3);
+}
+
+static void test_a_key_that_is_not_a_string_is_left_alone(void **state)
+{
+    struct fx *f = *state;
+    rl_holder_info out[NODES];
+    size_t removed = 0;
+    redisReply *rep = harness_cmd(&f->r[0], "LPUSH admin:list x");
+
+    assert_non_null(rep);
+    assert_int_equal(rep->integer, 1);
+    freeReplyObject(rep);
+    assert_int_equal(force(f, "admin:list", out, &removed), RL_OK);
+    assert_int_equal(removed, 0);
+    assert_false(out[0].reachable);
+    assert_non_null(strstr(out[0].error, "WRONGTYPE"));
+    assert_int_equal(harness_key_count(f->r, NODES, "admin:list"), 1);
+}
+
+static void test_bad_arguments_are_refused(void **state)
+{
+    struct fx *f = *state;
+    rl_holder_info out[NODES];
+    size_t count = 0;
+    size_t removed = 7;
+    rl_config cfg;
+    rl_client *ext;
+
+    assert_int_equal(rl_resource_force_unlock(NULL, "x", out, NODES, &count,
+                                              &removed),
+                     RL_EINVAL);
+    assert_int_equal(removed, 0);
+    assert_int_equal(rl_resource_force_unlock(f->c, NULL, out, NODES, &count,
+                                              NULL),
+                     RL_EINVAL);
+    assert_int_equal(rl_resource_force_unlock(f->c, "", out, NODES, &count,
+                                              NULL),
+                     RL_EINVAL);
+    assert_int_equal(rl_resource_force_unlock(f->c, "x", NULL, NODES, &count,
+                                              NULL),
+                     RL_EINVAL);
+    assert_int_equal(rl_resource_force_unlock(f->c, "x", out, NODES, NULL,
+                                              NULL),
+                     RL_EINVAL);
+    assert_int_equal(rl_resource_force_unlock(f->c, "x", out, 0, &count,
+                                              NULL),
+                     RL_EINVAL);
+    f->loop = ev_loop_new(EVFLAG_AUTO);
+    assert_non_null(f->loop);
+    fixture_config(&cfg, &f->hn);
+    cfg.loop = f->loop;
+    ext = fixture_client(&cfg);
+    assert_non_null(ext);
+    assert_int_equal(rl_resource_force_unlock(ext, "x", out, NODES, &count,
+                                              NULL),
+                     RL_EMISUSE);
+    rl_client_free(ext);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(
+            test_a_held_lock_is_removed_on_every_node, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_free_resource_reports_nothing_removed, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_stale_keys_on_a_minority_are_removed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_the_prefix_is_applied, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(
+            test_the_removed_token_is_published, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_waiter_gets_the_lock_after_a_force_unlock, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_watchdog_holder_is_reported_lost, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_no_quorum_with_a_majority_down, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_fence_counters_and_reserved_keys_are_never_touched, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_key_that_is_not_a_string_is_left_alone, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_arguments_are_refused,
+                                        setup, teardown),
+    };
+
+    harness_require_redis();
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
