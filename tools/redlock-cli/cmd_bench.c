@@ -956,14 +956,16 @@ static int phase_floor(struct bench *b, double duration)
     pfd = calloc(nn, sizeof(*pfd));
     ping_len = redisFormatCommand(&ping, "PING");
     if (pfd == NULL || ping_len < 0) {
-        code = -1;
+        code = cli_fail(o, CLI_EXIT_NO_QUORUM, "floor: out of memory");
         goto out;
     }
     for (i = 0; i < nn; i++) {
         b->direct[i] = direct_connect(b, i);
         if (b->direct[i] == NULL) {
+            const char *name = rl_uri_name(b->uris[i]);
+
             code = cli_fail(o, CLI_EXIT_NO_QUORUM, "floor: cannot reach "
-                            "node %zu", i);
+                            "node %zu (%s)", i, name != NULL ? name : "?");
             goto out;
         }
         pfd[i].fd = b->direct[i]->fd;
