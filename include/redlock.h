@@ -103,6 +103,53 @@ RL_API const char *rl_last_error(void);
 /* "0.2.0" */
 RL_API const char *rl_version(void);
 
+/* ---- Node URIs (the forms listed above rl_config.nodes) ------------------
+ * The library's one URI parser, for tools that show or reach the nodes
+ * themselves. A password may hold any byte: the user info ends at the LAST
+ * '@' (so raw '/', '?', '#', ':' and '@' belong to it), the user name ends
+ * at its first ':', and both are percent-decoded ('%' itself is %25). */
+
+/* Write a printable description of uri into buf: the URI as written with
+ * every part that may be a password replaced by "***" -- the password (or,
+ * without a scheme or a ':', the whole user info), text after a host's ':'
+ * that is not a port (a URI missing its "@host", or split at a comma in a
+ * password) and query parameters other than db=N -- and control characters
+ * replaced by '?'. Works on any string, valid URI or not, so an error about
+ * a bad URI can name it. Writes at most len bytes, always NUL-terminated
+ * when len > 0 (a cut never reveals a masked byte); buf may be NULL when
+ * len is 0. uri NULL describes "". Returns the length of the whole
+ * description, as snprintf does. Thread-safe, never fails, never blocks. */
+RL_API size_t rl_uri_describe(const char *uri, char *buf, size_t len);
+
+/* A parsed node URI; opaque, read with the getters below. */
+typedef struct rl_uri rl_uri;
+
+/* Parse uri (no DNS lookup). RL_OK with *out (free with rl_uri_free);
+ * RL_EINVAL with rl_last_error() naming the problem and quoting the URI as
+ * rl_uri_describe shows it; RL_ENOMEM. Thread-safe, never blocks. */
+RL_API rl_status rl_uri_parse(const char *uri, rl_uri **out);
+/* Free u, wiping the password. NULL is a no-op. */
+RL_API void rl_uri_free(rl_uri *u);
+/* The getters take a parsed URI (NULL gives NULL or 0) and return strings
+ * owned by u, valid until rl_uri_free(u).
+ * rl_uri_name: the node's name in messages and in rl_node_info.name,
+ *   "host:port", "[v6]:port" or "unix:/path", then "/db" unless db is 0;
+ *   never holds the user or password.
+ * rl_uri_host: TCP host as written, IPv6 without [], not resolved; NULL
+ *   for a unix socket. rl_uri_port: 1..65535 (6379 by default); 0 for a
+ *   unix socket. rl_uri_path: the socket path, NULL for TCP.
+ * rl_uri_db: the database number (0 by default).
+ * rl_uri_user: the decoded ACL user name, or NULL.
+ * rl_uri_password: the decoded password, or NULL when the URI has none
+ *   (rl_config.password is not applied here). A secret: never print it. */
+RL_API const char *rl_uri_name(const rl_uri *u);
+RL_API const char *rl_uri_host(const rl_uri *u);
+RL_API int rl_uri_port(const rl_uri *u);
+RL_API const char *rl_uri_path(const rl_uri *u);
+RL_API int rl_uri_db(const rl_uri *u);
+RL_API const char *rl_uri_user(const rl_uri *u);
+RL_API const char *rl_uri_password(const rl_uri *u);
+
 /* ---- Handles --------------------------------------------------------------*/
 typedef struct rl_client rl_client;
 typedef struct rl_lock rl_lock;

@@ -1,16 +1,23 @@
 /* uri.c -- node addresses: parsing the URI forms of DESIGN §7 (also listed
  * above rl_config.nodes) and resolving host names (STYLE 3.5).
  *
- * Owns struct node_addr and every string in it. uri_parse() works in two
- * passes: the first only validates and records pointers into the input, the
- * second allocates. So a bad URI never allocates, and an allocation failure
+ * Owns struct node_addr and every string in it, and the public rl_uri_*
+ * calls (issue 10 §4: one URI parser, for the library and its tools).
+ * uri_parse() works in two passes: the first only validates and records
+ * pointers into the input, the second allocates. So a bad URI never allocates, and an allocation failure
  * frees what the second pass built; either way *out is left zeroed.
+ *
+ * User info ends at the LAST '@' (host, port, db and path hold none), so a
+ * password may hold raw '/', '?', '#', ':' and '@'; the user name ends at
+ * its first ':'. find_secrets() + redact() mask, in any string (valid URI
+ * or not), every span that may be a password; rl_uri_describe() (public,
+ * used by redlock-cli) and every parse error quote URIs through them.
  *
  * Invariants kept for every message written to err:
  *   - it is one line (control characters become '?');
- *   - it quotes the URI with the password replaced by "***" (the whole
- *     user info when it has no ':'), and no detail ever echoes the masked
- *     part, so neither a password nor a mistyped one reaches a log;
+ *   - it quotes the URI as rl_uri_describe() shows it, and no detail ever
+ *     echoes a masked span, so neither a password nor a mistyped one
+ *     reaches a log;
  *   - it says what is wrong in words a user can act on.
  * display is built from host/port/path/db only, so it can never hold a
  * password. Passwords are wiped before their memory is freed.
@@ -21,6 +28,7 @@
  * preferred because Redis binds 127.0.0.1 / 0.0.0.0 by default.
  */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -57,11 +65,20 @@ struct uri_parts {
     int db;
 };
 
+/* The parts of a URI that may hold a secret, as uri_redact() masks them:
+ * [hide_from, hide_to) is the user info (or its password), and everything
+ * from tail to the end is text after a ':' or '?' that is neither a port
+ * nor "db=" (a URI missing its '@', or a "?password=" query). */
+struct secret_spans {
+    const char *hide_from; /* NULL when none */
+    const char *hide_to;
+    const char *tail; /* NULL when none */
+};
+
 /* Message context of one uri_parse() call. */
 struct parse_ctx {
     const char *uri;
-    const char *hide_from;          /* masked span [hide_from, hide_to) */
-    const char *hide_to;            /* (user info); NULL when none */
+    struct secret_spans spans;
     char quoted[URI_QUOTE_MAX + 2]; /* masked, maybe cut, URI */
     char *err;
     size_t errlen;
@@ -111,67 +128,6 @@ static rl_status bad(struct parse_ctx *c, const char *fmt, ...)
                    c->quoted, detail);
 }
 
-/* A piece of the URI a detail may quote: hidden when it lies in the user
- * info, shortened when long. Use as "%.*s" with *len. */
-static const char *echo(const struct parse_ctx *c, const char *p, size_t n,
-                        int *len)
-{
-    if (c->hide_to != NULL && p < c->hide_to && p + n > c->hide_from) {
-        *len = 3;
-        return "***";
-    }
-    *len = (int)(n > URI_TOKEN_MAX ? URI_TOKEN_MAX : n);
-    return p;
-}
-
-static void append(char *buf, size_t cap, size_t *used, const char *s,
-                   size_t n)
-{
-    if (*used >= cap)
-        return;
-    if (n > cap - *used)
-        n = cap - *used;
-    memcpy(buf + *used, s, n);
-    *used += n;
-}
-
-/* Fill c->quoted with uri, its password (or, without a ':' in the user
- * info, the whole user info) replaced by "***", cut to URI_QUOTE_MAX bytes.
- * The user info is everything up to the last '@', so a password holding a
- * raw '@' or '/' is still masked whole. In "host:port" form everything
- * before an '@' is masked. Records the masked span for echo(). */
-static void quote_uri(struct parse_ctx *c)
-{
-    const char *uri = c->uri;
-    const char *sep = strstr(uri, "://");
-    const char *auth = sep != NULL ? sep + 3 : uri;
-    const char *at = strrchr(auth, '@');
-    const char *colon;
-    const char *hide;
-    size_t used = 0;
-    size_t cap = URI_QUOTE_MAX + 1; /* one more, to notice a cut */
-
-    c->hide_from = NULL;
-    c->hide_to = NULL;
-    if (at == NULL) {
-        append(c->quoted, cap, &used, uri, strlen(uri));
-    } else {
-        colon = memchr(auth, ':', (size_t)(at - auth));
-        hide = sep != NULL && colon != NULL ? colon + 1 : auth;
-        append(c->quoted, cap, &used, uri, (size_t)(hide - uri));
-        if (at > hide)
-            append(c->quoted, cap, &used, "***", 3);
-        append(c->quoted, cap, &used, at, strlen(at));
-        c->hide_from = hide;
-        c->hide_to = at;
-    }
-    if (used > URI_QUOTE_MAX) {
-        used = URI_QUOTE_MAX;
-        memcpy(c->quoted + used - 3, "...", 3);
-    }
-    c->quoted[used] = '\0';
-}
-
 static bool is_digit(char ch)
 {
     return ch >= '0' && ch <= '9';
@@ -213,6 +169,169 @@ static size_t token_len(const char *s, const char *stops)
     return strcspn(s, stops);
 }
 
+/* "::1", "fe80::1:6379": two or more ':' and only hex digits, ':' and
+ * '.' up to the end of the authority. */
+static bool looks_like_bare_v6(const char *s)
+{
+    size_t n = token_len(s, "/?#");
+    size_t colons = 0;
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        if (s[i] == ':')
+            colons++;
+        else if (hex_value(s[i]) < 0 && s[i] != '.')
+            return false;
+    }
+    return colons >= 2;
+}
+
+/* Length of a URI scheme ending at sep ("://"), or 0 when the text before
+ * sep is not one (letters, digits, '+', '-', '.', first a letter): then a
+ * "://" inside a password does not pass for a scheme. */
+static size_t scheme_len(const char *uri, const char *sep)
+{
+    const char *p;
+
+    if (sep == NULL || sep == uri || !isalpha((unsigned char)uri[0]))
+        return 0;
+    for (p = uri; p < sep; p++) {
+        if (!isalnum((unsigned char)*p) && *p != '+' && *p != '-' &&
+            *p != '.')
+            return 0;
+    }
+    return (size_t)(sep - uri);
+}
+
+/* Find what uri_redact() masks in any string, valid URI or not:
+ *   - the user info, which ends at the LAST '@' (host, port, db and path
+ *     hold none, so a password may hold raw '/', '?', '#', ':' and '@'):
+ *     with a scheme and a ':' in it only the password after the first ':'
+ *     (the user name stays), otherwise all of it. A "unix://" URI whose
+ *     path starts right after "//" has no user info (a path may hold '@').
+ *   - after the host, a ':' followed by anything but digits up to the path
+ *     ("redis://user:secret" lacks its "@host"; a comma in a password
+ *     splits a node list there): from that ':' on, all of it. A host that
+ *     is an unbracketed IPv6 address is left for the parser to name.
+ *   - a query parameter other than "db=" ("?password=..."): from it on. */
+static void find_secrets(const char *uri, struct secret_spans *sp)
+{
+    const char *sep = strstr(uri, "://");
+    size_t slen = scheme_len(uri, sep);
+    const char *auth = slen > 0 ? sep + 3 : uri;
+    const char *rest = auth;
+    const char *at = strrchr(auth, '@');
+    const char *p;
+    const char *q;
+
+    memset(sp, 0, sizeof(*sp));
+    if (slen == 4 && strncasecmp(uri, "unix", 4) == 0 && auth[0] == '/')
+        at = NULL;
+    if (at != NULL) {
+        p = memchr(auth, ':', (size_t)(at - auth));
+        sp->hide_from = slen > 0 && p != NULL ? p + 1 : auth;
+        sp->hide_to = at;
+        rest = at + 1;
+    }
+    if (rest[0] == '[') {
+        p = strchr(rest, ']');
+        p = p != NULL ? p + 1 : rest + strlen(rest);
+    } else {
+        p = rest + token_len(rest, ":/?#");
+    }
+    if (*p == ':' && !looks_like_bare_v6(rest)) {
+        size_t n = token_len(p + 1, "/?#");
+        size_t i;
+
+        for (i = 0; i < n; i++) {
+            if (!is_digit(p[1 + i])) {
+                sp->tail = p + 1;
+                return;
+            }
+        }
+    }
+    q = strchr(p, '?');
+    if (q == NULL)
+        return;
+    q++;
+    while (strncmp(q, "db=", 3) == 0) {
+        q += token_len(q, "&");
+        if (*q == '\0')
+            return;
+        q++;
+    }
+    if (*q != '\0')
+        sp->tail = q;
+}
+
+static void append(char *buf, size_t cap, size_t *used, const char *s,
+                   size_t n)
+{
+    if (*used < cap)
+        memcpy(buf + *used, s, n < cap - *used ? n : cap - *used);
+    *used += n;
+}
+
+/* Write uri into buf (cap bytes, NUL-terminated when cap > 0) with the
+ * spans of sp replaced by "***" and control characters by '?'. Returns
+ * the length of the whole result, as snprintf does. */
+static size_t redact(const char *uri, const struct secret_spans *sp,
+                     char *buf, size_t cap)
+{
+    const char *end = sp->tail != NULL ? sp->tail : uri + strlen(uri);
+    size_t used = 0;
+    size_t i;
+
+    if (sp->hide_to != NULL) {    /* always before tail */
+        append(buf, cap, &used, uri, (size_t)(sp->hide_from - uri));
+        if (sp->hide_to > sp->hide_from)
+            append(buf, cap, &used, "***", 3);
+        append(buf, cap, &used, sp->hide_to, (size_t)(end - sp->hide_to));
+    } else {
+        append(buf, cap, &used, uri, (size_t)(end - uri));
+    }
+    if (sp->tail != NULL)
+        append(buf, cap, &used, "***", 3);
+    if (cap == 0)
+        return used;
+    buf[used < cap ? used : cap - 1] = '\0';
+    for (i = 0; buf[i] != '\0'; i++) {
+        unsigned char ch = (unsigned char)buf[i];
+
+        if (ch < 0x20 || ch == 0x7f)
+            buf[i] = '?';
+    }
+    return used;
+}
+
+/* Fill c->quoted with the redacted URI, cut to URI_QUOTE_MAX bytes, and
+ * record its secret spans for echo(). */
+static void quote_uri(struct parse_ctx *c)
+{
+    size_t n;
+
+    find_secrets(c->uri, &c->spans);
+    n = redact(c->uri, &c->spans, c->quoted, sizeof(c->quoted));
+    if (n > URI_QUOTE_MAX)
+        memcpy(c->quoted + URI_QUOTE_MAX - 3, "...", 4);
+}
+
+/* A piece of the URI a detail may quote: "***" when it touches a secret
+ * span, shortened when long. Use as "%.*s" with *len. */
+static const char *echo(const struct parse_ctx *c, const char *p, size_t n,
+                        int *len)
+{
+    const struct secret_spans *sp = &c->spans;
+
+    if ((sp->hide_to != NULL && p < sp->hide_to && p + n > sp->hide_from) ||
+        (sp->tail != NULL && p + n > sp->tail)) {
+        *len = 3;
+        return "***";
+    }
+    *len = (int)(n > URI_TOKEN_MAX ? URI_TOKEN_MAX : n);
+    return p;
+}
+
 /* Unsigned decimal s[0..n) into *out: 0, or -1 when empty or not all
  * digits, or -2 when above max. */
 static int parse_uint(const char *s, size_t n, long max, long *out)
@@ -245,6 +364,9 @@ static rl_status parse_port(struct parse_ctx *c, const char *s, size_t n,
     const char *t = echo(c, s, n, &len);
     int r = parse_uint(s, n, 65535, &v);
 
+    if (r == -1 && t != s)
+        return bad(c, "the text after ':' is not a port number (not "
+                      "shown: it may be a password missing its '@host')");
     if (r == -1)
         return bad(c, "port '%.*s' is not a number", len, t);
     if (r == -2 || v == 0)
@@ -270,23 +392,6 @@ static rl_status parse_db(struct parse_ctx *c, const char *s, size_t n,
         return bad(c, "db %.*s is out of range (0..%d)", len, t, INT_MAX);
     *db = (int)v;
     return RL_OK;
-}
-
-/* "::1", "fe80::1:6379": two or more ':' and only hex digits, ':' and
- * '.' up to the end of the authority. */
-static bool looks_like_bare_v6(const char *s)
-{
-    size_t n = token_len(s, "/?#");
-    size_t colons = 0;
-    size_t i;
-
-    for (i = 0; i < n; i++) {
-        if (s[i] == ':')
-            colons++;
-        else if (hex_value(s[i]) < 0 && s[i] != '.')
-            return false;
-    }
-    return colons >= 2;
 }
 
 static bool host_char_ok(char ch)
@@ -403,12 +508,14 @@ static rl_status parse_redis(struct parse_ctx *c, const char *s,
             u->user = s;
             u->user_len = (size_t)(colon - s);
             if (!pct_valid(u->user, u->user_len))
-                return bad(c, "bad percent escape in user name");
+                return bad(c, "bad percent escape in user name (write "
+                          "'%%' as %%25)");
         }
         u->pass = colon + 1;
         u->pass_len = (size_t)(at - colon - 1);
         if (!pct_valid(u->pass, u->pass_len))
-            return bad(c, "bad percent escape in password");
+            return bad(c, "bad percent escape in password (write '%%' "
+                      "as %%25)");
         s = at + 1;
     }
     if (*s == '\0' || *s == '/')
@@ -797,4 +904,85 @@ void node_addr_clear(struct node_addr *a)
     free(a->password);
     free(a->display);
     memset(a, 0, sizeof(*a));
+}
+
+/* ---- Public API: describing and parsing node URIs ------------------------ */
+
+struct rl_uri {
+    struct node_addr a;
+};
+
+size_t rl_uri_describe(const char *uri, char *buf, size_t len)
+{
+    struct secret_spans sp;
+
+    if (uri == NULL)
+        uri = "";
+    find_secrets(uri, &sp);
+    return redact(uri, &sp, buf, buf != NULL ? len : 0);
+}
+
+rl_status rl_uri_parse(const char *uri, rl_uri **out)
+{
+    char err[RL_ERRLEN];
+    rl_uri *u;
+    rl_status st;
+
+    if (out == NULL)
+        return rl_fail(RL_EINVAL, "rl_uri_parse: out is NULL");
+    *out = NULL;
+    u = malloc(sizeof(*u));
+    if (u == NULL)
+        return rl_fail(RL_ENOMEM, "rl_uri_parse: out of memory");
+    st = uri_parse(uri, &u->a, err, sizeof(err));
+    if (st != RL_OK) {
+        free(u);
+        return rl_fail(st, "%s", err);
+    }
+    rl_error_clear();
+    *out = u;
+    return RL_OK;
+}
+
+void rl_uri_free(rl_uri *u)
+{
+    if (u == NULL)
+        return;
+    node_addr_clear(&u->a);
+    free(u);
+}
+
+const char *rl_uri_name(const rl_uri *u)
+{
+    return u != NULL ? u->a.display : NULL;
+}
+
+const char *rl_uri_host(const rl_uri *u)
+{
+    return u != NULL ? u->a.host : NULL;
+}
+
+int rl_uri_port(const rl_uri *u)
+{
+    return u != NULL ? u->a.port : 0;
+}
+
+const char *rl_uri_path(const rl_uri *u)
+{
+    return u != NULL ? u->a.path : NULL;
+}
+
+int rl_uri_db(const rl_uri *u)
+{
+    return u != NULL ? u->a.db : 0;
+}
+
+const char *rl_uri_user(const rl_uri *u)
+{
+    return u != NULL ? u->a.user : NULL;
+}
+
+const char *rl_uri_password(const rl_uri *u)
+{
+    return u != NULL ? u->a.password : NULL;
 }

@@ -30,8 +30,9 @@ struct node_addr {
  *   redis://[[user]:password@]host[:port][/db]
  *   unix:///absolute/path[?db=N]
  *   host:port   and   [v6addr]:port
- * user and password are percent-decoded. On error returns RL_EINVAL with a
- * message in err that quotes the URI with any password masked, and leaves
+ * user and password are percent-decoded; the user info ends at the last
+ * '@'. On error returns RL_EINVAL with a message in err that quotes the URI
+ * as rl_uri_describe() shows it (no password), and leaves
  * *out empty; RL_ENOMEM on allocation failure. */
 rl_status uri_parse(const char *uri, struct node_addr *out, char *err,
                     size_t errlen);

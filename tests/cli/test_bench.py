@@ -116,6 +116,31 @@ class TestBench(unittest.TestCase):
             for n in nodes:
                 n.stop()
 
+    def test_direct_connections_use_the_library_uri_parser(self):
+        """Server CPU and the floor reach the nodes with the URI as the
+        library reads it: a password holding '@', '/', ':', '?' and '#',
+        and a db (issue 10 §4)."""
+        pw = "p@ss/w:rd?#x"
+        nodes = start_nodes(3, ["--requirepass", pw])
+        try:
+            uris = ",".join("redis://:%s@%s/1" % (pw, n.addr)
+                            for n in nodes)
+            rc, out, err = run_cli(["-n", uris, "--no-quarantine", "--json",
+                                    "bench", "--phases", "b,floor",
+                                    "--concurrency", "4", "--duration",
+                                    "0.3"], timeout=60)
+            self.assertEqual(rc, 0, err)
+            lines = [json.loads(l) for l in out.splitlines()]
+            self.assertEqual([l["phase"] for l in lines], ["b", "floor"])
+            self.assertGreater(lines[0]["server_cpu_us_per_cycle"], 0)
+            self.assertGreater(lines[1]["rounds"], 0)
+            self.assertNotIn("w:rd", out + err)
+            # The floor's SET keys went to the URI's db, like the locks.
+            self.assertEqual(nodes[0].cmd("DBSIZE"), 0)
+        finally:
+            for n in nodes:
+                n.stop()
+
     def test_bad_options_are_usage_errors(self):
         for args, word in ((["--phases", "a,x"], "--phases"),
                            (["--phases", "d"], "--phases"),

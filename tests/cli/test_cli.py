@@ -399,7 +399,7 @@ class TestPasswords(Helpers):
         # A bad URI with a password in it: named, redacted.
         rc, out, err = run_cli(["-n", "redis://:%s@127.0.0.1:notaport" % PW,
                                 "ping"])
-        self.assertUsage(rc, out, err, "127.0.0.1:notaport")
+        self.assertUsage(rc, out, err, "127.0.0.1:***")
         self.check_no_password(out, err)
         for flags in ([], ["-v"]):
             rc, out, err = run_cli(flags + ["-n", "user:%s@127.0.0.1:6379" % PW,
@@ -426,6 +426,77 @@ class TestPasswords(Helpers):
             self.check_no_password(out, err)
 
 
+class TestPasswordCharacters(Helpers):
+    """-v (and -vv) never print a password, whatever characters it holds
+    (issue 10 §4: "redis://:se/cret@host" used to be printed whole). Each
+    password is made of the tokens A and B around characters people put
+    in passwords; neither token may appear in stdout or stderr."""
+    A, B = "Qx7aToken", "Wz4bToken"
+    JOINS = ["/", "?", "#", ":", "@", "/?#:@", "://", " "]
+
+    @classmethod
+    def setUpClass(cls):
+        cls.nodes = start_nodes(3)
+
+    @classmethod
+    def tearDownClass(cls):
+        for n in cls.nodes:
+            n.stop()
+
+    def set_password(self, pw):
+        for n in self.nodes:
+            clitest.redis_cmd(n.port, "CONFIG", "SET", "requirepass", pw,
+                              password=n.password)
+            n.password = pw or None
+
+    def tearDown(self):
+        self.set_password("")
+
+    def check_secret(self, out, err):
+        for t in (self.A, self.B):
+            self.assertNotIn(t, out + err)
+
+    def test_verbose_acquire_with_raw_and_encoded_passwords(self):
+        for join in self.JOINS:
+            pw = self.A + join + self.B
+            self.set_password(pw)
+            enc = "".join(c if c.isalnum() else "%%%02X" % ord(c) for c in pw)
+            for shown in (pw, enc):
+                with self.subTest(password=pw, written=shown):
+                    uris = ",".join("redis://:%s@%s" % (shown, n.addr)
+                                    for n in self.nodes)
+                    r = res("pwchars")
+                    rc, out, err = run_cli(["-vv", "--no-quarantine", "-n",
+                                            uris, "acquire", r])
+                    self.assertEqual(rc, 0, err)
+                    self.check_secret(out, err)
+                    self.assertIn("redis://:***@%s" % self.nodes[0].addr,
+                                  err)
+                    self.assertEqual(self.values(r, self.nodes),
+                                     [out.strip()] * 3)
+
+    def test_verbose_with_a_bad_uri_never_shows_its_password(self):
+        a, b = self.A, self.B
+        addr = self.nodes[0].addr
+        bad = [
+            "redis://:%s/%s" % (a, b),              # no "@host"
+            "redis://default:%s" % a,               # no "@host"
+            "redis://:%s,%s@%s" % (a, b, addr),     # ',' splits the list
+            "redis://:%s%%zz%s@%s" % (a, b, addr),  # bad percent escape
+            "redis://:%s@%s:x%s" % (a, addr, b),    # bad port
+            "%s:%s@%s" % (a, b, addr),              # credentials, no scheme
+            "unix:///tmp/r.sock?password=%s" % a,   # unsupported query
+            "rediss://:%s@%s" % (a, addr),          # TLS
+        ]
+        for uri in bad:
+            for flags in ([], ["-v"], ["-vv"]):
+                with self.subTest(uri=uri, flags=flags):
+                    rc, out, err = run_cli(flags + ["-n", uri, "ping"])
+                    self.assertEqual(rc, 2, err)
+                    self.check_secret(out, err)
+                    self.assertIn("***", err)
+
+
 class TestBadInput(Helpers):
     def test_usage_errors_name_the_culprit(self):
         n = nodes_arg(NODES)
@@ -448,6 +519,12 @@ class TestBadInput(Helpers):
                                                            "--max-ttl"]),
             (["-n", n, "acquire", "r", "--ttl"], ["--ttl"]),
             (["-n", n, "acquire", "r", "--wait", "soon"], ["--wait"]),
+            # 'forever' says forever; a negative number is a mistake.
+            (["-n", n, "acquire", "r", "--wait", "-1"],
+             ["--wait", "-1", "forever"]),
+            (["-n", n, "acquire", "r", "--wait=-5"], ["--wait", "-5"]),
+            (["-n", n, "run", "r", "--wait", "-1", "--", "true"],
+             ["--wait", "-1", "forever"]),
             (["-n", n, "acquire", "redlock:x"], ["redlock:"]),
             (["-n", n, "extend", "r"], ["TOKEN"]),
             (["-n", n, "release"], ["resource"]),
@@ -461,7 +538,9 @@ class TestBadInput(Helpers):
              ["--kill-signal", "BOGUS"]),
             (["-n", n, "run", "r", "--conflict-exit-code", "300", "--",
               "true"], ["--conflict-exit-code"]),
-            (["-n", "127.0.0.1:notaport", "ping"], ["127.0.0.1:notaport"]),
+            # What follows ':' might be a password missing its "@host".
+            (["-n", "127.0.0.1:notaport", "ping"], ["127.0.0.1:***",
+                                                    "port"]),
             (["-n", "ftp://127.0.0.1:1", "ping"], ["ftp://127.0.0.1:1"]),
             (["-n", "127.0.0.1:7001,127.0.0.1:7001", "ping"],
              ["127.0.0.1:7001", "duplicate"]),

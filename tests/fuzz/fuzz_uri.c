@@ -1,5 +1,6 @@
 /* libFuzzer target: node URI parsing and configuration validation
- * (DESIGN §8). Input: one URI per line, the last line (if any) is read as
+ * (DESIGN §8), and rl_uri_describe on every line (issue 10 §4). Input: one
+ * URI per line, the last line (if any) is read as
  * "connect op retry_delay jitter max_ttl drift" numbers. Nothing may
  * crash, leak or read out of bounds; every rejection must come with a
  * message. Host names are not resolved here (uri_parse only) except for
@@ -16,6 +17,29 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* rl_uri_describe: any string, any buffer size; the result is the whole
+ * description cut to the buffer, one line, and masks a parsed password. */
+static void describe_one(const char *line, const struct node_addr *a)
+{
+    char full[512];
+    char small[16];
+    size_t n = rl_uri_describe(line, full, sizeof(full));
+    size_t i;
+
+    if (n < sizeof(full) && strlen(full) != n)
+        abort();
+    for (i = 0; full[i] != '\0'; i++) {
+        if ((unsigned char)full[i] < 0x20 || full[i] == 0x7f)
+            abort();
+    }
+    if (rl_uri_describe(line, small, sizeof(small)) != n ||
+        strlen(small) != (n < sizeof(small) ? n : sizeof(small) - 1) ||
+        strncmp(small, full, strlen(small)) != 0)
+        abort();
+    if (a != NULL && a->password != NULL && strstr(full, "***") == NULL)
+        abort();
+}
+
 static void parse_one(const char *line)
 {
     struct node_addr a;
@@ -27,9 +51,12 @@ static void parse_one(const char *line)
         if (a.display == NULL ||
             (a.kind == ADDR_TCP && strchr(a.display, '@') != NULL))
             abort();
+        describe_one(line, &a);
         node_addr_clear(&a);
     } else if (err[0] == '\0') {
         abort(); /* a rejection always says why */
+    } else {
+        describe_one(line, NULL);
     }
 }
 

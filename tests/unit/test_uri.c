@@ -359,11 +359,13 @@ static void test_port_zero_or_above_65535_is_rejected(void **state)
 static void test_non_numeric_or_missing_port_is_rejected(void **state)
 {
     (void)state;
-    expect_rejected("redis://h:abc", "redis://h:abc",
-                    "port 'abc' is not a number");
-    expect_rejected("h:63x9", "h:63x9", "port '63x9' is not a number");
-    expect_rejected("h:-1", "h:-1", "port '-1' is not a number");
-    expect_rejected("h:+1", "h:+1", "port '+1' is not a number");
+    /* What follows ':' may be a password that lost its "@host" (or half
+     * of one split at a comma): masked, never echoed. */
+    expect_rejected("redis://h:abc", "redis://h:***",
+                    "the text after ':' is not a port number");
+    expect_rejected("h:63x9", "h:***", "not a port number");
+    expect_rejected("h:-1", "h:***", "not a port number");
+    expect_rejected("h:+1", "h:***", "not a port number");
     expect_rejected("redis://h:", "redis://h:", "missing port after ':'");
     expect_rejected("h:", "h:", "missing port after ':'");
     expect_rejected("redis://:s3cr3t@h:/1", "redis://:***@h:/1",
@@ -397,10 +399,11 @@ static void test_trailing_garbage_is_rejected(void **state)
     expect_rejected("redis://h#x", "redis://h#x", "unexpected '#x' after host");
     expect_rejected("h:6379/2", "h:6379/2", "unexpected '/2' after port");
     expect_rejected("[::1]x:1", "[::1]x:1", "unexpected 'x:1' after host");
-    expect_rejected("unix:///tmp/s?db=1&x=2", "unix:///tmp/s?db=1&x=2",
-                    "unexpected '&x=2' after db");
-    expect_rejected("unix:///tmp/s?timeout=2", "unix:///tmp/s?timeout=2",
-                    "unsupported query 'timeout=2'");
+    /* A query other than db=N may be "password=...": masked. */
+    expect_rejected("unix:///tmp/s?db=1&x=2", "unix:///tmp/s?db=1&***",
+                    "unexpected '***' after db");
+    expect_rejected("unix:///tmp/s?timeout=2", "unix:///tmp/s?***",
+                    "unsupported query '***'");
     expect_rejected("unix:///tmp/s?", "unix:///tmp/s?", "empty query");
 }
 
@@ -840,6 +843,214 @@ static void test_node_addr_clear_frees_and_zeroes_everything(void **state)
     assert_addr_empty(&a);
 }
 
+/* ---- Public API: rl_uri_describe, rl_uri_parse and getters ---- */
+
+/* describe(uri) must equal want, and the return value its length. */
+static void expect_described(const char *uri, const char *want)
+{
+    char buf[256];
+    size_t n = rl_uri_describe(uri, buf, sizeof(buf));
+
+    if (strcmp(buf, want) != 0)
+        fail_msg("describe('%s') = '%s', expected '%s'", uri, buf, want);
+    assert_int_equal(n, strlen(want));
+}
+
+static void test_describe_masks_the_password_whatever_it_holds(void **state)
+{
+    (void)state;
+    /* issue 10 §4: the old CLI redaction stopped at the '/' */
+    expect_described("redis://:se/cret@host", "redis://:***@host");
+    expect_described("redis://:s3cr3t/?#:@s3cr3t@h:7001/2",
+                     "redis://:***@h:7001/2");
+    expect_described("redis://alice:s3cr3t@h", "redis://alice:***@h");
+    expect_described("redis://alice:s3%2Fcr3t@h", "redis://alice:***@h");
+    expect_described("redis://s3cr3t@h", "redis://***@h");
+    expect_described("REDIS://:s3cr3t@[::1]:7000", "REDIS://:***@[::1]:7000");
+    expect_described("rediss://:s3cr3t@h", "rediss://:***@h");
+    expect_described("ftp://u:s3cr3t@h", "ftp://u:***@h");
+    expect_described("unix://:s3cr3t@/tmp/r.sock", "unix://:***@/tmp/r.sock");
+    /* No scheme: everything before the last '@' is masked, even a "://"
+     * inside the password. */
+    expect_described("u:s3cr3t@h:1", "***@h:1");
+    expect_described(":a://s3cr3t@h:1", "***@h:1");
+    /* Control characters never reach a line. */
+    expect_described("redis://:s3\ncr3t@h\t:1", "redis://:***@h?:1");
+}
+
+static void test_describe_masks_what_may_be_a_password_in_a_bad_uri(
+    void **state)
+{
+    (void)state;
+    /* Missing "@host", or half of a password split at a comma. */
+    expect_described("redis://:s3cr3t", "redis://:***");
+    expect_described("redis://:se/cret", "redis://:***");
+    expect_described("redis://default:s3cr3t", "redis://default:***");
+    expect_described("redis://u:s3cr3t?x#y", "redis://u:***");
+    expect_described("h:s3cr3t", "h:***");
+    /* Query parameters other than db=N ("?password=" is a common form). */
+    expect_described("redis://h:1/0?password=s3cr3t",
+                     "redis://h:1/0?***");
+    expect_described("unix:///tmp/r.sock?db=1&password=s3cr3t",
+                     "unix:///tmp/r.sock?db=1&***");
+    expect_described("unix:///tmp/r.sock?password=s3cr3t&db=1",
+                     "unix:///tmp/r.sock?***");
+}
+
+static void test_describe_leaves_a_valid_uri_without_password_whole(
+    void **state)
+{
+    (void)state;
+    expect_described("redis://h:6379/2", "redis://h:6379/2");
+    expect_described("127.0.0.1:7001", "127.0.0.1:7001");
+    expect_described("[::1]:7001", "[::1]:7001");
+    expect_described("::1:6379", "::1:6379");
+    expect_described("unix:///tmp/r.sock?db=3", "unix:///tmp/r.sock?db=3");
+    /* A socket path may hold '@' and ':'. */
+    expect_described("unix:///tmp/a@b:c.sock", "unix:///tmp/a@b:c.sock");
+    expect_described("redis:6379", "redis:6379");
+}
+
+static void test_describe_cuts_to_the_buffer_and_handles_null(void **state)
+{
+    char buf[12];
+    char one[1] = {'x'};
+
+    (void)state;
+    assert_int_equal(rl_uri_describe("redis://:s3cr3t@host:1", buf,
+                                     sizeof(buf)),
+                     strlen("redis://:***@host:1"));
+    assert_string_equal(buf, "redis://:**");
+    assert_int_equal(rl_uri_describe("redis://:s3cr3t@h", one, 1), 14);
+    assert_int_equal(one[0], '\0');
+    assert_int_equal(rl_uri_describe("redis://:s3cr3t@h", NULL, 0), 14);
+    assert_int_equal(rl_uri_describe(NULL, buf, sizeof(buf)), 0);
+    assert_string_equal(buf, "");
+}
+
+/* Every password made of two "s3cr3t" joined by a character users put in
+ * passwords, in every place a password is written (or mistyped), and with
+ * the node list split at commas as redlock-cli does: no description and no
+ * parse error ever shows "s3cr3t". Where no "@host" follows the password,
+ * one holding '@' cannot be told from user info + host, nor one holding
+ * ',' from a second node named like a host; nor, at the very start, a
+ * password holding ',' from a first node, or one holding "://" from a
+ * scheme. Those pairs are left out. */
+static void test_no_description_or_error_shows_a_password(void **state)
+{
+    static const char *const joins[] = {
+        "/", "?", "#", ":", "@", ",", "%", " ", "\n", "://", "[", "]",
+        "&db=1&", "%2F", "%40", "/0?", "@h:1/", "",
+    };
+    static const char *const forms[] = {
+        "redis://:%s@h:1",  "redis://u:%s@h:1/2", "redis://:%s@[::1]:1",
+        "%s@h:1",           "u:%s@h:1",           "redis://:%s",
+        "redis://u:%s",     "rediss://:%s@h",     "unix://:%s@/tmp/s",
+        "unix:///tmp/s?password=%s", "redis://h:1/0?password=%s",
+        "redis://h:1?db=2&password=%s",
+    };
+    char pw[64];
+    char uri[256];
+    char piece[256];
+    char out[256];
+    char err[RL_ERRLEN];
+    struct node_addr a;
+    size_t i, j;
+
+    (void)state;
+    for (i = 0; i < ARRAY_SIZE(joins); i++) {
+        snprintf(pw, sizeof(pw), "s3cr3t%ss3cr3t", joins[i]);
+        for (j = 0; j < ARRAY_SIZE(forms); j++) {
+            size_t flen = strlen(forms[j]);
+            const char *p;
+
+            if (strcmp(forms[j] + flen - 2, "%s") == 0 &&
+                strpbrk(joins[i], "@,") != NULL)
+                continue;
+            if (forms[j][0] == '%' && (strchr(joins[i], ',') != NULL ||
+                                       strstr(joins[i], "://") != NULL))
+                continue;
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+            snprintf(uri, sizeof(uri), forms[j], pw);
+#pragma GCC diagnostic pop
+            for (p = uri; *p != '\0';) {
+                size_t n = strcspn(p, ",");
+
+                snprintf(piece, sizeof(piece), "%.*s", (int)n, p);
+                rl_uri_describe(piece, out, sizeof(out));
+                if (strstr(out, "s3cr3t") != NULL)
+                    fail_msg("'%s' (of '%s') described as '%s'", piece, uri, out);
+                if (uri_parse(piece, &a, err, sizeof(err)) == RL_OK)
+                    node_addr_clear(&a);
+                else if (strstr(err, "s3cr3t") != NULL)
+                    fail_msg("'%s' rejected as '%s'", piece, err);
+                p += n + (p[n] == ',');
+            }
+        }
+    }
+}
+
+static void test_rl_uri_parse_gives_the_address_and_credentials(void **state)
+{
+    rl_uri *u;
+
+    (void)state;
+    assert_int_equal(rl_uri_parse("redis://al%69ce:se/cr?e#t:@x@h.example:"
+                                  "7001/3", &u), RL_OK);
+    assert_string_equal(rl_uri_host(u), "h.example");
+    assert_int_equal(rl_uri_port(u), 7001);
+    assert_int_equal(rl_uri_db(u), 3);
+    assert_null(rl_uri_path(u));
+    assert_string_equal(rl_uri_user(u), "alice");
+    assert_string_equal(rl_uri_password(u), "se/cr?e#t:@x");
+    assert_string_equal(rl_uri_name(u), "h.example:7001/3");
+    rl_uri_free(u);
+
+    assert_int_equal(rl_uri_parse("redis://:p%40ss%2Fw%25rd@[::1]", &u),
+                     RL_OK);
+    assert_string_equal(rl_uri_host(u), "::1");
+    assert_int_equal(rl_uri_port(u), 6379);
+    assert_null(rl_uri_user(u));
+    assert_string_equal(rl_uri_password(u), "p@ss/w%rd");
+    rl_uri_free(u);
+
+    assert_int_equal(rl_uri_parse("unix:///tmp/r@1.sock?db=2", &u), RL_OK);
+    assert_null(rl_uri_host(u));
+    assert_int_equal(rl_uri_port(u), 0);
+    assert_string_equal(rl_uri_path(u), "/tmp/r@1.sock");
+    assert_int_equal(rl_uri_db(u), 2);
+    assert_null(rl_uri_password(u));
+    assert_string_equal(rl_uri_name(u), "unix:/tmp/r@1.sock/2");
+    rl_uri_free(u);
+}
+
+static void test_rl_uri_parse_rejects_with_a_redacted_message(void **state)
+{
+    rl_uri *u = (rl_uri *)&u;
+
+    (void)state;
+    assert_int_equal(rl_uri_parse("redis://:s3cr3t@h:0", &u), RL_EINVAL);
+    assert_null(u);
+    assert_non_null(strstr(rl_last_error(), "'redis://:***@h:0'"));
+    assert_non_null(strstr(rl_last_error(), "out of range"));
+    assert_int_equal(rl_uri_parse("redis://:s3%zzcr3t@h", &u), RL_EINVAL);
+    assert_non_null(strstr(rl_last_error(), "%25"));
+    assert_no_secret(rl_last_error());
+    assert_int_equal(rl_uri_parse(NULL, &u), RL_EINVAL);
+    assert_int_equal(rl_uri_parse("h:1", NULL), RL_EINVAL);
+    /* Getters and free take NULL. */
+    assert_null(rl_uri_name(NULL));
+    assert_null(rl_uri_host(NULL));
+    assert_int_equal(rl_uri_port(NULL), 0);
+    assert_null(rl_uri_path(NULL));
+    assert_int_equal(rl_uri_db(NULL), 0);
+    assert_null(rl_uri_user(NULL));
+    assert_null(rl_uri_password(NULL));
+    rl_uri_free(NULL);
+}
+
 /* ---- Allocation failure ----
  * A second copy of uri.c is compiled into this file with malloc, free and
  * rl_strdup pointed at a counting allocator that fails the Nth call, and
@@ -897,6 +1108,26 @@ rl_status uri_parse(const char *uri, struct node_addr *out, char *err,
 rl_status uri_resolve(struct node_addr *a, char *err, size_t errlen);
 bool node_addr_same(const struct node_addr *a, const struct node_addr *b);
 void node_addr_clear(struct node_addr *a);
+#define rl_uri_describe oom_rl_uri_describe
+#define rl_uri_parse oom_rl_uri_parse
+#define rl_uri_free oom_rl_uri_free
+#define rl_uri_name oom_rl_uri_name
+#define rl_uri_host oom_rl_uri_host
+#define rl_uri_port oom_rl_uri_port
+#define rl_uri_path oom_rl_uri_path
+#define rl_uri_db oom_rl_uri_db
+#define rl_uri_user oom_rl_uri_user
+#define rl_uri_password oom_rl_uri_password
+size_t rl_uri_describe(const char *uri, char *buf, size_t len);
+rl_status rl_uri_parse(const char *uri, rl_uri **out);
+void rl_uri_free(rl_uri *u);
+const char *rl_uri_name(const rl_uri *u);
+const char *rl_uri_host(const rl_uri *u);
+int rl_uri_port(const rl_uri *u);
+const char *rl_uri_path(const rl_uri *u);
+int rl_uri_db(const rl_uri *u);
+const char *rl_uri_user(const rl_uri *u);
+const char *rl_uri_password(const rl_uri *u);
 #include "uri.c"
 #undef malloc
 #undef free
@@ -1037,6 +1268,15 @@ int main(void)
         cmocka_unit_test(test_out_of_memory_while_parsing_leaks_nothing),
         cmocka_unit_test(
             test_out_of_memory_while_resolving_keeps_the_address),
+        cmocka_unit_test(test_describe_masks_the_password_whatever_it_holds),
+        cmocka_unit_test(
+            test_describe_masks_what_may_be_a_password_in_a_bad_uri),
+        cmocka_unit_test(
+            test_describe_leaves_a_valid_uri_without_password_whole),
+        cmocka_unit_test(test_describe_cuts_to_the_buffer_and_handles_null),
+        cmocka_unit_test(test_no_description_or_error_shows_a_password),
+        cmocka_unit_test(test_rl_uri_parse_gives_the_address_and_credentials),
+        cmocka_unit_test(test_rl_uri_parse_rejects_with_a_redacted_message),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

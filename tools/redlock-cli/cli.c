@@ -4,8 +4,8 @@
  * escaping, the global options (also accepted after the command name) and
  * building the rl_client from them. Invariants: every error is one line on
  * stderr that names the option or URI at fault; a password never reaches
- * stdout or stderr (URIs are shown redacted, the library's messages never
- * hold one). */
+ * stdout or stderr (URIs are shown through the library's rl_uri_describe,
+ * its messages never hold one). */
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -91,34 +91,6 @@ void cli_json_str(FILE *f, const char *s)
         }
     }
     fputc('"', f);
-}
-
-/* redis://user:secret@host -> redis://user:***@host. Only the part before
- * the last '@' of the authority can hold a password; without a scheme
- * (not a valid URI, but it must not be echoed either) the authority is
- * the whole string. */
-void cli_redact_uri(const char *uri, char *buf, size_t len)
-{
-    const char *scheme = strstr(uri, "://");
-    const char *auth;
-    const char *at;
-    const char *colon;
-    const char *end;
-
-    snprintf(buf, len, "%s", uri);
-    auth = scheme != NULL ? scheme + 3 : uri;
-    end = auth + strcspn(auth, "/?");
-    at = NULL;
-    for (colon = auth; colon < end; colon++) {
-        if (*colon == '@')
-            at = colon;
-    }
-    if (at == NULL)
-        return;
-    colon = memchr(auth, ':', (size_t)(at - auth));
-    if (colon == NULL)          /* redis://password@host */
-        colon = auth - 1;
-    snprintf(buf, len, "%.*s***%s", (int)(colon + 1 - uri), uri, at);
 }
 
 /* ---- Numbers ------------------------------------------------------------- */
@@ -557,10 +529,14 @@ int cli_parse_wait(const struct cli_opts *o, const char *s, int64_t *out)
 {
     uint64_t v;
 
-    if (strcmp(s, "forever") == 0 || strcmp(s, "-1") == 0) {
+    if (strcmp(s, "forever") == 0) {
         *out = RL_WAIT_FOREVER;
         return 0;
     }
+    if (s[0] == '-')
+        return cli_fail(o, -1, "--wait: '%s' is negative (a number of "
+                        "milliseconds, or 'forever' to wait until "
+                        "acquired)", s);
     if (cli_parse_u64(s, 0, (uint64_t)INT32_MAX * 1000u, &v) != 0)
         return cli_fail(o, -1, "--wait: '%s' is not a number of milliseconds "
                         "(or 'forever')", s);
@@ -639,7 +615,7 @@ int cli_client_new(struct cli_opts *o, rl_client **out)
         for (i = 0; i < o->node_count; i++) {
             char shown[256];
 
-            cli_redact_uri(o->nodes[i], shown, sizeof(shown));
+            rl_uri_describe(o->nodes[i], shown, sizeof(shown));
             cli_info(o, "node %zu: %s", i, shown);
         }
         cli_info(o, "connect-timeout %u ms, op-timeout %u ms, max-ttl %u ms,"

@@ -67,8 +67,6 @@ void cli_info(const struct cli_opts *o, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Write s as a JSON string (with the quotes). */
 void cli_json_str(FILE *f, const char *s);
-/* Copy uri into buf with any password replaced by "***". */
-void cli_redact_uri(const char *uri, char *buf, size_t len);
 
 /* ---- Numbers ------------------------------------------------------------- */
 
@@ -101,7 +99,8 @@ int cli_global_option(struct cli_opts *o, int argc, char **argv, int *i);
 uint32_t cli_default_ttl(const struct cli_opts *o);
 int cli_parse_ttl(const struct cli_opts *o, const char *opt, const char *s,
                   uint32_t *out);
-/* Parse --wait's value: milliseconds, or "forever"/"-1". */
+/* Parse --wait's value: milliseconds, or "forever". A negative number is
+ * a usage error (printed). */
 int cli_parse_wait(const struct cli_opts *o, const char *s, int64_t *out);
 /* Check a resource argument (non-empty, not in "redlock:"). */
 int cli_check_resource(const struct cli_opts *o, const char *r);

@@ -15,8 +15,8 @@
  *   f  memory: RSS of a fresh client (its baseline), then RSS with
  *      --locks (10 000) locks held minus RSS with none: bytes per lock;
  *   floor (hidden, for tools/bench-compare.sh): the fan-out round-trip
- *      floor, PING to every node at once over raw sockets, time until a
- *      quorum and until all have answered.
+ *      floor, PING to every node at once over direct connections, time
+ *      until a quorum and until all have answered.
  * Phases d (node counts) and e (degraded nodes) are phases a/b run again
  * by the script on other node lists, told apart with --label.
  *
@@ -28,25 +28,23 @@
  * the lock means sleeping, which a loop-thread callback must not do.
  * Latency samples are µs on CLOCK_MONOTONIC, kept under a mutex.
  *
- * The CLI sees only the public header, so what the library does not
- * expose (server CPU, the raw PING floor) goes through a minimal blocking
- * RESP client over its own sockets, at the bottom of this file. */
-#include <errno.h>
+ * What the library does not expose (server CPU, the bare PING/SET floor)
+ * goes through hiredis over direct connections, at the bottom of this
+ * file; they reach each node as the library does, from its URI parsed by
+ * the library (rl_uri_parse), never by a parser of this file's own. */
 #include <fcntl.h>
 #include <inttypes.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
-#include <sys/un.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <hiredis/hiredis.h>
 
 #include "cli.h"
 
@@ -54,7 +52,7 @@
 #define MAX_CONTENDERS 1024
 #define MAX_LIST 32
 #define MAX_LOCKS 1000000
-#define RAW_TIMEOUT_MS 300      /* per INFO / PING exchange */
+#define DIRECT_TIMEOUT_MS 300   /* per connect / exchange, floor and CPU */
 #define F_INFLIGHT 256          /* phase f: acquisitions in flight */
 
 static const char usage[] =
@@ -96,16 +94,6 @@ struct samples {
     size_t cap;
 };
 
-/* A node as the raw RESP client reaches it. */
-struct raw_node {
-    char host[256];             /* host name or address; unix: the path */
-    char port[8];               /* "" for a unix socket */
-    char user[128];             /* ACL user, or "" */
-    char pass[256];             /* or "" */
-    int fd;                     /* floor: open socket, else -1 */
-    size_t got;                 /* floor: reply bytes this round */
-};
-
 struct bench {
     rl_client *c;
     struct cli_opts *o;
@@ -131,7 +119,8 @@ struct bench {
     int holding;                /* phase c (mu) */
     uint64_t t_free;            /* phase c: mono µs the last release began */
     uint64_t *shares;           /* phase c: acquisitions per contender */
-    struct raw_node *raw;       /* o->node_count of them */
+    rl_uri **uris;              /* o->node_count parsed node URIs */
+    redisContext **direct;      /* floor: a connection per node */
     /* phase f */
     rl_lock **held;             /* locks held, f_target of them */
     size_t f_target;
@@ -147,7 +136,7 @@ struct slot {
     char res[96];
 };
 
-static int raw_info_cpu(const struct raw_node *r, double *cpu_s);
+static int node_cpu(const struct bench *b, size_t i, double *cpu_s);
 
 /* ---- Samples ------------------------------------------------------------ */
 
@@ -416,14 +405,14 @@ static uint64_t rss_kb(void)
     return kb;
 }
 
-/* Sum of used_cpu_sys + used_cpu_user over the nodes; ok[i] says which
- * answered. A stopped node costs RAW_TIMEOUT_MS here. */
+/* used_cpu_sys + used_cpu_user of each node; ok[i] says which answered.
+ * A stopped node costs DIRECT_TIMEOUT_MS here. */
 static void server_cpu(struct bench *b, double *cpu_s, bool *ok)
 {
     size_t i;
 
     for (i = 0; i < b->o->node_count; i++)
-        ok[i] = raw_info_cpu(&b->raw[i], &cpu_s[i]) == 0;
+        ok[i] = node_cpu(b, i, &cpu_s[i]) == 0;
 }
 
 static void reset(struct bench *b)
@@ -809,345 +798,202 @@ out:
     return code;
 }
 
-/* ---- Raw RESP: INFO cpu and the fan-out floor ---------------------------- */
+/* ---- Direct connections (hiredis): server CPU and the fan-out floor ------ */
 
-/* Fill r from a node URI (the forms rl_config accepts). The password is
- * the URI's, else the global one. -1 when the form is not understood. */
-static int raw_parse(const char *uri, const char *password,
-                     struct raw_node *r)
+/* Server CPU of a node in seconds (used_cpu_sys + used_cpu_user), read by
+ * the server itself from its INFO text and returned as a number, so this
+ * file reads no INFO text. */
+static const char cpu_script[] =
+    "local i = redis.call('INFO', 'cpu') "
+    "return tostring(tonumber(i:match('used_cpu_sys:([%d.]+)')) + "
+    "tonumber(i:match('used_cpu_user:([%d.]+)')))";
+
+/* A reply of the given type (an error reply never matches); frees it. */
+static bool reply_is(redisReply *r, int type)
 {
-    const char *p = uri;
-    const char *end;
-    const char *at;
-    const char *colon;
-    size_t len;
+    bool ok = r != NULL && r->type == type;
 
-    memset(r, 0, sizeof(*r));
-    r->fd = -1;
-    if (password != NULL)
-        snprintf(r->pass, sizeof(r->pass), "%s", password);
-    if (strncmp(p, "unix://", 7) == 0) {
-        p += 7;
-        len = strcspn(p, "?");
-        if (len == 0 || len >= sizeof(r->host))
-            return -1;
-        memcpy(r->host, p, len);
-        return 0;
-    }
-    if (strncmp(p, "redis://", 8) == 0)
-        p += 8;
-    end = p + strcspn(p, "/?");
-    at = NULL;
-    for (colon = p; colon < end; colon++) {
-        if (*colon == '@')
-            at = colon;
-    }
-    if (at != NULL) {
-        colon = memchr(p, ':', (size_t)(at - p));
-        if (colon != NULL) {
-            snprintf(r->user, sizeof(r->user), "%.*s", (int)(colon - p), p);
-            snprintf(r->pass, sizeof(r->pass), "%.*s",
-                     (int)(at - colon - 1), colon + 1);
-        } else {
-            snprintf(r->pass, sizeof(r->pass), "%.*s", (int)(at - p), p);
-        }
-        p = at + 1;
-    }
-    snprintf(r->port, sizeof(r->port), "6379");
-    if (*p == '[') {
-        const char *close = memchr(p, ']', (size_t)(end - p));
-
-        if (close == NULL)
-            return -1;
-        snprintf(r->host, sizeof(r->host), "%.*s", (int)(close - p - 1),
-                 p + 1);
-        p = close + 1;
-    } else {
-        len = strcspn(p, ":/?");
-        snprintf(r->host, sizeof(r->host), "%.*s", (int)len, p);
-        p += len;
-    }
-    if (*p == ':') {
-        len = strcspn(p + 1, "/?");
-        if (len == 0 || len >= sizeof(r->port))
-            return -1;
-        snprintf(r->port, sizeof(r->port), "%.*s", (int)len, p + 1);
-    }
-    return r->host[0] != '\0' ? 0 : -1;
+    freeReplyObject(r);
+    return ok;
 }
 
-static int raw_write(int fd, const char *buf, size_t len)
+/* Connect to node i the way the library does: its parsed URI (rl_uri),
+ * its password or else the global one, its db. Blocking, every wait
+ * bounded by DIRECT_TIMEOUT_MS, close-on-exec. NULL when it fails. */
+static redisContext *direct_connect(const struct bench *b, size_t i)
 {
-    while (len > 0) {
-        ssize_t n = write(fd, buf, len);
+    const rl_uri *u = b->uris[i];
+    const struct timeval tv = {0, DIRECT_TIMEOUT_MS * 1000};
+    const char *pw;
+    redisContext *ctx;
+    bool ok;
 
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        buf += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-/* Read one reply line ("+OK\r\n", "-ERR ...") byte by byte (only for the
- * handshake). 0 when it starts with '+'. */
-static int raw_read_status(int fd)
-{
-    char c;
-    char first = 0;
-    ssize_t n;
-
-    for (;;) {
-        n = read(fd, &c, 1);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        if (first == 0)
-            first = c;
-        if (c == '\n')
-            return first == '+' ? 0 : -1;
-    }
-}
-
-/* Connect (blocking, RAW_TIMEOUT_MS for connect and every read/write) and
- * authenticate. The fd, or -1. */
-static int raw_connect(const struct raw_node *r)
-{
-    struct timeval tv = {0, RAW_TIMEOUT_MS * 1000};
-    struct addrinfo hints;
-    struct addrinfo *ai = NULL;
-    struct pollfd pfd;
-    int one = 1;
-    int fd = -1;
-    int err = 0;
-    socklen_t elen = sizeof(err);
-    char cmd[512];
-    int rc;
-
-    if (r->port[0] == '\0') {
-        struct sockaddr_un sun;
-
-        memset(&sun, 0, sizeof(sun));
-        sun.sun_family = AF_UNIX;
-        snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", r->host);
-        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0 || connect(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0)
-            goto fail;
-    } else {
-        memset(&hints, 0, sizeof(hints));
-        hints.ai_socktype = SOCK_STREAM;
-        if (getaddrinfo(r->host, r->port, &hints, &ai) != 0)
-            return -1;
-        fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
-                    0);
-        if (fd < 0)
-            goto fail;
-        rc = connect(fd, ai->ai_addr, ai->ai_addrlen);
-        if (rc != 0 && errno != EINPROGRESS)
-            goto fail;
-        if (rc != 0) {
-            pfd.fd = fd;
-            pfd.events = POLLOUT;
-            if (poll(&pfd, 1, RAW_TIMEOUT_MS) != 1 ||
-                getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) != 0 ||
-                err != 0)
-                goto fail;
-        }
-        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-        freeaddrinfo(ai);
-        ai = NULL;
-    }
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-    if (r->pass[0] != '\0') {
-        if (r->user[0] != '\0')
-            rc = snprintf(cmd, sizeof(cmd), "*3\r\n$4\r\nAUTH\r\n$%zu\r\n%s"
-                          "\r\n$%zu\r\n%s\r\n", strlen(r->user), r->user,
-                          strlen(r->pass), r->pass);
-        else
-            rc = snprintf(cmd, sizeof(cmd), "*2\r\n$4\r\nAUTH\r\n$%zu\r\n%s"
-                          "\r\n", strlen(r->pass), r->pass);
-        if (rc < 0 || (size_t)rc >= sizeof(cmd) ||
-            raw_write(fd, cmd, (size_t)rc) != 0 || raw_read_status(fd) != 0) {
-            explicit_bzero(cmd, sizeof(cmd));
-            goto fail;
-        }
-        explicit_bzero(cmd, sizeof(cmd));
-    }
-    return fd;
-
-fail:
-    if (ai != NULL)
-        freeaddrinfo(ai);
-    if (fd >= 0)
-        close(fd);
-    return -1;
-}
-
-/* Value of "name:" in an INFO text, or -1. */
-static double info_field(const char *text, const char *name)
-{
-    size_t n = strlen(name);
-    const char *p = text;
-
-    while ((p = strstr(p, name)) != NULL) {
-        if ((p == text || p[-1] == '\n') && p[n] == ':')
-            return strtod(p + n + 1, NULL);
-        p += n;
-    }
-    return -1;
-}
-
-/* used_cpu_sys + used_cpu_user of one node, in seconds. 0 or -1. */
-static int raw_info_cpu(const struct raw_node *r, double *cpu_s)
-{
-    static const char cmd[] = "*2\r\n$4\r\nINFO\r\n$3\r\ncpu\r\n";
-    char buf[4096];
-    size_t got = 0;
-    size_t need = 0;
-    double sys, user;
-    char *nl;
-    ssize_t n;
-    int fd;
-
-    fd = raw_connect(r);
-    if (fd < 0)
-        return -1;
-    if (raw_write(fd, cmd, sizeof(cmd) - 1) != 0)
+    if (u == NULL)
+        return NULL;
+    if (rl_uri_path(u) != NULL)
+        ctx = redisConnectUnixWithTimeout(rl_uri_path(u), tv);
+    else
+        ctx = redisConnectWithTimeout(rl_uri_host(u), rl_uri_port(u), tv);
+    if (ctx == NULL || ctx->err != 0)
         goto fail;
-    while (got < sizeof(buf) - 1 && (need == 0 || got < need)) {
-        n = read(fd, buf + got, sizeof(buf) - 1 - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
+    if (fcntl(ctx->fd, F_SETFD, FD_CLOEXEC) != 0 ||
+        redisSetTimeout(ctx, tv) != REDIS_OK)
+        goto fail;
+    pw = rl_uri_password(u) != NULL ? rl_uri_password(u) : b->o->password;
+    if (pw != NULL) {
+        if (rl_uri_user(u) != NULL)
+            ok = reply_is(redisCommand(ctx, "AUTH %s %s", rl_uri_user(u),
+                                       pw), REDIS_REPLY_STATUS);
+        else
+            ok = reply_is(redisCommand(ctx, "AUTH %s", pw),
+                          REDIS_REPLY_STATUS);
+        if (!ok)
             goto fail;
-        got += (size_t)n;
-        buf[got] = '\0';
-        nl = strstr(buf, "\r\n");
-        if (need == 0 && nl != NULL) {
-            if (buf[0] != '$')
-                goto fail;
-            need = (size_t)(nl - buf) + 2 + strtoul(buf + 1, NULL, 10) + 2;
-        }
     }
-    close(fd);
-    if (need == 0 || got < need)
-        return -1;
-    sys = info_field(buf, "used_cpu_sys");
-    user = info_field(buf, "used_cpu_user");
-    if (sys < 0 || user < 0)
-        return -1;
-    *cpu_s = sys + user;
-    return 0;
+    if (rl_uri_db(u) != 0 &&
+        !reply_is(redisCommand(ctx, "SELECT %d", rl_uri_db(u)),
+                  REDIS_REPLY_STATUS))
+        goto fail;
+    return ctx;
 
 fail:
-    close(fd);
-    return -1;
+    if (ctx != NULL)
+        redisFree(ctx);
+    return NULL;
 }
 
-/* One fan-out round: write cmd to every node at once, poll until each
- * has sent reply_len bytes. *tq: µs until a quorum had answered, *tall:
- * until all had. 0, or -1 when a node failed or stayed silent. */
+/* used_cpu_sys + used_cpu_user of node i, in seconds. 0 or -1. */
+static int node_cpu(const struct bench *b, size_t i, double *cpu_s)
+{
+    redisContext *ctx = direct_connect(b, i);
+    redisReply *r;
+    char *end;
+    int rc = -1;
+
+    if (ctx == NULL)
+        return -1;
+    r = redisCommand(ctx, "EVAL %s 0", cpu_script);
+    if (r != NULL && r->type == REDIS_REPLY_STRING) {
+        *cpu_s = strtod(r->str, &end);
+        if (end != r->str && *end == '\0')
+            rc = 0;
+    }
+    freeReplyObject(r);
+    redisFree(ctx);
+    return rc;
+}
+
+/* One fan-out round: send the formatted command cmd to every node at
+ * once, poll until each has answered. *tq: µs until a quorum had answered,
+ * *tall: until all had. 0, or -1 when a node failed, replied with an
+ * error or stayed silent. */
 static int floor_round(struct bench *b, struct pollfd *pfd, const char *cmd,
-                       size_t len, size_t reply_len, uint64_t *tq,
-                       uint64_t *tall)
+                       size_t len, uint64_t *tq, uint64_t *tall)
 {
     size_t nn = b->o->node_count;
     size_t quorum = nn / 2 + 1;
     uint64_t t0 = cli_mono_us();
     size_t done = 0;
-    char buf[64];
     size_t i;
+    int wdone;
 
     *tq = 0;
     for (i = 0; i < nn; i++) {
-        b->raw[i].got = 0;
         pfd[i].events = POLLIN;
-        if (raw_write(b->raw[i].fd, cmd, len) != 0)
+        if (redisAppendFormattedCommand(b->direct[i], cmd, len) != REDIS_OK)
             return -1;
+        do {
+            if (redisBufferWrite(b->direct[i], &wdone) != REDIS_OK)
+                return -1;
+        } while (!wdone);
     }
     while (done < nn) {
-        if (poll(pfd, (nfds_t)nn, RAW_TIMEOUT_MS) <= 0)
+        if (poll(pfd, (nfds_t)nn, DIRECT_TIMEOUT_MS) <= 0)
             return -1;
         for (i = 0; i < nn; i++) {
-            ssize_t n;
+            void *reply = NULL;
 
             if ((pfd[i].revents & (POLLIN | POLLERR | POLLHUP)) == 0)
                 continue;
-            n = read(pfd[i].fd, buf, sizeof(buf));
-            if (n <= 0)
+            if (redisBufferRead(b->direct[i]) != REDIS_OK ||
+                redisGetReplyFromReader(b->direct[i], &reply) != REDIS_OK)
                 return -1;
-            b->raw[i].got += (size_t)n;
-            if (b->raw[i].got >= reply_len) {
-                pfd[i].events = 0;
-                done++;
-                if (done == quorum)
-                    *tq = cli_mono_us() - t0;
-            }
+            if (reply == NULL)
+                continue;           /* partial reply: poll again */
+            if (reply_is(reply, REDIS_REPLY_ERROR))
+                return -1;
+            pfd[i].events = 0;
+            done++;
+            if (done == quorum)
+                *tq = cli_mono_us() - t0;
         }
     }
     *tall = cli_mono_us() - t0;
     return 0;
 }
 
-/* Fan-out floor: PING every node at once over raw sockets, record the
- * time until a quorum (N/2+1) and until every node has answered, next
+/* Fan-out floor: PING every node at once over direct connections, record
+ * the time until a quorum (N/2+1) and until every node has answered, next
  * round once all have: what a Redlock round cannot beat on this machine.
  * Alternating with it, the same fan-out of SET key NX PX 1000 on a fresh
- * key (what an acquire sends, with no client library around it). */
+ * key (what an acquire sends, with no lock library around it). */
 static int phase_floor(struct bench *b, double duration)
 {
-    static const char ping[] = "*1\r\n$4\r\nPING\r\n";
     struct cli_opts *o = b->o;
     size_t nn = o->node_count;
     struct pollfd *pfd;
     struct samples q = {0}, all = {0}, sq = {0}, sall = {0};
     uint64_t rounds = 0;
     uint64_t tq, tall, tend, start;
-    char set[160];
+    char *ping = NULL;
+    char *set = NULL;
     char key[64];
+    int ping_len;
+    int set_len;
     size_t i;
     int code = 0;
-    int len;
 
     pfd = calloc(nn, sizeof(*pfd));
-    if (pfd == NULL)
-        return -1;
+    ping_len = redisFormatCommand(&ping, "PING");
+    if (pfd == NULL || ping_len < 0) {
+        code = cli_fail(o, CLI_EXIT_NO_QUORUM, "floor: out of memory");
+        goto out;
+    }
     for (i = 0; i < nn; i++) {
-        b->raw[i].fd = raw_connect(&b->raw[i]);
-        if (b->raw[i].fd < 0) {
+        b->direct[i] = direct_connect(b, i);
+        if (b->direct[i] == NULL) {
+            const char *name = rl_uri_name(b->uris[i]);
+
             code = cli_fail(o, CLI_EXIT_NO_QUORUM, "floor: cannot reach "
-                            "node %zu", i);
+                            "node %zu (%s)", i, name != NULL ? name : "?");
             goto out;
         }
-        pfd[i].fd = b->raw[i].fd;
+        pfd[i].fd = b->direct[i]->fd;
     }
     start = cli_mono_us();
     tend = start + (uint64_t)(duration * 1e6);
     while (cli_mono_us() < tend) {
-        /* "+PONG\r\n"; then "+OK\r\n" (or "$-1\r\n"), 5 bytes either way */
-        if (floor_round(b, pfd, ping, sizeof(ping) - 1, 7, &tq, &tall) != 0)
+        if (floor_round(b, pfd, ping, (size_t)ping_len, &tq, &tall) != 0)
             break;
         samples_add(&q, tq);
         samples_add(&all, tall);
         snprintf(key, sizeof(key), "bench:%ld:floor:%" PRIu64,
                  (long)getpid(), rounds);
-        len = snprintf(set, sizeof(set), "*6\r\n$3\r\nSET\r\n$%zu\r\n%s\r\n"
-                       "$2\r\ntk\r\n$2\r\nNX\r\n$2\r\nPX\r\n$4\r\n1000\r\n",
-                       strlen(key), key);
-        if (floor_round(b, pfd, set, (size_t)len, 5, &tq, &tall) != 0)
+        set_len = redisFormatCommand(&set, "SET %s tk NX PX 1000", key);
+        if (set_len < 0)
             break;
+        /* "+OK" or a nil reply (the key exists): both answer the round */
+        if (floor_round(b, pfd, set, (size_t)set_len, &tq, &tall) != 0)
+            break;
+        redisFreeCommand(set);
+        set = NULL;
         samples_add(&sq, tq);
         samples_add(&sall, tall);
         rounds++;
     }
     if (cli_mono_us() < tend) {
         code = cli_fail(o, CLI_EXIT_NO_QUORUM, "floor: a node failed or did "
-                        "not answer within %d ms", RAW_TIMEOUT_MS);
+                        "not answer within %d ms", DIRECT_TIMEOUT_MS);
         goto out;
     }
     if (o->json) {
@@ -1179,10 +1025,12 @@ static int phase_floor(struct bench *b, double duration)
 
 out:
     for (i = 0; i < nn; i++) {
-        if (b->raw[i].fd >= 0)
-            close(b->raw[i].fd);
-        b->raw[i].fd = -1;
+        if (b->direct[i] != NULL)
+            redisFree(b->direct[i]);
+        b->direct[i] = NULL;
     }
+    redisFreeCommand(set);
+    redisFreeCommand(ping);
     free(q.v);
     free(all.v);
     free(sq.v);
@@ -1319,15 +1167,18 @@ int cmd_bench(struct cli_opts *o, int argc, char **argv)
         return code;
     pthread_mutex_init(&b.mu, NULL);
     pthread_cond_init(&b.cv, NULL);
-    b.raw = calloc(o->node_count, sizeof(*b.raw));
+    b.uris = calloc(o->node_count, sizeof(*b.uris));
+    b.direct = calloc(o->node_count, sizeof(*b.direct));
     ping = calloc(o->node_count, sizeof(*ping));
-    if (b.raw == NULL || ping == NULL) {
+    if (b.uris == NULL || b.direct == NULL || ping == NULL) {
         code = cli_fail(o, CLI_EXIT_NO_QUORUM, "out of memory");
         goto out;
     }
+    /* rl_client_new accepted these URIs: only memory can fail here. */
     for (i = 0; i < o->node_count; i++) {
-        if (raw_parse(o->nodes[i], o->password, &b.raw[i]) != 0)
-            cli_info(o, "node %zu: no server CPU figures for it", i);
+        if (rl_uri_parse(o->nodes[i], &b.uris[i]) != RL_OK)
+            cli_info(o, "node %zu: no server CPU figures for it: %s", i,
+                     rl_last_error());
     }
     if (rl_client_ping(b.c, ping, o->node_count, &count) != RL_OK) {
         code = cli_fail(o, CLI_EXIT_NO_QUORUM, "quorum unavailable: %s",
@@ -1390,9 +1241,10 @@ out:
     rl_client_free(b.c);
     reset(&b);
     free(b.shares);
-    if (b.raw != NULL)
-        explicit_bzero(b.raw, o->node_count * sizeof(*b.raw));
-    free(b.raw);
+    for (i = 0; b.uris != NULL && i < o->node_count; i++)
+        rl_uri_free(b.uris[i]);
+    free(b.uris);
+    free(b.direct);
     pthread_mutex_destroy(&b.mu);
     pthread_cond_destroy(&b.cv);
     return code;
