@@ -27,9 +27,9 @@
  * CMD's group and nothing else.
  *
  * Descriptors: everything both processes open is close-on-exec; the
- * supervisor gives CMD close-on-exec copies of redlock-cli's stdin,
- * stdout and stderr as 0, 1, 2, and was forked before any library
- * socket existed, so CMD inherits nothing else from either (issue 10 §6).
+ * supervisor gives CMD its copies of redlock-cli's stdin, stdout and
+ * stderr as 0, 1, 2, and was forked before any library socket existed,
+ * so CMD inherits nothing either opened (issue 10 §6).
  * The supervisor's own 0, 1, 2 are /dev/null, so a reader of redlock-cli's
  * output never waits for it. */
 #include <errno.h>
@@ -66,8 +66,8 @@ static const char usage[] =
 "when CMD exits and exit with CMD's status (128+N if killed by signal N).\n"
 "CMD runs in its own process group with REDLOCK_RESOURCE, REDLOCK_TOKEN\n"
 "and REDLOCK_FENCE (0 without --fence) set, without REDLOCK_PASSWORD, and\n"
-"with no descriptor but 0, 1 and 2. SIGINT, SIGTERM and SIGHUP are\n"
-"forwarded to it.\n"
+"with none of the descriptors redlock-cli opens (no Redis connection).\n"
+"SIGINT, SIGTERM and SIGHUP are forwarded to it.\n"
 "\n"
 "CMD never outlives the lock: when the lock is lost CMD gets the kill\n"
 "signal at once and SIGKILL when the validity ends (exit 4). A supervisor\n"
