@@ -304,8 +304,10 @@ class TestRunBasics(RunTest):
         self.assertTrue(wait_for(lambda: not alive(grandchild), 1.0))
 
 
-class TestRunKilledAtStart(RunTest):
-    """kill -9 of redlock-cli at many moments around the child's start."""
+class TestRunSupervisor(RunTest):
+    """The supervisor is the child's parent from its start to its reaping:
+    kill -9 of redlock-cli at many moments around the child's start, the
+    child's pid kept until the last kill, and the child dies with it."""
 
     def test_no_child_outlives_the_lock_when_cli_is_killed_early(self):
         # The child is found through a PATH of 40000 missing directories (/x),
@@ -348,6 +350,51 @@ class TestRunKilledAtStart(RunTest):
                 pid = self.own_pid(pidfile)
                 if pid is not None:
                     os.killpg(pid, signal.SIGKILL)
+
+    def supervisor_of(self, resource, pid):
+        """The live process running with resource as an argument (only
+        the supervisor once redlock-cli is gone), and pid's parent."""
+        with open("/proc/%d/stat" % pid) as f:
+            stat = f.read()
+        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+        return clitest.pids_with_arg(resource), ppid
+
+    def test_child_pid_is_kept_until_the_validity_ends(self):
+        # redlock-cli dies, then the child exits by itself: its pid (and
+        # so its process group) stays taken, a zombie of the supervisor,
+        # until the supervisor's SIGKILL of the group at the validity's
+        # end; only then is it reaped. No kill can hit a reused pid.
+        r = res("keep")
+        ttl = 2.0
+        p = self.start(NODES, "run", r, "--ttl", "2000", "--", "sh", "-c",
+                       'echo $$ > "$1/pid"; sleep 0.3', "sh", self.dir)
+        pid = self.child_pid()
+        t_kill = time.time()
+        p.kill()
+        p.wait()
+        self.assertTrue(wait_for(lambda: clitest.proc_state(pid) == "Z",
+                                 t_kill + ttl - 0.3 - time.time()),
+                        "the child was reaped before the validity ended")
+        sup, ppid = self.supervisor_of(r, pid)
+        self.assertEqual(sup, [ppid])
+        self.assertTrue(wait_for(lambda: clitest.proc_state(pid) is None and
+                                 not clitest.pids_with_arg(r),
+                                 t_kill + ttl + 1.0 - time.time()))
+
+    def test_child_dies_with_the_supervisor(self):
+        r = res("supdies")
+        p = self.start(NODES, "run", r, "--", "sh", "-c", TRAP_CHILD, "sh",
+                       self.dir)
+        pid = self.child_pid()
+        sup, ppid = self.supervisor_of(r, pid)
+        self.assertIn(ppid, sup)
+        self.assertNotEqual(ppid, p.pid)
+        os.kill(ppid, signal.SIGKILL)
+        out, err = p.communicate(timeout=10)
+        self.assertEqual(p.returncode, 4, err)
+        self.assertIn("supervisor", err)
+        self.assertTrue(wait_for(lambda: not alive(pid), 1.0))
+        self.assertEqual(self.values(r), [None] * 3)
 
     def own_pid(self, pidfile):
         """The pid in pidfile if that process is alive and still ours."""
