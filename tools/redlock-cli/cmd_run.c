@@ -122,8 +122,10 @@ static int sup_send(int sock, enum sup_type type, int32_t arg,
     m.arg = arg;
     m.value = value;
     if (text != NULL) {
-        if (strlen(text) >= sizeof(m.text))
+        if (strlen(text) >= sizeof(m.text)) {
+            errno = EMSGSIZE;
             return -1;
+        }
         strcpy(m.text, text);
     }
     /* Never blocks: the peer reads as it goes, and one that is stopped
