@@ -7,6 +7,7 @@ SIGKILLed (DESIGN §7, §2.4). Real redis-server nodes.
 Usage: test_cli_run.py PATH-TO-redlock-cli [unittest args]
 """
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -141,7 +142,8 @@ class TestRunBasics(RunTest):
         resource, token, fence = out.splitlines()
         self.assertEqual(resource, r)
         self.assertRegex(token, r"^[0-9a-f]{32,}$")
-        self.assertEqual(fence, "unset")
+        # Always set, so a script can rely on it: 0 without --fence.
+        self.assertEqual(fence, "0")
         # The token is the one stored in Redis while the child runs.
         script = ('for p in %s; do redis-cli -p $p GET "$REDLOCK_RESOURCE";'
                   ' done; echo "$REDLOCK_TOKEN"; echo "$REDLOCK_FENCE"'
@@ -152,6 +154,20 @@ class TestRunBasics(RunTest):
         self.assertEqual(lines[:3], [lines[3]] * 3)
         self.assertGreater(int(lines[4]), 0)
         self.assertEqual(self.values(r), [None] * 3)
+
+    def test_child_inherits_only_stdio(self):
+        # The child gets fds 0, 1 and 2 and nothing else: no Redis socket,
+        # no descriptor of redlock-cli or of its supervisor (issue 10 §6).
+        rc, out, err = cli("run", res("fds"), "--", "sh", "-c",
+                           "ls -l /proc/$$/fd")
+        self.assertEqual(rc, 0, err)
+        fds = {}
+        for line in out.splitlines():
+            if " -> " in line:
+                name, target = line.split(" -> ", 1)
+                fds[int(name.split()[-1])] = target
+        self.assertEqual(sorted(fds), [0, 1, 2], out)
+        self.assertFalse([t for t in fds.values() if "socket:" in t], out)
 
     def test_conflict_exit_code(self):
         r = res("conflict")
@@ -286,6 +302,111 @@ class TestRunBasics(RunTest):
         self.assertLess(time.time() - t0, 1.2 + 0.5)
         self.assertFalse(alive(pid))
         self.assertTrue(wait_for(lambda: not alive(grandchild), 1.0))
+
+
+class TestRunSupervisor(RunTest):
+    """The supervisor is the child's parent from its start to its reaping:
+    kill -9 of redlock-cli at many moments around the child's start, the
+    child's pid kept until the last kill, and the child dies with it."""
+
+    def test_no_child_outlives_the_lock_when_cli_is_killed_early(self):
+        # The child is found through a PATH of 40000 missing directories (/x),
+        # so starting it takes tens of milliseconds: the kills below land
+        # before, during and after its start. Whenever it started, it must
+        # be gone by the end of the lock's validity (issue 10 §5).
+        ttl = 1.0
+        sleep = shutil.which("sleep")
+        env = base_env()
+        env["PATH"] = "/x:" * 40000 + env.get("PATH", "/bin")
+        t0 = time.time()
+        self.assertEqual(cli("run", res("t0"), "--", "sh", "-c", "true",
+                             env=env)[0], 0)
+        span = 1.5 * (time.time() - t0)
+        script = 'echo $$ > "$1"; %s 1000; :' % sleep
+        kills = []
+        try:
+            for i in range(80):
+                pidfile = os.path.join(self.dir, "pid.%d" % i)
+                p = self.start(NODES, "run", res("k9"), "--ttl",
+                               str(int(ttl * 1000)), "--", "sh", "-c",
+                               script, "sh", pidfile, env=env)
+                time.sleep(span * i / 80)
+                p.kill()
+                p.wait()
+                kills.append((pidfile, time.time()))
+            # Every lock's validity ended by its kill time + ttl.
+            time.sleep(max(0, kills[-1][1] + ttl + 0.2 - time.time()))
+            started = survivors = 0
+            for pidfile, t_kill in kills:
+                pid = self.own_pid(pidfile)
+                started += os.path.exists(pidfile)
+                if pid is not None:
+                    survivors += 1
+            self.assertGreater(started, 0, "no child ever started")
+            self.assertEqual(survivors, 0, "%d of %d children outlived the "
+                             "lock" % (survivors, started))
+        finally:
+            for pidfile, _ in kills:
+                pid = self.own_pid(pidfile)
+                if pid is not None:
+                    os.killpg(pid, signal.SIGKILL)
+
+    def supervisor_of(self, resource, pid):
+        """The live process running with resource as an argument (only
+        the supervisor once redlock-cli is gone), and pid's parent."""
+        with open("/proc/%d/stat" % pid) as f:
+            stat = f.read()
+        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+        return clitest.pids_with_arg(resource), ppid
+
+    def test_child_pid_is_kept_until_the_validity_ends(self):
+        # redlock-cli dies, then the child exits by itself: its pid (and
+        # so its process group) stays taken, a zombie of the supervisor,
+        # until the supervisor's SIGKILL of the group at the validity's
+        # end; only then is it reaped. No kill can hit a reused pid.
+        r = res("keep")
+        ttl = 2.0
+        p = self.start(NODES, "run", r, "--ttl", "2000", "--", "sh", "-c",
+                       'echo $$ > "$1/pid"; sleep 0.3', "sh", self.dir)
+        pid = self.child_pid()
+        t_kill = time.time()
+        p.kill()
+        p.wait()
+        self.assertTrue(wait_for(lambda: clitest.proc_state(pid) == "Z",
+                                 t_kill + ttl - 0.3 - time.time()),
+                        "the child was reaped before the validity ended")
+        sup, ppid = self.supervisor_of(r, pid)
+        self.assertEqual(sup, [ppid])
+        self.assertTrue(wait_for(lambda: clitest.proc_state(pid) is None and
+                                 not clitest.pids_with_arg(r),
+                                 t_kill + ttl + 1.0 - time.time()))
+
+    def test_child_dies_with_the_supervisor(self):
+        r = res("supdies")
+        p = self.start(NODES, "run", r, "--", "sh", "-c", TRAP_CHILD, "sh",
+                       self.dir)
+        pid = self.child_pid()
+        sup, ppid = self.supervisor_of(r, pid)
+        self.assertIn(ppid, sup)
+        self.assertNotEqual(ppid, p.pid)
+        os.kill(ppid, signal.SIGKILL)
+        out, err = p.communicate(timeout=10)
+        self.assertEqual(p.returncode, 4, err)
+        self.assertIn("supervisor", err)
+        self.assertTrue(wait_for(lambda: not alive(pid), 1.0))
+        self.assertEqual(self.values(r), [None] * 3)
+
+    def own_pid(self, pidfile):
+        """The pid in pidfile if that process is alive and still ours."""
+        try:
+            with open(pidfile) as f:
+                pid = int(f.read())
+            with open("/proc/%d/cmdline" % pid, "rb") as f:
+                if pidfile.encode() not in f.read().split(b"\0"):
+                    return None
+        except (OSError, ValueError):
+            return None
+        return pid if alive(pid) else None
 
 
 class TestRunInteractive(RunTest):

@@ -1,57 +1,61 @@
 /* cmd_run.c -- "redlock-cli run R [...] -- CMD [ARG...]" (DESIGN §7, §2.4).
  *
  * Holds R while CMD runs: acquire (with --wait), start CMD in its own
- * process group with REDLOCK_RESOURCE / REDLOCK_TOKEN (/ REDLOCK_FENCE)
- * and without REDLOCK_PASSWORD, renew with the watchdog, forward
- * SIGINT/SIGTERM/SIGHUP, release once CMD exits and exit with its status
- * (128+N when killed by signal N).
+ * process group with REDLOCK_RESOURCE, REDLOCK_TOKEN and REDLOCK_FENCE (0
+ * without --fence) and without REDLOCK_PASSWORD, renew with the watchdog,
+ * forward SIGINT/SIGTERM/SIGHUP, release once CMD exits and exit with its
+ * status (128+N when killed by signal N).
  *
- * The child never outlives the lock. Two mechanisms enforce it:
+ * The child never outlives the lock. Two processes enforce it:
  *   - this process: when the lock is LOST (rl_lock_lost_fd readable) it
  *     sends the kill signal (SIGTERM or --kill-signal) at once and SIGKILL
  *     when the validity ends, then exits 4;
- *   - a supervisor process, forked BEFORE the rl_client exists (no threads
- *     yet), that receives the child (pid + pidfd over SCM_RIGHTS) and
- *     every new validity deadline (absolute CLOCK_BOOTTIME ms) over a
- *     socket, and SIGKILLs the child's process group when the last
- *     deadline it got passes. It does not depend on this process running:
- *     if redlock-cli is SIGSTOPped no new deadlines arrive, and if it dies
- *     the socket hits EOF and the last deadline is still enforced. It
- *     ignores SIGINT/SIGTERM/SIGHUP and exits on the DONE message (child
- *     reaped) or once the socket is closed with nothing left to enforce.
- * The pidfd avoids pid-reuse races: this process is the child's parent,
- * so the pid cannot be reused before it reaps the child, and the pidfd is
- * taken before that. */
+ *   - a supervisor process, forked BEFORE the rl_client exists (a single
+ *     thread, no library descriptor), which gets every new validity
+ *     deadline (absolute CLOCK_BOOTTIME ms) over a socket and SIGKILLs
+ *     CMD's process group when the last deadline it got passes. It does
+ *     not depend on this process running: if redlock-cli is SIGSTOPped no
+ *     new deadlines arrive, and if it dies the socket hits EOF and the
+ *     last deadline is still enforced (issue 10 §5).
+ * The supervisor is CMD's parent: it forks and execs CMD itself when told
+ * to (SUP_START), so no moment exists where CMD runs and the supervisor
+ * does not hold its pid; and CMD dies with it (PR_SET_PDEATHSIG). It
+ * watches CMD with waitid(WNOWAIT) and reports stops and the exit, but
+ * reaps CMD only when it exits itself, after this process said DONE or
+ * died. Until then CMD's pid, and its process group (the unreaped leader
+ * keeps it), cannot be reused, so every kill(-pid) of either process hits
+ * CMD's group and nothing else.
+ *
+ * Descriptors: everything both processes open is close-on-exec; the
+ * supervisor gives CMD its copies of redlock-cli's stdin, stdout and
+ * stderr as 0, 1, 2, and was forked before any library socket existed,
+ * so CMD inherits nothing either opened (issue 10 §6).
+ * The supervisor's own 0, 1, 2 are /dev/null, so a reader of redlock-cli's
+ * output never waits for it. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli.h"
 
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
-#ifndef SYS_pidfd_send_signal
-#define SYS_pidfd_send_signal 424
-#endif
-
 /* SIGKILL this long before the deadline, so the child is gone by then. */
 #define KILL_GUARD_MS 10
 /* How often the validity is re-read and the child checked. */
 #define TICK_MS 50
+/* Room for the token in a SUP_START message. */
+#define SUP_TEXT_LEN 256
 
 extern char **environ;
 
@@ -61,13 +65,14 @@ static const char usage[] =
 "Acquire R, run CMD while holding it (renewed by a watchdog), release it\n"
 "when CMD exits and exit with CMD's status (128+N if killed by signal N).\n"
 "CMD runs in its own process group with REDLOCK_RESOURCE, REDLOCK_TOKEN\n"
-"and (with --fence) REDLOCK_FENCE set, and without REDLOCK_PASSWORD.\n"
+"and REDLOCK_FENCE (0 without --fence) set, without REDLOCK_PASSWORD, and\n"
+"with none of the descriptors redlock-cli opens (no Redis connection).\n"
 "SIGINT, SIGTERM and SIGHUP are forwarded to it.\n"
 "\n"
 "CMD never outlives the lock: when the lock is lost CMD gets the kill\n"
 "signal at once and SIGKILL when the validity ends (exit 4). A supervisor\n"
-"process enforces the validity's end even if redlock-cli is stopped or\n"
-"killed.\n"
+"process, CMD's parent, enforces the validity's end even if redlock-cli\n"
+"is stopped or killed.\n"
 "\n"
 "  --ttl MS                 lock time-to-live, 1..--max-ttl (30000)\n"
 "  --wait MS                wait up to MS ms for the lock ('forever')\n"
@@ -88,167 +93,66 @@ static const char usage[] =
 "  redlock-cli run --wait 60000 deploy -- sh -c 'echo $REDLOCK_TOKEN'\n"
 "  redlock-cli run --fence --conflict-exit-code 0 cron:report -- ./report\n";
 
+/* Messages on the socket between redlock-cli and the supervisor. */
 enum sup_type {
-    SUP_DEADLINE = 1,           /* value: boottime ms */
-    SUP_CHILD = 2,              /* value: pid; a pidfd may be attached */
-    SUP_DONE = 3                /* the child was reaped: exit */
+    SUP_DEADLINE = 1,           /* -> sup. value: boottime ms */
+    SUP_START = 2,              /* -> sup. value: fence, text: token */
+    SUP_DONE = 3,               /* -> sup. CMD's exit was seen: reap, exit */
+    SUP_STARTED = 4,            /* <- sup. value: CMD's pid */
+    SUP_FAILED = 5,             /* <- sup. arg: errno (ETIMEDOUT: expired) */
+    SUP_STOPPED = 6,            /* <- sup. arg: the signal that stopped CMD */
+    SUP_EXPIRED = 7,            /* <- sup. the deadline passed: CMD killed */
+    SUP_EXITED = 8              /* <- sup. arg: CLD_* code, value: status */
 };
 
 struct sup_msg {
     uint32_t type;
-    uint32_t pad;
+    int32_t arg;
     uint64_t value;
+    char text[SUP_TEXT_LEN];
 };
 
-/* ---- Supervisor --------------------------------------------------------- */
-
-static void sup_kill(int pidfd, pid_t pid)
-{
-    if (pidfd >= 0)
-        syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-    if (pid > 0) {
-        kill(-pid, SIGKILL);    /* its process group: grandchildren too */
-        if (pidfd < 0)
-            kill(pid, SIGKILL);
-    }
-}
-
-/* Receive one message (and any fd passed with it). 0 on EOF. */
-static ssize_t sup_recv(int sock, struct sup_msg *m, int *fd)
-{
-    union {
-        char buf[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr align;
-    } ctl;
-    struct iovec iov = {m, sizeof(*m)};
-    struct msghdr mh;
-    struct cmsghdr *cm;
-    ssize_t n;
-
-    memset(&mh, 0, sizeof(mh));
-    mh.msg_iov = &iov;
-    mh.msg_iovlen = 1;
-    mh.msg_control = ctl.buf;
-    mh.msg_controllen = sizeof(ctl.buf);
-    do {
-        n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
-    } while (n < 0 && errno == EINTR);
-    if (n <= 0)
-        return n;
-    for (cm = CMSG_FIRSTHDR(&mh); cm != NULL; cm = CMSG_NXTHDR(&mh, cm)) {
-        if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
-            memcpy(fd, CMSG_DATA(cm), sizeof(int));
-    }
-    return n;
-}
-
-/* The supervisor's whole life (see the top of the file). */
-static void supervise(int sock)
+static int sup_send(int sock, enum sup_type type, int32_t arg,
+                    uint64_t value, const char *text)
 {
     struct sup_msg m;
-    sigset_t none;
-    uint64_t deadline = 0;      /* boottime ms, 0 = none yet */
-    uint64_t now;
-    pid_t pid = 0;
-    int pidfd = -1;
-    bool eof = false;
-    bool expired = false;
-    struct pollfd pfd;
-    int timeout;
-    int fd;
-    ssize_t n;
-
-    /* Its own session: the terminal's ^C / ^Z / hang-up and a kill of
-     * redlock-cli's process group do not reach it. It holds no stdio, so
-     * a reader of redlock-cli's output never waits for it. */
-    setsid();
-    fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-    if (fd >= 0) {
-        dup2(fd, STDIN_FILENO);
-        dup2(fd, STDOUT_FILENO);
-        dup2(fd, STDERR_FILENO);
-        if (fd > STDERR_FILENO)
-            close(fd);
-    }
-    signal(SIGINT, SIG_IGN);
-    signal(SIGTERM, SIG_IGN);
-    signal(SIGHUP, SIG_IGN);
-    signal(SIGPIPE, SIG_IGN);
-    signal(SIGTSTP, SIG_IGN);
-    signal(SIGTTIN, SIG_IGN);
-    signal(SIGTTOU, SIG_IGN);
-    signal(SIGCHLD, SIG_DFL);
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    for (;;) {
-        if (eof && (deadline == 0 || expired || pid == 0))
-            _exit(0);
-        now = cli_boot_ms();
-        if (!expired && deadline != 0 && now + KILL_GUARD_MS >= deadline) {
-            expired = true;
-            sup_kill(pidfd, pid);
-            continue;
-        }
-        timeout = -1;
-        if (!expired && deadline != 0)
-            timeout = (int)(deadline - KILL_GUARD_MS - now);
-        pfd.fd = sock;
-        pfd.events = POLLIN;
-        pfd.revents = 0;
-        if (poll(&pfd, eof ? 0 : 1, timeout) <= 0)
-            continue;
-        fd = -1;
-        n = sup_recv(sock, &m, &fd);
-        if (n <= 0) {
-            eof = true;
-            continue;
-        }
-        if (m.type == SUP_DONE)
-            _exit(0);
-        if (m.type == SUP_DEADLINE)
-            deadline = m.value;
-        if (m.type == SUP_CHILD) {
-            pid = (pid_t)m.value;
-            pidfd = fd;
-            if (expired)
-                sup_kill(pidfd, pid);
-        } else if (fd >= 0) {
-            close(fd);
-        }
-    }
-}
-
-static int sup_send(int sock, enum sup_type type, uint64_t value, int fd)
-{
-    union {
-        char buf[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr align;
-    } ctl;
-    struct sup_msg m = {(uint32_t)type, 0, value};
-    struct iovec iov = {&m, sizeof(m)};
-    struct msghdr mh;
-    struct cmsghdr *cm;
     ssize_t n;
 
     if (sock < 0)
         return -1;
-    memset(&mh, 0, sizeof(mh));
-    mh.msg_iov = &iov;
-    mh.msg_iovlen = 1;
-    if (fd >= 0) {
-        memset(&ctl, 0, sizeof(ctl));
-        mh.msg_control = ctl.buf;
-        mh.msg_controllen = sizeof(ctl.buf);
-        cm = CMSG_FIRSTHDR(&mh);
-        cm->cmsg_level = SOL_SOCKET;
-        cm->cmsg_type = SCM_RIGHTS;
-        cm->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+    memset(&m, 0, sizeof(m));
+    m.type = (uint32_t)type;
+    m.arg = arg;
+    m.value = value;
+    if (text != NULL) {
+        if (strlen(text) >= sizeof(m.text)) {
+            errno = EMSGSIZE;
+            return -1;
+        }
+        strcpy(m.text, text);
     }
+    /* Never blocks: the peer reads as it goes, and one that is stopped
+     * must not stop the sender. */
     do {
-        n = sendmsg(sock, &mh, MSG_NOSIGNAL);
+        n = send(sock, &m, sizeof(m), MSG_NOSIGNAL | MSG_DONTWAIT);
     } while (n < 0 && errno == EINTR);
     return n == (ssize_t)sizeof(m) ? 0 : -1;
+}
+
+/* Receive one message. 0 on EOF, -1 on error (EAGAIN: none yet). */
+static ssize_t sup_recv(int sock, struct sup_msg *m, bool block)
+{
+    ssize_t n;
+
+    do {
+        n = recv(sock, m, sizeof(*m), block ? 0 : MSG_DONTWAIT);
+    } while (n < 0 && errno == EINTR);
+    if (n > 0 && n != (ssize_t)sizeof(*m)) {
+        errno = EPROTO;
+        return -1;
+    }
+    m->text[sizeof(m->text) - 1] = '\0';
+    return n;
 }
 
 /* ---- The child ---------------------------------------------------------- */
@@ -256,7 +160,7 @@ static int sup_send(int sock, enum sup_type type, uint64_t value, int fd)
 /* environ without our variables and the password, plus ours: the
  * strings added are stored in added[] (to be freed with the array). */
 static char **child_env(const char *resource, const char *token,
-                        uint64_t fence, bool with_fence, char *added[3])
+                        uint64_t fence, char *added[3])
 {
     static const char *drop[] = {"REDLOCK_PASSWORD=", "REDLOCK_RESOURCE=",
                                  "REDLOCK_TOKEN=", "REDLOCK_FENCE="};
@@ -284,51 +188,254 @@ static char **child_env(const char *resource, const char *token,
         added[0] = NULL;
     if (asprintf(&added[1], "REDLOCK_TOKEN=%s", token) < 0)
         added[1] = NULL;
-    if (with_fence &&
-        asprintf(&added[2], "REDLOCK_FENCE=%" PRIu64, fence) < 0)
+    if (asprintf(&added[2], "REDLOCK_FENCE=%" PRIu64, fence) < 0)
         added[2] = NULL;
-    if (added[0] == NULL || added[1] == NULL ||
-        (with_fence && added[2] == NULL)) {
+    if (added[0] == NULL || added[1] == NULL || added[2] == NULL) {
         free(env);
         return NULL;
     }
-    for (i = 0; i < 3; i++) {
-        if (added[i] != NULL)
-            env[k++] = added[i];
-    }
+    for (i = 0; i < 3; i++)
+        env[k++] = added[i];
     env[k] = NULL;
     return env;
 }
 
-/* Start CMD in its own process group with default signal handling. */
-static int spawn_child(char **cmd, char **env, pid_t *pid)
+/* In the forked child: become CMD, in its own process group, with stdio[]
+ * as 0, 1, 2 and default signal handling. On failure the errno goes to
+ * errfd (close-on-exec: EOF there means the exec worked). */
+static void child_exec(const int stdio[3], char **cmd, char **env,
+                       int errfd, pid_t sup)
 {
-    posix_spawnattr_t attr;
+    static const int deflt[] = {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGPIPE,
+                                SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU};
     sigset_t none;
-    sigset_t def;
+    size_t i;
     int err;
 
+    setpgid(0, 0);
+    for (i = 0; i < 3; i++) {
+        if (stdio[i] >= 0)
+            dup2(stdio[i], (int)i);     /* the copy loses close-on-exec */
+        else
+            close((int)i);
+    }
+    for (i = 0; i < sizeof(deflt) / sizeof(deflt[0]); i++)
+        signal(deflt[i], SIG_DFL);
     sigemptyset(&none);
-    sigemptyset(&def);
-    sigaddset(&def, SIGINT);
-    sigaddset(&def, SIGTERM);
-    sigaddset(&def, SIGHUP);
-    sigaddset(&def, SIGCHLD);
-    sigaddset(&def, SIGPIPE);
-    sigaddset(&def, SIGQUIT);
-    sigaddset(&def, SIGTSTP);
-    sigaddset(&def, SIGTTIN);
-    sigaddset(&def, SIGTTOU);
-    posix_spawnattr_init(&attr);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP |
-                                        POSIX_SPAWN_SETSIGMASK |
-                                        POSIX_SPAWN_SETSIGDEF);
-    posix_spawnattr_setpgroup(&attr, 0);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setsigdefault(&attr, &def);
-    err = posix_spawnp(pid, cmd[0], NULL, &attr, cmd, env);
-    posix_spawnattr_destroy(&attr);
-    return err;
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    /* No CMD without the process that enforces its deadline. */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != sup) {
+        err = ESRCH;
+    } else {
+        environ = env;
+        execvp(cmd[0], cmd);
+        err = errno;
+    }
+    while (write(errfd, &err, sizeof(err)) < 0 && errno == EINTR)
+        ;
+    _exit(127);
+}
+
+/* ---- Supervisor --------------------------------------------------------- */
+
+struct sup {
+    int sock;
+    int sfd;                    /* signalfd (SIGCHLD) */
+    int stdio[3];               /* redlock-cli's 0, 1, 2 for CMD, or -1 */
+    bool tty;                   /* report CMD's stops (job control) */
+    pid_t pid;                  /* CMD, 0 before it started; unreaped */
+    bool exited;                /* CMD exited (seen with WNOWAIT) */
+    bool expired;               /* the deadline passed: CMD was killed */
+    bool done;                  /* redlock-cli said DONE */
+    bool gone;                  /* DONE or EOF: nobody signals CMD but us */
+    uint64_t deadline;          /* boottime ms, 0 = none yet */
+};
+
+/* The supervisor's own process group in the same session (so that CMD,
+ * its child, can be given the terminal): the terminal's ^C / ^Z and a
+ * kill of redlock-cli's process group do not reach it. */
+static void sup_detach(struct sup *s)
+{
+    static const int ign[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGTSTP,
+                              SIGTTIN, SIGTTOU};
+    size_t i;
+    int fd;
+
+    setpgid(0, 0);
+    for (i = 0; i < 3; i++)
+        s->stdio[i] = fcntl((int)i, F_DUPFD_CLOEXEC, 3);
+    fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (fd >= 0) {
+        for (i = 0; i < 3; i++)
+            dup2(fd, (int)i);
+        if (fd > STDERR_FILENO)
+            close(fd);
+    }
+    for (i = 0; i < sizeof(ign) / sizeof(ign[0]); i++)
+        signal(ign[i], SIG_IGN);
+    /* Not ignored (that would reap CMD); blocked since before the fork and
+     * read from the inherited signalfd, which reads the signals of the
+     * process reading it. */
+    signal(SIGCHLD, SIG_DFL);
+}
+
+static void sup_close_stdio(struct sup *s)
+{
+    size_t i;
+
+    for (i = 0; i < 3; i++) {
+        if (s->stdio[i] >= 0)
+            close(s->stdio[i]);
+        s->stdio[i] = -1;
+    }
+}
+
+/* SUP_START: fork and exec CMD, and answer STARTED or FAILED. */
+static void sup_start(struct sup *s, char **cmd, const char *resource,
+                      const struct sup_msg *m)
+{
+    char *added[3] = {NULL, NULL, NULL};
+    char **env = NULL;
+    int ep[2] = {-1, -1};
+    int err = 0;
+    pid_t self = getpid();
+    pid_t pid = -1;
+    ssize_t n;
+
+    if (s->expired || s->deadline == 0 ||
+        cli_boot_ms() + KILL_GUARD_MS >= s->deadline)
+        err = ETIMEDOUT;
+    else if ((env = child_env(resource, m->text, m->value, added)) == NULL)
+        err = ENOMEM;
+    else if (pipe2(ep, O_CLOEXEC) != 0)
+        err = errno;
+    else if ((pid = fork()) < 0)
+        err = errno;
+    else if (pid == 0)
+        child_exec(s->stdio, cmd, env, ep[1], self);
+    if (pid > 0) {
+        close(ep[1]);
+        ep[1] = -1;
+        do {
+            n = read(ep[0], &err, sizeof(err));
+        } while (n < 0 && errno == EINTR);
+        if (n != 0) {
+            if (n != (ssize_t)sizeof(err))
+                err = EIO;
+            while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+        }
+    }
+    if (ep[0] >= 0)
+        close(ep[0]);
+    if (ep[1] >= 0)
+        close(ep[1]);
+    free(env);
+    free(added[0]);
+    free(added[1]);
+    free(added[2]);
+    sup_close_stdio(s);
+    if (err != 0) {
+        sup_send(s->sock, SUP_FAILED, err, 0, NULL);
+        return;
+    }
+    s->pid = pid;
+    sup_send(s->sock, SUP_STARTED, 0, (uint64_t)pid, NULL);
+}
+
+/* Report CMD's stops (consumed) and its exit (not reaped). */
+static void sup_watch(struct sup *s)
+{
+    struct signalfd_siginfo ssi;
+    siginfo_t si;
+
+    while (read(s->sfd, &ssi, sizeof(ssi)) == (ssize_t)sizeof(ssi))
+        ;
+    if (s->pid == 0 || s->exited)
+        return;
+    memset(&si, 0, sizeof(si));
+    while (s->tty && waitid(P_PID, (id_t)s->pid, &si, WSTOPPED | WNOHANG) == 0
+           && si.si_pid == s->pid) {
+        sup_send(s->sock, SUP_STOPPED, si.si_status, 0, NULL);
+        memset(&si, 0, sizeof(si));
+    }
+    memset(&si, 0, sizeof(si));
+    if (waitid(P_PID, (id_t)s->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+        si.si_pid == s->pid) {
+        s->exited = true;
+        sup_send(s->sock, SUP_EXITED, si.si_code, (uint64_t)si.si_status,
+                 NULL);
+    }
+}
+
+static void sup_kill(const struct sup *s)
+{
+    if (s->pid > 0) {
+        kill(-s->pid, SIGKILL); /* its process group: grandchildren too */
+        kill(s->pid, SIGKILL);  /* also if CMD left its group */
+    }
+}
+
+/* The supervisor's whole life (see the top of the file): started by
+ * redlock-cli's fork with sock its end of the socket, sfd the signalfd
+ * (SIGCHLD blocked), cmd and resource from the command line. */
+static void supervise(int sock, int sfd, char **cmd, const char *resource,
+                      bool tty)
+{
+    struct sup s;
+    struct sup_msg m;
+    struct pollfd pfd[2];
+    uint64_t now;
+    int timeout;
+    ssize_t n;
+
+    memset(&s, 0, sizeof(s));
+    s.sock = sock;
+    s.sfd = sfd;
+    s.tty = tty;
+    sup_detach(&s);
+    for (;;) {
+        sup_watch(&s);
+        /* Done when nobody else can signal CMD, and CMD is over (its
+         * group killed if redlock-cli did not see its exit). */
+        if (s.gone && (s.pid == 0 || (s.exited && (s.done || s.expired))))
+            break;
+        now = cli_boot_ms();
+        if (!s.expired && s.deadline != 0 &&
+            now + KILL_GUARD_MS >= s.deadline) {
+            s.expired = true;
+            if (s.pid > 0 && !s.exited)
+                sup_send(s.sock, SUP_EXPIRED, 0, 0, NULL);
+            sup_kill(&s);
+            continue;
+        }
+        timeout = -1;
+        if (!s.expired && s.deadline != 0)
+            timeout = (int)(s.deadline - KILL_GUARD_MS - now);
+        pfd[0].fd = s.gone ? -1 : s.sock;
+        pfd[0].events = POLLIN;
+        pfd[1].fd = s.sfd;
+        pfd[1].events = POLLIN;
+        if (poll(pfd, 2, timeout) <= 0 || pfd[0].revents == 0)
+            continue;
+        n = sup_recv(s.sock, &m, false);
+        if (n < 0 && errno == EAGAIN)
+            continue;
+        if (n <= 0 || m.type == SUP_DONE) {
+            s.gone = true;
+            s.done = n > 0;
+        } else if (m.type == SUP_DEADLINE) {
+            s.deadline = m.value;
+        } else if (m.type == SUP_START) {
+            sup_start(&s, cmd, resource, &m);
+        }
+    }
+    sup_close_stdio(&s);
+    if (s.pid > 0) {
+        while (waitpid(s.pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+    }
+    _exit(0);
 }
 
 /* ---- The command -------------------------------------------------------- */
@@ -449,50 +556,74 @@ static uint64_t validity_deadline(const rl_lock *l)
     return v > 0 ? now + (uint64_t)v : now;
 }
 
-/* Wait for the child while keeping the supervisor's deadline current and
- * reacting to signals and to a lost lock. Returns the child's wait
- * status; *lost tells whether the child was signalled for the lock. */
+/* The exit code for CMD's end as the supervisor saw it (waitid's si_code
+ * and si_status). expired: the supervisor killed CMD when the validity
+ * ended (this process was stopped, or is late). */
+static int child_exit_code(bool lost, bool expired, int code,
+                           uint64_t status)
+{
+    if (lost)
+        return CLI_EXIT_LOST;
+    if (code == CLD_EXITED)
+        return (int)(status & 0xff);
+    if (expired)
+        return CLI_EXIT_LOST;
+    return 128 + (int)status;
+}
+
+/* Wait for the child's end (reported by the supervisor) while keeping the
+ * supervisor's deadline current and reacting to signals, to the child's
+ * stops and to a lost lock. Returns the exit code of the run. */
 static int supervise_child(struct cli_opts *o, struct run_args *a,
                            rl_lock *l, pid_t pid, int sfd, int sock,
-                           uint64_t deadline, bool *lost)
+                           uint64_t deadline)
 {
     uint32_t ttl = a->ao.ttl_ms;
     int64_t margin = ttl / 10 < 1000 ? ttl / 10 : 1000;
     uint64_t sent = deadline;
     uint64_t kill_at = 0;       /* boottime ms, once lost */
+    bool lost = false;
     bool killed = false;
-    struct pollfd pfd[2];
+    bool expired = false;
+    struct pollfd pfd[3];
+    struct sup_msg m;
     int lost_fd = rl_lock_lost_fd(l);
-    int status = 0;
     int timeout;
     uint64_t now;
-    pid_t w;
+    ssize_t n;
 
-    *lost = false;
     for (;;) {
-        w = waitpid(pid, &status, WNOHANG | (a->tty ? WUNTRACED : 0));
-        if (w == pid && WIFSTOPPED(status)) {
-            job_stopped(pid, WSTOPSIG(status));
+        n = sup_recv(sock, &m, false);
+        if (n > 0 && m.type == SUP_STOPPED && a->tty) {
+            job_stopped(pid, m.arg);
             continue;
         }
-        if (w == pid)
-            return status;
+        if (n > 0 && m.type == SUP_EXPIRED) {
+            expired = true;
+            continue;
+        }
+        if (n > 0 && m.type == SUP_EXITED)
+            return child_exit_code(lost, expired, m.arg, m.value);
+        if (n == 0 || (n < 0 && errno != EAGAIN)) {
+            /* CMD died with it (PR_SET_PDEATHSIG). */
+            return cli_fail(o, CLI_EXIT_LOST, "%s: the supervisor process "
+                            "died: the command was killed", a->resource);
+        }
         now = cli_boot_ms();
-        if (!*lost) {
+        if (!lost) {
             uint64_t d = validity_deadline(l);
 
             /* d wobbles by 1 ms (two floors); send real changes only.
              * A deadline sent is never later than the true one, and the
              * supervisor kills KILL_GUARD_MS early, so 2 ms of slack
              * downwards is safe. */
-            if (d > sent + 20 || d + 2 < sent) {
-                sup_send(sock, SUP_DEADLINE, d, -1);
+            if ((d > sent + 20 || d + 2 < sent) &&
+                sup_send(sock, SUP_DEADLINE, 0, d, NULL) == 0)
                 sent = d;
-            }
             if (rl_lock_lost(l) ||
                 (a->no_watchdog && (int64_t)(d - now) <= margin) ||
                 d <= now) {
-                *lost = true;
+                lost = true;
                 kill_at = sent;
                 if (!o->quiet)
                     cli_fail(o, 0, "%s '%s': sending SIG%s to the command"
@@ -503,18 +634,20 @@ static int supervise_child(struct cli_opts *o, struct run_args *a,
                 signal_child(pid, a->kill_signal);
             }
         }
-        if (*lost && !killed && now + KILL_GUARD_MS >= kill_at) {
+        if (lost && !killed && now + KILL_GUARD_MS >= kill_at) {
             signal_child(pid, SIGKILL);
             killed = true;
         }
         timeout = TICK_MS;
-        if (*lost && !killed && kill_at - KILL_GUARD_MS - now < TICK_MS)
+        if (lost && !killed && kill_at - KILL_GUARD_MS - now < TICK_MS)
             timeout = (int)(kill_at - KILL_GUARD_MS - now);
         pfd[0].fd = sfd;
         pfd[0].events = POLLIN;
-        pfd[1].fd = *lost ? -1 : lost_fd;
+        pfd[1].fd = lost ? -1 : lost_fd;
         pfd[1].events = POLLIN;
-        if (poll(pfd, 2, timeout) > 0 && (pfd[0].revents & POLLIN)) {
+        pfd[2].fd = sock;
+        pfd[2].events = POLLIN;
+        if (poll(pfd, 3, timeout) > 0 && (pfd[0].revents & POLLIN)) {
             struct signalfd_siginfo si;
 
             while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
@@ -526,6 +659,34 @@ static int supervise_child(struct cli_opts *o, struct run_args *a,
             }
         }
     }
+}
+
+/* Have the supervisor start CMD: CLI_EXIT_OK and *pid, or the exit code
+ * after a message. */
+static int start_child(struct cli_opts *o, const struct run_args *a,
+                       const rl_lock *l, int sock, pid_t *pid)
+{
+    uint64_t fence = a->ao.fencing ? rl_lock_fence(l) : 0;
+    struct sup_msg m;
+    ssize_t n;
+
+    if (sup_send(sock, SUP_START, 0, fence, rl_lock_token(l)) != 0)
+        return cli_fail(o, CLI_EXIT_NOT_ACQUIRED, "%s: cannot reach the "
+                        "supervisor process: %s", a->resource,
+                        strerror(errno));
+    n = sup_recv(sock, &m, true);
+    if (n > 0 && m.type == SUP_STARTED) {
+        *pid = (pid_t)m.value;
+        return CLI_EXIT_OK;
+    }
+    if (n > 0 && m.type == SUP_FAILED && m.arg == ETIMEDOUT)
+        return cli_fail(o, CLI_EXIT_LOST, "%s: the lock's validity ran out "
+                        "before the command started", a->resource);
+    if (n > 0 && m.type == SUP_FAILED)
+        return cli_fail(o, m.arg == ENOENT ? 127 : 126, "cannot run '%s': "
+                        "%s", a->cmd[0], strerror(m.arg));
+    return cli_fail(o, CLI_EXIT_NOT_ACQUIRED, "%s: the supervisor process "
+                    "did not answer", a->resource);
 }
 
 /* The outcome of the async acquire, shared with the loop thread. */
@@ -645,17 +806,11 @@ int cmd_run(struct cli_opts *o, int argc, char **argv)
     sigset_t mask;
     rl_client *c = NULL;
     rl_lock *l = NULL;
-    char **env = NULL;
-    char *added[3] = {NULL, NULL, NULL};
     pid_t sup = -1;
     pid_t pid = -1;
     int sv[2] = {-1, -1};
     int sfd = -1;
-    int pidfd;
-    int status;
     int code;
-    int err;
-    bool lost = false;
     uint64_t deadline;
     rl_status st;
     char detail[RL_ERROR_LEN * 2];
@@ -689,7 +844,8 @@ int cmd_run(struct cli_opts *o, int argc, char **argv)
                         strerror(errno));
         goto out;
     }
-    /* The supervisor: forked while this process has a single thread. */
+    /* The supervisor: forked while this process has a single thread and
+     * no descriptor of the library. It keeps sfd for its SIGCHLD. */
     sup = fork();
     if (sup < 0) {
         code = cli_fail(o, CLI_EXIT_NOT_ACQUIRED, "fork: %s",
@@ -698,8 +854,7 @@ int cmd_run(struct cli_opts *o, int argc, char **argv)
     }
     if (sup == 0) {
         close(sv[0]);
-        close(sfd);
-        supervise(sv[1]);
+        supervise(sv[1], sfd, a.cmd, a.resource, a.tty);
         _exit(0);
     }
     close(sv[1]);
@@ -740,51 +895,25 @@ int cmd_run(struct cli_opts *o, int argc, char **argv)
             goto out_release;
         }
     }
-    env = child_env(a.resource, rl_lock_token(l), rl_lock_fence(l),
-                    a.ao.fencing, added);
-    if (env == NULL) {
-        code = cli_fail(o, CLI_EXIT_NOT_ACQUIRED, "out of memory");
-        goto out_release;
-    }
     deadline = validity_deadline(l);
     if (deadline <= cli_boot_ms() + KILL_GUARD_MS ||
-        sup_send(sv[0], SUP_DEADLINE, deadline, -1) != 0) {
+        sup_send(sv[0], SUP_DEADLINE, 0, deadline, NULL) != 0) {
         code = cli_fail(o, CLI_EXIT_LOST, "%s: the lock's validity ran out "
                         "before the command started", a.resource);
         goto out_release;
     }
     cli_info(o, "acquired '%s' (validity %" PRId64 " ms); starting %s",
              a.resource, rl_lock_validity_ms(l), a.cmd[0]);
-    err = spawn_child(a.cmd, env, &pid);
-    if (err != 0) {
-        code = cli_fail(o, err == ENOENT ? 127 : 126, "cannot run '%s': %s",
-                        a.cmd[0], strerror(err));
+    code = start_child(o, &a, l, sv[0], &pid);
+    if (code != CLI_EXIT_OK)
         goto out_release;
-    }
     if (a.tty)
         tcsetpgrp(STDIN_FILENO, pid);
-    pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-    sup_send(sv[0], SUP_CHILD, (uint64_t)pid, pidfd);
-    if (pidfd >= 0)
-        close(pidfd);
-
-    status = supervise_child(o, &a, l, pid, sfd, sv[0], deadline, &lost);
-    sup_send(sv[0], SUP_DONE, 0, -1);
+    code = supervise_child(o, &a, l, pid, sfd, sv[0], deadline);
+    /* From here on the supervisor may reap CMD: no more signals to it. */
+    sup_send(sv[0], SUP_DONE, 0, 0, NULL);
     if (a.tty)
         tcsetpgrp(STDIN_FILENO, getpgrp());
-    if (lost)
-        code = CLI_EXIT_LOST;
-    else if (WIFEXITED(status))
-        code = WEXITSTATUS(status);
-    else if (WIFSIGNALED(status))
-        code = 128 + WTERMSIG(status);
-    else
-        code = CLI_EXIT_NOT_ACQUIRED;
-    /* Killed by SIGKILL after the validity ran out: the supervisor did it
-     * while this process was stopped. */
-    if (!lost && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL &&
-        validity_deadline(l) <= cli_boot_ms() + KILL_GUARD_MS)
-        code = CLI_EXIT_LOST;
 
 out_release:
     rl_watchdog_stop(l);
@@ -807,7 +936,7 @@ out:
         abandoned_wait = NULL;
     }
     if (sv[0] >= 0) {
-        sup_send(sv[0], SUP_DONE, 0, -1);
+        sup_send(sv[0], SUP_DONE, 0, 0, NULL);
         close(sv[0]);
     }
     if (sup > 0) {
@@ -816,10 +945,6 @@ out:
     }
     if (sfd >= 0)
         close(sfd);
-    free(env);
-    free(added[0]);
-    free(added[1]);
-    free(added[2]);
     /* The signal mask stays: unblocking now could deliver a late SIGTERM
      * meant for the child and replace the child's exit status with it. */
     return code;
