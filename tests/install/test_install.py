@@ -41,7 +41,7 @@ RESOURCE = "jobs:nightly-report"
 
 CMAKE_PROJECT = """cmake_minimum_required(VERSION 3.16)
 project(readme_example C)
-find_package(redlock 0.1 REQUIRED)
+find_package(redlock 0.2 REQUIRED)
 add_executable(example example.c)
 target_link_libraries(example redlock::redlock)
 get_target_property(loc redlock::redlock LOCATION)
