@@ -277,6 +277,55 @@ static void fence_write(struct acquire_op *op)
         fence_decided(op, v);
 }
 
+/* Sort n values ascending (insertion sort: n <= RL_MAX_NODES). */
+static void sort_ms(int64_t *v, size_t n)
+{
+    size_t i, j;
+    int64_t x;
+
+    for (i = 1; i < n; i++) {
+        x = v[i];
+        for (j = i; j > 0 && v[j - 1] > x; j--)
+            v[j] = v[j - 1];
+        v[j] = x;
+    }
+}
+
+/* Why no quorum could vote: failed nodes, and quarantined ones with how
+ * long until enough of them vote (the restart quarantine, §5.7). */
+static void no_quorum_detail(struct acquire_op *op)
+{
+    struct quorum_round *q = &op->round;
+    int64_t left[RL_MAX_NODES];
+    size_t i, voting = 0, waiting = 0, need = quorum_size(q->n);
+    int len;
+
+    for (i = 0; i < q->n; i++) {
+        int64_t ms = node_quarantine_left_ms(q->nodes[i]);
+
+        if (ms == 0)
+            voting++;
+        else if (ms > 0)
+            left[waiting++] = ms;
+    }
+    len = snprintf(op->detail, sizeof(op->detail),
+                   "'%s': %zu of %zu nodes failed and %zu are quarantined "
+                   "(need %zu voting)",
+                   op->lock->resource, q->failed, q->n, waiting, need);
+    if (waiting > 0 && voting < need && voting + waiting >= need &&
+        len > 0 && (size_t)len < sizeof(op->detail)) {
+        sort_ms(left, waiting);
+        len += snprintf(op->detail + len, sizeof(op->detail) - len,
+                        "; enough vote in %lld ms (opt out: "
+                        "trust_restarted_nodes / --no-quarantine, only "
+                        "for nodes that persist every write)",
+                        (long long)left[need - voting - 1]);
+    }
+    if (q->detail[0] && len > 0 && (size_t)len < sizeof(op->detail))
+        snprintf(op->detail + len, sizeof(op->detail) - len, ": %s",
+                 q->detail);
+}
+
 static void acquire_decided(void *owner, enum verdict v)
 {
     struct acquire_op *op = owner;
@@ -297,12 +346,7 @@ static void acquire_decided(void *owner, enum verdict v)
     /* Nodes that could not vote at all: failed, or quarantined (§5.7). */
     unavailable = q->no - q->refused;
     if (unavailable > q->n - quorum_size(q->n) || q->refused == 0) {
-        snprintf(op->detail, sizeof(op->detail),
-                 "'%s': %zu of %zu nodes failed and %zu are quarantined "
-                 "(need %zu voting)%s%s",
-                 op->lock->resource, q->failed, q->n,
-                 unavailable - q->failed, quorum_size(q->n),
-                 q->detail[0] ? ": " : "", q->detail);
+        no_quorum_detail(op);
         attempt_failed(op, RL_ENOQUORUM);
         return;
     }

@@ -1052,6 +1052,18 @@ bool node_voting(const struct node *n)
            node_uptime_ms(n) >= (int64_t)n->cfg->max_ttl_ms;
 }
 
+int64_t node_quarantine_left_ms(const struct node *n)
+{
+    int64_t left;
+
+    if (n->state != NODE_READY || n->up_since_us == 0)
+        return -1;
+    if (n->cfg->trust_restarted_nodes)
+        return 0;
+    left = (int64_t)n->cfg->max_ttl_ms - node_uptime_ms(n);
+    return left > 0 ? left : 0;
+}
+
 const char *node_version(const struct node *n)
 {
     return n->version;

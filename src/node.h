@@ -116,6 +116,9 @@ enum node_state node_get_state(const struct node *n);
  * max_ttl_ms (restart quarantine, §5.7) unless restarted nodes are
  * trusted. */
 bool node_voting(const struct node *n);
+/* Milliseconds until a connected node votes (0: it votes now), or -1
+ * when it is not connected. */
+int64_t node_quarantine_left_ms(const struct node *n);
 /* Server facts from the handshake; 0 / "" before the first one. */
 const char *node_version(const struct node *n);
 int64_t node_uptime_ms(const struct node *n);

@@ -133,6 +133,12 @@ static void test_restarted_node_does_not_vote_until_max_ttl(void **state)
         assert_in_range(info[i].uptime_ms, 0, MAX_TTL_MS);
     }
     assert_int_equal(rl_acquire(f->c, "q:res", &o, &f->l), RL_ENOQUORUM);
+    /* The error says every node is quarantined, how long until enough
+     * vote, and how to opt out. */
+    fprintf(stderr, "  fresh nodes: %s\n", rl_last_error());
+    assert_non_null(strstr(rl_last_error(), "3 are quarantined"));
+    assert_non_null(strstr(rl_last_error(), "enough vote in"));
+    assert_non_null(strstr(rl_last_error(), "--no-quarantine"));
     assert_true(harness_wait_uptime(f->r, NODES, MAX_TTL_MS / 1000 + 1));
     ping(f, info, RL_OK);
     for (int i = 0; i < NODES; i++)
