@@ -22,8 +22,10 @@
  *
  * Reads go to a redisReader; each reply goes to the oldest request (FIFO,
  * Redis answers in order), or in subscriber mode, when it is a push, to
- * on_push. A reply with no request, a parse error or more than
- * max_reply_bytes of one unfinished reply fails the connection. TLS reads
+ * on_push. A reply with no request, a parse error, more than
+ * max_reply_bytes of one unfinished reply, or arrays announcing more
+ * elements than that many bytes can hold (hiredis allocates them up
+ * front) fail the connection. TLS reads
  * loop while OpenSSL holds buffered data (SSL_has_pending), so nothing
  * waits for a readiness event that will never come.
  *
@@ -77,6 +79,10 @@ struct conn {
     const char *tls_version;     /* static OpenSSL string, once open */
     bool tls_resumed;
     redisReader *reader;
+    redisReplyObjectFunctions fns; /* hiredis's, createArray bounded */
+    void *(*create_array)(const redisReadTask *, int); /* hiredis's */
+    size_t array_budget;         /* elements the current reply may have */
+    int array_refused;           /* element count refused, or 0 */
     bool received;               /* any byte read yet */
     size_t max_reply;            /* bytes of one unfinished reply */
     uint32_t connect_timeout_ms;
@@ -243,6 +249,30 @@ static void dispatch(struct conn *c, redisReply *r)
     freeReplyObject(r);
 }
 
+/* hiredis allocates an array's element pointers when it reads the count
+ * ("*100000000\r\n" would be 800 MB at once): every element takes at
+ * least 3 bytes, so one reply may have max_reply / 3 of them in all. */
+static void *create_array(const redisReadTask *task, int elements)
+{
+    struct conn *c = task->privdata;
+
+    if (elements < 0 || (size_t)elements > c->array_budget) {
+        c->array_refused = elements;
+        return NULL; /* the reader fails ("out of memory") */
+    }
+    c->array_budget -= (size_t)elements;
+    return c->create_array(task, elements);
+}
+
+static void reader_error(struct conn *c)
+{
+    if (c->array_refused != 0)
+        teardown(c, "protocol error: an array of %d elements (more than "
+                    "a reply may have)", c->array_refused);
+    else
+        teardown(c, "protocol error: %s", c->reader->errstr);
+}
+
 /* Parse n bytes and deliver every complete reply. false once closed. */
 static bool feed(struct conn *c, const char *buf, size_t n)
 {
@@ -257,16 +287,17 @@ static bool feed(struct conn *c, const char *buf, size_t n)
     }
     c->received = true;
     if (redisReaderFeed(c->reader, buf, n) != REDIS_OK) {
-        teardown(c, "protocol error: %s", c->reader->errstr);
+        reader_error(c);
         return false;
     }
     while (c->state == CONN_OPEN) {
         if (redisReaderGetReply(c->reader, &reply) != REDIS_OK) {
-            teardown(c, "protocol error: %s", c->reader->errstr);
+            reader_error(c);
             return false;
         }
         if (reply == NULL)
             break;
+        c->array_budget = c->max_reply / 3;
         dispatch(c, reply);
     }
     if (c->state != CONN_OPEN)
@@ -700,6 +731,12 @@ struct conn *conn_new(struct ev_loop *loop, const struct conn_opts *o)
     c->tls = o->tls;
     c->max_reply = o->max_reply_bytes > 0 ? o->max_reply_bytes
                                           : CONN_MAX_REPLY_DEFAULT;
+    c->array_budget = c->max_reply / 3;
+    c->fns = *c->reader->fn;
+    c->create_array = c->fns.createArray;
+    c->fns.createArray = create_array;
+    c->reader->fn = &c->fns;
+    redisReaderSetPrivdata(c->reader, c);
     c->connect_timeout_ms = o->connect_timeout_ms;
     c->subscriber = o->subscriber;
     c->on_open = o->on_open;

@@ -44,15 +44,16 @@ typedef void conn_push_fn(struct conn *c, const struct redisReply *reply,
 /* The bytes of a conn_request/conn_write are no longer needed. */
 typedef void conn_release_fn(void *arg);
 
-#define CONN_MAX_REPLY_DEFAULT (64u * 1024 * 1024)
+#define CONN_MAX_REPLY_DEFAULT (16u * 1024 * 1024)
 
 struct conn_opts {
     const struct node_addr *addr;  /* ADDR_TCP (numeric ip + port) or
                                       ADDR_UNIX; read by conn_new only */
     struct tls_target *tls;        /* NULL: plaintext; else outlives c */
     uint32_t connect_timeout_ms;   /* connect + TLS handshake; 0: none */
-    size_t max_reply_bytes;        /* unparsed bytes held before the
-                                      connection fails; 0: the default */
+    size_t max_reply_bytes;        /* largest reply (bytes held unparsed;
+                                      its arrays may announce a third as
+                                      many elements); 0: the default */
     bool subscriber;               /* pushes go to on_push */
     conn_open_fn *on_open;         /* may be NULL */
     conn_close_fn *on_close;       /* may be NULL */
