@@ -227,6 +227,24 @@ static bool is_push(const redisReply *r)
     return false;
 }
 
+static const char *reply_kind(const redisReply *r)
+{
+    switch (r->type) {
+    case REDIS_REPLY_STRING:
+        return "a bulk string";
+    case REDIS_REPLY_ARRAY:
+        return "an array";
+    case REDIS_REPLY_INTEGER:
+        return "an integer";
+    case REDIS_REPLY_NIL:
+        return "a nil";
+    case REDIS_REPLY_STATUS:
+        return "a status";
+    default:
+        return "an error";
+    }
+}
+
 /* Hand one parsed reply to its request (or on_push), then free it. */
 static void dispatch(struct conn *c, redisReply *r)
 {
@@ -243,8 +261,8 @@ static void dispatch(struct conn *c, redisReply *r)
         if (q.fn != NULL)
             q.fn(c, r, NULL, q.privdata);
     } else {
-        teardown(c, "protocol error: a reply (type %d) that no request "
-                    "asked for", r->type);
+        teardown(c, "protocol error: a reply that no request asked for "
+                    "(%s)", reply_kind(r));
     }
     freeReplyObject(r);
 }
@@ -266,11 +284,15 @@ static void *create_array(const redisReadTask *task, int elements)
 
 static void reader_error(struct conn *c)
 {
+    const char *e = c->reader->errstr;
+
     if (c->array_refused != 0)
         teardown(c, "protocol error: an array of %d elements (more than "
                     "a reply may have)", c->array_refused);
+    else if (strncasecmp(e, "protocol error", 14) == 0)
+        teardown(c, "%s", e);
     else
-        teardown(c, "protocol error: %s", c->reader->errstr);
+        teardown(c, "protocol error: %s", e);
 }
 
 /* Parse n bytes and deliver every complete reply. false once closed. */
@@ -537,6 +559,9 @@ static void handshake(struct conn *c)
     if (r == 1) {
         wio_sync(c);
         opened(c);
+        /* Records read along with the handshake's last flight. */
+        if (c->state == CONN_OPEN && SSL_has_pending(c->ssl))
+            do_read(c);
         return;
     }
     e = SSL_get_error(c->ssl, r);

@@ -289,6 +289,8 @@ static void make_ctx(struct fx *f, const struct tls_config *cfg,
 {
     char err[RL_ERRLEN];
 
+    conn_free(f->c); /* a connection must not outlive its target */
+    f->c = NULL;
     tls_target_free(f->target);
     tls_ctx_free(f->ctx);
     f->target = NULL;
@@ -447,6 +449,33 @@ static void test_unix_socket(void **state)
     expect_down(f, NULL, "connect failed");
 }
 
+static void test_ipv6_loopback(void **state)
+{
+    struct fx *f = *state;
+    struct harness_opts o = {0};
+    const char *extra[] = {"--bind", "127.0.0.1 ::1", NULL};
+    int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in6 sa = {0};
+    struct call k;
+
+    sa.sin6_family = AF_INET6;
+    sa.sin6_addr = in6addr_loopback;
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+        if (fd >= 0)
+            close(fd);
+        printf("SKIP: no IPv6 loopback\n");
+        skip();
+    }
+    close(fd);
+    o.extra_args = extra;
+    assert_int_equal(harness_start(&f->r, &o), 0);
+    f->addr.kind = ADDR_TCP;
+    f->addr.host = (char *)"::1";
+    f->addr.ip = (char *)"::1";
+    f->addr.port = f->r.port;
+    assert_true(ping_once(f, NULL, &k));
+}
+
 static void test_connection_refused_is_reported_from_the_loop(void **state)
 {
     struct fx *f = *state;
@@ -598,6 +627,67 @@ static void test_handshake_bounded_by_connect_timeout(void **state)
     assert_true(spin(f->loop, &f->w.closed, 1, 5000));
     assert_true(harness_now_ms() - t0 < harness_scale_ms(3000));
     assert_non_null(strstr(f->k[0].down, "TLS handshake timed out"));
+    close(lfd);
+}
+
+/* A fake server sends bytes and keeps the socket open: the connection
+ * must fail on the bytes themselves (not on EOF), with a reason. */
+static void expect_hostile(struct fx *f, int lfd, const char *bytes,
+                           size_t len, int requests, size_t max_reply,
+                           const char *want)
+{
+    struct conn_opts o = {0};
+    int sfd, i;
+
+    memset(f->k, 0, sizeof(f->k));
+    memset(&f->w, 0, sizeof(f->w));
+    o.addr = &f->addr;
+    o.connect_timeout_ms = (uint32_t)harness_scale_ms(2000);
+    o.max_reply_bytes = max_reply;
+    o.on_open = on_open;
+    o.on_close = on_close;
+    o.privdata = &f->w;
+    f->c = conn_new(f->loop, &o);
+    assert_non_null(f->c);
+    for (i = 0; i < requests; i++)
+        assert_true(command(f->c, &f->k[i], "PING", NULL, NULL));
+    assert_true(spin(f->loop, &f->w.opened, 1, 5000));
+    sfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+    assert_true(sfd >= 0);
+    assert_int_equal(write(sfd, bytes, len), (ssize_t)len);
+    assert_true(spin(f->loop, &f->w.closed, 1, 5000));
+    fprintf(stderr, "  %s\n", f->w.reason);
+    assert_non_null(strcasestr(f->w.reason, want));
+    for (i = 0; i < requests; i++)
+        assert_int_equal(f->k[i].calls, 1);
+    close(sfd);
+    conn_free(f->c);
+    f->c = NULL;
+}
+
+static void test_hostile_server_bytes_fail_the_connection(void **state)
+{
+    struct fx *f = *state;
+    static const char nested[] =
+        "*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n:1\r\n";
+    char longer[700];
+    int port = 0, lfd = silent_listener(&port);
+
+    assert_true(lfd >= 0);
+    tcp_addr(f, "127.0.0.1", port);
+    expect_hostile(f, lfd, "+PONG\r\n:1\r\n", 11, 1, 0,
+                   "no request asked for");
+    expect_hostile(f, lfd, "*100000000\r\n", 13, 1, 0,
+                   "an array of 100000000 elements");
+    expect_hostile(f, lfd, "?\r\n", 3, 2, 0, "protocol error");
+    expect_hostile(f, lfd, nested, sizeof(nested) - 1, 1, 0,
+                   "protocol error");
+    memset(longer, 'z', sizeof(longer));
+    memcpy(longer, "$1000\r\n", 7);
+    expect_hostile(f, lfd, longer, sizeof(longer), 1, 512,
+                   "longer than 512 bytes");
+    expect_hostile(f, lfd, "\x15\x03\x01\x00\x02\x02\x16", 7, 1, 0,
+                   "speaks TLS");
     close(lfd);
 }
 
@@ -850,6 +940,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             test_pipelined_requests_are_answered_in_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unix_socket, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ipv6_loopback, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_connection_refused_is_reported_from_the_loop, setup,
             teardown),
@@ -862,6 +953,8 @@ int main(void)
             test_owner_close_and_free_inside_a_reply, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_handshake_bounded_by_connect_timeout, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_hostile_server_bytes_fail_the_connection, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_tls_pipelined_requests_and_version, setup, teardown),
         cmocka_unit_test_setup_teardown(
