@@ -57,6 +57,7 @@
 #define READ_CHUNK 16384
 #define READS_PER_EVENT 64   /* then let the other watchers run */
 #define IOV_BATCH 64
+#define TBUF_KEEP 65536      /* TLS gather buffer kept between writes */
 
 struct req {
     conn_reply_fn *fn;           /* NULL: read and drop the reply */
@@ -338,7 +339,8 @@ static void do_read(struct conn *c)
     char buf[READ_CHUNK];
     char why[RL_ERRLEN];
     /* A TLS server drops a plaintext client without a word. */
-    const char *hint = c->received ? "" : " before any reply (is it a TLS port?)";
+    const char *hint =
+        c->received ? "" : " before any reply (is it a TLS port?)";
     ssize_t n;
     bool more = true;
     int i, r, e;
@@ -454,6 +456,8 @@ static bool gather(struct conn *c)
     for (i = c->out_first; i < c->out_count; i++)
         need += c->outs[i].len;
     if (need > c->tbuf_cap) {
+        if (need < c->tbuf_cap * 2)
+            need = c->tbuf_cap * 2;
         p = realloc(c->tbuf, need);
         if (p == NULL)
             return false;
@@ -506,6 +510,12 @@ static void flush_tls(struct conn *c)
         return;
     }
     c->tbuf_off = c->tbuf_len = 0;
+    if (c->tbuf_cap > TBUF_KEEP) {
+        /* A big value went out: do not hold its size for good. */
+        free(c->tbuf);
+        c->tbuf = NULL;
+        c->tbuf_cap = 0;
+    }
 }
 
 /* Write the queue now; what the socket does not take waits for the write
