@@ -35,6 +35,7 @@
  * conn_free, conn_flush) counts its depth, and the memory is freed when
  * the outermost one returns. Loop thread only. */
 #include <errno.h>
+#include <limits.h>
 #include <ev.h>
 #include <hiredis/hiredis.h>
 #include <netdb.h>
@@ -56,7 +57,7 @@
 
 #define READ_CHUNK 16384
 #define READS_PER_EVENT 64   /* then let the other watchers run */
-#define IOV_BATCH 64
+#define IOV_BATCH IOV_MAX      /* iovecs per sendmsg */
 #define TBUF_KEEP 65536      /* TLS gather buffer kept between writes */
 
 struct req {

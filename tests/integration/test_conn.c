@@ -357,7 +357,8 @@ static int make_certs(void)
         " 'subjectAltName=IP:127.0.0.1,DNS:localhost';"
         "sign client.pem client.key client 30"
         " 'extendedKeyUsage=clientAuth';"
-        "cat client.pem client.key > client-both.pem;";
+        "cat client.pem client.key > client-both.pem;"
+        "mkdir cadir; cp ca.pem cadir/; openssl rehash cadir 2>/dev/null;";
     const char *tmp = getenv("TMPDIR");
     char cmd[sizeof(script) + HARNESS_DIR_MAX];
 
@@ -491,15 +492,14 @@ static void test_connection_refused_is_reported_from_the_loop(void **state)
     f->c = NULL; /* freed by on_close */
 }
 
-static void test_pubsub_pushes_go_to_the_push_handler(void **state)
+/* SUBSCRIBE, a request in subscribed mode, a PUBLISHed message. */
+static void pubsub_round(struct fx *f, struct tls_target *t)
 {
-    struct fx *f = *state;
     const char *sub[2] = {"SUBSCRIBE", "chan"};
     size_t lens[2] = {9, 4};
     redisReply *rep;
 
-    start_plain(f, NULL);
-    f->c = open_conn(f, NULL, 2000, true);
+    f->c = open_conn(f, t, 2000, true);
     assert_non_null(f->c);
     assert_true(conn_push_command(f->c, 2, sub, lens));
     assert_true(spin(f->loop, &f->w.pushes, 1, 5000));
@@ -516,6 +516,26 @@ static void test_pubsub_pushes_go_to_the_push_handler(void **state)
     assert_string_equal(f->w.push_kind, "message");
     assert_string_equal(f->w.push_data, "hello");
     assert_int_equal(f->w.closed, 0);
+}
+
+static void test_pubsub_pushes_go_to_the_push_handler(void **state)
+{
+    struct fx *f = *state;
+
+    start_plain(f, NULL);
+    pubsub_round(f, NULL);
+}
+
+static void test_tls_pubsub_pushes(void **state)
+{
+    struct fx *f = *state;
+    struct tls_config cfg = {0};
+
+    start_tls(f, "server.pem", false, NULL);
+    cfg.ca_file = cert("ca.pem");
+    make_ctx(f, &cfg, "127.0.0.1");
+    pubsub_round(f, f->target);
+    assert_non_null(conn_tls_version(f->c));
 }
 
 static void test_server_killed_answers_each_pending_request_once(
@@ -731,6 +751,7 @@ static void test_tls_verification_is_on_by_default(void **state)
 {
     struct fx *f = *state;
     struct tls_config cfg = {0};
+    struct call k;
 
     start_tls(f, "server.pem", false, NULL);
     make_ctx(f, &cfg, "127.0.0.1"); /* system trust store only */
@@ -743,6 +764,9 @@ static void test_tls_verification_is_on_by_default(void **state)
     make_ctx(f, &cfg, "127.0.0.1");
     expect_down(f, f->target, "TLS handshake failed: certificate "
                               "verification failed");
+    cfg.ca_dir = cert("cadir"); /* hashed (openssl rehash) */
+    make_ctx(f, &cfg, "127.0.0.1");
+    assert_true(ping_once(f, f->target, &k));
 }
 
 static void test_tls_host_name_checks(void **state)
@@ -960,6 +984,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             test_tls_verification_is_on_by_default, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tls_host_name_checks, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_tls_pubsub_pushes, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(
             test_tls_expired_certificate_and_insecure, setup, teardown),
