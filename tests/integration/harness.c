@@ -263,6 +263,7 @@ static pid_t spawn(const struct rl_redis *r)
     char logfile[HARNESS_DIR_MAX + 32];
     char outfile[HARNESS_DIR_MAX + 32];
     char pass_rule[HARNESS_CRED_MAX + 2];
+    char tls_port[16];
     int argc = 0;
     pid_t parent = getpid();
     pid_t pid;
@@ -300,6 +301,19 @@ static pid_t spawn(const struct rl_redis *r)
         argv[argc++] = "~*";
         argv[argc++] = "&*";
         argv[argc++] = "+@all";
+    }
+    if (r->tls_port > 0) {
+        snprintf(tls_port, sizeof(tls_port), "%d", r->tls_port);
+        argv[argc++] = "--tls-port";
+        argv[argc++] = tls_port;
+        argv[argc++] = "--tls-cert-file";
+        argv[argc++] = r->tls_cert;
+        argv[argc++] = "--tls-key-file";
+        argv[argc++] = r->tls_key;
+        argv[argc++] = "--tls-ca-cert-file";
+        argv[argc++] = r->tls_ca;
+        argv[argc++] = "--tls-auth-clients";
+        argv[argc++] = r->tls_auth_clients ? "yes" : "no";
     }
     for (size_t i = 0; r->extra_args != NULL && r->extra_args[i] != NULL &&
                        argc < ARGV_MAX - 1;
@@ -479,6 +493,12 @@ int harness_start(struct rl_redis *r, const struct harness_opts *o)
         copy_cred(r->acl_user, o->acl_user);
         copy_cred(r->acl_pass, o->acl_pass);
         r->extra_args = o->extra_args;
+        if (o->tls_cert != NULL) {
+            snprintf(r->tls_cert, sizeof(r->tls_cert), "%s", o->tls_cert);
+            snprintf(r->tls_key, sizeof(r->tls_key), "%s", o->tls_key);
+            snprintf(r->tls_ca, sizeof(r->tls_ca), "%s", o->tls_ca);
+            r->tls_auth_clients = o->tls_auth_clients;
+        }
     }
     if (tmp == NULL || tmp[0] == '\0')
         tmp = "/tmp";
@@ -490,7 +510,12 @@ int harness_start(struct rl_redis *r, const struct harness_opts *o)
     }
     for (int attempt = 0; attempt < START_ATTEMPTS && rc == 1; attempt++) {
         r->port = harness_free_port();
-        if (r->port <= 0) {
+        if (r->tls_cert[0] != '\0') {
+            do
+                r->tls_port = harness_free_port();
+            while (r->tls_port == r->port);
+        }
+        if (r->port <= 0 || r->tls_port < 0) {
             fprintf(stderr, "harness: no free port: %s\n", strerror(errno));
             rc = -1;
             break;

@@ -54,6 +54,11 @@ struct harness_opts {
     const char *acl_user;          /* extra ACL user with all rights ... */
     const char *acl_pass;          /* ... and this password (both or none) */
     const char *const *extra_args; /* more redis-server args, NULL-ended */
+    const char *tls_cert;          /* set: also listen for TLS on tls_port */
+    const char *tls_key;           /* ... with this key, */
+    const char *tls_ca;            /* ... this CA for client certificates */
+    bool tls_auth_clients;         /* ... demanded or not (plaintext port
+                                      stays: the harness talks on it) */
 };
 
 /* One redis-server. Zero it (or let harness_start do it) before use. */
@@ -65,6 +70,11 @@ struct rl_redis {
     char acl_user[HARNESS_CRED_MAX];     /* "" when none */
     char acl_pass[HARNESS_CRED_MAX];     /* "" when none */
     const char *const *extra_args;       /* borrowed from the opts */
+    int tls_port;                        /* TLS port, 0 when none */
+    char tls_cert[HARNESS_DIR_MAX];      /* "" when no TLS */
+    char tls_key[HARNESS_DIR_MAX];
+    char tls_ca[HARNESS_DIR_MAX];
+    bool tls_auth_clients;
     bool running;                        /* process alive (maybe paused) */
     bool paused;                         /* SIGSTOPped */
 };
