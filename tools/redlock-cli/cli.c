@@ -9,6 +9,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
@@ -696,4 +697,29 @@ uint32_t cli_default_ttl(const struct cli_opts *o)
 {
     return RL_DEFAULT_TTL_MS < o->max_ttl_ms ? RL_DEFAULT_TTL_MS
                                              : o->max_ttl_ms;
+}
+
+void cli_json_holders(FILE *f, const rl_holder_info *h, size_t count)
+{
+    size_t i;
+
+    fputc('[', f);
+    for (i = 0; i < count; i++) {
+        char tok[9]; /* token prefix: enough to tell holders apart */
+
+        snprintf(tok, sizeof(tok), "%s", h[i].token);
+        fprintf(f, "%s{\"node\":", i > 0 ? "," : "");
+        cli_json_str(f, h[i].name);
+        fprintf(f, ",\"reachable\":%s,\"voting\":%s,\"holder\":",
+                h[i].reachable ? "true" : "false",
+                h[i].voting ? "true" : "false");
+        if (tok[0] != '\0')
+            cli_json_str(f, tok);
+        else
+            fputs("null", f);
+        fprintf(f, ",\"pttl_ms\":%" PRId64 ",\"error\":", h[i].pttl_ms);
+        cli_json_str(f, h[i].error);
+        fputc('}', f);
+    }
+    fputc(']', f);
 }

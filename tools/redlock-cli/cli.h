@@ -67,6 +67,10 @@ void cli_info(const struct cli_opts *o, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Write s as a JSON string (with the quotes). */
 void cli_json_str(FILE *f, const char *s);
+/* The JSON array of per-node holders (status, release --force): node,
+ * reachable, voting, holder (the first 8 characters of the token, or
+ * null), pttl_ms, error. */
+void cli_json_holders(FILE *f, const rl_holder_info *h, size_t count);
 
 /* ---- Numbers ------------------------------------------------------------- */
 

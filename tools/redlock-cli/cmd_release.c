@@ -53,24 +53,9 @@ static void print_forced(const struct cli_opts *o, const char *resource,
         fputs("{\"resource\":", stdout);
         cli_json_str(stdout, resource);
         printf(",\"result\":\"%s\",\"removed\":%zu,\"quorum\":%zu,"
-               "\"nodes\":[", result, removed, count / 2 + 1);
-        for (i = 0; i < count; i++) {
-            char tok[TOKEN_SHOWN + 1];
-
-            snprintf(tok, sizeof(tok), "%s", h[i].token);
-            printf("%s{\"node\":", i > 0 ? "," : "");
-            cli_json_str(stdout, h[i].name);
-            printf(",\"reachable\":%s,\"holder\":",
-                   h[i].reachable ? "true" : "false");
-            if (h[i].reachable && h[i].pttl_ms != -2)
-                cli_json_str(stdout, tok);
-            else
-                fputs("null", stdout);
-            printf(",\"pttl_ms\":%" PRId64 ",\"error\":", h[i].pttl_ms);
-            cli_json_str(stdout, h[i].error);
-            fputs("}", stdout);
-        }
-        fputs("]}\n", stdout);
+               "\"nodes\":", result, removed, count / 2 + 1);
+        cli_json_holders(stdout, h, count);
+        fputs("}\n", stdout);
         return;
     }
     printf("%-28s %-9s %-8s %10s  %s\n", "NODE", "REACHABLE", "REMOVED",

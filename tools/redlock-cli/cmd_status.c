@@ -32,11 +32,9 @@ int cmd_status(struct cli_opts *o, int argc, char **argv)
 {
     const char *pos[1];
     rl_holder_info *h = NULL;
-    rl_node_info *p = NULL;
     rl_client *c = NULL;
     char holder[TOKEN_SHOWN + 1] = "";
     size_t count = 0;
-    size_t pcount = 0;
     size_t best = 0;
     size_t reachable = 0;
     size_t quorum;
@@ -57,14 +55,12 @@ int cmd_status(struct cli_opts *o, int argc, char **argv)
     if (code != CLI_EXIT_OK)
         return code;
     h = calloc(o->node_count, sizeof(*h));
-    p = calloc(o->node_count, sizeof(*p));
-    if (h == NULL || p == NULL) {
+    if (h == NULL) {
         code = cli_fail(o, CLI_EXIT_NOT_ACQUIRED, "out of memory");
         goto out;
     }
-    /* Per-node failures are in the arrays; a quorum failure is not an
+    /* Per-node failures are in the array; a quorum failure is not an
      * error for status. */
-    (void)rl_client_ping(c, p, o->node_count, &pcount);
     if (rl_resource_status(c, pos[0], h, o->node_count, &count) == RL_EINVAL) {
         code = cli_status_exit(o, RL_EINVAL, pos[0]);
         goto out;
@@ -97,26 +93,10 @@ int cmd_status(struct cli_opts *o, int argc, char **argv)
         else
             fputs("null", stdout);
         printf(",\"holder_nodes\":%zu,\"quorum\":%zu,\"quorum_ok\":%s,"
-               "\"nodes\":[", best, quorum,
+               "\"nodes\":", best, quorum,
                reachable >= quorum ? "true" : "false");
-        for (i = 0; i < count; i++) {
-            char tok[TOKEN_SHOWN + 1];
-
-            snprintf(tok, sizeof(tok), "%s", h[i].token);
-            printf("%s{\"node\":", i > 0 ? "," : "");
-            cli_json_str(stdout, h[i].name);
-            printf(",\"reachable\":%s,\"voting\":%s,\"holder\":",
-                   h[i].reachable ? "true" : "false",
-                   i < pcount && p[i].voting ? "true" : "false");
-            if (tok[0] != '\0')
-                cli_json_str(stdout, tok);
-            else
-                fputs("null", stdout);
-            printf(",\"pttl_ms\":%" PRId64 ",\"error\":", h[i].pttl_ms);
-            cli_json_str(stdout, h[i].error);
-            fputs("}", stdout);
-        }
-        fputs("]}\n", stdout);
+        cli_json_holders(stdout, h, count);
+        fputs("}\n", stdout);
     } else {
         printf("%-28s %-9s %-10s %-8s %10s  %s\n", "NODE", "REACHABLE",
                "VOTING", "HOLDER", "PTTL_MS", "ERROR");
@@ -135,9 +115,9 @@ int cmd_status(struct cli_opts *o, int argc, char **argv)
                 snprintf(pttl, sizeof(pttl), "%" PRId64, h[i].pttl_ms);
             printf("%-28s %-9s %-10s %-8s %10s  %s\n", h[i].name,
                    h[i].reachable ? "yes" : "no",
-                   !h[i].reachable                ? "no"
-                   : i < pcount && p[i].voting ? "yes"
-                                                  : "quarantine",
+                   !h[i].reachable ? "no"
+                   : h[i].voting   ? "yes"
+                                   : "quarantine",
                    tok[0] != '\0' ? tok : "-", pttl, h[i].error);
         }
         if (held)
@@ -156,7 +136,6 @@ int cmd_status(struct cli_opts *o, int argc, char **argv)
 
 out:
     free(h);
-    free(p);
     rl_client_free(c);
     return code;
 }
