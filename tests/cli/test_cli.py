@@ -171,7 +171,9 @@ class TestBasics(Helpers):
                            "50", "--retry-jitter", "10", "--ttl", "5000")
         self.assertEqual(rc, 0, err)
         self.assertLess(time.time() - t0, 4.5)
-        self.assertEqual(self.values(r), [out.strip()] * 3)
+        # A majority at least: the old key expires at slightly different
+        # moments on each node, so one may still have refused the SET.
+        self.assertGreaterEqual(self.values(r).count(out.strip()), 2)
         # --wait with a lock that does not expire in time: exit 1.
         rc, out, err = cli("acquire", r, "--wait", "300", "--retry-delay",
                            "50", "--retry-jitter", "10")
