@@ -670,7 +670,7 @@ w("- **64 in flight (b)**: commands are already coalesced (one `write()` "
   "lock; tokens now come from a per-thread batch (src/token.c).")
 w("- **Memory (f)**: a held lock is one allocation: the struct, the key "
   "pointers and lengths, the keys and the 40-digit token "
-  "(src/lock.c); before that change it was five allocations and a "
+  "(src/holder.c, src/lockrec.c); before that change it was five allocations and a "
   "token buffer sized for the longest adoptable token, ~440 bytes.")
 w("- **Phase c**: a release message wakes the key's waiters oldest first "
   "(src/notify.c), so hand-offs are fair within a client; when new "
