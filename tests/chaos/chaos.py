@@ -699,24 +699,22 @@ class Contender:
 
     def pids_to_pause(self):
         """The holder's processes: a library contender, or redlock-cli and
-        its child's process group (not the CLI's supervisor)."""
+        its child's process group -- not the CLI's supervisor, which must
+        stay able to kill the child when the validity ends. The supervisor
+        is redlock-cli's child and the command is the supervisor's."""
         if self.kind != "cli":
             return [("pid", self.proc.pid)] if self.proc else []
         p = self.cur
         if p is None or p.poll() is not None:
             return []
         out = [("pid", p.pid)]
-        try:
-            with open("/proc/%d/task/%d/children" % (p.pid, p.pid)) as f:
-                kids = [int(x) for x in f.read().split()]
-        except OSError:
-            kids = []
-        for k in kids:
-            try:
-                if os.getpgid(k) == k:
-                    out.append(("pgrp", k))
-            except OSError:
-                pass
+        for sup in children(p.pid):
+            for k in children(sup):
+                try:
+                    if os.getpgid(k) == k:
+                        out.append(("pgrp", k))
+                except OSError:
+                    pass
         return out
 
     def in_critical_section(self):
@@ -1105,6 +1103,15 @@ def faults_skew(env, until):
         for i in victims:
             env.nodes[i].signal(signal.SIGCONT)
             env.mark(i, "ok")
+
+
+def children(pid):
+    """The pids of pid's children (empty once it is gone)."""
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
 
 
 def holder_pause_once(env, kinds):
