@@ -108,6 +108,10 @@ static void channel_wake(struct notify *nt, const char *name, size_t len,
         if (token != NULL && token_len == strlen(w->token) &&
             memcmp(token, w->token, token_len) == 0)
             continue;
+        /* Remembered: a waiter busy with an attempt ignores the wake, and
+         * asks again (notify_wait) if that attempt fails. */
+        if (token != NULL)
+            w->seen_us = ch->last_release_us;
         w->wake(w->arg);
     }
 }
@@ -314,8 +318,8 @@ bool notify_wait(struct notify *nt, struct notify_waiter *w, const char *key,
     size_t plen = strlen(CHANNEL_PREFIX);
     struct channel *ch;
 
-    if (w->channel != NULL)
-        return false; /* already waiting */
+    if (w->channel != NULL) /* still waiting since an earlier attempt */
+        return w->seen_us >= since_us;
     for (ch = nt->channels; ch != NULL; ch = ch->next) {
         if (ch->len == plen + key_len &&
             memcmp(ch->name + plen, key, key_len) == 0)
@@ -330,6 +334,7 @@ bool notify_wait(struct notify *nt, struct notify_waiter *w, const char *key,
     w->wake = wake;
     w->arg = arg;
     w->token = token;
+    w->seen_us = 0;
     w->channel = ch;
     /* Oldest first: channel_wake goes in list order, so the longest
      * waiter sends its attempt first (fair hand-offs). */

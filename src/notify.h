@@ -17,6 +17,8 @@ struct notify_waiter {
     struct notify_waiter *next;
     struct channel *channel;     /* NULL when not waiting */
     const char *token;           /* the waiter's own token (borrowed) */
+    rl_mono_us seen_us;          /* last release by someone else seen
+                                    while waiting, boottime; 0 none */
     void (*wake)(void *arg);
     void *arg;
 };
@@ -26,8 +28,10 @@ struct notify *notify_new(struct ev_loop *loop, const struct config *cfg);
 void notify_free(struct notify *nt);
 /* Call wake(arg) whenever the lock on key is released by somebody whose
  * token is not token (until unwait). Returns true when such a release was
- * already seen at or after since_us (boottime): the caller should retry
- * now. Idempotent while already waiting; on OOM it just does not wake. */
+ * already seen at or after since_us (boottime) -- also one that came
+ * while the caller was busy with an attempt and ignored the wake: the
+ * caller should retry now. May be called again while waiting (same key);
+ * on OOM it just does not wake. */
 bool notify_wait(struct notify *nt, struct notify_waiter *w, const char *key,
                  size_t key_len, const char *token, rl_mono_us since_us,
                  void (*wake)(void *arg), void *arg);
