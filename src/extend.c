@@ -24,9 +24,10 @@
  * round, over the nodes' answers for that lock only: a lock's key failing
  * on a node never affects another lock. Every lock of a batch gets the
  * batch's start as t0. A lock's owner may drop it at any time (release,
- * free, lost): its outcome is then never reported. The batch frees itself
- * once every lock was decided or dropped; late replies land on node-owned
- * records. */
+ * free, lost): its outcome is then never reported. The batch lives until
+ * every node answered (or failed: a node's timeout bounds it) and every
+ * lock was decided or dropped, so its owner can bound the work queued on
+ * the nodes by the number of batches alive. */
 #include <stdio.h>
 #include <string.h>
 
@@ -96,8 +97,9 @@ static void decided(void *owner, enum verdict v)
 static void restore_on_restarted_nodes(rl_client *c,
                                        const struct lock_rec *r,
                                        rl_mono_us acquired_us,
-                                       const char *ttl)
+                                       uint32_t ttl_ms)
 {
+    char ttl[16];
     const char *argv[6] = {"SET", NULL, r->token, "NX", "PX", ttl};
     size_t lens[6];
     size_t i, k;
@@ -105,6 +107,7 @@ static void restore_on_restarted_nodes(rl_client *c,
 
     if (acquired_us == 0 || c->cfg.trust_restarted_nodes)
         return;
+    snprintf(ttl, sizeof(ttl), "%u", ttl_ms);
     for (i = 0; i < c->node_count; i++) {
         if (!node_started_after(c->nodes[i], acquired_us))
             continue;
@@ -145,7 +148,7 @@ void extend_run(struct extend_round *e)
     enum verdict v;
 
     restore_on_restarted_nodes(e->client, e->rec, e->acquired_us,
-                               e->ttl_buf);
+                               e->ttl_ms);
     lockrec_script_cmd(e->rec, SCRIPT_EXTEND, e->ttl_buf, &cmd);
     v = round_start(&e->round, ROUND_EARLY, &cmd.cmd, round_classify_one,
                     decided, e);
@@ -166,6 +169,8 @@ struct batch_item {
 struct extend_batch {
     rl_client *client;
     extend_done_fn *done;
+    extend_batch_over_fn *over;
+    void *over_arg;
     rl_mono_us t0;
     size_t count;               /* items added */
     size_t keys;                /* their keys */
@@ -178,7 +183,9 @@ struct extend_batch {
     struct batch_item items[];  /* EXTEND_BATCH_MAX_LOCKS */
 };
 
-struct extend_batch *extend_batch_new(rl_client *c, extend_done_fn *done)
+struct extend_batch *extend_batch_new(rl_client *c, extend_done_fn *done,
+                                      extend_batch_over_fn *over,
+                                      void *over_arg)
 {
     struct extend_batch *b =
         calloc(1, sizeof(*b) +
@@ -193,6 +200,8 @@ struct extend_batch *extend_batch_new(rl_client *c, extend_done_fn *done)
     }
     b->client = c;
     b->done = done;
+    b->over = over;
+    b->over_arg = over_arg;
     return b;
 }
 
@@ -223,19 +232,20 @@ size_t extend_batch_size(const struct extend_batch *b)
 
 static void batch_free(struct extend_batch *b)
 {
-    size_t i;
+    extend_batch_over_fn *over = b->over;
+    void *arg = b->over_arg;
 
-    for (i = 0; i < b->client->node_count; i++)
-        request_detach(b->reqs[i]);
     free(b->reqs);
     free(b);
+    over(arg);
 }
 
-/* Free once nothing is left to decide (not while a reply is walking the
- * items, nor before every node got the command). */
+/* Free once it is over (not while a reply is walking the items, nor
+ * before every node got the command). */
 static void batch_maybe_free(struct extend_batch *b)
 {
-    if (b->open == 0 && !b->running && b->sent)
+    if (b->open == 0 && !b->running && b->sent &&
+        b->replies == b->client->node_count)
         batch_free(b);
 }
 
@@ -310,38 +320,55 @@ static void on_batch_reply(void *owner, size_t slot,
     batch_maybe_free(b);
 }
 
+/* Decimal digits of v into buf (at least 20 bytes, not terminated);
+ * returns how many (snprintf costs more than the rest of a lock's part of
+ * the batch). */
+static size_t put_decimal(char *buf, uint64_t v)
+{
+    char tmp[20];
+    size_t n = 0, i;
+
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    for (i = 0; i < n; i++)
+        buf[i] = tmp[n - 1 - i];
+    return n;
+}
+
 /* The script call over every item: KEYS = the items' keys in order, ARGV =
  * token, key count, ttl per item. NULL on OOM. */
 static struct wire *batch_wire(struct extend_batch *b)
 {
     size_t argc = b->keys + 3 * b->count, k = 0, a = b->keys, i, j;
-    const char **argv = malloc(argc * (sizeof(char *) + sizeof(size_t)));
+    /* One block: argv, lens, then two numbers of up to 20 digits per
+     * lock. */
+    const char **argv =
+        malloc(argc * (sizeof(char *) + sizeof(size_t)) + b->count * 40);
     size_t *lens = (size_t *)(argv + argc);
-    char *nums = malloc(b->count * 2 * 12);
+    char *nums = (char *)(lens + argc);
     const struct lock_rec *rec;
-    struct wire *w = NULL;
+    struct wire *w;
 
-    if (argv != NULL && nums != NULL) {
-        for (i = 0; i < b->count; i++) {
-            rec = b->items[i].rec;
-            for (j = 0; j < rec->nkeys; j++, k++) {
-                argv[k] = rec->keys[j];
-                lens[k] = rec->key_lens[j];
-            }
-            argv[a] = rec->token;
-            lens[a++] = strlen(rec->token);
-            argv[a] = nums + 24 * i;
-            lens[a++] = (size_t)snprintf(nums + 24 * i, 12, "%zu",
-                                         rec->nkeys);
-            argv[a] = nums + 24 * i + 12;
-            lens[a++] = (size_t)snprintf(nums + 24 * i + 12, 12, "%u",
-                                         b->items[i].ttl_ms);
+    if (argv == NULL)
+        return NULL;
+    for (i = 0; i < b->count; i++, nums += 40) {
+        rec = b->items[i].rec;
+        for (j = 0; j < rec->nkeys; j++, k++) {
+            argv[k] = rec->keys[j];
+            lens[k] = rec->key_lens[j];
         }
-        w = wire_new(script_get(SCRIPT_TOUCH_BATCH), (int)b->keys,
-                     (int)argc, argv, lens);
+        argv[a] = rec->token;
+        lens[a++] = strlen(rec->token);
+        argv[a] = nums;
+        lens[a++] = put_decimal(nums, rec->nkeys);
+        argv[a] = nums + 20;
+        lens[a++] = put_decimal(nums + 20, b->items[i].ttl_ms);
     }
+    w = wire_new(script_get(SCRIPT_TOUCH_BATCH), (int)b->keys, (int)argc,
+                 argv, lens);
     free(argv);
-    free(nums);
     return w;
 }
 
@@ -349,16 +376,18 @@ void extend_batch_run(struct extend_batch *b)
 {
     rl_client *c = b->client;
     struct node_reply down = {0};
-    char ttl[12];
     const char *why;
     struct wire *w;
     size_t i;
 
-    for (i = 0; i < b->count; i++) {
-        snprintf(ttl, sizeof(ttl), "%u", b->items[i].ttl_ms);
-        restore_on_restarted_nodes(c, b->items[i].rec,
-                                   b->items[i].acquired_us, ttl);
+    if (b->count == 0) {
+        batch_free(b);
+        return;
     }
+    for (i = 0; i < b->count; i++)
+        restore_on_restarted_nodes(c, b->items[i].rec,
+                                   b->items[i].acquired_us,
+                                   b->items[i].ttl_ms);
     w = batch_wire(b);
     b->t0 = mono_now_us();
     b->running = true;

@@ -36,8 +36,15 @@ void extend_abort(struct extend_round *e);
 
 struct extend_batch;
 
+/* Called once when a batch is over: every node answered (or failed) and
+ * every lock was reported or dropped. Its owner may count batches in
+ * flight with it (flow control). */
+typedef void extend_batch_over_fn(void *arg);
+
 /* An empty batch; NULL on out of memory (rl_last_error not set). */
-struct extend_batch *extend_batch_new(rl_client *c, extend_done_fn *done);
+struct extend_batch *extend_batch_new(rl_client *c, extend_done_fn *done,
+                                      extend_batch_over_fn *over,
+                                      void *over_arg);
 /* True when a lock with nkeys keys may still be added (a lock alone always
  * fits an empty batch). */
 bool extend_batch_fits(const struct extend_batch *b, size_t nkeys);
@@ -48,9 +55,9 @@ size_t extend_batch_add(struct extend_batch *b, const struct lock_rec *rec,
                         void *owner);
 size_t extend_batch_size(const struct extend_batch *b);
 /* Send it (restoring keys on provably restarted nodes first, as a round
- * does). Outcomes may be reported before this returns. The batch frees
- * itself once every lock was reported or dropped: the caller must not use
- * it after its last lock's outcome or drop. */
+ * does). Outcomes (and the end) may be reported before this returns. The
+ * batch frees itself when it is over (see extend_batch_over_fn): the
+ * caller must not use it after its last lock's outcome or drop. */
 void extend_batch_run(struct extend_batch *b);
 /* The lock in slot no longer wants its outcome (released, freed, lost):
  * it is never reported. No-op for a slot already reported. */

@@ -29,7 +29,11 @@
  * EXTEND_BATCH_MAX_LOCKS per touch-batch call per node. The window is the
  * first due lock's min(interval/8, 100 ms): renewals go out up to that much
  * early, never late, and the window is always shorter than both the
- * interval and the retry pause, so a tick never renews a lock twice. A
+ * interval and the retry pause, so a tick never renews a lock twice. At
+ * most BATCHES_MAX batches are alive at once (flow control): due locks
+ * beyond that wait in `due` until a batch is over, and their margins still
+ * run, so nodes that cannot keep up make locks LOST in time, never a
+ * silent lapse, and the timer never spins on them. A
  * lock in a batch is out of `due` and stays in `margins`: a batch that
  * cannot finish before the margin never keeps its locks alive; the lock is
  * dropped from the batch when it becomes lost, is released or freed.
@@ -61,6 +65,10 @@
 
 #define RETRY_PAUSE_MAX_MS 200 /* pause after a failed renewal round */
 #define WINDOW_MAX_US 100000   /* coalescing window: at most 100 ms */
+/* Watchdog batches alive at once per client: bounds the work queued on
+ * each node (4 x 256 keys, about a millisecond of a node's time), so a
+ * burst of renewals never makes a node miss op_timeout_ms. */
+#define BATCHES_MAX 4
 /* Largest max_hold_ms that is not "no cap" (a century). */
 #define MAX_HOLD_MS (UINT64_C(100) * 365 * 24 * 3600 * 1000)
 
@@ -83,6 +91,7 @@ struct holders {
     rl_mono_us armed_at;         /* when the timer fires; 0 not armed */
     struct theap due;            /* HELD watched locks: next renewal */
     struct theap margins;        /* watched locks: margin start */
+    unsigned batches;            /* watchdog batches alive */
 };
 
 struct rl_lock {
@@ -396,11 +405,12 @@ static rl_mono_us window_us(const struct rl_lock *l)
  * already fires no later (an early wake-up finds nothing to do). */
 static void arm(struct holders *h)
 {
-    struct theap_node *d = theap_min(&h->due);
+    struct theap_node *d =
+        h->batches < BATCHES_MAX ? theap_min(&h->due) : NULL;
     struct theap_node *m = theap_min(&h->margins);
     rl_mono_us at, now;
 
-    if (d == NULL && m == NULL)
+    if (h->timer == NULL || (d == NULL && m == NULL))
         return;
     at = d == NULL || (m != NULL && m->key < d->key) ? m->key : d->key;
     if (at == 0)
@@ -412,21 +422,31 @@ static void arm(struct holders *h)
     loop_timer_arm(h->timer, at > now ? at - now : 0);
 }
 
+/* Queue n in heap h at key, or take it out (queue false); a node already
+ * queued at key stays where it is. */
+static void requeue(struct theap *h, struct theap_node *n, bool queue,
+                    uint64_t key)
+{
+    if (theap_queued(h, n) && (!queue || n->key != key))
+        theap_remove(h, n);
+    if (queue && !theap_queued(h, n))
+        theap_insert(h, n, key);
+}
+
 /* Queue l in the heaps for its next renewal and its margin. */
 static void schedule(struct rl_lock *l)
 {
     rl_client *c = atomic_load(&l->client);
     struct holders *h = registry(c);
     uint64_t deadline = atomic_load(&l->deadline_us);
+    bool watched = l->watching && l->state != LOCK_LOST;
 
-    theap_remove(&h->due, &l->due);
-    theap_remove(&h->margins, &l->margin);
-    if (!l->watching || l->state == LOCK_LOST)
-        return;
-    theap_insert(&h->margins, &l->margin, deadline - margin_us(l));
-    if (l->state == LOCK_HELD && !capped(l, mono_now_us()))
-        theap_insert(&h->due, &l->due, l->next_renewal_us);
-    arm(h);
+    requeue(&h->margins, &l->margin, watched, deadline - margin_us(l));
+    requeue(&h->due, &l->due,
+            watched && l->state == LOCK_HELD && !capped(l, mono_now_us()),
+            l->next_renewal_us);
+    if (watched)
+        arm(h);
 }
 
 /* The watchdog could not start a renewal (out of memory): try again after
@@ -449,21 +469,21 @@ static void flush_batch(struct extend_batch **b)
     *b = NULL;
 }
 
-/* Put l (HELD, due) into the batch being filled: HELD -> RENEWING. */
-static void batch_renewal(rl_client *c, struct rl_lock *l,
-                          struct extend_batch **b)
+/* A batch is over: renewals waiting for room may go. */
+static void batch_over(void *arg)
 {
-    if (*b != NULL && !extend_batch_fits(*b, l->rec.nkeys))
-        flush_batch(b);
-    if (*b == NULL)
-        *b = extend_batch_new(c, renewed);
-    if (*b == NULL) {
-        renewal_retry(l);
-        return;
-    }
-    l->batch = *b;
+    struct holders *h = arg;
+
+    h->batches--;
+    arm(h);
+}
+
+/* Put l (HELD, due) into batch b: HELD -> RENEWING. */
+static void batch_renewal(struct rl_lock *l, struct extend_batch *b)
+{
+    l->batch = b;
     l->batch_slot = (uint32_t)extend_batch_add(
-        *b, &l->rec, atomic_load(&l->ttl_ms), l->acquired_us, l);
+        b, &l->rec, atomic_load(&l->ttl_ms), l->acquired_us, l);
     l->state = LOCK_RENEWING;
     /* Out of due, still in margins: RENEWING until the outcome. */
     schedule(l);
@@ -493,6 +513,17 @@ static void tick(void *arg)
     horizon = n != NULL && n->key <= now ? now + window_us(due_lock(n)) : 0;
     while ((n = theap_min(&h->due)) != NULL && n->key <= horizon) {
         l = due_lock(n);
+        if (b == NULL || !extend_batch_fits(b, l->rec.nkeys)) {
+            flush_batch(&b);
+            if (h->batches >= BATCHES_MAX)
+                break; /* batch_over re-arms the timer */
+            b = extend_batch_new(c, renewed, batch_over, h);
+            if (b == NULL) { /* out of memory: try again later */
+                renewal_retry(l);
+                continue;
+            }
+            h->batches++;
+        }
         theap_remove(&h->due, n);
         if (capped(l, now)) {
             schedule(l); /* no more renewals: only the margin is left */
@@ -501,7 +532,7 @@ static void tick(void *arg)
                     l->rec.resource);
             become_lost(l);
         } else {
-            batch_renewal(c, l, &b);
+            batch_renewal(l, b);
         }
     }
     flush_batch(&b);

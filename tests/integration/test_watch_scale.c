@@ -60,13 +60,14 @@ struct slot {
 static int scale_n(void)
 {
     const char *env = getenv("RL_WATCH_SCALE_N");
-    const char *mult = getenv("RL_TEST_TIMEOUT_MULTIPLIER");
 
     if (env != NULL && atoi(env) > 0)
         return atoi(env);
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
     return 1000;
 #else
+    const char *mult = getenv("RL_TEST_TIMEOUT_MULTIPLIER");
+
     if (getenv("RL_TEST_UNDER_VALGRIND") != NULL ||
         (mult != NULL && atof(mult) > 1.0))
         return 1000;
