@@ -41,7 +41,7 @@ while [ $# -gt 0 ]; do
     --no-install) install=0 ;;
     --no-docs) docs=0 ;;
     --watched-only) watched_only=1 ;;
-    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-compare: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift
