@@ -95,47 +95,48 @@ struct holders {
 };
 
 struct rl_lock {
+    /* Ordered by size (no padding holes): thousands may be held. */
     struct rl_lock *prev;        /* registry (holders mutex) */
     struct rl_lock *next;
     _Atomic(rl_client *) client; /* NULL once the client is freed */
-    enum lock_state state;       /* loop thread */
     struct lock_rec rec;         /* keys and token (tail of this block) */
-    _Atomic uint32_t ttl_ms;     /* acquired with (adopted: first extended
-                                    with); 0 unknown */
     rl_mono_us acquired_us;      /* start of the winning round; 0 adopted */
     _Atomic uint64_t deadline_us;/* validity end, boottime µs; 0 unknown */
-    atomic_uint voters;          /* voters of the last winning round */
-    atomic_bool lost;
-    atomic_int lost_fd;          /* eventfd made on demand, -1 none */
-    atomic_bool user_extending;  /* a user extend is queued or running */
-    atomic_bool watched;         /* a watchdog runs or is being started */
-    atomic_bool quiet;           /* given up: no more lost callbacks */
-    atomic_bool in_lost_cb;      /* the lost callback is running */
-    atomic_bool free_requested;  /* freed while the client was closing */
     uint64_t fence;              /* fencing token, 0 without fencing */
-    unsigned holds;              /* reentrant holds; 0 = not reentrant
-                                    (holders mutex) */
     pthread_t owner;             /* reentrant: the holding thread */
     /* Rounds and requests in flight (loop thread). */
     struct extend_round *round;  /* RENEWING: a user's extension round */
     struct extend_batch *batch;  /* RENEWING: the watchdog's batch */
-    uint32_t batch_slot;         /* l's slot in batch */
     struct lock_req *round_req;  /* whose round: a user extend, or NULL
                                     for the watchdog */
     struct lock_req *waiting_extend; /* user extend behind the watchdog's */
     struct release_round *release;   /* RELEASING */
     struct lock_req *release_req;
     /* Watchdog (loop thread). */
-    bool watching;
     struct theap_node due;       /* in holders.due when HELD, watched */
     struct theap_node margin;    /* in holders.margins when watched */
-    uint32_t interval_ms;        /* renewal period */
-    uint32_t max_renewals;       /* 0: no cap */
-    uint32_t renewals;
     rl_mono_us hold_end_us;      /* stop renewing after this; 0: no cap */
     rl_mono_us next_renewal_us;  /* boottime */
     rl_lost_cb lost_cb;          /* called once, or NULL */
     void *lost_privdata;
+    enum lock_state state;       /* loop thread */
+    _Atomic uint32_t ttl_ms;     /* acquired with (adopted: first extended
+                                    with); 0 unknown */
+    atomic_uint voters;          /* voters of the last winning round */
+    atomic_int lost_fd;          /* eventfd made on demand, -1 none */
+    unsigned holds;              /* reentrant holds; 0 = not reentrant
+                                    (holders mutex) */
+    uint32_t batch_slot;         /* l's slot in batch */
+    uint32_t interval_ms;        /* watchdog: renewal period */
+    uint32_t max_renewals;       /* watchdog: 0 no cap */
+    uint32_t renewals;           /* watchdog */
+    atomic_bool lost;
+    atomic_bool user_extending;  /* a user extend is queued or running */
+    atomic_bool watched;         /* a watchdog runs or is being started */
+    atomic_bool quiet;           /* given up: no more lost callbacks */
+    atomic_bool in_lost_cb;      /* the lost callback is running */
+    atomic_bool free_requested;  /* freed while the client was closing */
+    bool watching;               /* watchdog (loop thread) */
 };
 
 enum req_kind {
