@@ -1,4 +1,6 @@
-/* extend.c -- one re-quorum extension round (DESIGN §5.4).
+/* extend.c -- re-quorum extension rounds (DESIGN §5.4): one lock (a
+ * user's extend), or a batch of locks (the watchdog's coalesced renewals,
+ * issue 16).
  *
  * The extend script resets the expiry only on nodes where every key still
  * holds our token, and never recreates an absent key: a key that vanished
@@ -14,7 +16,18 @@
  * restarted nodes are trusted to keep their keys (trust_restarted_nodes),
  * where an absent key is a real lapse.
  * A round is owned by its caller (the holder) and lives on the loop
- * thread from extend_new to done or extend_abort. */
+ * thread from extend_new to done or extend_abort.
+ *
+ * A batch sends one touch-batch script call per node for up to
+ * EXTEND_BATCH_MAX_KEYS keys of many locks; each node answers one code per
+ * lock. Every lock is decided on its own, by the same rule as a single
+ * round, over the nodes' answers for that lock only: a lock's key failing
+ * on a node never affects another lock. Every lock of a batch gets the
+ * batch's start as t0. A lock's owner may drop it at any time (release,
+ * free, lost): its outcome is then never reported. The batch lives until
+ * every node answered (or failed: a node's timeout bounds it) and every
+ * lock was decided or dropped, so its owner can bound the work queued on
+ * the nodes by the number of batches alive. */
 #include <stdio.h>
 #include <string.h>
 
@@ -43,6 +56,25 @@ void extend_abort(struct extend_round *e)
         extend_free(e);
 }
 
+/* The status of a decided lock (rl_last_error set), shared by rounds and
+ * batches. */
+static rl_status outcome(enum verdict v, const char *resource, size_t n,
+                         size_t yes, size_t refused, const char *detail)
+{
+    if (v == VERDICT_SUCCESS) {
+        rl_error_clear();
+        return RL_OK;
+    }
+    if (refused > n - quorum_size(n))
+        return rl_fail(RL_ELOST,
+                       "'%s' is no longer held: %zu of %zu nodes hold no "
+                       "key with this token",
+                       resource, refused, n);
+    return rl_fail(RL_ENOQUORUM,
+                   "'%s': extension reached %zu of %zu nodes (need %zu): %s",
+                   resource, yes, n, quorum_size(n), detail);
+}
+
 static void decided(void *owner, enum verdict v)
 {
     struct extend_round *e = owner;
@@ -51,23 +83,9 @@ static void decided(void *owner, enum verdict v)
     void *done_owner = e->owner;
     rl_mono_us t0 = q->t0;
     unsigned voters = (unsigned)q->yes;
-    rl_status st;
+    rl_status st = outcome(v, e->rec->resource, q->n, q->yes, q->refused,
+                           q->detail);
 
-    if (v == VERDICT_SUCCESS) {
-        rl_error_clear();
-        st = RL_OK;
-    } else if (q->refused > q->n - quorum_size(q->n)) {
-        st = rl_fail(RL_ELOST,
-                     "'%s' is no longer held: %zu of %zu nodes hold no key "
-                     "with this token",
-                     e->rec->resource, q->refused, q->n);
-    } else {
-        st = rl_fail(RL_ENOQUORUM,
-                     "'%s': extension reached %zu of %zu nodes (need %zu): "
-                     "%s",
-                     e->rec->resource, q->yes, q->n, quorum_size(q->n),
-                     q->detail);
-    }
     extend_free(e);
     done(done_owner, st, t0, voters);
 }
@@ -76,19 +94,22 @@ static void decided(void *owner, enum verdict v)
  * with SET NX (never overwriting anybody) so the node blocks others
  * again. It only votes once it is older than max_ttl_ms (§5.7); the
  * extend round that follows counts it like any other node. */
-static void restore_on_restarted_nodes(struct extend_round *e)
+static void restore_on_restarted_nodes(rl_client *c,
+                                       const struct lock_rec *r,
+                                       rl_mono_us acquired_us,
+                                       uint32_t ttl_ms)
 {
-    const struct lock_rec *r = e->rec;
-    rl_client *c = e->client;
-    const char *argv[6] = {"SET", NULL, r->token, "NX", "PX", e->ttl_buf};
+    char ttl[16];
+    const char *argv[6] = {"SET", NULL, r->token, "NX", "PX", ttl};
     size_t lens[6];
     size_t i, k;
     int j;
 
-    if (e->acquired_us == 0 || c->cfg.trust_restarted_nodes)
+    if (acquired_us == 0 || c->cfg.trust_restarted_nodes)
         return;
+    snprintf(ttl, sizeof(ttl), "%u", ttl_ms);
     for (i = 0; i < c->node_count; i++) {
-        if (!node_started_after(c->nodes[i], e->acquired_us))
+        if (!node_started_after(c->nodes[i], acquired_us))
             continue;
         for (k = 0; k < r->nkeys; k++) {
             argv[1] = r->keys[k];
@@ -126,10 +147,265 @@ void extend_run(struct extend_round *e)
     struct lock_cmd cmd;
     enum verdict v;
 
-    restore_on_restarted_nodes(e);
+    restore_on_restarted_nodes(e->client, e->rec, e->acquired_us,
+                               e->ttl_ms);
     lockrec_script_cmd(e->rec, SCRIPT_EXTEND, e->ttl_buf, &cmd);
     v = round_start(&e->round, ROUND_EARLY, &cmd.cmd, round_classify_one,
                     decided, e);
     if (v != VERDICT_PENDING)
         decided(e, v);
+}
+
+/* ---- Batches ------------------------------------------------------------ */
+
+struct batch_item {
+    const struct lock_rec *rec; /* NULL once dropped or decided */
+    void *owner;
+    uint32_t ttl_ms;
+    rl_mono_us acquired_us;
+    uint8_t yes, no, refused;   /* this lock's votes so far */
+};
+
+struct extend_batch {
+    rl_client *client;
+    extend_done_fn *done;
+    extend_batch_over_fn *over;
+    void *over_arg;
+    rl_mono_us t0;
+    size_t count;               /* items added */
+    size_t keys;                /* their keys */
+    size_t open;                /* items neither decided nor dropped */
+    size_t replies;             /* nodes that answered (or failed) */
+    bool running;               /* inside a reply: do not free yet */
+    bool sent;
+    struct request **reqs;      /* per node, in flight or NULL */
+    char detail[RL_ERRLEN];     /* first failure: node + reason */
+    struct batch_item items[];  /* EXTEND_BATCH_MAX_LOCKS */
+};
+
+struct extend_batch *extend_batch_new(rl_client *c, extend_done_fn *done,
+                                      extend_batch_over_fn *over,
+                                      void *over_arg)
+{
+    struct extend_batch *b =
+        calloc(1, sizeof(*b) +
+                      EXTEND_BATCH_MAX_LOCKS * sizeof(struct batch_item));
+
+    if (b == NULL)
+        return NULL;
+    b->reqs = calloc(c->node_count, sizeof(*b->reqs));
+    if (b->reqs == NULL) {
+        free(b);
+        return NULL;
+    }
+    b->client = c;
+    b->done = done;
+    b->over = over;
+    b->over_arg = over_arg;
+    return b;
+}
+
+bool extend_batch_fits(const struct extend_batch *b, size_t nkeys)
+{
+    return !b->sent && b->count < EXTEND_BATCH_MAX_LOCKS &&
+           (b->count == 0 || b->keys + nkeys <= EXTEND_BATCH_MAX_KEYS);
+}
+
+size_t extend_batch_add(struct extend_batch *b, const struct lock_rec *rec,
+                        uint32_t ttl_ms, rl_mono_us acquired_us, void *owner)
+{
+    struct batch_item *it = &b->items[b->count];
+
+    it->rec = rec;
+    it->owner = owner;
+    it->ttl_ms = ttl_ms;
+    it->acquired_us = acquired_us;
+    b->keys += rec->nkeys;
+    b->open++;
+    return b->count++;
+}
+
+size_t extend_batch_size(const struct extend_batch *b)
+{
+    return b->count;
+}
+
+static void batch_free(struct extend_batch *b)
+{
+    extend_batch_over_fn *over = b->over;
+    void *arg = b->over_arg;
+
+    free(b->reqs);
+    free(b);
+    over(arg);
+}
+
+/* Free once it is over (not while a reply is walking the items, nor
+ * before every node got the command). */
+static void batch_maybe_free(struct extend_batch *b)
+{
+    if (b->open == 0 && !b->running && b->sent &&
+        b->replies == b->client->node_count)
+        batch_free(b);
+}
+
+void extend_batch_drop(struct extend_batch *b, size_t slot)
+{
+    if (b == NULL || slot >= b->count || b->items[slot].rec == NULL)
+        return;
+    b->items[slot].rec = NULL;
+    b->open--;
+    batch_maybe_free(b);
+}
+
+/* Count node's answer for one lock (code: '1', '0', '2', or 0 for a
+ * failed node); report the lock once its verdict is certain. */
+static void batch_vote(struct extend_batch *b, size_t slot, struct node *n,
+                       char code)
+{
+    struct batch_item *it = &b->items[slot];
+    size_t nodes = b->client->node_count;
+    const struct lock_rec *rec = it->rec;
+    enum verdict v;
+    rl_status st;
+
+    if (code == '1' && node_voting(n)) {
+        it->yes++;
+        node_count_vote(n, true);
+    } else {
+        it->no++;
+        node_count_vote(n, false);
+        it->refused += code == '0' || code == '2';
+    }
+    v = quorum_verdict(nodes, it->yes, it->no);
+    if (v == VERDICT_PENDING)
+        return;
+    st = outcome(v, rec->resource, nodes, it->yes, it->refused, b->detail);
+    it->rec = NULL;
+    b->open--;
+    b->done(it->owner, st, b->t0, it->yes);
+}
+
+/* One node answered (or failed): every open lock gets its vote. */
+static void batch_node_done(struct extend_batch *b, size_t node,
+                            const struct node_reply *r)
+{
+    struct node *n = b->client->nodes[node];
+    bool valid = r->kind == REPLY_STRING && r->len == b->count;
+    size_t i;
+
+    b->reqs[node] = NULL;
+    b->replies++;
+    if (!valid && b->detail[0] == '\0') {
+        if (r->kind == REPLY_ERROR || r->kind == REPLY_DOWN)
+            snprintf(b->detail, sizeof(b->detail), "%s: %.*s",
+                     node_name(n), (int)r->len, r->str);
+        else
+            snprintf(b->detail, sizeof(b->detail),
+                     "%s: unexpected touch-batch reply", node_name(n));
+    }
+    b->running = true;
+    for (i = 0; i < b->count; i++)
+        if (b->items[i].rec != NULL)
+            batch_vote(b, i, n, valid ? r->str[i] : 0);
+    b->running = false;
+}
+
+static void on_batch_reply(void *owner, size_t slot,
+                           const struct node_reply *r)
+{
+    struct extend_batch *b = owner;
+
+    batch_node_done(b, slot, r);
+    batch_maybe_free(b);
+}
+
+/* Decimal digits of v into buf (at least 20 bytes, not terminated);
+ * returns how many (snprintf costs more than the rest of a lock's part of
+ * the batch). */
+static size_t put_decimal(char *buf, uint64_t v)
+{
+    char tmp[20];
+    size_t n = 0, i;
+
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    for (i = 0; i < n; i++)
+        buf[i] = tmp[n - 1 - i];
+    return n;
+}
+
+/* The script call over every item: KEYS = the items' keys in order, ARGV =
+ * token, key count, ttl per item. NULL on OOM. */
+static struct wire *batch_wire(struct extend_batch *b)
+{
+    size_t argc = b->keys + 3 * b->count, k = 0, a = b->keys, i, j;
+    /* One block: argv, lens, then two numbers of up to 20 digits per
+     * lock. */
+    const char **argv =
+        malloc(argc * (sizeof(char *) + sizeof(size_t)) + b->count * 40);
+    size_t *lens = (size_t *)(argv + argc);
+    char *nums = (char *)(lens + argc);
+    const struct lock_rec *rec;
+    struct wire *w;
+
+    if (argv == NULL)
+        return NULL;
+    for (i = 0; i < b->count; i++, nums += 40) {
+        rec = b->items[i].rec;
+        for (j = 0; j < rec->nkeys; j++, k++) {
+            argv[k] = rec->keys[j];
+            lens[k] = rec->key_lens[j];
+        }
+        argv[a] = rec->token;
+        lens[a++] = strlen(rec->token);
+        argv[a] = nums;
+        lens[a++] = put_decimal(nums, rec->nkeys);
+        argv[a] = nums + 20;
+        lens[a++] = put_decimal(nums + 20, b->items[i].ttl_ms);
+    }
+    w = wire_new(script_get(SCRIPT_TOUCH_BATCH), (int)b->keys, (int)argc,
+                 argv, lens);
+    free(argv);
+    return w;
+}
+
+void extend_batch_run(struct extend_batch *b)
+{
+    rl_client *c = b->client;
+    struct node_reply down = {0};
+    const char *why;
+    struct wire *w;
+    size_t i;
+
+    if (b->count == 0) {
+        batch_free(b);
+        return;
+    }
+    for (i = 0; i < b->count; i++)
+        restore_on_restarted_nodes(c, b->items[i].rec,
+                                   b->items[i].acquired_us,
+                                   b->items[i].ttl_ms);
+    w = batch_wire(b);
+    b->t0 = mono_now_us();
+    b->running = true;
+    for (i = 0; i < c->node_count; i++) {
+        why = w == NULL ? "out of memory" : NULL;
+        if (w != NULL)
+            b->reqs[i] = node_send_wire(c->nodes[i], w, on_batch_reply, b,
+                                        i, &why);
+        if (b->reqs[i] != NULL)
+            continue;
+        /* Known down: a failed vote now, no waiting for a timeout. */
+        down.kind = REPLY_DOWN;
+        down.str = why != NULL ? why : "node is down";
+        down.len = strlen(down.str);
+        batch_node_done(b, i, &down);
+    }
+    wire_unref(w);
+    b->running = false;
+    b->sent = true;
+    batch_maybe_free(b);
 }

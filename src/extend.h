@@ -27,4 +27,40 @@ void extend_run(struct extend_round *e);
  * still in flight land on node-owned records. */
 void extend_abort(struct extend_round *e);
 
+/* A batch of renewals: many locks, one touch-batch script call per node
+ * (issue 16). Each lock's outcome is its own and is reported through the
+ * batch's done with the lock's owner, exactly like a round's (t0 = the
+ * batch's start). Loop thread. */
+#define EXTEND_BATCH_MAX_LOCKS 256
+#define EXTEND_BATCH_MAX_KEYS 256
+
+struct extend_batch;
+
+/* Called once when a batch is over: every node answered (or failed) and
+ * every lock was reported or dropped. Its owner may count batches in
+ * flight with it (flow control). */
+typedef void extend_batch_over_fn(void *arg);
+
+/* An empty batch; NULL on out of memory (rl_last_error not set). */
+struct extend_batch *extend_batch_new(rl_client *c, extend_done_fn *done,
+                                      extend_batch_over_fn *over,
+                                      void *over_arg);
+/* True when a lock with nkeys keys may still be added (a lock alone always
+ * fits an empty batch). */
+bool extend_batch_fits(const struct extend_batch *b, size_t nkeys);
+/* Add a lock (rec lives until its outcome or extend_batch_drop); returns
+ * its slot in the batch. */
+size_t extend_batch_add(struct extend_batch *b, const struct lock_rec *rec,
+                        uint32_t ttl_ms, rl_mono_us acquired_us,
+                        void *owner);
+size_t extend_batch_size(const struct extend_batch *b);
+/* Send it (restoring keys on provably restarted nodes first, as a round
+ * does). Outcomes (and the end) may be reported before this returns. The
+ * batch frees itself when it is over (see extend_batch_over_fn): the
+ * caller must not use it after its last lock's outcome or drop. */
+void extend_batch_run(struct extend_batch *b);
+/* The lock in slot no longer wants its outcome (released, freed, lost):
+ * it is never reported. No-op for a slot already reported. */
+void extend_batch_drop(struct extend_batch *b, size_t slot);
+
 #endif

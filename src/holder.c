@@ -20,6 +20,25 @@
  * owns the handle and may not use it after a release or free it asked for.
  * The watchdog never calls the public API: it starts its rounds here.
  *
+ * Watchdog at scale (issue 16): a client has one timer for all its watched
+ * locks, over two intrusive heaps: `due` holds each HELD watched lock at
+ * its next renewal, `margins` holds every watched lock at the instant its
+ * safety margin starts (validity end - min(ttl/10, 1 s)). When the timer
+ * fires, locks past their margin become LOST; then every lock due by now +
+ * the coalescing window is renewed in batches (extend.c), at most
+ * EXTEND_BATCH_MAX_LOCKS per touch-batch call per node. The window is the
+ * first due lock's min(interval/8, 100 ms): renewals go out up to that much
+ * early, never late, and the window is always shorter than both the
+ * interval and the retry pause, so a tick never renews a lock twice. At
+ * most BATCHES_MAX batches are alive at once (flow control): due locks
+ * beyond that wait in `due` until a batch is over, and their margins still
+ * run, so nodes that cannot keep up make locks LOST in time, never a
+ * silent lapse, and the timer never spins on them. A
+ * lock in a batch is out of `due` and stays in `margins`: a batch that
+ * cannot finish before the margin never keeps its locks alive; the lock is
+ * dropped from the batch when it becomes lost, is released or freed.
+ * Each lock's outcome is applied by renewed(), the same as a single round.
+ *
  * Threads: the state, the rounds and the watchdog fields are loop-thread
  * only. Getters read atomics (deadline, voters, lost, ttl). Reentrant hold
  * counts and the registry of live handles are guarded by the registry
@@ -30,6 +49,7 @@
  * Client freed: queued and started requests are canceled first (each
  * reports RL_ECANCELED once), then holders_shutdown drops the watchdogs'
  * rounds and orphans the handles. */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sched.h>
@@ -41,8 +61,14 @@
 #include "holder.h"
 #include "lockrec.h"
 #include "release.h"
+#include "timeheap.h"
 
 #define RETRY_PAUSE_MAX_MS 200 /* pause after a failed renewal round */
+#define WINDOW_MAX_US 100000   /* coalescing window: at most 100 ms */
+/* Watchdog batches alive at once per client: bounds the work queued on
+ * each node (4 x 256 keys, about a millisecond of a node's time), so a
+ * burst of renewals never makes a node miss op_timeout_ms. */
+#define BATCHES_MAX 4
 /* Largest max_hold_ms that is not "no cap" (a century). */
 #define MAX_HOLD_MS (UINT64_C(100) * 365 * 24 * 3600 * 1000)
 
@@ -59,46 +85,58 @@ struct lock_req;
 struct holders {
     pthread_mutex_t mutex;       /* guards the list and hold counts */
     struct rl_lock *head;
+    /* Watchdog (loop thread); the timer is made, under the mutex, by the
+     * first acquire or watchdog start that needs it. */
+    struct loop_timer *timer;
+    rl_mono_us armed_at;         /* when the timer fires; 0 not armed */
+    struct theap due;            /* HELD watched locks: next renewal */
+    struct theap margins;        /* watched locks: margin start */
+    unsigned batches;            /* watchdog batches alive */
 };
 
 struct rl_lock {
+    /* Ordered by size (no padding holes): thousands may be held. */
     struct rl_lock *prev;        /* registry (holders mutex) */
     struct rl_lock *next;
     _Atomic(rl_client *) client; /* NULL once the client is freed */
-    enum lock_state state;       /* loop thread */
     struct lock_rec rec;         /* keys and token (tail of this block) */
-    _Atomic uint32_t ttl_ms;     /* acquired with (adopted: first extended
-                                    with); 0 unknown */
     rl_mono_us acquired_us;      /* start of the winning round; 0 adopted */
     _Atomic uint64_t deadline_us;/* validity end, boottime µs; 0 unknown */
-    atomic_uint voters;          /* voters of the last winning round */
-    atomic_bool lost;
-    atomic_int lost_fd;          /* eventfd made on demand, -1 none */
-    atomic_bool user_extending;  /* a user extend is queued or running */
-    atomic_bool watched;         /* a watchdog runs or is being started */
-    atomic_bool quiet;           /* given up: no more lost callbacks */
-    atomic_bool in_lost_cb;      /* the lost callback is running */
-    atomic_bool free_requested;  /* freed while the client was closing */
     uint64_t fence;              /* fencing token, 0 without fencing */
-    unsigned holds;              /* reentrant holds; 0 = not reentrant
-                                    (holders mutex) */
     pthread_t owner;             /* reentrant: the holding thread */
     /* Rounds and requests in flight (loop thread). */
-    struct extend_round *round;  /* RENEWING: the extension round */
+    struct extend_round *round;  /* RENEWING: a user's extension round */
+    struct extend_batch *batch;  /* RENEWING: the watchdog's batch */
     struct lock_req *round_req;  /* whose round: a user extend, or NULL
                                     for the watchdog */
     struct lock_req *waiting_extend; /* user extend behind the watchdog's */
     struct release_round *release;   /* RELEASING */
     struct lock_req *release_req;
-    /* Watchdog (loop thread); timer NULL when not watched. */
-    struct loop_timer *timer;
-    uint32_t interval_ms;        /* renewal period */
-    uint32_t max_renewals;       /* 0: no cap */
-    uint32_t renewals;
+    /* Watchdog (loop thread). */
+    struct theap_node due;       /* in holders.due when HELD, watched */
+    struct theap_node margin;    /* in holders.margins when watched */
     rl_mono_us hold_end_us;      /* stop renewing after this; 0: no cap */
     rl_mono_us next_renewal_us;  /* boottime */
     rl_lost_cb lost_cb;          /* called once, or NULL */
     void *lost_privdata;
+    enum lock_state state;       /* loop thread */
+    _Atomic uint32_t ttl_ms;     /* acquired with (adopted: first extended
+                                    with); 0 unknown */
+    atomic_uint voters;          /* voters of the last winning round */
+    atomic_int lost_fd;          /* eventfd made on demand, -1 none */
+    unsigned holds;              /* reentrant holds; 0 = not reentrant
+                                    (holders mutex) */
+    uint32_t batch_slot;         /* l's slot in batch */
+    uint32_t interval_ms;        /* watchdog: renewal period */
+    uint32_t max_renewals;       /* watchdog: 0 no cap */
+    uint32_t renewals;           /* watchdog */
+    atomic_bool lost;
+    atomic_bool user_extending;  /* a user extend is queued or running */
+    atomic_bool watched;         /* a watchdog runs or is being started */
+    atomic_bool quiet;           /* given up: no more lost callbacks */
+    atomic_bool in_lost_cb;      /* the lost callback is running */
+    atomic_bool free_requested;  /* freed while the client was closing */
+    bool watching;               /* watchdog (loop thread) */
 };
 
 enum req_kind {
@@ -123,8 +161,6 @@ struct lock_req {
     void *privdata;
     uint32_t ttl_ms;             /* acquire, extend */
     struct acquire_op *acquire;  /* REQ_ACQUIRE */
-    struct loop_timer *timer;    /* REQ_ACQUIRE/REQ_WATCH: for the
-                                    watchdog, made up front */
     rl_acquire_opts opts;        /* REQ_ACQUIRE, REQ_WATCH */
     pthread_t caller;            /* REQ_ACQUIRE: for reentrancy */
 };
@@ -135,6 +171,9 @@ struct lock_req {
 static pthread_mutex_t orphan_mutex = PTHREAD_MUTEX_INITIALIZER;
 
 static void tick(void *arg);
+static void unwatch(struct rl_lock *l);
+static void renewed(void *owner, rl_status st, rl_mono_us t0,
+                    unsigned voters);
 static void start_renewal(struct rl_lock *l, struct lock_req *user);
 
 /* ---- Handles and the registry ------------------------------------------- */
@@ -200,7 +239,6 @@ static void lock_destroy(struct rl_lock *l)
 {
     int fd = atomic_load(&l->lost_fd);
 
-    loop_timer_free(l->timer);
     if (fd >= 0)
         close(fd);
     free(l);
@@ -251,7 +289,6 @@ static struct lock_req *req_new(rl_client *c, enum req_kind kind,
 
 static void req_free(struct lock_req *r)
 {
-    loop_timer_free(r->timer);
     free(r);
 }
 
@@ -269,7 +306,7 @@ static void req_finish(struct lock_req *r, rl_status st, struct rl_lock *l)
 
     loop_op_finished(&r->base);
     req_free(r);
-    if (user_extend)
+    if (user_extend && l != NULL)
         atomic_store(&l->user_extending, false);
     callback_enter();
     if (acb != NULL)
@@ -283,6 +320,16 @@ static void req_finish(struct lock_req *r, rl_status st, struct rl_lock *l)
 
 /* ---- Lost --------------------------------------------------------------- */
 
+/* Drop the renewal in flight, if any: a user's round, or l's place in a
+ * watchdog batch. */
+static void drop_renewal(struct rl_lock *l)
+{
+    extend_abort(l->round);
+    l->round = NULL;
+    extend_batch_drop(l->batch, l->batch_slot);
+    l->batch = NULL;
+}
+
 /* The lock is gone: final. Drop the round in flight (a user extend gets
  * RL_ELOST), stop the watchdog, raise the flag and the fd, call lost_cb
  * once. reason has been set with rl_fail. */
@@ -295,14 +342,12 @@ static void become_lost(struct rl_lock *l)
     char reason[RL_ERRLEN];
 
     snprintf(reason, sizeof(reason), "%s", rl_last_error());
-    extend_abort(l->round);
-    l->round = NULL;
+    drop_renewal(l);
     l->round_req = NULL;
     l->waiting_extend = NULL;
     l->state = LOCK_LOST;
     l->lost_cb = NULL;
-    if (l->timer != NULL)
-        loop_timer_stop(l->timer);
+    unwatch(l);
     if (!atomic_exchange(&l->lost, true)) {
         signal_fd(atomic_load(&l->lost_fd));
         client_count(c, STAT_LOST);
@@ -334,37 +379,165 @@ static bool capped(const struct rl_lock *l, rl_mono_us now)
            (l->hold_end_us != 0 && now >= l->hold_end_us);
 }
 
-/* Arm the timer for the next renewal or the margin, whichever is first. */
-static void schedule(struct rl_lock *l)
+static struct rl_lock *due_lock(struct theap_node *n)
 {
-    rl_mono_us now = mono_now_us();
-    uint64_t deadline = atomic_load(&l->deadline_us);
-    rl_mono_us wake = deadline - margin_us(l);
-
-    if (l->timer == NULL || l->state == LOCK_LOST)
-        return;
-    if (l->state == LOCK_HELD && !capped(l, now) &&
-        l->next_renewal_us < wake)
-        wake = l->next_renewal_us;
-    loop_timer_arm(l->timer, wake > now ? wake - now : 0);
+    return (struct rl_lock *)((char *)n - offsetof(struct rl_lock, due));
 }
 
+static struct rl_lock *margin_lock(struct theap_node *n)
+{
+    return (struct rl_lock *)((char *)n - offsetof(struct rl_lock, margin));
+}
+
+static rl_mono_us interval_us(const struct rl_lock *l)
+{
+    return (rl_mono_us)l->interval_ms * 1000u;
+}
+
+/* How early a renewal may go out to join a batch: shorter than both the
+ * interval and the retry pause (interval/4), so never twice in a tick. */
+static rl_mono_us window_us(const struct rl_lock *l)
+{
+    return interval_us(l) / 8 < WINDOW_MAX_US ? interval_us(l) / 8
+                                               : WINDOW_MAX_US;
+}
+
+/* Arm the client's timer at the earliest instant of both heaps, unless it
+ * already fires no later (an early wake-up finds nothing to do). */
+static void arm(struct holders *h)
+{
+    struct theap_node *d =
+        h->batches < BATCHES_MAX ? theap_min(&h->due) : NULL;
+    struct theap_node *m = theap_min(&h->margins);
+    rl_mono_us at, now;
+
+    if (h->timer == NULL || (d == NULL && m == NULL))
+        return;
+    at = d == NULL || (m != NULL && m->key < d->key) ? m->key : d->key;
+    if (at == 0)
+        at = 1;
+    if (h->armed_at != 0 && h->armed_at <= at)
+        return;
+    now = mono_now_us();
+    h->armed_at = at;
+    loop_timer_arm(h->timer, at > now ? at - now : 0);
+}
+
+/* Queue n in heap h at key, or take it out (queue false); a node already
+ * queued at key stays where it is. */
+static void requeue(struct theap *h, struct theap_node *n, bool queue,
+                    uint64_t key)
+{
+    if (theap_queued(h, n) && (!queue || n->key != key))
+        theap_remove(h, n);
+    if (queue && !theap_queued(h, n))
+        theap_insert(h, n, key);
+}
+
+/* Queue l in the heaps for its next renewal and its margin. */
+static void schedule(struct rl_lock *l)
+{
+    rl_client *c = atomic_load(&l->client);
+    struct holders *h = registry(c);
+    uint64_t deadline = atomic_load(&l->deadline_us);
+    bool watched = l->watching && l->state != LOCK_LOST;
+
+    requeue(&h->margins, &l->margin, watched, deadline - margin_us(l));
+    requeue(&h->due, &l->due,
+            watched && l->state == LOCK_HELD && !capped(l, mono_now_us()),
+            l->next_renewal_us);
+    if (watched)
+        arm(h);
+}
+
+/* The watchdog could not start a renewal (out of memory): try again after
+ * the retry pause. */
+static void renewal_retry(struct rl_lock *l)
+{
+    rl_mono_us pause = interval_us(l) / 4;
+
+    if (pause > RETRY_PAUSE_MAX_MS * 1000u)
+        pause = RETRY_PAUSE_MAX_MS * 1000u;
+    l->next_renewal_us = mono_now_us() + pause;
+    schedule(l);
+}
+
+/* Run the batch being filled (if any). */
+static void flush_batch(struct extend_batch **b)
+{
+    if (*b != NULL)
+        extend_batch_run(*b);
+    *b = NULL;
+}
+
+/* A batch is over: renewals waiting for room may go. */
+static void batch_over(void *arg)
+{
+    struct holders *h = arg;
+
+    h->batches--;
+    arm(h);
+}
+
+/* Put l (HELD, due) into batch b: HELD -> RENEWING. */
+static void batch_renewal(struct rl_lock *l, struct extend_batch *b)
+{
+    l->batch = b;
+    l->batch_slot = (uint32_t)extend_batch_add(
+        b, &l->rec, atomic_load(&l->ttl_ms), l->acquired_us, l);
+    l->state = LOCK_RENEWING;
+    /* Out of due, still in margins: RENEWING until the outcome. */
+    schedule(l);
+}
+
+/* The client's watchdog timer: margins first (those locks are lost), then
+ * every renewal due within the window, in batches. */
 static void tick(void *arg)
 {
-    struct rl_lock *l = arg;
-    rl_mono_us now = mono_now_us();
+    rl_client *c = arg;
+    struct holders *h = registry(c);
+    rl_mono_us now = mono_now_us(), horizon;
+    struct extend_batch *b = NULL;
+    struct theap_node *n;
+    struct rl_lock *l;
 
-    if (remaining_us(l) <= (int64_t)margin_us(l)) {
+    h->armed_at = 0;
+    while ((n = theap_min(&h->margins)) != NULL && n->key <= now) {
+        l = margin_lock(n);
+        theap_remove(&h->margins, n);
         rl_fail(RL_ELOST,
                 "'%s': no renewal succeeded before the safety margin",
                 l->rec.resource);
         become_lost(l);
-        return;
     }
-    if (l->state == LOCK_HELD && !capped(l, now) &&
-        now >= l->next_renewal_us)
-        start_renewal(l, NULL);
-    schedule(l);
+    n = theap_min(&h->due);
+    horizon = n != NULL && n->key <= now ? now + window_us(due_lock(n)) : 0;
+    while ((n = theap_min(&h->due)) != NULL && n->key <= horizon) {
+        l = due_lock(n);
+        if (b == NULL || !extend_batch_fits(b, l->rec.nkeys)) {
+            flush_batch(&b);
+            if (h->batches >= BATCHES_MAX)
+                break; /* batch_over re-arms the timer */
+            b = extend_batch_new(c, renewed, batch_over, h);
+            if (b == NULL) { /* out of memory: try again later */
+                renewal_retry(l);
+                continue;
+            }
+            h->batches++;
+        }
+        theap_remove(&h->due, n);
+        if (capped(l, now)) {
+            schedule(l); /* no more renewals: only the margin is left */
+        } else if (remaining_us(l) <= 0) {
+            rl_fail(RL_ELOST, "'%s': validity ran out before the extension",
+                    l->rec.resource);
+            become_lost(l);
+        } else {
+            batch_renewal(l, b);
+        }
+    }
+    flush_batch(&b);
+    arm(h);
 }
 
 static rl_status check_watch_opts(const rl_acquire_opts *o, uint32_t ttl_ms)
@@ -388,14 +561,13 @@ static rl_status check_watch_opts(const rl_acquire_opts *o, uint32_t ttl_ms)
     return RL_OK;
 }
 
-/* Start watching l with timer (made by the caller, so this cannot fail). */
-static void watch(struct rl_lock *l, const rl_acquire_opts *o,
-                  struct loop_timer *timer)
+/* Start watching l (the client's timer exists: this cannot fail). */
+static void watch(struct rl_lock *l, const rl_acquire_opts *o)
 {
     rl_mono_us now = mono_now_us();
     uint32_t ttl = atomic_load(&l->ttl_ms);
 
-    l->timer = timer;
+    l->watching = true;
     l->interval_ms = o->extend_interval_ms != 0 ? o->extend_interval_ms
                                                 : ttl / 3;
     if (l->interval_ms == 0)
@@ -411,11 +583,39 @@ static void watch(struct rl_lock *l, const rl_acquire_opts *o,
     schedule(l);
 }
 
+/* Stop watching: out of the heaps and out of a batch in flight (a user's
+ * round goes on). */
 static void unwatch(struct rl_lock *l)
 {
-    loop_timer_free(l->timer);
-    l->timer = NULL;
+    rl_client *c = atomic_load(&l->client);
+
+    l->watching = false;
     l->lost_cb = NULL;
+    if (l->batch != NULL) {
+        extend_batch_drop(l->batch, l->batch_slot);
+        l->batch = NULL;
+        if (l->state == LOCK_RENEWING)
+            l->state = LOCK_HELD;
+    }
+    if (c != NULL) {
+        theap_remove(&registry(c)->due, &l->due);
+        theap_remove(&registry(c)->margins, &l->margin);
+    }
+}
+
+/* The client's watchdog timer, made on first need (any thread). */
+static rl_status ensure_timer(rl_client *c)
+{
+    struct holders *h = registry(c);
+    rl_status st = RL_OK;
+
+    pthread_mutex_lock(&h->mutex);
+    if (h->timer == NULL)
+        h->timer = loop_timer_new(c->loop, tick, c);
+    if (h->timer == NULL)
+        st = rl_fail(RL_ENOMEM, "out of memory for a watchdog");
+    pthread_mutex_unlock(&h->mutex);
+    return st;
 }
 
 /* ---- Renewal ------------------------------------------------------------ */
@@ -432,10 +632,10 @@ static void renewed(void *owner, rl_status st, rl_mono_us t0,
     rl_client *c = atomic_load(&l->client);
     uint32_t ttl = user != NULL ? user->ttl_ms : atomic_load(&l->ttl_ms);
     uint64_t old_deadline = atomic_load(&l->deadline_us);
-    rl_mono_us deadline;
-    uint32_t pause_ms;
+    rl_mono_us deadline, pause_us;
 
     l->round = NULL;
+    l->batch = NULL;
     l->round_req = NULL;
     l->state = LOCK_HELD;
     if (st == RL_OK) {
@@ -466,10 +666,10 @@ static void renewed(void *owner, rl_status st, rl_mono_us t0,
         l->next_renewal_us = mono_now_us() +
                              (rl_mono_us)l->interval_ms * 1000u;
     } else if (user == NULL) {
-        pause_ms = l->interval_ms / 4 < RETRY_PAUSE_MAX_MS
-                       ? l->interval_ms / 4
-                       : RETRY_PAUSE_MAX_MS;
-        l->next_renewal_us = mono_now_us() + (rl_mono_us)pause_ms * 1000u;
+        pause_us = interval_us(l) / 4 < RETRY_PAUSE_MAX_MS * 1000u
+                       ? interval_us(l) / 4
+                       : RETRY_PAUSE_MAX_MS * 1000u;
+        l->next_renewal_us = mono_now_us() + pause_us;
     }
     if (user != NULL)
         req_finish(user, st, l);
@@ -482,7 +682,7 @@ static void renewed(void *owner, rl_status st, rl_mono_us t0,
     schedule(l);
 }
 
-/* HELD -> RENEWING for the watchdog (user NULL) or a user extend. */
+/* HELD -> RENEWING for a user extend (the watchdog renews in batches). */
 static void start_renewal(struct rl_lock *l, struct lock_req *user)
 {
     rl_client *c = atomic_load(&l->client);
@@ -497,15 +697,25 @@ static void start_renewal(struct rl_lock *l, struct lock_req *user)
     }
     l->round = extend_new(c, &l->rec, ttl, l->acquired_us, renewed, l);
     if (l->round == NULL) {
-        if (user != NULL)
-            req_finish(user, RL_ENOMEM, l);
-        else /* out of memory: the watchdog tries again a little later */
-            l->next_renewal_us = mono_now_us() + RETRY_PAUSE_MAX_MS * 1000u;
+        req_finish(user, RL_ENOMEM, l);
         return;
     }
     l->round_req = user;
     l->state = LOCK_RENEWING;
+    schedule(l); /* out of due while renewing */
     extend_run(l->round);
+}
+
+/* A user extend waited behind a watchdog batch that was dropped (watchdog
+ * stopped or restarted): start it now. */
+static void resume_waiting(struct rl_lock *l)
+{
+    struct lock_req *waiting = l->waiting_extend;
+
+    if (waiting != NULL && l->state == LOCK_HELD) {
+        l->waiting_extend = NULL;
+        start_renewal(l, waiting);
+    }
 }
 
 /* ---- Release and free --------------------------------------------------- */
@@ -518,9 +728,9 @@ static void lock_free_now(struct rl_lock *l)
     struct lock_req *user = l->round_req;
     struct lock_req *waiting = l->waiting_extend;
 
-    extend_abort(l->round);
+    drop_renewal(l);
+    unwatch(l);
     release_abort(l->release);
-    l->round = NULL;
     l->release = NULL;
     l->round_req = l->waiting_extend = NULL;
     if (user != NULL || waiting != NULL)
@@ -555,8 +765,7 @@ static void start_release(struct rl_lock *l, struct lock_req *r)
     struct lock_req *waiting = l->waiting_extend;
     bool expired = remaining_us(l) <= 0;
 
-    extend_abort(l->round);
-    l->round = NULL;
+    drop_renewal(l);
     l->round_req = l->waiting_extend = NULL;
     unwatch(l);
     if (user != NULL || waiting != NULL)
@@ -602,12 +811,11 @@ static void acquired(void *owner, rl_status st, const struct acquire_grant *g)
         l->owner = r->caller;
         l->holds = 1;
     }
+    registry_add(c, l);
     if (r->opts.auto_extend) {
         atomic_store(&l->watched, true);
-        watch(l, &r->opts, r->timer);
-        r->timer = NULL;
+        watch(l, &r->opts);
     }
-    registry_add(c, l);
     req_finish(r, RL_OK, l);
 }
 
@@ -647,12 +855,13 @@ static void run_request(struct op *base)
         atomic_store(&l->quiet, false);
         if (l->state == LOCK_HELD || l->state == LOCK_RENEWING) {
             unwatch(l);
-            watch(l, &r->opts, r->timer);
-            r->timer = NULL;
+            watch(l, &r->opts);
+            resume_waiting(l);
         }
         break;
     case REQ_UNWATCH:
         unwatch(l);
+        resume_waiting(l);
         break;
     case REQ_REENTRY:
         rl_error_clear();
@@ -679,10 +888,10 @@ static void cancel_request(struct op *base)
         return;
     case REQ_EXTEND:
         if (l->round_req == r) {
-            extend_abort(l->round);
-            l->round = NULL;
+            drop_renewal(l);
             l->round_req = NULL;
             l->state = LOCK_HELD;
+            schedule(l);
         }
         if (l->waiting_extend == r)
             l->waiting_extend = NULL;
@@ -835,13 +1044,10 @@ rl_status holder_acquire(rl_client *c, const char *const *resources,
     r->caller = pthread_self();
     if (o != NULL)
         r->opts = *o;
-    if (r->opts.auto_extend) {
-        r->timer = loop_timer_new(c->loop, tick, l);
-        if (r->timer == NULL) {
-            req_free(r);
-            lock_destroy(l);
-            return rl_fail(RL_ENOMEM, "out of memory for a watchdog");
-        }
+    if (r->opts.auto_extend && ensure_timer(c) != RL_OK) {
+        req_free(r);
+        lock_destroy(l);
+        return RL_ENOMEM;
     }
     st = submit(r);
     if (st != RL_OK)
@@ -1080,13 +1286,11 @@ rl_status rl_watchdog_start(rl_lock *l, const rl_acquire_opts *o)
     st = r != NULL ? RL_OK : RL_ENOMEM;
     if (r != NULL) {
         r->opts = o != NULL ? *o : defaults;
-        r->timer = loop_timer_new(c->loop, tick, l);
-        if (r->timer == NULL) {
+        st = ensure_timer(c);
+        if (st != RL_OK)
             req_free(r);
-            st = rl_fail(RL_ENOMEM, "out of memory for a watchdog");
-        } else {
+        else
             st = submit(r);
-        }
     }
     if (st != RL_OK)
         atomic_store(&l->watched, false);
@@ -1133,8 +1337,7 @@ void holders_shutdown(rl_client *c)
     pthread_mutex_lock(&h->mutex);
     for (l = h->head; l != NULL; l = next) {
         next = l->next;
-        extend_abort(l->round);
-        l->round = NULL;
+        drop_renewal(l);
         if (l->state == LOCK_RENEWING)
             l->state = LOCK_HELD;
         unwatch(l);
@@ -1145,6 +1348,9 @@ void holders_shutdown(rl_client *c)
             atomic_store(&l->client, NULL);
     }
     h->head = NULL;
+    loop_timer_free(h->timer);
+    h->timer = NULL;
+    h->armed_at = 0;
     pthread_mutex_unlock(&h->mutex);
     pthread_mutex_unlock(&orphan_mutex);
 }
@@ -1153,6 +1359,7 @@ void holders_free(rl_client *c)
 {
     if (c->holders == NULL)
         return;
+    loop_timer_free(c->holders->timer); /* made after the shutdown: idle */
     pthread_mutex_destroy(&c->holders->mutex);
     free(c->holders);
     c->holders = NULL;

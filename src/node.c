@@ -532,11 +532,45 @@ static struct wire *wire_format(struct wire *w, int argc, const char **argv,
     return w;
 }
 
+/* Make dst the command verb, script (digest or source), then the
+ * arguments kept in args. A batch of renewals (touch-batch) needs more
+ * arguments than the stack arrays hold. NULL (dst freed) on OOM. */
+static struct wire *wire_format_script(struct wire *dst, const char *verb,
+                                       const char *script,
+                                       const struct wire *args)
+{
+    const char *stack[RL_MAX_RESOURCES + 16];
+    size_t stack_lens[RL_MAX_RESOURCES + 16];
+    const char **full = stack;
+    size_t *full_lens = stack_lens;
+    int argc = args->argc + 2;
+    int i;
+
+    if (argc > (int)ARRAY_SIZE(stack)) {
+        full = malloc((size_t)argc * (sizeof(char *) + sizeof(size_t)));
+        if (full == NULL) {
+            wire_unref(dst);
+            return NULL;
+        }
+        full_lens = (size_t *)(full + argc);
+    }
+    full[0] = verb;
+    full_lens[0] = strlen(verb);
+    full[1] = script;
+    full_lens[1] = strlen(script);
+    for (i = 0; i < args->argc; i++) {
+        full[i + 2] = args->argv[i];
+        full_lens[i + 2] = args->lens[i];
+    }
+    dst = wire_format(dst, argc, full, full_lens);
+    if (full != stack)
+        free(full);
+    return dst;
+}
+
 struct wire *wire_new(const struct script *s, int nkeys, int argc,
                       const char **argv, const size_t *lens)
 {
-    const char *full[RL_MAX_RESOURCES + 16];
-    size_t full_lens[RL_MAX_RESOURCES + 16];
     char nkeys_buf[16];
     size_t data_len = sizeof(nkeys_buf), off = 0;
     struct wire *w;
@@ -547,8 +581,6 @@ struct wire *wire_new(const struct script *s, int nkeys, int argc,
         w = wire_alloc(0, 0);
         return w != NULL ? wire_format(w, argc, argv, lens) : NULL;
     }
-    if (argc + 3 > (int)ARRAY_SIZE(full))
-        return NULL;
     for (i = 0; i < argc; i++)
         data_len += lens[i];
     /* Keep nkeys and the arguments: the EVAL form needs them again. */
@@ -569,36 +601,17 @@ struct wire *wire_new(const struct script *s, int nkeys, int argc,
         w->lens[i + 1] = lens[i];
         off += lens[i];
     }
-    full[0] = "EVALSHA";
-    full_lens[0] = 7;
-    full[1] = s->sha1;
-    full_lens[1] = 40;
-    for (i = 0; i < w->argc; i++) {
-        full[i + 2] = w->argv[i];
-        full_lens[i + 2] = w->lens[i];
-    }
-    return wire_format(w, w->argc + 2, full, full_lens);
+    return wire_format_script(w, "EVALSHA", s->sha1, w);
 }
 
 /* The EVAL form of a script wire (a new wire, no script: never resent). */
 static struct wire *wire_eval_form(const struct wire *sha)
 {
-    const char *full[RL_MAX_RESOURCES + 16];
-    size_t full_lens[RL_MAX_RESOURCES + 16];
     struct wire *w = wire_alloc(0, 0);
-    int i;
 
     if (w == NULL)
         return NULL;
-    full[0] = "EVAL";
-    full_lens[0] = 4;
-    full[1] = sha->script->source;
-    full_lens[1] = strlen(sha->script->source);
-    for (i = 0; i < sha->argc; i++) {
-        full[i + 2] = sha->argv[i];
-        full_lens[i + 2] = sha->lens[i];
-    }
-    return wire_format(w, sha->argc + 2, full, full_lens);
+    return wire_format_script(w, "EVAL", sha->script->source, sha);
 }
 
 /* ---- Sending ------------------------------------------------------------ */

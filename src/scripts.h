@@ -13,6 +13,8 @@ enum script_id {
                              -> {1, counter or false} | {0} */
     SCRIPT_FENCE_WRITE,   /* KEYS: k, fence; ARGV: token, value -> 1 | 0 */
     SCRIPT_FORCE_RELEASE, /* KEYS: k; -> {value or false, pttl}, deleted */
+    SCRIPT_TOUCH_BATCH,   /* KEYS: every lock's keys; ARGV: per lock token,
+                             nkeys, ttl_ms -> "1"|"0"|"2" per lock */
     SCRIPT_COUNT,
 };
 

@@ -5,7 +5,7 @@
 # servers' own limit (redis-benchmark) and the fan-out round-trip floor.
 # Prints the tables and writes docs/benchmarks.md and docs/benchmarks.png.
 #   tools/bench-compare.sh [--rounds N] [--duration S] [--base-port P]
-#                          [--no-install] [--no-docs]
+#                          [--no-install] [--no-docs] [--watched-only]
 #   --rounds N     interleaved rounds of the main workloads (3, at least 3
 #                  for the report's medians)
 #   --duration S   seconds per measurement (3)
@@ -13,6 +13,10 @@
 #   --no-install   do not apt-get / npm ci (they are skipped anyway when
 #                  everything is present)
 #   --no-docs      print the tables only
+#   --watched-only only the watched-locks rows (issue 16: 1,000, 10,000
+#                  and 100,000 locks held with the watchdog, node-redlock's
+#                  `using` at 1,000 and 10,000); their section of
+#                  docs/benchmarks.md is replaced, the rest kept
 # Environment: BENCH_BUILD_DIR (build/release), BENCH_OUT (a temp dir for
 # the raw JSON lines; kept when set). Runs as root or with sudo for apt.
 # Nodes come from tools/nodes.sh; the script turns their AOF off
@@ -27,6 +31,7 @@ duration=3
 base=7501
 install=1
 docs=1
+watched_only=0
 cmdline="${BENCH_BUILD_DIR:+BENCH_BUILD_DIR=$BENCH_BUILD_DIR }tools/bench-compare.sh${*:+ $*}"
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -35,7 +40,8 @@ while [ $# -gt 0 ]; do
     --base-port) base=${2:?--base-port needs a value}; shift ;;
     --no-install) install=0 ;;
     --no-docs) docs=0 ;;
-    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --watched-only) watched_only=1 ;;
+    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-compare: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -112,8 +118,28 @@ dur=(--duration "$duration")
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 t_start=$(date +%s)
 
-# ---- Main workloads a, b, c, interleaved; the floor each round -------------
+# ---- w: watched locks (issue 16), interleaved -------------------------------
+# N locks held with the watchdog, renewed for a while: 3 s TTL (renewed
+# every second) at 1,000 and 10,000 locks, 30 s TTL at 100,000 (10,000
+# renewals/s: what 2 CPUs shared with 5 servers sustain); node-redlock's
+# `using` at 1,000 and 10,000. The window covers at least one interval.
+wdur=$(awk -v d="$duration" 'BEGIN { print d < 5 ? 5 : d }')
 for ((r = 1; r <= rounds; r++)); do
+    for spec in 1000:3000:$wdur 10000:3000:$wdur 100000:30000:12; do
+        IFS=: read -r n ttl d <<<"$spec"
+        say "round $r/$rounds: $n watched locks (redlock)"
+        ours "$n5" --watched "$n" --ttl "$ttl" --duration "$d" \
+            --label "w:$n" >>"$out/ours.w.$r.jsonl"
+        [ "$n" -le 10000 ] || continue
+        say "round $r/$rounds: $n watched locks (node-redlock using)"
+        theirs "$n5" --watched "$n" --ttl "$ttl" --duration "$d" \
+            --label "w:$n" >>"$out/node.w.$r.jsonl"
+    done
+done
+
+# ---- Main workloads a, b, c, interleaved; the floor each round -------------
+[ "$watched_only" = 1 ] && rounds_main=0 || rounds_main=$rounds
+for ((r = 1; r <= rounds_main; r++)); do
     say "round $r/$rounds: redlock (a, b, c, floor)"
     ours "$n5" --phases a,b,c "${dur[@]}" --label main >"$out/ours.main.$r.jsonl"
     ours "$n5" --phases floor "${dur[@]}" --label floor >>"$out/ours.main.$r.jsonl"
@@ -121,6 +147,7 @@ for ((r = 1; r <= rounds; r++)); do
     theirs "$n5" --phases a,b,c "${dur[@]}" --label main >"$out/node.main.$r.jsonl"
 done
 
+if [ "$watched_only" = 0 ]; then
 # ---- d: node counts ---------------------------------------------------------
 for ((r = 1; r <= rounds; r++)); do
     for n in 3 5 7 9; do
@@ -223,6 +250,7 @@ for p in 1 16; do
         evalsha "$sha" 1 "bench:rb:__rand_int__" tok |
         tail -1 | sed "s/^/evalsha_release,$p,/" >>"$out/server.txt"
 done
+fi
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 elapsed=$(($(date +%s) - t_start))
 
@@ -240,6 +268,7 @@ elapsed=$(($(date +%s) - t_start))
     echo "redlock_js=$(node -p "require('$root/bench/peers/node-redlock/node_modules/redlock/package.json').version")"
     echo "ioredis=$(node -p "require('$root/bench/peers/node-redlock/node_modules/ioredis/package.json').version")"
     echo "rounds=$rounds"
+    echo "watched_only=$watched_only"
     echo "duration=$duration"
     echo "load_start=$load_start"
     echo "load_end=$load_end"
@@ -249,7 +278,7 @@ elapsed=$(($(date +%s) - t_start))
 
 # ---- Tables, report, plot ---------------------------------------------------
 report=$out/benchmarks.md
-python3 - "$out" "$report" "$out/plot.dat" <<'PY'
+python3 - "$out" "$report" "$out/plot.dat" docs/benchmarks.md <<'PY'
 # Turns the JSON lines of one bench-compare run into the markdown report
 # and the plot's data file. argv: OUT_DIR REPORT.md PLOT.dat
 import glob
@@ -258,7 +287,7 @@ import os
 import statistics
 import sys
 
-out, report_path, plot_path = sys.argv[1:4]
+out, report_path, plot_path, previous_path = sys.argv[1:5]
 machine = dict(l.rstrip("\n").split("=", 1)
                for l in open(os.path.join(out, "machine.txt")) if "=" in l)
 nproc = int(machine.get("nproc", "2"))
@@ -324,8 +353,8 @@ def ratio(a, b):
     return "%.2f" % (med(a) / med(b))
 
 
-ours = {s: load("ours", s) for s in ("main", "d", "e", "f")}
-node = {s: load("node", s) for s in ("main", "d", "e", "f")}
+ours = {s: load("ours", s) for s in ("main", "d", "e", "f", "w")}
+node = {s: load("node", s) for s in ("main", "d", "e", "f", "w")}
 lines = []
 w = lines.append
 concs = sorted({r["concurrency"] for rows in ours["main"].values()
@@ -527,7 +556,8 @@ w("")
 w("| command | pipeline | requests/s | avg latency ms |")
 w("|---|---:|---:|---:|")
 srv = {}
-for l in open(os.path.join(out, "server.txt")):
+server_txt = os.path.join(out, "server.txt")
+for l in (open(server_txt) if os.path.exists(server_txt) else []):
     f = [x.strip('"') for x in l.strip().split(",")]
     if len(f) < 5:
         continue
@@ -572,6 +602,61 @@ for name, key in (("PING, 3 of 5", "quorum_us"), ("PING, 5 of 5", "all_us"),
         cell(values(ours["main"], "floor", "floor", None, "%s.%s" % (key, p)))
         for p in ("p50", "p90", "p99", "max"))))
 w("")
+
+# ---- w: watched locks
+W_BEGIN = "<!-- watched: begin (tools/bench-compare.sh) -->"
+W_END = "<!-- watched: end -->"
+wl = []
+wl.append(W_BEGIN)
+wl.append("## w: watched locks (issue 16)")
+wl.append("")
+wl.append("N locks held at once by one client with the watchdog "
+          "(`redlock-cli bench --watched N --ttl MS`: `auto_extend`, "
+          "acquired 256 at a time) and node-redlock's auto-extension "
+          "(`redlock.using`, extended when ttl×2/3 remain: every ttl/3, as "
+          "ours), then renewed for %s s (12 s at 30 s TTL). Renewals: ours "
+          "from `rl_client_stats`, node-redlock's successful "
+          "`redlock.extend` calls. Client CPU: the process over the "
+          "renewal window only; server CPU: the 5 nodes' `INFO cpu`, summed. "
+          "Bytes per held lock: RSS after acquiring minus before, over N. "
+          "Run `%s` for %s interleaved rounds; generated %s." % (
+              max(float(machine.get("duration", "3")), 5),
+              machine.get("cmdline", "?"), machine.get("rounds"),
+              machine.get("date", "?")))
+wl.append("")
+wl.append("| locks | TTL ms | measure | libredlock (C) | node-redlock | "
+          "ratio |")
+wl.append("|---:|---:|---|---:|---:|---:|")
+for n in (1000, 10000, 100000):
+    lab = "w:%d" % n
+    a_rows = values(ours["w"], "watched", lab, None, "ttl_ms")
+    ttl = fmt(med(a_rows)) if a_rows else "–"
+    for m, key in (("renewals/s", "renewals_per_s"),
+                   ("client CPU µs/renewal", "cpu_us_per_renewal"),
+                   ("server CPU µs/renewal (5 nodes)",
+                    "server_cpu_us_per_renewal"),
+                   ("bytes per held lock", "bytes_per_lock"),
+                   ("resource name bytes", "resource_bytes"),
+                   ("locks lost", "lost"),
+                   ("acquiring all (s)", "acquire_s")):
+        a = values(ours["w"], "watched", lab, None, key)
+        b = values(node["w"], "watched", lab, None, key)
+        wl.append("| %s | %s | %s | %s | %s | %s |" % (
+            "{:,}".format(n), ttl, m, cell(a), cell(b), ratio(a, b)))
+    a = [1e6 / x for x in values(ours["w"], "watched", lab, None,
+                                 "cpu_us_per_renewal") if x > 0]
+    b = [1e6 / x for x in values(node["w"], "watched", lab, None,
+                                 "cpu_us_per_renewal") if x > 0]
+    wl.append("| %s | %s | renewals per client CPU second | %s | %s | %s |"
+              % ("{:,}".format(n), ttl, cell(a), cell(b), ratio(a, b)))
+wl.append("")
+c1 = values(ours["w"], "watched", "w:1000", None, "cpu_us_per_renewal")
+c100 = values(ours["w"], "watched", "w:100000", None, "cpu_us_per_renewal")
+wl.append("Client CPU per renewal from 1,000 to 100,000 locks: %s → %s µs "
+          "(goal: ≤ 2 µs, flat)." % (fmt(med(c1)), fmt(med(c100))))
+wl.append(W_END)
+wl.append("")
+lines.extend(wl)
 
 # ---- Targets
 w("## Targets (issue 6 §3)")
@@ -682,7 +767,24 @@ w("- **e, one node 20 ms slower**: the sequential acquire p50 rises with "
   "in flight the round keeps the quorum's pace (b64 within 1.05x).")
 w("")
 
-open(report_path, "w").write("\n".join(lines) + "\n")
+if machine.get("watched_only") == "1":
+    # Only the watched section was measured: splice it into the previous
+    # report, keeping every other section as it was.
+    prev = open(previous_path).read() if os.path.exists(previous_path) \
+        else ""
+    section = "\n".join(wl[:-1])
+    if W_BEGIN in prev and W_END in prev:
+        head, rest = prev.split(W_BEGIN, 1)
+        tail = rest.split(W_END, 1)[1]
+        text = head + section + tail
+    elif "## Targets" in prev:
+        head, tail = prev.split("## Targets", 1)
+        text = head + section + "\n\n## Targets" + tail
+    else:
+        text = prev + "\n" + section + "\n"
+    open(report_path, "w").write(text)
+else:
+    open(report_path, "w").write("\n".join(lines) + "\n")
 with open(plot_path, "w") as f:
     f.write("# in_flight ours_med ours_min ours_max node_med node_min "
             "node_max (cycles/s)\n")
@@ -695,7 +797,9 @@ with open(plot_path, "w") as f:
 PY
 if [ "$docs" = 1 ]; then
     cp "$report" docs/benchmarks.md
-    if command -v gnuplot >/dev/null; then
+    if [ "$watched_only" = 1 ]; then
+        say "watched-only: docs/benchmarks.png kept"
+    elif command -v gnuplot >/dev/null; then
         tools/bench-plot.sh "$out/plot.dat" docs/benchmarks.png
     else
         say "gnuplot not found: no plot"

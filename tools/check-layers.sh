@@ -9,11 +9,11 @@ src=${1:-"$(dirname "$0")/../src"}
 
 layer_of() {
     case "$1" in
-    common|error|clock|token|uri|config|scripts) echo 0 base ;;
+    common|error|clock|token|uri|config|scripts|timeheap) echo 0 base ;;
     loop|conn|tls)                            echo 1 loop/conn ;;
     node|notify)                              echo 2 node ;;
     quorum|fence|lockrec|core)                echo 3 quorum ;;
-    acquire|extend|release|inspect|admin)     echo 4 operations ;;
+    acquire|extend|release|inspect)           echo 4 operations ;;
     holder)                                   echo 5 holder ;;
     client|blocking|metrics)                  echo 6 facade ;;
     *)                                        echo "- none" ;;

@@ -14,6 +14,12 @@
  *      count that must be 0;
  *   f  memory: RSS of a fresh client (its baseline), then RSS with
  *      --locks (10 000) locks held minus RSS with none: bytes per lock;
+ *   watched (--watched N, issue 16): N locks held with the watchdog
+ *      (auto_extend, acquired F_INFLIGHT at a time), then renewed for
+ *      --duration: renewals/s (rl_client_stats), client CPU per renewal
+ *      (getrusage over the renewal window only), server CPU per renewal
+ *      (INFO cpu), bytes per held lock (RSS before and after acquiring)
+ *      and the number of locks lost;
  *   floor (hidden, for tools/bench-compare.sh): the fan-out round-trip
  *      floor, PING to every node at once over direct connections, time
  *      until a quorum and until all have answered.
@@ -72,6 +78,10 @@ static const char usage[] =
 "  --contenders LIST    phase c: numbers of contenders (2,8)\n"
 "  --locks N            phase f: locks held at once (10000)\n"
 "  --label TEXT         copied into every JSON object (e.g. which setup)\n"
+"  --watched N          instead of the phases: hold N locks with the\n"
+"                       watchdog for --duration and report renewals/s,\n"
+"                       client and server CPU per renewal, bytes per held\n"
+"                       lock and locks lost (--ttl sets their TTL)\n"
 "\n"
 "Output: a table, or with --json one object per measurement per line:\n"
 "phase, label, nodes, concurrency, duration_s, cycles, cycles_per_s,\n"
@@ -80,13 +90,17 @@ static const char usage[] =
 "failures; phase c adds contenders, hold_ms, acquisitions_per_s,\n"
 "handoffs_per_s, wait_us, handoff_us, shares, fairness and overlaps;\n"
 "phase f adds locks, bytes_per_lock, resource_bytes, baseline_rss_kb.\n"
+"--watched: phase \"watched\", locks, ttl_ms, duration_s, acquire_s,\n"
+"renewals, renewals_per_s, cpu_us_per_renewal, server_cpu_us_per_renewal,\n"
+"bytes_per_lock, resource_bytes, lost, failures.\n"
 "Phase c's hand-off speed depends on --retry-delay and --retry-jitter.\n"
 "Exit: 0, 2 usage, 3 no quorum.\n"
 "\n"
 "Examples:\n"
 "  redlock-cli bench --phases a --duration 5\n"
 "  redlock-cli --json bench --phases b --concurrency 1,64 | jq .cycles_per_s\n"
-"  redlock-cli --retry-delay 5 --retry-jitter 2 bench --phases c\n";
+"  redlock-cli --retry-delay 5 --retry-jitter 2 bench --phases c\n"
+"  redlock-cli bench --watched 10000 --ttl 3000 --duration 10\n";
 
 struct samples {
     uint64_t *v;                /* µs */
@@ -121,7 +135,8 @@ struct bench {
     uint64_t *shares;           /* phase c: acquisitions per contender */
     rl_uri **uris;              /* o->node_count parsed node URIs */
     redisContext **direct;      /* floor: a connection per node */
-    /* phase f */
+    /* phases f and watched ('w') */
+    atomic_uint lost;           /* watched: lost callbacks */
     rl_lock **held;             /* locks held, f_target of them */
     size_t f_target;
     size_t f_next;              /* next lock index to acquire (mu) */
@@ -260,7 +275,7 @@ static void on_acquired(rl_client *c, rl_status st, rl_lock *lock,
             start_acquire(s);
         return;
     }
-    if (b->phase == 'f') {
+    if (b->phase == 'f' || b->phase == 'w') {
         keep_lock(s, lock);
         return;
     }
@@ -275,6 +290,14 @@ static void on_acquired(rl_client *c, rl_status st, rl_lock *lock,
     }
 }
 
+static void on_lost(rl_lock *l, void *privdata)
+{
+    struct bench *b = privdata;
+
+    (void)l;
+    atomic_fetch_add(&b->lost, 1);
+}
+
 static void start_acquire(struct slot *s)
 {
     struct bench *b = s->b;
@@ -282,12 +305,17 @@ static void start_acquire(struct slot *s)
 
     memset(&ao, 0, sizeof(ao));
     ao.ttl_ms = b->ttl_ms;
+    if (b->phase == 'w') {
+        ao.auto_extend = true;
+        ao.lost_cb = on_lost;
+        ao.lost_privdata = b;
+    }
     if (b->phase == 'a') {
         pthread_mutex_lock(&b->mu);
         snprintf(s->res, sizeof(s->res), "bench:%ld:a:%lu", (long)getpid(),
                  b->seq++);
         pthread_mutex_unlock(&b->mu);
-    } else if (b->phase == 'f') {
+    } else if (b->phase == 'f' || b->phase == 'w') {
         bool more;
 
         pthread_mutex_lock(&b->mu);
@@ -300,8 +328,8 @@ static void start_acquire(struct slot *s)
             slot_done(s);
             return;
         }
-        snprintf(s->res, sizeof(s->res), "bench:%ld:f:%zu", (long)getpid(),
-                 s->f_idx);
+        snprintf(s->res, sizeof(s->res), "bench:%ld:%c:%zu", (long)getpid(),
+                 b->phase, s->f_idx);
     }
     s->t_acq = cli_mono_us();
     if (rl_acquire_async(b->c, s->res, &ao, on_acquired, s) != RL_OK) {
@@ -647,13 +675,15 @@ static int run_one(struct bench *b, char phase, int n, double duration,
 
 /* ---- Phase f: memory ----------------------------------------------------- */
 
-/* Start `slots` async slots of phase f and wait until they finish. */
-static int f_round(struct bench *b, struct slot *slots, int nslots)
+/* Start `slots` async slots of phase f (or watched: 'w') and wait until
+ * they finish. */
+static int f_round(struct bench *b, struct slot *slots, int nslots,
+                   char phase)
 {
     int i;
 
     reset(b);
-    b->phase = 'f';
+    b->phase = phase;
     b->active = nslots;
     b->f_next = 0;
     for (i = 0; i < nslots; i++) {
@@ -744,14 +774,14 @@ static int phase_f(struct bench *b)
      * F_INFLIGHT / f_target. */
     target = b->f_target;
     b->f_target = target < F_INFLIGHT ? target : F_INFLIGHT;
-    if (f_round(b, slots, F_INFLIGHT) != 0 || f_release_all(b) != 0) {
+    if (f_round(b, slots, F_INFLIGHT, 'f') != 0 || f_release_all(b) != 0) {
         code = -2;
         goto out;
     }
     b->f_target = target;
     rss0 = rss_kb();
     t0 = cli_mono_us();
-    if (f_round(b, slots, F_INFLIGHT) != 0) {
+    if (f_round(b, slots, F_INFLIGHT, 'f') != 0) {
         code = -2;
         goto out;
     }
@@ -793,6 +823,118 @@ out:
     rl_client_free(b->c);
     b->c = main_c;
     free(slots);
+    free(b->held);
+    b->held = NULL;
+    return code;
+}
+
+/* ---- Watched: N locks renewed by the watchdog ---------------------------- */
+
+static uint64_t renewals_now(const struct bench *b)
+{
+    rl_stats st;
+
+    return rl_client_stats(b->c, &st) == RL_OK ? st.renewals : 0;
+}
+
+/* Server CPU seconds summed over the nodes that answered both times. */
+static double server_cpu_delta(struct bench *b, const double *s0,
+                               const bool *ok0)
+{
+    size_t nn = b->o->node_count, i;
+    double *s1 = calloc(nn, sizeof(*s1));
+    bool *ok1 = calloc(nn, sizeof(*ok1));
+    double srv = -1;
+
+    if (s1 != NULL && ok1 != NULL) {
+        server_cpu(b, s1, ok1);
+        for (i = 0; i < nn; i++) {
+            if (!ok0[i] || !ok1[i])
+                continue;
+            srv = (srv < 0 ? 0 : srv) + (s1[i] - s0[i]) * 1e6;
+        }
+    }
+    free(s1);
+    free(ok1);
+    return srv;
+}
+
+/* Acquire `locks` watched locks, measure --duration of renewals, release
+ * them all. */
+static int phase_watched(struct bench *b, uint32_t locks, double duration)
+{
+    struct cli_opts *o = b->o;
+    size_t nn = o->node_count;
+    struct slot *slots = calloc(F_INFLIGHT, sizeof(*slots));
+    double *s0 = calloc(nn, sizeof(*s0));
+    bool *ok0 = calloc(nn, sizeof(*ok0));
+    uint64_t rss0, rss1, t0, t1, t2, cpu1, cpu2, r1, r2, held;
+    double srv, secs, per_s, cpu_per, srv_per, bytes;
+    int code = 0;
+    char name[96];
+
+    b->f_target = locks;
+    b->held = calloc(locks, sizeof(*b->held));
+    if (slots == NULL || s0 == NULL || ok0 == NULL || b->held == NULL) {
+        code = -1;
+        goto out;
+    }
+    memset(b->held, 0, locks * sizeof(*b->held));
+    atomic_store(&b->lost, 0);
+    rss0 = rss_kb();
+    t0 = cli_mono_us();
+    if (f_round(b, slots, F_INFLIGHT, 'w') != 0)
+        _exit(CLI_EXIT_NO_QUORUM); /* callbacks may still use the slots */
+    held = b->cycles;
+    rss1 = rss_kb();
+    server_cpu(b, s0, ok0);
+    r1 = renewals_now(b);
+    t1 = cli_mono_us();
+    cpu1 = cpu_us();
+    sleep_s(duration);
+    t2 = cli_mono_us();
+    cpu2 = cpu_us();
+    r2 = renewals_now(b);
+    srv = server_cpu_delta(b, s0, ok0);
+    secs = (double)(t2 - t1) / 1e6;
+    per_s = secs > 0 ? (double)(r2 - r1) / secs : 0;
+    cpu_per = r2 > r1 ? (double)(cpu2 - cpu1) / (double)(r2 - r1) : 0;
+    srv_per = r2 > r1 && srv >= 0 ? srv / (double)(r2 - r1) : -1;
+    bytes = held > 0 && rss1 > rss0
+                ? (double)(rss1 - rss0) * 1024.0 / (double)held : 0;
+    snprintf(name, sizeof(name), "bench:%ld:w:%u", (long)getpid(),
+             locks / 2);
+    if (o->json) {
+        printf("{\"phase\":\"watched\",\"label\":");
+        cli_json_str(stdout, b->label);
+        printf(",\"nodes\":%zu,\"locks\":%" PRIu64 ",\"ttl_ms\":%u,"
+               "\"duration_s\":%.3f,\"acquire_s\":%.3f,\"renewals\":%"
+               PRIu64 ",\"renewals_per_s\":%.1f,\"cpu_us_per_renewal\":%.3f",
+               nn, held, b->ttl_ms, secs, (double)(t1 - t0) / 1e6, r2 - r1,
+               per_s, cpu_per);
+        if (srv_per >= 0)
+            printf(",\"server_cpu_us_per_renewal\":%.3f", srv_per);
+        else
+            printf(",\"server_cpu_us_per_renewal\":null");
+        printf(",\"bytes_per_lock\":%.1f,\"resource_bytes\":%zu,"
+               "\"lost\":%u,\"failures\":%" PRIu64 "}\n", bytes,
+               strlen(name), atomic_load(&b->lost), b->failures);
+    } else {
+        printf("watched: %" PRIu64 " locks, ttl %u ms, %.1f s: %.1f "
+               "renewals/s, client CPU %.3f us/renewal, server CPU %.3f "
+               "us/renewal, %.1f bytes per held lock (resource names ~%zu "
+               "bytes), %u lost, %" PRIu64 " failures\n", held, b->ttl_ms,
+               secs, per_s, cpu_per, srv_per, bytes, strlen(name),
+               atomic_load(&b->lost), b->failures);
+    }
+    fflush(stdout);
+    if (f_release_all(b) != 0)
+        _exit(CLI_EXIT_NO_QUORUM);
+
+out:
+    free(slots);
+    free(s0);
+    free(ok0);
     free(b->held);
     b->held = NULL;
     return code;
@@ -1098,7 +1240,9 @@ int cmd_bench(struct cli_opts *o, int argc, char **argv)
     const char *hold_s = NULL;
     const char *locks_s = NULL;
     const char *label_s = "";
+    const char *watched_s = NULL;
     const struct cli_cmdopt opts[] = {
+        {"watched", &watched_s, NULL},
         {"phases", &phases_s, NULL},
         {"concurrency", &conc_s, NULL},
         {"duration", &dur_s, NULL},
@@ -1113,6 +1257,7 @@ int cmd_bench(struct cli_opts *o, int argc, char **argv)
     uint32_t cont[MAX_LIST];
     int nconc, ncont;
     uint32_t locks = 10000;
+    uint32_t watched = 0;
     double duration = 3.0;
     struct bench b;
     const char *pos[1];
@@ -1159,6 +1304,13 @@ int cmd_bench(struct cli_opts *o, int argc, char **argv)
     if (b.hold_ms >= b.ttl_ms)
         return cli_fail(o, CLI_EXIT_USAGE, "--hold (%u ms) must be below "
                         "--ttl (%u ms)", b.hold_ms, b.ttl_ms);
+    if (watched_s != NULL &&
+        cli_parse_u32(watched_s, 1, MAX_LOCKS, &watched) != 0)
+        return cli_fail(o, CLI_EXIT_USAGE, "--watched: '%s' is not a number "
+                        "in 1..%d", watched_s, MAX_LOCKS);
+    if (watched != 0 && b.ttl_ms < 30)
+        return cli_fail(o, CLI_EXIT_USAGE, "--watched needs --ttl of at "
+                        "least 30 ms");
     b.label = label_s;
     b.f_target = locks;
 
@@ -1183,6 +1335,12 @@ int cmd_bench(struct cli_opts *o, int argc, char **argv)
     if (rl_client_ping(b.c, ping, o->node_count, &count) != RL_OK) {
         code = cli_fail(o, CLI_EXIT_NO_QUORUM, "quorum unavailable: %s",
                         rl_last_error());
+        goto out;
+    }
+    if (watched != 0) {
+        code = phase_watched(&b, watched, duration);
+        if (code < 0)
+            code = cli_fail(o, CLI_EXIT_NO_QUORUM, "watched: out of memory");
         goto out;
     }
     measurements = (want[P_A] ? 1 : 0) + (want[P_B] ? nconc : 0) +

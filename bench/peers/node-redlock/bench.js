@@ -8,6 +8,7 @@
 //        [--concurrency 1,16,64,256] [--duration S] [--ttl MS] [--hold MS]
 //        [--contenders 2,8] [--locks N] [--label TEXT]
 //        [--retry-count N] [--retry-delay MS] [--retry-jitter MS]
+//        [--watched N]
 //
 // a  sequential acquire+release on fresh resources;
 // b  N cycles in flight, each on its own resource;
@@ -15,6 +16,12 @@
 //    every --retry-delay +- --retry-jitter ms for up to ~1 s, as the C
 //    side's wait of 1000 ms);
 // f  RSS of a fresh Redlock with its clients, and per held lock.
+// --watched N (instead of the phases; issue 16): N locks held with
+//    node-redlock's auto-extension (`redlock.using`, extended when ttl*2/3
+//    remain, i.e. every ttl/3 as our watchdog), acquired 256 at a time,
+//    then --duration of renewals: renewals/s (calls of redlock.extend that
+//    succeeded), client CPU and server CPU per renewal, bytes per held lock
+//    (RSS after gc) and locks lost (aborted signals).
 // Latency is measured with process.hrtime (monotonic), client CPU with
 // process.cpuUsage() (every thread of the process), server CPU from each
 // node's INFO cpu over a separate connection.
@@ -37,6 +44,7 @@ function parseArgs(argv) {
     retryCount: 3,
     retryDelay: 200,
     retryJitter: 100,
+    watched: 0,
   };
   const names = {
     "--nodes": "nodes", "-n": "nodes", "--phases": "phases",
@@ -44,6 +52,7 @@ function parseArgs(argv) {
     "--hold": "hold", "--contenders": "contenders", "--locks": "locks",
     "--label": "label", "--retry-count": "retryCount",
     "--retry-delay": "retryDelay", "--retry-jitter": "retryJitter",
+    "--watched": "watched",
   };
   for (let i = 2; i < argv.length; i++) {
     let a = argv[i];
@@ -337,6 +346,76 @@ async function memory(o) {
   clients.forEach((c) => c.disconnect());
 }
 
+// --watched: N locks kept alive by redlock.using for --duration.
+async function watched(o, redlock, infoClients) {
+  let renewals = 0;
+  let lost = 0;
+  let failures = 0;
+  const extend = redlock.extend.bind(redlock);
+  redlock.extend = async (...args) => {
+    const l = await extend(...args);
+    renewals++;
+    return l;
+  };
+  let release;
+  const holding = new Promise((r) => { release = r; });
+  const settings = { automaticExtensionThreshold: Math.round(o.ttl * 2 / 3) };
+  const done = [];
+  const rss0 = rssKb();
+  const t0 = nowUs();
+  let next = 0;
+  let held = 0;
+  const loop = async () => {
+    while (next < o.watched) {
+      const i = next++;
+      await new Promise((acquired) => {
+        done.push(redlock.using([`bench:${process.pid}:w:${i}`], o.ttl,
+          settings, async (signal) => {
+            held++;
+            acquired();
+            await holding;
+            if (signal.aborted) lost++;
+          }).catch(() => { failures++; acquired(); }));
+      });
+    }
+  };
+  const loops = [];
+  for (let k = 0; k < 256; k++) loops.push(loop());
+  await Promise.all(loops);
+  const acquireS = (nowUs() - t0) / 1e6;
+  const rss1 = rssKb();
+  const s0 = await serverCpu(infoClients);
+  const r0 = renewals;
+  const c0 = cpuUs();
+  const t1 = nowUs();
+  await sleep(o.duration * 1000);
+  const c1 = cpuUs();
+  const t2 = nowUs();
+  const r1 = renewals;
+  const s1 = await serverCpu(infoClients);
+  let srv = null;
+  s0.forEach((v, i) => {
+    if (v !== null && s1[i] !== null) srv = (srv || 0) + (s1[i] - v) * 1e6;
+  });
+  const secs = (t2 - t1) / 1e6;
+  const n = r1 - r0;
+  emit(o, {
+    phase: "watched", nodes: o.nodeList.length, locks: held, ttl_ms: o.ttl,
+    duration_s: Number(secs.toFixed(3)),
+    acquire_s: Number(acquireS.toFixed(3)), renewals: n,
+    renewals_per_s: Number((n / secs).toFixed(1)),
+    cpu_us_per_renewal: n > 0 ? Number(((c1 - c0) / n).toFixed(3)) : 0,
+    server_cpu_us_per_renewal: n > 0 && srv !== null
+      ? Number((srv / n).toFixed(3)) : null,
+    bytes_per_lock: held > 0 ? Number((((rss1 - rss0) * 1024) / held)
+      .toFixed(1)) : 0,
+    resource_bytes: `bench:${process.pid}:w:${o.watched >> 1}`.length,
+    lost, failures,
+  });
+  release();
+  await Promise.all(done);
+}
+
 async function main() {
   const o = parseArgs(process.argv);
   const clients = newClients(o, {});
@@ -350,6 +429,10 @@ async function main() {
     automaticExtensionThreshold: 500 };
   const redlock = new Redlock(clients, settings);
   redlock.on("error", () => {});
+  if (o.watched > 0) {
+    await watched(o, redlock, infoClients);
+    o.phaseSet.clear();
+  }
   if (o.phaseSet.has("a")) await measure(o, redlock, infoClients, "a", 1);
   if (o.phaseSet.has("b")) {
     for (const n of o.concList) await measure(o, redlock, infoClients, "b", n);
