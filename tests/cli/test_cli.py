@@ -303,7 +303,9 @@ class TestBasics(Helpers):
         self.assertUsage(rc, out, err, "--ttl", "500")
 
     def test_bench_json_and_table(self):
-        rc, out, err = cli("--json", "bench", "--phases", "a,b,c",
+        # A generous op timeout: this checks the report, not latency.
+        rc, out, err = cli("--json", "--op-timeout", "1000", "bench",
+                           "--phases", "a,b,c",
                            "--concurrency", "1,4", "--duration", "0.3",
                            "--contenders", "3", "--ttl", "5000",
                            "--retry-delay", "5", "--retry-jitter", "2",
