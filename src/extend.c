@@ -37,7 +37,7 @@ struct extend_round {
     rl_client *client;
     const struct lock_rec *rec;
     uint32_t ttl_ms;
-    rl_mono_us acquired_us;
+    rl_mono_us confirmed_us;
     extend_done_fn *done;
     void *owner;
     char ttl_buf[16];
@@ -90,13 +90,16 @@ static void decided(void *owner, enum verdict v)
     done(done_owner, st, t0, voters);
 }
 
-/* A node that started after we acquired has lost our key: put it back
+/* A node that started after our last round a quorum granted (acquire or
+ * renewal: confirmed_us) has lost our key in its restart: put it back
  * with SET NX (never overwriting anybody) so the node blocks others
- * again. It only votes once it is older than max_ttl_ms (§5.7); the
- * extend round that follows counts it like any other node. */
+ * again. Once per restart: a node that started before that round either
+ * got our key then or refused it, so an absent key there is a lapse and
+ * stays absent (the SPIN model found the every-extend restore hiding
+ * one). It only votes once it is older than max_ttl_ms (§5.7). */
 static void restore_on_restarted_nodes(rl_client *c,
                                        const struct lock_rec *r,
-                                       rl_mono_us acquired_us,
+                                       rl_mono_us confirmed_us,
                                        uint32_t ttl_ms)
 {
     char ttl[16];
@@ -105,11 +108,11 @@ static void restore_on_restarted_nodes(rl_client *c,
     size_t i, k;
     int j;
 
-    if (acquired_us == 0 || c->cfg.trust_restarted_nodes)
+    if (confirmed_us == 0 || c->cfg.trust_restarted_nodes)
         return;
     snprintf(ttl, sizeof(ttl), "%u", ttl_ms);
     for (i = 0; i < c->node_count; i++) {
-        if (!node_started_after(c->nodes[i], acquired_us))
+        if (!node_started_after(c->nodes[i], confirmed_us))
             continue;
         for (k = 0; k < r->nkeys; k++) {
             argv[1] = r->keys[k];
@@ -121,7 +124,7 @@ static void restore_on_restarted_nodes(rl_client *c,
 }
 
 struct extend_round *extend_new(rl_client *c, const struct lock_rec *rec,
-                                uint32_t ttl_ms, rl_mono_us acquired_us,
+                                uint32_t ttl_ms, rl_mono_us confirmed_us,
                                 extend_done_fn *done, void *owner)
 {
     struct extend_round *e = calloc(1, sizeof(*e));
@@ -135,7 +138,7 @@ struct extend_round *extend_new(rl_client *c, const struct lock_rec *rec,
     e->client = c;
     e->rec = rec;
     e->ttl_ms = ttl_ms;
-    e->acquired_us = acquired_us;
+    e->confirmed_us = confirmed_us;
     e->done = done;
     e->owner = owner;
     snprintf(e->ttl_buf, sizeof(e->ttl_buf), "%u", ttl_ms);
@@ -147,7 +150,7 @@ void extend_run(struct extend_round *e)
     struct lock_cmd cmd;
     enum verdict v;
 
-    restore_on_restarted_nodes(e->client, e->rec, e->acquired_us,
+    restore_on_restarted_nodes(e->client, e->rec, e->confirmed_us,
                                e->ttl_ms);
     lockrec_script_cmd(e->rec, SCRIPT_EXTEND, e->ttl_buf, &cmd);
     v = round_start(&e->round, ROUND_EARLY, &cmd.cmd, round_classify_one,
@@ -162,7 +165,7 @@ struct batch_item {
     const struct lock_rec *rec; /* NULL once dropped or decided */
     void *owner;
     uint32_t ttl_ms;
-    rl_mono_us acquired_us;
+    rl_mono_us confirmed_us;
     uint8_t yes, no, refused;   /* this lock's votes so far */
 };
 
@@ -212,14 +215,14 @@ bool extend_batch_fits(const struct extend_batch *b, size_t nkeys)
 }
 
 size_t extend_batch_add(struct extend_batch *b, const struct lock_rec *rec,
-                        uint32_t ttl_ms, rl_mono_us acquired_us, void *owner)
+                        uint32_t ttl_ms, rl_mono_us confirmed_us, void *owner)
 {
     struct batch_item *it = &b->items[b->count];
 
     it->rec = rec;
     it->owner = owner;
     it->ttl_ms = ttl_ms;
-    it->acquired_us = acquired_us;
+    it->confirmed_us = confirmed_us;
     b->keys += rec->nkeys;
     b->open++;
     return b->count++;
@@ -386,7 +389,7 @@ void extend_batch_run(struct extend_batch *b)
     }
     for (i = 0; i < b->count; i++)
         restore_on_restarted_nodes(c, b->items[i].rec,
-                                   b->items[i].acquired_us,
+                                   b->items[i].confirmed_us,
                                    b->items[i].ttl_ms);
     w = batch_wire(b);
     b->t0 = mono_now_us();

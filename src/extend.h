@@ -14,11 +14,12 @@ struct extend_round;
 typedef void extend_done_fn(void *owner, rl_status st, rl_mono_us t0,
                             unsigned voters);
 
-/* Prepare a round over rec's keys with ttl_ms. acquired_us is when the
- * lock was won (0: unknown, adopted). NULL on out of memory. rec must
- * live until done or extend_abort. */
+/* Prepare a round over rec's keys with ttl_ms. confirmed_us is the start
+ * of the lock's last round a quorum granted (0: unknown, adopted): nodes
+ * started after it get the keys back first. NULL on out of memory. rec
+ * must live until done or extend_abort. */
 struct extend_round *extend_new(rl_client *c, const struct lock_rec *rec,
-                                uint32_t ttl_ms, rl_mono_us acquired_us,
+                                uint32_t ttl_ms, rl_mono_us confirmed_us,
                                 extend_done_fn *done, void *owner);
 /* Send it. done may run before this returns; the round frees itself
  * after done. */
@@ -51,7 +52,7 @@ bool extend_batch_fits(const struct extend_batch *b, size_t nkeys);
 /* Add a lock (rec lives until its outcome or extend_batch_drop); returns
  * its slot in the batch. */
 size_t extend_batch_add(struct extend_batch *b, const struct lock_rec *rec,
-                        uint32_t ttl_ms, rl_mono_us acquired_us,
+                        uint32_t ttl_ms, rl_mono_us confirmed_us,
                         void *owner);
 size_t extend_batch_size(const struct extend_batch *b);
 /* Send it (restoring keys on provably restarted nodes first, as a round

@@ -100,7 +100,9 @@ struct rl_lock {
     struct rl_lock *next;
     _Atomic(rl_client *) client; /* NULL once the client is freed */
     struct lock_rec rec;         /* keys and token (tail of this block) */
-    rl_mono_us acquired_us;      /* start of the winning round; 0 adopted */
+    rl_mono_us confirmed_us;     /* start of the last round a quorum
+                                    granted (acquire or renewal); 0 for an
+                                    adopted lock not yet extended */
     _Atomic uint64_t deadline_us;/* validity end, boottime µs; 0 unknown */
     uint64_t fence;              /* fencing token, 0 without fencing */
     pthread_t owner;             /* reentrant: the holding thread */
@@ -484,7 +486,7 @@ static void batch_renewal(struct rl_lock *l, struct extend_batch *b)
 {
     l->batch = b;
     l->batch_slot = (uint32_t)extend_batch_add(
-        b, &l->rec, atomic_load(&l->ttl_ms), l->acquired_us, l);
+        b, &l->rec, atomic_load(&l->ttl_ms), l->confirmed_us, l);
     l->state = LOCK_RENEWING;
     /* Out of due, still in margins: RENEWING until the outcome. */
     schedule(l);
@@ -658,6 +660,7 @@ static void renewed(void *owner, rl_status st, rl_mono_us t0,
     if (st == RL_OK) {
         atomic_store(&l->deadline_us, deadline);
         atomic_store(&l->voters, voters);
+        l->confirmed_us = t0;
         if (atomic_load(&l->ttl_ms) == 0) /* adopted: the first extension
                                              sets it */
             atomic_store(&l->ttl_ms, ttl);
@@ -695,7 +698,7 @@ static void start_renewal(struct rl_lock *l, struct lock_req *user)
         become_lost(l);
         return;
     }
-    l->round = extend_new(c, &l->rec, ttl, l->acquired_us, renewed, l);
+    l->round = extend_new(c, &l->rec, ttl, l->confirmed_us, renewed, l);
     if (l->round == NULL) {
         req_finish(user, RL_ENOMEM, l);
         return;
@@ -804,7 +807,7 @@ static void acquired(void *owner, rl_status st, const struct acquire_grant *g)
     atomic_store(&l->deadline_us,
                  validity_deadline(r->ttl_ms, c->cfg.drift_factor, g->t0));
     atomic_store(&l->voters, g->voters);
-    l->acquired_us = g->t0;
+    l->confirmed_us = g->t0;
     l->fence = g->fence;
     l->state = LOCK_HELD;
     if (r->opts.reentrant) {

@@ -321,6 +321,39 @@ static void test_reconnect_to_same_server_is_not_a_restart(void **state)
     assert_true(harness_key_absent(&f->r[0], "same-server"));
 }
 
+/* Found by the SPIN model (spec/): after restoring our key on a node that
+ * restarted, a lapse of that key must not be papered over by restoring it
+ * again at the next extension (restore once per restart). */
+static void test_restore_happens_once_per_restart(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = {0};
+    rl_config cfg;
+    char *v;
+
+    assert_true(harness_wait_uptime(f->r + 1, NODES - 1, 5));
+    fixture_config(&cfg, &f->hn);
+    cfg.trust_restarted_nodes = false;
+    cfg.max_ttl_ms = 3000;
+    f->c = fixture_client(&cfg);
+    assert_non_null(f->c);
+    o.ttl_ms = 3000;
+    assert_int_equal(rl_acquire(f->c, "once", &o, &f->lock), RL_OK);
+    /* Whole-second uptimes: a start is provably after ours only when it
+     * is more than a second later. */
+    harness_sleep_ms(1100);
+    assert_int_equal(harness_restart(&f->r[0]), 0);
+    assert_true(wait_reachable(f->c, 0));
+    assert_int_equal(rl_extend(f->lock, 0), RL_OK);
+    v = harness_get(&f->r[0], "once");
+    assert_non_null(v); /* restored once, after the restart */
+    assert_string_equal(v, rl_lock_token(f->lock));
+    free(v);
+    check_reply(harness_cmd(&f->r[0], "DEL once")); /* a lapse there */
+    assert_int_equal(rl_extend(f->lock, 0), RL_OK);
+    assert_true(harness_key_absent(&f->r[0], "once"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -338,6 +371,8 @@ int main(void)
             test_trusted_restarted_node_gets_no_key_back, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_reconnect_to_same_server_is_not_a_restart, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_restore_happens_once_per_restart, setup, teardown),
     };
 
     harness_require_redis();
