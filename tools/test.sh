@@ -31,6 +31,9 @@ run_ctest --test-dir build/release --output-on-failure -j2 -LE chaos
 section "chaos suite, CI profile (release)"
 run_ctest --test-dir build/release --output-on-failure -L chaos
 
+section "protocol model (SPIN)"
+bash tools/model-check.sh
+
 section "ASan + UBSan build"
 cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DRL_ASAN=ON -DRL_UBSAN=ON \
     -DRL_WERROR=ON >/dev/null
