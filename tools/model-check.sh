@@ -11,14 +11,14 @@
 #   tools/model-check.sh            all models and controls
 #   tools/model-check.sh NAME...    only those
 #   MC_BUDGET=SECONDS               per model run (default 25)
-#   MC_CONTROL_BUDGET=SECONDS       per negative control (default 90; a
+#   MC_CONTROL_BUDGET=SECONDS       per negative control (default 300; a
 #                                   control stops at its first trail)
 #   MC_KEEP=1                       keep the temp dir (trails)
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 model=$here/spec/redlock.pml
 budget=${MC_BUDGET:-25}
-cbudget=${MC_CONTROL_BUDGET:-90}
+cbudget=${MC_CONTROL_BUDGET:-300}
 command -v spin >/dev/null || { echo "model-check: spin not installed"; exit 1; }
 tmp=$(mktemp -d /tmp/redlock-mc.XXXXXX)
 [ "${MC_KEEP:-0}" = 1 ] || trap 'rm -rf "$tmp"' EXIT
