@@ -956,3 +956,33 @@ bool conn_tls_resumed(const struct conn *c)
 {
     return c->tls_resumed;
 }
+
+/* ---- Reconnect backoff -------------------------------------------------- */
+
+#define BACKOFF_MIN_MS 25
+#define BACKOFF_MAX_MS 1000
+
+void conn_backoff_init(struct conn_backoff *b, uint64_t seed)
+{
+    b->next_ms = BACKOFF_MIN_MS;
+    b->rng = seed | 1u;
+}
+
+uint32_t conn_backoff_next(struct conn_backoff *b)
+{
+    uint32_t ms = b->next_ms;
+    uint32_t span = ms / 2;
+
+    b->next_ms = ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : ms * 2;
+    b->rng ^= b->rng << 13;
+    b->rng ^= b->rng >> 7;
+    b->rng ^= b->rng << 17;
+    if (span == 0)
+        return ms;
+    return ms - span / 2 + (uint32_t)(b->rng % span);
+}
+
+void conn_backoff_reset(struct conn_backoff *b)
+{
+    b->next_ms = BACKOFF_MIN_MS;
+}

@@ -318,13 +318,33 @@ static void test_null_and_empty_uri_are_rejected(void **state)
     assert_non_null(strstr(err, "empty"));
 }
 
-static void test_rediss_uri_is_rejected_because_tls_is_not_supported(
-    void **state)
+static void test_rediss_uri_means_tls_with_the_redis_forms(void **state)
 {
+    struct node_addr a;
+
     (void)state;
-    expect_rejected("rediss://:s3cr3t@h:6380", "rediss://:***@h:6380",
-                    "TLS is not supported");
-    expect_rejected("rediss://h", "rediss://h", "TLS is not supported");
+    parse_ok("rediss://app:s3cr3t@cache.example.com:6380/2", &a);
+    assert_int_equal(a.kind, ADDR_TCP);
+    assert_true(a.tls);
+    assert_string_equal(a.host, "cache.example.com");
+    assert_int_equal(a.port, 6380);
+    assert_int_equal(a.db, 2);
+    assert_string_equal(a.user, "app");
+    assert_string_equal(a.password, "s3cr3t");
+    assert_string_equal(a.display, "cache.example.com:6380/2");
+    node_addr_clear(&a);
+    parse_ok("RediSS://h", &a);
+    assert_true(a.tls);
+    assert_int_equal(a.port, 6379);
+    node_addr_clear(&a);
+    parse_ok("redis://h", &a);
+    assert_false(a.tls);
+    node_addr_clear(&a);
+    parse_ok("h:1", &a);
+    assert_false(a.tls);
+    node_addr_clear(&a);
+    expect_rejected("rediss://:s3cr3t@h:0", "rediss://:***@h:0", "port");
+    expect_rejected("rediss://user@h", "rediss://user@h", "needs a ':'");
 }
 
 static void test_unknown_scheme_is_rejected(void **state)
@@ -538,7 +558,7 @@ static void test_error_messages_never_echo_the_password(void **state)
         "redis://:s3cr3t@h:0",         "redis://u:s3cr3t@h:x",
         "redis://:s3cr3t@h/-1",        "redis://:s3cr3t@h/1/2",
         "redis://:s3cr3t@",            "redis://u:s3cr3t@h!",
-        "redis://:s3%63r3t@[zz]:1",    "rediss://:s3cr3t@h",
+        "redis://:s3%63r3t@[zz]:1",    "rediss://:s3cr3t@h:0",
         "ftp://:s3cr3t@h",             "unix://:s3cr3t@/tmp/s",
         "redis://:pw@s3cr3t@h:0",      "s3cr3t@h:1",
         "u:s3cr3t@h:1",                "redis://u:s3cr3t@h?x",
@@ -1224,7 +1244,7 @@ int main(void)
         cmocka_unit_test(test_largest_port_and_db_are_accepted),
         cmocka_unit_test(test_null_and_empty_uri_are_rejected),
         cmocka_unit_test(
-            test_rediss_uri_is_rejected_because_tls_is_not_supported),
+            test_rediss_uri_means_tls_with_the_redis_forms),
         cmocka_unit_test(test_unknown_scheme_is_rejected),
         cmocka_unit_test(test_missing_host_is_rejected),
         cmocka_unit_test(test_port_zero_or_above_65535_is_rejected),
