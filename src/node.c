@@ -224,6 +224,11 @@ static void on_request_timer(struct ev_loop *loop, ev_timer *w, int revents)
         arm_request_timer(n);
         return;
     }
+    /* Not open yet: conn's own timer bounds the connect and the TLS
+     * handshake by the same connect_timeout_ms and says which one hung
+     * (on_open re-arms this timer). */
+    if (n->conn != NULL && conn_get_state(n->conn) != CONN_OPEN)
+        return;
     for (r = n->head; r != NULL; r = r->next) {
         if (r->fn != NULL)
             n->stats.timeouts++;
@@ -833,6 +838,16 @@ static void connection_lost(struct node *n, struct conn *c,
     conn_free(c); /* inside its callback: freed when that returns */
 }
 
+/* The socket is connected (and the TLS handshake done): from now on the
+ * handshake commands' deadlines are the node's to enforce. */
+static void on_open(struct conn *c, void *privdata)
+{
+    struct node *n = privdata;
+
+    if (c == n->conn)
+        arm_request_timer(n);
+}
+
 static void on_close(struct conn *c, const char *reason, void *privdata)
 {
     connection_lost(privdata, c, reason);
@@ -922,6 +937,7 @@ static void connection_start(struct node *n)
     o.addr = n->addr;
     o.tls = n->tls;
     o.connect_timeout_ms = n->cfg->connect_timeout_ms;
+    o.on_open = on_open;
     o.on_close = on_close;
     o.privdata = n;
     n->conn = conn_new(n->loop, &o);
