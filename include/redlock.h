@@ -147,6 +147,8 @@ RL_API const char *rl_uri_host(const rl_uri *u);
 RL_API int rl_uri_port(const rl_uri *u);
 RL_API const char *rl_uri_path(const rl_uri *u);
 RL_API int rl_uri_db(const rl_uri *u);
+/* True for a rediss:// URI (TLS for this node). */
+RL_API bool rl_uri_tls(const rl_uri *u);
 RL_API const char *rl_uri_user(const rl_uri *u);
 RL_API const char *rl_uri_password(const rl_uri *u);
 

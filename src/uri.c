@@ -979,6 +979,11 @@ int rl_uri_db(const rl_uri *u)
     return u != NULL ? u->a.db : 0;
 }
 
+bool rl_uri_tls(const rl_uri *u)
+{
+    return u != NULL && u->a.tls;
+}
+
 const char *rl_uri_user(const rl_uri *u)
 {
     return u != NULL ? u->a.user : NULL;

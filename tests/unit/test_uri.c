@@ -1026,6 +1026,12 @@ static void test_rl_uri_parse_gives_the_address_and_credentials(void **state)
     assert_string_equal(rl_uri_user(u), "alice");
     assert_string_equal(rl_uri_password(u), "se/cr?e#t:@x");
     assert_string_equal(rl_uri_name(u), "h.example:7001/3");
+    assert_false(rl_uri_tls(u));
+    rl_uri_free(u);
+
+    assert_int_equal(rl_uri_parse("rediss://h.example:6380", &u), RL_OK);
+    assert_true(rl_uri_tls(u));
+    assert_int_equal(rl_uri_port(u), 6380);
     rl_uri_free(u);
 
     assert_int_equal(rl_uri_parse("redis://:p%40ss%2Fw%25rd@[::1]", &u),
@@ -1066,6 +1072,7 @@ static void test_rl_uri_parse_rejects_with_a_redacted_message(void **state)
     assert_int_equal(rl_uri_port(NULL), 0);
     assert_null(rl_uri_path(NULL));
     assert_int_equal(rl_uri_db(NULL), 0);
+    assert_false(rl_uri_tls(NULL));
     assert_null(rl_uri_user(NULL));
     assert_null(rl_uri_password(NULL));
     rl_uri_free(NULL);
@@ -1136,6 +1143,7 @@ void node_addr_clear(struct node_addr *a);
 #define rl_uri_port oom_rl_uri_port
 #define rl_uri_path oom_rl_uri_path
 #define rl_uri_db oom_rl_uri_db
+#define rl_uri_tls oom_rl_uri_tls
 #define rl_uri_user oom_rl_uri_user
 #define rl_uri_password oom_rl_uri_password
 size_t rl_uri_describe(const char *uri, char *buf, size_t len);
@@ -1146,6 +1154,7 @@ const char *rl_uri_host(const rl_uri *u);
 int rl_uri_port(const rl_uri *u);
 const char *rl_uri_path(const rl_uri *u);
 int rl_uri_db(const rl_uri *u);
+bool rl_uri_tls(const rl_uri *u);
 const char *rl_uri_user(const rl_uri *u);
 const char *rl_uri_password(const rl_uri *u);
 #include "uri.c"
