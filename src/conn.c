@@ -33,7 +33,10 @@
  * reason), then runs on_close once. Callbacks may call anything,
  * conn_free included: every entry point (libev callbacks, conn_close,
  * conn_free, conn_flush) counts its depth, and the memory is freed when
- * the outermost one returns. Loop thread only. */
+ * the outermost one returns. Loop thread only.
+ *
+ * Reconnecting is the owner's (node.c, notify.c), with the shared delay
+ * policy at the end of this file (struct conn_backoff). */
 #include <errno.h>
 #include <limits.h>
 #include <ev.h>
