@@ -337,14 +337,19 @@ static bool feed(struct conn *c, const char *buf, size_t n)
     return true;
 }
 
+/* A TLS server drops a plaintext client without a word: say so when a
+ * plaintext connection dies before its first reply (read or write). */
+static const char *plain_hint(const struct conn *c)
+{
+    return c->received ? "" : " before any reply (is it a TLS port?)";
+}
+
 /* Read what the socket (and OpenSSL) has, a bounded number of chunks. */
 static void do_read(struct conn *c)
 {
     char buf[READ_CHUNK];
     char why[RL_ERRLEN];
-    /* A TLS server drops a plaintext client without a word. */
-    const char *hint =
-        c->received ? "" : " before any reply (is it a TLS port?)";
+    const char *hint = plain_hint(c);
     ssize_t n;
     bool more = true;
     int i, r, e;
@@ -436,7 +441,8 @@ static void flush_plain(struct conn *c)
                 c->write_blocked = true;
                 return;
             }
-            teardown(c, "connection lost: %s", strerror(errno));
+            teardown(c, "connection lost: %s%s", strerror(errno),
+                     plain_hint(c));
             return;
         }
         consume(c, (size_t)n);
