@@ -147,6 +147,8 @@ RL_API const char *rl_uri_host(const rl_uri *u);
 RL_API int rl_uri_port(const rl_uri *u);
 RL_API const char *rl_uri_path(const rl_uri *u);
 RL_API int rl_uri_db(const rl_uri *u);
+/* True for a rediss:// URI (TLS for this node). */
+RL_API bool rl_uri_tls(const rl_uri *u);
 RL_API const char *rl_uri_user(const rl_uri *u);
 RL_API const char *rl_uri_password(const rl_uri *u);
 
@@ -170,6 +172,7 @@ struct ev_loop;
 typedef struct rl_config {
     /* Node addresses, 1..64 of them, all distinct:
      *   redis://[[user]:password@]host[:port][/db]   (port 6379, db 0)
+     *   rediss://[[user]:password@]host[:port][/db]  (the same, over TLS)
      *   unix:///path/to/redis.sock[?db=N]
      *   host:port                                     (host may be [v6])
      * Host names are resolved once, inside rl_client_new. */
@@ -192,7 +195,29 @@ typedef struct rl_config {
     void *log_privdata;
     int log_level;               /* enum rl_log_level, default RL_LOG_WARN */
     struct ev_loop *loop;        /* external libev loop, or NULL (own thread) */
-    uint64_t reserved_[24];      /* zero (see "ABI" above) */
+    /* TLS (issue 11). A node uses TLS when its URI is rediss:// or tls is
+     * true (then for every TCP node; unix sockets stay plaintext). TLS 1.2
+     * at least; the server certificate is verified against the system
+     * trust store (or tls_ca_file / tls_ca_dir) and the node's host name
+     * or IP address (or tls_server_name). Every file is read and checked
+     * inside rl_client_new: a missing or unreadable file, a certificate
+     * without its key or a key that does not match its certificate is
+     * RL_EINVAL naming the file (never key material). The strings are
+     * copied. A failed handshake (unknown CA, host-name mismatch, expired
+     * certificate, a plaintext port...) makes that node fail like an
+     * unreachable one, with the node and the reason in the message. */
+    const char *tls_ca_file;     /* PEM CA bundle, or NULL */
+    const char *tls_ca_dir;      /* hashed CA directory (c_rehash), or NULL */
+    const char *tls_cert_file;   /* client certificate (PEM) for mutual TLS,
+                                    or NULL; needs tls_key_file */
+    const char *tls_key_file;    /* its unencrypted PEM private key, or NULL */
+    const char *tls_server_name; /* SNI and the name verified instead of each
+                                    node's host, or NULL */
+    bool tls;                    /* TLS for every TCP node. def. false */
+    bool tls_insecure;           /* no certificate verification at all (the
+                                    traffic is encrypted but anybody can
+                                    pose as the server). def. false */
+    uint64_t reserved_[18];      /* zero (see "ABI" above) */
 } rl_config;
 
 /* Fill *cfg with the defaults above (no nodes). NULL is ignored. */
@@ -410,7 +435,9 @@ typedef struct rl_node_info {
     int64_t uptime_ms;        /* server uptime; -1 when unknown */
     char version[32];         /* redis_version; "" when unknown */
     char error[RL_ERROR_LEN]; /* why unreachable; "" otherwise */
-    uint64_t reserved_[16];   /* zeroed (see "ABI" above) */
+    char tls[16];             /* negotiated TLS protocol ("TLSv1.3"); ""
+                                 for a plaintext or unconnected node */
+    uint64_t reserved_[14];   /* zeroed (see "ABI" above) */
 } rl_node_info;
 
 /* PING every node at once and describe each (out[i] for node i, up to cap;

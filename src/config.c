@@ -6,11 +6,24 @@
  * are resolved here, on the caller's thread: hiredis 0.14 would otherwise
  * call getaddrinfo inside the event loop at every reconnect. */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "clock.h"
 #include "config.h"
+
+/* The TLS fields were carved out of the reserved tail: the struct keeps
+ * its size (tests/unit/test_config.c checks it). */
+_Static_assert(offsetof(rl_config, reserved_) -
+                       offsetof(rl_config, tls_ca_file) <=
+                   6 * sizeof(uint64_t),
+               "the TLS fields take at most the 6 words carved out of "
+               "rl_config.reserved_");
+_Static_assert(offsetof(rl_node_info, reserved_) -
+                       offsetof(rl_node_info, tls) <=
+                   2 * sizeof(uint64_t),
+               "rl_node_info.tls takes the 2 words carved out of reserved_");
 
 void rl_config_init(rl_config *cfg)
 {
@@ -96,6 +109,10 @@ static rl_status load_nodes(const rl_config *in, struct config *out)
             if (a->password == NULL)
                 return rl_fail(RL_ENOMEM, "out of memory");
         }
+        if (in->tls && a->kind == ADDR_TCP)
+            a->tls = true;
+        if (a->tls)
+            out->tls_wanted = true;
         for (j = 0; j < i; j++) {
             if (node_addr_same(&out->addrs[j], a))
                 return rl_fail(RL_EINVAL,
@@ -103,6 +120,46 @@ static rl_status load_nodes(const rl_config *in, struct config *out)
                                a->display, j);
         }
     }
+    return RL_OK;
+}
+
+/* Copy one optional TLS string (a file name or the server name). */
+static rl_status copy_tls(const char *field, const char *in, char **out)
+{
+    if (in == NULL)
+        return RL_OK;
+    if (in[0] == '\0')
+        return rl_fail(RL_EINVAL, "%s is empty (NULL means unset)", field);
+    *out = rl_strdup(in);
+    if (*out == NULL)
+        return rl_fail(RL_ENOMEM, "out of memory");
+    return RL_OK;
+}
+
+static rl_status load_tls(const rl_config *in, struct config *out)
+{
+    rl_status st;
+
+    st = copy_tls("tls_ca_file", in->tls_ca_file, &out->tls_ca_file);
+    if (st == RL_OK)
+        st = copy_tls("tls_ca_dir", in->tls_ca_dir, &out->tls_ca_dir);
+    if (st == RL_OK)
+        st = copy_tls("tls_cert_file", in->tls_cert_file,
+                      &out->tls_cert_file);
+    if (st == RL_OK)
+        st = copy_tls("tls_key_file", in->tls_key_file, &out->tls_key_file);
+    if (st == RL_OK)
+        st = copy_tls("tls_server_name", in->tls_server_name,
+                      &out->tls_server_name);
+    if (st != RL_OK) {
+        config_clear(out);
+        return st;
+    }
+    out->tls_insecure = in->tls_insecure;
+    if (in->tls || in->tls_insecure || out->tls_ca_file != NULL ||
+        out->tls_ca_dir != NULL || out->tls_cert_file != NULL ||
+        out->tls_key_file != NULL || out->tls_server_name != NULL)
+        out->tls_wanted = true;
     return RL_OK;
 }
 
@@ -148,7 +205,7 @@ rl_status config_load(const rl_config *in, struct config *out)
     out->log_privdata = in->log_privdata;
     out->log_level = in->log_level;
     out->loop = in->loop;
-    return RL_OK;
+    return load_tls(in, out);
 }
 
 void config_clear(struct config *cfg)
@@ -161,6 +218,11 @@ void config_clear(struct config *cfg)
         node_addr_clear(&cfg->addrs[i]);
     free(cfg->addrs);
     free(cfg->prefix);
+    free(cfg->tls_ca_file);
+    free(cfg->tls_ca_dir);
+    free(cfg->tls_cert_file);
+    free(cfg->tls_key_file);
+    free(cfg->tls_server_name);
     memset(cfg, 0, sizeof(*cfg));
 }
 

@@ -29,10 +29,21 @@ struct config {
     void *log_privdata;
     int log_level;
     struct ev_loop *loop;        /* external loop, or NULL */
+    /* TLS settings (copies; NULL when not set): see rl_config. */
+    char *tls_ca_file;
+    char *tls_ca_dir;
+    char *tls_cert_file;
+    char *tls_key_file;
+    char *tls_server_name;
+    bool tls_insecure;
+    bool tls_wanted;             /* a node uses TLS or a TLS setting was
+                                    given: client.c makes the context */
 };
 
 /* Validate in and fill *out with owned copies; resolves host names
- * (blocking). RL_EINVAL names the bad field or URI in rl_last_error(). */
+ * (blocking). rl_config.tls sets addrs[i].tls on every TCP node. The TLS
+ * files are checked where the TLS context is made (client.c). RL_EINVAL
+ * names the bad field or URI in rl_last_error(). */
 rl_status config_load(const rl_config *in, struct config *out);
 void config_clear(struct config *cfg);
 

@@ -33,7 +33,10 @@
  * reason), then runs on_close once. Callbacks may call anything,
  * conn_free included: every entry point (libev callbacks, conn_close,
  * conn_free, conn_flush) counts its depth, and the memory is freed when
- * the outermost one returns. Loop thread only. */
+ * the outermost one returns. Loop thread only.
+ *
+ * Reconnecting is the owner's (node.c, notify.c), with the shared delay
+ * policy at the end of this file (struct conn_backoff). */
 #include <errno.h>
 #include <limits.h>
 #include <ev.h>
@@ -334,14 +337,19 @@ static bool feed(struct conn *c, const char *buf, size_t n)
     return true;
 }
 
+/* A TLS server drops a plaintext client without a word: say so when a
+ * plaintext connection dies before its first reply (read or write). */
+static const char *plain_hint(const struct conn *c)
+{
+    return c->received ? "" : " before any reply (is it a TLS port?)";
+}
+
 /* Read what the socket (and OpenSSL) has, a bounded number of chunks. */
 static void do_read(struct conn *c)
 {
     char buf[READ_CHUNK];
     char why[RL_ERRLEN];
-    /* A TLS server drops a plaintext client without a word. */
-    const char *hint =
-        c->received ? "" : " before any reply (is it a TLS port?)";
+    const char *hint = plain_hint(c);
     ssize_t n;
     bool more = true;
     int i, r, e;
@@ -433,7 +441,8 @@ static void flush_plain(struct conn *c)
                 c->write_blocked = true;
                 return;
             }
-            teardown(c, "connection lost: %s", strerror(errno));
+            teardown(c, "connection lost: %s%s", strerror(errno),
+                     plain_hint(c));
             return;
         }
         consume(c, (size_t)n);
@@ -955,4 +964,34 @@ const char *conn_tls_version(const struct conn *c)
 bool conn_tls_resumed(const struct conn *c)
 {
     return c->tls_resumed;
+}
+
+/* ---- Reconnect backoff -------------------------------------------------- */
+
+#define BACKOFF_MIN_MS 25
+#define BACKOFF_MAX_MS 1000
+
+void conn_backoff_init(struct conn_backoff *b, uint64_t seed)
+{
+    b->next_ms = BACKOFF_MIN_MS;
+    b->rng = seed | 1u;
+}
+
+uint32_t conn_backoff_next(struct conn_backoff *b)
+{
+    uint32_t ms = b->next_ms;
+    uint32_t span = ms / 2;
+
+    b->next_ms = ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : ms * 2;
+    b->rng ^= b->rng << 13;
+    b->rng ^= b->rng >> 7;
+    b->rng ^= b->rng << 17;
+    if (span == 0)
+        return ms;
+    return ms - span / 2 + (uint32_t)(b->rng % span);
+}
+
+void conn_backoff_reset(struct conn_backoff *b)
+{
+    b->next_ms = BACKOFF_MIN_MS;
 }

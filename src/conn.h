@@ -112,4 +112,18 @@ const char *conn_tls_version(const struct conn *c);
 /* True when the TLS handshake resumed the target's previous session. */
 bool conn_tls_resumed(const struct conn *c);
 
+/* Reconnect delays of one connection owner: 25 ms doubling to 1 s, each
+ * with +-25% jitter (so clients restarted together do not reconnect in
+ * step). */
+struct conn_backoff {
+    uint32_t next_ms;
+    uint64_t rng;                /* xorshift state: jitter, not security */
+};
+
+void conn_backoff_init(struct conn_backoff *b, uint64_t seed);
+/* The next delay in ms (and double the one after). */
+uint32_t conn_backoff_next(struct conn_backoff *b);
+/* A connection worked: start again from the shortest delay. */
+void conn_backoff_reset(struct conn_backoff *b);
+
 #endif

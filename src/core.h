@@ -22,6 +22,8 @@ enum client_stat {
 
 struct notify;
 struct holders;
+struct tls_ctx;
+struct tls_target;
 
 struct rl_client {
     struct config cfg;
@@ -29,6 +31,9 @@ struct rl_client {
     struct node **nodes;
     size_t node_count;
     struct notify *notify;       /* release notifications (loop thread) */
+    struct tls_ctx *tls;         /* NULL: no TLS node, no TLS setting */
+    struct tls_target **tls_targets; /* per node (NULL: plaintext node);
+                                    the array is NULL without tls */
     struct holders *holders;     /* held locks (holder.c) */
     uint64_t rng;                /* jitter; loop thread only */
     atomic_uint_fast64_t stats[STAT_COUNT];

@@ -74,6 +74,8 @@ static enum vote classify_ping(struct inspect_op *op, size_t slot,
     info->latency_us = (int64_t)(mono_now_us() - op->round.t0);
     info->uptime_ms = node_uptime_ms(n);
     snprintf(info->version, sizeof(info->version), "%s", node_version(n));
+    snprintf(info->tls, sizeof(info->tls), "%s",
+             node_tls_version(n) != NULL ? node_tls_version(n) : "");
     return VOTE_YES;
 }
 

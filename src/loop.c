@@ -26,10 +26,7 @@ struct loop {
     bool thread_started;         /* written and read by the freeing thread */
     pthread_t thread;
     ev_async wake;
-    ev_prepare flush;            /* before blocking: owner's flush hook */
-    bool watching;               /* wake and flush are started */
-    void (*flush_fn)(void *arg);
-    void *flush_arg;
+    bool watching;               /* wake is started */
     void (*before_run)(void *arg);
     void *before_run_arg;
     void (*shutdown_fn)(void *arg);
@@ -192,12 +189,9 @@ static void stop_watchers(struct loop *lp)
     if (!lp->watching)
         return;
     lp->watching = false;
-    if (!lp->owned) {
+    if (!lp->owned)
         ev_ref(lp->ev);
-        ev_ref(lp->ev);
-    }
     ev_async_stop(lp->ev, &lp->wake);
-    ev_prepare_stop(lp->ev, &lp->flush);
 }
 
 static void on_wake(struct ev_loop *ev, ev_async *w, int revents)
@@ -211,16 +205,6 @@ static void on_wake(struct ev_loop *ev, ev_async *w, int revents)
         stop_watchers(lp);
         ev_break(ev, EVBREAK_ALL);
     }
-}
-
-static void on_flush(struct ev_loop *ev, ev_prepare *w, int revents)
-{
-    struct loop *lp = w->data;
-
-    RL_UNUSED(ev);
-    RL_UNUSED(revents);
-    if (lp->flush_fn != NULL)
-        lp->flush_fn(lp->flush_arg);
 }
 
 /* ---- Create / run / free ------------------------------------------------ */
@@ -243,23 +227,11 @@ rl_status loop_new(struct ev_loop *ext, struct loop **out)
     ev_async_init(&lp->wake, on_wake);
     lp->wake.data = lp;
     ev_async_start(lp->ev, &lp->wake);
-    ev_prepare_init(&lp->flush, on_flush);
-    lp->flush.data = lp;
-    ev_prepare_start(lp->ev, &lp->flush);
-    if (!lp->owned) {
-        /* Neither watcher may keep the caller's ev_run alive. */
+    if (!lp->owned) /* it may not keep the caller's ev_run alive */
         ev_unref(lp->ev);
-        ev_unref(lp->ev);
-    }
     lp->watching = true;
     *out = lp;
     return RL_OK;
-}
-
-void loop_set_flush(struct loop *lp, void (*fn)(void *arg), void *arg)
-{
-    lp->flush_fn = fn;
-    lp->flush_arg = arg;
 }
 
 static void *loop_thread(void *arg)

@@ -33,8 +33,6 @@ rl_status loop_new(struct ev_loop *ext, struct loop **out);
 /* Start the loop thread (own loop only); before_run runs first on it. */
 rl_status loop_run_thread(struct loop *lp, void (*before_run)(void *arg),
                           void *arg);
-/* Call fn(arg) on every loop iteration just before the loop blocks. */
-void loop_set_flush(struct loop *lp, void (*fn)(void *arg), void *arg);
 /* Stop accepting submissions (they get RL_ECANCELED from now on). */
 void loop_close(struct loop *lp);
 /* Loop thread (or, external loop, the caller): cancel every queued and

@@ -1,27 +1,41 @@
-/* node.c -- one Redis node over hiredis async on libev (DESIGN §3, §5.7).
+/* node.c -- one Redis node over our own connection layer (conn.c, with
+ * optional TLS) on libev (DESIGN §3, §5.7, issue 11).
  *
  * States (enum node_state):
  *   IDLE -> CONNECTING -> READY -> (error, EOF, stuck request) -> BACKOFF
  *   BACKOFF -(timer: 25 ms doubling to 1 s, +-25% jitter)-> CONNECTING
- * CONNECTING queues AUTH, SELECT and INFO server on the new context before
- * anything else, so every later command runs authenticated, in the right
- * db, and after we know the server's version and uptime (quarantine, §5.7).
+ * CONNECTING queues AUTH, SELECT and INFO server on the new connection
+ * before anything else, so every later command runs authenticated, in the
+ * right db, and after we know the server's version and uptime
+ * (quarantine, §5.7). The connection's own timer bounds the TCP connect
+ * and the TLS handshake by connect_timeout_ms; the handshake commands are
+ * bounded by it too (their request deadline).
  * A node that has failed before fails new requests at once until its
  * handshake succeeds again ("known down": the quorum does not wait for it).
  *
  * Commands are formatted once per round (struct wire, refcounted) and the
- * same bytes are queued on every node's connection.
+ * same bytes are queued on every node's connection without copying: each
+ * queued write holds a wire reference, dropped by conn's release callback
+ * once the bytes are written or dropped.
  *
- * Requests. The privdata handed to hiredis is a struct request owned by
- * the node, never an operation: hiredis may call back after the operation
- * finished (late reply) or with reply == NULL while the context dies. The
- * owner (operation) may detach at any time; the record is freed only in
- * the hiredis callback. Records are kept in send order (hiredis answers in
- * order) and one ev_timer per node is armed for the oldest deadline. A
- * request still unanswered at its deadline means the connection is stuck
- * (e.g. SIGSTOPped server): the context is freed, which makes hiredis call
- * every pending callback with NULL (reported as REPLY_DOWN with the
- * timeout as reason), and the node backs off.
+ * Requests. The privdata handed to conn is a struct request owned by the
+ * node, never an operation: conn may call back after the operation
+ * finished (late reply) or with reply == NULL while the connection dies.
+ * The owner (operation) may detach at any time; the record is freed only
+ * in the conn reply callback, which conn runs exactly once per request.
+ * Records are kept in send order (Redis answers in order) and one ev_timer
+ * per node is armed for the oldest deadline. A request still unanswered at
+ * its deadline means the connection is stuck (e.g. SIGSTOPped server): it
+ * is torn down with conn_close, which answers every pending request with
+ * NULL (reported as REPLY_DOWN with the timeout as reason), and the node
+ * backs off. A connection that dies by itself (EOF, I/O or TLS error,
+ * connect timeout) is handled at its first NULL reply or at its close
+ * callback, whichever comes first, so owners reacting to REPLY_DOWN
+ * already see the node down.
+ *
+ * Writes: conn writes everything queued in one loop iteration at its end
+ * (one write per node per iteration); sockets are close-on-exec from
+ * their creation.
  *
  * Rollbacks (releases after a failed acquire) that cannot be sent because
  * the node is down are kept, bounded, until the next handshake, however
@@ -36,24 +50,18 @@
  * (start_min_us: it never mistakes an older server for one restarted
  * after a given instant). A reconnect to the same run_id keeps them.
  *
- * Every socket is made close-on-exec at once (no child inherits an
- * authenticated connection).
- *
- * Context ownership: hiredis frees the context itself after onConnect(ERR)
- * and after onDisconnect; n->ac is cleared in those callbacks, and before
- * we call redisAsyncFree ourselves, so it never dangles. */
+ * Connection ownership: n->conn is the current connection or NULL; it is
+ * cleared before the node frees it (conn_free defers the memory while one
+ * of its callbacks runs), so callbacks of an old connection are
+ * recognised and never touch the node's state. */
 #include <ev.h>
-#include <fcntl.h>
-#include <hiredis/async.h>
 #include <hiredis/hiredis.h>
-#include <hiredis/adapters/libev.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "conn.h"
 #include "node.h"
 
-#define BACKOFF_MIN_MS 25
-#define BACKOFF_MAX_MS 1000
 #define MAX_ARRAY_ELEMENTS 16
 #define MAX_DEFERRED 4096 /* rollbacks kept per down node */
 
@@ -99,17 +107,16 @@ struct node {
     const struct config *cfg;
     const struct node_addr *addr;
     enum node_state state;
-    redisAsyncContext *ac;      /* NULL unless CONNECTING or READY */
+    struct tls_target *tls;     /* NULL: plaintext */
+    struct conn *conn;          /* NULL unless CONNECTING or READY */
     struct request *head;       /* pending requests, oldest first */
     struct request *tail;
     struct request *deferred;   /* rollbacks waiting for a reconnect */
     size_t deferred_count;
     ev_timer request_timer;     /* fires at the oldest deadline */
     ev_timer backoff_timer;     /* reconnect */
-    uint32_t backoff_ms;        /* next reconnect delay */
+    struct conn_backoff backoff; /* reconnect delays */
     unsigned failures;          /* since the last good handshake */
-    bool unflushed;             /* commands queued since the last flush */
-    uint64_t rng;               /* xorshift state for jitter */
     char version[32];
     char run_id[41];            /* server instance; "" = unknown */
     rl_mono_us up_since_us;     /* latest possible server start, boottime;
@@ -120,6 +127,8 @@ struct node {
 };
 
 static void connection_start(struct node *n);
+static void connection_lost(struct node *n, struct conn *c,
+                            const char *reason);
 static void flush_deferred(struct node *n);
 static bool defer(struct node *n, struct request *r);
 static void connection_fail(struct node *n, const char *fmt, ...)
@@ -215,6 +224,11 @@ static void on_request_timer(struct ev_loop *loop, ev_timer *w, int revents)
         arm_request_timer(n);
         return;
     }
+    /* Not open yet: conn's own timer bounds the connect and the TLS
+     * handshake by the same connect_timeout_ms and says which one hung
+     * (on_open re-arms this timer). */
+    if (n->conn != NULL && conn_get_state(n->conn) != CONN_OPEN)
+        return;
     for (r = n->head; r != NULL; r = r->next) {
         if (r->fn != NULL)
             n->stats.timeouts++;
@@ -332,7 +346,7 @@ static void handshake_done(struct node *n, const redisReply *info)
     learn_server(n, info->str);
     n->state = NODE_READY;
     n->failures = 0;
-    n->backoff_ms = BACKOFF_MIN_MS;
+    conn_backoff_reset(&n->backoff);
     n->last_error[0] = '\0';
     flush_deferred(n);
     config_log(n->cfg, RL_LOG_INFO, "node %s ready (redis %s, up %llu s)",
@@ -376,7 +390,7 @@ static bool resend_as_eval(struct node *n, struct request *r)
 
     wire_unref(r->wire);
     r->wire = NULL;
-    if (eval != NULL && n->ac != NULL && send_wire(n, r, eval) != NULL) {
+    if (eval != NULL && send_wire(n, r, eval) != NULL) {
         wire_unref(eval); /* r holds its own reference */
         return true;
     }
@@ -451,18 +465,20 @@ void node_count_vote(struct node *n, bool granted)
         n->stats.votes_against++;
 }
 
-static void on_reply(redisAsyncContext *ac, void *reply_ptr, void *privdata)
+static void on_reply(struct conn *c, const redisReply *reply,
+                     const char *down, void *privdata)
 {
     struct request *r = privdata;
     struct node *n = r->node;
-    const redisReply *reply = reply_ptr;
 
-    RL_UNUSED(ac);
+    if (reply == NULL)
+        connection_lost(n, c, down);
     queue_remove(n, r);
     if (reply == NULL && r->persist && defer(n, r))
         return; /* unanswered rollback: again after the reconnect */
     if (reply == NULL) {
-        /* The context is going away: connect failure, EOF, or our free. */
+        /* The connection is going away: connect failure, EOF, a stuck
+         * request, or our free. */
         if (r->fn != NULL) {
             n->stats.down++;
             report_failure(r, REPLY_DOWN,
@@ -616,7 +632,14 @@ static struct wire *wire_eval_form(const struct wire *sha)
 
 /* ---- Sending ------------------------------------------------------------ */
 
-/* Queue w on the connection for r (which takes a reference). */
+/* conn is done with the bytes of a queued write. */
+static void release_wire(void *arg)
+{
+    wire_unref(arg);
+}
+
+/* Queue w on the connection for r (r and the queued write each take a
+ * reference). */
 static struct request *send_wire(struct node *n, struct request *r,
                                  struct wire *w)
 {
@@ -630,13 +653,17 @@ static struct request *send_wire(struct node *n, struct request *r,
     /* Requests queued behind the handshake cannot time out before it. */
     if (n->tail != NULL && n->tail->deadline_us > r->deadline_us)
         r->deadline_us = n->tail->deadline_us;
-    if (redisAsyncFormattedCommand(n->ac, on_reply, r, w->cmd, w->len) !=
-        REDIS_OK)
+    if (n->conn == NULL)
         return NULL;
+    w->refs++;
+    if (!conn_request(n->conn, w->cmd, w->len, release_wire, w, on_reply,
+                      r)) {
+        w->refs--;
+        return NULL;
+    }
     w->refs++;
     r->wire = w;
     queue_push(n, r);
-    n->unflushed = true;
     n->stats.requests++;
     arm_request_timer(n);
     return r;
@@ -769,83 +796,74 @@ static void free_deferred(struct node *n)
 
 /* ---- Connection lifecycle ----------------------------------------------- */
 
-static uint32_t jitter(struct node *n, uint32_t ms)
-{
-    uint32_t span = ms / 2;
-
-    /* xorshift64: jitter only, not security. */
-    n->rng ^= n->rng << 13;
-    n->rng ^= n->rng >> 7;
-    n->rng ^= n->rng << 17;
-    if (span == 0)
-        return ms;
-    return ms - span / 2 + (uint32_t)(n->rng % span);
-}
-
 static void schedule_reconnect(struct node *n)
 {
-    uint32_t delay = jitter(n, n->backoff_ms);
+    uint32_t delay = conn_backoff_next(&n->backoff);
 
     n->state = NODE_BACKOFF;
-    n->backoff_ms = n->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS
-                                                       : n->backoff_ms * 2;
     ev_timer_stop(n->loop, &n->backoff_timer);
     ev_timer_set(&n->backoff_timer, delay / 1000.0, 0.0);
     ev_timer_start(n->loop, &n->backoff_timer);
 }
 
-/* Give up on the current connection: remember why, free the context (all
- * pending callbacks fire with NULL and report REPLY_DOWN), back off. */
+/* The node lost its connection (reason set in last_error): count it,
+ * back off (unless closing), stop the request timer. */
+static void node_down(struct node *n)
+{
+    if (n->state == NODE_READY || n->failures == 0)
+        config_log(n->cfg, RL_LOG_WARN, "node down: %s", n->last_error);
+    n->failures++;
+    n->conn = NULL;
+    ev_timer_stop(n->loop, &n->request_timer);
+    if (n->state != NODE_CLOSED)
+        schedule_reconnect(n);
+}
+
+/* Give up on the current connection: remember why, close it (every
+ * pending request is answered NULL and reported REPLY_DOWN), back off. */
 static void connection_fail(struct node *n, const char *fmt, ...)
 {
-    redisAsyncContext *ac = n->ac;
+    struct conn *c = n->conn;
     va_list ap;
 
     va_start(ap, fmt);
     vsnprintf(n->last_error, sizeof(n->last_error), fmt, ap);
     va_end(ap);
-    if (n->state == NODE_READY || n->failures == 0)
-        config_log(n->cfg, RL_LOG_WARN, "node down: %s", n->last_error);
-    n->failures++;
-    n->ac = NULL;
-    ev_timer_stop(n->loop, &n->request_timer);
-    if (n->state != NODE_CLOSED)
-        schedule_reconnect(n);
-    if (ac != NULL)
-        redisAsyncFree(ac);
+    node_down(n);
+    if (c != NULL) {
+        conn_close(c, n->last_error);
+        conn_free(c);
+    }
 }
 
-static void on_connect(const redisAsyncContext *ac, int status)
+/* The connection died by itself (connect failure or timeout, TLS error,
+ * EOF, I/O or protocol error): called at its first unanswered request or
+ * at its close, whichever comes first; a connection the node already let
+ * go of is ignored. conn names the reason, the node prefixes its name. */
+static void connection_lost(struct node *n, struct conn *c,
+                            const char *reason)
 {
-    struct node *n = ac->data;
-
-    if (status == REDIS_OK || n->ac != ac)
+    if (c != n->conn)
         return;
-    /* hiredis frees ac right after this callback. */
-    n->ac = NULL;
-    snprintf(n->last_error, sizeof(n->last_error), "%s: connect failed: %s",
-             n->addr->display, ac->errstr);
-    n->failures++;
-    ev_timer_stop(n->loop, &n->request_timer);
-    schedule_reconnect(n);
+    snprintf(n->last_error, sizeof(n->last_error), "%s: %s",
+             n->addr->display, reason);
+    node_down(n);
+    conn_free(c); /* inside its callback: freed when that returns */
 }
 
-static void on_disconnect(const redisAsyncContext *ac, int status)
+/* The socket is connected (and the TLS handshake done): from now on the
+ * handshake commands' deadlines are the node's to enforce. */
+static void on_open(struct conn *c, void *privdata)
 {
-    struct node *n = ac->data;
+    struct node *n = privdata;
 
-    RL_UNUSED(status);
-    if (n->ac != ac)
-        return; /* we freed it ourselves */
-    n->ac = NULL;
-    snprintf(n->last_error, sizeof(n->last_error),
-             "%s: connection lost: %s", n->addr->display,
-             ac->errstr[0] ? ac->errstr : "closed by server");
-    config_log(n->cfg, RL_LOG_WARN, "node down: %s", n->last_error);
-    n->failures++;
-    ev_timer_stop(n->loop, &n->request_timer);
-    if (n->state != NODE_CLOSED)
-        schedule_reconnect(n);
+    if (c == n->conn)
+        arm_request_timer(n);
+}
+
+static void on_close(struct conn *c, const char *reason, void *privdata)
+{
+    connection_lost(privdata, c, reason);
 }
 
 static bool queue_internal(struct node *n, enum req_role role, int argc,
@@ -926,42 +944,26 @@ static bool queue_handshake(struct node *n)
 
 static void connection_start(struct node *n)
 {
-    const struct node_addr *a = n->addr;
-    redisAsyncContext *ac;
+    struct conn_opts o;
 
-    if (a->kind == ADDR_UNIX)
-        ac = redisAsyncConnectUnix(a->path);
-    else
-        ac = redisAsyncConnect(a->ip, a->port);
-    if (ac == NULL) {
+    memset(&o, 0, sizeof(o));
+    o.addr = n->addr;
+    o.tls = n->tls;
+    o.connect_timeout_ms = n->cfg->connect_timeout_ms;
+    o.on_open = on_open;
+    o.on_close = on_close;
+    o.privdata = n;
+    n->conn = conn_new(n->loop, &o);
+    if (n->conn == NULL) {
         snprintf(n->last_error, sizeof(n->last_error),
-                 "%s: out of memory connecting", a->display);
-        n->failures++;
-        schedule_reconnect(n);
+                 "%s: out of memory connecting", n->addr->display);
+        node_down(n);
         return;
     }
-    if (ac->err) {
-        snprintf(n->last_error, sizeof(n->last_error),
-                 "%s: connect failed: %s", a->display, ac->errstr);
-        n->failures++;
-        redisAsyncFree(ac);
-        schedule_reconnect(n);
-        return;
-    }
-    ac->data = n;
-    (void)fcntl(ac->c.fd, F_SETFD, FD_CLOEXEC);
-    if (redisLibevAttach(n->loop, ac) != REDIS_OK) {
-        redisAsyncFree(ac);
-        n->failures++;
-        schedule_reconnect(n);
-        return;
-    }
-    redisAsyncSetConnectCallback(ac, on_connect);
-    redisAsyncSetDisconnectCallback(ac, on_disconnect);
-    n->ac = ac;
     n->state = NODE_CONNECTING;
     if (!queue_handshake(n))
-        connection_fail(n, "%s: cannot queue the handshake", a->display);
+        connection_fail(n, "%s: cannot queue the handshake",
+                        n->addr->display);
 }
 
 static void on_backoff_timer(struct ev_loop *loop, ev_timer *w, int revents)
@@ -977,7 +979,7 @@ static void on_backoff_timer(struct ev_loop *loop, ev_timer *w, int revents)
 /* ---- Public (internal) API ---------------------------------------------- */
 
 struct node *node_new(struct ev_loop *loop, const struct config *cfg,
-                      size_t index)
+                      size_t index, struct tls_target *tls)
 {
     struct node *n = calloc(1, sizeof(*n));
 
@@ -986,9 +988,9 @@ struct node *node_new(struct ev_loop *loop, const struct config *cfg,
     n->loop = loop;
     n->cfg = cfg;
     n->addr = &cfg->addrs[index];
+    n->tls = tls;
     n->state = NODE_IDLE;
-    n->backoff_ms = BACKOFF_MIN_MS;
-    n->rng = (mono_now_us() ^ ((uint64_t)index << 32)) | 1u;
+    conn_backoff_init(&n->backoff, mono_now_us() ^ ((uint64_t)index << 32));
     ev_timer_init(&n->request_timer, on_request_timer, 0.0, 0.0);
     n->request_timer.data = n;
     ev_timer_init(&n->backoff_timer, on_backoff_timer, 0.0, 0.0);
@@ -1004,7 +1006,7 @@ void node_start(struct node *n)
 
 void node_free(struct node *n)
 {
-    redisAsyncContext *ac;
+    struct conn *c;
 
     if (n == NULL)
         return;
@@ -1013,20 +1015,16 @@ void node_free(struct node *n)
     ev_timer_stop(n->loop, &n->backoff_timer);
     snprintf(n->last_error, sizeof(n->last_error), "%s: client closed",
              n->addr->display);
-    ac = n->ac;
-    n->ac = NULL;
-    if (ac != NULL)
-        redisAsyncFree(ac); /* pending callbacks run now, with NULL */
+    c = n->conn;
+    n->conn = NULL;
+    if (c != NULL) {
+        /* What was queued in this iteration (the last releases) leaves
+         * before the close; pending callbacks then run, with NULL. */
+        conn_flush(c);
+        conn_free(c);
+    }
     free_deferred(n);
     free(n);
-}
-
-void node_flush(struct node *n)
-{
-    if (!n->unflushed || n->state != NODE_READY || n->ac == NULL)
-        return;
-    n->unflushed = false;
-    redisAsyncHandleWrite(n->ac);
 }
 
 const char *node_name(const struct node *n)
@@ -1080,6 +1078,13 @@ int64_t node_quarantine_left_ms(const struct node *n)
 const char *node_version(const struct node *n)
 {
     return n->version;
+}
+
+const char *node_tls_version(const struct node *n)
+{
+    return n->state == NODE_READY && n->conn != NULL
+               ? conn_tls_version(n->conn)
+               : NULL;
 }
 
 const struct node_stats *node_get_stats(const struct node *n)

@@ -1,6 +1,6 @@
 /* node.h -- one Redis node: connection, requests with timeouts, health.
  * The only interface the engine (quorum.c and the operations) sees of
- * hiredis and libev. */
+ * the connection layer and libev. */
 #ifndef REDLOCK_NODE_H
 #define REDLOCK_NODE_H
 
@@ -12,6 +12,7 @@
 #include "scripts.h"
 
 struct ev_loop;
+struct tls_target;
 struct node;
 struct request;
 struct wire;
@@ -69,12 +70,14 @@ void node_count_vote(struct node *n, bool granted);
 /* Latency percentile (0 < p <= 100) in µs, from the histogram. */
 uint32_t node_latency_percentile(const struct node *n, double p);
 
+/* tls: the node's TLS target (outlives the node), or NULL: plaintext. */
 struct node *node_new(struct ev_loop *loop, const struct config *cfg,
-                      size_t index);
+                      size_t index, struct tls_target *tls);
 /* Start connecting (idempotent). */
 void node_start(struct node *n);
-/* Close the connection. Requests still attached are reported REPLY_DOWN
- * (with their owners' callbacks) before it returns. NULL is a no-op. */
+/* Write what is queued, then close the connection. Requests still
+ * attached are reported REPLY_DOWN (with their owners' callbacks) before
+ * it returns. NULL is a no-op. */
 void node_free(struct node *n);
 
 /* A command formatted once and shared by every node it is sent to
@@ -102,13 +105,8 @@ struct request *node_send(struct node *n, int argc, const char **argv,
  * handshake instead (bounded number kept per node). */
 void node_send_wire_or_defer(struct node *n, struct wire *w);
 /* The owner no longer wants the reply; the request record lives on until
- * hiredis calls back, then is freed by the node. */
+ * the connection calls back, then is freed by the node. */
 void request_detach(struct request *r);
-
-/* Write what was queued on a ready connection now, instead of waiting for
- * the loop to report the socket writable (one write per node per loop
- * iteration, no extra poll round). Called before the loop blocks. */
-void node_flush(struct node *n);
 
 const char *node_name(const struct node *n);
 enum node_state node_get_state(const struct node *n);
@@ -121,6 +119,8 @@ bool node_voting(const struct node *n);
 int64_t node_quarantine_left_ms(const struct node *n);
 /* Server facts from the handshake; 0 / "" before the first one. */
 const char *node_version(const struct node *n);
+/* Negotiated TLS protocol ("TLSv1.3") of a ready node, else NULL. */
+const char *node_tls_version(const struct node *n);
 int64_t node_uptime_ms(const struct node *n);
 /* True when the server provably started after t (boottime µs): even its
  * earliest possible start (uptime has whole seconds) is later. */

@@ -7,9 +7,13 @@
  * jitter stays as the fallback: a crashed holder publishes nothing, and a
  * message can be lost while a subscriber connection is down.
  *
- * One subscriber connection per node, separate from the command
- * connection (a subscribed hiredis context accepts no other commands), is
- * opened the first time anybody waits and then kept. A channel is
+ * One subscriber connection per node (conn.c in subscriber mode: AUTH
+ * is a request, (UN)SUBSCRIBE are written without one, messages and
+ * confirmations arrive as pushes), separate from the command connection
+ * (a subscribed connection accepts no other commands), is opened the
+ * first time anybody waits and then kept; it uses the node's TLS target
+ * and connect timeout, and reconnects with backoff and jitter like the
+ * node does. A channel is
  * subscribed when the first waiter of a key arrives and stays subscribed
  * while idle (up to MAX_IDLE_CHANNELS), so contended keys are not
  * resubscribed on every hand-off; after a reconnect every channel is
@@ -20,22 +24,20 @@
  * started. Messages carry the releaser's token; a waiter ignores its own
  * (its rollback), or it would wake itself while the holder still holds.
  *
- * This is the one module besides node.c that talks to hiredis: it owns
- * the subscriber contexts. Their privdata is the per-node struct
- * sub_conn, which outlives the contexts (notify_free frees the contexts
- * first, which fires every callback with NULL). Loop thread only. */
+ * This is the one module besides node.c that owns connections: the
+ * subscriber ones. Their privdata is the per-node struct sub_conn, which
+ * outlives them (notify_free frees the connections first, which runs
+ * their callbacks, recognised as stale since sc->conn is cleared first).
+ * Loop thread only. */
 #include <ev.h>
-#include <fcntl.h>
-#include <hiredis/async.h>
 #include <hiredis/hiredis.h>
-#include <hiredis/adapters/libev.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "conn.h"
 #include "notify.h"
 
 #define CHANNEL_PREFIX "redlock:release:"
-#define RECONNECT_S 0.5
 #define MAX_IDLE_CHANNELS 1024 /* subscriptions kept with nobody waiting */
 
 struct channel {
@@ -51,8 +53,10 @@ struct channel {
 struct sub_conn {
     struct notify *nt;
     const struct node_addr *addr;
-    redisAsyncContext *ac;       /* NULL when not connected */
+    struct tls_target *tls;      /* NULL: plaintext */
+    struct conn *conn;           /* NULL when not connected */
     ev_timer retry;
+    struct conn_backoff backoff;
 };
 
 struct notify {
@@ -65,7 +69,7 @@ struct notify {
     bool closing;
 };
 
-static void conn_start(struct sub_conn *sc);
+static void sub_start(struct sub_conn *sc);
 
 /* ---- Channels ----------------------------------------------------------- */
 
@@ -118,16 +122,20 @@ static void channel_wake(struct notify *nt, const char *name, size_t len,
 
 /* ---- Subscriber connections --------------------------------------------- */
 
-static void on_message(redisAsyncContext *ac, void *reply_ptr, void *privdata)
+static void on_push(struct conn *c, const redisReply *r, void *privdata)
 {
     struct sub_conn *sc = privdata;
-    const redisReply *r = reply_ptr;
     const redisReply *kind;
     const redisReply *chan;
 
-    RL_UNUSED(ac);
-    if (r == NULL || sc->nt->closing || r->type != REDIS_REPLY_ARRAY ||
-        r->elements < 2)
+    if (c != sc->conn || sc->nt->closing)
+        return;
+    if (r->type == REDIS_REPLY_ERROR) {
+        config_log(sc->nt->cfg, RL_LOG_WARN, "node %s: notifications: %s",
+                   sc->addr->display, r->str);
+        return;
+    }
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < 2)
         return;
     kind = r->element[0];
     chan = r->element[1];
@@ -144,19 +152,20 @@ static void on_message(redisAsyncContext *ac, void *reply_ptr, void *privdata)
 static void send_channel(struct sub_conn *sc, const char *verb,
                          const struct channel *ch)
 {
-    if (sc->ac == NULL)
-        return;
-    redisAsyncCommand(sc->ac, strcmp(verb, "SUBSCRIBE") == 0 ? on_message
-                                                            : NULL,
-                      sc, "%s %b", verb, ch->name, ch->len);
+    const char *argv[2] = {verb, ch->name};
+    size_t lens[2] = {strlen(verb), ch->len};
+
+    if (sc->conn != NULL)
+        (void)conn_push_command(sc->conn, 2, argv, lens);
 }
 
-static void on_auth(redisAsyncContext *ac, void *reply_ptr, void *privdata)
+static void on_auth(struct conn *c, const redisReply *r, const char *down,
+                    void *privdata)
 {
     struct sub_conn *sc = privdata;
-    const redisReply *r = reply_ptr;
 
-    RL_UNUSED(ac);
+    RL_UNUSED(c);
+    RL_UNUSED(down);
     if (r != NULL && r->type == REDIS_REPLY_ERROR)
         config_log(sc->nt->cfg, RL_LOG_WARN,
                    "node %s: notifications: AUTH failed: %s",
@@ -168,28 +177,28 @@ static void schedule_retry(struct sub_conn *sc)
     if (sc->nt->closing || sc->nt->channels == NULL)
         return;
     ev_timer_stop(sc->nt->loop, &sc->retry);
-    ev_timer_set(&sc->retry, RECONNECT_S, 0.0);
+    ev_timer_set(&sc->retry, conn_backoff_next(&sc->backoff) / 1000.0, 0.0);
     ev_timer_start(sc->nt->loop, &sc->retry);
 }
 
-static void on_connect(const redisAsyncContext *ac, int status)
+static void on_open(struct conn *c, void *privdata)
 {
-    struct sub_conn *sc = ac->data;
+    struct sub_conn *sc = privdata;
 
-    if (status == REDIS_OK || sc->ac != ac)
-        return;
-    sc->ac = NULL; /* hiredis frees it after this callback */
-    schedule_retry(sc);
+    if (c == sc->conn)
+        conn_backoff_reset(&sc->backoff);
 }
 
-static void on_disconnect(const redisAsyncContext *ac, int status)
+static void on_close(struct conn *c, const char *reason, void *privdata)
 {
-    struct sub_conn *sc = ac->data;
+    struct sub_conn *sc = privdata;
 
-    RL_UNUSED(status);
-    if (sc->ac != ac)
-        return;
-    sc->ac = NULL;
+    if (c != sc->conn)
+        return; /* notify_free let go of it */
+    sc->conn = NULL;
+    config_log(sc->nt->cfg, RL_LOG_DEBUG, "node %s: notifications: %s",
+               sc->addr->display, reason);
+    conn_free(c); /* inside its callback: freed when that returns */
     schedule_retry(sc);
 }
 
@@ -197,44 +206,51 @@ static void on_retry(struct ev_loop *loop, ev_timer *w, int revents)
 {
     RL_UNUSED(loop);
     RL_UNUSED(revents);
-    conn_start(w->data);
+    sub_start(w->data);
 }
 
-static void conn_start(struct sub_conn *sc)
+static void sub_start(struct sub_conn *sc)
 {
     const struct node_addr *a = sc->addr;
-    redisAsyncContext *ac;
+    const char *argv[3];
+    size_t lens[3];
+    struct conn_opts o;
     struct channel *ch;
+    int argc = 0;
 
-    if (sc->ac != NULL || sc->nt->closing)
+    if (sc->conn != NULL || sc->nt->closing)
         return;
-    ac = a->kind == ADDR_UNIX ? redisAsyncConnectUnix(a->path)
-                              : redisAsyncConnect(a->ip, a->port);
-    if (ac == NULL)
-        return;
-    if (!ac->err) /* no child may inherit an authenticated socket */
-        (void)fcntl(ac->c.fd, F_SETFD, FD_CLOEXEC);
-    if (ac->err || redisLibevAttach(sc->nt->loop, ac) != REDIS_OK) {
-        redisAsyncFree(ac);
+    memset(&o, 0, sizeof(o));
+    o.addr = a;
+    o.tls = sc->tls;
+    o.connect_timeout_ms = sc->nt->cfg->connect_timeout_ms;
+    o.subscriber = true;
+    o.on_open = on_open;
+    o.on_close = on_close;
+    o.on_push = on_push;
+    o.privdata = sc;
+    sc->conn = conn_new(sc->nt->loop, &o);
+    if (sc->conn == NULL) {
         schedule_retry(sc);
         return;
     }
-    ac->data = sc;
-    redisAsyncSetConnectCallback(ac, on_connect);
-    redisAsyncSetDisconnectCallback(ac, on_disconnect);
-    sc->ac = ac;
-    if (a->password != NULL && a->user != NULL)
-        redisAsyncCommand(ac, on_auth, sc, "AUTH %s %s", a->user,
-                          a->password);
-    else if (a->password != NULL)
-        redisAsyncCommand(ac, on_auth, sc, "AUTH %s", a->password);
+    if (a->password != NULL) {
+        argv[argc++] = "AUTH";
+        if (a->user != NULL)
+            argv[argc++] = a->user;
+        argv[argc++] = a->password;
+        for (int i = 0; i < argc; i++)
+            lens[i] = strlen(argv[i]);
+        (void)conn_command(sc->conn, argc, argv, lens, on_auth, sc);
+    }
     for (ch = sc->nt->channels; ch != NULL; ch = ch->next)
         send_channel(sc, "SUBSCRIBE", ch);
 }
 
 /* ---- API ---------------------------------------------------------------- */
 
-struct notify *notify_new(struct ev_loop *loop, const struct config *cfg)
+struct notify *notify_new(struct ev_loop *loop, const struct config *cfg,
+                          struct tls_target *const *tls)
 {
     struct notify *nt = calloc(1, sizeof(*nt));
     size_t i;
@@ -252,6 +268,9 @@ struct notify *notify_new(struct ev_loop *loop, const struct config *cfg)
     for (i = 0; i < nt->count; i++) {
         nt->conns[i].nt = nt;
         nt->conns[i].addr = &cfg->addrs[i];
+        nt->conns[i].tls = tls != NULL ? tls[i] : NULL;
+        conn_backoff_init(&nt->conns[i].backoff,
+                          mono_now_us() ^ ((uint64_t)i << 40));
         ev_timer_init(&nt->conns[i].retry, on_retry, 0.0, 0.0);
         nt->conns[i].retry.data = &nt->conns[i];
     }
@@ -261,7 +280,7 @@ struct notify *notify_new(struct ev_loop *loop, const struct config *cfg)
 void notify_free(struct notify *nt)
 {
     struct channel *ch, *next;
-    redisAsyncContext *ac;
+    struct conn *c;
     size_t i;
 
     if (nt == NULL)
@@ -269,10 +288,9 @@ void notify_free(struct notify *nt)
     nt->closing = true;
     for (i = 0; i < nt->count; i++) {
         ev_timer_stop(nt->loop, &nt->conns[i].retry);
-        ac = nt->conns[i].ac;
-        nt->conns[i].ac = NULL;
-        if (ac != NULL)
-            redisAsyncFree(ac);
+        c = nt->conns[i].conn;
+        nt->conns[i].conn = NULL;
+        conn_free(c);
     }
     for (ch = nt->channels; ch != NULL; ch = next) {
         next = ch->next;
@@ -306,7 +324,7 @@ static struct channel *channel_add(struct notify *nt, const char *key,
     nt->idle++;
     for (i = 0; i < nt->count; i++) {
         send_channel(&nt->conns[i], "SUBSCRIBE", ch);
-        conn_start(&nt->conns[i]);
+        sub_start(&nt->conns[i]);
     }
     return ch;
 }
@@ -348,9 +366,9 @@ bool notify_wait(struct notify *nt, struct notify_waiter *w, const char *key,
     return ch->last_release_us >= since_us;
 }
 
-/* Too many idle subscriptions: drop the idle ones. (Not on every last
- * waiter leaving: hiredis 0.14 loses the callback of a SUBSCRIBE sent
- * while the UNSUBSCRIBE of the same channel is still unanswered.) */
+/* Too many idle subscriptions: drop the idle ones (not on every last
+ * waiter leaving: a contended key would be resubscribed, and its first
+ * confirmation awaited, at every hand-off). */
 static void drop_idle_channels(struct notify *nt)
 {
     struct channel **pp = &nt->channels;

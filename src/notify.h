@@ -8,6 +8,7 @@
 #include "config.h"
 
 struct ev_loop;
+struct tls_target;
 struct notify;
 struct channel;
 
@@ -23,7 +24,10 @@ struct notify_waiter {
     void *arg;
 };
 
-struct notify *notify_new(struct ev_loop *loop, const struct config *cfg);
+/* tls: per node, its TLS target (NULL: plaintext); the array may be NULL
+ * (no TLS node). The targets outlive nt. */
+struct notify *notify_new(struct ev_loop *loop, const struct config *cfg,
+                          struct tls_target *const *tls);
 /* Close the subscriber connections (loop thread; no waiters left). */
 void notify_free(struct notify *nt);
 /* Call wake(arg) whenever the lock on key is released by somebody whose

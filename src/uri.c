@@ -63,6 +63,7 @@ struct uri_parts {
     size_t pass_len;
     int port;
     int db;
+    bool tls;         /* rediss:// */
 };
 
 /* The parts of a URI that may hold a secret, as uri_redact() masks them:
@@ -485,7 +486,7 @@ static rl_status trailing(struct parse_ctx *c, const char *s,
     return bad(c, "unexpected '%.*s' after %s", len, t, after);
 }
 
-/* The part after "redis://". */
+/* The part after "redis://" or "rediss://". */
 static rl_status parse_redis(struct parse_ctx *c, const char *s,
                              struct uri_parts *u)
 {
@@ -694,6 +695,7 @@ static char *make_display(const struct node_addr *a)
 static rl_status build(const struct uri_parts *u, struct node_addr *out)
 {
     out->kind = u->kind;
+    out->tls = u->tls;
     out->port = u->port;
     out->db = u->db;
     if (u->kind == ADDR_TCP) {
@@ -762,14 +764,14 @@ rl_status uri_parse(const char *uri, struct node_addr *out, char *err,
         } else if (scheme_len == 4 && strncasecmp(uri, "unix", 4) == 0) {
             st = parse_unix(&c, sep + 3, &u);
         } else if (scheme_len == 6 && strncasecmp(uri, "rediss", 6) == 0) {
-            st = bad(&c, "TLS is not supported (rediss://); use redis:// "
-                         "or unix://");
+            u.tls = true;
+            st = parse_redis(&c, sep + 3, &u);
         } else {
             int len;
             const char *t = echo(&c, uri, scheme_len, &len);
 
-            st = bad(&c, "unknown scheme '%.*s' (expected redis:// or "
-                         "unix://)", len, t);
+            st = bad(&c, "unknown scheme '%.*s' (expected redis://, "
+                         "rediss:// or unix://)", len, t);
         }
     }
     if (st != RL_OK)
@@ -975,6 +977,11 @@ const char *rl_uri_path(const rl_uri *u)
 int rl_uri_db(const rl_uri *u)
 {
     return u != NULL ? u->a.db : 0;
+}
+
+bool rl_uri_tls(const rl_uri *u)
+{
+    return u != NULL && u->a.tls;
 }
 
 const char *rl_uri_user(const rl_uri *u)

@@ -24,10 +24,12 @@ struct node_addr {
     char *password; /* or NULL; never printed */
     char *display;  /* "host:port", "[v6]:port" or "unix:/path" (+ "/db")
                        for messages: never contains the password */
+    bool tls;       /* TCP: rediss:// (TLS for this node) */
 };
 
 /* Parse uri into *out (zeroed first). Accepted forms:
  *   redis://[[user]:password@]host[:port][/db]
+ *   rediss://[[user]:password@]host[:port][/db]    (TLS: a->tls)
  *   unix:///absolute/path[?db=N]
  *   host:port   and   [v6addr]:port
  * user and password are percent-decoded; the user info ends at the last

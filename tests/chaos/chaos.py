@@ -65,6 +65,9 @@ majority stays healthy, except one short majority pause in `mixed`):
                    fenced write (--stale-write), which the register must
                    reject once a newer holder has claimed the resource
   mixed            all of the above at random, plus a 1.5 s majority pause
+  tls              the clients talk TLS (rediss://, a CA made with the
+                   openssl CLI) while nodes are killed, paused and
+                   restarted, holders paused, and a majority paused once
 
 Negative controls run as expected failures: the suite passes only if the
 checker DOES see the violations they cause:
@@ -97,7 +100,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
 PROFILES = ["kill", "pause", "restart-fast", "restart-delayed", "partition",
-            "slow", "skew", "holder-pause", "mixed"]
+            "slow", "skew", "holder-pause", "mixed", "tls"]
 NEGATIVE = ["neg-no-quarantine", "neg-quarantine", "neg-broken-client"]
 
 VERBOSE = False
@@ -450,6 +453,9 @@ class Node:
         else:
             self.host = "127.0.0.1"
             self.port = free_port()
+        # tls profile: clients use this port (kept across restarts); the
+        # plaintext one stays for the checker and the readiness ping.
+        self.tls_port = free_port() if env.tls_dir else None
 
     def _make_netns(self):
         tag = "%d%d" % (os.getpid() % 100000, self.idx)
@@ -482,6 +488,13 @@ class Node:
                 "--save", "", "--appendonly", "no", "--dir", self.dir,
                 "--protected-mode", "no", "--daemonize", "no",
                 "--logfile", os.path.join(self.dir, "redis.log")]
+        if self.tls_port is not None:
+            certs = self.env.tls_dir
+            args += ["--tls-port", str(self.tls_port),
+                     "--tls-cert-file", os.path.join(certs, "server.pem"),
+                     "--tls-key-file", os.path.join(certs, "server.key"),
+                     "--tls-ca-cert-file", os.path.join(certs, "ca.pem"),
+                     "--tls-auth-clients", "no"]
         env = dict(os.environ)
         if self.skew is not None:
             method, so = self.skew
@@ -644,6 +657,8 @@ class Contender:
             args.append("--stale-write")
         if self.no_quarantine:
             args.append("--no-quarantine")
+        if self.env.tls_dir:
+            args += ["--cacert", os.path.join(self.env.tls_dir, "ca.pem")]
         args += self.extra
         self.proc = CLEANUP.add_proc(subprocess.Popen(
             args, stdout=open(self.out, "w"), stderr=open(self.err, "w"),
@@ -663,6 +678,8 @@ class Contender:
                     "--max-ttl", str(self.max_ttl), "-q"]
             if self.no_quarantine:
                 args.append("--no-quarantine")
+            if env.tls_dir:
+                args += ["--cacert", os.path.join(env.tls_dir, "ca.pem")]
             args += ["run", r, "--ttl", str(self.ttl), "--wait",
                      str(self.wait)]
             if self.fence:
@@ -795,6 +812,7 @@ class Env:
         self.notes = []
         self.stop = threading.Event()
         self.rng = random.Random(args.seed * 1000 + sum(map(ord, name)))
+        self.tls_dir = None           # tls profile: certificates
 
     # -- setup
     def start_truth(self):
@@ -846,6 +864,9 @@ class Env:
             self.proxies.append(Proxy(self, self.faultproxy, n.addr))
 
     def node_addrs(self):
+        if self.tls_dir:
+            return ["rediss://%s:%d" % (n.host, n.tls_port)
+                    for n in self.nodes]
         if self.proxies:
             return [p.addr for p in self.proxies]
         return [n.addr for n in self.nodes]
@@ -1241,6 +1262,7 @@ FAULTS = {
     "skew": faults_skew,
     "holder-pause": faults_holder_pause,
     "mixed": faults_mixed,
+    "tls": faults_mixed,    # kill, pause, restart, holder pause, majority
 }
 
 
@@ -1543,6 +1565,35 @@ def check(env, t_begin, slack_ns, expect_cli_kills=False):
 
 # ---- profiles --------------------------------------------------------------
 
+CERT_SCRIPT = r"""
+set -e
+key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 \
+    -out "$1" 2>/dev/null; }
+key ca.key
+openssl req -x509 -new -key ca.key -out ca.pem -days 30 -subj /CN=ca \
+    2>/dev/null
+key server.key
+openssl req -new -key server.key -subj /CN=localhost -out server.csr \
+    2>/dev/null
+printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' > server.ext
+openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial \
+    -days 30 -extfile server.ext -out server.pem 2>/dev/null
+"""
+
+
+def make_certs(env):
+    """tls profile: a CA and a server certificate for 127.0.0.1 in
+    env.tls_dir; -> None, or why the profile cannot run."""
+    if shutil.which("openssl") is None:
+        return "openssl CLI not found"
+    d = os.path.join(env.dir, "certs")
+    os.makedirs(d)
+    if subprocess.run(["sh", "-c", CERT_SCRIPT], cwd=d).returncode != 0:
+        return "openssl could not make the test certificates"
+    env.tls_dir = d
+    return None
+
+
 def profile_settings(name, args):
     ttl = args.ttl
     return dict(duration=args.duration, ttl=ttl, max_ttl=args.max_ttl,
@@ -1570,6 +1621,11 @@ def run_profile(args, name):
         netns = netns_unavailable_reason() is None
         proxies = bool(args.faultproxy)
     env = Env(args, name, s["duration"], s["ttl"], s["max_ttl"], s["hold"])
+    if name == "tls":
+        why = make_certs(env)
+        if why:
+            print("SKIP tls: %s" % why, flush=True)
+            return {"name": name, "skip": why}
     env.paused_now = {}
     env.holder_pauses = {}
     if name == "skew":

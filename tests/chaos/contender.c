@@ -104,6 +104,7 @@ struct opts {
     bool fence;
     bool stale_write;              /* fenced write even after the loss */
     bool no_quarantine;
+    const char *cacert;         /* --cacert: TLS CA file, or NULL */
     uint32_t max_ttl_ms;
     char truth_host[256];
     int truth_port;
@@ -215,7 +216,7 @@ static void usage(FILE *f)
         "                 [--ttl MS] [--wait MS] [--hold-ms MIN-MAX]\n"
         "                 [--idle-ms MAX] [--mode blocking|with_lock]\n"
         "                 [--fence] [--stale-write] [--no-quarantine]\n"
-        "                 [--max-ttl MS]\n"
+        "                 [--max-ttl MS] [--cacert FILE]\n"
         "       contender --now\n");
 }
 
@@ -261,6 +262,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         {"stale-write", no_argument, NULL, 'S'},
         {"no-quarantine", no_argument, NULL, 'Q'},
         {"max-ttl", required_argument, NULL, 'M'},
+        {"cacert", required_argument, NULL, 'C'},
         {"truth", required_argument, NULL, 'T'},
         {"id", required_argument, NULL, 'i'},
         {"log", required_argument, NULL, 'l'},
@@ -345,6 +347,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
             break;
         case 'Q':
             o->no_quarantine = true;
+            break;
+        case 'C':
+            o->cacert = optarg;
             break;
         case 'M':
             if (parse_u32(optarg, &o->max_ttl_ms) != 0)
@@ -742,6 +747,7 @@ int main(int argc, char **argv)
     cfg.node_count = o.node_count;
     cfg.max_ttl_ms = o.max_ttl_ms;
     cfg.trust_restarted_nodes = o.no_quarantine;
+    cfg.tls_ca_file = o.cacert;
     c = rl_client_new(&cfg, &st);
     if (c == NULL) {
         fprintf(stderr, "contender %d: rl_client_new: %s: %s\n", o.id,

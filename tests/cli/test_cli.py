@@ -490,7 +490,7 @@ class TestPasswordCharacters(Helpers):
             "redis://:%s@%s:x%s" % (a, addr, b),    # bad port
             "%s:%s@%s" % (a, b, addr),              # credentials, no scheme
             "unix:///tmp/r.sock?password=%s" % a,   # unsupported query
-            "rediss://:%s@%s" % (a, addr),          # TLS
+            "rediss://:%s@127.0.0.1:0" % a,         # TLS, bad port
         ]
         for uri in bad:
             for flags in ([], ["-v"], ["-vv"]):

@@ -227,6 +227,80 @@ void harness_require_redis(void)
     }
 }
 
+/* ---- TLS certificates ---- */
+
+static char certs[HARNESS_DIR_MAX];
+
+static int make_certs(void)
+{
+    static const char script[] =
+        "set -e; cd '%s';"
+        "key() { openssl genpkey -algorithm EC"
+        " -pkeyopt ec_paramgen_curve:P-256 -out $1 2>/dev/null; };"
+        "ca() { key $1.key; openssl req -x509 -new -key $1.key -out $1.pem"
+        " -days 30 -subj /CN=$1 2>/dev/null; };"
+        "sign() { openssl req -new -key $2 -subj /CN=$3 -out t.csr"
+        " 2>/dev/null; printf '%%s\\n' \"$5\" > t.ext;"
+        " openssl x509 -req -in t.csr -CA ca.pem -CAkey ca.key"
+        " -CAcreateserial -days $4 -extfile t.ext -out $1 2>/dev/null; };"
+        "ca ca; ca ca2; key server.key; key client.key;"
+        "sign server.pem server.key localhost 30"
+        " 'subjectAltName=IP:127.0.0.1,DNS:localhost';"
+        "sign expired.pem server.key localhost -1"
+        " 'subjectAltName=IP:127.0.0.1,DNS:localhost';"
+        "sign client.pem client.key client 30"
+        " 'extendedKeyUsage=clientAuth';"
+        "cat client.pem client.key > client-both.pem;"
+        "mkdir cadir; cp ca.pem cadir/; openssl rehash cadir 2>/dev/null;";
+    const char *tmp = getenv("TMPDIR");
+    char cmd[sizeof(script) + HARNESS_DIR_MAX];
+
+    snprintf(certs, sizeof(certs), "%s/rl-certs-XXXXXX",
+             tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp");
+    if (mkdtemp(certs) == NULL)
+        return -1;
+    snprintf(cmd, sizeof(cmd), script, certs);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static void remove_certs(void)
+{
+    char cmd[HARNESS_DIR_MAX + 16];
+
+    if (certs[0] == '\0' || getenv("RL_HARNESS_KEEP") != NULL)
+        return;
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", certs);
+    if (system(cmd) != 0)
+        fprintf(stderr, "cannot remove %s\n", certs);
+}
+
+void harness_require_certs(void)
+{
+    if (certs[0] != '\0')
+        return;
+    if (system("openssl version >/dev/null 2>&1") != 0) {
+        printf("SKIP: openssl CLI not found\n");
+        fflush(stdout);
+        exit(77);
+    }
+    if (make_certs() != 0) {
+        fprintf(stderr, "cannot make test certificates in %s\n", certs);
+        remove_certs();
+        exit(1);
+    }
+    atexit(remove_certs);
+}
+
+const char *harness_cert(const char *name)
+{
+    static char paths[8][HARNESS_DIR_MAX + 32];
+    static int next;
+    char *p = paths[next++ % 8];
+
+    snprintf(p, sizeof(paths[0]), "%s/%s", certs, name);
+    return p;
+}
+
 /* A port nobody uses right now, picked at random below the kernel's
  * ephemeral range (32768 and up by default): a port the kernel hands out
  * for outgoing connections could be taken by a client's socket while a

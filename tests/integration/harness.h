@@ -83,6 +83,19 @@ struct rl_redis {
  * "SKIP: redis-server not found in PATH" and exit(77) (CTest: skipped). */
 void harness_require_redis(void);
 
+/* TLS certificates for the tests, made once per program by the openssl
+ * CLI in a temp dir (removed at exit unless RL_HARNESS_KEEP is set):
+ *   ca.pem/ca.key     the CA every test trusts; cadir/ the same, hashed
+ *   ca2.pem           a second CA nobody trusts
+ *   server.pem        for 127.0.0.1 and localhost (SANs), key server.key
+ *   expired.pem       the same, expired
+ *   client.pem        a client certificate (clientAuth), key client.key;
+ *                     client-both.pem has both
+ * Without the openssl CLI: "SKIP: openssl CLI not found", exit(77). */
+void harness_require_certs(void);
+/* The path of one of those files (a few static buffers, reused). */
+const char *harness_cert(const char *name);
+
 /* Start a fresh server (see top of file). o may be NULL. Returns 0 on
  * success, -1 with a message on stderr otherwise (nothing left behind). */
 int harness_start(struct rl_redis *r, const struct harness_opts *o);

@@ -1,10 +1,8 @@
 /* test_conn.c -- the connection layer (src/conn.c, src/tls.c; issue 11)
  * against real redis-server processes, plaintext and TLS.
  *
- * Certificates are made per test program by the openssl CLI in a temp
- * dir: a CA, a second CA nobody trusts, a server certificate for
- * 127.0.0.1 / localhost (SANs), an expired one with the same key, and a
- * client certificate. TLS servers also keep their plaintext port (the
+ * Certificates are made per test program by the harness
+ * (harness_require_certs). TLS servers also keep their plaintext port (the
  * harness checks readiness there); the tests connect to tls_port.
  *
  * Every test checks the connection's contract: each accepted request is
@@ -35,7 +33,6 @@
 #define BIG_VALUE (1024 * 1024)
 #define MAX_CALLS (PIPELINE + 8)
 
-static char certs[HARNESS_DIR_MAX];
 
 /* ---- Recording callbacks ------------------------------------------------ */
 
@@ -226,16 +223,6 @@ static int teardown(void **state)
     return 0;
 }
 
-static const char *cert(const char *name)
-{
-    static char paths[8][HARNESS_DIR_MAX + 32];
-    static int next;
-    char *p = paths[next++ % 8];
-
-    snprintf(p, sizeof(paths[0]), "%s/%s", certs, name);
-    return p;
-}
-
 /* A TCP address: ip 127.0.0.1, host as the URI would have had it. */
 static void tcp_addr(struct fx *f, const char *host, int port)
 {
@@ -275,15 +262,15 @@ static void start_tls(struct fx *f, const char *server_cert, bool auth_clients,
 
     if (base != NULL)
         o = *base;
-    o.tls_cert = cert(server_cert);
-    o.tls_key = cert("server.key");
-    o.tls_ca = cert("ca.pem");
+    o.tls_cert = harness_cert(server_cert);
+    o.tls_key = harness_cert("server.key");
+    o.tls_ca = harness_cert("ca.pem");
     o.tls_auth_clients = auth_clients;
     assert_int_equal(harness_start(&f->r, &o), 0);
     tcp_addr(f, "127.0.0.1", f->r.tls_port);
 }
 
-/* A context (cfg may name files relative to the cert dir via cert()). */
+/* A context (cfg may name files relative to the cert dir via harness_cert()). */
 static void make_ctx(struct fx *f, const struct tls_config *cfg,
                      const char *host)
 {
@@ -334,51 +321,6 @@ static void expect_down(struct fx *f, struct tls_target *t, const char *want)
     assert_string_equal(k.down, f->w.reason);
     assert_int_equal(conn_get_state(f->c), CONN_CLOSED);
     assert_int_equal(conn_pending(f->c), 0);
-}
-
-/* ---- Certificates ------------------------------------------------------- */
-
-static int make_certs(void)
-{
-    static const char script[] =
-        "set -e; cd '%s';"
-        "key() { openssl genpkey -algorithm EC"
-        " -pkeyopt ec_paramgen_curve:P-256 -out $1 2>/dev/null; };"
-        "ca() { key $1.key; openssl req -x509 -new -key $1.key -out $1.pem"
-        " -days 30 -subj /CN=$1 2>/dev/null; };"
-        "sign() { openssl req -new -key $2 -subj /CN=$3 -out t.csr"
-        " 2>/dev/null; printf '%%s\\n' \"$5\" > t.ext;"
-        " openssl x509 -req -in t.csr -CA ca.pem -CAkey ca.key"
-        " -CAcreateserial -days $4 -extfile t.ext -out $1 2>/dev/null; };"
-        "ca ca; ca ca2; key server.key; key client.key;"
-        "sign server.pem server.key localhost 30"
-        " 'subjectAltName=IP:127.0.0.1,DNS:localhost';"
-        "sign expired.pem server.key localhost -1"
-        " 'subjectAltName=IP:127.0.0.1,DNS:localhost';"
-        "sign client.pem client.key client 30"
-        " 'extendedKeyUsage=clientAuth';"
-        "cat client.pem client.key > client-both.pem;"
-        "mkdir cadir; cp ca.pem cadir/; openssl rehash cadir 2>/dev/null;";
-    const char *tmp = getenv("TMPDIR");
-    char cmd[sizeof(script) + HARNESS_DIR_MAX];
-
-    snprintf(certs, sizeof(certs), "%s/rl-certs-XXXXXX",
-             tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp");
-    if (mkdtemp(certs) == NULL)
-        return -1;
-    snprintf(cmd, sizeof(cmd), script, certs);
-    return system(cmd) == 0 ? 0 : -1;
-}
-
-static void remove_certs(void)
-{
-    char cmd[HARNESS_DIR_MAX + 16];
-
-    if (certs[0] == '\0' || getenv("RL_HARNESS_KEEP") != NULL)
-        return;
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", certs);
-    if (system(cmd) != 0)
-        fprintf(stderr, "cannot remove %s\n", certs);
 }
 
 /* ---- Plaintext ---------------------------------------------------------- */
@@ -532,7 +474,7 @@ static void test_tls_pubsub_pushes(void **state)
     struct tls_config cfg = {0};
 
     start_tls(f, "server.pem", false, NULL);
-    cfg.ca_file = cert("ca.pem");
+    cfg.ca_file = harness_cert("ca.pem");
     make_ctx(f, &cfg, "127.0.0.1");
     pubsub_round(f, f->target);
     assert_non_null(conn_tls_version(f->c));
@@ -723,7 +665,7 @@ static void test_tls_pipelined_requests_and_version(void **state)
     assert_non_null(big);
     memset(big, 'y', BIG_VALUE);
     start_tls(f, "server.pem", false, NULL);
-    cfg.ca_file = cert("ca.pem");
+    cfg.ca_file = harness_cert("ca.pem");
     make_ctx(f, &cfg, "127.0.0.1");
     f->c = open_conn(f, f->target, 2000, false);
     for (i = 0; i < PIPELINE; i++)
@@ -756,15 +698,15 @@ static void test_tls_verification_is_on_by_default(void **state)
     start_tls(f, "server.pem", false, NULL);
     make_ctx(f, &cfg, "127.0.0.1"); /* system trust store only */
     expect_down(f, f->target, "unknown CA");
-    cfg.ca_file = cert("ca2.pem");
+    cfg.ca_file = harness_cert("ca2.pem");
     make_ctx(f, &cfg, "127.0.0.1");
     expect_down(f, f->target, "unknown CA");
     cfg.ca_file = NULL;
-    cfg.ca_dir = certs; /* not hashed: nothing found in it */
+    cfg.ca_dir = harness_cert("."); /* not hashed: nothing found in it */
     make_ctx(f, &cfg, "127.0.0.1");
     expect_down(f, f->target, "TLS handshake failed: certificate "
                               "verification failed");
-    cfg.ca_dir = cert("cadir"); /* hashed (openssl rehash) */
+    cfg.ca_dir = harness_cert("cadir"); /* hashed (openssl rehash) */
     make_ctx(f, &cfg, "127.0.0.1");
     assert_true(ping_once(f, f->target, &k));
 }
@@ -776,7 +718,7 @@ static void test_tls_host_name_checks(void **state)
     struct call k;
 
     start_tls(f, "server.pem", false, NULL);
-    cfg.ca_file = cert("ca.pem");
+    cfg.ca_file = harness_cert("ca.pem");
     make_ctx(f, &cfg, "localhost"); /* URI host name, SNI */
     assert_true(ping_once(f, f->target, &k));
     make_ctx(f, &cfg, "redis.example.com");
@@ -799,7 +741,7 @@ static void test_tls_expired_certificate_and_insecure(void **state)
     struct call k;
 
     start_tls(f, "expired.pem", false, NULL);
-    cfg.ca_file = cert("ca.pem");
+    cfg.ca_file = harness_cert("ca.pem");
     make_ctx(f, &cfg, "127.0.0.1");
     expect_down(f, f->target, "certificate expired");
     cfg.ca_file = NULL;
@@ -815,16 +757,16 @@ static void test_mutual_tls_with_and_without_client_cert(void **state)
     struct call k;
 
     start_tls(f, "server.pem", true, NULL);
-    cfg.ca_file = cert("ca.pem");
+    cfg.ca_file = harness_cert("ca.pem");
     make_ctx(f, &cfg, "127.0.0.1");
     expect_down(f, f->target, "client certificate");
-    cfg.cert_file = cert("client.pem");
-    cfg.key_file = cert("client.key");
+    cfg.cert_file = harness_cert("client.pem");
+    cfg.key_file = harness_cert("client.key");
     make_ctx(f, &cfg, "127.0.0.1");
     assert_true(ping_once(f, f->target, &k));
     /* Certificate and key in one file. */
-    cfg.cert_file = cert("client-both.pem");
-    cfg.key_file = cert("client-both.pem");
+    cfg.cert_file = harness_cert("client-both.pem");
+    cfg.key_file = harness_cert("client-both.pem");
     make_ctx(f, &cfg, "127.0.0.1");
     assert_true(ping_once(f, f->target, &k));
 }
@@ -838,7 +780,7 @@ static void test_tls_with_acl_user_and_password(void **state)
     o.acl_user = "locker";
     o.acl_pass = "s3cret";
     start_tls(f, "server.pem", false, &o);
-    cfg.ca_file = cert("ca.pem");
+    cfg.ca_file = harness_cert("ca.pem");
     make_ctx(f, &cfg, "127.0.0.1");
     f->c = open_conn(f, f->target, 2000, false);
     assert_true(command(f->c, &f->k[0], "AUTH", "locker", "wrong"));
@@ -883,7 +825,7 @@ static void test_tls_session_is_resumed_on_reconnect(void **state)
     struct call k;
 
     start_tls(f, "server.pem", false, NULL);
-    cfg.ca_file = cert("ca.pem");
+    cfg.ca_file = harness_cert("ca.pem");
     make_ctx(f, &cfg, "127.0.0.1");
     assert_true(ping_once(f, f->target, &k));
     assert_false(conn_tls_resumed(f->c));
@@ -925,25 +867,25 @@ static void test_tls_configuration_errors_name_the_file(void **state)
     cfg.ca_dir = "/nonexistent/certs";
     expect_config_error(&cfg, "/nonexistent/certs", NULL);
     cfg.ca_dir = NULL;
-    cfg.ca_file = cert("client.key"); /* no certificate in it */
+    cfg.ca_file = harness_cert("client.key"); /* no certificate in it */
     expect_config_error(&cfg, "client.key", NULL);
-    cfg.ca_file = cert("ca.pem");
-    cfg.cert_file = cert("client.pem");
+    cfg.ca_file = harness_cert("ca.pem");
+    cfg.cert_file = harness_cert("client.pem");
     expect_config_error(&cfg, "client.pem", "without a key");
     cfg.cert_file = NULL;
-    cfg.key_file = cert("client.key");
+    cfg.key_file = harness_cert("client.key");
     expect_config_error(&cfg, "client.key", "without a certificate");
-    cfg.cert_file = cert("client.pem");
-    cfg.key_file = cert("server.key");
+    cfg.cert_file = harness_cert("client.pem");
+    cfg.key_file = harness_cert("server.key");
     expect_config_error(&cfg, "server.key", "does not match");
-    snprintf(bad, sizeof(bad), "%s/garbage.key", certs);
+    snprintf(bad, sizeof(bad), "%s", harness_cert("garbage.key"));
     fp = fopen(bad, "w");
     assert_non_null(fp);
     fputs("-----BEGIN PRIVATE KEY-----\nnot a key\n", fp);
     fclose(fp);
     cfg.key_file = bad;
     expect_config_error(&cfg, "garbage.key", NULL);
-    cfg.key_file = cert("client.key");
+    cfg.key_file = harness_cert("client.key");
     cfg.server_name = "";
     expect_config_error(&cfg, "server name", NULL);
     if (geteuid() != 0) {
@@ -1001,19 +943,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             test_tls_configuration_errors_name_the_file, setup, teardown),
     };
-    int rc;
-
     harness_require_redis();
-    if (system("openssl version >/dev/null 2>&1") != 0) {
-        printf("SKIP: openssl CLI not found\n");
-        return 77;
-    }
-    if (make_certs() != 0) {
-        fprintf(stderr, "cannot make test certificates in %s\n", certs);
-        remove_certs();
-        return 1;
-    }
-    rc = cmocka_run_group_tests_name("conn", tests, NULL, NULL);
-    remove_certs();
-    return rc;
+    harness_require_certs();
+    return cmocka_run_group_tests_name("conn", tests, NULL, NULL);
 }

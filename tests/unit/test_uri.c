@@ -318,13 +318,33 @@ static void test_null_and_empty_uri_are_rejected(void **state)
     assert_non_null(strstr(err, "empty"));
 }
 
-static void test_rediss_uri_is_rejected_because_tls_is_not_supported(
-    void **state)
+static void test_rediss_uri_means_tls_with_the_redis_forms(void **state)
 {
+    struct node_addr a;
+
     (void)state;
-    expect_rejected("rediss://:s3cr3t@h:6380", "rediss://:***@h:6380",
-                    "TLS is not supported");
-    expect_rejected("rediss://h", "rediss://h", "TLS is not supported");
+    parse_ok("rediss://app:s3cr3t@cache.example.com:6380/2", &a);
+    assert_int_equal(a.kind, ADDR_TCP);
+    assert_true(a.tls);
+    assert_string_equal(a.host, "cache.example.com");
+    assert_int_equal(a.port, 6380);
+    assert_int_equal(a.db, 2);
+    assert_string_equal(a.user, "app");
+    assert_string_equal(a.password, "s3cr3t");
+    assert_string_equal(a.display, "cache.example.com:6380/2");
+    node_addr_clear(&a);
+    parse_ok("RediSS://h", &a);
+    assert_true(a.tls);
+    assert_int_equal(a.port, 6379);
+    node_addr_clear(&a);
+    parse_ok("redis://h", &a);
+    assert_false(a.tls);
+    node_addr_clear(&a);
+    parse_ok("h:1", &a);
+    assert_false(a.tls);
+    node_addr_clear(&a);
+    expect_rejected("rediss://:s3cr3t@h:0", "rediss://:***@h:0", "port");
+    expect_rejected("rediss://user@h", "rediss://***@h", "needs a ':'");
 }
 
 static void test_unknown_scheme_is_rejected(void **state)
@@ -538,7 +558,7 @@ static void test_error_messages_never_echo_the_password(void **state)
         "redis://:s3cr3t@h:0",         "redis://u:s3cr3t@h:x",
         "redis://:s3cr3t@h/-1",        "redis://:s3cr3t@h/1/2",
         "redis://:s3cr3t@",            "redis://u:s3cr3t@h!",
-        "redis://:s3%63r3t@[zz]:1",    "rediss://:s3cr3t@h",
+        "redis://:s3%63r3t@[zz]:1",    "rediss://:s3cr3t@h:0",
         "ftp://:s3cr3t@h",             "unix://:s3cr3t@/tmp/s",
         "redis://:pw@s3cr3t@h:0",      "s3cr3t@h:1",
         "u:s3cr3t@h:1",                "redis://u:s3cr3t@h?x",
@@ -1006,6 +1026,12 @@ static void test_rl_uri_parse_gives_the_address_and_credentials(void **state)
     assert_string_equal(rl_uri_user(u), "alice");
     assert_string_equal(rl_uri_password(u), "se/cr?e#t:@x");
     assert_string_equal(rl_uri_name(u), "h.example:7001/3");
+    assert_false(rl_uri_tls(u));
+    rl_uri_free(u);
+
+    assert_int_equal(rl_uri_parse("rediss://h.example:6380", &u), RL_OK);
+    assert_true(rl_uri_tls(u));
+    assert_int_equal(rl_uri_port(u), 6380);
     rl_uri_free(u);
 
     assert_int_equal(rl_uri_parse("redis://:p%40ss%2Fw%25rd@[::1]", &u),
@@ -1046,6 +1072,7 @@ static void test_rl_uri_parse_rejects_with_a_redacted_message(void **state)
     assert_int_equal(rl_uri_port(NULL), 0);
     assert_null(rl_uri_path(NULL));
     assert_int_equal(rl_uri_db(NULL), 0);
+    assert_false(rl_uri_tls(NULL));
     assert_null(rl_uri_user(NULL));
     assert_null(rl_uri_password(NULL));
     rl_uri_free(NULL);
@@ -1116,6 +1143,7 @@ void node_addr_clear(struct node_addr *a);
 #define rl_uri_port oom_rl_uri_port
 #define rl_uri_path oom_rl_uri_path
 #define rl_uri_db oom_rl_uri_db
+#define rl_uri_tls oom_rl_uri_tls
 #define rl_uri_user oom_rl_uri_user
 #define rl_uri_password oom_rl_uri_password
 size_t rl_uri_describe(const char *uri, char *buf, size_t len);
@@ -1126,6 +1154,7 @@ const char *rl_uri_host(const rl_uri *u);
 int rl_uri_port(const rl_uri *u);
 const char *rl_uri_path(const rl_uri *u);
 int rl_uri_db(const rl_uri *u);
+bool rl_uri_tls(const rl_uri *u);
 const char *rl_uri_user(const rl_uri *u);
 const char *rl_uri_password(const rl_uri *u);
 #include "uri.c"
@@ -1224,7 +1253,7 @@ int main(void)
         cmocka_unit_test(test_largest_port_and_db_are_accepted),
         cmocka_unit_test(test_null_and_empty_uri_are_rejected),
         cmocka_unit_test(
-            test_rediss_uri_is_rejected_because_tls_is_not_supported),
+            test_rediss_uri_means_tls_with_the_redis_forms),
         cmocka_unit_test(test_unknown_scheme_is_rejected),
         cmocka_unit_test(test_missing_host_is_rejected),
         cmocka_unit_test(test_port_zero_or_above_65535_is_rejected),

@@ -353,6 +353,13 @@ enum gopt {
     G_PREFIX,
     G_PASSWORD_FILE,
     G_NO_QUARANTINE,
+    G_TLS,
+    G_CACERT,
+    G_CACERTDIR,
+    G_CERT,
+    G_KEY,
+    G_SNI,
+    G_INSECURE,
     G_JSON,
     G_QUIET,
     G_VERBOSE
@@ -375,6 +382,13 @@ static const struct {
     {"prefix", 0, true, G_PREFIX},
     {"password-file", 0, true, G_PASSWORD_FILE},
     {"no-quarantine", 0, false, G_NO_QUARANTINE},
+    {"tls", 0, false, G_TLS},
+    {"cacert", 0, true, G_CACERT},
+    {"cacertdir", 0, true, G_CACERTDIR},
+    {"cert", 0, true, G_CERT},
+    {"key", 0, true, G_KEY},
+    {"sni", 0, true, G_SNI},
+    {"insecure", 0, false, G_INSECURE},
     {"json", 0, false, G_JSON},
     {"quiet", 'q', false, G_QUIET},
     {"verbose", 'v', false, G_VERBOSE},
@@ -414,6 +428,27 @@ static int apply_global(struct cli_opts *o, enum gopt id, const char *v)
         return read_password_file(o, v);
     case G_NO_QUARANTINE:
         o->no_quarantine = true;
+        return 0;
+    case G_TLS:
+        o->tls = true;
+        return 0;
+    case G_CACERT:
+        o->tls_ca_file = v;
+        return 0;
+    case G_CACERTDIR:
+        o->tls_ca_dir = v;
+        return 0;
+    case G_CERT:
+        o->tls_cert_file = v;
+        return 0;
+    case G_KEY:
+        o->tls_key_file = v;
+        return 0;
+    case G_SNI:
+        o->tls_server_name = v;
+        return 0;
+    case G_INSECURE:
+        o->tls_insecure = true;
         return 0;
     case G_JSON:
         o->json = true;
@@ -609,6 +644,17 @@ int cli_client_new(struct cli_opts *o, rl_client **out)
     cfg.retry_jitter_ms = o->retry_jitter_ms;
     cfg.max_ttl_ms = o->max_ttl_ms;
     cfg.trust_restarted_nodes = o->no_quarantine;
+    cfg.tls = o->tls;
+    cfg.tls_insecure = o->tls_insecure;
+    cfg.tls_ca_file = o->tls_ca_file;
+    cfg.tls_ca_dir = o->tls_ca_dir;
+    cfg.tls_cert_file = o->tls_cert_file;
+    cfg.tls_key_file = o->tls_key_file;
+    cfg.tls_server_name = o->tls_server_name;
+    if (o->tls_insecure && !o->quiet)
+        cli_fail(o, 0, "warning: --insecure: TLS certificates are not "
+                 "verified; anybody on the network path can pose as the "
+                 "nodes");
     if (o->verbose > 0) {
         cfg.log = log_to_stderr;
         cfg.log_privdata = o;

@@ -37,6 +37,13 @@ struct cli_opts {
     const char *prefix;         /* borrowed from argv, or NULL */
     char *password;             /* owned, wiped on free; or NULL */
     bool no_quarantine;         /* rl_config.trust_restarted_nodes */
+    bool tls;                   /* --tls: TLS for every TCP node */
+    bool tls_insecure;          /* --insecure */
+    const char *tls_ca_file;    /* --cacert / $REDLOCK_CACERT (borrowed) */
+    const char *tls_ca_dir;     /* --cacertdir */
+    const char *tls_cert_file;  /* --cert / $REDLOCK_CERT */
+    const char *tls_key_file;   /* --key / $REDLOCK_KEY */
+    const char *tls_server_name; /* --sni */
     bool nodes_from_cli;        /* -n seen: it replaces $REDLOCK_NODES */
     bool json;
     bool quiet;

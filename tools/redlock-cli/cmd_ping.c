@@ -64,6 +64,8 @@ int cmd_ping(struct cli_opts *o, int argc, char **argv)
             printf(",\"reachable\":%s,\"latency_us\":%" PRId64 ",\"version\":",
                    p[i].reachable ? "true" : "false", p[i].latency_us);
             cli_json_str(stdout, p[i].version);
+            fputs(",\"tls\":", stdout);
+            cli_json_str(stdout, p[i].tls);
             printf(",\"uptime_ms\":%" PRId64 ",\"voting\":%s,\"error\":",
                    p[i].uptime_ms, p[i].voting ? "true" : "false");
             cli_json_str(stdout, p[i].error);
@@ -71,8 +73,9 @@ int cmd_ping(struct cli_opts *o, int argc, char **argv)
         }
         fputs("]}\n", stdout);
     } else {
-        printf("%-28s %-9s %10s %-10s %10s %-11s %s\n", "NODE", "REACHABLE",
-               "LATENCY_US", "VERSION", "UPTIME_S", "VOTING", "ERROR");
+        printf("%-28s %-9s %10s %-10s %-7s %10s %-11s %s\n", "NODE",
+               "REACHABLE", "LATENCY_US", "VERSION", "TLS", "UPTIME_S",
+               "VOTING", "ERROR");
         for (i = 0; i < count; i++) {
             char lat[24] = "-";
             char up[24] = "-";
@@ -81,9 +84,10 @@ int cmd_ping(struct cli_opts *o, int argc, char **argv)
                 snprintf(lat, sizeof(lat), "%" PRId64, p[i].latency_us);
             if (p[i].uptime_ms >= 0)
                 snprintf(up, sizeof(up), "%" PRId64, p[i].uptime_ms / 1000);
-            printf("%-28s %-9s %10s %-10s %10s %-11s %s\n", p[i].name,
+            printf("%-28s %-9s %10s %-10s %-7s %10s %-11s %s\n", p[i].name,
                    p[i].reachable ? "yes" : "no", lat,
-                   p[i].version[0] != '\0' ? p[i].version : "-", up,
+                   p[i].version[0] != '\0' ? p[i].version : "-",
+                   p[i].tls[0] != '\0' ? p[i].tls : "-", up,
                    !p[i].reachable ? "no"
                    : p[i].voting   ? "yes"
                                    : "quarantine",

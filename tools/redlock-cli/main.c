@@ -3,7 +3,8 @@
  *
  * Order of precedence: built-in defaults, then the environment
  * ($REDLOCK_NODES, $REDLOCK_PASSWORD, $REDLOCK_MAX_TTL,
- * $REDLOCK_NO_QUARANTINE), then the command line. Global options may come
+ * $REDLOCK_NO_QUARANTINE, $REDLOCK_CACERT, $REDLOCK_CERT, $REDLOCK_KEY),
+ * then the command line. Global options may come
  * before or after the command name; each command parses the rest. Every
  * usage error exits 2 with one line on stderr naming what is wrong. */
 #include <stdlib.h>
@@ -29,6 +30,7 @@ static const char usage_text[] =
 "Global options (environment variable in brackets):\n"
 "  -n, --nodes URI[,URI...]  Redis masters [REDLOCK_NODES]; URI is\n"
 "                            redis://[[user]:password@]host[:port][/db],\n"
+"                            rediss://... (the same over TLS),\n"
 "                            unix:///path[?db=N] or host:port\n"
 "      --connect-timeout MS  connect timeout per node (200)\n"
 "      --op-timeout MS       timeout per node and request (50)\n"
@@ -46,6 +48,18 @@ static const char usage_text[] =
 "      --no-quarantine       restarted nodes vote at once; ONLY for nodes\n"
 "                            running with appendfsync always\n"
 "                            [REDLOCK_NO_QUARANTINE=1]\n"
+"      --tls                 TLS for every TCP node (as rediss://)\n"
+"      --cacert FILE         CA bundle (PEM) that signed the nodes'\n"
+"                            certificates [REDLOCK_CACERT]; default: the\n"
+"                            system trust store\n"
+"      --cacertdir DIR       hashed CA directory (openssl rehash)\n"
+"      --cert FILE           client certificate (PEM) for servers with\n"
+"                            tls-auth-clients [REDLOCK_CERT]\n"
+"      --key FILE            its private key (PEM) [REDLOCK_KEY]\n"
+"      --sni NAME            server name to send and verify instead of\n"
+"                            each node's host\n"
+"      --insecure            do not verify certificates (says so on\n"
+"                            stderr): encrypted, but not authenticated\n"
 "      --json                machine-readable output\n"
 "  -q, --quiet               no messages except errors\n"
 "  -v, --verbose             more messages on stderr (-vv: debug)\n"
@@ -62,7 +76,10 @@ static const char usage_text[] =
 "  tok=$(redlock-cli acquire deploy --ttl 60000) && ... &&\n"
 "      redlock-cli release deploy \"$tok\"\n"
 "  redlock-cli --json status deploy\n"
-"  redlock-cli -n redis://:pw@h1,redis://:pw@h2,redis://:pw@h3 ping\n";
+"  redlock-cli -n redis://:pw@h1,redis://:pw@h2,redis://:pw@h3 ping\n"
+"  redlock-cli --tls --cacert ca.pem -n h1:6380,h2:6380,h3:6380 ping\n"
+"  redlock-cli --cert client.pem --key client.key --cacert ca.pem \\\n"
+"      -n rediss://h1:6380,rediss://h2:6380,rediss://h3:6380 acquire job\n";
 
 static const struct {
     const char *name;
@@ -119,6 +136,15 @@ static int load_env(struct cli_opts *o)
         if (o->password == NULL)
             return cli_fail(o, -1, "out of memory");
     }
+    v = getenv("REDLOCK_CACERT");
+    if (v != NULL && v[0] != '\0')
+        o->tls_ca_file = v;
+    v = getenv("REDLOCK_CERT");
+    if (v != NULL && v[0] != '\0')
+        o->tls_cert_file = v;
+    v = getenv("REDLOCK_KEY");
+    if (v != NULL && v[0] != '\0')
+        o->tls_key_file = v;
     v = getenv("REDLOCK_MAX_TTL");
     if (v != NULL && v[0] != '\0' &&
         cli_parse_u32(v, 1, INT32_MAX, &o->max_ttl_ms) != 0)

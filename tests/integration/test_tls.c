@@ -1,0 +1,478 @@
+/* test_tls.c -- the library over TLS (issue 11 items 3-5) against real
+ * redis-server processes with --tls-port and certificates the harness
+ * makes (harness_require_certs).
+ *
+ * Every server keeps its plaintext port (the harness checks keys there);
+ * the client talks to tls_port through rediss:// URIs or rl_config.tls.
+ * A failed verification must make that node fail like an unreachable one
+ * (named, with the reason, within the connect timeout), never hang, and a
+ * bad file must be RL_EINVAL naming it at client creation. Bounds on time
+ * are generous safety limits only. */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "fixture.h"
+
+#define NODES 3
+
+struct fx {
+    struct rl_redis r[NODES];
+    struct harness_nodes hn;
+    rl_client *c;
+    rl_client *c2;
+    rl_lock *l;
+    rl_lock *l2;
+    char sock_dir[HARNESS_DIR_MAX];
+};
+
+static int setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof(*f));
+
+    *state = f;
+    return f != NULL ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+
+    rl_lock_free(f->l);
+    rl_lock_free(f->l2);
+    rl_client_free(f->c);
+    rl_client_free(f->c2);
+    harness_cluster_stop(f->r, NODES);
+    if (f->sock_dir[0] != '\0') {
+        char path[HARNESS_DIR_MAX + 16];
+
+        snprintf(path, sizeof(path), "%s/redis.sock", f->sock_dir);
+        unlink(path);
+        rmdir(f->sock_dir);
+    }
+    free(f);
+    return 0;
+}
+
+/* NODES TLS servers; hn gets "rediss://host:tls_port" (with the
+ * credentials of o, if any). */
+static void start_tls(struct fx *f, const char *server_cert,
+                      bool auth_clients, const struct harness_opts *base,
+                      const char *host)
+{
+    struct harness_opts o = {0};
+    char uri[192];
+
+    if (base != NULL)
+        o = *base;
+    o.tls_cert = harness_cert(server_cert);
+    o.tls_key = harness_cert("server.key");
+    o.tls_ca = harness_cert("ca.pem");
+    o.tls_auth_clients = auth_clients;
+    assert_int_equal(harness_cluster_start(f->r, NODES, &o), 0);
+    memset(&f->hn, 0, sizeof(f->hn));
+    for (int i = 0; i < NODES; i++) {
+        if (o.acl_user != NULL)
+            snprintf(uri, sizeof(uri), "rediss://%s:%s@%s:%d", o.acl_user,
+                     o.acl_pass, host, f->r[i].tls_port);
+        else
+            snprintf(uri, sizeof(uri), "rediss://%s:%d", host,
+                     f->r[i].tls_port);
+        harness_nodes_set(&f->hn, i, uri);
+    }
+}
+
+/* The fast test configuration on hn, trusting the test CA. */
+static void tls_config(struct fx *f, rl_config *cfg)
+{
+    fixture_config(cfg, &f->hn);
+    cfg->tls_ca_file = harness_cert("ca.pem");
+    cfg->connect_timeout_ms = (uint32_t)harness_scale_ms(2000);
+    cfg->op_timeout_ms = (uint32_t)harness_scale_ms(1000);
+}
+
+/* acquire, check the token on every node (plaintext port), extend,
+ * release, check the keys are gone. */
+static void lock_cycle(struct fx *f, rl_client *c, const char *resource)
+{
+    rl_acquire_opts o = {0};
+    const char *key = resource; /* fixture_config sets no prefix */
+    rl_lock *l = NULL;
+
+    o.ttl_ms = 10000;
+    assert_int_equal(rl_acquire(c, resource, &o, &l), RL_OK);
+    for (int i = 0; i < NODES; i++)
+        assert_true(harness_key_holds(&f->r[i], key, rl_lock_token(l)));
+    assert_int_equal(rl_extend(l, 20000), RL_OK);
+    for (int i = 0; i < NODES; i++)
+        assert_true(harness_pttl(&f->r[i], key) > 10000);
+    assert_int_equal(rl_release(l), RL_OK); /* frees l */
+    for (int i = 0; i < NODES; i++)
+        assert_true(harness_key_absent(&f->r[i], key));
+}
+
+/* Every node of a client that cannot talk to any of them: the acquire
+ * fails (promptly), and ping names each node with the reason. */
+static void expect_nodes_fail(struct fx *f, const rl_config *cfg,
+                              const char *reason)
+{
+    rl_node_info info[NODES];
+    rl_lock *l = NULL;
+    size_t count = 0;
+    int64_t t0;
+    rl_status st;
+
+    t0 = harness_now_ms();
+    f->c = rl_client_new(cfg, &st);
+    assert_non_null(f->c);
+    assert_int_equal(st, RL_OK);
+    assert_int_not_equal(rl_acquire(f->c, "tls:fail", NULL, &l), RL_OK);
+    assert_null(l);
+    assert_int_equal(rl_client_ping(f->c, info, NODES, &count),
+                     RL_ENOQUORUM);
+    assert_int_equal(count, NODES);
+    for (int i = 0; i < NODES; i++) {
+        fprintf(stderr, "  %s\n", info[i].error);
+        assert_false(info[i].reachable);
+        assert_non_null(strstr(info[i].error, info[i].name));
+        assert_non_null(strstr(info[i].error, reason));
+        assert_string_equal(info[i].tls, "");
+    }
+    /* Within a few connect timeouts (creation waits one, the acquire
+     * fails fast on nodes known to be down). */
+    assert_true(harness_now_ms() - t0 <
+                4 * (int64_t)cfg->connect_timeout_ms + 2000);
+    rl_client_free(f->c);
+    f->c = NULL;
+}
+
+static void test_lock_cycle_over_tls_on_three_nodes(void **state)
+{
+    struct fx *f = *state;
+    rl_node_info info[NODES];
+    size_t count = 0;
+    rl_config cfg;
+
+    start_tls(f, "server.pem", false, NULL, "127.0.0.1");
+    tls_config(f, &cfg);
+    f->c = fixture_client(&cfg);
+    assert_non_null(f->c);
+    for (int i = 0; i < 20; i++)
+        lock_cycle(f, f->c, "tls:cycle");
+    assert_int_equal(rl_client_ping(f->c, info, NODES, &count), RL_OK);
+    for (size_t i = 0; i < count; i++) {
+        fprintf(stderr, "  %s %s\n", info[i].name, info[i].tls);
+        assert_true(info[i].reachable);
+        assert_true(strncmp(info[i].tls, "TLSv1.", 6) == 0);
+    }
+}
+
+static void test_config_tls_applies_to_every_tcp_node(void **state)
+{
+    struct fx *f = *state;
+    char uri[64];
+    rl_config cfg;
+
+    start_tls(f, "server.pem", false, NULL, "127.0.0.1");
+    for (int i = 0; i < NODES; i++) {
+        snprintf(uri, sizeof(uri), "127.0.0.1:%d", f->r[i].tls_port);
+        harness_nodes_set(&f->hn, i, uri);
+    }
+    tls_config(f, &cfg);
+    expect_nodes_fail(f, &cfg, "TLS"); /* plaintext client, TLS port */
+    cfg.tls = true;
+    f->c = fixture_client(&cfg);
+    assert_non_null(f->c);
+    lock_cycle(f, f->c, "tls:all");
+}
+
+static void test_mutual_tls_with_and_without_a_client_certificate(
+    void **state)
+{
+    struct fx *f = *state;
+    rl_config cfg;
+
+    start_tls(f, "server.pem", true, NULL, "127.0.0.1");
+    tls_config(f, &cfg);
+    expect_nodes_fail(f, &cfg, "client certificate");
+    cfg.tls_cert_file = harness_cert("client.pem");
+    cfg.tls_key_file = harness_cert("client.key");
+    f->c = fixture_client(&cfg);
+    assert_non_null(f->c);
+    lock_cycle(f, f->c, "tls:mutual");
+}
+
+static void test_wrong_ca_fails_each_node_naming_it(void **state)
+{
+    struct fx *f = *state;
+    rl_config cfg;
+
+    start_tls(f, "server.pem", false, NULL, "127.0.0.1");
+    tls_config(f, &cfg);
+    cfg.tls_ca_file = harness_cert("ca2.pem");
+    expect_nodes_fail(f, &cfg, "unknown CA");
+    cfg.tls_ca_file = NULL; /* the system store does not know it either */
+    expect_nodes_fail(f, &cfg, "unknown CA");
+    cfg.tls_ca_dir = harness_cert("cadir");
+    f->c = fixture_client(&cfg);
+    assert_non_null(f->c);
+    lock_cycle(f, f->c, "tls:cadir");
+}
+
+static void test_host_name_mismatch_and_server_name(void **state)
+{
+    struct fx *f = *state;
+    rl_config cfg;
+
+    start_tls(f, "server.pem", false, NULL, "localhost");
+    tls_config(f, &cfg);
+    f->c = fixture_client(&cfg); /* "localhost" is in the SANs */
+    assert_non_null(f->c);
+    lock_cycle(f, f->c, "tls:localhost");
+    rl_client_free(f->c);
+    f->c = NULL;
+    cfg.tls_server_name = "redis.example.com";
+    expect_nodes_fail(f, &cfg, "host-name mismatch");
+    cfg.tls_server_name = "localhost";
+    f->c = fixture_client(&cfg);
+    assert_non_null(f->c);
+    lock_cycle(f, f->c, "tls:sni");
+}
+
+static void test_expired_certificate_fails_unless_insecure(void **state)
+{
+    struct fx *f = *state;
+    rl_config cfg;
+
+    start_tls(f, "expired.pem", false, NULL, "127.0.0.1");
+    tls_config(f, &cfg);
+    expect_nodes_fail(f, &cfg, "expired");
+    cfg.tls_ca_file = NULL;
+    cfg.tls_insecure = true;
+    f->c = fixture_client(&cfg);
+    assert_non_null(f->c);
+    lock_cycle(f, f->c, "tls:insecure");
+}
+
+static void test_tls_with_acl_user_and_password(void **state)
+{
+    struct fx *f = *state;
+    struct harness_opts o = {0};
+    char uri[192];
+    rl_config cfg;
+
+    o.acl_user = "locker";
+    o.acl_pass = "s3cret";
+    start_tls(f, "server.pem", false, &o, "127.0.0.1");
+    tls_config(f, &cfg);
+    f->c = fixture_client(&cfg);
+    assert_non_null(f->c);
+    lock_cycle(f, f->c, "tls:acl");
+    rl_client_free(f->c);
+    f->c = NULL;
+    for (int i = 0; i < NODES; i++) {
+        snprintf(uri, sizeof(uri), "rediss://locker:wrong@127.0.0.1:%d",
+                 f->r[i].tls_port);
+        harness_nodes_set(&f->hn, i, uri);
+    }
+    expect_nodes_fail(f, &cfg, "AUTH failed");
+}
+
+static void test_protocol_mismatch_both_ways_fails_promptly(void **state)
+{
+    struct fx *f = *state;
+    char uri[64];
+    rl_config cfg;
+
+    start_tls(f, "server.pem", false, NULL, "127.0.0.1");
+    /* TLS client on the plaintext port. */
+    for (int i = 0; i < NODES; i++) {
+        snprintf(uri, sizeof(uri), "rediss://127.0.0.1:%d", f->r[i].port);
+        harness_nodes_set(&f->hn, i, uri);
+    }
+    tls_config(f, &cfg);
+    cfg.connect_timeout_ms = (uint32_t)harness_scale_ms(500);
+    expect_nodes_fail(f, &cfg, "TLS");
+    /* Plaintext client on the TLS port. */
+    for (int i = 0; i < NODES; i++) {
+        snprintf(uri, sizeof(uri), "redis://127.0.0.1:%d",
+                 f->r[i].tls_port);
+        harness_nodes_set(&f->hn, i, uri);
+    }
+    expect_nodes_fail(f, &cfg, "TLS");
+}
+
+struct waiter {
+    rl_client *c;
+    rl_status st;
+    rl_lock *l;
+    int64_t done_ms;
+};
+
+static void *wait_for_lock(void *arg)
+{
+    struct waiter *w = arg;
+    rl_acquire_opts o = {0};
+
+    o.ttl_ms = 10000;
+    o.wait_ms = 20000;
+    w->st = rl_acquire(w->c, "tls:notify", &o, &w->l);
+    w->done_ms = harness_now_ms();
+    return NULL;
+}
+
+static void test_release_notification_wakes_a_waiter_over_tls(
+    void **state)
+{
+    struct fx *f = *state;
+    struct waiter w = {0};
+    pthread_t t;
+    rl_config cfg;
+    int64_t released_ms;
+
+    start_tls(f, "server.pem", false, NULL, "127.0.0.1");
+    tls_config(f, &cfg);
+    f->c = fixture_client(&cfg);
+    assert_non_null(f->c);
+    cfg.retry_delay_ms = 3000; /* polling alone would take 3 s */
+    cfg.retry_jitter_ms = 0;
+    f->c2 = fixture_client(&cfg);
+    assert_non_null(f->c2);
+    assert_int_equal(rl_acquire(f->c, "tls:notify", NULL, &f->l), RL_OK);
+    w.c = f->c2;
+    assert_int_equal(pthread_create(&t, NULL, wait_for_lock, &w), 0);
+    usleep(500000); /* B was refused and sleeps, subscribed */
+    released_ms = harness_now_ms();
+    assert_int_equal(rl_release(f->l), RL_OK);
+    f->l = NULL;
+    assert_int_equal(pthread_join(t, NULL), 0);
+    f->l2 = w.l;
+    assert_int_equal(w.st, RL_OK);
+    fprintf(stderr, "  hand-off after %lld ms\n",
+            (long long)(w.done_ms - released_ms));
+    assert_true(w.done_ms - released_ms < 2500);
+}
+
+static void test_unix_socket_and_plaintext_nodes_still_work(void **state)
+{
+    struct fx *f = *state;
+    struct harness_opts o = {0};
+    char path[HARNESS_DIR_MAX + 16];
+    const char *extra[] = {"--unixsocket", path, "--unixsocketperm", "700",
+                           NULL};
+    char uri[HARNESS_DIR_MAX + 32];
+    rl_config cfg;
+
+    snprintf(f->sock_dir, sizeof(f->sock_dir), "/tmp/rl-sock-XXXXXX");
+    assert_non_null(mkdtemp(f->sock_dir));
+    snprintf(path, sizeof(path), "%s/redis.sock", f->sock_dir);
+    /* Node 0 TLS, node 1 plaintext, node 2 a unix socket; rl_config.tls
+     * leaves the socket alone. */
+    start_tls(f, "server.pem", false, NULL, "127.0.0.1");
+    harness_stop(&f->r[2]);
+    o.extra_args = extra;
+    assert_int_equal(harness_start(&f->r[2], &o), 0);
+    snprintf(uri, sizeof(uri), "redis://127.0.0.1:%d", f->r[1].port);
+    harness_nodes_set(&f->hn, 1, uri);
+    snprintf(uri, sizeof(uri), "unix://%s", path);
+    harness_nodes_set(&f->hn, 2, uri);
+    tls_config(f, &cfg);
+    f->c = fixture_client(&cfg);
+    assert_non_null(f->c);
+    lock_cycle(f, f->c, "tls:mixed");
+    rl_client_free(f->c);
+    f->c = NULL;
+    for (int i = 0; i < 2; i++) {
+        snprintf(uri, sizeof(uri), "127.0.0.1:%d", f->r[i].tls_port);
+        harness_nodes_set(&f->hn, i, uri);
+    }
+    cfg.tls = true; /* TLS for both TCP nodes, not for the socket */
+    f->c = fixture_client(&cfg);
+    assert_non_null(f->c);
+    lock_cycle(f, f->c, "tls:mixed2");
+}
+
+/* RL_EINVAL at creation, naming want (a file), never key material. */
+static void expect_config_error(const rl_config *cfg, const char *want)
+{
+    rl_status st = RL_OK;
+    rl_client *c = rl_client_new(cfg, &st);
+
+    assert_null(c);
+    assert_int_equal(st, RL_EINVAL);
+    fprintf(stderr, "  %s\n", rl_last_error());
+    assert_non_null(strstr(rl_last_error(), want));
+    assert_null(strstr(rl_last_error(), "BEGIN"));
+}
+
+static void test_bad_files_are_einval_naming_the_file(void **state)
+{
+    struct fx *f = *state;
+    rl_config cfg;
+
+    start_tls(f, "server.pem", false, NULL, "127.0.0.1");
+    tls_config(f, &cfg);
+    cfg.tls_ca_file = "/nonexistent/ca.pem";
+    expect_config_error(&cfg, "/nonexistent/ca.pem");
+    tls_config(f, &cfg);
+    cfg.tls_cert_file = harness_cert("client.pem");
+    cfg.tls_key_file = harness_cert("server.key");
+    expect_config_error(&cfg, "server.key");
+    cfg.tls_key_file = "/nonexistent/client.key";
+    expect_config_error(&cfg, "/nonexistent/client.key");
+    cfg.tls_key_file = NULL;
+    expect_config_error(&cfg, "client.pem");
+    tls_config(f, &cfg);
+    cfg.tls_ca_dir = "";
+    expect_config_error(&cfg, "tls_ca_dir");
+    /* A TLS setting with only plaintext nodes is still checked. */
+    tls_config(f, &cfg);
+    harness_nodes_fill(&f->hn, f->r, NODES);
+    cfg.tls_ca_file = "/nonexistent/ca2.pem";
+    expect_config_error(&cfg, "/nonexistent/ca2.pem");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(
+            test_lock_cycle_over_tls_on_three_nodes, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_config_tls_applies_to_every_tcp_node, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_mutual_tls_with_and_without_a_client_certificate, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_wrong_ca_fails_each_node_naming_it, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_host_name_mismatch_and_server_name, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_expired_certificate_fails_unless_insecure, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_tls_with_acl_user_and_password, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_protocol_mismatch_both_ways_fails_promptly, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_release_notification_wakes_a_waiter_over_tls, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_unix_socket_and_plaintext_nodes_still_work, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_bad_files_are_einval_naming_the_file, setup, teardown),
+    };
+
+    harness_require_redis();
+    harness_require_certs();
+    return cmocka_run_group_tests_name("tls", tests, NULL, NULL);
+}
