@@ -122,6 +122,19 @@ class TlsCli(unittest.TestCase):
         self.assertIn("unknown CA", err)
         self.assertNotIn("BEGIN", err)
 
+    def test_bench_over_tls_runs_and_says_what_it_cannot_measure(self):
+        args = ["--tls", "--cacert", cert("ca.pem"), "-n", tls_nodes()]
+        rc, out, err = cli(*args, "--json", "bench", "--phases", "b",
+                           "--concurrency", "4", "--duration", "0.3")
+        self.assertEqual(rc, 0, err)
+        line = json.loads(out.splitlines()[0])
+        self.assertGreater(line["cycles"], 0)
+        self.assertIsNone(line["server_cpu_us_per_cycle"])
+        self.assertIn("server CPU is not measured on TLS nodes", err)
+        rc, out, err = cli(*args, "bench", "--phases", "floor")
+        self.assertEqual(rc, 2, err)
+        self.assertIn("plaintext only", err)
+
     def test_ping_json_has_the_tls_field(self):
         rc, out, err = cli("--json", "--tls", "--cacert", cert("ca.pem"),
                            "-n", tls_nodes(), "ping")

@@ -152,6 +152,7 @@ struct slot {
 };
 
 static int node_cpu(const struct bench *b, size_t i, double *cpu_s);
+static bool direct_is_tls(const struct bench *b, size_t i);
 
 /* ---- Samples ------------------------------------------------------------ */
 
@@ -437,10 +438,17 @@ static uint64_t rss_kb(void)
  * A stopped node costs DIRECT_TIMEOUT_MS here. */
 static void server_cpu(struct bench *b, double *cpu_s, bool *ok)
 {
+    static bool told;
     size_t i;
 
-    for (i = 0; i < b->o->node_count; i++)
+    for (i = 0; i < b->o->node_count; i++) {
         ok[i] = node_cpu(b, i, &cpu_s[i]) == 0;
+        if (!ok[i] && direct_is_tls(b, i) && !told) {
+            told = true;
+            fprintf(stderr, "redlock-cli: bench: server CPU is not "
+                            "measured on TLS nodes (plaintext INFO only)\n");
+        }
+    }
 }
 
 static void reset(struct bench *b)
@@ -959,9 +967,20 @@ static bool reply_is(redisReply *r, int type)
     return ok;
 }
 
+/* Node i is reached over TLS (rediss://, or --tls for a TCP node): the
+ * direct hiredis connections are plaintext only. */
+static bool direct_is_tls(const struct bench *b, size_t i)
+{
+    const rl_uri *u = b->uris[i];
+
+    return u != NULL &&
+           (rl_uri_tls(u) || (b->o->tls && rl_uri_path(u) == NULL));
+}
+
 /* Connect to node i the way the library does: its parsed URI (rl_uri),
  * its password or else the global one, its db. Blocking, every wait
- * bounded by DIRECT_TIMEOUT_MS, close-on-exec. NULL when it fails. */
+ * bounded by DIRECT_TIMEOUT_MS, close-on-exec. NULL when it fails or the
+ * node is reached over TLS. */
 static redisContext *direct_connect(const struct bench *b, size_t i)
 {
     const rl_uri *u = b->uris[i];
@@ -970,7 +989,7 @@ static redisContext *direct_connect(const struct bench *b, size_t i)
     redisContext *ctx;
     bool ok;
 
-    if (u == NULL)
+    if (u == NULL || direct_is_tls(b, i))
         return NULL;
     if (rl_uri_path(u) != NULL)
         ctx = redisConnectUnixWithTimeout(rl_uri_path(u), tv);
@@ -1102,6 +1121,12 @@ static int phase_floor(struct bench *b, double duration)
         goto out;
     }
     for (i = 0; i < nn; i++) {
+        if (direct_is_tls(b, i)) {
+            code = cli_fail(o, CLI_EXIT_USAGE, "floor: node %zu (%s) uses "
+                            "TLS; the floor's direct connections are "
+                            "plaintext only", i, rl_uri_name(b->uris[i]));
+            goto out;
+        }
         b->direct[i] = direct_connect(b, i);
         if (b->direct[i] == NULL) {
             const char *name = rl_uri_name(b->uris[i]);
