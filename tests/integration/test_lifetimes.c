@@ -296,7 +296,7 @@ static void test_reconnect_to_same_server_is_not_a_restart(void **state)
     rl_config cfg;
     int64_t second;
 
-    assert_true(harness_wait_uptime(f->r + 1, NODES - 1, 5));
+    assert_true(harness_wait_uptime(f->r + 1, NODES - 1, 6));
     fixture_config(&cfg, &f->hn);
     cfg.trust_restarted_nodes = false;
     cfg.max_ttl_ms = 3000;
@@ -331,7 +331,7 @@ static void test_restore_happens_once_per_restart(void **state)
     rl_config cfg;
     char *v;
 
-    assert_true(harness_wait_uptime(f->r + 1, NODES - 1, 5));
+    assert_true(harness_wait_uptime(f->r + 1, NODES - 1, 6));
     fixture_config(&cfg, &f->hn);
     cfg.trust_restarted_nodes = false;
     cfg.max_ttl_ms = 3000;

@@ -427,7 +427,8 @@ static void test_restarted_node_does_not_vote_during_quarantine(void **state)
     assert_int_equal(rl_acquire(f->c, "nf:quarantine", &o, &l),
                      RL_ENOQUORUM);
     assert_true(node_empty_within(&f->r[0], 500));
-    assert_true(harness_wait_uptime(f->r, f->n, 4));
+    /* max_ttl_ms + 3 s: see test_quarantine.c */
+    assert_true(harness_wait_uptime(f->r, f->n, 6));
     assert_int_equal(rl_acquire(f->c, "nf:quarantine", &o, &l), RL_OK);
     assert_int_equal(rl_release(l), RL_OK);
 

@@ -270,6 +270,14 @@ static void test_node_killed_and_one_paused_none_lost(void **state)
     rl_acquire_opts o;
     int held;
 
+    if (getenv("RL_TEST_UNDER_VALGRIND") != NULL) {
+        /* Every reply is ~20x slower and the op timeout 10x longer (5 s,
+         * beyond the 2 s TTL): a silent node then holds each batch past
+         * the locks' validity. Runs in the release and sanitizer builds. */
+        fprintf(stderr, "SKIP: fault timing needs op timeout << TTL; not "
+                        "under valgrind\n");
+        skip();
+    }
     watched_opts(&o, 2000, &t);
     acquire_all(f, "ws:faults", &o);
     harness_sleep_ms(1000);
