@@ -31,6 +31,7 @@
 "use strict";
 
 const fs = require("fs");
+const net = require("net");
 const Redis = require("ioredis");
 const { default: Redlock } = require("redlock");
 
@@ -119,7 +120,10 @@ function newClients(o, extra) {
   return o.nodeList.map((n) => new Redis({
     host: n.host, port: n.port, password: n.password,
     connectTimeout: 1000,
-    tls: n.tls ? { ca, servername: o.sni || n.host } : undefined,
+    // servername is the SNI, and names the host to verify: not for an IP
+    // address (RFC 6066), which node's tls verifies against IP SANs.
+    tls: n.tls ? { ca, servername: o.sni || (net.isIP(n.host) ? undefined
+      : n.host) } : undefined,
     ...extra,
   }));
 }
