@@ -2,10 +2,12 @@
 # Benchmarks side by side (DESIGN §9, issue 6): redlock-cli bench against
 # node-redlock (bench/peers/node-redlock, pinned) on the same local nodes,
 # interleaved (A B A B ...), plus node counts, degraded nodes, memory, the
-# servers' own limit (redis-benchmark) and the fan-out round-trip floor.
+# servers' own limit (redis-benchmark), the fan-out round-trip floor, TLS
+# against plaintext on the same servers and a node's restart (issue 11).
 # Prints the tables and writes docs/benchmarks.md and docs/benchmarks.png.
 #   tools/bench-compare.sh [--rounds N] [--duration S] [--base-port P]
 #                          [--no-install] [--no-docs] [--watched-only]
+#                          [--tls-only]
 #   --rounds N     interleaved rounds of the main workloads (3, at least 3
 #                  for the report's medians)
 #   --duration S   seconds per measurement (3)
@@ -17,11 +19,17 @@
 #                  and 100,000 locks held with the watchdog, node-redlock's
 #                  `using` at 1,000 and 10,000); their section of
 #                  docs/benchmarks.md is replaced, the rest kept
+#   --tls-only     only the TLS rows (issue 11: a and b at 64 in flight,
+#                  both clients, over TLS and plaintext to the same
+#                  servers) and the node-restart measurement; their
+#                  section of docs/benchmarks.md is replaced, the rest kept
 # Environment: BENCH_BUILD_DIR (build/release), BENCH_OUT (a temp dir for
 # the raw JSON lines; kept when set). Runs as root or with sudo for apt.
 # Nodes come from tools/nodes.sh; the script turns their AOF off
 # (CONFIG SET appendonly no): with appendfsync always every lock would
-# wait for the disk, and this compares clients, not disks.
+# wait for the disk, and this compares clients, not disks. Every node also
+# listens for TLS on its port + 1000, with a CA and a server certificate
+# (SANs 127.0.0.1 and localhost) the script makes with the openssl CLI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -32,6 +40,7 @@ base=7501
 install=1
 docs=1
 watched_only=0
+tls_only=0
 cmdline="${BENCH_BUILD_DIR:+BENCH_BUILD_DIR=$BENCH_BUILD_DIR }tools/bench-compare.sh${*:+ $*}"
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -41,7 +50,8 @@ while [ $# -gt 0 ]; do
     --no-install) install=0 ;;
     --no-docs) docs=0 ;;
     --watched-only) watched_only=1 ;;
-    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --tls-only) tls_only=1 ;;
+    -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-compare: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -72,7 +82,9 @@ if [ "$install" = 1 ]; then
     (cd bench/peers/node-redlock &&
         npm ci --no-audit --no-fund --loglevel=error >/dev/null)
 fi
-for c in redis-server redis-cli redis-benchmark node python3; do
+[ "$watched_only" = 1 ] && [ "$tls_only" = 1 ] &&
+    { say "--watched-only or --tls-only, not both"; exit 2; }
+for c in redis-server redis-cli redis-benchmark node python3 openssl; do
     command -v "$c" >/dev/null || { say "$c not found"; exit 1; }
 done
 
@@ -90,6 +102,25 @@ peer="node --expose-gc $root/bench/peers/node-redlock/bench.js"
 out=${BENCH_OUT:-$(mktemp -d /tmp/bench-compare.XXXXXX)}
 mkdir -p "$out"
 export REDLOCK_NODES_DIR=$out/nodes
+# CA, server certificate (127.0.0.1 and localhost), for the TLS ports.
+certs=$out/certs
+mkdir -p "$certs"
+(
+    cd "$certs"
+    key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 \
+        -out "$1" 2>/dev/null; }
+    key ca.key
+    openssl req -x509 -new -key ca.key -out ca.pem -days 30 \
+        -subj /CN=bench-ca 2>/dev/null
+    key server.key
+    openssl req -new -key server.key -subj /CN=localhost -out server.csr \
+        2>/dev/null
+    echo 'subjectAltName=IP:127.0.0.1,DNS:localhost' >server.ext
+    openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key \
+        -CAcreateserial -days 30 -extfile server.ext -out server.pem \
+        2>/dev/null
+) || { say "cannot make certificates in $certs"; exit 1; }
+export REDLOCK_NODES_TLS=$certs
 nmax=9
 proxy_pid=""
 stopped_pid=""
@@ -101,19 +132,29 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-say "starting $nmax redis-server nodes on ports $base..$((base + nmax - 1))"
+say "starting $nmax redis-server nodes on ports $base..$((base + nmax - 1))" \
+    "(TLS: $((base + 1000))..$((base + 1000 + nmax - 1)))"
 all=$(tools/nodes.sh start "$nmax" "$base")
 for ((i = 0; i < nmax; i++)); do
     redis-cli -p $((base + i)) config set appendonly no >/dev/null
 done
 nodes_n() { echo "$all" | cut -d, -f1-"$1"; }
 n5=$(nodes_n 5)
+t5=""
+for ((i = 0; i < 5; i++)); do
+    t5="$t5${t5:+,}rediss://127.0.0.1:$((base + 1000 + i))"
+done
 
 # Same retry policy for both clients (phase c polls with it; node-redlock
 # has no release notification, ours also wakes on one).
 retry=(--retry-delay 10 --retry-jitter 5)
 ours() { "$cli" --no-quarantine -q --json -n "$1" "${retry[@]}" bench "${@:2}"; }
 theirs() { $peer --nodes "$1" "${retry[@]}" "${@:2}"; }
+ours_tls() {
+    "$cli" --no-quarantine -q --json --cacert "$certs/ca.pem" -n "$1" \
+        "${retry[@]}" bench "${@:2}"
+}
+theirs_tls() { theirs "$@" --cacert "$certs/ca.pem"; }
 dur=(--duration "$duration")
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 t_start=$(date +%s)
@@ -124,7 +165,8 @@ t_start=$(date +%s)
 # renewals/s: what 2 CPUs shared with 5 servers sustain); node-redlock's
 # `using` at 1,000 and 10,000. The window covers at least one interval.
 wdur=$(awk -v d="$duration" 'BEGIN { print d < 5 ? 5 : d }')
-for ((r = 1; r <= rounds; r++)); do
+[ "$tls_only" = 1 ] && rounds_w=0 || rounds_w=$rounds
+for ((r = 1; r <= rounds_w; r++)); do
     for spec in 1000:3000:$wdur 10000:3000:$wdur 100000:30000:12; do
         IFS=: read -r n ttl d <<<"$spec"
         say "round $r/$rounds: $n watched locks (redlock)"
@@ -138,7 +180,8 @@ for ((r = 1; r <= rounds; r++)); do
 done
 
 # ---- Main workloads a, b, c, interleaved; the floor each round -------------
-[ "$watched_only" = 1 ] && rounds_main=0 || rounds_main=$rounds
+[ "$watched_only" = 1 ] || [ "$tls_only" = 1 ] && rounds_main=0 ||
+    rounds_main=$rounds
 for ((r = 1; r <= rounds_main; r++)); do
     say "round $r/$rounds: redlock (a, b, c, floor)"
     ours "$n5" --phases a,b,c "${dur[@]}" --label main >"$out/ours.main.$r.jsonl"
@@ -147,7 +190,18 @@ for ((r = 1; r <= rounds_main; r++)); do
     theirs "$n5" --phases a,b,c "${dur[@]}" --label main >"$out/node.main.$r.jsonl"
 done
 
-if [ "$watched_only" = 0 ]; then
+# ---- t: TLS against plaintext, same servers, interleaved (issue 11) --------
+[ "$watched_only" = 1 ] && rounds_t=0 || rounds_t=$rounds
+for ((r = 1; r <= rounds_t; r++)); do
+    say "round $r/$rounds: TLS and plaintext (a, b 64), both clients"
+    ab=(--phases a,b --concurrency 64 "${dur[@]}")
+    ours "$n5" "${ab[@]}" --label t:plain >>"$out/ours.t.$r.jsonl"
+    ours_tls "$t5" "${ab[@]}" --label t:tls >>"$out/ours.t.$r.jsonl"
+    theirs "$n5" "${ab[@]}" --label t:plain >>"$out/node.t.$r.jsonl"
+    theirs_tls "$t5" "${ab[@]}" --label t:tls >>"$out/node.t.$r.jsonl"
+done
+
+if [ "$watched_only" = 0 ] && [ "$tls_only" = 0 ]; then
 # ---- d: node counts ---------------------------------------------------------
 for ((r = 1; r <= rounds; r++)); do
     for n in 3 5 7 9; do
@@ -251,6 +305,73 @@ for p in 1 16; do
         tail -1 | sed "s/^/evalsha_release,$p,/" >>"$out/server.txt"
 done
 fi
+
+# ---- r: a node's way back, plaintext and TLS (issue 11) --------------------
+# One `redlock-cli bench --phases restart` client on the 5 nodes watches
+# the 5th (rl_client_stats, every ms) while the script either kills that
+# node (SIGKILL) and starts it again on the same ports (`restart`: a new
+# server, no TLS session of the old one can be resumed), or kills only the
+# client's connections with CLIENT KILL (`conn`: the server stays up, a
+# session can be resumed). Reported: from the restart (or the kill) and
+# from the port accepting again to the node voting in that client. The
+# library counts no handshakes or resumptions, so whether the server
+# accepts a previous session is checked with openssl s_client (-sess_out,
+# then -sess_in after the restart, and on a node that stayed up).
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+restart_node() { # PORT: kill, start again in the background
+    local dir=$REDLOCK_NODES_DIR/$1 pid
+    pid=$(cat "$dir/redis.pid")
+    kill -KILL "$pid"
+    while kill -0 "$pid" 2>/dev/null; do sleep 0.01; done
+    tools/nodes.sh start 1 "$1" >/dev/null &
+    restart_pid=$!
+}
+tls_session() { # PORT SESSION_FILE in|out: prints Reused or New
+    printf 'PING\r\nQUIT\r\n' |
+        timeout 5 openssl s_client -connect "127.0.0.1:$1" \
+            -CAfile "$certs/ca.pem" -ign_eof "-sess_$3" "$2" 2>/dev/null |
+        sed -n 's/^\(Reused\|New\),.*/\1/p' | head -1
+}
+rport=$((base + 4))
+[ "$watched_only" = 1 ] && rounds_r=0 || rounds_r=$rounds
+: >"$out/restart.txt"
+for ((r = 1; r <= rounds_r; r++)); do
+    say "round $r/$rounds: node $rport restarted, its connection killed"
+    for setup in plain:restart tls:restart plain:conn tls:conn; do
+        if [ "${setup%:*}" = tls ]; then
+            ours_tls "$t5" --phases restart --duration 10 --label "r:$setup" \
+                >>"$out/ours.r.$r.jsonl" &
+        else
+            ours "$n5" --phases restart --duration 10 --label "r:$setup" \
+                >>"$out/ours.r.$r.jsonl" &
+        fi
+        bench_pid=$!
+        sleep 1
+        resumed=-
+        [ "$setup" = tls:restart ] &&
+            tls_session $((rport + 1000)) "$out/sess.pem" out >/dev/null
+        t_event=$(now_ms)
+        if [ "${setup#*:}" = restart ]; then
+            restart_node "$rport"
+            until (exec 3<>"/dev/tcp/127.0.0.1/$rport") 2>/dev/null; do
+                sleep 0.002
+            done
+            t_listen=$(now_ms)
+            wait "$restart_pid"
+            redis-cli -p "$rport" config set appendonly no >/dev/null
+        else
+            redis-cli -p "$rport" client kill type normal >/dev/null
+            t_listen=$t_event
+        fi
+        wait "$bench_pid" || { say "bench --phases restart failed"; exit 1; }
+        if [ "$setup" = tls:restart ]; then
+            resumed=$(tls_session $((rport + 1000)) "$out/sess.pem" in)
+            tls_session $((base + 1000)) "$out/sess0.pem" out >/dev/null
+            resumed+=/$(tls_session $((base + 1000)) "$out/sess0.pem" in)
+        fi
+        echo "$r r:$setup $t_event $t_listen $resumed" >>"$out/restart.txt"
+    done
+done
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 elapsed=$(($(date +%s) - t_start))
 
@@ -269,6 +390,11 @@ elapsed=$(($(date +%s) - t_start))
     echo "ioredis=$(node -p "require('$root/bench/peers/node-redlock/node_modules/ioredis/package.json').version")"
     echo "rounds=$rounds"
     echo "watched_only=$watched_only"
+    echo "tls_only=$tls_only"
+    echo "openssl=$(openssl version | cut -d' ' -f2)"
+    echo "tls_version=$("$cli" -q --json --no-quarantine \
+        --cacert "$certs/ca.pem" -n "rediss://127.0.0.1:$((base + 1000))" ping |
+        sed -n 's/.*"tls":"\([^"]*\)".*/\1/p')"
     echo "duration=$duration"
     echo "load_start=$load_start"
     echo "load_end=$load_end"
@@ -353,8 +479,8 @@ def ratio(a, b):
     return "%.2f" % (med(a) / med(b))
 
 
-ours = {s: load("ours", s) for s in ("main", "d", "e", "f", "w")}
-node = {s: load("node", s) for s in ("main", "d", "e", "f", "w")}
+ours = {s: load("ours", s) for s in ("main", "d", "e", "f", "w", "t")}
+node = {s: load("node", s) for s in ("main", "d", "e", "f", "w", "t")}
 lines = []
 w = lines.append
 concs = sorted({r["concurrency"] for rows in ours["main"].values()
@@ -658,6 +784,162 @@ wl.append(W_END)
 wl.append("")
 lines.extend(wl)
 
+# ---- t: TLS, r: restart
+T_BEGIN = "<!-- tls: begin (tools/bench-compare.sh) -->"
+T_END = "<!-- tls: end -->"
+# Client CPU per cycle at 64 in flight before the TLS work (issue 11's
+# "no higher than today's"): the 2026-11-21 run, commit 7ae7df9.
+CPU_B64_BEFORE_TLS = 6.83
+tl = [T_BEGIN, "## t: TLS against plaintext (issue 11)", ""]
+t = tl.append
+t("The same 5 `redis-server` processes, each listening on its plaintext "
+  "port and on a TLS port (port + 1000; `--tls-auth-clients no`; a P-256 CA "
+  "and server certificate with SANs 127.0.0.1 and localhost, made by the "
+  "script with the openssl CLI). Ours: `redlock-cli --cacert ca.pem -n "
+  "rediss://127.0.0.1:8501,...`; node-redlock: one ioredis client per node "
+  "with `tls: {ca, servername}`. Negotiated: %s (OpenSSL %s). Each round "
+  "runs ours plaintext, ours TLS, node-redlock plaintext, node-redlock "
+  "TLS, phases a and b at 64 in flight. Server CPU is not measured over "
+  "TLS (our bench reads `INFO cpu` over plaintext connections only). "
+  "Run `%s`: %s rounds, %s s per measurement, generated %s%s." % (
+      machine.get("tls_version", "?"), machine.get("openssl", "?"),
+      machine.get("cmdline", "?"), machine.get("rounds"),
+      machine.get("duration"), machine.get("date", "?"),
+      "; only this section was regenerated, the others are from the run "
+      "they name" if machine.get("tls_only") == "1" else ""))
+t("")
+t("| workload | measure | ours plaintext | ours TLS | TLS ÷ plaintext | "
+  "node-redlock plaintext | node-redlock TLS | TLS ÷ plaintext |")
+t("|---|---|---:|---:|---:|---:|---:|---:|")
+tv = {}
+for ph, n, m, key in (("a", 1, "cycles/s", "cycles_per_s"),
+                      ("a", 1, "acquire p50", "acquire_us.p50"),
+                      ("a", 1, "cycle p99", "cycle_us.p99"),
+                      ("a", 1, "client CPU µs/cycle", "cpu_us_per_cycle"),
+                      ("b", 64, "cycles/s", "cycles_per_s"),
+                      ("b", 64, "cycle p50", "cycle_us.p50"),
+                      ("b", 64, "cycle p99", "cycle_us.p99"),
+                      ("b", 64, "client CPU µs/cycle", "cpu_us_per_cycle"),
+                      ("b", 64, "failures", "failures")):
+    op, ot, np_, nt = (values(d["t"], ph, lab, n, key)
+                       for d in (ours, node) for lab in ("t:plain", "t:tls"))
+    tv[(ph, key)] = (op, ot, np_, nt)
+    t("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        "a sequential" if ph == "a" else "b 64 in flight", m, cell(op),
+        cell(ot), ratio(ot, op), cell(np_), cell(nt), ratio(nt, np_)))
+t("")
+op, ot, np_, nt = tv[("b", "cycles_per_s")]
+t("b 64 in flight, cycles/s per round (round 1, 2, ...): ours plaintext "
+  "%s; ours TLS %s; node-redlock plaintext %s; node-redlock TLS %s." % tuple(
+      ", ".join(fmt(x) for x in v) or "–" for v in (op, ot, np_, nt)))
+t("")
+
+
+def per_round(a, b):
+    return ", ".join("%.2f" % (x / y) for x, y in zip(a, b) if y)
+
+
+def ttarget(text, a, b, floor):
+    r = med(a) / med(b) if a and b and med(b) else None
+    t("| %s | %s× (%s vs %s; per round %s) | %s |" % (
+        text, "%.2f" % r if r else "–", fmt(med(a)), fmt(med(b)),
+        per_round(a, b) or "–",
+        "–" if r is None else ("yes" if r >= floor else "**no**")))
+
+
+t("| target (issue 11) | measured | met |")
+t("|---|---|---|")
+ttarget("ours over TLS ≥ 0.75× ours plaintext (b 64)", ot, op, 0.75)
+ttarget("ours over TLS ≥ 5× node-redlock over TLS (b 64)", ot, nt, 5)
+ttarget("ours plaintext ≥ 6× node-redlock plaintext (b 64)", op, np_, 6)
+cp, ct = tv[("b", "cpu_us_per_cycle")][:2]
+t("| client CPU per cycle, plaintext b 64, no higher than before TLS "
+  "(%s µs) | %s µs (per round %s; over TLS %s µs) | %s |" % (
+      fmt(CPU_B64_BEFORE_TLS), fmt(med(cp)),
+      ", ".join(fmt(x) for x in cp) or "–", fmt(med(ct)),
+      "–" if not cp else ("yes" if med(cp) <= CPU_B64_BEFORE_TLS
+                          else "**no**")))
+t("")
+if op and ot and np_ and nt and med(nt) > med(np_):
+    t("node-redlock runs faster over TLS than in plaintext in this run; not "
+      "investigated (Node's TLS socket may coalesce ioredis's small writes "
+      "into fewer records and system calls than its plain socket does).")
+    t("")
+t("Client CPU against the code before TLS, by hand (not regenerated): on "
+  "2026-11-23 11:38 UTC, 5 plaintext nodes, b 64 in flight, 3 interleaved "
+  "rounds of 3 s, `redlock-cli` of commit 7ae7df9 (the %s µs run's) used "
+  "9.78 µs/cycle [9.69–9.91] at 55,918 cycles/s [55,820–55,977], the TLS "
+  "code (30e49a5) 8.62 µs/cycle [8.49–9.01] at 60,286 cycles/s "
+  "[58,692–61,830]: no regression; absolute CPU figures move with the "
+  "machine's state, so the fixed %s µs above is a weak reference." % (
+      fmt(CPU_B64_BEFORE_TLS), fmt(CPU_B64_BEFORE_TLS)))
+t("")
+rs = [l.split() for l in open(os.path.join(out, "restart.txt"))
+      if l.strip()] if os.path.exists(os.path.join(out, "restart.txt")) \
+    else []
+ours["r"] = load("ours", "r")
+t("### r: a node's way back (restart, killed connection)")
+t("")
+t("One client (`redlock-cli bench --phases restart`, 5 nodes) watches the "
+  "5th node through `rl_client_stats` every millisecond while the script "
+  "either kills that node (SIGKILL) and starts it again on the same ports "
+  "(`restart`), or kills only the client's connections with `CLIENT KILL "
+  "TYPE normal` (`conn`: the server stays up). The client reconnects by "
+  "itself (backoff 25 ms doubling to 1 s, ±25 %%); it runs with "
+  "`--no-quarantine`, so the node votes as soon as its handshake (TCP, "
+  "TLS, then the handshake commands) is done. *Event → vote*: from the kill "
+  "(or the restart's start) to the node voting; *accepting → vote*: from "
+  "the restarted server accepting connections (the script's TCP probe) to "
+  "the node voting (the probe is a shell loop, every few ms, and can see "
+  "the port later than the client does: hence values below 0); *down → "
+  "vote*: from the client seeing the node down. "
+  "Handshakes and TLS resumptions are not counted: the library exposes "
+  "no such counter (`rl_node_stats` has none). Whether a TLS session "
+  "survives the restart is checked on the server side with `openssl "
+  "s_client -sess_out` before the restart and `-sess_in` after it: %s.")
+rsm = {}
+for x in rs:
+    rsm[(int(x[0]), x[1])] = x
+res = [x[4] for x in rs if x[1] == "r:tls:restart"]
+tl[-1] = tl[-1] % (
+    ("offered to the restarted node: %s; offered to a node that stayed up "
+     "(the control): %s" % (
+         ", ".join(x.split("/")[0] for x in res),
+         ", ".join(x.split("/")[-1] for x in res)))
+    if res else "not run")
+t("")
+t("| setup | event → vote ms | accepting → vote ms | down → vote ms |")
+t("|---|---:|---:|---:|")
+for setup in ("plain:restart", "tls:restart", "plain:conn", "tls:conn"):
+    ev, ac, dv = [], [], []
+    for r in sorted(ours["r"]):
+        for row in ours["r"][r]:
+            if row.get("label") != "r:" + setup:
+                continue
+            x = rsm.get((r, "r:" + setup))
+            vote = row.get("vote_unix_ms", -1)
+            if x is None or vote < 0:
+                continue
+            ev.append(float(vote - int(x[2])))
+            ac.append(float(vote - int(x[3])))
+            dv.append(float(row["reconnect_ms"]))
+    tname = {"plain:restart": "plaintext, node restarted",
+             "tls:restart": "TLS, node restarted (no resumption possible)",
+             "plain:conn": "plaintext, connection killed",
+             "tls:conn": "TLS, connection killed (session resumable)"}
+    t("| %s | %s | %s | %s |" % (
+        tname[setup], cell(ev),
+        cell(ac) if setup.endswith("restart") else "–", cell(dv)))
+    tv[setup] = (ev, ac, dv)
+t("")
+t("Per round, event → vote (ms): " + "; ".join(
+    "%s %s" % (k, ", ".join(fmt(v) for v in tv[k][0]) or "–")
+    for k in ("plain:restart", "tls:restart", "plain:conn", "tls:conn")) +
+  ".")
+tl.append(T_END)
+tl.append("")
+lines.extend(tl)
+
 # ---- Targets
 w("## Targets (issue 6 §3)")
 w("")
@@ -767,22 +1049,26 @@ w("- **e, one node 20 ms slower**: the sequential acquire p50 rises with "
   "in flight the round keeps the quorum's pace (b64 within 1.05x).")
 w("")
 
-if machine.get("watched_only") == "1":
-    # Only the watched section was measured: splice it into the previous
-    # report, keeping every other section as it was.
+def splice(sec, begin, end):
+    """The previous report with only section sec (its marker lines begin
+    and end) replaced, or put before the targets when it had none."""
     prev = open(previous_path).read() if os.path.exists(previous_path) \
         else ""
-    section = "\n".join(wl[:-1])
-    if W_BEGIN in prev and W_END in prev:
-        head, rest = prev.split(W_BEGIN, 1)
-        tail = rest.split(W_END, 1)[1]
-        text = head + section + tail
-    elif "## Targets" in prev:
+    section = "\n".join(sec[:-1])
+    if begin in prev and end in prev:
+        head, rest = prev.split(begin, 1)
+        tail = rest.split(end, 1)[1]
+        return head + section + tail
+    if "## Targets" in prev:
         head, tail = prev.split("## Targets", 1)
-        text = head + section + "\n\n## Targets" + tail
-    else:
-        text = prev + "\n" + section + "\n"
-    open(report_path, "w").write(text)
+        return head + section + "\n\n## Targets" + tail
+    return prev + "\n" + section + "\n"
+
+
+if machine.get("watched_only") == "1":
+    open(report_path, "w").write(splice(wl, W_BEGIN, W_END))
+elif machine.get("tls_only") == "1":
+    open(report_path, "w").write(splice(tl, T_BEGIN, T_END))
 else:
     open(report_path, "w").write("\n".join(lines) + "\n")
 with open(plot_path, "w") as f:
@@ -797,8 +1083,8 @@ with open(plot_path, "w") as f:
 PY
 if [ "$docs" = 1 ]; then
     cp "$report" docs/benchmarks.md
-    if [ "$watched_only" = 1 ]; then
-        say "watched-only: docs/benchmarks.png kept"
+    if [ "$watched_only" = 1 ] || [ "$tls_only" = 1 ]; then
+        say "watched-only or tls-only: docs/benchmarks.png kept"
     elif command -v gnuplot >/dev/null; then
         tools/bench-plot.sh "$out/plot.dat" docs/benchmarks.png
     else

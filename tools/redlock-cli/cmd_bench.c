@@ -22,7 +22,10 @@
  *      and the number of locks lost;
  *   floor (hidden, for tools/bench-compare.sh): the fan-out round-trip
  *      floor, PING to every node at once over direct connections, time
- *      until a quorum and until all have answered.
+ *      until a quorum and until all have answered;
+ *   restart (hidden, for tools/bench-compare.sh; issue 11): the last node
+ *      watched through rl_client_stats while the script kills it (or its
+ *      connection): when it was seen down and when it voted again.
  * Phases d (node counts) and e (degraded nodes) are phases a/b run again
  * by the script on other node lists, told apart with --label.
  *
@@ -1206,6 +1209,67 @@ out:
     return code;
 }
 
+/* ---- Restart: one node's way back ---------------------------------------- */
+
+static int64_t unix_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Poll rl_client_stats every millisecond for up to `duration` seconds:
+ * the first moment the last node is not connected, then the first moment
+ * it votes again. Prints one object: phase "restart", node, down_unix_ms,
+ * vote_unix_ms (CLOCK_REALTIME, to compare with the script's own clock;
+ * -1 when not seen) and reconnect_ms (down to voting, -1 when it did not
+ * vote again in time). */
+static int phase_restart(struct bench *b, double duration)
+{
+    struct cli_opts *o = b->o;
+    size_t i = o->node_count - 1;
+    rl_stats *st = malloc(sizeof(*st));
+    uint64_t t_end = cli_mono_us() + (uint64_t)(duration * 1e6);
+    uint64_t t_down = 0, t_vote = 0;
+    int64_t down_unix = -1, vote_unix = -1;
+
+    if (st == NULL)
+        return cli_fail(o, CLI_EXIT_NO_QUORUM, "restart: out of memory");
+    while (t_vote == 0 && cli_mono_us() < t_end) {
+        if (rl_client_stats(b->c, st) == RL_OK && i < st->node_count) {
+            const rl_node_stats *ns = &st->nodes[i];
+
+            if (t_down == 0 && !ns->connected) {
+                t_down = cli_mono_us();
+                down_unix = unix_ms();
+            } else if (t_down != 0 && ns->voting) {
+                t_vote = cli_mono_us();
+                vote_unix = unix_ms();
+            }
+        }
+        sleep_s(0.001);
+    }
+    free(st);
+    if (o->json) {
+        printf("{\"phase\":\"restart\",\"label\":");
+        cli_json_str(stdout, b->label);
+        printf(",\"node\":");
+        cli_json_str(stdout, o->nodes[i]);
+        printf(",\"down_unix_ms\":%" PRId64 ",\"vote_unix_ms\":%" PRId64
+               ",\"reconnect_ms\":%.1f}\n", down_unix, vote_unix,
+               t_vote != 0 ? (double)(t_vote - t_down) / 1e3 : -1.0);
+    } else {
+        printf("restart %s: ", o->nodes[i]);
+        if (t_vote != 0)
+            printf("down to voting in %.1f ms\n",
+                   (double)(t_vote - t_down) / 1e3);
+        else
+            printf("did not go down and vote again in time\n");
+    }
+    return CLI_EXIT_OK;
+}
+
 /* ---- Command ------------------------------------------------------------- */
 
 /* Parse "1,16,64" into values in [lo, hi]. Returns the count, -1 on error. */
@@ -1231,12 +1295,13 @@ static int parse_list(const char *s, uint32_t lo, uint32_t hi, uint32_t *out,
     }
 }
 
-enum { P_A, P_B, P_C, P_F, P_FLOOR, P_COUNT };
+enum { P_A, P_B, P_C, P_F, P_FLOOR, P_RESTART, P_COUNT };
 
 /* "a,b,floor" -> want[]. -1 on an unknown name. */
 static int parse_phases(const char *s, bool want[P_COUNT])
 {
-    static const char *names[P_COUNT] = {"a", "b", "c", "f", "floor"};
+    static const char *names[P_COUNT] = {"a", "b", "c", "f", "floor",
+                                         "restart"};
     int k;
 
     for (;;) {
@@ -1414,6 +1479,11 @@ int cmd_bench(struct cli_opts *o, int argc, char **argv)
     }
     if (want[P_FLOOR]) {
         code = phase_floor(&b, duration);
+        if (code != 0)
+            goto out;
+    }
+    if (want[P_RESTART]) {
+        code = phase_restart(&b, duration);
         if (code != 0)
             goto out;
     }

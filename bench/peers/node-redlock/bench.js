@@ -8,7 +8,7 @@
 //        [--concurrency 1,16,64,256] [--duration S] [--ttl MS] [--hold MS]
 //        [--contenders 2,8] [--locks N] [--label TEXT]
 //        [--retry-count N] [--retry-delay MS] [--retry-jitter MS]
-//        [--watched N]
+//        [--watched N] [--tls] [--cacert FILE] [--sni NAME]
 //
 // a  sequential acquire+release on fresh resources;
 // b  N cycles in flight, each on its own resource;
@@ -22,11 +22,16 @@
 //    then --duration of renewals: renewals/s (calls of redlock.extend that
 //    succeeded), client CPU and server CPU per renewal, bytes per held lock
 //    (RSS after gc) and locks lost (aborted signals).
+// --tls (or rediss:// node URIs): every node over TLS with ioredis's `tls`
+//    option, verified against --cacert FILE (the system store without it)
+//    and the node's host or --sni NAME.
 // Latency is measured with process.hrtime (monotonic), client CPU with
 // process.cpuUsage() (every thread of the process), server CPU from each
 // node's INFO cpu over a separate connection.
 "use strict";
 
+const fs = require("fs");
+const net = require("net");
 const Redis = require("ioredis");
 const { default: Redlock } = require("redlock");
 
@@ -45,6 +50,9 @@ function parseArgs(argv) {
     retryDelay: 200,
     retryJitter: 100,
     watched: 0,
+    tls: false,
+    cacert: "",
+    sni: "",
   };
   const names = {
     "--nodes": "nodes", "-n": "nodes", "--phases": "phases",
@@ -52,7 +60,7 @@ function parseArgs(argv) {
     "--hold": "hold", "--contenders": "contenders", "--locks": "locks",
     "--label": "label", "--retry-count": "retryCount",
     "--retry-delay": "retryDelay", "--retry-jitter": "retryJitter",
-    "--watched": "watched",
+    "--watched": "watched", "--cacert": "cacert", "--sni": "sni",
   };
   for (let i = 2; i < argv.length; i++) {
     let a = argv[i];
@@ -65,6 +73,10 @@ function parseArgs(argv) {
     const key = names[a];
     if (key === undefined) {
       if (a === "--json") continue; // always JSON
+      if (a === "--tls" && v === undefined) {
+        o.tls = true;
+        continue;
+      }
       throw new Error(`unknown option ${a}`);
     }
     if (v === undefined) v = argv[++i];
@@ -76,10 +88,11 @@ function parseArgs(argv) {
   }
   if (!o.nodes) throw new Error("no nodes: use --nodes host:port,...");
   o.nodeList = o.nodes.split(",").map((s) => {
-    const m = /^(?:redis:\/\/)?(?:([^:@]*):?([^@]*)@)?\[?([^\]]+?)\]?:(\d+)$/
+    const m = /^(?:(rediss?):\/\/)?(?:([^:@]*):?([^@]*)@)?\[?([^\]]+?)\]?:(\d+)$/
       .exec(s);
     if (!m) throw new Error(`bad node '${s}' (host:port)`);
-    return { host: m[3], port: Number(m[4]), password: m[2] || undefined };
+    return { host: m[4], port: Number(m[5]), password: m[3] || undefined,
+      tls: o.tls || m[1] === "rediss" };
   });
   o.phaseSet = new Set(o.phases.split(","));
   o.concList = o.concurrency.split(",").map(Number);
@@ -103,9 +116,15 @@ function cpuUs() {
 }
 
 function newClients(o, extra) {
+  const ca = o.cacert ? fs.readFileSync(o.cacert) : undefined;
   return o.nodeList.map((n) => new Redis({
     host: n.host, port: n.port, password: n.password,
-    connectTimeout: 1000, ...extra,
+    connectTimeout: 1000,
+    // servername is the SNI, and names the host to verify: not for an IP
+    // address (RFC 6066), which node's tls verifies against IP SANs.
+    tls: n.tls ? { ca, servername: o.sni || (net.isIP(n.host) ? undefined
+      : n.host) } : undefined,
+    ...extra,
   }));
 }
 
