@@ -483,7 +483,11 @@ typedef struct rl_node_stats {
     uint32_t latency_p90_us;
     uint32_t latency_p99_us;
     uint32_t latency_max_us;
-    uint64_t reserved_[16];   /* zeroed (see "ABI" above) */
+    uint64_t handshakes;      /* connections that completed the handshake
+                                 (the first and every reconnect) */
+    uint64_t tls_resumed;     /* of those, over TLS with a resumed session
+                                 (no full TLS handshake) */
+    uint64_t reserved_[14];   /* zeroed (see "ABI" above) */
 } rl_node_stats;
 
 typedef struct rl_stats {

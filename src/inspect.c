@@ -170,6 +170,8 @@ static void snapshot_stats(rl_client *c, rl_stats *out)
         o->latency_p90_us = node_latency_percentile(n, 90);
         o->latency_p99_us = node_latency_percentile(n, 99);
         o->latency_max_us = ns->latency_max_us;
+        o->handshakes = ns->handshakes;
+        o->tls_resumed = ns->tls_resumed;
     }
 }
 

@@ -230,6 +230,11 @@ static const struct node_family node_counters[] = {
      "time.", offsetof(rl_node_stats, timeouts)},
     {"redlock_node_down_total", "Requests failed because the node was "
      "down.", offsetof(rl_node_stats, down)},
+    {"redlock_node_handshakes_total", "Connections to the node that "
+     "completed the handshake (the first and every reconnect).",
+     offsetof(rl_node_stats, handshakes)},
+    {"redlock_node_tls_resumed_total", "Handshakes over TLS that resumed "
+     "a session.", offsetof(rl_node_stats, tls_resumed)},
 };
 
 static uint64_t field_u64(const void *base, size_t offset)

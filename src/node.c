@@ -346,6 +346,9 @@ static void handshake_done(struct node *n, const redisReply *info)
     learn_server(n, info->str);
     n->state = NODE_READY;
     n->failures = 0;
+    n->stats.handshakes++;
+    if (conn_tls_resumed(n->conn))
+        n->stats.tls_resumed++;
     conn_backoff_reset(&n->backoff);
     n->last_error[0] = '\0';
     flush_deferred(n);

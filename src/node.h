@@ -61,6 +61,8 @@ struct node_stats {
     uint64_t down;          /* requests failed because the node was down */
     uint64_t votes_for;
     uint64_t votes_against;
+    uint64_t handshakes;    /* connections that became ready */
+    uint64_t tls_resumed;   /* of those, TLS sessions resumed */
     uint64_t latency[LATENCY_BUCKETS]; /* reply latency histogram */
     uint32_t latency_max_us;
 };

@@ -893,8 +893,9 @@ t("One client (`redlock-cli bench --phases restart`, 5 nodes) watches the "
   "the node voting (the probe is a shell loop, every few ms, and can see "
   "the port later than the client does: hence values below 0); *down → "
   "vote*: from the client seeing the node down. "
-  "Handshakes and TLS resumptions are not counted: the library exposes "
-  "no such counter (`rl_node_stats` has none). Whether a TLS session "
+  "*Handshakes*: the handshakes the node's connection completed from the "
+  "kill to the vote, and how many of them resumed a TLS session "
+  "(`rl_node_stats.handshakes`, `.tls_resumed`). Whether a TLS session "
   "survives the restart is checked on the server side with `openssl "
   "s_client -sess_out` before the restart and `-sess_in` after it: %s.")
 rsm = {}
@@ -908,10 +909,11 @@ tl[-1] = tl[-1] % (
          ", ".join(x.split("/")[-1] for x in res)))
     if res else "not run")
 t("")
-t("| setup | event → vote ms | accepting → vote ms | down → vote ms |")
-t("|---|---:|---:|---:|")
+t("| setup | event → vote ms | accepting → vote ms | down → vote ms | "
+  "handshakes (TLS resumed) |")
+t("|---|---:|---:|---:|---:|")
 for setup in ("plain:restart", "tls:restart", "plain:conn", "tls:conn"):
-    ev, ac, dv = [], [], []
+    ev, ac, dv, hs = [], [], [], []
     for r in sorted(ours["r"]):
         for row in ours["r"][r]:
             if row.get("label") != "r:" + setup:
@@ -923,13 +925,16 @@ for setup in ("plain:restart", "tls:restart", "plain:conn", "tls:conn"):
             ev.append(float(vote - int(x[2])))
             ac.append(float(vote - int(x[3])))
             dv.append(float(row["reconnect_ms"]))
+            hs.append("%d (%d)" % (row.get("handshakes", 0),
+                                   row.get("tls_resumed", 0)))
     tname = {"plain:restart": "plaintext, node restarted",
              "tls:restart": "TLS, node restarted (no resumption possible)",
              "plain:conn": "plaintext, connection killed",
              "tls:conn": "TLS, connection killed (session resumable)"}
-    t("| %s | %s | %s | %s |" % (
+    t("| %s | %s | %s | %s | %s |" % (
         tname[setup], cell(ev),
-        cell(ac) if setup.endswith("restart") else "–", cell(dv)))
+        cell(ac) if setup.endswith("restart") else "–", cell(dv),
+        ", ".join(hs) or "–"))
     tv[setup] = (ev, ac, dv)
 t("")
 t("Per round, event → vote (ms): " + "; ".join(

@@ -361,6 +361,54 @@ static void test_release_notification_wakes_a_waiter_over_tls(
     assert_true(w.done_ms - released_ms < 2500);
 }
 
+/* rl_client_stats's node stats of node i, waiting up to 5 s for its
+ * handshake count to reach want. */
+static rl_node_stats wait_handshakes(rl_client *c, int i, uint64_t want)
+{
+    static rl_stats s; /* large: not on the stack */
+    int64_t deadline = harness_now_ms() + 5000;
+
+    do {
+        rl_client_stats(c, &s);
+        if (s.nodes[i].handshakes >= want)
+            break;
+        usleep(10000);
+    } while (harness_now_ms() < deadline);
+    return s.nodes[i];
+}
+
+/* A killed connection comes back by itself and resumes its TLS session
+ * (issue 11: session resumption on reconnect); the stats count it. */
+static void test_reconnect_resumes_the_tls_session(void **state)
+{
+    struct fx *f = *state;
+    rl_node_stats ns;
+    redisReply *reply;
+    rl_config cfg;
+
+    start_tls(f, "server.pem", false, NULL, "127.0.0.1");
+    tls_config(f, &cfg);
+    f->c = fixture_client(&cfg);
+    assert_non_null(f->c);
+    lock_cycle(f, f->c, "tls:resume");
+    ns = wait_handshakes(f->c, 0, 1);
+    assert_int_equal(ns.handshakes, 1);
+    assert_int_equal(ns.tls_resumed, 0);
+    /* The harness's own plaintext connection is skipped (SKIPME). */
+    reply = harness_cmd(&f->r[0], "CLIENT KILL TYPE normal");
+    assert_non_null(reply);
+    assert_int_equal(reply->type, REDIS_REPLY_INTEGER);
+    assert_true(reply->integer >= 1);
+    freeReplyObject(reply);
+    ns = wait_handshakes(f->c, 0, 2);
+    assert_int_equal(ns.handshakes, 2);
+    assert_int_equal(ns.tls_resumed, 1);
+    ns = wait_handshakes(f->c, 1, 1);
+    assert_int_equal(ns.handshakes, 1);
+    assert_int_equal(ns.tls_resumed, 0);
+    lock_cycle(f, f->c, "tls:resume");
+}
+
 static void test_unix_socket_and_plaintext_nodes_still_work(void **state)
 {
     struct fx *f = *state;
@@ -465,6 +513,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             test_release_notification_wakes_a_waiter_over_tls, setup,
             teardown),
+        cmocka_unit_test_setup_teardown(
+            test_reconnect_resumes_the_tls_session, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_unix_socket_and_plaintext_nodes_still_work, setup,
             teardown),

@@ -1223,8 +1223,9 @@ static int64_t unix_ms(void)
  * the first moment the last node is not connected, then the first moment
  * it votes again. Prints one object: phase "restart", node, down_unix_ms,
  * vote_unix_ms (CLOCK_REALTIME, to compare with the script's own clock;
- * -1 when not seen) and reconnect_ms (down to voting, -1 when it did not
- * vote again in time). */
+ * -1 when not seen), reconnect_ms (down to voting, -1 when it did not
+ * vote again in time), and the handshakes (and TLS resumptions among them)
+ * the node's connection made meanwhile. */
 static int phase_restart(struct bench *b, double duration)
 {
     struct cli_opts *o = b->o;
@@ -1233,6 +1234,7 @@ static int phase_restart(struct bench *b, double duration)
     uint64_t t_end = cli_mono_us() + (uint64_t)(duration * 1e6);
     uint64_t t_down = 0, t_vote = 0;
     int64_t down_unix = -1, vote_unix = -1;
+    uint64_t hs0 = 0, res0 = 0, hs = 0, res = 0;
 
     if (st == NULL)
         return cli_fail(o, CLI_EXIT_NO_QUORUM, "restart: out of memory");
@@ -1240,6 +1242,12 @@ static int phase_restart(struct bench *b, double duration)
         if (rl_client_stats(b->c, st) == RL_OK && i < st->node_count) {
             const rl_node_stats *ns = &st->nodes[i];
 
+            if (t_down == 0) {
+                hs0 = ns->handshakes;
+                res0 = ns->tls_resumed;
+            }
+            hs = ns->handshakes - hs0;
+            res = ns->tls_resumed - res0;
             if (t_down == 0 && !ns->connected) {
                 t_down = cli_mono_us();
                 down_unix = unix_ms();
@@ -1257,13 +1265,16 @@ static int phase_restart(struct bench *b, double duration)
         printf(",\"node\":");
         cli_json_str(stdout, o->nodes[i]);
         printf(",\"down_unix_ms\":%" PRId64 ",\"vote_unix_ms\":%" PRId64
-               ",\"reconnect_ms\":%.1f}\n", down_unix, vote_unix,
-               t_vote != 0 ? (double)(t_vote - t_down) / 1e3 : -1.0);
+               ",\"reconnect_ms\":%.1f,\"handshakes\":%" PRIu64
+               ",\"tls_resumed\":%" PRIu64 "}\n", down_unix, vote_unix,
+               t_vote != 0 ? (double)(t_vote - t_down) / 1e3 : -1.0, hs,
+               res);
     } else {
         printf("restart %s: ", o->nodes[i]);
         if (t_vote != 0)
-            printf("down to voting in %.1f ms\n",
-                   (double)(t_vote - t_down) / 1e3);
+            printf("down to voting in %.1f ms (%" PRIu64 " handshakes, %"
+                   PRIu64 " TLS resumed)\n",
+                   (double)(t_vote - t_down) / 1e3, hs, res);
         else
             printf("did not go down and vote again in time\n");
     }
