@@ -262,6 +262,8 @@ static void fill_stats(rl_stats *s, size_t nodes)
         n->errors = 10 + i;
         n->timeouts = 20 + i;
         n->down = 30 + i;
+        n->handshakes = 4 + i;
+        n->tls_resumed = 3 + i;
         n->votes_for = 500 + i;
         n->votes_against = 40 + i;
         n->latency_p50_us = 150;
@@ -318,6 +320,7 @@ static void test_every_family_is_rendered_and_parses(void **state)
     static const char *const per_node[] = {
         "redlock_node_requests_total", "redlock_node_errors_total",
         "redlock_node_timeouts_total", "redlock_node_down_total",
+        "redlock_node_handshakes_total", "redlock_node_tls_resumed_total",
         "redlock_node_latency_max_seconds", "redlock_node_connected",
         "redlock_node_voting"};
     rl_stats s;
@@ -329,7 +332,7 @@ static void test_every_family_is_rendered_and_parses(void **state)
     fill_stats(&s, 5);
     text = render(&s, NULL, 0);
     ps = parse_or_fail(text);
-    assert_int_equal(ps->nfam, 14);
+    assert_int_equal(ps->nfam, 16);
     for (i = 0; i < sizeof(counters) / sizeof(counters[0]); i++)
         assert_int_equal(samples_named(ps, counters[i]), 1);
     for (i = 0; i < sizeof(per_node) / sizeof(per_node[0]); i++)
@@ -363,6 +366,10 @@ static void test_values_match_the_stats(void **state)
                          "node=127.0.0.1:7001;") == 20);
     assert_true(value_of(ps, "redlock_node_down_total",
                          "node=127.0.0.1:7003;") == 32);
+    assert_true(value_of(ps, "redlock_node_handshakes_total",
+                         "node=127.0.0.1:7002;") == 5);
+    assert_true(value_of(ps, "redlock_node_tls_resumed_total",
+                         "node=127.0.0.1:7003;") == 5);
     assert_true(value_of(ps, "redlock_node_votes_total",
                          "node=127.0.0.1:7002;vote=for;") == 501);
     assert_true(value_of(ps, "redlock_node_votes_total",
