@@ -119,6 +119,7 @@ static const char *take_error(int *reason, char *buf, size_t len)
     const char *s;
 
     ERR_clear_error();
+    *reason = 0;
     if (e == 0)
         return NULL;
     *reason = ERR_GET_REASON(e);
