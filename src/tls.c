@@ -112,7 +112,7 @@ static BIO_METHOD *bio_method_new(void)
 /* ---- Errors ------------------------------------------------------------- */
 
 /* OpenSSL's text for the oldest queued error (then the queue is empty),
- * or NULL; *reason gets its reason code. */
+ * or NULL; *reason gets its reason code (0 with NULL). */
 static const char *take_error(int *reason, char *buf, size_t len)
 {
     unsigned long e = ERR_get_error();
