@@ -66,25 +66,39 @@ RL_TEST_TIMEOUT_MULTIPLIER=3 \
     -E 'holds_for_60s' 2>&1 | tee -a "$summary"
 
 section "integration tests under valgrind"
+# One program per core at a time (each starts its own redis-server
+# processes on free ports); results are printed in program order.
+vg_one() {
+    local t=$1 name rc=0
+    name=$(basename "$t")
+    RL_TEST_TIMEOUT_MULTIPLIER=10 RL_TEST_UNDER_VALGRIND=1 valgrind --quiet \
+        --leak-check=full --errors-for-leak-kinds=definite,indirect \
+        --error-exitcode=99 --log-file="build/release/valgrind-$name.log" \
+        "$t" >"build/release/$name.out" 2>&1 || rc=$?
+    echo "$rc" >"build/release/valgrind-$name.rc"
+}
+vg_programs=()
+for t in build/release/tests/integ_*; do
+    [ -x "$t" ] && vg_programs+=("$t")
+done
+for t in "${vg_programs[@]}"; do
+    while [ "$(jobs -pr | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+    vg_one "$t" &
+done
+wait
 fails=0
 vg_passed=0
-for t in build/release/tests/integ_*; do
-    [ -x "$t" ] || continue
+for t in "${vg_programs[@]}"; do
     name=$(basename "$t")
-    log="build/release/valgrind-$name.log"
-    if RL_TEST_TIMEOUT_MULTIPLIER=10 RL_TEST_UNDER_VALGRIND=1 valgrind --quiet --leak-check=full \
-        --errors-for-leak-kinds=definite,indirect --error-exitcode=99 \
-        --log-file="$log" "$t" >"build/release/$name.out" 2>&1; then
+    rc=$(cat "build/release/valgrind-$name.rc")
+    if [ "$rc" = 0 ]; then
         echo "valgrind: $name: 0 errors, 0 leaks"
         vg_passed=$((vg_passed + 1))
+    elif [ "$rc" = 77 ]; then
+        echo "valgrind: $name: SKIP ($(grep -m1 SKIP "build/release/$name.out" || true))"
     else
-        rc=$?
-        if [ "$rc" = 77 ]; then
-            echo "valgrind: $name: SKIP ($(grep -m1 SKIP "build/release/$name.out" || true))"
-            continue
-        fi
         echo "valgrind: $name: FAILED (exit $rc)"
-        tail -n 40 "$log" "build/release/$name.out"
+        tail -n 40 "build/release/valgrind-$name.log" "build/release/$name.out"
         fails=$((fails + 1))
     fi
 done
