@@ -201,6 +201,7 @@ rl_status config_load(const rl_config *in, struct config *out)
     out->retry_jitter_ms = in->retry_jitter_ms;
     out->max_ttl_ms = in->max_ttl_ms;
     out->trust_restarted_nodes = in->trust_restarted_nodes;
+    out->clock_guard = !in->no_clock_guard;
     out->log = in->log;
     out->log_privdata = in->log_privdata;
     out->log_level = in->log_level;
