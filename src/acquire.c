@@ -46,6 +46,7 @@ struct acquire_op {
     enum acquire_phase phase;
     rl_mono_us t0;               /* start of the winning SET round */
     unsigned voters;             /* voting nodes that granted it */
+    uint64_t holders;            /* which ones (bit per node) */
     uint64_t fence;              /* fencing token written, or 0 */
     char *fence_key;             /* fencing: counter key, else NULL */
     uint64_t fence_max_read;     /* largest counter granting nodes hold */
@@ -98,7 +99,7 @@ static void finish(struct acquire_op *op, rl_status st)
 {
     acquire_done_fn *done = op->done;
     void *owner = op->owner;
-    struct acquire_grant g = {op->t0, op->voters, op->fence};
+    struct acquire_grant g = {op->t0, op->voters, op->fence, op->holders};
 
     if (st == RL_OK) {
         client_count(op->client, STAT_ACQUIRED);
@@ -326,6 +327,19 @@ static void no_quorum_detail(struct acquire_op *op)
                  q->detail);
 }
 
+/* The nodes whose YES counts (voting: not quarantined, not clock-suspect
+ * after the sample that came with the reply). */
+static uint64_t voting_yes(const struct quorum_round *q)
+{
+    uint64_t set = 0;
+    size_t i;
+
+    for (i = 0; i < q->n; i++)
+        if (q->slots[i].vote == VOTE_YES && node_voting(q->nodes[i]))
+            set |= UINT64_C(1) << i;
+    return set;
+}
+
 static void acquire_decided(void *owner, enum verdict v)
 {
     struct acquire_op *op = owner;
@@ -335,6 +349,7 @@ static void acquire_decided(void *owner, enum verdict v)
     op->t0 = q->t0;
     if (v == VERDICT_SUCCESS) {
         op->voters = (unsigned)q->yes;
+        op->holders = voting_yes(q);
         if (!enough_validity(op))
             attempt_failed(op, RL_ETIMEOUT);
         else if (op->fence_key != NULL)

@@ -135,6 +135,8 @@ static void on_node_reply(void *owner, size_t slot,
     if (vote == VOTE_ERROR)
         note_failure(q, slot, r);
     v = count_vote(q, slot, vote);
+    if (q->abort)
+        v = VERDICT_FAILURE; /* the owner saw enough (issue 15) */
     if (v == VERDICT_PENDING)
         return;
     round_cancel(q);
@@ -159,6 +161,7 @@ enum verdict round_start(struct quorum_round *q, enum round_mode mode,
     q->done = done;
     q->owner = owner;
     q->yes = q->no = q->refused = q->failed = q->answered = 0;
+    q->abort = false;
     q->detail[0] = '\0';
     for (i = 0; i < q->n; i++) {
         q->slots[i].req = NULL;
@@ -188,7 +191,7 @@ enum verdict round_start(struct quorum_round *q, enum round_mode mode,
     wire_unref(w);
     /* Decided only after every node got the command, even when the verdict
      * became certain part-way: the caller may need to roll back on all. */
-    v = round_verdict(q);
+    v = q->abort ? VERDICT_FAILURE : round_verdict(q);
     if (v != VERDICT_PENDING)
         round_cancel(q);
     return v;
