@@ -61,7 +61,11 @@ enum clock_event clockguard_add(struct clockguard *g,
     }
     ok = clock_consistent(&g->prev, s, drift) &&
          clock_consistent(&g->ref, s, drift);
-    if (s->recv_us >= g->ref.recv_us + 1000u)
+    /* Shown, not decided on: at an inconsistency, or once the baseline
+     * is long enough for the round trips to blur it by at most a half. */
+    if (!ok || (s->send_us > g->ref.recv_us &&
+        s->send_us - g->ref.recv_us >=
+            g->ref.recv_us - g->ref.send_us + s->recv_us - s->send_us))
         g->rate = measured_rate(&g->ref, s);
     g->prev = *s;
     if (!ok) {

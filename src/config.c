@@ -22,8 +22,9 @@ _Static_assert(offsetof(rl_config, reserved_) -
                "rl_config.reserved_");
 _Static_assert(offsetof(rl_node_info, reserved_) -
                        offsetof(rl_node_info, tls) <=
-                   2 * sizeof(uint64_t),
-               "rl_node_info.tls takes the 2 words carved out of reserved_");
+                   4 * sizeof(uint64_t),
+               "rl_node_info.tls and the clock fields take the 4 words "
+               "carved out of reserved_");
 
 void rl_config_init(rl_config *cfg)
 {

@@ -86,14 +86,14 @@ class ClockGuardRepro(unittest.TestCase):
 
     def test_ping_shows_the_fast_clock(self):
         rc, out, err = run_cli(["-n", nodes_arg(self.all), "--json",
-                                "ping"])
+                                "--no-quarantine", "ping"])
         self.assertEqual(rc, 0, err)
         rows = json.loads(out)
         rows = rows["nodes"] if isinstance(rows, dict) else rows
         fast = [x for x in rows if x["node"].endswith(":%d" %
                                                       self.fast.port)][0]
         self.assertEqual(fast["clock_state"], "suspect")
-        self.assertGreater(fast["clock_rate"], 2.0)
+        self.assertGreater(fast["clock_rate"], 1.5)
         for x in rows:
             if x is not fast:
                 self.assertEqual(x["clock_state"], "ok", x)
