@@ -19,7 +19,13 @@
  * D > d * E + rtt_prev + rtt_new.
  * Invariant: a node is suspect from its first inconsistent sample until a
  * consistent sample closes a baseline of at least behave_ms that started
- * at or after that inconsistency. */
+ * at or after that inconsistency.
+ *
+ * Cost: a sample is one TIME pipelined before a lock-path request. The
+ * first CLOCK_EAGER_SAMPLES requests of a connection carry one, then at
+ * most one per CLOCK_SAMPLE_INTERVAL_US per node: under load the extra
+ * commands are a small fraction of the traffic, and a step is seen by
+ * the first request at least that long after the previous sample. */
 #include "clockguard.h"
 
 bool clock_consistent(const struct clock_sample *a,
@@ -56,17 +62,19 @@ enum clock_event clockguard_add(struct clockguard *g,
     g->samples++;
     if (!g->have_ref) {
         g->have_ref = true;
-        g->ref = g->prev = *s;
+        g->ref = g->prev = g->first = *s;
         return CLOCK_NO_CHANGE;
     }
     ok = clock_consistent(&g->prev, s, drift) &&
          clock_consistent(&g->ref, s, drift);
-    /* Shown, not decided on: at an inconsistency, or once the baseline
-     * is long enough for the round trips to blur it by at most a half. */
-    if (!ok || (s->send_us > g->ref.recv_us &&
-        s->send_us - g->ref.recv_us >=
-            g->ref.recv_us - g->ref.send_us + s->recv_us - s->send_us))
-        g->rate = measured_rate(&g->ref, s);
+    /* Shown, not decided on: over the whole connection, at an
+     * inconsistency or once that is long enough for the round trips to
+     * blur it by at most a half. */
+    if (!ok || (s->send_us > g->first.recv_us &&
+                s->send_us - g->first.recv_us >=
+                    g->first.recv_us - g->first.send_us + s->recv_us -
+                        s->send_us))
+        g->rate = measured_rate(&g->first, s);
     g->prev = *s;
     if (!ok) {
         g->ref = *s;
@@ -87,4 +95,18 @@ enum clock_event clockguard_add(struct clockguard *g,
 void clockguard_reconnect(struct clockguard *g)
 {
     g->have_ref = false;
+    g->asked = 0;
+}
+
+bool clockguard_due(const struct clockguard *g, rl_mono_us now)
+{
+    return g->asked < CLOCK_EAGER_SAMPLES ||
+           now >= g->asked_us + CLOCK_SAMPLE_INTERVAL_US;
+}
+
+void clockguard_asked(struct clockguard *g, rl_mono_us now)
+{
+    g->asked_us = now;
+    if (g->asked < CLOCK_EAGER_SAMPLES)
+        g->asked++;
 }

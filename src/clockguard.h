@@ -10,6 +10,11 @@
 
 /* TIME has whole microseconds; two readings may each be off by one. */
 #define CLOCK_GRANULARITY_US 4
+/* Lock-path requests carry a sample when the node's last one was asked
+ * for at least this long ago, and the first CLOCK_EAGER_SAMPLES of a
+ * connection always do (a fresh client sees a far-off clock at once). */
+#define CLOCK_SAMPLE_INTERVAL_US 1000
+#define CLOCK_EAGER_SAMPLES 8
 
 /* One reading of a server's TIME, bracketed by our boottime clock. */
 struct clock_sample {
@@ -30,10 +35,13 @@ struct clockguard {
     struct clock_sample ref;  /* long baseline: first sample since the
                                  last inconsistency or (re)connection */
     struct clock_sample prev; /* latest sample */
-    double rate;             /* server µs per our µs over the baseline;
-                                0 while unknown */
+    struct clock_sample first; /* first sample of the connection */
+    double rate;             /* server µs per our µs since first (shown,
+                                not decided on); 0 while unknown */
     uint64_t samples;
     uint64_t incidents;      /* times it became suspect */
+    rl_mono_us asked_us;     /* latest TIME sent */
+    uint32_t asked;          /* TIMEs sent on this connection */
 };
 
 /* True when b, taken after a on one connection, is consistent with a
@@ -53,5 +61,10 @@ enum clock_event clockguard_add(struct clockguard *g,
 /* A new connection (maybe another server process): forget the samples,
  * keep the suspect state, which needs a new baseline of behave_ms. */
 void clockguard_reconnect(struct clockguard *g);
+
+/* Should a request sent at now carry a sample? clockguard_asked records
+ * that one was sent. */
+bool clockguard_due(const struct clockguard *g, rl_mono_us now);
+void clockguard_asked(struct clockguard *g, rl_mono_us now);
 
 #endif

@@ -423,7 +423,6 @@ static struct wire *batch_wire(struct extend_batch *b)
     size_t *lens = (size_t *)(argv + argc);
     char *nums = (char *)(lens + argc);
     const struct lock_rec *rec;
-    const struct script *s;
     struct wire *w;
 
     if (argv == NULL)
@@ -441,9 +440,10 @@ static struct wire *batch_wire(struct extend_batch *b)
         argv[a] = nums + 20;
         lens[a++] = put_decimal(nums + 20, b->items[i].ttl_ms);
     }
-    s = script_get(SCRIPT_TOUCH_BATCH);
-    w = wire_new(b->client->cfg.clock_guard ? script_timed(s) : s,
-                 (int)b->keys, (int)argc, argv, lens);
+    w = wire_new(script_get(SCRIPT_TOUCH_BATCH), (int)b->keys, (int)argc,
+                 argv, lens);
+    if (w != NULL && b->client->cfg.clock_guard)
+        wire_sample_time(w);
     free(argv);
     return w;
 }

@@ -50,14 +50,15 @@
  * (start_min_us: it never mistakes an older server for one restarted
  * after a given instant). A reconnect to the same run_id keeps them.
  *
- * Clock guard (issue 15): the handshake reads TIME, and every reply on
- * the lock path carries it (timed scripts return it beside their result;
- * a plain command marked by wire_sample_time gets a TIME pipelined right
- * before it, in the same write). Each reading is a sample bracketed by
- * the request's send time (queue time, or the connection's open for the
- * handshake) and its receipt; clockguard.c decides from them. A sample is
- * taken before the reply it came with is delivered, so a node whose
- * sample is inconsistent never has that reply counted as a vote. While a
+ * Clock guard (issue 15): the handshake reads TIME, and a lock-path
+ * command (marked by wire_sample_time) gets a TIME pipelined right before
+ * it, in the same write, whenever clockguard_due says the node needs a
+ * sample (the first few on a connection, then at most one per
+ * CLOCK_SAMPLE_INTERVAL_US). Each reading is a sample bracketed by the
+ * request's send time (queue time, or the connection's open for the
+ * handshake) and its receipt; clockguard.c decides from them. The TIME
+ * reply is handled before the reply of the command behind it, so a node
+ * whose sample is inconsistent never has that reply counted as a vote. While a
  * node is clock-suspect its INFO uptime is not trusted: its latest
  * possible start becomes the handshake of the current connection (it has
  * answered on it since) and its earliest is unknown.
@@ -114,8 +115,7 @@ struct wire {
     int argc;                   /* script: nkeys, keys, args (copies) */
     const char **argv;
     size_t *lens;
-    bool sample;                /* plain command: TIME goes first */
-    bool timed;                 /* script answers {result, TIME s, µs} */
+    bool sample;                /* lock path: a TIME may go first */
 };
 
 struct node {
@@ -438,20 +438,6 @@ static void time_reply(struct node *n, struct request *r,
                         reply->type == REDIS_REPLY_ERROR ? reply->str : "");
 }
 
-/* A timed script's {result, seconds, microseconds}: take the sample and
- * return the result (anything else is returned as it is). */
-static const redisReply *take_time(struct node *n, struct request *r,
-                                   const redisReply *reply)
-{
-    int64_t server_us;
-
-    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 3 ||
-        !parse_time(reply->element[1], reply->element[2], &server_us))
-        return reply;
-    clock_sample(n, r->sent_us, mono_now_us(), server_us);
-    return reply->element[0];
-}
-
 static void handshake_done(struct node *n, const redisReply *info)
 {
     n->ready_us = mono_now_us();
@@ -613,8 +599,6 @@ static void on_reply(struct conn *c, const redisReply *reply,
             return;
     } else {
         record_latency(n, mono_now_us() - r->sent_us);
-        if (r->wire->timed)
-            reply = take_time(n, r, reply);
         if (r->fn != NULL)
             deliver(r, reply);
     }
@@ -722,7 +706,6 @@ struct wire *wire_new(const struct script *s, int nkeys, int argc,
     if (w == NULL)
         return NULL;
     w->script = s;
-    w->timed = s->timed;
     w->argc = argc + 1;
     data = (char *)(w->lens + w->argc);
     snprintf(nkeys_buf, sizeof(nkeys_buf), "%d", nkeys);
@@ -746,7 +729,6 @@ static struct wire *wire_eval_form(const struct wire *sha)
 
     if (w == NULL)
         return NULL;
-    w->timed = sha->timed;
     return wire_format_script(w, "EVAL", sha->script->source, sha);
 }
 
@@ -800,8 +782,11 @@ static void send_time(struct node *n)
     if (r == NULL)
         return;
     r->role = REQ_TIME;
-    if (send_wire(n, r, n->time_wire) == NULL)
+    if (send_wire(n, r, n->time_wire) == NULL) {
         free(r);
+        return;
+    }
+    clockguard_asked(&n->clock, r->sent_us);
 }
 
 void wire_sample_time(struct wire *w)
@@ -839,7 +824,8 @@ struct request *node_send_wire(struct node *n, struct wire *w,
     r->slot = slot;
     r->role = REQ_USER;
     r->forget = fn == NULL;
-    if (w->sample && n->cfg->clock_guard)
+    if (w->sample && n->cfg->clock_guard &&
+        clockguard_due(&n->clock, mono_now_us()))
         send_time(n);
     if (send_wire(n, r, w) == NULL) {
         free(r);
@@ -1047,14 +1033,7 @@ static bool queue_script_loads(struct node *n)
     int id;
 
     for (id = 0; id < SCRIPT_COUNT; id++) {
-        const struct script *s = script_get((enum script_id)id);
-
-        argv[2] = s->source;
-        if (!queue_internal(n, REQ_SCRIPT_LOAD, 3, argv))
-            return false;
-        if (!n->cfg->clock_guard || script_timed(s) == s)
-            continue;
-        argv[2] = script_timed(s)->source;
+        argv[2] = script_get((enum script_id)id)->source;
         if (!queue_internal(n, REQ_SCRIPT_LOAD, 3, argv))
             return false;
     }

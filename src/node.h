@@ -127,9 +127,8 @@ int64_t node_uptime_ms(const struct node *n);
 bool node_started_after(const struct node *n, rl_mono_us t);
 const struct node_stats *node_get_stats(const struct node *n);
 
-/* Clock guard (issue 15). A plain command w marked here gets a TIME sent
- * right before it on every node (a clock sample, same write); scripts
- * carry theirs when sent as their timed twin (script_timed). */
+/* Clock guard (issue 15). A command w marked here gets a TIME sent right
+ * before it (same write) on each node that needs a clock sample. */
 void wire_sample_time(struct wire *w);
 bool node_clock_guard(const struct node *n);
 enum node_clock {

@@ -9,9 +9,9 @@
  * A YES from a node that is not voting (restart quarantine, §5.7) counts
  * as a NO for the decision: its key still blocks others, but it cannot
  * make us the holder.
- * With the clock guard on (issue 15) every round's command carries a
- * clock sample: scripts go as their timed twin, other commands get a
- * TIME pipelined before them (same write). node.c takes the sample before
+ * With the clock guard on (issue 15) a round's command takes a clock
+ * sample along: node.c pipelines a TIME before it on each node that
+ * needs one (same write). node.c takes the sample before
  * it hands over the reply, so a node whose clock just turned suspect
  * counts as not voting for the reply that showed it.
  * The round is embedded in its owner (an operation); the owner's done
@@ -154,7 +154,6 @@ enum verdict round_start(struct quorum_round *q, enum round_mode mode,
     const char *why;
     size_t i;
     bool guard = q->n > 0 && node_clock_guard(q->nodes[0]);
-    const struct script *s;
 
     q->mode = mode;
     q->classify = classify;
@@ -168,9 +167,8 @@ enum verdict round_start(struct quorum_round *q, enum round_mode mode,
         q->slots[i].vote = VOTE_NONE;
     }
     q->active = true;
-    s = guard ? script_timed(cmd->script) : cmd->script;
-    w = wire_new(s, cmd->nkeys, cmd->argc, cmd->argv, cmd->lens);
-    if (w != NULL && guard && (s == NULL || !s->timed))
+    w = wire_new(cmd->script, cmd->nkeys, cmd->argc, cmd->argv, cmd->lens);
+    if (w != NULL && guard)
         wire_sample_time(w);
     q->t0 = mono_now_us();
     for (i = 0; i < q->n; i++) {

@@ -29,20 +29,12 @@
  *     about as much as the work of a PEXPIRE, so each key costs one call.
  * Single-key acquire does not use a script: plain SET NX PX keeps the key
  * layout identical to redsync and node-redlock (§6).
- * Timed twins (clock guard, issue 15): acquire-multi, release, extend and
- *   touch-batch also exist as a twin that runs the same body and returns
- *   {result, TIME seconds, TIME microseconds}; node.c takes the server
- *   time off and hands the owner the result, so classifiers never see the
- *   difference. What they store is unchanged. Redis 5+ replicates a
- *   script's effects, so TIME in a writing script is allowed.
  * The digests are computed once with OpenSSL; node.c sends EVALSHA and
  * falls back to EVAL on NOSCRIPT. */
 #include <openssl/sha.h>
 #include <pthread.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
 #include "scripts.h"
 
 static struct script scripts[SCRIPT_COUNT] = {
@@ -141,72 +133,27 @@ static struct script scripts[SCRIPT_COUNT] = {
         ""},
 };
 
-/* The scripts with a timed twin, and the twins (built from the bodies
- * once, with their digests; never freed). */
-static const enum script_id timeable[] = {
-    SCRIPT_ACQUIRE_MULTI, SCRIPT_RELEASE, SCRIPT_EXTEND, SCRIPT_TOUCH_BATCH};
-static struct script timed[SCRIPT_COUNT];
-
 static pthread_once_t digests_once = PTHREAD_ONCE_INIT;
-
-static void digest(struct script *s)
-{
-    static const char hex[] = "0123456789abcdef";
-    unsigned char md[SHA_DIGEST_LENGTH];
-    size_t j;
-
-    SHA1((const unsigned char *)s->source, strlen(s->source), md);
-    for (j = 0; j < SHA_DIGEST_LENGTH; j++) {
-        s->sha1[2 * j] = hex[md[j] >> 4];
-        s->sha1[2 * j + 1] = hex[md[j] & 0xf];
-    }
-    s->sha1[40] = '\0';
-}
-
-static void make_timed(enum script_id id)
-{
-    static const char head[] = "local function body()\n";
-    static const char tail[] = "end\n"
-                               "local r = body()\n"
-                               "local t = redis.call('time')\n"
-                               "return {r, t[1], t[2]}\n";
-    size_t len = strlen(scripts[id].source);
-    char *src = malloc(sizeof(head) + len + sizeof(tail));
-
-    if (src == NULL)
-        return; /* no twin: the plain script is used */
-    memcpy(src, head, sizeof(head) - 1);
-    memcpy(src + sizeof(head) - 1, scripts[id].source, len);
-    memcpy(src + sizeof(head) - 1 + len, tail, sizeof(tail));
-    timed[id] = scripts[id];
-    timed[id].source = src;
-    timed[id].timed = true;
-    digest(&timed[id]);
-}
 
 static void compute_digests(void)
 {
-    size_t i;
+    static const char hex[] = "0123456789abcdef";
+    unsigned char md[SHA_DIGEST_LENGTH];
+    size_t i, j;
 
-    for (i = 0; i < SCRIPT_COUNT; i++)
-        digest(&scripts[i]);
-    for (i = 0; i < ARRAY_SIZE(timeable); i++)
-        make_timed(timeable[i]);
+    for (i = 0; i < SCRIPT_COUNT; i++) {
+        SHA1((const unsigned char *)scripts[i].source,
+             strlen(scripts[i].source), md);
+        for (j = 0; j < SHA_DIGEST_LENGTH; j++) {
+            scripts[i].sha1[2 * j] = hex[md[j] >> 4];
+            scripts[i].sha1[2 * j + 1] = hex[md[j] & 0xf];
+        }
+        scripts[i].sha1[40] = '\0';
+    }
 }
 
 const struct script *script_get(enum script_id id)
 {
     pthread_once(&digests_once, compute_digests);
     return &scripts[id];
-}
-
-const struct script *script_timed(const struct script *s)
-{
-    enum script_id id;
-
-    if (s == NULL || s->timed)
-        return s;
-    pthread_once(&digests_once, compute_digests);
-    id = (enum script_id)(s - scripts);
-    return timed[id].source != NULL ? &timed[id] : s;
 }

@@ -23,13 +23,9 @@ struct script {
     const char *source; /* Lua */
     char sha1[41];      /* hex digest of source, for EVALSHA */
     bool creates_keys;  /* sets lock keys: never resend it late (node.c) */
-    bool timed;         /* returns {result, TIME s, TIME µs} (issue 15) */
 };
 
 /* The script with its digest computed (thread-safe, computed once). */
 const struct script *script_get(enum script_id id);
-/* The timed twin of s (a script_get result), or s itself when it has
- * none (or is one). */
-const struct script *script_timed(const struct script *s);
 
 #endif

@@ -233,6 +233,25 @@ static void test_overlapping_requests_are_consistent(void **state)
     assert_false(clock_consistent(&a, &back, DRIFT));
 }
 
+static void test_samples_are_eager_then_one_per_interval(void **state)
+{
+    struct clockguard g = {0};
+    rl_mono_us t = T0;
+    int i;
+
+    (void)state;
+    for (i = 0; i < CLOCK_EAGER_SAMPLES; i++) {
+        assert_true(clockguard_due(&g, t));
+        clockguard_asked(&g, t);
+        t += 10;
+    }
+    assert_false(clockguard_due(&g, t));
+    assert_true(clockguard_due(&g, t - 10 + CLOCK_SAMPLE_INTERVAL_US));
+    /* A new connection takes its first samples at once again. */
+    clockguard_reconnect(&g);
+    assert_true(clockguard_due(&g, t));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -244,6 +263,7 @@ int main(void)
         cmocka_unit_test(test_it_votes_again_only_after_behaving_for_max_ttl),
         cmocka_unit_test(test_a_reconnect_keeps_the_suspect_state),
         cmocka_unit_test(test_overlapping_requests_are_consistent),
+        cmocka_unit_test(test_samples_are_eager_then_one_per_interval),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
