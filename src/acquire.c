@@ -292,8 +292,19 @@ static void sort_ms(int64_t *v, size_t n)
     }
 }
 
-/* Why no quorum could vote: failed nodes, and quarantined ones with how
- * long until enough of them vote (the restart quarantine, §5.7). */
+/* Nodes whose clock is suspect (issue 15): their YES is no vote. */
+static size_t clock_suspects(const struct quorum_round *q)
+{
+    size_t i, n = 0;
+
+    for (i = 0; i < q->n; i++)
+        n += node_clock_state(q->nodes[i]) == NODE_CLOCK_SUSPECT;
+    return n;
+}
+
+/* Why no quorum could vote: failed nodes, clock-suspect ones, and
+ * quarantined ones with how long until enough of them vote (the restart
+ * quarantine, §5.7). */
 static void no_quorum_detail(struct acquire_op *op)
 {
     struct quorum_round *q = &op->round;
@@ -304,15 +315,18 @@ static void no_quorum_detail(struct acquire_op *op)
     for (i = 0; i < q->n; i++) {
         int64_t ms = node_quarantine_left_ms(q->nodes[i]);
 
+        if (node_clock_state(q->nodes[i]) == NODE_CLOCK_SUSPECT)
+            continue;
         if (ms == 0)
             voting++;
         else if (ms > 0)
             left[waiting++] = ms;
     }
     len = snprintf(op->detail, sizeof(op->detail),
-                   "'%s': %zu of %zu nodes failed and %zu are quarantined "
-                   "(need %zu voting)",
-                   op->lock->resource, q->failed, q->n, waiting, need);
+                   "'%s': %zu of %zu nodes failed, %zu are quarantined and "
+                   "%zu clock-suspect (need %zu voting)",
+                   op->lock->resource, q->failed, q->n, waiting,
+                   clock_suspects(q), need);
     if (waiting > 0 && voting < need && voting + waiting >= need &&
         len > 0 && (size_t)len < sizeof(op->detail)) {
         sort_ms(left, waiting);
@@ -366,8 +380,9 @@ static void acquire_decided(void *owner, enum verdict v)
         return;
     }
     snprintf(op->detail, sizeof(op->detail),
-             "'%s' is held by another client (%zu of %zu nodes refused%s%s)",
-             op->lock->resource, q->refused, q->n,
+             "'%s' is held by another client (%zu of %zu nodes refused, "
+             "%zu clock-suspect%s%s)",
+             op->lock->resource, q->refused, q->n, clock_suspects(q),
              q->detail[0] ? "; " : "", q->detail);
     attempt_failed(op, RL_ENOTACQUIRED);
 }
