@@ -16,6 +16,7 @@
  * file. Without libfaketime the tests print SKIP. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -299,6 +300,45 @@ static void vanish(void **state, bool guard)
     assert_true(harness_key_holds(&f->r[1], name, rl_lock_token(f->l)));
 }
 
+static void on_lost(rl_lock *l, void *privdata)
+{
+    (void)l;
+    atomic_fetch_add((atomic_int *)privdata, 1);
+}
+
+/* The same with the watchdog (a touch-batch per node): the lock is LOST,
+ * lost_cb and all, at the first renewal after the key vanished -- with a
+ * 5 s TTL and renewals every 300 ms, long before its margin (4.5 s). */
+static void test_watchdog_loses_the_lock_at_the_renewal(void **state)
+{
+    struct fx *f = start(state, NULL);
+    rl_acquire_opts o = {0};
+    static atomic_int lost;
+    char name[64];
+    int64_t t0;
+
+    client(f, 60000, true);
+    snprintf(name, sizeof(name), "clock:watch:%d", (int)getpid());
+    assert_true(harness_ok(harness_cmd(&f->r[0], "SET %s foreign PX 60000",
+                                       name)));
+    atomic_store(&lost, 0);
+    o.ttl_ms = 5000;
+    o.auto_extend = true;
+    o.extend_interval_ms = 300;
+    o.lost_cb = on_lost;
+    o.lost_privdata = &lost;
+    assert_int_equal(rl_acquire(f->c, name, &o, &f->l), RL_OK);
+    harness_kill(&f->r[0]);
+    harness_sleep_ms(700); /* renewed twice on nodes 1 and ODD */
+    assert_false(rl_lock_lost(f->l));
+    t0 = harness_now_ms();
+    set_offset(f, "+10");
+    assert_true(harness_wait_count(&lost, 1, 2500));
+    printf("lost %lld ms after the jump\n",
+           (long long)(harness_now_ms() - t0));
+    assert_true(rl_lock_lost(f->l));
+}
+
 static void test_key_vanishing_on_a_stepped_node_loses_the_lock(void **state)
 {
     vanish(state, true);
@@ -326,6 +366,8 @@ int main(void)
             test_key_vanishing_on_a_stepped_node_loses_the_lock, teardown),
         cmocka_unit_test_teardown(
             test_key_vanishing_loses_the_lock_without_guard, teardown),
+        cmocka_unit_test_teardown(test_watchdog_loses_the_lock_at_the_renewal,
+                                  teardown),
     };
 
     harness_require_redis();
