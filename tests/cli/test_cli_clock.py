@@ -7,6 +7,8 @@ Usage: test_cli_clock.py PATH-TO-redlock-cli [unittest args]
 """
 import json
 import os
+import subprocess
+import tempfile
 import time
 import unittest
 
@@ -20,6 +22,13 @@ _seq = [0]
 def res(name):
     _seq[0] += 1
     return "clock:%s:%d:%d" % (name, os.getpid(), _seq[0])
+
+
+def faketime_env(**extra):
+    env = dict(os.environ)
+    env["LD_PRELOAD"] = FAKETIME + " libc.so.6"
+    env.update(extra)
+    return env
 
 
 def fast_node(rate):
@@ -97,6 +106,54 @@ class ClockGuardRepro(unittest.TestCase):
         for x in rows:
             if x is not fast:
                 self.assertEqual(x["clock_state"], "ok", x)
+
+
+class RunLosesAtOnce(unittest.TestCase):
+    """`run` signals its child at the renewal that shows the key vanished
+    on a node whose clock jumped (vote withdrawal), not at the margin."""
+
+    def setUp(self):
+        if not os.path.exists(FAKETIME):
+            raise unittest.SkipTest("SKIP: libfaketime not installed")
+        fd, self.ts = tempfile.mkstemp(prefix="rlcli-faketime-")
+        os.write(fd, b"+0\n")
+        os.close(fd)
+        self.nodes = start_nodes(2)
+        self.jumpy = Node(env=faketime_env(FAKETIME_TIMESTAMP_FILE=self.ts,
+                                           FAKETIME_NO_CACHE="1"))
+        self.proc = None
+
+    def tearDown(self):
+        clitest.kill_quietly(self.proc)
+        for n in self.nodes + [self.jumpy]:
+            n.stop()
+        os.unlink(self.ts)
+
+    def test_child_is_signalled_at_the_next_renewal(self):
+        r = res("run")
+        # Node 0 holds R for someone else: the lock stands on node 1 and
+        # the jumpy node, a bare quorum of 3; node 0 then dies.
+        self.assertEqual(self.nodes[0].cmd("SET", r, "foreign", "PX",
+                                           "60000"), "OK")
+        args = [clitest.CLI, "-n", nodes_arg(self.nodes + [self.jumpy]),
+                "--no-quarantine", "run", r, "--ttl", "9000", "--",
+                "sleep", "60"]
+        self.proc = subprocess.Popen(args, env=clitest.base_env(),
+                                     stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, text=True)
+        self.assertTrue(wait_for(lambda: self.nodes[1].cmd("EXISTS", r) == 1,
+                                 5.0))
+        self.nodes[0].kill()
+        with open(self.ts, "w") as f:
+            f.write("+20\n")
+        t0 = time.time()
+        rc = self.proc.wait(timeout=20)
+        took = time.time() - t0
+        err = self.proc.stderr.read()
+        self.assertEqual(rc, 4, err)
+        # Renewals every 3 s; the margin would come 8.1 s after the last
+        # one, so losing it within 4.5 s can only be the withdrawal.
+        self.assertLess(took, 4.5, err)
 
 
 if __name__ == "__main__":
