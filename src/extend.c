@@ -84,36 +84,38 @@ static rl_status outcome(enum verdict v, const char *resource, size_t n,
                    resource, yes, n, quorum_size(n), detail);
 }
 
-/* Apply node i's answer v to a lock's holders; true when fewer than a
- * quorum of nodes that are not clock-suspect still hold it. */
-static bool withdraw(uint64_t *holders, struct node **nodes, size_t n,
-                     size_t i, enum vote v)
-{
-    size_t j, left = 0;
-
-    if (v == VOTE_YES && node_voting(nodes[i]))
-        *holders |= UINT64_C(1) << i;
-    else if (v == VOTE_NO)
-        *holders &= ~(UINT64_C(1) << i);
-    for (j = 0; j < n; j++)
-        left += (*holders >> j & 1u) &&
-                node_clock_state(nodes[j]) != NODE_CLOCK_SUSPECT;
-    return left < quorum_size(n);
-}
-
-static rl_status withdrawn(const char *resource, uint64_t holders,
-                           struct node **nodes, size_t n)
+/* Nodes of holders (bit i: node i) that are not clock-suspect. */
+static size_t holders_left(uint64_t holders, struct node **nodes, size_t n)
 {
     size_t j, left = 0;
 
     for (j = 0; j < n; j++)
         left += (holders >> j & 1u) &&
                 node_clock_state(nodes[j]) != NODE_CLOCK_SUSPECT;
+    return left;
+}
+
+/* Apply node i's answer v to a lock's holders; true when fewer than a
+ * quorum of nodes that are not clock-suspect still hold it. */
+static bool withdraw(uint64_t *holders, struct node **nodes, size_t n,
+                     size_t i, enum vote v)
+{
+    if (v == VOTE_YES && node_voting(nodes[i]))
+        *holders |= UINT64_C(1) << i;
+    else if (v == VOTE_NO)
+        *holders &= ~(UINT64_C(1) << i);
+    return holders_left(*holders, nodes, n) < quorum_size(n);
+}
+
+static rl_status withdrawn(const char *resource, uint64_t holders,
+                           struct node **nodes, size_t n)
+{
     return rl_fail(RL_ELOST,
                    "'%s' is no longer held: only %zu of %zu nodes still "
                    "hold it with a vote that counts (need %zu); a key "
                    "vanished early or a node's clock is suspect",
-                   resource, left, n, quorum_size(n));
+                   resource, holders_left(holders, nodes, n), n,
+                   quorum_size(n));
 }
 
 static enum vote classify(void *owner, size_t slot,
