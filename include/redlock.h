@@ -217,11 +217,11 @@ typedef struct rl_config {
     bool tls_insecure;           /* no certificate verification at all (the
                                     traffic is encrypted but anybody can
                                     pose as the server). def. false */
-    /* Clock guard (issue 15), on by default: every reply on the lock path
-     * carries the node's TIME; a node whose clock runs outside 1 +-
-     * drift_factor of ours or steps does not vote until it has behaved
-     * for max_ttl_ms, and its uptime is not trusted meanwhile. Turn it off
-     * only for servers that cannot run TIME (in scripts). */
+    /* Clock guard (issue 15), on by default: lock-path requests take the
+     * node's TIME along (pipelined, no extra round trip); a node whose
+     * clock runs outside 1 +- drift_factor of ours or steps does not vote
+     * until it has behaved for max_ttl_ms, and its uptime is not trusted
+     * meanwhile. Turn it off only for servers that refuse TIME. */
     bool no_clock_guard;         /* def. false (the guard is on) */
     uint64_t reserved_[18];      /* zero (see "ABI" above) */
 } rl_config;
