@@ -339,6 +339,33 @@ static void test_watchdog_loses_the_lock_at_the_renewal(void **state)
     assert_true(rl_lock_lost(f->l));
 }
 
+/* A server that refuses TIME fails the handshake with a message that
+ * says so; with the guard off it works. */
+static void test_a_server_without_time_needs_the_guard_off(void **state)
+{
+    static const char *const no_time[] = {"--rename-command", "TIME", "",
+                                          NULL};
+    struct harness_opts ho = {0};
+    struct fx *f = calloc(1, sizeof(*f));
+    rl_node_info info[NODES];
+    rl_acquire_opts o = {0};
+    size_t count = 0;
+
+    assert_non_null(f);
+    *state = f;
+    ho.extra_args = no_time;
+    assert_int_equal(harness_cluster_start_nodes(f->r, NODES, &ho, &f->hn),
+                     0);
+    client(f, 60000, true);
+    assert_int_equal(rl_client_ping(f->c, info, NODES, &count),
+                     RL_ENOQUORUM);
+    assert_non_null(strstr(info[0].error, "TIME failed"));
+    rl_client_free(f->c);
+    client(f, 60000, false);
+    o.ttl_ms = 1000;
+    assert_int_equal(rl_acquire(f->c, "clock:no-time", &o, &f->l), RL_OK);
+}
+
 static void test_key_vanishing_on_a_stepped_node_loses_the_lock(void **state)
 {
     vanish(state, true);
@@ -368,6 +395,8 @@ int main(void)
             test_key_vanishing_loses_the_lock_without_guard, teardown),
         cmocka_unit_test_teardown(test_watchdog_loses_the_lock_at_the_renewal,
                                   teardown),
+        cmocka_unit_test_teardown(
+            test_a_server_without_time_needs_the_guard_off, teardown),
     };
 
     harness_require_redis();
