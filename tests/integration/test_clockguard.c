@@ -180,6 +180,28 @@ static void test_x5_node_does_not_vote_from_the_first_acquire(void **state)
     assert_int_equal(node_stats(f, ODD).clock_state, RL_CLOCK_SUSPECT);
 }
 
+/* A fast clock also counts uptime fast: while the node is suspect its
+ * INFO uptime is not trusted for the restart quarantine. */
+static void test_x5_node_uptime_is_not_trusted(void **state)
+{
+    struct fx *f = start(state, "5");
+    rl_node_info info[NODES];
+    rl_config cfg;
+    size_t count = 0;
+
+    harness_sleep_ms(1500); /* 7.5 s of its own uptime */
+    fixture_config(&cfg, &f->hn);
+    cfg.max_ttl_ms = 4000;
+    cfg.trust_restarted_nodes = false;
+    f->c = fixture_client(&cfg);
+    assert_non_null(f->c);
+    rl_client_ping(f->c, info, NODES, &count);
+    assert_int_equal(info[ODD].clock_state, RL_CLOCK_SUSPECT);
+    assert_false(info[ODD].voting);
+    /* Counted from this connection's handshake, not from its INFO. */
+    assert_true(info[ODD].uptime_ms < 1000);
+}
+
 static void test_x5_node_votes_without_the_guard(void **state)
 {
     struct fx *f = start(state, "5");
@@ -381,6 +403,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(
             test_x5_node_does_not_vote_from_the_first_acquire, teardown),
+        cmocka_unit_test_teardown(test_x5_node_uptime_is_not_trusted,
+                                  teardown),
         cmocka_unit_test_teardown(test_x5_node_votes_without_the_guard,
                                   teardown),
         cmocka_unit_test_teardown(test_x1_5_node_is_caught, teardown),
