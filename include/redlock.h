@@ -217,6 +217,12 @@ typedef struct rl_config {
     bool tls_insecure;           /* no certificate verification at all (the
                                     traffic is encrypted but anybody can
                                     pose as the server). def. false */
+    /* Clock guard (issue 15), on by default: lock-path requests take the
+     * node's TIME along (pipelined, no extra round trip); a node whose
+     * clock runs outside 1 +- drift_factor of ours or steps does not vote
+     * until it has behaved for max_ttl_ms, and its uptime is not trusted
+     * meanwhile. Turn it off only for servers that refuse TIME. */
+    bool no_clock_guard;         /* def. false (the guard is on) */
     uint64_t reserved_[18];      /* zero (see "ABI" above) */
 } rl_config;
 
@@ -426,6 +432,16 @@ RL_API rl_status rl_release_async(rl_lock *l, rl_release_cb cb,
 #define RL_NAME_LEN 128
 #define RL_ERROR_LEN 256
 
+/* A node's clock as the clock guard sees it (issue 15; see
+ * rl_config.no_clock_guard). */
+typedef enum rl_clock_state {
+    RL_CLOCK_OFF = 0,     /* the guard is off, or the node is unknown */
+    RL_CLOCK_UNKNOWN = 1, /* fewer than two samples of its TIME so far */
+    RL_CLOCK_OK = 2,      /* runs at our rate within drift_factor */
+    RL_CLOCK_SUSPECT = 3, /* ran fast or slow or stepped: it does not vote
+                             until it has behaved for max_ttl_ms */
+} rl_clock_state;
+
 /* One node, as rl_client_ping sees it. */
 typedef struct rl_node_info {
     char name[RL_NAME_LEN];   /* "host:port" or "unix:/path"; no password */
@@ -437,7 +453,10 @@ typedef struct rl_node_info {
     char error[RL_ERROR_LEN]; /* why unreachable; "" otherwise */
     char tls[16];             /* negotiated TLS protocol ("TLSv1.3"); ""
                                  for a plaintext or unconnected node */
-    uint64_t reserved_[14];   /* zeroed (see "ABI" above) */
+    double clock_rate;        /* its clock's rate measured against ours
+                                 (1.0: the same); 0 while unknown */
+    int32_t clock_state;      /* rl_clock_state */
+    uint64_t reserved_[12];   /* zeroed (see "ABI" above) */
 } rl_node_info;
 
 /* PING every node at once and describe each (out[i] for node i, up to cap;
@@ -487,7 +506,10 @@ typedef struct rl_node_stats {
                                  (the first and every reconnect) */
     uint64_t tls_resumed;     /* of those, over TLS with a resumed session
                                  (no full TLS handshake) */
-    uint64_t reserved_[14];   /* zeroed (see "ABI" above) */
+    double clock_rate;        /* as in rl_node_info (issue 15) */
+    uint64_t clock_incidents; /* times it became clock-suspect */
+    int32_t clock_state;      /* rl_clock_state */
+    uint64_t reserved_[11];   /* zeroed (see "ABI" above) */
 } rl_node_stats;
 
 typedef struct rl_stats {

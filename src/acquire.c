@@ -46,6 +46,7 @@ struct acquire_op {
     enum acquire_phase phase;
     rl_mono_us t0;               /* start of the winning SET round */
     unsigned voters;             /* voting nodes that granted it */
+    uint64_t holders;            /* which ones (bit per node) */
     uint64_t fence;              /* fencing token written, or 0 */
     char *fence_key;             /* fencing: counter key, else NULL */
     uint64_t fence_max_read;     /* largest counter granting nodes hold */
@@ -98,7 +99,7 @@ static void finish(struct acquire_op *op, rl_status st)
 {
     acquire_done_fn *done = op->done;
     void *owner = op->owner;
-    struct acquire_grant g = {op->t0, op->voters, op->fence};
+    struct acquire_grant g = {op->t0, op->voters, op->fence, op->holders};
 
     if (st == RL_OK) {
         client_count(op->client, STAT_ACQUIRED);
@@ -291,8 +292,19 @@ static void sort_ms(int64_t *v, size_t n)
     }
 }
 
-/* Why no quorum could vote: failed nodes, and quarantined ones with how
- * long until enough of them vote (the restart quarantine, §5.7). */
+/* Nodes whose clock is suspect (issue 15): their YES is no vote. */
+static size_t clock_suspects(const struct quorum_round *q)
+{
+    size_t i, n = 0;
+
+    for (i = 0; i < q->n; i++)
+        n += node_clock_state(q->nodes[i]) == NODE_CLOCK_SUSPECT;
+    return n;
+}
+
+/* Why no quorum could vote: failed nodes, clock-suspect ones, and
+ * quarantined ones with how long until enough of them vote (the restart
+ * quarantine, §5.7). */
 static void no_quorum_detail(struct acquire_op *op)
 {
     struct quorum_round *q = &op->round;
@@ -303,15 +315,18 @@ static void no_quorum_detail(struct acquire_op *op)
     for (i = 0; i < q->n; i++) {
         int64_t ms = node_quarantine_left_ms(q->nodes[i]);
 
+        if (node_clock_state(q->nodes[i]) == NODE_CLOCK_SUSPECT)
+            continue;
         if (ms == 0)
             voting++;
         else if (ms > 0)
             left[waiting++] = ms;
     }
     len = snprintf(op->detail, sizeof(op->detail),
-                   "'%s': %zu of %zu nodes failed and %zu are quarantined "
-                   "(need %zu voting)",
-                   op->lock->resource, q->failed, q->n, waiting, need);
+                   "'%s': %zu of %zu nodes failed, %zu are quarantined and "
+                   "%zu clock-suspect (need %zu voting)",
+                   op->lock->resource, q->failed, q->n, waiting,
+                   clock_suspects(q), need);
     if (waiting > 0 && voting < need && voting + waiting >= need &&
         len > 0 && (size_t)len < sizeof(op->detail)) {
         sort_ms(left, waiting);
@@ -326,6 +341,19 @@ static void no_quorum_detail(struct acquire_op *op)
                  q->detail);
 }
 
+/* The nodes whose YES counts (voting: not quarantined, not clock-suspect
+ * after the sample that came with the reply). */
+static uint64_t voting_yes(const struct quorum_round *q)
+{
+    uint64_t set = 0;
+    size_t i;
+
+    for (i = 0; i < q->n; i++)
+        if (q->slots[i].vote == VOTE_YES && node_voting(q->nodes[i]))
+            set |= UINT64_C(1) << i;
+    return set;
+}
+
 static void acquire_decided(void *owner, enum verdict v)
 {
     struct acquire_op *op = owner;
@@ -335,6 +363,7 @@ static void acquire_decided(void *owner, enum verdict v)
     op->t0 = q->t0;
     if (v == VERDICT_SUCCESS) {
         op->voters = (unsigned)q->yes;
+        op->holders = voting_yes(q);
         if (!enough_validity(op))
             attempt_failed(op, RL_ETIMEOUT);
         else if (op->fence_key != NULL)
@@ -351,8 +380,9 @@ static void acquire_decided(void *owner, enum verdict v)
         return;
     }
     snprintf(op->detail, sizeof(op->detail),
-             "'%s' is held by another client (%zu of %zu nodes refused%s%s)",
-             op->lock->resource, q->refused, q->n,
+             "'%s' is held by another client (%zu of %zu nodes refused, "
+             "%zu clock-suspect%s%s)",
+             op->lock->resource, q->refused, q->n, clock_suspects(q),
              q->detail[0] ? "; " : "", q->detail);
     attempt_failed(op, RL_ENOTACQUIRED);
 }

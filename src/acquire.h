@@ -14,6 +14,8 @@ struct acquire_grant {
     rl_mono_us t0;               /* start of the winning round, boottime */
     unsigned voters;             /* voting nodes that granted it */
     uint64_t fence;              /* fencing token, 0 without fencing */
+    uint64_t holders;            /* bit i: node i's vote counted (holds
+                                    our key from this round) */
 };
 
 /* Called exactly once unless aborted: RL_OK with the grant, or the

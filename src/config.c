@@ -22,8 +22,9 @@ _Static_assert(offsetof(rl_config, reserved_) -
                "rl_config.reserved_");
 _Static_assert(offsetof(rl_node_info, reserved_) -
                        offsetof(rl_node_info, tls) <=
-                   2 * sizeof(uint64_t),
-               "rl_node_info.tls takes the 2 words carved out of reserved_");
+                   4 * sizeof(uint64_t),
+               "rl_node_info.tls and the clock fields take the 4 words "
+               "carved out of reserved_");
 
 void rl_config_init(rl_config *cfg)
 {
@@ -201,6 +202,7 @@ rl_status config_load(const rl_config *in, struct config *out)
     out->retry_jitter_ms = in->retry_jitter_ms;
     out->max_ttl_ms = in->max_ttl_ms;
     out->trust_restarted_nodes = in->trust_restarted_nodes;
+    out->clock_guard = !in->no_clock_guard;
     out->log = in->log;
     out->log_privdata = in->log_privdata;
     out->log_level = in->log_level;

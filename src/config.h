@@ -25,6 +25,7 @@ struct config {
     uint32_t retry_jitter_ms;
     uint32_t max_ttl_ms;
     bool trust_restarted_nodes;
+    bool clock_guard;            /* issue 15: see rl_config.no_clock_guard */
     rl_log_fn log;
     void *log_privdata;
     int log_level;

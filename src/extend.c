@@ -15,6 +15,14 @@
  * hides nothing; it gets SET NX again first so it blocks others -- unless
  * restarted nodes are trusted to keep their keys (trust_restarted_nodes),
  * where an absent key is a real lapse.
+ * Vote withdrawal (issue 15): the holder keeps the set of nodes whose
+ * vote counts for its lock. A node that answers that our key is gone
+ * (absent, or another token) no longer blocks anybody: its vote is
+ * withdrawn the moment the answer arrives, whatever the others say or
+ * whether they answer at all; a clock-suspect node's vote does not count
+ * either (its key may expire early). When fewer than a quorum remain,
+ * the lock is lost now (RL_ELOST), not at its safety margin. A voting
+ * node that renewed our key counts again. Keys are never recreated.
  * A round is owned by its caller (the holder) and lives on the loop
  * thread from extend_new to done or extend_abort.
  *
@@ -38,6 +46,7 @@ struct extend_round {
     const struct lock_rec *rec;
     uint32_t ttl_ms;
     rl_mono_us confirmed_us;
+    uint64_t *holders;
     extend_done_fn *done;
     void *owner;
     char ttl_buf[16];
@@ -75,6 +84,51 @@ static rl_status outcome(enum verdict v, const char *resource, size_t n,
                    resource, yes, n, quorum_size(n), detail);
 }
 
+/* Nodes of holders (bit i: node i) that are not clock-suspect. */
+static size_t holders_left(uint64_t holders, struct node **nodes, size_t n)
+{
+    size_t j, left = 0;
+
+    for (j = 0; j < n; j++)
+        left += (holders >> j & 1u) &&
+                node_clock_state(nodes[j]) != NODE_CLOCK_SUSPECT;
+    return left;
+}
+
+/* Apply node i's answer v to a lock's holders; true when fewer than a
+ * quorum of nodes that are not clock-suspect still hold it. */
+static bool withdraw(uint64_t *holders, struct node **nodes, size_t n,
+                     size_t i, enum vote v)
+{
+    if (v == VOTE_YES && node_voting(nodes[i]))
+        *holders |= UINT64_C(1) << i;
+    else if (v == VOTE_NO)
+        *holders &= ~(UINT64_C(1) << i);
+    return holders_left(*holders, nodes, n) < quorum_size(n);
+}
+
+static rl_status withdrawn(const char *resource, uint64_t holders,
+                           struct node **nodes, size_t n)
+{
+    return rl_fail(RL_ELOST,
+                   "'%s' is no longer held: only %zu of %zu nodes still "
+                   "hold it with a vote that counts (need %zu); a key "
+                   "vanished early or a node's clock is suspect",
+                   resource, holders_left(holders, nodes, n), n,
+                   quorum_size(n));
+}
+
+static enum vote classify(void *owner, size_t slot,
+                          const struct node_reply *r)
+{
+    struct extend_round *e = owner;
+    enum vote v = round_classify_one(NULL, slot, r);
+
+    if (withdraw(e->holders, e->round.nodes, e->round.n, slot, v))
+        e->round.abort = true;
+    return v;
+}
+
 static void decided(void *owner, enum verdict v)
 {
     struct extend_round *e = owner;
@@ -83,8 +137,10 @@ static void decided(void *owner, enum verdict v)
     void *done_owner = e->owner;
     rl_mono_us t0 = q->t0;
     unsigned voters = (unsigned)q->yes;
-    rl_status st = outcome(v, e->rec->resource, q->n, q->yes, q->refused,
-                           q->detail);
+    rl_status st = q->abort ? withdrawn(e->rec->resource, *e->holders,
+                                        q->nodes, q->n)
+                            : outcome(v, e->rec->resource, q->n, q->yes,
+                                      q->refused, q->detail);
 
     extend_free(e);
     done(done_owner, st, t0, voters);
@@ -125,7 +181,8 @@ static void restore_on_restarted_nodes(rl_client *c,
 
 struct extend_round *extend_new(rl_client *c, const struct lock_rec *rec,
                                 uint32_t ttl_ms, rl_mono_us confirmed_us,
-                                extend_done_fn *done, void *owner)
+                                uint64_t *holders, extend_done_fn *done,
+                                void *owner)
 {
     struct extend_round *e = calloc(1, sizeof(*e));
 
@@ -139,6 +196,7 @@ struct extend_round *extend_new(rl_client *c, const struct lock_rec *rec,
     e->rec = rec;
     e->ttl_ms = ttl_ms;
     e->confirmed_us = confirmed_us;
+    e->holders = holders;
     e->done = done;
     e->owner = owner;
     snprintf(e->ttl_buf, sizeof(e->ttl_buf), "%u", ttl_ms);
@@ -153,8 +211,7 @@ void extend_run(struct extend_round *e)
     restore_on_restarted_nodes(e->client, e->rec, e->confirmed_us,
                                e->ttl_ms);
     lockrec_script_cmd(e->rec, SCRIPT_EXTEND, e->ttl_buf, &cmd);
-    v = round_start(&e->round, ROUND_EARLY, &cmd.cmd, round_classify_one,
-                    decided, e);
+    v = round_start(&e->round, ROUND_EARLY, &cmd.cmd, classify, decided, e);
     if (v != VERDICT_PENDING)
         decided(e, v);
 }
@@ -166,6 +223,7 @@ struct batch_item {
     void *owner;
     uint32_t ttl_ms;
     rl_mono_us confirmed_us;
+    uint64_t *holders;          /* the holder's (issue 15) */
     uint8_t yes, no, refused;   /* this lock's votes so far */
 };
 
@@ -215,7 +273,8 @@ bool extend_batch_fits(const struct extend_batch *b, size_t nkeys)
 }
 
 size_t extend_batch_add(struct extend_batch *b, const struct lock_rec *rec,
-                        uint32_t ttl_ms, rl_mono_us confirmed_us, void *owner)
+                        uint32_t ttl_ms, rl_mono_us confirmed_us,
+                        uint64_t *holders, void *owner)
 {
     struct batch_item *it = &b->items[b->count];
 
@@ -223,6 +282,7 @@ size_t extend_batch_add(struct extend_batch *b, const struct lock_rec *rec,
     it->owner = owner;
     it->ttl_ms = ttl_ms;
     it->confirmed_us = confirmed_us;
+    it->holders = holders;
     b->keys += rec->nkeys;
     b->open++;
     return b->count++;
@@ -262,16 +322,29 @@ void extend_batch_drop(struct extend_batch *b, size_t slot)
 }
 
 /* Count node's answer for one lock (code: '1', '0', '2', or 0 for a
- * failed node); report the lock once its verdict is certain. */
-static void batch_vote(struct extend_batch *b, size_t slot, struct node *n,
+ * failed node); report the lock once its verdict is certain, or lost at
+ * once when too few nodes still hold it. */
+static void batch_vote(struct extend_batch *b, size_t slot, size_t node,
                        char code)
 {
     struct batch_item *it = &b->items[slot];
+    struct node *n = b->client->nodes[node];
     size_t nodes = b->client->node_count;
     const struct lock_rec *rec = it->rec;
+    enum vote vote = code == '1' ? VOTE_YES
+                     : code == '0' || code == '2' ? VOTE_NO
+                                                  : VOTE_ERROR;
     enum verdict v;
     rl_status st;
 
+    if (withdraw(it->holders, b->client->nodes, nodes, node, vote)) {
+        st = withdrawn(rec->resource, *it->holders, b->client->nodes,
+                       nodes);
+        it->rec = NULL;
+        b->open--;
+        b->done(it->owner, st, b->t0, it->yes);
+        return;
+    }
     if (code == '1' && node_voting(n)) {
         it->yes++;
         node_count_vote(n, true);
@@ -310,7 +383,7 @@ static void batch_node_done(struct extend_batch *b, size_t node,
     b->running = true;
     for (i = 0; i < b->count; i++)
         if (b->items[i].rec != NULL)
-            batch_vote(b, i, n, valid ? r->str[i] : 0);
+            batch_vote(b, i, node, valid ? r->str[i] : 0);
     b->running = false;
 }
 
@@ -371,6 +444,8 @@ static struct wire *batch_wire(struct extend_batch *b)
     }
     w = wire_new(script_get(SCRIPT_TOUCH_BATCH), (int)b->keys, (int)argc,
                  argv, lens);
+    if (w != NULL && b->client->cfg.clock_guard)
+        wire_sample_time(w);
     free(argv);
     return w;
 }

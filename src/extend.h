@@ -16,11 +16,17 @@ typedef void extend_done_fn(void *owner, rl_status st, rl_mono_us t0,
 
 /* Prepare a round over rec's keys with ttl_ms. confirmed_us is the start
  * of the lock's last round a quorum granted (0: unknown, adopted): nodes
- * started after it get the keys back first. NULL on out of memory. rec
- * must live until done or extend_abort. */
+ * started after it get the keys back first. holders (bit i: node i holds
+ * our key and its vote counts; the caller's, updated as replies come,
+ * issue 15): a node that answers that our key is gone (absent or another
+ * token) loses its bit at once, a voting node that renewed it gets it;
+ * once the bits of nodes that are not clock-suspect are fewer than a
+ * quorum the round ends at once with RL_ELOST. NULL on out of memory. rec
+ * and holders must live until done or extend_abort. */
 struct extend_round *extend_new(rl_client *c, const struct lock_rec *rec,
                                 uint32_t ttl_ms, rl_mono_us confirmed_us,
-                                extend_done_fn *done, void *owner);
+                                uint64_t *holders, extend_done_fn *done,
+                                void *owner);
 /* Send it. done may run before this returns; the round frees itself
  * after done. */
 void extend_run(struct extend_round *e);
@@ -49,11 +55,11 @@ struct extend_batch *extend_batch_new(rl_client *c, extend_done_fn *done,
 /* True when a lock with nkeys keys may still be added (a lock alone always
  * fits an empty batch). */
 bool extend_batch_fits(const struct extend_batch *b, size_t nkeys);
-/* Add a lock (rec lives until its outcome or extend_batch_drop); returns
- * its slot in the batch. */
+/* Add a lock (rec and holders, as for extend_new, live until its outcome
+ * or extend_batch_drop); returns its slot in the batch. */
 size_t extend_batch_add(struct extend_batch *b, const struct lock_rec *rec,
                         uint32_t ttl_ms, rl_mono_us confirmed_us,
-                        void *owner);
+                        uint64_t *holders, void *owner);
 size_t extend_batch_size(const struct extend_batch *b);
 /* Send it (restoring keys on provably restarted nodes first, as a round
  * does). Outcomes (and the end) may be reported before this returns. The

@@ -105,6 +105,8 @@ struct rl_lock {
                                     adopted lock not yet extended */
     _Atomic uint64_t deadline_us;/* validity end, boottime µs; 0 unknown */
     uint64_t fence;              /* fencing token, 0 without fencing */
+    uint64_t holders;            /* bit i: node i's vote counts (issue 15;
+                                    loop thread) */
     pthread_t owner;             /* reentrant: the holding thread */
     /* Rounds and requests in flight (loop thread). */
     struct extend_round *round;  /* RENEWING: a user's extension round */
@@ -486,7 +488,8 @@ static void batch_renewal(struct rl_lock *l, struct extend_batch *b)
 {
     l->batch = b;
     l->batch_slot = (uint32_t)extend_batch_add(
-        b, &l->rec, atomic_load(&l->ttl_ms), l->confirmed_us, l);
+        b, &l->rec, atomic_load(&l->ttl_ms), l->confirmed_us, &l->holders,
+        l);
     l->state = LOCK_RENEWING;
     /* Out of due, still in margins: RENEWING until the outcome. */
     schedule(l);
@@ -698,7 +701,8 @@ static void start_renewal(struct rl_lock *l, struct lock_req *user)
         become_lost(l);
         return;
     }
-    l->round = extend_new(c, &l->rec, ttl, l->confirmed_us, renewed, l);
+    l->round = extend_new(c, &l->rec, ttl, l->confirmed_us, &l->holders,
+                          renewed, l);
     if (l->round == NULL) {
         req_finish(user, RL_ENOMEM, l);
         return;
@@ -809,6 +813,7 @@ static void acquired(void *owner, rl_status st, const struct acquire_grant *g)
     atomic_store(&l->voters, g->voters);
     l->confirmed_us = g->t0;
     l->fence = g->fence;
+    l->holders = g->holders;
     l->state = LOCK_HELD;
     if (r->opts.reentrant) {
         l->owner = r->caller;
@@ -1255,6 +1260,9 @@ rl_status rl_lock_adopt(rl_client *c, const char *resource, const char *token,
     st = lock_new(c, &resource, 1, token, &l);
     if (st != RL_OK)
         return st;
+    /* Unknown: every node may hold it until it answers otherwise. */
+    l->holders = c->node_count < 64 ? (UINT64_C(1) << c->node_count) - 1
+                                    : UINT64_MAX;
     l->state = LOCK_HELD;
     registry_add(c, l);
     *out = l;

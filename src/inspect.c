@@ -55,6 +55,21 @@ static void copy_text(char *dst, size_t len, const struct node_reply *r)
     snprintf(dst, len, "%.*s", (int)r->len, r->str != NULL ? r->str : "");
 }
 
+static int32_t clock_state(const struct node *n)
+{
+    switch (node_clock_state(n)) {
+    case NODE_CLOCK_UNKNOWN:
+        return RL_CLOCK_UNKNOWN;
+    case NODE_CLOCK_OK:
+        return RL_CLOCK_OK;
+    case NODE_CLOCK_SUSPECT:
+        return RL_CLOCK_SUSPECT;
+    case NODE_CLOCK_OFF:
+        break;
+    }
+    return RL_CLOCK_OFF;
+}
+
 static enum vote classify_ping(struct inspect_op *op, size_t slot,
                                const struct node_reply *r)
 {
@@ -73,6 +88,8 @@ static enum vote classify_ping(struct inspect_op *op, size_t slot,
     info->voting = node_voting(n);
     info->latency_us = (int64_t)(mono_now_us() - op->round.t0);
     info->uptime_ms = node_uptime_ms(n);
+    info->clock_rate = node_clock_rate(n);
+    info->clock_state = clock_state(n);
     snprintf(info->version, sizeof(info->version), "%s", node_version(n));
     snprintf(info->tls, sizeof(info->tls), "%s",
              node_tls_version(n) != NULL ? node_tls_version(n) : "");
@@ -172,6 +189,9 @@ static void snapshot_stats(rl_client *c, rl_stats *out)
         o->latency_max_us = ns->latency_max_us;
         o->handshakes = ns->handshakes;
         o->tls_resumed = ns->tls_resumed;
+        o->clock_rate = node_clock_rate(n);
+        o->clock_incidents = node_clock_incidents(n);
+        o->clock_state = clock_state(n);
     }
 }
 
@@ -256,6 +276,13 @@ void inspect_wait_connected(rl_client *c)
     if (scratch == NULL)
         return;
     inspect_run(c, scratch, NULL, NULL, NULL, SCRIPT_INSPECT);
+    /* Clock guard (issue 15): the first round rode the handshake, so its
+     * clock samples are bracketed from the connect on. A second round
+     * over the warm connections takes one bracketed by a round trip, at
+     * least a round trip before the caller's first request: a clock far
+     * off (x5) shows at that request's sample. */
+    if (c->cfg.clock_guard)
+        inspect_run(c, scratch, NULL, NULL, NULL, SCRIPT_INSPECT);
     free(scratch);
 }
 

@@ -6,7 +6,8 @@
 #include "quorum.h"
 
 /* Blocking: PING every node once, so the first handshakes are done (or
- * have failed) before rl_client_new returns. Own-loop clients only. */
+ * have failed) before rl_client_new returns; with the clock guard twice
+ * (a clock sample over the warm connection). Own-loop clients only. */
 void inspect_wait_connected(rl_client *c);
 
 #endif

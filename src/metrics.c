@@ -235,6 +235,9 @@ static const struct node_family node_counters[] = {
      offsetof(rl_node_stats, handshakes)},
     {"redlock_node_tls_resumed_total", "Handshakes over TLS that resumed "
      "a session.", offsetof(rl_node_stats, tls_resumed)},
+    {"redlock_node_clock_incidents_total", "Times the node became "
+     "clock-suspect (its clock ran fast or slow or stepped).",
+     offsetof(rl_node_stats, clock_incidents)},
 };
 
 static uint64_t field_u64(const void *base, size_t offset)
@@ -287,6 +290,23 @@ static void put_node_gauges(struct text *t, const rl_stats *s,
         put(t, "redlock_node_voting");
         put_labels(t, labels, count, s->nodes[i].name, NULL);
         put(t, " %d\n", s->nodes[i].voting ? 1 : 0);
+    }
+    put_family(t, "redlock_node_clock_rate", "gauge",
+               "The node's clock rate measured against ours (1 = the "
+               "same; 0 while unknown or the clock guard is off).");
+    for (i = 0; i < s->node_count; i++) {
+        put(t, "redlock_node_clock_rate");
+        put_labels(t, labels, count, s->nodes[i].name, NULL);
+        put(t, " %.6f\n", s->nodes[i].clock_rate);
+    }
+    put_family(t, "redlock_node_clock_suspect", "gauge",
+               "1 while the node is clock-suspect: it does not vote until "
+               "its clock has behaved for max_ttl.");
+    for (i = 0; i < s->node_count; i++) {
+        put(t, "redlock_node_clock_suspect");
+        put_labels(t, labels, count, s->nodes[i].name, NULL);
+        put(t, " %d\n",
+            s->nodes[i].clock_state == RL_CLOCK_SUSPECT ? 1 : 0);
     }
 }
 

@@ -50,6 +50,19 @@
  * (start_min_us: it never mistakes an older server for one restarted
  * after a given instant). A reconnect to the same run_id keeps them.
  *
+ * Clock guard (issue 15): the handshake reads TIME, and a lock-path
+ * command (marked by wire_sample_time) gets a TIME pipelined right before
+ * it, in the same write, whenever clockguard_due says the node needs a
+ * sample (the first few on a connection, then at most one per
+ * CLOCK_SAMPLE_INTERVAL_US). Each reading is a sample bracketed by the
+ * request's send time (queue time, or the connection's open for the
+ * handshake) and its receipt; clockguard.c decides from them. The TIME
+ * reply is handled before the reply of the command behind it, so a node
+ * whose sample is inconsistent never has that reply counted as a vote. While a
+ * node is clock-suspect its INFO uptime is not trusted: its latest
+ * possible start becomes the handshake of the current connection (it has
+ * answered on it since) and its earliest is unknown.
+ *
  * Connection ownership: n->conn is the current connection or NULL; it is
  * cleared before the node frees it (conn_free defers the memory while one
  * of its callbacks runs), so callbacks of an old connection are
@@ -59,6 +72,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "clockguard.h"
 #include "conn.h"
 #include "node.h"
 
@@ -71,6 +85,7 @@ enum req_role {
     REQ_SELECT,
     REQ_INFO,
     REQ_SCRIPT_LOAD,
+    REQ_TIME,        /* a clock sample (handshake or pipelined) */
 };
 
 struct request {
@@ -100,6 +115,7 @@ struct wire {
     int argc;                   /* script: nkeys, keys, args (copies) */
     const char **argv;
     size_t *lens;
+    bool sample;                /* lock path: a TIME may go first */
 };
 
 struct node {
@@ -124,6 +140,9 @@ struct node {
     rl_mono_us start_min_us;    /* earliest possible server start */
     char last_error[RL_ERRLEN];
     struct node_stats stats;
+    struct clockguard clock;    /* issue 15 */
+    struct wire *time_wire;     /* "TIME", shared by the node's samples */
+    rl_mono_us ready_us;        /* last handshake done, boottime */
 };
 
 static void connection_start(struct node *n);
@@ -341,9 +360,90 @@ static void learn_server(struct node *n, const char *info)
     n->up_since_us = secs == 0 ? now : now - (secs - 1) * 1000000u;
 }
 
+/* The uptime was counted by a clock we do not trust: the server started
+ * at the latest when it answered this connection's handshake, at the
+ * earliest at an unknown time. */
+static void distrust_uptime(struct node *n)
+{
+    if (n->up_since_us == 0)
+        return;
+    if (n->up_since_us < n->ready_us)
+        n->up_since_us = n->ready_us;
+    n->start_min_us = 1;
+}
+
+static void clock_sample(struct node *n, rl_mono_us send_us,
+                         rl_mono_us recv_us, int64_t server_us)
+{
+    struct clock_sample sm = {send_us, recv_us, server_us};
+
+    switch (clockguard_add(&n->clock, &sm, n->cfg->drift_factor,
+                           n->cfg->max_ttl_ms)) {
+    case CLOCK_BECAME_SUSPECT:
+        distrust_uptime(n);
+        config_log(n->cfg, RL_LOG_WARN,
+                   "node %s: clock suspect (runs at x%.3f of ours or "
+                   "stepped): it does not vote until its clock behaves "
+                   "for %u ms",
+                   n->addr->display, n->clock.rate, n->cfg->max_ttl_ms);
+        break;
+    case CLOCK_RECOVERED:
+        config_log(n->cfg, RL_LOG_WARN,
+                   "node %s: clock behaved for %u ms (x%.4f of ours): it "
+                   "votes again",
+                   n->addr->display, n->cfg->max_ttl_ms, n->clock.rate);
+        break;
+    case CLOCK_NO_CHANGE:
+        break;
+    }
+}
+
+/* Parse TIME's {seconds, microseconds} (two bulk strings). */
+static bool parse_time(const redisReply *sec, const redisReply *usec,
+                       int64_t *out)
+{
+    char *end;
+    long long s, u;
+
+    if (sec->type != REDIS_REPLY_STRING || usec->type != REDIS_REPLY_STRING)
+        return false;
+    s = strtoll(sec->str, &end, 10);
+    if (end == sec->str || *end != '\0' || s < 0)
+        return false;
+    u = strtoll(usec->str, &end, 10);
+    if (end == usec->str || *end != '\0' || u < 0 || u >= 1000000)
+        return false;
+    *out = (int64_t)s * 1000000 + u;
+    return true;
+}
+
+/* A TIME reply (handshake or pipelined). An error fails a handshake (the
+ * guard needs TIME); later it only costs the sample. */
+static void time_reply(struct node *n, struct request *r,
+                       const redisReply *reply)
+{
+    int64_t server_us;
+
+    if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 2 &&
+        parse_time(reply->element[0], reply->element[1], &server_us)) {
+        clock_sample(n, r->sent_us, mono_now_us(), server_us);
+        return;
+    }
+    if (n->state == NODE_CONNECTING)
+        connection_fail(n, "%s: TIME failed (clock guard; turn it off for "
+                        "servers without TIME): %.*s",
+                        n->addr->display,
+                        reply->type == REDIS_REPLY_ERROR ? (int)reply->len
+                                                         : 0,
+                        reply->type == REDIS_REPLY_ERROR ? reply->str : "");
+}
+
 static void handshake_done(struct node *n, const redisReply *info)
 {
+    n->ready_us = mono_now_us();
     learn_server(n, info->str);
+    if (n->clock.suspect)
+        distrust_uptime(n);
     n->state = NODE_READY;
     n->failures = 0;
     n->stats.handshakes++;
@@ -488,6 +588,8 @@ static void on_reply(struct conn *c, const redisReply *reply,
                            n->last_error[0] ? n->last_error
                                             : "connection closed");
         }
+    } else if (r->role == REQ_TIME) {
+        time_reply(n, r, reply);
     } else if (r->role != REQ_USER) {
         handshake_reply(n, r, reply);
     } else if (r->wire->script != NULL && is_noscript(reply)) {
@@ -647,8 +749,11 @@ static struct request *send_wire(struct node *n, struct request *r,
                                  struct wire *w)
 {
     rl_mono_us now = mono_now_us();
-    uint32_t timeout_ms = r->role == REQ_USER ? n->cfg->op_timeout_ms
-                                              : n->cfg->connect_timeout_ms;
+    uint32_t timeout_ms = r->role == REQ_USER ||
+                                  (r->role == REQ_TIME &&
+                                   n->state == NODE_READY)
+                              ? n->cfg->op_timeout_ms
+                              : n->cfg->connect_timeout_ms;
 
     r->node = n;
     r->sent_us = now;
@@ -670,6 +775,26 @@ static struct request *send_wire(struct node *n, struct request *r,
     n->stats.requests++;
     arm_request_timer(n);
     return r;
+}
+
+/* Queue a TIME (a clock sample); nothing happens when it cannot be. */
+static void send_time(struct node *n)
+{
+    struct request *r = calloc(1, sizeof(*r));
+
+    if (r == NULL)
+        return;
+    r->role = REQ_TIME;
+    if (send_wire(n, r, n->time_wire) == NULL) {
+        free(r);
+        return;
+    }
+    clockguard_asked(&n->clock, r->sent_us);
+}
+
+void wire_sample_time(struct wire *w)
+{
+    w->sample = true;
 }
 
 static bool node_accepts(struct node *n, const char **why)
@@ -702,6 +827,9 @@ struct request *node_send_wire(struct node *n, struct wire *w,
     r->slot = slot;
     r->role = REQ_USER;
     r->forget = fn == NULL;
+    if (w->sample && n->cfg->clock_guard &&
+        clockguard_due(&n->clock, mono_now_us()))
+        send_time(n);
     if (send_wire(n, r, w) == NULL) {
         free(r);
         if (why != NULL)
@@ -859,9 +987,16 @@ static void connection_lost(struct node *n, struct conn *c,
 static void on_open(struct conn *c, void *privdata)
 {
     struct node *n = privdata;
+    struct request *r;
+    rl_mono_us now = mono_now_us();
 
-    if (c == n->conn)
-        arm_request_timer(n);
+    if (c != n->conn)
+        return;
+    /* What was queued while connecting leaves now: a sample's bracket
+     * starts here, not before the TCP connect. */
+    for (r = n->head; r != NULL; r = r->next)
+        r->sent_us = now;
+    arm_request_timer(n);
 }
 
 static void on_close(struct conn *c, const char *reason, void *privdata)
@@ -932,6 +1067,8 @@ static bool queue_handshake(struct node *n)
             argv[argc++] = "SELECT";
             argv[argc++] = db;
         } else if (role == REQ_INFO) {
+            if (n->cfg->clock_guard)
+                send_time(n);
             argv[argc++] = "INFO";
             argv[argc++] = "server";
         } else {
@@ -964,6 +1101,7 @@ static void connection_start(struct node *n)
         return;
     }
     n->state = NODE_CONNECTING;
+    clockguard_reconnect(&n->clock);
     if (!queue_handshake(n))
         connection_fail(n, "%s: cannot queue the handshake",
                         n->addr->display);
@@ -984,10 +1122,17 @@ static void on_backoff_timer(struct ev_loop *loop, ev_timer *w, int revents)
 struct node *node_new(struct ev_loop *loop, const struct config *cfg,
                       size_t index, struct tls_target *tls)
 {
+    static const char *const time_argv[1] = {"TIME"};
+    static const size_t time_len[1] = {4};
     struct node *n = calloc(1, sizeof(*n));
 
     if (n == NULL)
         return NULL;
+    n->time_wire = wire_new(NULL, 0, 1, (const char **)time_argv, time_len);
+    if (n->time_wire == NULL) {
+        free(n);
+        return NULL;
+    }
     n->loop = loop;
     n->cfg = cfg;
     n->addr = &cfg->addrs[index];
@@ -1027,6 +1172,7 @@ void node_free(struct node *n)
         conn_free(c);
     }
     free_deferred(n);
+    wire_unref(n->time_wire);
     free(n);
 }
 
@@ -1058,7 +1204,7 @@ bool node_started_after(const struct node *n, rl_mono_us t)
 
 bool node_voting(const struct node *n)
 {
-    if (n->state != NODE_READY)
+    if (n->state != NODE_READY || n->clock.suspect)
         return false;
     if (n->cfg->trust_restarted_nodes)
         return true;
@@ -1093,4 +1239,28 @@ const char *node_tls_version(const struct node *n)
 const struct node_stats *node_get_stats(const struct node *n)
 {
     return &n->stats;
+}
+
+bool node_clock_guard(const struct node *n)
+{
+    return n->cfg->clock_guard;
+}
+
+enum node_clock node_clock_state(const struct node *n)
+{
+    if (!n->cfg->clock_guard)
+        return NODE_CLOCK_OFF;
+    if (n->clock.suspect)
+        return NODE_CLOCK_SUSPECT;
+    return n->clock.samples < 2 ? NODE_CLOCK_UNKNOWN : NODE_CLOCK_OK;
+}
+
+double node_clock_rate(const struct node *n)
+{
+    return n->clock.rate;
+}
+
+uint64_t node_clock_incidents(const struct node *n)
+{
+    return n->clock.incidents;
 }

@@ -112,9 +112,9 @@ void request_detach(struct request *r);
 
 const char *node_name(const struct node *n);
 enum node_state node_get_state(const struct node *n);
-/* True when the node's vote counts: connected, and up longer than
- * max_ttl_ms (restart quarantine, §5.7) unless restarted nodes are
- * trusted. */
+/* True when the node's vote counts: connected, not clock-suspect (issue
+ * 15), and up longer than max_ttl_ms (restart quarantine, §5.7) unless
+ * restarted nodes are trusted. */
 bool node_voting(const struct node *n);
 /* Milliseconds until a connected node votes (0: it votes now), or -1
  * when it is not connected. */
@@ -128,5 +128,21 @@ int64_t node_uptime_ms(const struct node *n);
  * earliest possible start (uptime has whole seconds) is later. */
 bool node_started_after(const struct node *n, rl_mono_us t);
 const struct node_stats *node_get_stats(const struct node *n);
+
+/* Clock guard (issue 15). A command w marked here gets a TIME sent right
+ * before it (same write) on each node that needs a clock sample. */
+void wire_sample_time(struct wire *w);
+bool node_clock_guard(const struct node *n);
+enum node_clock {
+    NODE_CLOCK_OFF,     /* the guard is off */
+    NODE_CLOCK_UNKNOWN, /* fewer than two samples */
+    NODE_CLOCK_OK,
+    NODE_CLOCK_SUSPECT, /* does not vote */
+};
+enum node_clock node_clock_state(const struct node *n);
+/* Server µs per our µs over the latest baseline; 0 while unknown. */
+double node_clock_rate(const struct node *n);
+/* Times it became clock-suspect. */
+uint64_t node_clock_incidents(const struct node *n);
 
 #endif

@@ -9,6 +9,11 @@
  * A YES from a node that is not voting (restart quarantine, §5.7) counts
  * as a NO for the decision: its key still blocks others, but it cannot
  * make us the holder.
+ * With the clock guard on (issue 15) a round's command takes a clock
+ * sample along: node.c pipelines a TIME before it on each node that
+ * needs one (same write). node.c takes the sample before
+ * it hands over the reply, so a node whose clock just turned suspect
+ * counts as not voting for the reply that showed it.
  * The round is embedded in its owner (an operation); the owner's done
  * callback may free it, so nothing touches the round after calling done. */
 #include <stdio.h>
@@ -130,6 +135,8 @@ static void on_node_reply(void *owner, size_t slot,
     if (vote == VOTE_ERROR)
         note_failure(q, slot, r);
     v = count_vote(q, slot, vote);
+    if (q->abort)
+        v = VERDICT_FAILURE; /* the owner saw enough (issue 15) */
     if (v == VERDICT_PENDING)
         return;
     round_cancel(q);
@@ -146,12 +153,14 @@ enum verdict round_start(struct quorum_round *q, enum round_mode mode,
     struct wire *w;
     const char *why;
     size_t i;
+    bool guard = q->n > 0 && node_clock_guard(q->nodes[0]);
 
     q->mode = mode;
     q->classify = classify;
     q->done = done;
     q->owner = owner;
     q->yes = q->no = q->refused = q->failed = q->answered = 0;
+    q->abort = false;
     q->detail[0] = '\0';
     for (i = 0; i < q->n; i++) {
         q->slots[i].req = NULL;
@@ -159,6 +168,8 @@ enum verdict round_start(struct quorum_round *q, enum round_mode mode,
     }
     q->active = true;
     w = wire_new(cmd->script, cmd->nkeys, cmd->argc, cmd->argv, cmd->lens);
+    if (w != NULL && guard)
+        wire_sample_time(w);
     q->t0 = mono_now_us();
     for (i = 0; i < q->n; i++) {
         why = w == NULL ? "out of memory" : NULL;
@@ -178,7 +189,7 @@ enum verdict round_start(struct quorum_round *q, enum round_mode mode,
     wire_unref(w);
     /* Decided only after every node got the command, even when the verdict
      * became certain part-way: the caller may need to roll back on all. */
-    v = round_verdict(q);
+    v = q->abort ? VERDICT_FAILURE : round_verdict(q);
     if (v != VERDICT_PENDING)
         round_cancel(q);
     return v;

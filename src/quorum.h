@@ -78,6 +78,7 @@ struct quorum_round {
     size_t failed;             /* VOTE_ERROR */
     size_t answered;
     bool active;
+    bool abort;                /* set by classify: decide FAILURE now */
     rl_mono_us t0;             /* just before the first send, boottime µs */
     char detail[RL_ERRLEN];    /* first failure seen: node + reason */
 };

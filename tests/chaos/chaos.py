@@ -57,8 +57,13 @@ majority stays healthy, except one short majority pause in `mixed`):
   restart-delayed  kill -9, restart after more than the max TTL
   partition        nodes in their own netns; `ip link set down` on the veth
   slow             faultproxy per node: delay+jitter, blackhole, drop, reset
-  skew             node 0's clock runs x1.5 (faketime, or an equivalent
-                   LD_PRELOAD shim when libfaketime and jemalloc clash)
+  skew             node 0's clock runs x5 (libfaketime with libc preloaded,
+                   or an equivalent LD_PRELOAD shim); two other nodes are
+                   paused at a time, so node 0 is in every quorum then, and
+                   holds are long (TTL 2000, holds 0.5-2 s): without the
+                   clock guard its key vanishes at a fifth of the TTL and a
+                   second holder wins on it and the resumed nodes (issue
+                   15). With the guard node 0 never votes: 0 violations
   holder-pause     SIGSTOP a holder inside its critical section for 2.5 x
                    TTL (library contenders and redlock-cli run + its child,
                    in turn); library contenders then still make their
@@ -75,6 +80,7 @@ checker DOES see the violations they cause:
                      --no-quarantine: overlap and lost update expected
   neg-quarantine     the same with quarantine (max TTL 3000): must be clean
   neg-broken-client  each contender uses ONE node (quorum of 1): overlaps
+  neg-skew-no-guard  the skew profile with --no-clock-guard: overlaps
 
 Python 3 stdlib only. Run `chaos.py --help`.
 """
@@ -101,7 +107,10 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 
 PROFILES = ["kill", "pause", "restart-fast", "restart-delayed", "partition",
             "slow", "skew", "holder-pause", "mixed", "tls"]
-NEGATIVE = ["neg-no-quarantine", "neg-quarantine", "neg-broken-client"]
+NEGATIVE = ["neg-no-quarantine", "neg-quarantine", "neg-broken-client",
+            "neg-skew-no-guard"]
+FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+SKEW_RATE = "5"
 
 VERBOSE = False
 
@@ -358,21 +367,30 @@ time_t time(time_t *t)
 _SKEW_METHOD = None
 
 
+def skew_env(env):
+    """Preload libfaketime with libc (so it does not recurse through
+    jemalloc) at SKEW_RATE."""
+    env["LD_PRELOAD"] = FAKETIME_LIB + " libc.so.6"
+    env["FAKETIME"] = "+0 x" + SKEW_RATE
+    return env
+
+
 def skew_method(workdir):
-    """('faketime', None) when faketime can run redis-server, else
+    """('faketime', None) when libfaketime can run redis-server, else
     ('shim', path-to-.so), or (None, reason)."""
     global _SKEW_METHOD
     if _SKEW_METHOD is not None:
         return _SKEW_METHOD
-    if shutil.which("faketime"):
+    if os.path.exists(FAKETIME_LIB):
         port = free_port()
         d = tempfile.mkdtemp(prefix="rlchaos-ft-")
-        p = subprocess.Popen(["faketime", "-f", "+0 x1.5", "redis-server",
+        p = subprocess.Popen(["redis-server",
                               "--port", str(port), "--bind", "127.0.0.1",
                               "--save", "", "--appendonly", "no", "--dir", d],
                              stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL,
-                             start_new_session=True)
+                             start_new_session=True,
+                             env=skew_env(dict(os.environ)))
         CLEANUP.add_proc(p)
         ok = False
         deadline = time.monotonic() + 2
@@ -499,10 +517,10 @@ class Node:
         if self.skew is not None:
             method, so = self.skew
             if method == "faketime":
-                args = ["faketime", "-f", "+0 x1.5"] + args
+                skew_env(env)
             else:
                 env["LD_PRELOAD"] = so
-                env["SKEW_RATE"] = "1.5"
+                env["SKEW_RATE"] = SKEW_RATE
         if self.ns is not None:
             args = ["ip", "netns", "exec", self.ns] + args
         self.proc = CLEANUP.add_proc(subprocess.Popen(
@@ -610,6 +628,7 @@ class Contender:
                  stale_write=False, extra=None, ttl=None, hold=None,
                  wait=None, cycles=0, duration=None, max_ttl=None,
                  no_quarantine=None):
+        self.no_clock_guard = env.no_clock_guard
         self.env = env
         self.cid = cid
         self.kind = kind                # blocking | with_lock | cli
@@ -657,6 +676,8 @@ class Contender:
             args.append("--stale-write")
         if self.no_quarantine:
             args.append("--no-quarantine")
+        if self.no_clock_guard:
+            args.append("--no-clock-guard")
         if self.env.tls_dir:
             args += ["--cacert", os.path.join(self.env.tls_dir, "ca.pem")]
         args += self.extra
@@ -678,6 +699,8 @@ class Contender:
                     "--max-ttl", str(self.max_ttl), "-q"]
             if self.no_quarantine:
                 args.append("--no-quarantine")
+            if self.no_clock_guard:
+                args.append("--no-clock-guard")
             if env.tls_dir:
                 args += ["--cacert", os.path.join(env.tls_dir, "ca.pem")]
             args += ["run", r, "--ttl", str(self.ttl), "--wait",
@@ -794,6 +817,7 @@ class Env:
         self.max_ttl = max_ttl
         self.hold = hold
         self.no_quarantine = no_quarantine
+        self.no_clock_guard = False     # neg-skew-no-guard
         self.contender = args.contender
         self.cli = args.cli
         self.faultproxy = args.faultproxy
@@ -1110,16 +1134,19 @@ def faults_slow(env, until):
 
 
 def faults_skew(env, until):
-    # Node 0 runs fast for the whole run (set up at start); add pauses of
-    # another node now and then so the skewed node's vote matters.
+    # Node 0 runs fast for the whole run (set up at start). Pause two other
+    # nodes at a time: node 0 is then in every quorum, and a lock taken
+    # then stands on node 0 and two others; once they resume, node 0 and
+    # the two resumed nodes are a quorum for a second holder as soon as
+    # node 0's key vanished (at a fifth of the TTL).
     while mono_ns() < until:
-        if not env.sleep(env.rng.uniform(1.0, 2.0)):
+        if not env.sleep(env.rng.uniform(0.3, 0.8)):
             return
-        victims = [i for i in env.pick(1) if i != 0]
+        victims = env.rng.sample(range(1, N_NODES), 2)
         for i in victims:
             env.mark(i, "paused")
             env.nodes[i].signal(signal.SIGSTOP)
-        if not env.sleep(env.rng.uniform(0.5, 1.5)):
+        if not env.sleep(env.rng.uniform(0.5, 1.2)):
             return
         for i in victims:
             env.nodes[i].signal(signal.SIGCONT)
@@ -1596,11 +1623,16 @@ def make_certs(env):
 
 def profile_settings(name, args):
     ttl = args.ttl
+    if name == "skew":
+        # Holds that outlive node 0's key (a fifth of the TTL) and the
+        # first renewal (a third), so a second holder can overlap.
+        return dict(duration=args.duration, ttl=max(ttl, args.max_ttl),
+                    max_ttl=args.max_ttl, hold=(500, 2000))
     return dict(duration=args.duration, ttl=ttl, max_ttl=args.max_ttl,
                 hold=(5, 40))
 
 
-def run_profile(args, name):
+def run_profile(args, name, no_clock_guard=False):
     """Run one profile; -> result dict (with 'skip' when skipped)."""
     s = profile_settings(name, args)
     netns = False
@@ -1621,6 +1653,7 @@ def run_profile(args, name):
         netns = netns_unavailable_reason() is None
         proxies = bool(args.faultproxy)
     env = Env(args, name, s["duration"], s["ttl"], s["max_ttl"], s["hold"])
+    env.no_clock_guard = no_clock_guard
     if name == "tls":
         why = make_certs(env)
         if why:
@@ -1634,7 +1667,9 @@ def run_profile(args, name):
             print("SKIP skew: %s" % m[1], flush=True)
             return {"name": name, "skip": m[1]}
         skew_nodes = (0,)
-        env.notes.append("node 0 clock x1.5 via %s" % m[0])
+        env.notes.append("node 0 clock x%s via %s, clock guard %s" %
+                         (SKEW_RATE, m[0],
+                          "off" if no_clock_guard else "on"))
     t_wall = time.monotonic()
     try:
         env.start_truth()
@@ -1685,6 +1720,11 @@ def run_profile(args, name):
 
 def run_negative(args, name):
     """Negative controls: -> result dict; 'expect' says what passing is."""
+    if name == "neg-skew-no-guard":
+        r = run_profile(args, "skew", no_clock_guard=True)
+        r["name"] = name
+        r["expect"] = "violations"
+        return r
     env = Env(args, name, 10, 1000, 3000, (10, 30))
     env.paused_now = {}
     t_wall = time.monotonic()
@@ -1906,8 +1946,10 @@ def main():
             log("profile %s ..." % n)
             if n in NEGATIVE:
                 r = run_negative(args, n)
-                found = bool(r["violations"])
-                if r["expect"] == "violations":
+                found = bool(r.get("violations"))
+                if "skip" in r:
+                    pass
+                elif r["expect"] == "violations":
                     r["verdict"] = ("XFAIL (detected)" if found
                                     else "FAIL (not detected)")
                     failed |= not found

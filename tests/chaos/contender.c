@@ -104,6 +104,7 @@ struct opts {
     bool fence;
     bool stale_write;              /* fenced write even after the loss */
     bool no_quarantine;
+    bool no_clock_guard;
     const char *cacert;         /* --cacert: TLS CA file, or NULL */
     uint32_t max_ttl_ms;
     char truth_host[256];
@@ -216,7 +217,7 @@ static void usage(FILE *f)
         "                 [--ttl MS] [--wait MS] [--hold-ms MIN-MAX]\n"
         "                 [--idle-ms MAX] [--mode blocking|with_lock]\n"
         "                 [--fence] [--stale-write] [--no-quarantine]\n"
-        "                 [--max-ttl MS] [--cacert FILE]\n"
+        "                 [--no-clock-guard] [--max-ttl MS] [--cacert FILE]\n"
         "       contender --now\n");
 }
 
@@ -261,6 +262,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         {"fence", no_argument, NULL, 'f'},
         {"stale-write", no_argument, NULL, 'S'},
         {"no-quarantine", no_argument, NULL, 'Q'},
+        {"no-clock-guard", no_argument, NULL, 'G'},
         {"max-ttl", required_argument, NULL, 'M'},
         {"cacert", required_argument, NULL, 'C'},
         {"truth", required_argument, NULL, 'T'},
@@ -347,6 +349,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
             break;
         case 'Q':
             o->no_quarantine = true;
+            break;
+        case 'G':
+            o->no_clock_guard = true;
             break;
         case 'C':
             o->cacert = optarg;
@@ -747,6 +752,7 @@ int main(int argc, char **argv)
     cfg.node_count = o.node_count;
     cfg.max_ttl_ms = o.max_ttl_ms;
     cfg.trust_restarted_nodes = o.no_quarantine;
+    cfg.no_clock_guard = o.no_clock_guard;
     cfg.tls_ca_file = o.cacert;
     c = rl_client_new(&cfg, &st);
     if (c == NULL) {

@@ -96,9 +96,10 @@ def redis_cmd(port, *args, password=None, timeout=1.0):
 class Node:
     """One redis-server on a free loopback port in a temp dir."""
 
-    def __init__(self, extra_args=()):
+    def __init__(self, extra_args=(), env=None):
         self.dir = tempfile.mkdtemp(prefix="rlcli-node-")
         self.extra = list(extra_args)
+        self.env = env  # None: ours (faketime tests pass their own)
         self.proc = None
         self.port = None
         self.password = None
@@ -114,7 +115,7 @@ class Node:
                 [REDIS_SERVER, "--port", str(self.port), "--bind",
                  "127.0.0.1", "--save", "", "--appendonly", "no", "--dir",
                  self.dir, "--logfile", os.path.join(self.dir, "log")]
-                + self.extra,
+                + self.extra, env=self.env,
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             deadline = time.time() + 5
             while time.time() < deadline and self.proc.poll() is None:

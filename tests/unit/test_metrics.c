@@ -270,6 +270,9 @@ static void fill_stats(rl_stats *s, size_t nodes)
         n->latency_p90_us = 1500;
         n->latency_p99_us = 3000001;
         n->latency_max_us = 4294967295u;
+        n->clock_rate = i == 2 ? 5.0 : 1.0;
+        n->clock_incidents = i == 2 ? 3 : 0;
+        n->clock_state = i == 2 ? RL_CLOCK_SUSPECT : RL_CLOCK_OK;
     }
 }
 
@@ -322,7 +325,8 @@ static void test_every_family_is_rendered_and_parses(void **state)
         "redlock_node_timeouts_total", "redlock_node_down_total",
         "redlock_node_handshakes_total", "redlock_node_tls_resumed_total",
         "redlock_node_latency_max_seconds", "redlock_node_connected",
-        "redlock_node_voting"};
+        "redlock_node_voting", "redlock_node_clock_incidents_total",
+        "redlock_node_clock_rate", "redlock_node_clock_suspect"};
     rl_stats s;
     struct parsed *ps;
     char *text;
@@ -332,7 +336,7 @@ static void test_every_family_is_rendered_and_parses(void **state)
     fill_stats(&s, 5);
     text = render(&s, NULL, 0);
     ps = parse_or_fail(text);
-    assert_int_equal(ps->nfam, 16);
+    assert_int_equal(ps->nfam, 19);
     for (i = 0; i < sizeof(counters) / sizeof(counters[0]); i++)
         assert_int_equal(samples_named(ps, counters[i]), 1);
     for (i = 0; i < sizeof(per_node) / sizeof(per_node[0]); i++)
@@ -390,6 +394,14 @@ static void test_values_match_the_stats(void **state)
                          "node=127.0.0.1:7001;") == 1);
     assert_true(value_of(ps, "redlock_node_voting",
                          "node=127.0.0.1:7003;") == 0);
+    assert_true(value_of(ps, "redlock_node_clock_rate",
+                         "node=127.0.0.1:7003;") == 5.0);
+    assert_true(value_of(ps, "redlock_node_clock_suspect",
+                         "node=127.0.0.1:7003;") == 1);
+    assert_true(value_of(ps, "redlock_node_clock_suspect",
+                         "node=127.0.0.1:7001;") == 0);
+    assert_true(value_of(ps, "redlock_node_clock_incidents_total",
+                         "node=127.0.0.1:7003;") == 3);
     /* Exact decimal seconds, not a rounded double. */
     assert_non_null(strstr(text, "quantile=\"0.99\"} 3.000001\n"));
     free(ps);

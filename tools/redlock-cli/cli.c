@@ -353,6 +353,7 @@ enum gopt {
     G_PREFIX,
     G_PASSWORD_FILE,
     G_NO_QUARANTINE,
+    G_NO_CLOCK_GUARD,
     G_TLS,
     G_CACERT,
     G_CACERTDIR,
@@ -382,6 +383,7 @@ static const struct {
     {"prefix", 0, true, G_PREFIX},
     {"password-file", 0, true, G_PASSWORD_FILE},
     {"no-quarantine", 0, false, G_NO_QUARANTINE},
+    {"no-clock-guard", 0, false, G_NO_CLOCK_GUARD},
     {"tls", 0, false, G_TLS},
     {"cacert", 0, true, G_CACERT},
     {"cacertdir", 0, true, G_CACERTDIR},
@@ -428,6 +430,9 @@ static int apply_global(struct cli_opts *o, enum gopt id, const char *v)
         return read_password_file(o, v);
     case G_NO_QUARANTINE:
         o->no_quarantine = true;
+        return 0;
+    case G_NO_CLOCK_GUARD:
+        o->no_clock_guard = true;
         return 0;
     case G_TLS:
         o->tls = true;
@@ -644,6 +649,7 @@ int cli_client_new(struct cli_opts *o, rl_client **out)
     cfg.retry_jitter_ms = o->retry_jitter_ms;
     cfg.max_ttl_ms = o->max_ttl_ms;
     cfg.trust_restarted_nodes = o->no_quarantine;
+    cfg.no_clock_guard = o->no_clock_guard;
     cfg.tls = o->tls;
     cfg.tls_insecure = o->tls_insecure;
     cfg.tls_ca_file = o->tls_ca_file;

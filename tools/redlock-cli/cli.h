@@ -37,6 +37,7 @@ struct cli_opts {
     const char *prefix;         /* borrowed from argv, or NULL */
     char *password;             /* owned, wiped on free; or NULL */
     bool no_quarantine;         /* rl_config.trust_restarted_nodes */
+    bool no_clock_guard;        /* rl_config.no_clock_guard (issue 15) */
     bool tls;                   /* --tls: TLS for every TCP node */
     bool tls_insecure;          /* --insecure */
     const char *tls_ca_file;    /* --cacert / $REDLOCK_CACERT (borrowed) */

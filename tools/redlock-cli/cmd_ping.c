@@ -3,7 +3,10 @@
  * PINGs every node at once (rl_client_ping) and shows, per node, the
  * latency, Redis version, uptime and whether its vote counts (a node whose
  * uptime is below --max-ttl is quarantined, DESIGN §5.7). Exit 0 when a
- * quorum of nodes is reachable and voting, 3 otherwise. */
+ * quorum of nodes is reachable and voting, 3 otherwise. The CLOCK column
+ * is the clock guard's view (issue 15): the node's clock rate against
+ * ours and "ok", "suspect" (it does not vote), "?" (too few samples) or
+ * "off". */
 #include <inttypes.h>
 #include <stdlib.h>
 
@@ -12,16 +15,33 @@
 static const char usage[] =
 "Usage: redlock-cli [GLOBAL OPTIONS] ping\n"
 "\n"
-"PING every node; show latency (us), Redis version, uptime (s) and whether\n"
-"the node votes or is quarantined (uptime below --max-ttl; see\n"
-"--no-quarantine).\n"
+"PING every node; show latency (us), Redis version, uptime (s), its clock\n"
+"(rate against ours and ok / suspect / ? / off, see --no-clock-guard) and\n"
+"whether the node votes or is quarantined (uptime below --max-ttl; see\n"
+"--no-quarantine) or clock-suspect.\n"
 "\n"
 "With --json: one object with quorum_ok, voting, quorum and nodes: an\n"
-"array of {node, reachable, latency_us, version, uptime_ms, voting, error}.\n"
+"array of {node, reachable, latency_us, version, uptime_ms, clock_rate,\n"
+"clock_state, voting, error}; clock_rate is null while unknown,\n"
+"clock_state one of \"ok\", \"suspect\", \"unknown\", \"off\".\n"
 "Exit: 0 a quorum votes, 3 it does not, 2 usage.\n"
 "\n"
 "Example:\n"
 "  redlock-cli -n 127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003 ping\n";
+
+static const char *clock_name(int32_t state, bool json)
+{
+    switch (state) {
+    case RL_CLOCK_OK:
+        return "ok";
+    case RL_CLOCK_SUSPECT:
+        return "suspect";
+    case RL_CLOCK_UNKNOWN:
+        return json ? "unknown" : "?";
+    default:
+        return "off";
+    }
+}
 
 int cmd_ping(struct cli_opts *o, int argc, char **argv)
 {
@@ -66,31 +86,45 @@ int cmd_ping(struct cli_opts *o, int argc, char **argv)
             cli_json_str(stdout, p[i].version);
             fputs(",\"tls\":", stdout);
             cli_json_str(stdout, p[i].tls);
-            printf(",\"uptime_ms\":%" PRId64 ",\"voting\":%s,\"error\":",
-                   p[i].uptime_ms, p[i].voting ? "true" : "false");
+            printf(",\"uptime_ms\":%" PRId64, p[i].uptime_ms);
+            if (p[i].clock_rate > 0)
+                printf(",\"clock_rate\":%.4f", p[i].clock_rate);
+            else
+                fputs(",\"clock_rate\":null", stdout);
+            printf(",\"clock_state\":\"%s\",\"voting\":%s,\"error\":",
+                   clock_name(p[i].clock_state, true),
+                   p[i].voting ? "true" : "false");
             cli_json_str(stdout, p[i].error);
             fputs("}", stdout);
         }
         fputs("]}\n", stdout);
     } else {
-        printf("%-28s %-9s %10s %-10s %-7s %10s %-11s %s\n", "NODE",
+        printf("%-28s %-9s %10s %-10s %-7s %10s %-16s %-11s %s\n", "NODE",
                "REACHABLE", "LATENCY_US", "VERSION", "TLS", "UPTIME_S",
-               "VOTING", "ERROR");
+               "CLOCK", "VOTING", "ERROR");
         for (i = 0; i < count; i++) {
             char lat[24] = "-";
             char up[24] = "-";
+            char clk[40];
 
             if (p[i].latency_us >= 0)
                 snprintf(lat, sizeof(lat), "%" PRId64, p[i].latency_us);
             if (p[i].uptime_ms >= 0)
                 snprintf(up, sizeof(up), "%" PRId64, p[i].uptime_ms / 1000);
-            printf("%-28s %-9s %10s %-10s %-7s %10s %-11s %s\n", p[i].name,
-                   p[i].reachable ? "yes" : "no", lat,
+            if (p[i].clock_rate > 0)
+                snprintf(clk, sizeof(clk), "x%.3f %s", p[i].clock_rate,
+                         clock_name(p[i].clock_state, false));
+            else
+                snprintf(clk, sizeof(clk), "%s",
+                         clock_name(p[i].clock_state, false));
+            printf("%-28s %-9s %10s %-10s %-7s %10s %-16s %-11s %s\n",
+                   p[i].name, p[i].reachable ? "yes" : "no", lat,
                    p[i].version[0] != '\0' ? p[i].version : "-",
-                   p[i].tls[0] != '\0' ? p[i].tls : "-", up,
-                   !p[i].reachable ? "no"
-                   : p[i].voting   ? "yes"
-                                   : "quarantine",
+                   p[i].tls[0] != '\0' ? p[i].tls : "-", up, clk,
+                   !p[i].reachable                        ? "no"
+                   : p[i].voting                          ? "yes"
+                   : p[i].clock_state == RL_CLOCK_SUSPECT ? "clock"
+                                                          : "quarantine",
                    p[i].error);
         }
         printf("%zu of %zu nodes voting, quorum %zu: %s\n", voting, count,
