@@ -15,6 +15,10 @@
  * hides nothing; it gets SET NX again first so it blocks others -- unless
  * restarted nodes are trusted to keep their keys (trust_restarted_nodes),
  * where an absent key is a real lapse.
+ * Lock kinds (issue 13): keys get PX ttl + the record's lock-delay; a
+ * reader's round runs reader-extend (lockrec_script_cmd), is never put
+ * back on a restarted node (SET NX would make it an exclusive holder;
+ * the restart quarantine covers it) and is never batched (holder.c).
  * A round is owned by its caller (the holder) and lives on the loop
  * thread from extend_new to done or extend_abort.
  *
@@ -108,9 +112,10 @@ static void restore_on_restarted_nodes(rl_client *c,
     size_t i, k;
     int j;
 
-    if (confirmed_us == 0 || c->cfg.trust_restarted_nodes)
+    if (confirmed_us == 0 || c->cfg.trust_restarted_nodes || r->shared)
         return;
-    snprintf(ttl, sizeof(ttl), "%u", ttl_ms);
+    snprintf(ttl, sizeof(ttl), "%llu",
+             (unsigned long long)ttl_ms + r->delay_ms);
     for (i = 0; i < c->node_count; i++) {
         if (!node_started_after(c->nodes[i], confirmed_us))
             continue;
@@ -141,7 +146,8 @@ struct extend_round *extend_new(rl_client *c, const struct lock_rec *rec,
     e->confirmed_us = confirmed_us;
     e->done = done;
     e->owner = owner;
-    snprintf(e->ttl_buf, sizeof(e->ttl_buf), "%u", ttl_ms);
+    snprintf(e->ttl_buf, sizeof(e->ttl_buf), "%llu",
+             (unsigned long long)ttl_ms + rec->delay_ms);
     return e;
 }
 
@@ -367,7 +373,8 @@ static struct wire *batch_wire(struct extend_batch *b)
         argv[a] = nums;
         lens[a++] = put_decimal(nums, rec->nkeys);
         argv[a] = nums + 20;
-        lens[a++] = put_decimal(nums + 20, b->items[i].ttl_ms);
+        lens[a++] = put_decimal(nums + 20,
+                                (uint64_t)b->items[i].ttl_ms + rec->delay_ms);
     }
     w = wire_new(script_get(SCRIPT_TOUCH_BATCH), (int)b->keys, (int)argc,
                  argv, lens);
