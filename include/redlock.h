@@ -499,7 +499,10 @@ typedef struct rl_holder_info {
     int64_t pttl_ms;          /* remaining TTL; -2 when free, -1 no expiry */
     char error[RL_ERROR_LEN];
     bool voting;              /* its vote counts (not quarantined, §5.7) */
-    uint64_t reserved_[8];    /* zeroed (see "ABI" above) */
+    uint32_t readers;         /* live readers of a read-write lock (issue
+                                 13; token is then ""), else 0 */
+    uint32_t reserved32_;     /* zeroed (see "ABI" above) */
+    uint64_t reserved_[7];    /* zeroed (see "ABI" above) */
 } rl_holder_info;
 
 /* Read the resource's key on every node (out[i] for node i, up to cap;

@@ -19,6 +19,8 @@
  *     redlock:release:<key> as a release does; {false, -2} when absent.
  *     GET fails on a key that is not a string: such a key is no lock and
  *     is left alone.
+ *   inspect: {value or false, pttl}; for a read-write lock's readers
+ *     (a hash, issue 13) {false, pttl, live readers}.
  *   touch-batch (issue 16): the extend script for many locks in one call.
  *     ARGV holds three entries per lock: token, key count, ttl_ms; KEYS
  *     holds each lock's keys in the same order. Returns a string with one
@@ -113,6 +115,15 @@ static struct script scripts[SCRIPT_COUNT] = {
         ""},
     [SCRIPT_INSPECT] = {
         "inspect",
+        "if redis.call('type', KEYS[1]).ok == 'hash' then\n"
+        "  local t = redis.call('time')\n"
+        "  local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
+        "  local n = 0\n"
+        "  for _, e in ipairs(redis.call('hvals', KEYS[1])) do\n"
+        "    if tonumber(e) > now then n = n + 1 end\n"
+        "  end\n"
+        "  return {false, redis.call('pttl', KEYS[1]), n}\n"
+        "end\n"
         "return {redis.call('get', KEYS[1]), redis.call('pttl', KEYS[1])}\n",
         ""},
     [SCRIPT_ACQUIRE_FENCED] = {

@@ -8,7 +8,8 @@ enum script_id {
     SCRIPT_ACQUIRE_MULTI, /* KEYS: k1..kn; ARGV: token, ttl_ms -> 1 | 0 */
     SCRIPT_RELEASE,       /* KEYS: k1..kn; ARGV: token -> 1 | 0 | -1 */
     SCRIPT_EXTEND,        /* KEYS: k1..kn; ARGV: token, ttl_ms -> 1 | 0 | -1 */
-    SCRIPT_INSPECT,       /* KEYS: k; -> {value or false, pttl} */
+    SCRIPT_INSPECT,       /* KEYS: k; -> {value or false, pttl[,
+                             readers]} */
     SCRIPT_ACQUIRE_FENCED,/* KEYS: k1..kn, fence; ARGV: token, ttl_ms
                              -> {1, counter or false} | {0} */
     SCRIPT_FENCE_WRITE,   /* KEYS: k, fence; ARGV: token, value -> 1 | 0 */

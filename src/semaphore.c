@@ -55,6 +55,7 @@ struct sem_op {
     rl_status failure;            /* the round's outcome when all failed */
     struct acquire_grant grant;
     char detail[RL_ERRLEN];
+    char fail_detail[RL_ERRLEN];  /* the last failure but a refusal */
 };
 
 static void start_round(void *arg);
@@ -136,10 +137,16 @@ static void round_failed(struct sem_op *op)
 
     if (op->refused > 0) {
         op->failure = RL_ENOTACQUIRED;
-        snprintf(op->detail, sizeof(op->detail),
-                 "'%.*s': all %u slots are held by other clients (%u "
-                 "refused, the others failed)",
-                 (int)name_len, op->rec->resource, op->limit, op->refused);
+        if (op->refused == op->limit)
+            snprintf(op->detail, sizeof(op->detail),
+                     "'%.*s': all %u slots are held by other clients",
+                     (int)name_len, op->rec->resource, op->limit);
+        else
+            snprintf(op->detail, sizeof(op->detail),
+                     "'%.*s': %u of %u slots are held by other clients, "
+                     "the others failed: %s",
+                     (int)name_len, op->rec->resource, op->refused,
+                     op->limit, op->fail_detail);
     }
     if (!may_retry(op, now)) {
         finish(op, op->failure);
@@ -210,6 +217,9 @@ static void slot_done(void *owner, rl_status st, const struct acquire_grant *g)
         if (op->refused == 0 || st == RL_ENOTACQUIRED)
             op->failure = st;
         snprintf(op->detail, sizeof(op->detail), "%s", rl_last_error());
+        if (st != RL_ENOTACQUIRED)
+            snprintf(op->fail_detail, sizeof(op->fail_detail), "%s",
+                     rl_last_error());
     }
     if (op->in_run)
         return;
