@@ -1601,6 +1601,9 @@ def check_kinds(env, sections, slack_ns, res):
     numbered K or above."""
     V = res["violations"]
     n = 0
+    if env.name in ("semaphore", "rwlock") and not sections:
+        V.append("%s: no critical section ran (see the contenders' .err "
+                 "files)" % env.name)
     if any(cs.shared for cs in sections):
         for r in sorted({cs.res for cs in sections}):
             ss = sorted((cs for cs in sections if cs.res == r),
@@ -1636,10 +1639,10 @@ def check_kinds(env, sections, slack_ns, res):
             base, sep, slot = cs.res.rpartition(":slot:")
             if not sep or not slot.isdigit() or int(slot) >= limit:
                 n += 1
-                V.append("semaphore: section on %r is not one of the %d "
-                         "slots" % (cs.res, limit))
-                continue
-            by_base.setdefault(base, []).append(cs)
+                if n <= 5:
+                    V.append("semaphore: section on %r is not one of the "
+                             "%d slots" % (cs.res, limit))
+            by_base.setdefault(base if sep else cs.res, []).append(cs)
         for base, ss in sorted(by_base.items()):
             edges = sorted([(cs.enter, 1) for cs in ss] +
                            [(cs.end - slack_ns, -1) for cs in ss],
