@@ -176,6 +176,27 @@ class LockDelay(unittest.TestCase):
         self.assertIn("max_ttl_ms", err)
 
 
+class Bench(unittest.TestCase):
+    def test_bench_phase_k_reports_every_kind(self):
+        rc, out, err = cli("--json", "bench", "--phases", "k", "--duration",
+                           "0.3", timeout=60)
+        self.assertEqual(rc, 0, err)
+        rows = [json.loads(l) for l in out.splitlines()]
+        self.assertEqual([(r["phase"], r["concurrency"]) for r in rows],
+                         [("s", 1), ("s", 4), ("s", 16), ("r", 8), ("h", 9)])
+        self.assertEqual([r["limit"] for r in rows[:3]], [1, 4, 16])
+        self.assertEqual(rows[4]["readers"], 8)
+        for r in rows:
+            self.assertGreater(r["cycles"], 0, r)
+            self.assertEqual(r["failures"], 0, r)
+        self.assertGreater(rows[4]["reader_cycles_per_s"], 0)
+        # Everything was released on a majority (a release decides at the
+        # quorum; the client may exit before the last node's reply).
+        keys = [k for n in NODES for k in n.cmd("KEYS", "bench:*")]
+        for k in set(keys):
+            self.assertLess(keys.count(k), 2, k)
+
+
 if __name__ == "__main__":
     clitest.setup_or_skip()
     unittest.main(verbosity=2)
