@@ -179,7 +179,7 @@ static void test_readers_share_and_exclude_writers_and_plain_set_nx(
     struct fx *f = *state;
     rl_acquire_opts ro = opts_ttl(5000), wo = opts_ttl(5000);
     rl_lock *r1, *r2, *w = NULL;
-    char type[16];
+    char type[16], token[RL_NAME_LEN];
 
     ro.mode = RL_MODE_SHARED;
     assert_int_equal(rl_acquire(f->c, "kr:share", &ro, &r1), RL_OK);
@@ -195,8 +195,9 @@ static void test_readers_share_and_exclude_writers_and_plain_set_nx(
     assert_int_equal(plain_set_nx(f, "kr:share"), 0);
     /* An extension renews a reader where it is. */
     assert_int_equal(rl_extend(r1, 0), RL_OK);
+    snprintf(token, sizeof(token), "%s", rl_lock_token(r1));
     assert_int_equal(rl_release(r1), RL_OK);
-    assert_int_equal(reader_entries(f, "kr:share", rl_lock_token(r1)), 0);
+    assert_int_equal(reader_entries(f, "kr:share", token), 0);
     assert_int_equal(rl_acquire(f->c, "kr:share", &wo, &w), RL_ENOTACQUIRED);
     /* The last reader out frees the key. */
     assert_int_equal(rl_release(r2), RL_OK);
