@@ -13,8 +13,8 @@
 
 static const char usage[] =
 "Usage: redlock-cli [GLOBAL OPTIONS] acquire R [--ttl MS] [--wait MS]\n"
-"                                             [--fence] [--limit K | --shared]\n"
-"                                             [--lock-delay MS]\n"
+"                                             [--fence] [--limit K]\n"
+"                                             [--shared] [--lock-delay MS]\n"
 "\n"
 "Acquire the lock on resource R and print its token on stdout (line 1).\n"
 "The lock stays held until its TTL runs out or 'release R TOKEN'.\n"
