@@ -141,12 +141,18 @@ static void round_failed(struct sem_op *op)
             snprintf(op->detail, sizeof(op->detail),
                      "'%.*s': all %u slots are held by other clients",
                      (int)name_len, op->rec->resource, op->limit);
+        else if (op->refused == op->tried)
+            snprintf(op->detail, sizeof(op->detail),
+                     "'%.*s': the wait ran out after %u of %u slots, all "
+                     "held by other clients",
+                     (int)name_len, op->rec->resource, op->tried,
+                     op->limit);
         else
             snprintf(op->detail, sizeof(op->detail),
-                     "'%.*s': %u of %u slots are held by other clients, "
-                     "the others failed: %s",
+                     "'%.*s': %u of %u slots tried are held by other "
+                     "clients, the others failed: %s",
                      (int)name_len, op->rec->resource, op->refused,
-                     op->limit, op->fail_detail);
+                     op->tried, op->fail_detail);
     }
     if (!may_retry(op, now)) {
         finish(op, op->failure);
@@ -180,6 +186,9 @@ static void try_slots(struct sem_op *op)
     uint32_t slot;
 
     while (op->tried < op->limit) {
+        if (op->tried > 0 && op->wait_deadline_us != 0 &&
+            mono_now_us() >= op->wait_deadline_us)
+            break; /* the wait is over: no more slots this round */
         slot = op->order[op->tried++];
         lockrec_set_slot(op->rec, slot);
         op->cur = acquire_new(op->client, op->rec, op->ttl_ms, &op->opts,
