@@ -451,6 +451,36 @@ static void test_semaphore_slots_exclude_plain_set_nx(void **state)
     assert_int_equal(rl_release(l), RL_OK);
 }
 
+/* Six of eight slots held by a plain client: a round probes the rest in
+ * parallel after the first refusal and may win both free slots; the
+ * extra win is released, so exactly one slot holds our token. */
+static void test_semaphore_extra_wins_are_rolled_back(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = opts_ttl(5000);
+    char key[64];
+    rl_lock *l;
+    int i, round, ours;
+
+    o.limit = 8;
+    for (i = 0; i < 6; i++) {
+        snprintf(key, sizeof(key), "ks:par:slot:%d", i);
+        assert_int_equal(plain_set_nx(f, key), N);
+    }
+    for (round = 0; round < 10; round++) {
+        assert_int_equal(rl_acquire(f->c, "ks:par", &o, &l), RL_OK);
+        assert_true(rl_lock_slot(l) >= 6);
+        snprintf(key, sizeof(key), "ks:par:slot:%d", 13 - rl_lock_slot(l));
+        assert_true(harness_key_gone_within(f->r, N, key, 1000));
+        for (i = 0, ours = 0; i < 8; i++) {
+            snprintf(key, sizeof(key), "ks:par:slot:%d", i);
+            ours += harness_key_count(f->r, N, key) > 0 && i >= 6;
+        }
+        assert_int_equal(ours, 1);
+        assert_int_equal(rl_release(l), RL_OK);
+    }
+}
+
 struct sem_waiter {
     rl_client *c;
     rl_status st;
@@ -534,6 +564,7 @@ int main(void)
         KT(test_bad_kind_options_are_refused_clearly),
         KT(test_semaphore_admits_at_most_k_holders),
         KT(test_semaphore_slots_exclude_plain_set_nx),
+        KT(test_semaphore_extra_wins_are_rolled_back),
         KT(test_semaphore_waiter_gets_the_slot_released),
         KT(test_semaphore_works_with_rl_with_lock_and_fencing),
     };
