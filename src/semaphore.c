@@ -134,7 +134,9 @@ static void finish(struct sem_op *op, rl_status st)
     acquire_done_fn *done = op->done;
     void *owner = op->owner;
     struct acquire_grant g = op->grant;
+    char detail[RL_ERRLEN];
 
+    snprintf(detail, sizeof(detail), "%s", op->detail);
     if (st == RL_OK)
         lockrec_set_slot(op->rec, (uint32_t)op->winner->rec.slot);
     drop_probes(op); /* a win: the others' slots are released */
@@ -142,7 +144,7 @@ static void finish(struct sem_op *op, rl_status st)
     if (st == RL_OK)
         rl_error_clear();
     else
-        rl_error_set_text(op->detail);
+        rl_error_set_text(detail);
     done(owner, st, st == RL_OK ? &g : NULL);
 }
 
