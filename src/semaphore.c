@@ -13,9 +13,10 @@
  * retries), and stops at the first slot won. Tried one at a time, nothing
  * won needs rolling back, and an uncontended semaphore costs what a mutex
  * does; a full one costs K refused attempts per round. (Probing 4 slots
- * at once after a refusal was measured: on a saturated semaphore it cost
- * 1.5x the client CPU and the server work of the extra wins it had to
- * release, for fewer cycles/s; see the issue 13 notes.) When every slot
+ * at once after a refusal was measured too: with K = 16 holders cycling,
+ * 13 000 instead of 21 000 cycles/s and 28 instead of 18 us of client
+ * CPU per cycle, the extra wins it had to release costing the servers
+ * work.) When every slot
  * refused, the operation waits the retry delay (+- jitter, capped by the
  * wait deadline), cut short by a release notification on any slot's
  * channel; a round started by slot i's release tries slot i first (the
