@@ -275,8 +275,35 @@ typedef struct rl_acquire_opts {
     uint32_t max_renewals;    /* watchdog cap: 0 = no cap */
     uint64_t max_hold_ms;     /* watchdog cap on total hold time: 0 or
                                  UINT64_MAX = none; else at most a century */
-    uint64_t reserved_[8];    /* zero (see "ABI" above) */
+    /* Lock kinds (issue 13; README "Lock kinds"). */
+    uint32_t lock_delay_ms;   /* lock-delay: keys live ttl + this after each
+                                 acquire and extend (validity still counts
+                                 ttl only), so a crashed or paused holder
+                                 is not succeeded before its writes drain;
+                                 rl_release deletes at once. ttl + delay
+                                 <= cfg.max_ttl_ms. default 0 */
+    uint32_t limit;           /* semaphore with this many permits
+                                 (1..RL_MAX_LIMIT): the lock is one of the
+                                 slots "<resource>:slot:<i>", each an
+                                 ordinary mutex (rl_lock_slot). 0: a mutex */
+    uint32_t mode;            /* enum rl_mode; RL_MODE_SHARED: a reader of
+                                 the read-write lock on resource (one
+                                 resource, no fencing, no limit) */
+    uint32_t reserved32_;     /* zero (see "ABI" above) */
+    uint64_t reserved_[6];    /* zero (see "ABI" above) */
 } rl_acquire_opts;
+
+/* Read-write locks: a writer is an ordinary exclusive lock; readers share
+ * the resource with each other and exclude writers (ours, and any plain
+ * SET NX holder such as redsync or node-redlock). A waiting writer blocks
+ * new readers (writer preference), so writers do not starve. */
+enum rl_mode {
+    RL_MODE_EXCLUSIVE = 0,    /* a mutex, or the writer (default) */
+    RL_MODE_SHARED = 1,       /* a reader */
+};
+
+/* Largest rl_acquire_opts.limit. */
+#define RL_MAX_LIMIT 1024u
 
 /* ---- Blocking API (thread-safe; not with cfg.loop; not in callbacks) ------*/
 
@@ -334,6 +361,17 @@ RL_API void rl_lock_free(rl_lock *l);
  * unknown (0) until a successful rl_extend. Does not touch Redis. */
 RL_API rl_status rl_lock_adopt(rl_client *c, const char *resource,
                                const char *token, rl_lock **out);
+/* rl_lock_adopt for a lock of another kind: o->mode RL_MODE_SHARED adopts
+ * a reader (released and extended as one), o->lock_delay_ms is the delay
+ * it was taken with (kept by rl_extend). A semaphore slot is adopted by
+ * its slot's name ("<resource>:slot:<i>"): o->limit must be 0. o may be
+ * NULL (rl_lock_adopt); its other fields are ignored. RL_EINVAL as
+ * rl_lock_adopt, or a bad mode, a lock-delay not below max_ttl_ms,
+ * reserved bytes not zero. */
+RL_API rl_status rl_lock_adopt_opts(rl_client *c, const char *resource,
+                                    const char *token,
+                                    const rl_acquire_opts *o,
+                                    rl_lock **out);
 
 /* ---- Lock getters (any thread, never block) --------------------------------*/
 /* Milliseconds of validity left (<= 0 once it has run out), measured on
@@ -357,6 +395,12 @@ RL_API int rl_lock_lost_fd(const rl_lock *l);
 /* The fencing token of this acquisition (strictly greater than every
  * earlier holder's for the same resource), or 0 without opts.fencing. */
 RL_API uint64_t rl_lock_fence(const rl_lock *l);
+/* The semaphore slot this lock holds (0..limit-1; the key is
+ * "<resource>:slot:<i>"), or -1 when it was not acquired with limit. */
+RL_API int rl_lock_slot(const rl_lock *l);
+/* enum rl_mode of the lock (RL_MODE_SHARED for a reader); NULL gives
+ * RL_MODE_EXCLUSIVE. */
+RL_API int rl_lock_mode(const rl_lock *l);
 
 /* ---- Watchdog ---------------------------------------------------------------
  * Renews the lock by re-quorum every o->extend_interval_ms (0: ttl/3;
@@ -474,7 +518,10 @@ typedef struct rl_holder_info {
     int64_t pttl_ms;          /* remaining TTL; -2 when free, -1 no expiry */
     char error[RL_ERROR_LEN];
     bool voting;              /* its vote counts (not quarantined, §5.7) */
-    uint64_t reserved_[8];    /* zeroed (see "ABI" above) */
+    uint32_t readers;         /* live readers of a read-write lock (issue
+                                 13; token is then ""), else 0 */
+    uint32_t reserved32_;     /* zeroed (see "ABI" above) */
+    uint64_t reserved_[7];    /* zeroed (see "ABI" above) */
 } rl_holder_info;
 
 /* Read the resource's key on every node (out[i] for node i, up to cap;

@@ -14,7 +14,13 @@
  * holder's remaining PTTL, and cut short by a release notification
  * (§5.2, §5.5) -- and try again, until the retries or the wait run out.
  * Every path ends in finish(): done runs exactly once, unless the holder
- * aborts the acquisition first (client freed). */
+ * aborts the acquisition first (client freed).
+ * Lock kinds (issue 13): keys are written with PX ttl + the lock-delay
+ * (validity still counts ttl); a reader runs the reader-acquire script
+ * over its key and the writer-intent key; an exclusive single-key acquire
+ * refused by readers marks its intent (writer-intent script) on the nodes
+ * that refused, before each wait, and clears it once it wins; a semaphore
+ * slot gets one attempt (semaphore.c waits and retries over the slots). */
 #include <stdio.h>
 #include <string.h>
 
@@ -40,7 +46,10 @@ struct acquire_op {
     bool wait_forever;
     rl_mono_us wait_deadline_us; /* 0: count retries instead */
     uint32_t retries_left;
-    char ttl_buf[16];
+    char ttl_buf[16];            /* PX: ttl + lock-delay */
+    char *intent_key;            /* <key>:wintent (readers, and writers
+                                    once refused), or NULL */
+    bool intent_set;             /* we marked a writer intent */
     struct quorum_round round;
     struct loop_timer *retry_timer;
     enum acquire_phase phase;
@@ -86,7 +95,69 @@ static void acquire_free(struct acquire_op *op)
     round_clear(&op->round);
     loop_timer_free(op->retry_timer);
     free(op->fence_key);
+    free(op->intent_key);
     free(op);
+}
+
+/* <key>:wintent, the writer-intent key of a read-write lock (made once). */
+static bool make_intent_key(struct acquire_op *op)
+{
+    size_t len = op->lock->key_lens[0];
+
+    if (op->intent_key != NULL)
+        return true;
+    op->intent_key = malloc(len + sizeof(":wintent"));
+    if (op->intent_key == NULL)
+        return false;
+    memcpy(op->intent_key, op->lock->keys[0], len);
+    memcpy(op->intent_key + len, ":wintent", sizeof(":wintent"));
+    return true;
+}
+
+/* A writer refused by readers: block new readers on the nodes that
+ * refused (where they hold the key) for two retry periods; every failed
+ * attempt refreshes it, so it lapses soon after a writer gives up. */
+static void mark_intent(struct acquire_op *op)
+{
+    rl_client *c = op->client;
+    struct node *targets[RL_MAX_NODES];
+    const char *argv[4];
+    size_t lens[4], i, n = 0;
+    char px[16];
+    struct round_cmd cmd;
+
+    if (op->lock->shared || op->lock->nkeys != 1 || op->lock->slot >= 0 ||
+        !make_intent_key(op))
+        return;
+    snprintf(px, sizeof(px), "%u",
+             2 * (c->cfg.retry_delay_ms + c->cfg.retry_jitter_ms) + 100);
+    argv[0] = op->lock->keys[0];
+    lens[0] = op->lock->key_lens[0];
+    argv[1] = op->intent_key;
+    lens[1] = strlen(op->intent_key);
+    argv[2] = op->lock->token;
+    lens[2] = strlen(op->lock->token);
+    argv[3] = px;
+    lens[3] = strlen(px);
+    cmd = (struct round_cmd){script_get(SCRIPT_WRITER_INTENT), 2, 4, argv,
+                             lens};
+    for (i = 0; i < op->round.n; i++) {
+        if (op->round.slots[i].vote == VOTE_NO)
+            targets[n++] = op->round.nodes[i];
+    }
+    round_broadcast(targets, n, &cmd);
+    op->intent_set = true;
+}
+
+/* The writer won: let readers in again after its release (the key is a
+ * string now, which refuses them meanwhile). */
+static void clear_intent(struct acquire_op *op)
+{
+    const char *argv[2] = {"DEL", op->intent_key};
+    size_t lens[2] = {3, strlen(op->intent_key)};
+    struct round_cmd cmd = {NULL, 0, 2, argv, lens};
+
+    round_broadcast(op->round.nodes, op->round.n, &cmd);
 }
 
 void acquire_abort(struct acquire_op *op)
@@ -102,6 +173,8 @@ static void finish(struct acquire_op *op, rl_status st)
     struct acquire_grant g = {op->t0, op->voters, op->fence, op->holders};
 
     if (st == RL_OK) {
+        if (op->intent_set)
+            clear_intent(op);
         client_count(op->client, STAT_ACQUIRED);
         rl_error_clear();
     } else {
@@ -199,6 +272,8 @@ static void attempt_failed(struct acquire_op *op, rl_status st)
                     op->lock->key_lens[0], op->lock->token, op->t0,
                     released_elsewhere, op))
         delay_us = 0; /* released while our attempt was in flight */
+    if (st == RL_ENOTACQUIRED)
+        mark_intent(op);
     op->sleeping = true;
     op->wake_us = now + delay_us;
     loop_timer_arm(op->retry_timer, delay_us);
@@ -394,6 +469,11 @@ static enum vote classify(void *owner, size_t slot,
     uint64_t counter;
 
     RL_UNUSED(slot);
+    if (op->lock->shared) {
+        if (r->kind == REPLY_INTEGER)
+            return r->integer == 1 ? VOTE_YES : VOTE_NO;
+        return VOTE_ERROR;
+    }
     if (op->fence_key != NULL) {
         if (r->kind != REPLY_ARRAY || r->elements == 0 ||
             r->element[0].kind != REPLY_INTEGER)
@@ -436,7 +516,18 @@ static void attempt(void *arg)
     op->sleeping = false;
     op->phase = PHASE_ACQUIRE;
     op->fence_max_read = 0;
-    if (op->fence_key != NULL) {
+    if (l->shared) {
+        argv[0] = l->keys[0];
+        lens[0] = l->key_lens[0];
+        argv[1] = op->intent_key;
+        lens[1] = strlen(op->intent_key);
+        argv[2] = l->token;
+        lens[2] = strlen(l->token);
+        argv[3] = op->ttl_buf;
+        lens[3] = strlen(op->ttl_buf);
+        set = (struct round_cmd){script_get(SCRIPT_READER_ACQUIRE), 2, 4,
+                                 argv, lens};
+    } else if (op->fence_key != NULL) {
         for (i = 0; i < l->nkeys; i++) {
             argv[i] = l->keys[i];
             lens[i] = l->key_lens[i];
@@ -467,6 +558,43 @@ static void attempt(void *arg)
                     op);
     if (v != VERDICT_PENDING)
         acquire_decided(op, v);
+}
+
+/* The lock-kind options (issue 13): each kind alone, on one resource. */
+static rl_status check_kind(rl_client *c, size_t count,
+                            const rl_acquire_opts *o, uint32_t ttl)
+{
+    if (o->reserved32_ != 0)
+        return rl_fail(RL_EINVAL, "acquire options: reserved bytes are not "
+                       "zero (built against a newer redlock.h?)");
+    if (o->lock_delay_ms > c->cfg.max_ttl_ms - ttl)
+        return rl_fail(RL_EINVAL,
+                       "lock_delay_ms %u + ttl_ms %u is above max_ttl_ms "
+                       "%u (the restart quarantine must outlast every key)",
+                       o->lock_delay_ms, ttl, c->cfg.max_ttl_ms);
+    if (o->mode != RL_MODE_EXCLUSIVE && o->mode != RL_MODE_SHARED)
+        return rl_fail(RL_EINVAL, "mode %u is not RL_MODE_EXCLUSIVE or "
+                       "RL_MODE_SHARED", o->mode);
+    if (o->limit > RL_MAX_LIMIT)
+        return rl_fail(RL_EINVAL, "limit %u is above the maximum %u",
+                       o->limit, RL_MAX_LIMIT);
+    if ((o->limit != 0 || o->mode == RL_MODE_SHARED) && count != 1)
+        return rl_fail(RL_EINVAL, "%s takes exactly one resource",
+                       o->limit != 0 ? "a semaphore (limit)"
+                                     : "a shared (reader) lock");
+    if (o->limit != 0 && o->mode == RL_MODE_SHARED)
+        return rl_fail(RL_EINVAL, "limit and RL_MODE_SHARED cannot be "
+                       "combined: a semaphore's slots are exclusive");
+    if (o->mode == RL_MODE_SHARED && o->fencing)
+        return rl_fail(RL_EINVAL, "fencing needs an exclusive lock: readers "
+                       "share theirs (use it on the writer)");
+    if (o->limit != 0 && o->reentrant)
+        return rl_fail(RL_EINVAL, "a semaphore (limit) is not reentrant: "
+                       "each acquire takes its own permit");
+    if (o->mode == RL_MODE_SHARED && o->reentrant)
+        return rl_fail(RL_EINVAL, "a shared (reader) lock is not "
+                       "reentrant: readers already share it");
+    return RL_OK;
 }
 
 rl_status acquire_check(rl_client *c, const char *const *resources,
@@ -500,7 +628,7 @@ rl_status acquire_check(rl_client *c, const char *const *resources,
     if (o != NULL && o->min_validity_ms >= *ttl)
         return rl_fail(RL_EINVAL, "min_validity_ms %u must be below ttl %u",
                        o->min_validity_ms, *ttl);
-    return RL_OK;
+    return o != NULL ? check_kind(c, count, o, *ttl) : RL_OK;
 }
 
 struct acquire_op *acquire_new(rl_client *c, const struct lock_rec *rec,
@@ -520,16 +648,21 @@ struct acquire_op *acquire_new(rl_client *c, const struct lock_rec *rec,
         if (op->fence_key == NULL)
             goto out_nomem;
     }
+    if (rec->shared && !make_intent_key(op))
+        goto out_nomem;
     op->retry_timer = loop_timer_new(c->loop, attempt, op);
     if (op->retry_timer == NULL)
         goto out_nomem;
     op->done = done;
     op->owner = owner;
     op->ttl_ms = ttl;
-    snprintf(op->ttl_buf, sizeof(op->ttl_buf), "%u", ttl);
+    snprintf(op->ttl_buf, sizeof(op->ttl_buf), "%llu",
+             (unsigned long long)ttl + rec->delay_ms);
     op->min_validity_ms = o != NULL ? o->min_validity_ms : 0;
     op->retries_left = c->cfg.retry_count;
-    if (o != NULL && o->wait_ms == RL_WAIT_FOREVER)
+    if (rec->slot >= 0)
+        op->retries_left = 0; /* semaphore.c waits over all the slots */
+    else if (o != NULL && o->wait_ms == RL_WAIT_FOREVER)
         op->wait_forever = true;
     else if (o != NULL && o->wait_ms > MAX_WAIT_MS)
         op->wait_forever = true;
@@ -539,6 +672,7 @@ struct acquire_op *acquire_new(rl_client *c, const struct lock_rec *rec,
 out_nomem:
     if (op != NULL) {
         free(op->fence_key);
+        free(op->intent_key);
         round_clear(&op->round);
         free(op);
     }

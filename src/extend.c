@@ -23,6 +23,10 @@
  * either (its key may expire early). When fewer than a quorum remain,
  * the lock is lost now (RL_ELOST), not at its safety margin. A voting
  * node that renewed our key counts again. Keys are never recreated.
+ * Lock kinds (issue 13): keys get PX ttl + the record's lock-delay; a
+ * reader's round runs reader-extend (lockrec_script_cmd), is never put
+ * back on a restarted node (SET NX would make it an exclusive holder;
+ * the restart quarantine covers it) and is never batched (holder.c).
  * A round is owned by its caller (the holder) and lives on the loop
  * thread from extend_new to done or extend_abort.
  *
@@ -164,9 +168,10 @@ static void restore_on_restarted_nodes(rl_client *c,
     size_t i, k;
     int j;
 
-    if (confirmed_us == 0 || c->cfg.trust_restarted_nodes)
+    if (confirmed_us == 0 || c->cfg.trust_restarted_nodes || r->shared)
         return;
-    snprintf(ttl, sizeof(ttl), "%u", ttl_ms);
+    snprintf(ttl, sizeof(ttl), "%llu",
+             (unsigned long long)ttl_ms + r->delay_ms);
     for (i = 0; i < c->node_count; i++) {
         if (!node_started_after(c->nodes[i], confirmed_us))
             continue;
@@ -199,7 +204,8 @@ struct extend_round *extend_new(rl_client *c, const struct lock_rec *rec,
     e->holders = holders;
     e->done = done;
     e->owner = owner;
-    snprintf(e->ttl_buf, sizeof(e->ttl_buf), "%u", ttl_ms);
+    snprintf(e->ttl_buf, sizeof(e->ttl_buf), "%llu",
+             (unsigned long long)ttl_ms + rec->delay_ms);
     return e;
 }
 
@@ -440,7 +446,8 @@ static struct wire *batch_wire(struct extend_batch *b)
         argv[a] = nums;
         lens[a++] = put_decimal(nums, rec->nkeys);
         argv[a] = nums + 20;
-        lens[a++] = put_decimal(nums + 20, b->items[i].ttl_ms);
+        lens[a++] = put_decimal(nums + 20,
+                                (uint64_t)b->items[i].ttl_ms + rec->delay_ms);
     }
     w = wire_new(script_get(SCRIPT_TOUCH_BATCH), (int)b->keys, (int)argc,
                  argv, lens);

@@ -38,6 +38,13 @@
  * cannot finish before the margin never keeps its locks alive; the lock is
  * dropped from the batch when it becomes lost, is released or freed.
  * Each lock's outcome is applied by renewed(), the same as a single round.
+ * A reader (issue 13) is renewed by its own reader-extend round instead
+ * of a batch (reader_renewal): the touch-batch script knows only string
+ * keys, and each reader's fate stays its own.
+ *
+ * Semaphores (issue 13): the handle's record is made for the last slot's
+ * name (the longest); semaphore.c rewrites it to each slot it tries, so
+ * the lock won is an ordinary lock on its slot's key.
  *
  * Threads: the state, the rounds and the watchdog fields are loop-thread
  * only. Getters read atomics (deadline, voters, lost, ttl). Reentrant hold
@@ -61,6 +68,7 @@
 #include "holder.h"
 #include "lockrec.h"
 #include "release.h"
+#include "semaphore.h"
 #include "timeheap.h"
 
 #define RETRY_PAUSE_MAX_MS 200 /* pause after a failed renewal round */
@@ -165,6 +173,7 @@ struct lock_req {
     void *privdata;
     uint32_t ttl_ms;             /* acquire, extend */
     struct acquire_op *acquire;  /* REQ_ACQUIRE */
+    struct sem_op *sem;          /* REQ_ACQUIRE of a semaphore */
     rl_acquire_opts opts;        /* REQ_ACQUIRE, REQ_WATCH */
     pthread_t caller;            /* REQ_ACQUIRE: for reentrancy */
 };
@@ -237,6 +246,35 @@ static rl_status lock_new(rl_client *c, const char *const *resources,
     l->state = LOCK_ACQUIRING;
     *out = l;
     return RL_OK;
+}
+
+/* lock_new for the kinds of o (may be NULL): a reader, the lock-delay, a
+ * semaphore's record made for its last slot (semaphore.c rewrites it). */
+static rl_status lock_new_kind(rl_client *c, const char *const *resources,
+                               size_t count, const char *token,
+                               const rl_acquire_opts *o, struct rl_lock **out)
+{
+    size_t len = strlen(resources[0]);
+    char *slot_name;
+    rl_status st;
+
+    if (o == NULL || o->limit == 0) {
+        st = lock_new(c, resources, count, token, out);
+    } else {
+        slot_name = malloc(len + LOCKREC_SLOT_SUFFIX_MAX);
+        if (slot_name == NULL)
+            return rl_fail(RL_ENOMEM, "out of memory for a lock");
+        lockrec_slot_key(slot_name, resources[0], len, o->limit - 1);
+        st = lock_new(c, (const char *const *)&slot_name, 1, token, out);
+        free(slot_name);
+        if (st == RL_OK)
+            (*out)->rec.slot = (int32_t)(o->limit - 1);
+    }
+    if (st == RL_OK && o != NULL) {
+        (*out)->rec.shared = o->mode == RL_MODE_SHARED;
+        (*out)->rec.delay_ms = o->lock_delay_ms;
+    }
+    return st;
 }
 
 static void lock_destroy(struct rl_lock *l)
@@ -495,6 +533,23 @@ static void batch_renewal(struct rl_lock *l, struct extend_batch *b)
     schedule(l);
 }
 
+/* A reader (HELD, due): its own reader-extend round, HELD -> RENEWING. */
+static void reader_renewal(struct rl_lock *l)
+{
+    rl_client *c = atomic_load(&l->client);
+
+    l->round = extend_new(c, &l->rec, atomic_load(&l->ttl_ms),
+                          l->confirmed_us, &l->holders, renewed, l);
+    if (l->round == NULL) {
+        renewal_retry(l);
+        return;
+    }
+    l->round_req = NULL;
+    l->state = LOCK_RENEWING;
+    schedule(l);
+    extend_run(l->round);
+}
+
 /* The client's watchdog timer: margins first (those locks are lost), then
  * every renewal due within the window, in batches. */
 static void tick(void *arg)
@@ -537,6 +592,8 @@ static void tick(void *arg)
             rl_fail(RL_ELOST, "'%s': validity ran out before the extension",
                     l->rec.resource);
             become_lost(l);
+        } else if (l->rec.shared) {
+            reader_renewal(l);
         } else {
             batch_renewal(l, b);
         }
@@ -802,6 +859,7 @@ static void acquired(void *owner, rl_status st, const struct acquire_grant *g)
     rl_client *c = r->client;
 
     r->acquire = NULL;
+    r->sem = NULL;
     if (st != RL_OK) {
         lock_destroy(l);
         req_finish(r, st, NULL);
@@ -834,6 +892,17 @@ static void run_request(struct op *base)
 
     switch (r->kind) {
     case REQ_ACQUIRE:
+        if (r->opts.limit != 0) {
+            r->sem = sem_new(r->client, &l->rec, r->opts.limit, r->ttl_ms,
+                             &r->opts, acquired, r);
+            if (r->sem == NULL) {
+                lock_destroy(l);
+                req_finish(r, RL_ENOMEM, NULL);
+                return;
+            }
+            sem_run(r->sem);
+            return;
+        }
         r->acquire = acquire_new(r->client, &l->rec, r->ttl_ms, &r->opts,
                                  acquired, r);
         if (r->acquire == NULL) {
@@ -891,6 +960,7 @@ static void cancel_request(struct op *base)
     switch (r->kind) {
     case REQ_ACQUIRE:
         acquire_abort(r->acquire);
+        sem_abort(r->sem);
         lock_destroy(l);
         req_finish(r, RL_ECANCELED, NULL);
         return;
@@ -1039,7 +1109,7 @@ rl_status holder_acquire(rl_client *c, const char *const *resources,
     if (o != NULL && o->reentrant && count == 1 &&
         reenter(c, resources[0], cb, privdata, &st))
         return st;
-    st = lock_new(c, resources, count, NULL, &l);
+    st = lock_new_kind(c, resources, count, NULL, o, &l);
     if (st != RL_OK)
         return st;
     r = req_new(c, REQ_ACQUIRE, l, privdata);
@@ -1125,6 +1195,10 @@ rl_status holder_extend(rl_lock *l, uint32_t ttl_ms, rl_extend_cb cb,
     if (st == RL_OK)
         st = config_effective_ttl(
             &c->cfg, ttl_ms != 0 ? ttl_ms : atomic_load(&l->ttl_ms), &ttl);
+    if (st == RL_OK && l->rec.delay_ms > c->cfg.max_ttl_ms - ttl)
+        st = rl_fail(RL_EINVAL,
+                     "ttl_ms %u + the lock-delay %u is above max_ttl_ms %u",
+                     ttl, l->rec.delay_ms, c->cfg.max_ttl_ms);
     if (st == RL_OK && atomic_exchange(&l->user_extending, true))
         st = rl_fail(RL_EMISUSE, "'%s': an extend is already in flight",
                      l->rec.resource);
@@ -1239,6 +1313,33 @@ void rl_lock_free(rl_lock *l)
 rl_status rl_lock_adopt(rl_client *c, const char *resource, const char *token,
                         rl_lock **out)
 {
+    return rl_lock_adopt_opts(c, resource, token, NULL, out);
+}
+
+/* What rl_lock_adopt_opts takes from o: the mode and the lock-delay. */
+static rl_status check_adopt_opts(rl_client *c, const rl_acquire_opts *o)
+{
+    if (o->reserved32_ != 0 ||
+        rl_check_reserved(o->reserved_, sizeof(o->reserved_),
+                          "adopt options") != RL_OK)
+        return rl_fail(RL_EINVAL, "adopt options: reserved bytes are not "
+                       "zero (built against a newer redlock.h?)");
+    if (o->mode != RL_MODE_EXCLUSIVE && o->mode != RL_MODE_SHARED)
+        return rl_fail(RL_EINVAL, "mode %u is not RL_MODE_EXCLUSIVE or "
+                       "RL_MODE_SHARED", o->mode);
+    if (o->limit != 0)
+        return rl_fail(RL_EINVAL, "adopt a semaphore slot by its name "
+                       "(\"<resource>:slot:<i>\"), without limit");
+    if (o->lock_delay_ms >= c->cfg.max_ttl_ms)
+        return rl_fail(RL_EINVAL, "lock_delay_ms %u must be below "
+                       "max_ttl_ms %u", o->lock_delay_ms, c->cfg.max_ttl_ms);
+    return RL_OK;
+}
+
+rl_status rl_lock_adopt_opts(rl_client *c, const char *resource,
+                             const char *token, const rl_acquire_opts *o,
+                             rl_lock **out)
+{
     struct rl_lock *l;
     rl_status st;
     size_t len;
@@ -1257,7 +1358,9 @@ rl_status rl_lock_adopt(rl_client *c, const char *resource, const char *token,
     if (len == 0 || len > RL_MAX_TOKEN_LEN)
         return rl_fail(RL_EINVAL, "token must be 1..%d characters",
                        RL_MAX_TOKEN_LEN);
-    st = lock_new(c, &resource, 1, token, &l);
+    st = o != NULL ? check_adopt_opts(c, o) : RL_OK;
+    if (st == RL_OK)
+        st = lock_new_kind(c, &resource, 1, token, o, &l);
     if (st != RL_OK)
         return st;
     /* Unknown: every node may hold it until it answers otherwise. */
@@ -1283,6 +1386,18 @@ rl_status rl_watchdog_start(rl_lock *l, const rl_acquire_opts *o)
                        "'%s': adopted lock has no known TTL; extend it first",
                        l->rec.resource);
     st = check_watch_opts(o, atomic_load(&l->ttl_ms));
+    if (st == RL_OK && o != NULL &&
+        (o->mode != (l->rec.shared ? RL_MODE_SHARED : RL_MODE_EXCLUSIVE) ||
+         (o->limit != 0 && l->rec.slot < 0)))
+        st = rl_fail(RL_EINVAL,
+                     "'%s': mixing modes on one handle: the lock is %s, "
+                     "the options ask for %s",
+                     l->rec.resource,
+                     l->rec.shared ? "a shared (reader) lock"
+                                   : "an exclusive lock",
+                     o->mode == RL_MODE_SHARED ? "a shared one"
+                     : o->limit != 0           ? "a semaphore"
+                                               : "an exclusive one");
     if (st != RL_OK)
         return st;
     c = pin_client(l);
@@ -1432,6 +1547,16 @@ int rl_lock_lost_fd(const rl_lock *l)
     if (atomic_load(&m->lost))
         signal_fd(fd);
     return fd;
+}
+
+int rl_lock_slot(const rl_lock *l)
+{
+    return l != NULL ? l->rec.slot : -1;
+}
+
+int rl_lock_mode(const rl_lock *l)
+{
+    return l != NULL && l->rec.shared ? RL_MODE_SHARED : RL_MODE_EXCLUSIVE;
 }
 
 uint64_t rl_lock_fence(const rl_lock *l)

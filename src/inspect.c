@@ -101,7 +101,7 @@ static enum vote classify_status(struct inspect_op *op, size_t slot,
 {
     rl_holder_info *h = &op->holders[slot];
 
-    if (r->kind != REPLY_ARRAY || r->elements != 2 ||
+    if (r->kind != REPLY_ARRAY || r->elements < 2 || r->elements > 3 ||
         r->element[1].kind != REPLY_INTEGER) {
         if (r->kind == REPLY_ERROR)
             snprintf(h->error, sizeof(h->error), "%s: %.*s",
@@ -118,6 +118,8 @@ static enum vote classify_status(struct inspect_op *op, size_t slot,
     if (r->element[0].kind == REPLY_STRING)
         copy_text(h->token, sizeof(h->token), &r->element[0]);
     h->pttl_ms = r->element[1].integer;
+    if (r->elements == 3 && r->element[2].kind == REPLY_INTEGER)
+        h->readers = (uint32_t)r->element[2].integer; /* issue 13 */
     return VOTE_YES;
 }
 

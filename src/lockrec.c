@@ -1,7 +1,10 @@
 /* lockrec.c -- lock keys and token (DESIGN §6). Key layout: K = prefix +
  * resource, value = token, the same as redsync and node-redlock. The
  * record lives inside the memory of its rl_lock (one allocation per held
- * lock); see lockrec.h. */
+ * lock); see lockrec.h. Lock kinds (issue 13): a semaphore permit is the
+ * key K + ":slot:<i>" (an ordinary lock), a reader lives in K as a hash
+ * field (its record says shared), a lock-delay lengthens every PX. */
+#include <stdio.h>
 #include <string.h>
 
 #include "lockrec.h"
@@ -41,6 +44,9 @@ rl_status lockrec_init(struct lock_rec *r, void *tail,
     r->resource = r->keys[0] + cfg->prefix_len;
     r->token = p;
     r->adopted = token != NULL;
+    r->shared = false;
+    r->slot = -1;
+    r->delay_ms = 0;
     if (token != NULL) {
         strcpy(r->token, token);
         return RL_OK;
@@ -48,11 +54,33 @@ rl_status lockrec_init(struct lock_rec *r, void *tail,
     return token_generate(r->token);
 }
 
+size_t lockrec_slot_key(char *buf, const char *key, size_t key_len,
+                        uint32_t slot)
+{
+    memcpy(buf, key, key_len);
+    return key_len + (size_t)snprintf(buf + key_len, LOCKREC_SLOT_SUFFIX_MAX,
+                                      ":slot:%u", slot);
+}
+
+void lockrec_set_slot(struct lock_rec *r, uint32_t slot)
+{
+    char *colon = strrchr(r->keys[0], ':');
+
+    r->key_lens[0] = (size_t)(colon - r->keys[0]) + 1 +
+                     (size_t)sprintf(colon + 1, "%u", slot);
+    r->slot = (int32_t)slot;
+}
+
 void lockrec_script_cmd(const struct lock_rec *r, enum script_id id,
                         const char *ttl, struct lock_cmd *out)
 {
     size_t i;
     int argc = 0;
+
+    if (r->shared && id == SCRIPT_RELEASE)
+        id = SCRIPT_READER_RELEASE;
+    else if (r->shared && id == SCRIPT_EXTEND)
+        id = SCRIPT_READER_EXTEND;
 
     for (i = 0; i < r->nkeys; i++) {
         out->argv[argc] = r->keys[i];

@@ -22,6 +22,12 @@ struct lock_rec {
     const char *resource;        /* first resource, without prefix */
     char *token;                 /* ours: TOKEN_HEX_LEN hex digits */
     bool adopted;                /* token from elsewhere (rl_lock_adopt) */
+    bool shared;                 /* a reader of a read-write lock: its
+                                    scripts are the reader ones (issue 13) */
+    int32_t slot;                /* semaphore slot named by keys[0], -1:
+                                    none; a slot is tried once per attempt
+                                    (semaphore.c retries) */
+    uint32_t delay_ms;           /* lock-delay: keys live ttl + delay_ms */
 };
 
 /* Bytes lockrec_init needs after the record for these names and token
@@ -37,7 +43,17 @@ rl_status lockrec_init(struct lock_rec *r, void *tail,
                        const char *const *resources, size_t count,
                        const char *token);
 
-/* A script call over the lock's keys: KEYS = keys, ARGV = token [, ttl]. */
+/* Rewrite keys[0] (made for the semaphore's last slot, the longest name,
+ * "<key>:slot:<limit - 1>") to name slot instead. */
+void lockrec_set_slot(struct lock_rec *r, uint32_t slot);
+/* Write "<key>:slot:<slot>" (NUL-terminated) into buf; returns its
+ * length. buf holds at least key_len + LOCKREC_SLOT_SUFFIX_MAX bytes. */
+#define LOCKREC_SLOT_SUFFIX_MAX 20
+size_t lockrec_slot_key(char *buf, const char *key, size_t key_len,
+                        uint32_t slot);
+
+/* A script call over the lock's keys: KEYS = keys, ARGV = token [, ttl].
+ * A reader's record runs the reader variant of release and extend. */
 struct lock_cmd {
     struct round_cmd cmd;
     const char *argv[RL_MAX_RESOURCES + 6];

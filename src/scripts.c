@@ -19,6 +19,8 @@
  *     redlock:release:<key> as a release does; {false, -2} when absent.
  *     GET fails on a key that is not a string: such a key is no lock and
  *     is left alone.
+ *   inspect: {value or false, pttl}; for a read-write lock's readers
+ *     (a hash, issue 13) {false, pttl, live readers}.
  *   touch-batch (issue 16): the extend script for many locks in one call.
  *     ARGV holds three entries per lock: token, key count, ttl_ms; KEYS
  *     holds each lock's keys in the same order. Returns a string with one
@@ -27,6 +29,20 @@
  *     changed for that lock). Each lock's fate is its own; absent keys are
  *     never recreated. One MGET reads every key: a call from Lua costs
  *     about as much as the work of a PEXPIRE, so each key costs one call.
+ *   reader-acquire, reader-extend, reader-release (issue 13): a
+ *     read-write lock's readers live at the key itself, a hash of reader
+ *     token -> expiry (server time, ms), whose PEXPIRE is the latest
+ *     reader's expiry; so a plain SET NX (ours, redsync, node-redlock)
+ *     fails while readers hold it, and a reader is refused (0) while a
+ *     string (an exclusive holder) or a writer's intent key exists.
+ *     Expired readers are pruned on acquire; extend never re-adds an
+ *     absent or expired reader (0; -1 when an exclusive holder has the
+ *     key); release removes ours (1; 0 absent, -1 exclusive holder),
+ *     deletes the key when it was the last, and publishes as release
+ *     does so waiting writers wake.
+ *   writer-intent (issue 13): a refused exclusive acquire marks that it
+ *     waits, where readers hold the key, with <key>:wintent PX ARGV[2]:
+ *     new readers are refused until it expires (writer preference).
  * Single-key acquire does not use a script: plain SET NX PX keeps the key
  * layout identical to redsync and node-redlock (§6).
  * The digests are computed once with OpenSSL; node.c sends EVALSHA and
@@ -99,6 +115,15 @@ static struct script scripts[SCRIPT_COUNT] = {
         ""},
     [SCRIPT_INSPECT] = {
         "inspect",
+        "if redis.call('type', KEYS[1]).ok == 'hash' then\n"
+        "  local t = redis.call('time')\n"
+        "  local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
+        "  local n = 0\n"
+        "  for _, e in ipairs(redis.call('hvals', KEYS[1])) do\n"
+        "    if tonumber(e) > now then n = n + 1 end\n"
+        "  end\n"
+        "  return {false, redis.call('pttl', KEYS[1]), n}\n"
+        "end\n"
         "return {redis.call('get', KEYS[1]), redis.call('pttl', KEYS[1])}\n",
         ""},
     [SCRIPT_ACQUIRE_FENCED] = {
@@ -130,6 +155,62 @@ static struct script scripts[SCRIPT_COUNT] = {
         "redis.call('del', KEYS[1])\n"
         "redis.call('publish', 'redlock:release:' .. KEYS[1], v)\n"
         "return {v, t}\n",
+        ""},
+    [SCRIPT_READER_ACQUIRE] = {
+        "reader-acquire",
+        "local ty = redis.call('type', KEYS[1]).ok\n"
+        "if ty == 'string' then return 0 end\n"
+        "if redis.call('exists', KEYS[2]) == 1 then return 0 end\n"
+        "local t = redis.call('time')\n"
+        "local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
+        "local mine = now + tonumber(ARGV[2])\n"
+        "local last = mine\n"
+        "if ty == 'hash' then\n"
+        "  local all = redis.call('hgetall', KEYS[1])\n"
+        "  for i = 1, #all, 2 do\n"
+        "    local e = tonumber(all[i + 1])\n"
+        "    if e <= now then redis.call('hdel', KEYS[1], all[i])\n"
+        "    elseif e > last then last = e end\n"
+        "  end\n"
+        "end\n"
+        "redis.call('hset', KEYS[1], ARGV[1], string.format('%.0f', mine))\n"
+        "redis.call('pexpire', KEYS[1], string.format('%.0f', last - now))\n"
+        "return 1\n",
+        "", true},
+    [SCRIPT_READER_EXTEND] = {
+        "reader-extend",
+        "local ty = redis.call('type', KEYS[1]).ok\n"
+        "if ty == 'none' then return 0 end\n"
+        "if ty ~= 'hash' then return -1 end\n"
+        "local e = redis.call('hget', KEYS[1], ARGV[1])\n"
+        "local t = redis.call('time')\n"
+        "local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
+        "if not e or tonumber(e) <= now then return 0 end\n"
+        "local px = tonumber(ARGV[2])\n"
+        "redis.call('hset', KEYS[1], ARGV[1],\n"
+        "           string.format('%.0f', now + px))\n"
+        "if redis.call('pttl', KEYS[1]) < px then\n"
+        "  redis.call('pexpire', KEYS[1], ARGV[2])\n"
+        "end\n"
+        "return 1\n",
+        ""},
+    [SCRIPT_READER_RELEASE] = {
+        "reader-release",
+        "local ty = redis.call('type', KEYS[1]).ok\n"
+        "if ty == 'none' then return 0 end\n"
+        "if ty ~= 'hash' then return -1 end\n"
+        "if redis.call('hdel', KEYS[1], ARGV[1]) == 0 then return 0 end\n"
+        "if redis.call('hlen', KEYS[1]) == 0 then\n"
+        "  redis.call('del', KEYS[1])\n"
+        "end\n"
+        "redis.call('publish', 'redlock:release:' .. KEYS[1], ARGV[1])\n"
+        "return 1\n",
+        ""},
+    [SCRIPT_WRITER_INTENT] = {
+        "writer-intent",
+        "if redis.call('type', KEYS[1]).ok ~= 'hash' then return 0 end\n"
+        "redis.call('set', KEYS[2], ARGV[1], 'PX', ARGV[2])\n"
+        "return 1\n",
         ""},
 };
 

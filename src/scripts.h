@@ -8,13 +8,20 @@ enum script_id {
     SCRIPT_ACQUIRE_MULTI, /* KEYS: k1..kn; ARGV: token, ttl_ms -> 1 | 0 */
     SCRIPT_RELEASE,       /* KEYS: k1..kn; ARGV: token -> 1 | 0 | -1 */
     SCRIPT_EXTEND,        /* KEYS: k1..kn; ARGV: token, ttl_ms -> 1 | 0 | -1 */
-    SCRIPT_INSPECT,       /* KEYS: k; -> {value or false, pttl} */
+    SCRIPT_INSPECT,       /* KEYS: k; -> {value or false, pttl[,
+                             readers]} */
     SCRIPT_ACQUIRE_FENCED,/* KEYS: k1..kn, fence; ARGV: token, ttl_ms
                              -> {1, counter or false} | {0} */
     SCRIPT_FENCE_WRITE,   /* KEYS: k, fence; ARGV: token, value -> 1 | 0 */
     SCRIPT_FORCE_RELEASE, /* KEYS: k; -> {value or false, pttl}, deleted */
     SCRIPT_TOUCH_BATCH,   /* KEYS: every lock's keys; ARGV: per lock token,
                              nkeys, ttl_ms -> "1"|"0"|"2" per lock */
+    SCRIPT_READER_ACQUIRE,/* KEYS: k, writer intent; ARGV: token, px
+                             -> 1 | 0 (issue 13) */
+    SCRIPT_READER_EXTEND, /* KEYS: k; ARGV: token, px -> 1 | 0 | -1 */
+    SCRIPT_READER_RELEASE,/* KEYS: k; ARGV: token -> 1 | 0 | -1 */
+    SCRIPT_WRITER_INTENT, /* KEYS: k, writer intent; ARGV: token, px
+                             -> 1 set (readers hold k) | 0 */
     SCRIPT_COUNT,
 };
 

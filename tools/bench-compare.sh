@@ -190,6 +190,13 @@ for ((r = 1; r <= rounds_main; r++)); do
     theirs "$n5" --phases a,b,c "${dur[@]}" --label main >"$out/node.main.$r.jsonl"
 done
 
+# ---- k: lock kinds (issue 13), ours only: semaphore at K = 1, 4, 16,
+# readers, a writer among 8 readers -------------------------------------------
+for ((r = 1; r <= rounds_main; r++)); do
+    say "round $r/$rounds: redlock lock kinds (k)"
+    ours "$n5" --phases k "${dur[@]}" --label k >"$out/ours.k.$r.jsonl"
+done
+
 # ---- t: TLS against plaintext, same servers, interleaved (issue 11) --------
 [ "$watched_only" = 1 ] && rounds_t=0 || rounds_t=$rounds
 for ((r = 1; r <= rounds_t; r++)); do
@@ -479,7 +486,7 @@ def ratio(a, b):
     return "%.2f" % (med(a) / med(b))
 
 
-ours = {s: load("ours", s) for s in ("main", "d", "e", "f", "w", "t")}
+ours = {s: load("ours", s) for s in ("main", "d", "e", "f", "w", "t", "k")}
 node = {s: load("node", s) for s in ("main", "d", "e", "f", "w", "t")}
 lines = []
 w = lines.append
@@ -669,6 +676,35 @@ w("")
 w("node-redlock's figures are after a forced GC (`--expose-gc`); its "
   "per-client figure is within the GC's noise.")
 w("")
+
+# ---- k
+if any(ours["k"].values()):
+    w("## k: lock kinds (issue 13, libredlock only)")
+    w("")
+    w("Semaphore: K slots cycling acquire (limit K) + release on one "
+      "resource. Readers: 8 slots cycling reader acquire + release on one "
+      "read-write lock. Writer hand-off: one writer and 8 reader threads "
+      "on one resource, each holding 1 ms; the writer's wait is its "
+      "hand-off from the readers (writer intent).")
+    w("")
+    w("| workload | cycles/s | cycle p50 µs | cycle p99 µs | client CPU "
+      "µs/cycle |")
+    w("|---|---:|---:|---:|---:|")
+    for name, ph, n in (("semaphore K=1", "s", 1), ("semaphore K=4", "s", 4),
+                        ("semaphore K=16", "s", 16), ("8 readers", "r", 8),
+                        ("writer among 8 readers", "h", 9)):
+        w("| %s | %s | %s | %s | %s |" % (
+            name, cell(values(ours["k"], ph, "k", n, "cycles_per_s")),
+            cell(values(ours["k"], ph, "k", n, "cycle_us.p50")),
+            cell(values(ours["k"], ph, "k", n, "cycle_us.p99")),
+            cell(values(ours["k"], ph, "k", n, "cpu_us_per_cycle"))))
+    w("")
+    w("Writer among 8 readers: wait p50 %s µs, p99 %s µs; reader cycles/s "
+      "meanwhile %s." % (
+          cell(values(ours["k"], "h", "k", 9, "acquire_us.p50")),
+          cell(values(ours["k"], "h", "k", 9, "acquire_us.p99")),
+          cell(values(ours["k"], "h", "k", 9, "reader_cycles_per_s"))))
+    w("")
 
 # ---- Servers and floor
 w("## The servers' own limit and the fan-out floor")

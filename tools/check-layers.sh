@@ -13,7 +13,7 @@ layer_of() {
     loop|conn|tls)                            echo 1 loop/conn ;;
     node|notify)                              echo 2 node ;;
     quorum|fence|lockrec|core)                echo 3 quorum ;;
-    acquire|extend|release|inspect)           echo 4 operations ;;
+    acquire|extend|release|inspect|semaphore) echo 4 operations ;;
     holder)                                   echo 5 holder ;;
     client|blocking|metrics)                  echo 6 facade ;;
     *)                                        echo "- none" ;;

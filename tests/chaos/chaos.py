@@ -73,6 +73,15 @@ majority stays healthy, except one short majority pause in `mixed`):
   tls              the clients talk TLS (rediss://, a CA made with the
                    openssl CLI) while nodes are killed, paused and
                    restarted, holders paused, and a majority paused once
+  semaphore        (issue 13) library contenders take one of K=3 permits
+                   (--limit): kill, then pause, then restart-fast faults.
+                   Sections count per slot (each an ordinary mutex: checks
+                   1-3 hold per slot), and check 5 proves at most K
+                   overlapping holders per resource
+  rwlock           (issue 13) library contenders, 60% of cycles readers
+                   (--shared-pct): the same faults. Check 2 covers
+                   writers; check 5 proves no writer overlaps a reader and
+                   no reader saw the counter change while it held
 
 Negative controls run as expected failures: the suite passes only if the
 checker DOES see the violations they cause:
@@ -106,7 +115,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
 PROFILES = ["kill", "pause", "restart-fast", "restart-delayed", "partition",
-            "slow", "skew", "holder-pause", "mixed", "tls"]
+            "slow", "skew", "holder-pause", "mixed", "tls", "semaphore",
+            "rwlock"]
 NEGATIVE = ["neg-no-quarantine", "neg-quarantine", "neg-broken-client",
             "neg-skew-no-guard"]
 FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
@@ -1279,6 +1289,16 @@ def faults_mixed(env, until):
             return
 
 
+def faults_kinds(env, until):
+    """semaphore, rwlock: kill, then pause, then restart-fast, a third of
+    the time each."""
+    third = (until - mono_ns()) // 3
+    for k, f in enumerate((faults_kill, faults_pause, faults_restart_fast)):
+        f(env, min(until, mono_ns() + third) if k < 2 else until)
+        if env.stop.is_set():
+            return
+
+
 FAULTS = {
     "kill": faults_kill,
     "pause": faults_pause,
@@ -1290,6 +1310,8 @@ FAULTS = {
     "holder-pause": faults_holder_pause,
     "mixed": faults_mixed,
     "tls": faults_mixed,    # kill, pause, restart, holder pause, majority
+    "semaphore": faults_kinds,
+    "rwlock": faults_kinds,
 }
 
 
@@ -1298,7 +1320,8 @@ FAULTS = {
 class CS:
     __slots__ = ("cid", "kind", "res", "token", "fence", "enter", "end",
                  "exit", "status", "last", "lost_t", "wrote", "late",
-                 "regs", "cli_status", "run_end", "seen")
+                 "regs", "cli_status", "run_end", "seen", "shared",
+                 "rcheck")
 
     def __init__(self, cid, kind, res, token, fence, t):
         self.cid = cid
@@ -1318,6 +1341,8 @@ class CS:
         self.cli_status = None
         self.run_end = 0        # cli: when redlock-cli run returned
         self.seen = ""          # on a loss: nodes connected/voting
+        self.shared = False     # a reader's section (issue 13)
+        self.rcheck = None      # a reader's (V0, V1, VALID)
 
 
 def parse_log(c):
@@ -1352,6 +1377,10 @@ def parse_log(c):
                     if cur is not None:
                         close(cur)
                     cur = CS(c.cid, c.kind, w[3], w[4], int(w[5]), int(w[1]))
+                    cur.shared = len(w) > 6 and w[6] == "shared"
+                elif w[0] == "rcheck" and cur is not None:
+                    cur.last = max(cur.last, int(w[1]))
+                    cur.rcheck = (int(w[3]), int(w[4]), int(w[5]))
                 elif cur is None:
                     continue
                 elif w[0] in ("claim", "fwrite"):
@@ -1461,8 +1490,8 @@ def check(env, t_begin, slack_ns, expect_cli_kills=False):
     # 2. no overlap.
     overlaps = 0
     for r in resources:
-        ss = sorted((cs for cs in sections if cs.res == r),
-                    key=lambda cs: cs.enter)
+        ss = sorted((cs for cs in sections if cs.res == r and
+                     not cs.shared), key=lambda cs: cs.enter)
         holder = None
         for cs in ss:
             if holder is not None and cs.enter < holder.end - slack_ns:
@@ -1587,7 +1616,77 @@ def check(env, t_begin, slack_ns, expect_cli_kills=False):
             else:
                 errs.append(c.summary.get("other_errors", 0))
     res["other_errors"] = sum(errs)
+    check_kinds(env, sections, slack_ns, res)
     return res
+
+
+def check_kinds(env, sections, slack_ns, res):
+    """5. Lock kinds (issue 13). Read-write: no reader's section overlaps
+    a writer's (check 2 covers writer against writer), and no reader that
+    still held at its second read saw counter:R change. Semaphore
+    (env.limit K): at most K sections of R:slot:* at any time, and no slot
+    numbered K or above."""
+    V = res["violations"]
+    n = 0
+    if env.name in ("semaphore", "rwlock") and not sections:
+        V.append("%s: no critical section ran (see the contenders' .err "
+                 "files)" % env.name)
+    if any(cs.shared for cs in sections):
+        for r in sorted({cs.res for cs in sections}):
+            ss = sorted((cs for cs in sections if cs.res == r),
+                        key=lambda cs: cs.enter)
+            active = []
+            for cs in ss:
+                active = [h for h in active if h.end - slack_ns > cs.enter]
+                for h in active:
+                    if h.shared != cs.shared:
+                        n += 1
+                        if n <= 5:
+                            V.append("overlap on %s: %s of contender %d "
+                                     "entered at %d while %s of contender "
+                                     "%d held it until %d" %
+                                     (r, "reader" if cs.shared else
+                                      "writer", cs.cid, cs.enter,
+                                      "reader" if h.shared else "writer",
+                                      h.cid, h.end))
+                active.append(cs)
+        for cs in sections:
+            if cs.rcheck and cs.rcheck[2] == 1 and \
+                    cs.rcheck[0] != cs.rcheck[1]:
+                n += 1
+                V.append("reader %d on %s saw counter %d -> %d while it "
+                         "held (a writer overlapped)" %
+                         (cs.cid, cs.res, cs.rcheck[0], cs.rcheck[1]))
+        res["readers"] = sum(1 for cs in sections if cs.shared)
+    limit = getattr(env, "limit", 0)
+    if limit:
+        peak = 0
+        by_base = {}
+        for cs in sections:
+            base, sep, slot = cs.res.rpartition(":slot:")
+            if not sep or not slot.isdigit() or int(slot) >= limit:
+                n += 1
+                if n <= 5:
+                    V.append("semaphore: section on %r is not one of the "
+                             "%d slots" % (cs.res, limit))
+            by_base.setdefault(base if sep else cs.res, []).append(cs)
+        for base, ss in sorted(by_base.items()):
+            edges = sorted([(cs.enter, 1) for cs in ss] +
+                           [(cs.end - slack_ns, -1) for cs in ss],
+                           key=lambda e: (e[0], e[1]))
+            cur = 0
+            for t, d in edges:
+                cur += d
+                peak = max(peak, cur)
+                if cur > limit:
+                    n += 1
+                    if n <= 5:
+                        V.append("semaphore %s: %d holders at %d (limit "
+                                 "%d)" % (base, cur, t, limit))
+        res["semaphore_peak"] = peak
+        res["notes"].append("semaphore: at most %d of %d permits held at "
+                            "once" % (peak, limit))
+    res["overlaps"] += n
 
 
 # ---- profiles --------------------------------------------------------------
@@ -1680,7 +1779,16 @@ def run_profile(args, name, no_clock_guard=False):
         resources = ["chaos:r%d" % (i + 1) for i in range(nres)]
         kinds = ["blocking", "with_lock", "cli", "blocking", "with_lock",
                  "cli", "blocking", "with_lock"]
-        if name == "holder-pause":
+        if name in ("semaphore", "rwlock"):
+            # Library contenders only (issue 13).
+            if name == "semaphore":
+                env.limit = 3
+                extra = ["--limit", "3"]
+            else:
+                extra = ["--shared-pct", "60"]
+            env.add_contenders(["blocking", "with_lock"] * 4, resources,
+                               fence_ids=(1, 2, 3, 5, 6), extra=extra)
+        elif name == "holder-pause":
             env.add_contenders(kinds, resources, fence_ids="all", stale=True,
                                hold=(20, 100))
         else:

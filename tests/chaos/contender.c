@@ -16,6 +16,14 @@
  *   - with --fence, writes to the fenced register with its token;
  *   - stops early when rl_lock_lost() or the validity reached zero;
  *   - appends "exit" with an estimate of when its validity ended.
+ * Lock kinds (issue 13): with --limit K every cycle takes one of K
+ * permits (a semaphore): the section logs and counts under its slot's
+ * name (R:slot:i, an ordinary mutex), so the counter check holds per
+ * slot and the checker bounds the holders of R by K. With --shared-pct P
+ * a cycle is a reader with probability P%: it logs "enter ... shared",
+ * reads counter:R at the start and at the end of its hold and logs
+ * "rcheck" (a writer inside a reader's section changes it); it writes
+ * nothing and takes no fencing token.
  * Before every step it samples rl_lock_validity_ms(); the last positive
  * sample gives end_est = sample time + validity + 1 ms, the latest time
  * the lock was valid as far as this process could see (samples are at
@@ -23,7 +31,8 @@
  *
  * Log lines (space separated; chaos.py parses them):
  *   try T0 T1 R STATUS          one acquire attempt, STATUS = rl_status name
- *   enter T ID R TOKEN FENCE
+ *   enter T ID R TOKEN FENCE [shared]
+ *   rcheck T R V0 V1 VALID      a reader's two reads; VALID=1: still held
  *   claim T R FENCE ACCEPTED VALID
  *   wrote T R VALUE LATE        LATE=1: validity was 0 right after the SET
  *   fwrite T R FENCE ACCEPTED VALID
@@ -105,6 +114,8 @@ struct opts {
     bool stale_write;              /* fenced write even after the loss */
     bool no_quarantine;
     bool no_clock_guard;
+    uint32_t limit;                /* --limit: semaphore permits, 0 mutex */
+    uint32_t shared_pct;           /* --shared-pct: share of reader cycles */
     const char *cacert;         /* --cacert: TLS CA file, or NULL */
     uint32_t max_ttl_ms;
     char truth_host[256];
@@ -136,6 +147,7 @@ struct cs {
     redisContext *truth;
     int log_fd;
     const char *resource;
+    bool shared;                   /* this cycle is a reader */
     uint32_t hold_ms;
     int64_t t_try;                 /* attempt start, mono ns */
     bool entered;
@@ -218,6 +230,7 @@ static void usage(FILE *f)
         "                 [--idle-ms MAX] [--mode blocking|with_lock]\n"
         "                 [--fence] [--stale-write] [--no-quarantine]\n"
         "                 [--no-clock-guard] [--max-ttl MS] [--cacert FILE]\n"
+        "                 [--limit K] [--shared-pct P]\n"
         "       contender --now\n");
 }
 
@@ -261,6 +274,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         {"mode", required_argument, NULL, 'm'},
         {"fence", no_argument, NULL, 'f'},
         {"stale-write", no_argument, NULL, 'S'},
+        {"limit", required_argument, NULL, 'K'},
+        {"shared-pct", required_argument, NULL, 'P'},
         {"no-quarantine", no_argument, NULL, 'Q'},
         {"no-clock-guard", no_argument, NULL, 'G'},
         {"max-ttl", required_argument, NULL, 'M'},
@@ -352,6 +367,15 @@ static int parse_opts(int argc, char **argv, struct opts *o)
             break;
         case 'G':
             o->no_clock_guard = true;
+            break;
+        case 'K':
+            if (parse_u32(optarg, &o->limit) != 0)
+                goto out_usage;
+            break;
+        case 'P':
+            if (parse_u32(optarg, &o->shared_pct) != 0 ||
+                o->shared_pct > 100)
+                goto out_usage;
             break;
         case 'C':
             o->cacert = optarg;
@@ -524,15 +548,31 @@ static bool cs_still_held(struct cs *s, const rl_lock *l)
     return v > 0;
 }
 
+/* Hold the lock hold_ms, in 1 ms steps sampling it (samples stay dense
+ * so the validity estimate in the exit line is tight). False once it is
+ * no longer held. */
+static bool hold(struct cs *s, rl_lock *l)
+{
+    uint32_t slept = 0;
+
+    while (slept < s->hold_ms) {
+        sleep_ms(1);
+        slept++;
+        if (!cs_still_held(s, l))
+            return false;
+    }
+    return cs_still_held(s, l);
+}
+
 static int cs_body(rl_lock *l, struct cs *s)
 {
     const struct opts *o = s->o;
-    const char *res = s->resource;
+    /* A semaphore's section is its slot's (an ordinary mutex). */
+    const char *res = o->limit != 0 ? rl_lock_resource(l) : s->resource;
     const char *token = rl_lock_token(l);
     uint64_t fence = rl_lock_fence(l);
     char data[64];
-    long long v;
-    uint32_t slept = 0;
+    long long v, v1;
     int64_t t_exit;
     int64_t end_est;
     int acc;
@@ -547,8 +587,9 @@ static int cs_body(rl_lock *l, struct cs *s)
     s->n->acquired++;
     /* Sample before the enter stamp so end_est is defined from here on. */
     cs_still_held(s, l);
-    log_line(s->log_fd, "enter %" PRId64 " %d %s %s %" PRIu64, mono_ns(),
-             o->id, res, token, fence);
+    log_line(s->log_fd, "enter %" PRId64 " %d %s %s %" PRIu64 "%s",
+             mono_ns(), o->id, res, token, fence,
+             s->shared ? " shared" : "");
     snprintf(data, sizeof(data), "c%d", o->id);
     if (o->fence && fence != 0) {
         acc = truth_register(s->truth, res, fence, data, "claim");
@@ -563,16 +604,19 @@ static int cs_body(rl_lock *l, struct cs *s)
         fprintf(stderr, "contender %d: GET counter:%s failed\n", o->id, res);
         goto out_error;
     }
-    /* Sleep in 1 ms steps, sampling the lock: samples stay dense so the
-     * validity estimate in the exit line is tight. */
-    while (slept < s->hold_ms) {
-        sleep_ms(1);
-        slept++;
-        if (!cs_still_held(s, l))
-            goto out_stop;
-    }
-    if (!cs_still_held(s, l))
+    if (!hold(s, l))
         goto out_stop;
+    if (s->shared) {
+        v1 = truth_get_counter(s->truth, res);
+        valid = cs_still_held(s, l);
+        if (v1 < 0)
+            goto out_error;
+        log_line(s->log_fd, "rcheck %" PRId64 " %s %lld %lld %d", mono_ns(),
+                 res, v, v1, valid ? 1 : 0);
+        if (!s->lost_seen)
+            s->n->completed++;
+        goto out_exit;
+    }
     if (truth_set_counter(s->truth, res, v + 1) != 0) {
         fprintf(stderr, "contender %d: SET counter:%s failed\n", o->id, res);
         goto out_error;
@@ -670,8 +714,11 @@ static void run_cycle(rl_client *c, struct cs *s)
     memset(&ao, 0, sizeof(ao));
     ao.ttl_ms = o->ttl_ms;
     ao.wait_ms = o->wait_ms;
-    ao.fencing = o->fence;
     ao.auto_extend = true;
+    ao.limit = o->limit;
+    s->shared = o->shared_pct > 0 && rnd() % 100 < o->shared_pct;
+    ao.mode = s->shared ? RL_MODE_SHARED : RL_MODE_EXCLUSIVE;
+    ao.fencing = o->fence && !s->shared;
     s->resource = o->resources[rnd() % o->resource_count];
     s->hold_ms = rnd_between(o->hold_min_ms, o->hold_max_ms);
     s->entered = false;

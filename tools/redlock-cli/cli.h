@@ -155,6 +155,37 @@ int cli_status_exit_detail(const struct cli_opts *o, rl_status st,
 /* Free what the options own (wipes the password). */
 void cli_opts_free(struct cli_opts *o);
 
+/* ---- Lock kinds (kinds.c, issue 13) -------------------------------------- */
+
+/* The raw values of --limit K, --shared and --lock-delay MS. */
+struct cli_kind {
+    const char *limit_s;
+    const char *delay_s;
+    bool shared;
+};
+/* Entries for a command's option table (3 of them). */
+#define CLI_KIND_OPTS(k)                                                      \
+    {"limit", &(k).limit_s, NULL}, {"shared", NULL, &(k).shared},             \
+        {"lock-delay", &(k).delay_s, NULL}
+#define CLI_KIND_NOPTS 3
+/* Check k and set ao's limit, mode and lock_delay_ms. 0, or -1 with the
+ * usage error printed. */
+int cli_kind_apply(const struct cli_opts *o, const struct cli_kind *k,
+                   rl_acquire_opts *ao);
+/* True when ao asks for anything but a plain mutex. */
+bool cli_kind_any(const rl_acquire_opts *ao);
+/* Print l's handle: "[slot<i>/][shared/][delay<MS>/]TOKEN" (a plain
+ * mutex: the bare token). */
+void cli_print_handle(FILE *f, const rl_lock *l, uint32_t delay_ms);
+/* cli_adopt_token for a handle cli_print_handle printed (or a bare
+ * token): adopts the slot's key, a reader, or the lock-delay. */
+int cli_adopt_handle(struct cli_opts *o, const char *resource,
+                     const char *handle, rl_client **c, rl_lock **l);
+/* "<resource>:slot:<slot>" into buf; -1 when it does not fit. */
+#define CLI_SLOT_NAME_MAX 540
+int cli_slot_name(char *buf, size_t len, const char *resource,
+                  uint32_t slot);
+
 /* ---- run --metrics-file (run_metrics.c) ---------------------------------- */
 
 /* One run's moments, cli_mono_us(); 0 = did not happen. */

@@ -1,5 +1,5 @@
-/* cmd_acquire.c -- "redlock-cli acquire R [--ttl MS] [--wait MS] [--fence]"
- * (DESIGN §7).
+/* cmd_acquire.c -- "redlock-cli acquire R [--ttl MS] [--wait MS] [--fence]
+ * [--limit K | --shared] [--lock-delay MS]" (DESIGN §7, issue 13).
  *
  * Takes the lock once (with the retry policy, or waiting up to --wait),
  * prints the token on stdout line 1 (or one JSON object) and leaves the
@@ -13,7 +13,8 @@
 
 static const char usage[] =
 "Usage: redlock-cli [GLOBAL OPTIONS] acquire R [--ttl MS] [--wait MS]\n"
-"                                             [--fence]\n"
+"                                             [--fence] [--limit K]\n"
+"                                             [--shared] [--lock-delay MS]\n"
 "\n"
 "Acquire the lock on resource R and print its token on stdout (line 1).\n"
 "The lock stays held until its TTL runs out or 'release R TOKEN'.\n"
@@ -23,6 +24,14 @@ static const char usage[] =
 "              without it the retry policy (--retry-count) applies\n"
 "  --fence     also issue a fencing token (strictly increasing), printed\n"
 "              on stdout line 2\n"
+"  --limit K   a semaphore with K permits (1..1024): take one of the K slot\n"
+"              locks R:slot:0..K-1; prints slot<i>/TOKEN\n"
+"  --shared    a reader of the read-write lock R (readers share, writers --\n"
+"              plain acquires -- exclude them); prints shared/TOKEN\n"
+"  --lock-delay MS  keep the key MS ms beyond the TTL unless released, so\n"
+"              a crashed holder is succeeded only after its writes drain;\n"
+"              prints delay<MS>/TOKEN. release and extend take what acquire\n"
+"              printed.\n"
 "\n"
 "With --json: one object with token, validity_ms, ttl_ms, fence, nodes_ok\n"
 "and nodes.\n"
@@ -37,10 +46,12 @@ int cmd_acquire(struct cli_opts *o, int argc, char **argv)
     const char *ttl_s = NULL;
     const char *wait_s = NULL;
     bool fence = false;
+    struct cli_kind kind = {NULL, NULL, false};
     const struct cli_cmdopt opts[] = {
         {"ttl", &ttl_s, NULL},
         {"wait", &wait_s, NULL},
         {"fence", NULL, &fence},
+        CLI_KIND_OPTS(kind),
     };
     const char *pos[1];
     rl_acquire_opts ao;
@@ -50,7 +61,8 @@ int cmd_acquire(struct cli_opts *o, int argc, char **argv)
     int npos;
     int code;
 
-    code = cli_parse_args(o, argc, argv, opts, 3, usage, pos, 1, &npos, NULL);
+    code = cli_parse_args(o, argc, argv, opts, 3 + CLI_KIND_NOPTS, usage, pos,
+                          1, &npos, NULL);
     if (code != 0)
         return code > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
     if (npos < 1)
@@ -60,7 +72,8 @@ int cmd_acquire(struct cli_opts *o, int argc, char **argv)
     ao.ttl_ms = cli_default_ttl(o);
     if (cli_check_resource(o, pos[0]) != 0 ||
         (ttl_s != NULL && cli_parse_ttl(o, "--ttl", ttl_s, &ao.ttl_ms) != 0) ||
-        (wait_s != NULL && cli_parse_wait(o, wait_s, &ao.wait_ms) != 0))
+        (wait_s != NULL && cli_parse_wait(o, wait_s, &ao.wait_ms) != 0) ||
+        cli_kind_apply(o, &kind, &ao) != 0)
         return CLI_EXIT_USAGE;
     ao.fencing = fence;
 
@@ -77,12 +90,21 @@ int cmd_acquire(struct cli_opts *o, int argc, char **argv)
         cli_json_str(stdout, pos[0]);
         fputs(",\"token\":", stdout);
         cli_json_str(stdout, rl_lock_token(l));
+        if (cli_kind_any(&ao)) {
+            fputs(",\"handle\":\"", stdout);
+            cli_print_handle(stdout, l, ao.lock_delay_ms);
+            printf("\",\"slot\":%d,\"shared\":%s,\"lock_delay_ms\":%u",
+                   rl_lock_slot(l),
+                   rl_lock_mode(l) == RL_MODE_SHARED ? "true" : "false",
+                   ao.lock_delay_ms);
+        }
         printf(",\"validity_ms\":%" PRId64 ",\"ttl_ms\":%u,\"fence\":%" PRIu64
                ",\"nodes_ok\":%u,\"nodes\":%zu}\n", rl_lock_validity_ms(l),
                ao.ttl_ms, rl_lock_fence(l), rl_lock_nodes_ok(l),
                o->node_count);
     } else {
-        printf("%s\n", rl_lock_token(l));
+        cli_print_handle(stdout, l, ao.lock_delay_ms);
+        putchar('\n');
         if (fence)
             printf("%" PRIu64 "\n", rl_lock_fence(l));
         cli_info(o, "acquired '%s': validity %" PRId64 " ms, %u of %zu "

@@ -26,6 +26,12 @@
  *   restart (hidden, for tools/bench-compare.sh; issue 11): the last node
  *      watched through rl_client_stats while the script kills it (or its
  *      connection): when it was seen down and when it voted again.
+ *   k  lock kinds (issue 13): s, a semaphore with K permits (K = 1, 4,
+ *      16) cycled by K slots at once on one resource (acquire with limit
+ *      K + release: cycles/s); r, 8 slots cycling readers of one
+ *      read-write lock; h, one writer and 8 reader threads on one
+ *      resource, each holding --hold ms: the writer's acquisitions/s and
+ *      wait (its hand-off from the readers) percentiles.
  * Phases d (node counts) and e (degraded nodes) are phases a/b run again
  * by the script on other node lists, told apart with --label.
  *
@@ -69,11 +75,13 @@ static const char usage[] =
 "\n"
 "Load generator on resources named bench:<pid>:... (released afterwards).\n"
 "\n"
-"  --phases LIST        any of a,b,c,f (a,b,c)\n"
+"  --phases LIST        any of a,b,c,f,k (a,b,c)\n"
 "                       a: sequential acquire+release on fresh resources\n"
 "                       b: N cycles in flight, one resource per slot\n"
 "                       c: contenders on one resource, holding --hold ms\n"
 "                       f: memory, RSS per held lock and per client\n"
+"                       k: lock kinds: semaphore K=1,4,16 (s), readers\n"
+"                          (r), a writer among 8 readers (h)\n"
 "  --concurrency LIST   in-flight levels for phase b (1,16,64,256)\n"
 "  --duration S         seconds per measurement, may be fractional (3)\n"
 "  --ttl MS             lock TTL (30000)\n"
@@ -93,6 +101,8 @@ static const char usage[] =
 "failures; phase c adds contenders, hold_ms, acquisitions_per_s,\n"
 "handoffs_per_s, wait_us, handoff_us, shares, fairness and overlaps;\n"
 "phase f adds locks, bytes_per_lock, resource_bytes, baseline_rss_kb.\n"
+"Phase k: phases s (concurrency = K), r and h; h adds readers and\n"
+"reader_cycles_per_s (cycles and acquire_us are the writer's).\n"
 "--watched: phase \"watched\", locks, ttl_ms, duration_s, acquire_s,\n"
 "renewals, renewals_per_s, cpu_us_per_renewal, server_cpu_us_per_renewal,\n"
 "bytes_per_lock, resource_bytes, lost, failures.\n"
@@ -136,6 +146,8 @@ struct bench {
     int holding;                /* phase c (mu) */
     uint64_t t_free;            /* phase c: mono µs the last release began */
     uint64_t *shares;           /* phase c: acquisitions per contender */
+    uint32_t limit;             /* phase s: the semaphore's permits */
+    uint64_t reader_cycles;     /* phase h (mu) */
     rl_uri **uris;              /* o->node_count parsed node URIs */
     redisContext **direct;      /* floor: a connection per node */
     /* phases f and watched ('w') */
@@ -314,6 +326,12 @@ static void start_acquire(struct slot *s)
         ao.lost_cb = on_lost;
         ao.lost_privdata = b;
     }
+    if (b->phase == 's') {
+        ao.limit = b->limit;
+        ao.wait_ms = 1000;
+    }
+    if (b->phase == 'r')
+        ao.mode = RL_MODE_SHARED;
     if (b->phase == 'a') {
         pthread_mutex_lock(&b->mu);
         snprintf(s->res, sizeof(s->res), "bench:%ld:a:%lu", (long)getpid(),
@@ -404,6 +422,55 @@ static void *contender(void *arg)
     return NULL;
 }
 
+/* ---- Phase h: a writer among readers ------------------------------------ */
+
+/* Slot 0 is the writer, the others readers, all on one resource, each
+ * holding --hold ms per cycle. The writer's waits are its hand-offs. */
+static void *rw_contender(void *arg)
+{
+    struct slot *s = arg;
+    struct bench *b = s->b;
+    bool writer = s->idx == 0;
+    rl_acquire_opts ao;
+    struct timespec hold;
+    rl_lock *l;
+    rl_status st;
+    uint64_t t0, t1;
+
+    memset(&ao, 0, sizeof(ao));
+    ao.ttl_ms = b->ttl_ms;
+    ao.wait_ms = 5000;
+    ao.mode = writer ? RL_MODE_EXCLUSIVE : RL_MODE_SHARED;
+    hold.tv_sec = b->hold_ms / 1000;
+    hold.tv_nsec = (long)(b->hold_ms % 1000) * 1000000L;
+    while (!atomic_load(&b->stop)) {
+        t0 = cli_mono_us();
+        st = rl_acquire(b->c, s->res, &ao, &l);
+        t1 = cli_mono_us();
+        if (st != RL_OK) {
+            if (!atomic_load(&b->stop))
+                count_failure(b);
+            if (st == RL_ENOQUORUM || st == RL_ECANCELED)
+                usleep(10000);
+            continue;
+        }
+        nanosleep(&hold, NULL);
+        st = rl_release(l);
+        pthread_mutex_lock(&b->mu);
+        if (writer) {
+            samples_add(&b->acq, t1 - t0);
+            samples_add(&b->cyc, cli_mono_us() - t0);
+            b->cycles++;
+        } else {
+            b->reader_cycles++;
+        }
+        if (st != RL_OK)
+            b->failures++;
+        pthread_mutex_unlock(&b->mu);
+    }
+    return NULL;
+}
+
 /* ---- Measurements -------------------------------------------------------- */
 
 static uint64_t cpu_us(void)
@@ -470,6 +537,7 @@ static void reset(struct bench *b)
     b->failures = 0;
     b->handoffs = 0;
     b->overlaps = 0;
+    b->reader_cycles = 0;
     b->last_holder = -1;
     b->holding = -1;
     b->t_free = 0;
@@ -522,14 +590,14 @@ static int measure(struct bench *b, char phase, int n, double duration)
     for (i = 0; i < n; i++) {
         slots[i].b = b;
         slots[i].idx = i;
-        if (phase == 'c')
-            snprintf(slots[i].res, sizeof(slots[i].res), "bench:%ld:c%d",
-                     (long)getpid(), n);
+        if (phase == 'c' || phase == 's' || phase == 'r' || phase == 'h')
+            snprintf(slots[i].res, sizeof(slots[i].res), "bench:%ld:%c%d",
+                     (long)getpid(), phase, n);
         else
             snprintf(slots[i].res, sizeof(slots[i].res), "bench:%ld:%c%d:%d",
                      (long)getpid(), phase, n, i);
     }
-    if (phase == 'c') {
+    if (phase == 'c' || phase == 'h') {
         free(b->shares);
         b->shares = calloc((size_t)n, sizeof(*b->shares));
         threads = calloc((size_t)n, sizeof(*threads));
@@ -539,7 +607,9 @@ static int measure(struct bench *b, char phase, int n, double duration)
             return -1;
         }
         for (i = 0; i < n; i++) {
-            if (pthread_create(&threads[i], NULL, contender, &slots[i]) != 0)
+            if (pthread_create(&threads[i], NULL,
+                               phase == 'h' ? rw_contender : contender,
+                               &slots[i]) != 0)
                 break;
             started++;
         }
@@ -615,6 +685,11 @@ static void report(struct bench *b, char phase, int n, double elapsed_s,
                 printf("%s%" PRIu64, i > 0 ? "," : "", b->shares[i]);
             printf("],\"fairness\":%.3f", fairness(b->shares, n));
         }
+        if (phase == 'h')
+            printf(",\"readers\":%d,\"reader_cycles_per_s\":%.1f", n - 1,
+                   elapsed_s > 0 ? (double)b->reader_cycles / elapsed_s : 0);
+        if (phase == 's')
+            printf(",\"limit\":%u", b->limit);
         fputs("}\n", stdout);
         fflush(stdout);
         return;
@@ -641,6 +716,12 @@ static void report(struct bench *b, char phase, int n, double elapsed_s,
                per_s, elapsed_s > 0 ? (double)b->handoffs / elapsed_s : 0,
                w[0], w[2], w[3], h[0], h[2], fairness(b->shares, n),
                b->overlaps);
+    if (phase == 'h')
+        printf("      h: 1 writer among %d readers, hold %u ms: %.1f writer "
+               "acquisitions/s, wait p50 %" PRIu64 " p99 %" PRIu64 " us, "
+               "%.1f reader cycles/s\n", n - 1, b->hold_ms, per_s, a[0],
+               a[2], elapsed_s > 0 ? (double)b->reader_cycles / elapsed_s
+                                   : 0);
     fflush(stdout);
 }
 
@@ -1306,13 +1387,41 @@ static int parse_list(const char *s, uint32_t lo, uint32_t hi, uint32_t *out,
     }
 }
 
-enum { P_A, P_B, P_C, P_F, P_FLOOR, P_RESTART, P_COUNT };
+enum { P_A, P_B, P_C, P_F, P_FLOOR, P_RESTART, P_K, P_COUNT };
+
+/* Phase k (issue 13): semaphores at K = 1, 4, 16 (phase s, K slots at
+ * once), 8 readers (r), a writer among 8 readers (h). */
+static int phase_kinds(struct bench *b, double duration, bool header)
+{
+    static const uint32_t limits[] = {1, 4, 16};
+    size_t i;
+    int r;
+
+    for (i = 0; i < 3 + 2; i++) {
+        char phase = i < 3 ? 's' : i == 3 ? 'r' : 'h';
+        int n = i < 3 ? (int)limits[i] : i == 3 ? 8 : 9;
+
+        b->limit = i < 3 ? limits[i] : 0;
+        r = run_one(b, phase, n, duration, header);
+        header = false;
+        if (r != 0) {
+            int code = cli_fail(b->o, CLI_EXIT_NO_QUORUM, "phase %c: %s",
+                                phase, r == -1 ? "out of memory"
+                                               : "operations did not finish");
+
+            if (r == -2)
+                _exit(code);    /* callbacks may still use the slots */
+            return code;
+        }
+    }
+    return 0;
+}
 
 /* "a,b,floor" -> want[]. -1 on an unknown name. */
 static int parse_phases(const char *s, bool want[P_COUNT])
 {
     static const char *names[P_COUNT] = {"a", "b", "c", "f", "floor",
-                                         "restart"};
+                                         "restart", "k"};
     int k;
 
     for (;;) {
@@ -1382,7 +1491,7 @@ int cmd_bench(struct cli_opts *o, int argc, char **argv)
         return code > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
     if (parse_phases(phases_s, want) != 0)
         return cli_fail(o, CLI_EXIT_USAGE, "--phases: '%s' is not a list of "
-                        "a, b, c, f", phases_s);
+                        "a, b, c, f, k", phases_s);
     nconc = parse_list(conc_s, 1, MAX_CONCURRENCY, conc, MAX_LIST);
     if (nconc < 0)
         return cli_fail(o, CLI_EXIT_USAGE, "--concurrency: '%s' is not a "
@@ -1478,6 +1587,11 @@ int cmd_bench(struct cli_opts *o, int argc, char **argv)
             goto out;
         }
         header = false;
+    }
+    if (want[P_K]) {
+        code = phase_kinds(&b, duration, header);
+        if (code != 0)
+            goto out;
     }
     if (want[P_F]) {
         code = phase_f(&b);

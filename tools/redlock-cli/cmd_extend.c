@@ -14,6 +14,8 @@ static const char usage[] =
 "\n"
 "Extend the lock on R held by TOKEN (from 'acquire') to a new TTL, on a\n"
 "majority of the nodes. Prints the new validity in milliseconds.\n"
+"TOKEN is what acquire printed (slot<i>/, shared/, delay<MS>/ prefixes\n"
+"for a semaphore slot, a reader, a lock-delay, which extend keeps).\n"
 "\n"
 "  --ttl MS    new time-to-live, 1..--max-ttl (30000)\n"
 "\n"
@@ -48,7 +50,7 @@ int cmd_extend(struct cli_opts *o, int argc, char **argv)
     if (cli_check_resource(o, pos[0]) != 0 ||
         (ttl_s != NULL && cli_parse_ttl(o, "--ttl", ttl_s, &ttl) != 0))
         return CLI_EXIT_USAGE;
-    code = cli_adopt_token(o, pos[0], pos[1], &c, &l);
+    code = cli_adopt_handle(o, pos[0], pos[1], &c, &l);
     if (code != CLI_EXIT_OK)
         goto out;
     st = rl_extend(l, ttl);

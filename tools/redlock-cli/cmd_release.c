@@ -24,6 +24,8 @@ static const char usage[] =
 "       redlock-cli [GLOBAL OPTIONS] release --force R\n"
 "\n"
 "Release the lock on R held by TOKEN (compare-and-delete on every node).\n"
+"TOKEN is what acquire printed: for a semaphore slot, a reader or a lock\n"
+"with a lock-delay it starts with slot<i>/, shared/ or delay<MS>/.\n"
 "\n"
 "Exit: 0 released or already free, 1 held by another token, 2 usage,\n"
 "3 no quorum (the keys expire by themselves).\n"
@@ -160,7 +162,7 @@ int cmd_release(struct cli_opts *o, int argc, char **argv)
                         "TOKEN)", npos == 0 ? "resource" : "TOKEN");
     if (cli_check_resource(o, pos[0]) != 0)
         return CLI_EXIT_USAGE;
-    code = cli_adopt_token(o, pos[0], pos[1], &c, &l);
+    code = cli_adopt_handle(o, pos[0], pos[1], &c, &l);
     if (code != CLI_EXIT_OK)
         goto out;
     st = rl_release(l);         /* consumes l */

@@ -84,6 +84,11 @@ static const char usage[] =
 "  --metrics-file FILE      at the end, replace FILE atomically with the\n"
 "                           run's figures in Prometheus text format (for\n"
 "                           node_exporter's textfile collector: FILE.prom)\n"
+"  --limit K                hold one of K permits (a semaphore of K slot\n"
+"                           locks, like 'consul lock -n K')\n"
+"  --shared                 hold R as a reader (readers share it; plain\n"
+"                           runs and acquires of R are the writers)\n"
+"  --lock-delay MS          keys outlive the TTL by MS unless released\n"
 "\n"
 "Exit: CMD's status; 1 (or N) not acquired; 2 usage; 3 no quorum; 4 lock\n"
 "lost (CMD was signalled); 126/127 CMD not executable / not found.\n"
@@ -91,7 +96,8 @@ static const char usage[] =
 "Examples:\n"
 "  redlock-cli run nightly-backup -- /usr/local/bin/backup --full\n"
 "  redlock-cli run --wait 60000 deploy -- sh -c 'echo $REDLOCK_TOKEN'\n"
-"  redlock-cli run --fence --conflict-exit-code 0 cron:report -- ./report\n";
+"  redlock-cli run --fence --conflict-exit-code 0 cron:report -- ./report\n"
+"  redlock-cli run --limit 4 --wait forever encoders -- ./encode job.mp4\n";
 
 /* Messages on the socket between redlock-cli and the supervisor. */
 enum sup_type {
@@ -459,7 +465,9 @@ static int parse(struct cli_opts *o, int argc, char **argv,
     const char *sig_s = NULL;
     const char *conflict_s = NULL;
     bool fence = false;
+    struct cli_kind kind = {NULL, NULL, false};
     const struct cli_cmdopt opts[] = {
+        CLI_KIND_OPTS(kind),
         {"ttl", &ttl_s, NULL},
         {"wait", &wait_s, NULL},
         {"fence", NULL, &fence},
@@ -497,6 +505,8 @@ static int parse(struct cli_opts *o, int argc, char **argv,
     if (ttl_s != NULL && cli_parse_ttl(o, "--ttl", ttl_s, &a->ao.ttl_ms) != 0)
         return -1;
     if (wait_s != NULL && cli_parse_wait(o, wait_s, &a->ao.wait_ms) != 0)
+        return -1;
+    if (cli_kind_apply(o, &kind, &a->ao) != 0)
         return -1;
     if (sig_s != NULL) {
         a->kill_signal = cli_parse_signal(sig_s);

@@ -1,10 +1,12 @@
-/* cmd_status.c -- "redlock-cli status R" (DESIGN §7).
+/* cmd_status.c -- "redlock-cli status R [--limit K]" (DESIGN §7).
  *
  * Reads R's key on every node (rl_resource_status) and each node's vote
  * (rl_client_ping), and shows per node: reachable, the holder's token
  * prefix (8 characters: enough to compare, not enough to release someone
  * else's lock), the PTTL and whether the node votes or is quarantined.
- * A summary says whether one token holds a majority. Exit 0 (2 usage). */
+ * A summary says whether one token holds a majority. A read-write lock
+ * held by readers shows how many each node has; --limit K shows each of
+ * the semaphore's K slots in turn (issue 13). Exit 0 (2 usage). */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,46 +16,110 @@
 #define TOKEN_SHOWN 8
 
 static const char usage[] =
-"Usage: redlock-cli [GLOBAL OPTIONS] status R\n"
+"Usage: redlock-cli [GLOBAL OPTIONS] status R [--limit K]\n"
 "\n"
 "Show, per node, whether it is reachable, the holder of R (first 8\n"
 "characters of the token), the remaining PTTL in ms and whether the node\n"
 "votes (a node younger than --max-ttl is quarantined and does not vote).\n"
+"Readers of a read-write lock show as readers:N. --limit K shows each\n"
+"slot R:slot:0..K-1 of a semaphore with K permits.\n"
 "\n"
 "With --json: one object with resource, held, holder, holder_nodes,\n"
 "quorum, quorum_ok and nodes: an array of {node, reachable, voting,\n"
-"holder, pttl_ms, error}.\n"
+"holder, pttl_ms, error}, plus readers (live readers on a majority).\n"
+"With --limit: {\"resource\", \"limit\", \"slots\": [one object per slot]}.\n"
 "Exit: 0 (also when nodes are down), 2 usage.\n"
 "\n"
 "Example:\n"
 "  redlock-cli -n h1:6379,h2:6379,h3:6379 status deploy\n";
 
+/* The fewest live readers a majority of the nodes reports (0 if none). */
+static uint32_t majority_readers(const rl_holder_info *h, size_t count)
+{
+    size_t i, j, at_least;
+    uint32_t best = 0;
+
+    for (i = 0; i < count; i++) {
+        at_least = 0;
+        for (j = 0; j < count; j++)
+            at_least += h[j].readers >= h[i].readers && h[i].readers > 0;
+        if (at_least >= count / 2 + 1 && h[i].readers > best)
+            best = h[i].readers;
+    }
+    return best;
+}
+
+static int show(struct cli_opts *o, rl_client *c, const char *resource,
+                bool nested);
+
 int cmd_status(struct cli_opts *o, int argc, char **argv)
 {
+    const char *limit_s = NULL;
+    const struct cli_cmdopt opts[] = {{"limit", &limit_s, NULL}};
+    char name[CLI_SLOT_NAME_MAX];
     const char *pos[1];
-    rl_holder_info *h = NULL;
     rl_client *c = NULL;
+    uint32_t limit = 0, i;
+    int npos;
+    int code;
+
+    code = cli_parse_args(o, argc, argv, opts, 1, usage, pos, 1, &npos, NULL);
+    if (code != 0)
+        return code > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    if (npos < 1)
+        return cli_fail(o, CLI_EXIT_USAGE, "missing resource (usage: status "
+                        "R [--limit K])");
+    if (cli_check_resource(o, pos[0]) != 0)
+        return CLI_EXIT_USAGE;
+    if (limit_s != NULL && cli_parse_u32(limit_s, 1, RL_MAX_LIMIT, &limit))
+        return cli_fail(o, CLI_EXIT_USAGE, "--limit: '%s' is not a number "
+                        "of permits in 1..%u", limit_s, RL_MAX_LIMIT);
+    if (cli_slot_name(name, sizeof(name), pos[0], limit) != 0)
+        return cli_fail(o, CLI_EXIT_USAGE, "resource name is too long");
+    code = cli_client_new(o, &c);
+    if (code != CLI_EXIT_OK)
+        return code;
+    if (limit == 0) {
+        code = show(o, c, pos[0], false);
+    } else {
+        if (o->json) {
+            fputs("{\"resource\":", stdout);
+            cli_json_str(stdout, pos[0]);
+            printf(",\"limit\":%u,\"slots\":[", limit);
+        }
+        for (i = 0, code = CLI_EXIT_OK; i < limit && code == CLI_EXIT_OK;
+             i++) {
+            if (o->json && i > 0)
+                fputc(',', stdout);
+            else if (!o->json && i > 0)
+                fputc('\n', stdout);
+            cli_slot_name(name, sizeof(name), pos[0], i);
+            code = show(o, c, name, true);
+        }
+        if (o->json)
+            fputs("]}\n", stdout);
+    }
+    rl_client_free(c);
+    return code;
+}
+
+/* Show one resource (a lock, or one semaphore slot: nested, inside the
+ * JSON array of slots). */
+static int show(struct cli_opts *o, rl_client *c, const char *resource,
+                bool nested)
+{
+    const char *pos[1] = {resource};
+    rl_holder_info *h = NULL;
     char holder[TOKEN_SHOWN + 1] = "";
     size_t count = 0;
     size_t best = 0;
     size_t reachable = 0;
     size_t quorum;
     size_t i, j;
+    uint32_t readers;
     bool held;
-    int npos;
     int code;
 
-    code = cli_parse_args(o, argc, argv, NULL, 0, usage, pos, 1, &npos, NULL);
-    if (code != 0)
-        return code > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
-    if (npos < 1)
-        return cli_fail(o, CLI_EXIT_USAGE, "missing resource (usage: status "
-                        "R)");
-    if (cli_check_resource(o, pos[0]) != 0)
-        return CLI_EXIT_USAGE;
-    code = cli_client_new(o, &c);
-    if (code != CLI_EXIT_OK)
-        return code;
     h = calloc(o->node_count, sizeof(*h));
     if (h == NULL) {
         code = cli_fail(o, CLI_EXIT_NOT_ACQUIRED, "out of memory");
@@ -84,10 +150,12 @@ int cmd_status(struct cli_opts *o, int argc, char **argv)
     }
     quorum = count / 2 + 1;
     held = best >= quorum;
+    readers = majority_readers(h, count);
     if (o->json) {
         fputs("{\"resource\":", stdout);
         cli_json_str(stdout, pos[0]);
-        printf(",\"held\":%s,\"holder\":", held ? "true" : "false");
+        printf(",\"held\":%s,\"readers\":%u,\"holder\":",
+               held ? "true" : "false", readers);
         if (best > 0)
             cli_json_str(stdout, holder);
         else
@@ -96,15 +164,18 @@ int cmd_status(struct cli_opts *o, int argc, char **argv)
                "\"nodes\":", best, quorum,
                reachable >= quorum ? "true" : "false");
         cli_json_holders(stdout, h, count);
-        fputs("}\n", stdout);
+        fputs(nested ? "}" : "}\n", stdout);
     } else {
         printf("%-28s %-9s %-10s %-8s %10s  %s\n", "NODE", "REACHABLE",
                "VOTING", "HOLDER", "PTTL_MS", "ERROR");
         for (i = 0; i < count; i++) {
-            char tok[TOKEN_SHOWN + 1];
+            char tok[TOKEN_SHOWN + 8];
             char pttl[24];
 
-            snprintf(tok, sizeof(tok), "%s", h[i].token);
+            if (h[i].readers > 0)
+                snprintf(tok, sizeof(tok), "readers:%u", h[i].readers);
+            else
+                snprintf(tok, sizeof(tok), "%.*s", TOKEN_SHOWN, h[i].token);
             if (!h[i].reachable)
                 snprintf(pttl, sizeof(pttl), "-");
             else if (h[i].pttl_ms == -2)
@@ -123,6 +194,9 @@ int cmd_status(struct cli_opts *o, int argc, char **argv)
         if (held)
             printf("%s: held by %s on %zu of %zu nodes\n", pos[0], holder,
                    best, count);
+        else if (readers > 0)
+            printf("%s: read by %u reader%s (on a majority)\n", pos[0],
+                   readers, readers == 1 ? "" : "s");
         else if (best > 0)
             printf("%s: not held by a majority (%s on %zu of %zu nodes, "
                    "quorum %zu)\n", pos[0], holder, best, count, quorum);
@@ -136,6 +210,5 @@ int cmd_status(struct cli_opts *o, int argc, char **argv)
 
 out:
     free(h);
-    rl_client_free(c);
     return code;
 }

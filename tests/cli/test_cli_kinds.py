@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""redlock-cli: the lock kinds of issue 13 -- acquire/run/status with
+--limit K (semaphore), --shared (reader of a read-write lock) and
+--lock-delay MS, and release/extend taking the handle acquire printed.
+Real redis-server nodes; each test checks exit codes, output and what
+Redis stores.
+
+Usage: test_cli_kinds.py PATH-TO-redlock-cli [unittest args]
+"""
+import json
+import os
+import time
+import unittest
+
+import clitest
+from clitest import run_cli, nodes_arg, start_nodes
+
+NODES = []
+_seq = [0]
+
+
+def setUpModule():
+    NODES.extend(start_nodes(3))
+
+
+def tearDownModule():
+    for n in NODES:
+        n.stop()
+
+
+def res(name):
+    _seq[0] += 1
+    return "k:%s:%d:%d" % (name, os.getpid(), _seq[0])
+
+
+def cli(*args, timeout=30):
+    return run_cli(["-n", nodes_arg(NODES), "--no-quarantine"] + list(args),
+                   timeout=timeout)
+
+
+class Semaphore(unittest.TestCase):
+    def test_limit_admits_k_holders_and_release_takes_the_handle(self):
+        r = res("sem")
+        handles = []
+        for _ in range(3):
+            rc, out, err = cli("acquire", r, "--limit", "3")
+            self.assertEqual(rc, 0, err)
+            handles.append(out.strip())
+        slots = sorted(int(h.split("/")[0][4:]) for h in handles)
+        self.assertEqual(slots, [0, 1, 2])
+        for h in handles:
+            slot, tok = h.split("/")
+            for n in NODES:
+                self.assertEqual(n.cmd("GET", "%s:slot:%s" % (r, slot[4:])),
+                                 tok)
+        rc, out, err = cli("acquire", r, "--limit", "3")
+        self.assertEqual((rc, out), (1, ""))
+        self.assertIn("all 3 slots", err)
+        rc, out, err = cli("--json", "status", r, "--limit", "3")
+        self.assertEqual(rc, 0, err)
+        obj = json.loads(out)
+        self.assertEqual(obj["limit"], 3)
+        self.assertEqual([s["held"] for s in obj["slots"]], [True] * 3)
+        rc, out, err = cli("extend", r, handles[1], "--ttl", "20000")
+        self.assertEqual(rc, 0, err)
+        rc, out, err = cli("release", r, handles[1])
+        self.assertEqual(rc, 0, err)
+        rc, out, err = cli("acquire", r, "--limit", "3")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(out.split("/")[0], handles[1].split("/")[0])
+        rc, out, err = cli("status", r, "--limit", "3")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(out.count("held by"), 3)
+
+    def test_run_with_limit_holds_a_slot_while_the_command_runs(self):
+        r = res("semrun")
+        rc, out, err = cli("run", r, "--limit", "1", "--", "sh", "-c",
+                           "echo $REDLOCK_TOKEN")
+        self.assertEqual(rc, 0, err)
+        self.assertTrue(out.strip())
+        for n in NODES:
+            self.assertIsNone(n.cmd("GET", r + ":slot:0"))
+        h = cli("acquire", r, "--limit", "1")[1].strip()
+        rc, out, err = cli("run", r, "--limit", "1", "--", "true")
+        self.assertEqual(rc, 1)
+        self.assertIn("all 1 slots", err)
+        self.assertEqual(cli("release", r, h)[0], 0)
+
+    def test_bad_limit_is_a_usage_error(self):
+        for bad in ("0", "1025", "x", "-1"):
+            rc, out, err = cli("acquire", res("bad"), "--limit", bad)
+            self.assertEqual((rc, out), (2, ""))
+            self.assertIn("--limit", err)
+        rc, out, err = cli("acquire", res("bad"), "--limit", "2", "--shared")
+        self.assertEqual((rc, out), (2, ""))
+        self.assertIn("cannot be combined", err)
+        rc, out, err = cli("status", res("bad"), "--limit", "0")
+        self.assertEqual((rc, out), (2, ""))
+
+
+class ReadWrite(unittest.TestCase):
+    def test_readers_share_writers_wait_and_status_counts_readers(self):
+        r = res("rw")
+        rc, h1, err = cli("acquire", r, "--shared")
+        self.assertEqual(rc, 0, err)
+        rc, h2, err = cli("acquire", r, "--shared")
+        self.assertEqual(rc, 0, err)
+        self.assertTrue(h1.startswith("shared/"))
+        for n in NODES:
+            self.assertEqual(n.cmd("TYPE", r), "hash")
+            # A plain SET NX (redsync, node-redlock) is refused.
+            self.assertIsNone(n.cmd("SET", r, "x", "NX", "PX", "5000"))
+        rc, out, err = cli("acquire", r)
+        self.assertEqual((rc, out), (1, ""))
+        rc, out, err = cli("status", r)
+        self.assertEqual(rc, 0, err)
+        self.assertIn("readers:2", out)
+        self.assertIn("read by 2 readers", out)
+        rc, out, err = cli("--json", "status", r)
+        self.assertEqual(json.loads(out)["readers"], 2)
+        self.assertEqual(cli("extend", r, h1.strip())[0], 0)
+        self.assertEqual(cli("release", r, h1.strip())[0], 0)
+        self.assertEqual(cli("release", r, h2.strip())[0], 0)
+        for n in NODES:
+            self.assertEqual(n.cmd("EXISTS", r), 0)
+        rc, w, err = cli("acquire", r)
+        self.assertEqual(rc, 0, err)
+        # A reader is refused while the writer holds it.
+        rc, out, err = cli("acquire", r, "--shared")
+        self.assertEqual((rc, out), (1, ""))
+        self.assertEqual(cli("release", r, w.strip())[0], 0)
+
+    def test_run_shared_runs_beside_another_reader(self):
+        r = res("rwrun")
+        rc, h, err = cli("acquire", r, "--shared")
+        self.assertEqual(rc, 0, err)
+        rc, out, err = cli("run", r, "--shared", "--", "sh", "-c",
+                           "echo reading")
+        self.assertEqual((rc, out.strip()), (0, "reading"), err)
+        rc, out, err = cli("run", r, "--", "true")
+        self.assertEqual(rc, 1)
+        self.assertEqual(cli("release", r, h.strip())[0], 0)
+
+
+class LockDelay(unittest.TestCase):
+    def test_lock_delay_outlives_the_ttl_unless_released(self):
+        r = res("delay")
+        rc, h, err = cli("acquire", r, "--ttl", "500", "--lock-delay",
+                         "1500")
+        self.assertEqual(rc, 0, err)
+        self.assertTrue(h.startswith("delay1500/"))
+        self.assertGreater(NODES[0].cmd("PTTL", r), 500)
+        time.sleep(0.8)  # the validity is over, the key is not
+        rc, out, err = cli("acquire", r)
+        self.assertEqual(rc, 1, err)
+        rc, out, err = cli("acquire", r, "--wait", "5000")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(cli("release", r, out.strip())[0], 0)
+        # Released: free at once.
+        rc, h, err = cli("acquire", r, "--ttl", "500", "--lock-delay",
+                         "5000")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(cli("extend", r, h.strip(), "--ttl", "500")[0], 0)
+        self.assertGreater(NODES[1].cmd("PTTL", r), 5000)
+        self.assertEqual(cli("release", r, h.strip())[0], 0)
+        rc, out, err = cli("acquire", r)
+        self.assertEqual(rc, 0, err)
+
+    def test_lock_delay_above_max_ttl_is_refused(self):
+        rc, out, err = cli("acquire", res("bad"), "--lock-delay", "x")
+        self.assertEqual((rc, out), (2, ""))
+        self.assertIn("--lock-delay", err)
+        rc, out, err = cli("acquire", res("bad"), "--ttl", "50000",
+                           "--lock-delay", "20000")
+        self.assertEqual((rc, out), (2, ""))
+        self.assertIn("max_ttl_ms", err)
+
+
+class Bench(unittest.TestCase):
+    def test_bench_phase_k_reports_every_kind(self):
+        rc, out, err = cli("--json", "bench", "--phases", "k", "--duration",
+                           "0.3", timeout=60)
+        self.assertEqual(rc, 0, err)
+        rows = [json.loads(l) for l in out.splitlines()]
+        self.assertEqual([(r["phase"], r["concurrency"]) for r in rows],
+                         [("s", 1), ("s", 4), ("s", 16), ("r", 8), ("h", 9)])
+        self.assertEqual([r["limit"] for r in rows[:3]], [1, 4, 16])
+        self.assertEqual(rows[4]["readers"], 8)
+        for r in rows:
+            self.assertGreater(r["cycles"], 0, r)
+            self.assertEqual(r["failures"], 0, r)
+        self.assertGreater(rows[4]["reader_cycles_per_s"], 0)
+        # Everything was released on a majority (a release decides at the
+        # quorum; the client may exit before the last node's reply).
+        keys = [k for n in NODES for k in n.cmd("KEYS", "bench:*")]
+        for k in set(keys):
+            self.assertLess(keys.count(k), 2, k)
+
+
+if __name__ == "__main__":
+    clitest.setup_or_skip()
+    unittest.main(verbosity=2)

@@ -1,0 +1,573 @@
+/* test_kinds.c -- the lock kinds of issue 13 on three real redis-server
+ * nodes: lock-delay (a crashed holder is succeeded only after ttl + delay,
+ * a released one at once), read-write locks (readers share, exclude
+ * writers and any plain SET NX holder, expire one by one, are renewed by
+ * the watchdog, and do not starve a writer) and semaphores (at most K
+ * holders, one per slot key, waking on a release), plus bad input. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "fixture.h"
+
+#define N 3
+
+struct fx {
+    struct rl_redis r[N];
+    struct harness_nodes hn;
+    rl_client *c;
+};
+
+static int setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof(*f));
+
+    if (f == NULL)
+        return -1;
+    if (fixture_start(f->r, N, &f->hn, &f->c) != 0) {
+        free(f);
+        return -1;
+    }
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+
+    rl_client_free(f->c);
+    harness_cluster_stop(f->r, N);
+    free(f);
+    return 0;
+}
+
+static void sleep_ms(int64_t ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+
+    nanosleep(&ts, NULL);
+}
+
+/* Nodes on which "SET key v NX PX 5000" succeeds (a plain client such as
+ * redsync or node-redlock taking the lock). */
+static int plain_set_nx(struct fx *f, const char *key)
+{
+    int i, won = 0;
+
+    for (i = 0; i < N; i++) {
+        redisReply *r = harness_cmd(&f->r[i], "SET %s plain NX PX 5000", key);
+
+        won += r != NULL && r->type == REDIS_REPLY_STATUS;
+        if (r != NULL)
+            freeReplyObject(r);
+    }
+    return won;
+}
+
+/* The TYPE of key on node i ("none", "string", "hash"...), in buf. */
+static const char *key_type(struct fx *f, int i, const char *key, char *buf,
+                            size_t len)
+{
+    redisReply *r = harness_cmd(&f->r[i], "TYPE %s", key);
+
+    snprintf(buf, len, "%s",
+             r != NULL && r->type == REDIS_REPLY_STATUS ? r->str : "?");
+    if (r != NULL)
+        freeReplyObject(r);
+    return buf;
+}
+
+/* Nodes whose reader hash key holds field token. */
+static int reader_entries(struct fx *f, const char *key, const char *token)
+{
+    int i, n = 0;
+
+    for (i = 0; i < N; i++) {
+        redisReply *r = harness_cmd(&f->r[i], "HEXISTS %s %s", key, token);
+
+        n += r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+        if (r != NULL)
+            freeReplyObject(r);
+    }
+    return n;
+}
+
+static rl_acquire_opts opts_ttl(uint32_t ttl)
+{
+    rl_acquire_opts o = {0};
+
+    o.ttl_ms = ttl;
+    return o;
+}
+
+/* ---- Lock-delay ---- */
+
+static void test_lock_delay_holds_a_crashed_lock_for_ttl_plus_delay(
+    void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = opts_ttl(400);
+    rl_lock *l, *l2 = NULL;
+    int64_t start = harness_now_ms();
+    long long pttl;
+
+    o.lock_delay_ms = 800;
+    assert_int_equal(rl_acquire(f->c, "kd:crash", &o, &l), RL_OK);
+    /* Validity counts the ttl only; the key lives ttl + delay. */
+    assert_true(rl_lock_validity_ms(l) <= 400);
+    pttl = harness_pttl(&f->r[0], "kd:crash");
+    assert_true(pttl > 400 && pttl <= 1200);
+    rl_lock_free(l); /* the holder crashes: no release */
+    sleep_ms(600);   /* its validity is over, its key is not */
+    o = opts_ttl(400);
+    assert_int_equal(rl_acquire(f->c, "kd:crash", &o, &l2), RL_ENOTACQUIRED);
+    assert_int_equal(fixture_acquire_until_ok(f->c, "kd:crash", &o, &l2,
+                                              start, 5000, 20, NULL),
+                     RL_OK);
+    /* The key was set after start, with PX 1200. */
+    assert_true(harness_now_ms() - start >= 1150);
+    assert_int_equal(rl_release(l2), RL_OK);
+}
+
+static void test_lock_delay_release_frees_at_once(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = opts_ttl(2000);
+    rl_lock *l, *l2;
+
+    o.lock_delay_ms = 5000;
+    assert_int_equal(rl_acquire(f->c, "kd:rel", &o, &l), RL_OK);
+    assert_true(harness_pttl(&f->r[1], "kd:rel") > 2000);
+    /* An extension keeps the delay. */
+    assert_int_equal(rl_extend(l, 1000), RL_OK);
+    assert_true(harness_pttl(&f->r[1], "kd:rel") > 5000);
+    assert_int_equal(rl_release(l), RL_OK);
+    assert_true(harness_key_gone(f->r, N, "kd:rel"));
+    o = opts_ttl(2000);
+    assert_int_equal(rl_acquire(f->c, "kd:rel", &o, &l2), RL_OK);
+    assert_int_equal(rl_release(l2), RL_OK);
+}
+
+static void test_lock_delay_above_max_ttl_is_refused(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = opts_ttl(30000);
+    rl_lock *l = NULL;
+
+    o.lock_delay_ms = 40000; /* max_ttl_ms is 60000 */
+    assert_int_equal(rl_acquire(f->c, "kd:bad", &o, &l), RL_EINVAL);
+    assert_null(l);
+    assert_non_null(strstr(rl_last_error(), "lock_delay_ms 40000"));
+    assert_non_null(strstr(rl_last_error(), "max_ttl_ms"));
+}
+
+/* ---- Read-write locks ---- */
+
+static void test_readers_share_and_exclude_writers_and_plain_set_nx(
+    void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts ro = opts_ttl(5000), wo = opts_ttl(5000);
+    rl_lock *r1, *r2, *w = NULL;
+    char type[16], token[RL_NAME_LEN];
+
+    ro.mode = RL_MODE_SHARED;
+    assert_int_equal(rl_acquire(f->c, "kr:share", &ro, &r1), RL_OK);
+    assert_int_equal(rl_acquire(f->c, "kr:share", &ro, &r2), RL_OK);
+    assert_int_equal(rl_lock_mode(r1), RL_MODE_SHARED);
+    assert_true(rl_lock_validity_ms(r2) > 4000);
+    assert_string_equal(key_type(f, 0, "kr:share", type, sizeof(type)),
+                        "hash");
+    assert_int_equal(reader_entries(f, "kr:share", rl_lock_token(r1)), N);
+    assert_int_equal(reader_entries(f, "kr:share", rl_lock_token(r2)), N);
+    /* A writer (ours) and a plain SET NX are refused while they read. */
+    assert_int_equal(rl_acquire(f->c, "kr:share", &wo, &w), RL_ENOTACQUIRED);
+    assert_int_equal(plain_set_nx(f, "kr:share"), 0);
+    /* An extension renews a reader where it is. */
+    assert_int_equal(rl_extend(r1, 0), RL_OK);
+    snprintf(token, sizeof(token), "%s", rl_lock_token(r1));
+    assert_int_equal(rl_release(r1), RL_OK);
+    assert_int_equal(reader_entries(f, "kr:share", token), 0);
+    assert_int_equal(rl_acquire(f->c, "kr:share", &wo, &w), RL_ENOTACQUIRED);
+    /* The last reader out frees the key. */
+    assert_int_equal(rl_release(r2), RL_OK);
+    assert_true(harness_key_gone(f->r, N, "kr:share"));
+    assert_int_equal(rl_acquire(f->c, "kr:share", &wo, &w), RL_OK);
+    assert_int_equal(rl_lock_mode(w), RL_MODE_EXCLUSIVE);
+    assert_int_equal(rl_release(w), RL_OK);
+}
+
+static void test_reader_is_refused_while_an_exclusive_holder_is_there(
+    void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts ro = opts_ttl(5000), wo = opts_ttl(5000);
+    rl_lock *r = NULL, *w;
+
+    ro.mode = RL_MODE_SHARED;
+    assert_int_equal(plain_set_nx(f, "kr:plain"), N);
+    assert_int_equal(rl_acquire(f->c, "kr:plain", &ro, &r), RL_ENOTACQUIRED);
+    assert_null(r);
+    assert_true(harness_key_holds(&f->r[0], "kr:plain", "plain"));
+    assert_int_equal(rl_acquire(f->c, "kr:ours", &wo, &w), RL_OK);
+    assert_int_equal(rl_acquire(f->c, "kr:ours", &ro, &r), RL_ENOTACQUIRED);
+    assert_int_equal(rl_release(w), RL_OK);
+    assert_int_equal(rl_acquire(f->c, "kr:ours", &ro, &r), RL_OK);
+    assert_int_equal(rl_release(r), RL_OK);
+}
+
+static void test_crashed_reader_expires_on_its_own_ttl(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts ro = opts_ttl(300), live = opts_ttl(3000);
+    rl_acquire_opts wo = opts_ttl(2000);
+    rl_lock *crashed, *r, *r3, *w = NULL;
+    char token[RL_NAME_LEN];
+
+    ro.mode = RL_MODE_SHARED;
+    live.mode = RL_MODE_SHARED;
+    live.auto_extend = true;
+    assert_int_equal(rl_acquire(f->c, "kr:crash", &ro, &crashed), RL_OK);
+    snprintf(token, sizeof(token), "%s", rl_lock_token(crashed));
+    assert_int_equal(rl_acquire(f->c, "kr:crash", &live, &r), RL_OK);
+    rl_lock_free(crashed);
+    sleep_ms(500);
+    /* The live reader still holds: the writer waits. */
+    assert_int_equal(rl_acquire(f->c, "kr:crash", &wo, &w), RL_ENOTACQUIRED);
+    /* A new reader prunes the expired one. */
+    assert_int_equal(rl_acquire(f->c, "kr:crash", &ro, &r3), RL_OK);
+    assert_int_equal(reader_entries(f, "kr:crash", token), 0);
+    assert_int_equal(rl_release(r3), RL_OK);
+    /* Renewed by the watchdog past its first TTL. */
+    sleep_ms(3500);
+    assert_false(rl_lock_lost(r));
+    assert_true(rl_lock_validity_ms(r) > 0);
+    assert_int_equal(reader_entries(f, "kr:crash", rl_lock_token(r)), N);
+    assert_int_equal(rl_release(r), RL_OK);
+    assert_true(harness_key_gone(f->r, N, "kr:crash"));
+    /* A reader alone that crashes frees the key after its TTL. */
+    assert_int_equal(rl_acquire(f->c, "kr:crash", &ro, &crashed), RL_OK);
+    rl_lock_free(crashed);
+    wo.wait_ms = 3000;
+    assert_int_equal(rl_acquire(f->c, "kr:crash", &wo, &w), RL_OK);
+    assert_int_equal(rl_release(w), RL_OK);
+}
+
+struct reader_stream {
+    rl_client *c;
+    atomic_bool stop;
+    int acquired;
+    int failed;
+};
+
+/* Readers one after another, each holding 120 ms, two threads offset so
+ * that some reader always holds the key. */
+static void *reader_main(void *arg)
+{
+    struct reader_stream *s = arg;
+    rl_acquire_opts o = opts_ttl(3000);
+    rl_lock *l;
+
+    o.mode = RL_MODE_SHARED;
+    o.wait_ms = 10000;
+    while (!atomic_load(&s->stop)) {
+        if (rl_acquire(s->c, "kr:starve", &o, &l) != RL_OK) {
+            s->failed++;
+            continue;
+        }
+        s->acquired++;
+        sleep_ms(120);
+        rl_release(l);
+    }
+    return NULL;
+}
+
+static void test_writer_is_not_starved_by_a_stream_of_readers(void **state)
+{
+    struct fx *f = *state;
+    struct reader_stream s[2] = {{f->c, false, 0, 0}, {f->c, false, 0, 0}};
+    rl_acquire_opts wo = opts_ttl(2000);
+    pthread_t t[2];
+    rl_lock *w = NULL;
+    rl_status st;
+    int i;
+
+    for (i = 0; i < 2; i++) {
+        assert_int_equal(pthread_create(&t[i], NULL, reader_main, &s[i]), 0);
+        sleep_ms(60);
+    }
+    sleep_ms(300);
+    wo.wait_ms = 8000;
+    st = rl_acquire(f->c, "kr:starve", &wo, &w);
+    for (i = 0; i < 2; i++)
+        atomic_store(&s[i].stop, true);
+    if (st == RL_OK) {
+        /* Nobody reads while the writer holds. */
+        assert_int_equal(reader_entries(f, "kr:starve", rl_lock_token(w)),
+                         0);
+        assert_int_equal(rl_release(w), RL_OK);
+    }
+    for (i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    print_message("readers acquired %d + %d times\n", s[0].acquired,
+                  s[1].acquired);
+    assert_int_equal(st, RL_OK);
+    assert_true(s[0].acquired + s[1].acquired >= 2);
+}
+
+static void test_reader_adopted_by_token_is_released_as_a_reader(
+    void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts ro = opts_ttl(5000);
+    rl_lock *r, *a;
+
+    ro.mode = RL_MODE_SHARED;
+    assert_int_equal(rl_acquire(f->c, "kr:adopt", &ro, &r), RL_OK);
+    assert_int_equal(rl_lock_adopt_opts(f->c, "kr:adopt", rl_lock_token(r),
+                                        &ro, &a),
+                     RL_OK);
+    assert_int_equal(rl_lock_mode(a), RL_MODE_SHARED);
+    assert_int_equal(rl_extend(a, 4000), RL_OK);
+    assert_int_equal(rl_release(a), RL_OK);
+    assert_true(harness_key_gone(f->r, N, "kr:adopt"));
+    rl_lock_free(r);
+}
+
+static void test_bad_kind_options_are_refused_clearly(void **state)
+{
+    struct fx *f = *state;
+    const char *two[2] = {"kb:a", "kb:b"};
+    rl_acquire_opts o = opts_ttl(5000), w = {0};
+    rl_lock *l = NULL;
+
+    o.mode = 7;
+    assert_int_equal(rl_acquire(f->c, "kb:a", &o, &l), RL_EINVAL);
+    assert_non_null(strstr(rl_last_error(), "mode 7"));
+    o.mode = RL_MODE_SHARED;
+    o.fencing = true;
+    assert_int_equal(rl_acquire(f->c, "kb:a", &o, &l), RL_EINVAL);
+    assert_non_null(strstr(rl_last_error(), "fencing"));
+    o.fencing = false;
+    assert_int_equal(rl_acquire_multi(f->c, two, 2, &o, &l), RL_EINVAL);
+    assert_non_null(strstr(rl_last_error(), "one resource"));
+    o.limit = 2;
+    assert_int_equal(rl_acquire(f->c, "kb:a", &o, &l), RL_EINVAL);
+    assert_non_null(strstr(rl_last_error(), "limit"));
+    o.mode = RL_MODE_EXCLUSIVE;
+    o.limit = RL_MAX_LIMIT + 1;
+    assert_int_equal(rl_acquire(f->c, "kb:a", &o, &l), RL_EINVAL);
+    assert_non_null(strstr(rl_last_error(), "limit 1025"));
+    o.limit = 3;
+    o.reentrant = true;
+    assert_int_equal(rl_acquire(f->c, "kb:a", &o, &l), RL_EINVAL);
+    assert_non_null(strstr(rl_last_error(), "reentrant"));
+    o.reentrant = false;
+    o.reserved32_ = 1;
+    assert_int_equal(rl_acquire(f->c, "kb:a", &o, &l), RL_EINVAL);
+    assert_non_null(strstr(rl_last_error(), "reserved"));
+    assert_null(l);
+    /* Mixing modes on one handle. */
+    o = opts_ttl(5000);
+    assert_int_equal(rl_acquire(f->c, "kb:a", &o, &l), RL_OK);
+    w.mode = RL_MODE_SHARED;
+    assert_int_equal(rl_watchdog_start(l, &w), RL_EINVAL);
+    assert_non_null(strstr(rl_last_error(), "mixing modes"));
+    assert_int_equal(rl_release(l), RL_OK);
+    o.mode = RL_MODE_SHARED;
+    assert_int_equal(rl_acquire(f->c, "kb:a", &o, &l), RL_OK);
+    w.mode = RL_MODE_EXCLUSIVE;
+    assert_int_equal(rl_watchdog_start(l, &w), RL_EINVAL);
+    assert_non_null(strstr(rl_last_error(), "mixing modes"));
+    assert_int_equal(rl_release(l), RL_OK);
+}
+
+/* ---- Semaphores ---- */
+
+static void test_semaphore_admits_at_most_k_holders(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = opts_ttl(5000);
+    rl_lock *l[4] = {NULL};
+    char key[64], type[16];
+    bool seen[3] = {false};
+    int i, slot;
+
+    o.limit = 3;
+    for (i = 0; i < 3; i++) {
+        assert_int_equal(rl_acquire(f->c, "ks:sem", &o, &l[i]), RL_OK);
+        slot = rl_lock_slot(l[i]);
+        assert_true(slot >= 0 && slot < 3);
+        assert_false(seen[slot]);
+        seen[slot] = true;
+        snprintf(key, sizeof(key), "ks:sem:slot:%d", slot);
+        assert_string_equal(rl_lock_resource(l[i]), key);
+        assert_true(harness_key_holds(&f->r[0], key, rl_lock_token(l[i])));
+    }
+    assert_string_equal(key_type(f, 0, "ks:sem", type, sizeof(type)),
+                        "none");
+    assert_int_equal(rl_acquire(f->c, "ks:sem", &o, &l[3]), RL_ENOTACQUIRED);
+    assert_non_null(strstr(rl_last_error(), "all 3 slots"));
+    slot = rl_lock_slot(l[1]);
+    assert_int_equal(rl_extend(l[1], 0), RL_OK);
+    assert_int_equal(rl_release(l[1]), RL_OK);
+    assert_int_equal(rl_acquire(f->c, "ks:sem", &o, &l[3]), RL_OK);
+    assert_int_equal(rl_lock_slot(l[3]), slot);
+    assert_int_equal(rl_release(l[0]), RL_OK);
+    assert_int_equal(rl_release(l[2]), RL_OK);
+    assert_int_equal(rl_release(l[3]), RL_OK);
+    assert_true(harness_all_empty(f->r, N));
+    /* A mutex on the same name is another lock. */
+    o.limit = 0;
+    assert_int_equal(rl_acquire(f->c, "ks:sem", &o, &l[0]), RL_OK);
+    assert_int_equal(rl_lock_slot(l[0]), -1);
+    assert_int_equal(rl_release(l[0]), RL_OK);
+}
+
+static void test_semaphore_slots_exclude_plain_set_nx(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = opts_ttl(5000);
+    rl_lock *l = NULL;
+
+    o.limit = 2;
+    assert_int_equal(plain_set_nx(f, "ks:plain:slot:0"), N);
+    assert_int_equal(plain_set_nx(f, "ks:plain:slot:1"), N);
+    assert_int_equal(rl_acquire(f->c, "ks:plain", &o, &l), RL_ENOTACQUIRED);
+    assert_null(l);
+    o.limit = 3;
+    assert_int_equal(rl_acquire(f->c, "ks:plain", &o, &l), RL_OK);
+    assert_int_equal(rl_lock_slot(l), 2);
+    assert_int_equal(rl_release(l), RL_OK);
+}
+
+/* Six of eight slots held by a plain client: every acquire takes one of
+ * the two free slots, and only one (nothing else of ours stays held). */
+static void test_semaphore_takes_exactly_one_free_slot(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = opts_ttl(5000);
+    char key[64];
+    rl_lock *l;
+    int i, round, ours;
+
+    o.limit = 8;
+    for (i = 0; i < 6; i++) {
+        snprintf(key, sizeof(key), "ks:par:slot:%d", i);
+        assert_int_equal(plain_set_nx(f, key), N);
+    }
+    for (round = 0; round < 10; round++) {
+        assert_int_equal(rl_acquire(f->c, "ks:par", &o, &l), RL_OK);
+        assert_true(rl_lock_slot(l) >= 6);
+        snprintf(key, sizeof(key), "ks:par:slot:%d", 13 - rl_lock_slot(l));
+        assert_true(harness_key_gone_within(f->r, N, key, 1000));
+        for (i = 0, ours = 0; i < 8; i++) {
+            snprintf(key, sizeof(key), "ks:par:slot:%d", i);
+            ours += harness_key_count(f->r, N, key) > 0 && i >= 6;
+        }
+        assert_int_equal(ours, 1);
+        assert_int_equal(rl_release(l), RL_OK);
+    }
+}
+
+struct sem_waiter {
+    rl_client *c;
+    rl_status st;
+    int slot;
+};
+
+static void *sem_waiter_main(void *arg)
+{
+    struct sem_waiter *w = arg;
+    rl_acquire_opts o = opts_ttl(5000);
+    rl_lock *l;
+
+    o.limit = 2;
+    o.wait_ms = 10000;
+    w->st = rl_acquire(w->c, "ks:wait", &o, &l);
+    if (w->st == RL_OK) {
+        w->slot = rl_lock_slot(l);
+        rl_release(l);
+    }
+    return NULL;
+}
+
+static void test_semaphore_waiter_gets_the_slot_released(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = opts_ttl(5000);
+    struct sem_waiter w = {f->c, RL_EINVAL, -1};
+    rl_lock *a, *b;
+    pthread_t t;
+    int64_t start;
+
+    o.limit = 2;
+    assert_int_equal(rl_acquire(f->c, "ks:wait", &o, &a), RL_OK);
+    assert_int_equal(rl_acquire(f->c, "ks:wait", &o, &b), RL_OK);
+    assert_int_equal(pthread_create(&t, NULL, sem_waiter_main, &w), 0);
+    sleep_ms(300);
+    start = harness_now_ms();
+    assert_int_equal(rl_release(b), RL_OK);
+    pthread_join(t, NULL);
+    assert_int_equal(w.st, RL_OK);
+    assert_true(harness_now_ms() - start < 5000);
+    assert_int_equal(rl_release(a), RL_OK);
+}
+
+static int in_section(rl_lock *l, void *arg)
+{
+    int *slot = arg;
+
+    *slot = rl_lock_slot(l);
+    return rl_lock_fence(l) > 0 ? 0 : 1;
+}
+
+static void test_semaphore_works_with_rl_with_lock_and_fencing(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = opts_ttl(3000);
+    int slot = -1, fn_result = -1;
+
+    o.limit = 4;
+    o.fencing = true;
+    assert_int_equal(rl_with_lock(f->c, "ks:with", &o, in_section, &slot,
+                                  &fn_result),
+                     RL_OK);
+    assert_int_equal(fn_result, 0);
+    assert_true(slot >= 0 && slot < 4);
+}
+
+#define KT(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        KT(test_lock_delay_holds_a_crashed_lock_for_ttl_plus_delay),
+        KT(test_lock_delay_release_frees_at_once),
+        KT(test_lock_delay_above_max_ttl_is_refused),
+        KT(test_readers_share_and_exclude_writers_and_plain_set_nx),
+        KT(test_reader_is_refused_while_an_exclusive_holder_is_there),
+        KT(test_crashed_reader_expires_on_its_own_ttl),
+        KT(test_writer_is_not_starved_by_a_stream_of_readers),
+        KT(test_reader_adopted_by_token_is_released_as_a_reader),
+        KT(test_bad_kind_options_are_refused_clearly),
+        KT(test_semaphore_admits_at_most_k_holders),
+        KT(test_semaphore_slots_exclude_plain_set_nx),
+        KT(test_semaphore_takes_exactly_one_free_slot),
+        KT(test_semaphore_waiter_gets_the_slot_released),
+        KT(test_semaphore_works_with_rl_with_lock_and_fencing),
+    };
+
+    harness_require_redis();
+    return cmocka_run_group_tests_name("kinds", tests, NULL, NULL);
+}

@@ -1,0 +1,121 @@
+/* kinds.c -- the lock-kind options of acquire, run, extend, release and
+ * status (issue 13): --limit K (semaphore), --shared (reader of a
+ * read-write lock), --lock-delay MS, and the handle acquire prints for a
+ * lock of another kind.
+ *
+ * Handle: the token, preceded by what release and extend need to find the
+ * lock again: "slot<i>/" (the semaphore slot, key "<R>:slot:<i>"),
+ * "shared/" (a reader), "delay<MS>/" (the lock-delay, kept by extend), in
+ * that order; a plain mutex's handle is its bare token. Our tokens are
+ * hex, so a handle never starts with a segment of a token; a foreign
+ * token whose first '/'-separated parts are not such segments is taken
+ * whole. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+int cli_kind_apply(const struct cli_opts *o, const struct cli_kind *k,
+                   rl_acquire_opts *ao)
+{
+    uint32_t v;
+
+    if (k->limit_s != NULL) {
+        if (cli_parse_u32(k->limit_s, 1, RL_MAX_LIMIT, &v) != 0)
+            return cli_fail(o, -1, "--limit: '%s' is not a number of "
+                            "permits in 1..%u", k->limit_s, RL_MAX_LIMIT);
+        ao->limit = v;
+    }
+    if (k->shared && k->limit_s != NULL)
+        return cli_fail(o, -1, "--shared and --limit cannot be combined: a "
+                        "semaphore's slots are exclusive");
+    ao->mode = k->shared ? RL_MODE_SHARED : RL_MODE_EXCLUSIVE;
+    if (k->delay_s != NULL) {
+        if (cli_parse_u32(k->delay_s, 0, o->max_ttl_ms, &v) != 0)
+            return cli_fail(o, -1, "--lock-delay: '%s' is not a number of "
+                            "milliseconds in 0..--max-ttl (%u)",
+                            k->delay_s, o->max_ttl_ms);
+        ao->lock_delay_ms = v;
+    }
+    return 0;
+}
+
+bool cli_kind_any(const rl_acquire_opts *ao)
+{
+    return ao->limit != 0 || ao->mode != RL_MODE_EXCLUSIVE ||
+           ao->lock_delay_ms != 0;
+}
+
+void cli_print_handle(FILE *f, const rl_lock *l, uint32_t delay_ms)
+{
+    if (rl_lock_slot(l) >= 0)
+        fprintf(f, "slot%d/", rl_lock_slot(l));
+    if (rl_lock_mode(l) == RL_MODE_SHARED)
+        fputs("shared/", f);
+    if (delay_ms != 0)
+        fprintf(f, "delay%u/", delay_ms);
+    fputs(rl_lock_token(l), f);
+}
+
+/* "<word><digits>" -> the number (0 or -1). */
+static int segment_number(const char *seg, size_t len, const char *word,
+                          uint32_t *out)
+{
+    size_t w = strlen(word);
+    char buf[16];
+
+    if (len <= w || len - w >= sizeof(buf) || memcmp(seg, word, w) != 0)
+        return -1;
+    memcpy(buf, seg + w, len - w);
+    buf[len - w] = '\0';
+    return cli_parse_u32(buf, 0, UINT32_MAX, out);
+}
+
+int cli_adopt_handle(struct cli_opts *o, const char *resource,
+                     const char *handle, rl_client **c, rl_lock **l)
+{
+    rl_acquire_opts ao;
+    const char *p = handle, *slash;
+    char name[CLI_SLOT_NAME_MAX];
+    int64_t slot = -1;
+    uint32_t v;
+    rl_status st;
+    size_t len;
+    int code;
+
+    memset(&ao, 0, sizeof(ao));
+    while ((slash = strchr(p, '/')) != NULL) {
+        len = (size_t)(slash - p);
+        if (len == 6 && memcmp(p, "shared", 6) == 0)
+            ao.mode = RL_MODE_SHARED;
+        else if (segment_number(p, len, "slot", &v) == 0 && v < RL_MAX_LIMIT)
+            slot = v;
+        else if (segment_number(p, len, "delay", &v) == 0)
+            ao.lock_delay_ms = v;
+        else
+            break;
+        p = slash + 1;
+    }
+    if (p == handle) /* a bare token */
+        return cli_adopt_token(o, resource, handle, c, l);
+    if (p[0] == '\0' || strlen(p) > 128)
+        return cli_fail(o, CLI_EXIT_USAGE, "TOKEN must be 1..128 characters");
+    if (slot >= 0 && cli_slot_name(name, sizeof(name), resource,
+                                   (uint32_t)slot) != 0)
+        return cli_fail(o, CLI_EXIT_USAGE, "resource name is too long");
+    code = cli_client_new(o, c);
+    if (code != CLI_EXIT_OK)
+        return code;
+    st = rl_lock_adopt_opts(*c, slot >= 0 ? name : resource, p, &ao, l);
+    if (st != RL_OK)
+        return cli_status_exit(o, st, resource);
+    return CLI_EXIT_OK;
+}
+
+int cli_slot_name(char *buf, size_t len, const char *resource,
+                  uint32_t slot)
+{
+    int n = snprintf(buf, len, "%s:slot:%u", resource, slot);
+
+    return n < 0 || (size_t)n >= len ? -1 : 0;
+}
