@@ -43,9 +43,7 @@ struct acquire_op {
     const struct lock_rec *lock; /* the holder's, borrowed */
     uint32_t ttl_ms;
     uint32_t min_validity_ms;
-    bool wait_forever;
-    rl_mono_us wait_deadline_us; /* 0: count retries instead */
-    uint32_t retries_left;
+    struct retry_budget budget;
     char ttl_buf[16];            /* PX: ttl + lock-delay */
     char *intent_key;            /* <key>:wintent (readers, and writers
                                     once refused), or NULL */
@@ -196,16 +194,41 @@ static void released_elsewhere(void *arg)
     attempt(op);
 }
 
-static bool may_retry(struct acquire_op *op, rl_mono_us now)
+void retry_budget_init(struct retry_budget *b, const rl_client *c,
+                       const rl_acquire_opts *o)
 {
-    if (op->wait_forever)
+    memset(b, 0, sizeof(*b));
+    b->retries_left = c->cfg.retry_count;
+    if (o != NULL &&
+        (o->wait_ms == RL_WAIT_FOREVER || o->wait_ms > MAX_WAIT_MS))
+        b->forever = true;
+    else if (o != NULL && o->wait_ms > 0)
+        b->deadline_us = mono_now_us() + (rl_mono_us)o->wait_ms * 1000u;
+}
+
+bool retry_budget_take(struct retry_budget *b, rl_mono_us now)
+{
+    if (b->forever)
         return true;
-    if (op->wait_deadline_us != 0)
-        return now < op->wait_deadline_us;
-    if (op->retries_left == 0)
+    if (b->deadline_us != 0)
+        return now < b->deadline_us;
+    if (b->retries_left == 0)
         return false;
-    op->retries_left--;
+    b->retries_left--;
     return true;
+}
+
+uint64_t retry_budget_pause_us(const struct retry_budget *b, rl_client *c,
+                               rl_mono_us now)
+{
+    uint32_t jitter = c->cfg.retry_jitter_ms;
+    uint64_t pause_us = ((uint64_t)c->cfg.retry_delay_ms - jitter +
+                         client_random(c, 2 * jitter + 1)) *
+                        1000u;
+
+    if (b->deadline_us != 0 && now + pause_us > b->deadline_us)
+        pause_us = b->deadline_us - now;
+    return pause_us;
 }
 
 /* The holder's key expires in r->integer ms: if that comes before the end
@@ -251,20 +274,15 @@ static void attempt_failed(struct acquire_op *op, rl_status st)
     rl_client *c = op->client;
     rl_mono_us now = mono_now_us();
     uint64_t delay_us;
-    uint32_t jitter = c->cfg.retry_jitter_ms;
 
     roll_back(op, op->phase == PHASE_FENCE);
     if (st == RL_ENOTACQUIRED)
         client_count(c, STAT_CONTENDED);
-    if (!may_retry(op, now)) {
+    if (!retry_budget_take(&op->budget, now)) {
         finish(op, st);
         return;
     }
-    delay_us = ((uint64_t)c->cfg.retry_delay_ms - jitter +
-                client_random(c, 2 * jitter + 1)) *
-               1000u;
-    if (op->wait_deadline_us != 0 && now + delay_us > op->wait_deadline_us)
-        delay_us = op->wait_deadline_us - now;
+    delay_us = retry_budget_pause_us(&op->budget, c, now);
     /* Held by someone else: also wake when they release (best effort;
      * the timer is the fallback). */
     if (st == RL_ENOTACQUIRED &&
@@ -659,15 +677,9 @@ struct acquire_op *acquire_new(rl_client *c, const struct lock_rec *rec,
     snprintf(op->ttl_buf, sizeof(op->ttl_buf), "%llu",
              (unsigned long long)ttl + rec->delay_ms);
     op->min_validity_ms = o != NULL ? o->min_validity_ms : 0;
-    op->retries_left = c->cfg.retry_count;
-    if (rec->slot >= 0)
-        op->retries_left = 0; /* semaphore.c waits over all the slots */
-    else if (o != NULL && o->wait_ms == RL_WAIT_FOREVER)
-        op->wait_forever = true;
-    else if (o != NULL && o->wait_ms > MAX_WAIT_MS)
-        op->wait_forever = true;
-    else if (o != NULL && o->wait_ms > 0)
-        op->wait_deadline_us = mono_now_us() + (rl_mono_us)o->wait_ms * 1000u;
+    if (rec->slot < 0)
+        retry_budget_init(&op->budget, c, o);
+    /* else one attempt: semaphore.c waits over all the slots */
     return op;
 out_nomem:
     if (op != NULL) {

@@ -32,9 +32,6 @@
 #include "notify.h"
 #include "semaphore.h"
 
-/* Waits longer than this (a century) are treated as RL_WAIT_FOREVER. */
-#define MAX_WAIT_MS (INT64_C(100) * 365 * 24 * 3600 * 1000)
-
 struct sem_op {
     rl_client *client;
     struct lock_rec *rec;         /* the holder's; names the slot tried */
@@ -49,9 +46,7 @@ struct sem_op {
     struct sem_waiter *waiters;   /* one per slot, while sleeping */
     struct acquire_op *cur;       /* the slot attempt in flight */
     struct loop_timer *timer;
-    bool wait_forever;
-    rl_mono_us wait_deadline_us;  /* 0: count retries instead */
-    uint32_t retries_left;
+    struct retry_budget budget;
     rl_mono_us round_t0;
     bool sleeping;
     bool in_run;                  /* inside acquire_run */
@@ -110,18 +105,6 @@ static void finish(struct sem_op *op, rl_status st)
     done(owner, st, st == RL_OK ? &g : NULL);
 }
 
-static bool may_retry(struct sem_op *op, rl_mono_us now)
-{
-    if (op->wait_forever)
-        return true;
-    if (op->wait_deadline_us != 0)
-        return now < op->wait_deadline_us;
-    if (op->retries_left == 0)
-        return false;
-    op->retries_left--;
-    return true;
-}
-
 /* A slot was released: try again now, that slot first, rather than
  * after the delay. */
 static void released_elsewhere(void *arg)
@@ -141,7 +124,6 @@ static void round_failed(struct sem_op *op)
 {
     rl_client *c = op->client;
     rl_mono_us now = mono_now_us();
-    uint32_t jitter = c->cfg.retry_jitter_ms;
     size_t base = (size_t)(strrchr(op->rec->keys[0], ':') -
                            op->rec->keys[0]) - (sizeof(":slot") - 1);
     size_t name_len = base - (size_t)(op->rec->resource - op->rec->keys[0]);
@@ -169,15 +151,11 @@ static void round_failed(struct sem_op *op)
                      (int)name_len, op->rec->resource, op->refused,
                      op->tried, op->fail_detail);
     }
-    if (!may_retry(op, now)) {
+    if (!retry_budget_take(&op->budget, now)) {
         finish(op, op->failure);
         return;
     }
-    delay_us = ((uint64_t)c->cfg.retry_delay_ms - jitter +
-                client_random(c, 2 * jitter + 1)) *
-               1000u;
-    if (op->wait_deadline_us != 0 && now + delay_us > op->wait_deadline_us)
-        delay_us = op->wait_deadline_us - now;
+    delay_us = retry_budget_pause_us(&op->budget, c, now);
     /* Wake when any slot is released (best effort; the timer is the
      * fallback). */
     key = op->refused > 0 ? malloc(base + LOCKREC_SLOT_SUFFIX_MAX) : NULL;
@@ -201,8 +179,8 @@ static void try_slots(struct sem_op *op)
     uint32_t slot;
 
     while (op->tried < op->limit) {
-        if (op->tried > 0 && op->wait_deadline_us != 0 &&
-            mono_now_us() >= op->wait_deadline_us)
+        if (op->tried > 0 && op->budget.deadline_us != 0 &&
+            mono_now_us() >= op->budget.deadline_us)
             break; /* the wait is over: no more slots this round */
         slot = op->order[op->tried++];
         lockrec_set_slot(op->rec, slot);
@@ -310,11 +288,7 @@ struct sem_op *sem_new(rl_client *c, struct lock_rec *rec, uint32_t limit,
         op->waiters[i].op = op;
         op->waiters[i].slot = i;
     }
-    op->retries_left = c->cfg.retry_count;
-    if (o->wait_ms == RL_WAIT_FOREVER || o->wait_ms > MAX_WAIT_MS)
-        op->wait_forever = true;
-    else if (o->wait_ms > 0)
-        op->wait_deadline_us = mono_now_us() + (rl_mono_us)o->wait_ms * 1000u;
+    retry_budget_init(&op->budget, c, o);
     return op;
 out_nomem:
     if (op != NULL) {
