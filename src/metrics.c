@@ -248,6 +248,54 @@ static uint64_t field_u64(const void *base, size_t offset)
     return v;
 }
 
+/* One value per node, each its own gauge family (%.12g keeps every
+ * microsecond of a latency and prints flags as 0 or 1). */
+struct node_gauge {
+    const char *name;
+    const char *help;
+    double (*value)(const rl_node_stats *n);
+};
+
+static double latency_max_s(const rl_node_stats *n)
+{
+    return n->latency_max_us / 1e6;
+}
+
+static double connected(const rl_node_stats *n)
+{
+    return n->connected;
+}
+
+static double voting(const rl_node_stats *n)
+{
+    return n->voting;
+}
+
+static double clock_rate(const rl_node_stats *n)
+{
+    return n->clock_rate;
+}
+
+static double clock_suspect(const rl_node_stats *n)
+{
+    return n->clock_state == RL_CLOCK_SUSPECT;
+}
+
+static const struct node_gauge node_gauges[] = {
+    {"redlock_node_latency_max_seconds",
+     "Largest reply latency since the client started.", latency_max_s},
+    {"redlock_node_connected", "1 when the connection to the node is up.",
+     connected},
+    {"redlock_node_voting", "1 when the node's vote counts (connected, not "
+     "in restart quarantine).", voting},
+    {"redlock_node_clock_rate", "The node's clock rate measured against "
+     "ours (1 = the same; 0 while unknown or the clock guard is off).",
+     clock_rate},
+    {"redlock_node_clock_suspect", "1 while the node is clock-suspect: it "
+     "does not vote until its clock has behaved for max_ttl.",
+     clock_suspect},
+};
+
 static void put_node_gauges(struct text *t, const rl_stats *s,
                             const char *const *labels, size_t count)
 {
@@ -269,44 +317,15 @@ static void put_node_gauges(struct text *t, const rl_stats *s,
             put_seconds(t, us[k]);
         }
     }
-    put_family(t, "redlock_node_latency_max_seconds", "gauge",
-               "Largest reply latency since the client started.");
-    for (i = 0; i < s->node_count; i++) {
-        put(t, "redlock_node_latency_max_seconds");
-        put_labels(t, labels, count, s->nodes[i].name, NULL);
-        put_seconds(t, s->nodes[i].latency_max_us);
-    }
-    put_family(t, "redlock_node_connected", "gauge",
-               "1 when the connection to the node is up.");
-    for (i = 0; i < s->node_count; i++) {
-        put(t, "redlock_node_connected");
-        put_labels(t, labels, count, s->nodes[i].name, NULL);
-        put(t, " %d\n", s->nodes[i].connected ? 1 : 0);
-    }
-    put_family(t, "redlock_node_voting", "gauge",
-               "1 when the node's vote counts (connected, not in restart "
-               "quarantine).");
-    for (i = 0; i < s->node_count; i++) {
-        put(t, "redlock_node_voting");
-        put_labels(t, labels, count, s->nodes[i].name, NULL);
-        put(t, " %d\n", s->nodes[i].voting ? 1 : 0);
-    }
-    put_family(t, "redlock_node_clock_rate", "gauge",
-               "The node's clock rate measured against ours (1 = the "
-               "same; 0 while unknown or the clock guard is off).");
-    for (i = 0; i < s->node_count; i++) {
-        put(t, "redlock_node_clock_rate");
-        put_labels(t, labels, count, s->nodes[i].name, NULL);
-        put(t, " %.6f\n", s->nodes[i].clock_rate);
-    }
-    put_family(t, "redlock_node_clock_suspect", "gauge",
-               "1 while the node is clock-suspect: it does not vote until "
-               "its clock has behaved for max_ttl.");
-    for (i = 0; i < s->node_count; i++) {
-        put(t, "redlock_node_clock_suspect");
-        put_labels(t, labels, count, s->nodes[i].name, NULL);
-        put(t, " %d\n",
-            s->nodes[i].clock_state == RL_CLOCK_SUSPECT ? 1 : 0);
+    for (k = 0; k < ARRAY_SIZE(node_gauges); k++) {
+        const struct node_gauge *g = &node_gauges[k];
+
+        put_family(t, g->name, "gauge", g->help);
+        for (i = 0; i < s->node_count; i++) {
+            put(t, "%s", g->name);
+            put_labels(t, labels, count, s->nodes[i].name, NULL);
+            put(t, " %.12g\n", g->value(&s->nodes[i]));
+        }
     }
 }
 
