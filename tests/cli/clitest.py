@@ -8,6 +8,7 @@ $REDLOCK_CLI; when redis-server is missing, the test prints "SKIP: ..."
 and exits 77 (CTest's SKIP_RETURN_CODE).
 """
 import atexit
+import itertools
 import os
 import shutil
 import signal
@@ -156,6 +157,28 @@ def stop_all():
 
 atexit.register(stop_all)
 
+
+
+def module_nodes(nodes, count):
+    """setUpModule and tearDownModule for a test module whose tests share
+    `count` nodes, started into the list `nodes` and stopped after."""
+    def set_up():
+        nodes.extend(start_nodes(count))
+
+    def tear_down():
+        for n in nodes:
+            n.stop()
+        del nodes[:]
+    return set_up, tear_down
+
+
+def resource_namer(prefix):
+    """A function giving a fresh resource name per call (prefix, the
+    test's name, the process and a counter), so no test sees another's
+    keys."""
+    seq = itertools.count(1)
+    return lambda name: "%s:%s:%d:%d" % (prefix, name, os.getpid(),
+                                          next(seq))
 
 def start_nodes(count, extra_args=()):
     return [Node(extra_args) for _ in range(count)]

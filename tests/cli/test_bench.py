@@ -18,13 +18,7 @@ NODES = []
 PW = "b3nch-pw"
 
 
-def setUpModule():
-    NODES.extend(start_nodes(3))
-
-
-def tearDownModule():
-    for n in NODES:
-        n.stop()
+setUpModule, tearDownModule = clitest.module_nodes(NODES, 3)
 
 
 def bench(*args, nodes=None, pre=(), timeout=60):

@@ -20,22 +20,10 @@ NODES = []          # 3 nodes shared by the tests of this file
 PW = "Sup3r-s3cret-PW"
 
 
-def setUpModule():
-    NODES.extend(start_nodes(3))
+setUpModule, tearDownModule = clitest.module_nodes(NODES, 3)
 
 
-def tearDownModule():
-    for n in NODES:
-        n.stop()
-
-
-_seq = [0]
-
-
-def res(name):
-    """A fresh resource name per call."""
-    _seq[0] += 1
-    return "t:%s:%d:%d" % (name, os.getpid(), _seq[0])
+res = clitest.resource_namer("t")
 
 
 def cli(*args, env=None, nodes=None, timeout=30):

@@ -26,21 +26,12 @@ import clitest
 from clitest import base_env, kill_quietly, nodes_arg, run_cli, start_nodes
 
 NODES = []          # 5 nodes shared by the tests that kill no node
-_seq = [0]
 
 
-def setUpModule():
-    NODES.extend(start_nodes(5))
+setUpModule, tearDownModule = clitest.module_nodes(NODES, 5)
 
 
-def tearDownModule():
-    for n in NODES:
-        n.stop()
-
-
-def res(name):
-    _seq[0] += 1
-    return "admin:%s:%d:%d" % (name, os.getpid(), _seq[0])
+res = clitest.resource_namer("admin")
 
 
 def cli(*args, nodes=None, timeout=30):

@@ -16,12 +16,9 @@ import clitest
 from clitest import Node, nodes_arg, run_cli, start_nodes, wait_for
 
 FAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
-_seq = [0]
 
 
-def res(name):
-    _seq[0] += 1
-    return "clock:%s:%d:%d" % (name, os.getpid(), _seq[0])
+res = clitest.resource_namer("clock")
 
 
 def faketime_env(**extra):

@@ -16,21 +16,12 @@ import clitest
 from clitest import run_cli, nodes_arg, start_nodes
 
 NODES = []
-_seq = [0]
 
 
-def setUpModule():
-    NODES.extend(start_nodes(3))
+setUpModule, tearDownModule = clitest.module_nodes(NODES, 3)
 
 
-def tearDownModule():
-    for n in NODES:
-        n.stop()
-
-
-def res(name):
-    _seq[0] += 1
-    return "k:%s:%d:%d" % (name, os.getpid(), _seq[0])
+res = clitest.resource_namer("k")
 
 
 def cli(*args, timeout=30):

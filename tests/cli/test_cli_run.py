@@ -19,21 +19,12 @@ from clitest import (alive, base_env, kill_quietly, nodes_arg, read_file,
                      run_cli, start_nodes, wait_for)
 
 NODES = []          # 3 nodes shared by the tests that kill no node
-_seq = [0]
 
 
-def setUpModule():
-    NODES.extend(start_nodes(3))
+setUpModule, tearDownModule = clitest.module_nodes(NODES, 3)
 
 
-def tearDownModule():
-    for n in NODES:
-        n.stop()
-
-
-def res(name):
-    _seq[0] += 1
-    return "run:%s:%d:%d" % (name, os.getpid(), _seq[0])
+res = clitest.resource_namer("run")
 
 
 def args_for(nodes, *args):

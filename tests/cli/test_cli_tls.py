@@ -22,7 +22,6 @@ from clitest import base_env, free_port, run_cli, start_nodes
 
 CERTS = None
 NODES = []
-_seq = [0]
 
 CERT_SCRIPT = r"""
 set -e
@@ -66,9 +65,7 @@ def cert(name):
     return os.path.join(CERTS, name)
 
 
-def res(name):
-    _seq[0] += 1
-    return "tls:%s:%d:%d" % (name, os.getpid(), _seq[0])
+res = clitest.resource_namer("tls")
 
 
 def tls_nodes(scheme=""):
