@@ -481,7 +481,7 @@ static void handshake_reply(struct node *n, struct request *r,
 }
 
 static struct request *send_wire(struct node *n, struct request *r,
-                                 struct wire *w);
+                                 struct wire *w, rl_mono_us now);
 static struct wire *wire_eval_form(const struct wire *sha);
 
 /* NOSCRIPT: the server lost its script cache (SCRIPT FLUSH, restart).
@@ -493,7 +493,7 @@ static bool resend_as_eval(struct node *n, struct request *r)
 
     wire_unref(r->wire);
     r->wire = NULL;
-    if (eval != NULL && send_wire(n, r, eval) != NULL) {
+    if (eval != NULL && send_wire(n, r, eval, mono_now_us()) != NULL) {
         wire_unref(eval); /* r holds its own reference */
         return true;
     }
@@ -744,11 +744,10 @@ static void release_wire(void *arg)
 }
 
 /* Queue w on the connection for r (r and the queued write each take a
- * reference). */
+ * reference); now is the send time. */
 static struct request *send_wire(struct node *n, struct request *r,
-                                 struct wire *w)
+                                 struct wire *w, rl_mono_us now)
 {
-    rl_mono_us now = mono_now_us();
     uint32_t timeout_ms = r->role == REQ_USER ||
                                   (r->role == REQ_TIME &&
                                    n->state == NODE_READY)
@@ -778,14 +777,14 @@ static struct request *send_wire(struct node *n, struct request *r,
 }
 
 /* Queue a TIME (a clock sample); nothing happens when it cannot be. */
-static void send_time(struct node *n)
+static void send_time(struct node *n, rl_mono_us now)
 {
     struct request *r = calloc(1, sizeof(*r));
 
     if (r == NULL)
         return;
     r->role = REQ_TIME;
-    if (send_wire(n, r, n->time_wire) == NULL) {
+    if (send_wire(n, r, n->time_wire, now) == NULL) {
         free(r);
         return;
     }
@@ -813,6 +812,7 @@ struct request *node_send_wire(struct node *n, struct wire *w,
                                const char **why)
 {
     struct request *r;
+    rl_mono_us now;
 
     if (!node_accepts(n, why))
         return NULL;
@@ -827,10 +827,10 @@ struct request *node_send_wire(struct node *n, struct wire *w,
     r->slot = slot;
     r->role = REQ_USER;
     r->forget = fn == NULL;
-    if (w->sample && n->cfg->clock_guard &&
-        clockguard_due(&n->clock, mono_now_us()))
-        send_time(n);
-    if (send_wire(n, r, w) == NULL) {
+    now = mono_now_us();
+    if (w->sample && n->cfg->clock_guard && clockguard_due(&n->clock, now))
+        send_time(n, now);
+    if (send_wire(n, r, w, now) == NULL) {
         free(r);
         if (why != NULL)
             *why = "connection is closing";
@@ -904,7 +904,7 @@ static void flush_deferred(struct node *n)
         next = r->next;
         r->next = NULL;
         r->wire = NULL;
-        if (send_wire(n, r, w) != NULL) {
+        if (send_wire(n, r, w, mono_now_us()) != NULL) {
             wire_unref(w); /* r took its own reference */
             continue;
         }
@@ -1018,7 +1018,7 @@ static bool queue_internal(struct node *n, enum req_role role, int argc,
     r = calloc(1, sizeof(*r));
     if (w != NULL && r != NULL) {
         r->role = role;
-        if (send_wire(n, r, w) != NULL) {
+        if (send_wire(n, r, w, mono_now_us()) != NULL) {
             wire_unref(w); /* r took its own reference */
             return true;
         }
@@ -1068,7 +1068,7 @@ static bool queue_handshake(struct node *n)
             argv[argc++] = db;
         } else if (role == REQ_INFO) {
             if (n->cfg->clock_guard)
-                send_time(n);
+                send_time(n, mono_now_us());
             argv[argc++] = "INFO";
             argv[argc++] = "server";
         } else {

@@ -26,6 +26,7 @@
 
 #include <cmocka.h>
 
+#include "clockguard.h"
 #include "fixture.h"
 
 #define FAKETIME_LIB "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
@@ -256,8 +257,9 @@ static void step(void **state, const char *offset)
         assert_int_equal(cycle(f, 200), RL_OK);
     assert_int_equal(node_stats(f, ODD).clock_state, RL_CLOCK_OK);
     set_offset(f, offset);
-    /* The next request that carries a sample (one per ms at most). */
-    harness_sleep_ms(5);
+    /* The next request that carries a sample (one per
+     * CLOCK_SAMPLE_INTERVAL_US at most). */
+    harness_sleep_ms(CLOCK_SAMPLE_INTERVAL_US / 1000 + 5);
     assert_int_not_equal(cycle(f, 200), RL_OK);
     assert_int_equal(node_stats(f, ODD).clock_state, RL_CLOCK_SUSPECT);
     /* It behaves from now on: back after 500 ms of samples, not before
