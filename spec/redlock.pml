@@ -17,7 +17,23 @@
  *   RESURRECT the extend script SETs an absent key (instead of touch-only)
  *   NODRIFT  validity = ttl - elapsed, without the drift term
  *   NOWALL   fence candidate max_read + 1, without the wall-clock term
- *   FENCEFIX the fencing repair proposed in docs/fencing.md
+ *   FENCEFIX the fencing rule of fence.c: each counter carries the
+ *            run_id (epoch) of the server that wrote it; a counter is
+ *            trusted while the node has not restarted since; every reply
+ *            (refusals too) carries its counter; a fenced acquire waits
+ *            for every node and needs a quorum of trusted counters or an
+ *            answer from all N (then the wall-clock fallback, if any)
+ *   GRANTONLY (control, with FENCEFIX) counters read from granting
+ *            replies only
+ *   FWONE    (control, with FENCEFIX) the write round succeeds at one node
+ * Environment narrowing (used to make a control's trail reachable within
+ * its budget; the positive model runs in the same narrowed environment
+ * too, so the comparison is fair):
+ *   LATE     clients other than 0 start only after every restart
+ *   RSTNODE  only node 0 restarts
+ *   NOTIMEOUT a client waits for every reply (no per-node timeouts; a
+ *            request dropped by a restart leaves its client blocked,
+ *            which such runs do not report: pan -E)
  *   RESTOREONCE extend restores a restarted node once per restart
  *   FASTNODE node 0's clock runs outside the drift bound (issue 15)
  *   GUARD    the clock guard: a clock-suspect node does not vote
@@ -96,6 +112,8 @@
 byte key[N];        /* lock key's token, 0 = absent */
 byte kexp[N];       /* tick at which the key expires */
 byte fence[N];      /* fence counter, 0 = absent */
+byte fmark[N];      /* FENCEFIX: epoch (up + 1) of the run that wrote the
+                     * counter's run_id marker, 0 = absent */
 byte up[N];         /* 0 = never restarted, else restart tick + 1 */
 byte rst_left = RST;
 
@@ -105,6 +123,7 @@ chan rq[K * N] = [QL] of { byte, byte, byte, byte }; /* op, token, value,
 byte rtag[K * N];   /* round the latest reply belongs to (0 = none) */
 byte rres[K * N];   /* R_YES / R_NO */
 byte rval[K * N];   /* fence counter carried by the reply */
+bool rtr[K * N];    /* FENCEFIX: the counter's marker is the node's run */
 
 /* ---- Clock ---- */
 byte clk = 0;
@@ -184,6 +203,9 @@ inline apply(c, n, op, t, v, tag)
         rtag[IX(c, n)] = tag;
 #ifdef FENCE
         rval[IX(c, n)] = fence[n];
+#ifdef FENCEFIX
+        rtr[IX(c, n)] = (fence[n] > 0 && fmark[n] == up[n] + 1);
+#endif
 #endif
         if
         :: key[n] == 0 -> set_key(n, t); rres[IX(c, n)] = R_YES
@@ -220,6 +242,9 @@ inline apply(c, n, op, t, v, tag)
             :: fence[n] < v -> fence[n] = v
             :: else -> skip
             fi;
+#ifdef FENCEFIX
+            fmark[n] = up[n] + 1;
+#endif
             rres[IX(c, n)] = R_YES
         :: else -> rres[IX(c, n)] = R_NO
         fi
@@ -235,6 +260,7 @@ inline restart(n)
 #ifndef PERSIST
     key[n] = 0;
     fence[n] = 0;
+    fmark[n] = 0;
     dead[n] = 0;
 #endif
     for (j : 0 .. K - 1) {
@@ -268,7 +294,11 @@ end:
 #if K > 2
     :: atomic { nempty(rq[IX(2, n)]) -> serve(2); op = 0; t = 0; v = 0; tag = 0 }
 #endif
+#ifdef RSTNODE
+    :: atomic { rst_left > 0 && n == 0 -> restart(n); j = 0 }
+#else
     :: atomic { rst_left > 0 -> restart(n); j = 0 }
+#endif
     od
 }
 
@@ -350,12 +380,14 @@ inline pick()
     :: GOT(3) -> i = 3; got = true
     :: GOT(4) -> i = 4; got = true
 #endif
+#ifndef NOTIMEOUT
     :: PEND(0) && !GOT(0) -> i = 0; got = false
     :: PEND(1) && !GOT(1) -> i = 1; got = false
     :: PEND(2) && !GOT(2) -> i = 2; got = false
 #if N > 3
     :: PEND(3) && !GOT(3) -> i = 3; got = false
     :: PEND(4) && !GOT(4) -> i = 4; got = false
+#endif
 #endif
     fi
 }
@@ -380,9 +412,17 @@ inline count(ph)
     :: else -> skip
     fi;
 #ifdef FENCEFIX
+#ifdef GRANTONLY
     if
-    :: ph == 0 && got && rval[IX(c, i)] > 0 ->
-        pres++;
+    :: ph == 0 && got && rres[IX(c, i)] == R_YES ->
+#else
+    if
+    :: ph == 0 && got ->
+#endif
+        if
+        :: rtr[IX(c, i)] -> pres++
+        :: else -> skip
+        fi;
         if
         :: rval[IX(c, i)] > maxr -> maxr = rval[IX(c, i)]
         :: else -> skip
@@ -397,7 +437,8 @@ inline count(ph)
     fi;
 #endif
     if
-    :: got -> rtag[IX(c, i)] = 0; rres[IX(c, i)] = 0; rval[IX(c, i)] = 0
+    :: got -> rtag[IX(c, i)] = 0; rres[IX(c, i)] = 0; rval[IX(c, i)] = 0;
+        rtr[IX(c, i)] = false
     :: else -> skip
     fi;
     got = false;
@@ -405,11 +446,21 @@ inline count(ph)
 }
 
 #define ALLN ((1 << N) - 1)
-/* quorum_verdict(); FENCEFIX: a fenced acquire also needs the counters
- * of a quorum of nodes that have one, or an answer from every node. */
+/* quorum_verdict(); FENCEFIX: the fenced acquire round waits for every
+ * node (ROUND_ALL) and also needs a quorum of trusted counters or an
+ * answer from every node (fence.c fence_read_ok). FWONE: the write round
+ * succeeds at one node (control). */
 #if defined(FENCE) && defined(FENCEFIX)
-#define SUCCESS(ph) (yes >= Q && (ph != 0 || pres >= Q || ans == N))
-#define FAILURE(ph) (no > N - Q || (mask == ALLN && !SUCCESS(ph)))
+#ifdef FWONE
+#define SUCCESS(ph) (ph == 0 && mask == ALLN && yes >= Q && \
+                     (pres >= Q || ans == N) || ph == 1 && yes >= 1 || \
+                     ph == 2 && yes >= Q)
+#else
+#define SUCCESS(ph) (ph == 0 && mask == ALLN && yes >= Q && \
+                     (pres >= Q || ans == N) || ph != 0 && yes >= Q)
+#endif
+#define FAILURE(ph) (ph == 0 && mask == ALLN && !SUCCESS(ph) || \
+                     ph != 0 && no > N - Q)
 #else
 #define SUCCESS(ph) (yes >= Q)
 #define FAILURE(ph) (no > N - Q)
@@ -451,7 +502,11 @@ proctype client(byte c)
 end_next:
     /* attempt(): SET NX PX (acquire-fenced) on every node at once */
     atomic {
+#ifdef LATE
+        a < ATT && (c == 0 || rst_left == 0) ->
+#else
         a < ATT ->
+#endif
         a++;
         tok = c * ATT + a;
         new_round();
@@ -480,7 +535,14 @@ acq_decided:
         :: else -> skip
         fi;
 #ifdef FENCE
+#if defined(FENCEFIX)
+        /* fence_candidate(): a trusted quorum needs no wall clock */
 #ifdef NOWALL
+        fv = maxr + 1;
+#else
+        fv = (pres >= Q || maxr + 1 > clk -> maxr + 1 : clk);
+#endif
+#elif defined(NOWALL)
         fv = maxr + 1;
 #else
         fv = (maxr + 1 > clk -> maxr + 1 : clk);
