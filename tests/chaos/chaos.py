@@ -101,7 +101,8 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 
 PROFILES = ["kill", "pause", "restart-fast", "restart-delayed", "partition",
             "slow", "skew", "holder-pause", "mixed", "tls"]
-NEGATIVE = ["neg-no-quarantine", "neg-quarantine", "neg-broken-client"]
+NEGATIVE = ["neg-no-quarantine", "neg-quarantine", "neg-broken-client",
+            "fence-restart"]
 
 VERBOSE = False
 
@@ -1683,6 +1684,49 @@ def run_profile(args, name):
         CLEANUP.run()
 
 
+def fence_restart_case(env):
+    """One empty restart between two fenced holders (issue 12), with every
+    counter far ahead of wall time so the wall-clock term cannot help:
+    holder 1 is fenced on nodes {0, 1, 2} (3 and 4 held by another key),
+    node 0 restarts empty, nodes 1 and 2 stop answering (SIGSTOP, data
+    kept), and holder 2 tries with nodes {0, 3, 4}: it must not get a
+    token until it can read one >= holder 1's (nodes 1 and 2 come back
+    after 5 s). The fencing and register checks judge; -> t_begin."""
+    res, key = "fr:r", "redlock:fence:fr:r"
+    ahead = str(time.time_ns() // 1000 + 10 ** 12)
+    for n in env.nodes:
+        Redis(n.host, n.port).cmd("SET", key, ahead)
+    common = dict(cycles=1, ttl=1000, max_ttl=2000, hold=(50, 50),
+                  fence_ids="all", duration=30.0)
+    t_begin = mono_ns()
+    env.add_contenders(["blocking"], [res], **common)
+    env.contenders[-1].start()
+    env.contenders[-1].wait_done(20)
+    got = int(Redis(env.nodes[3].host, env.nodes[3].port).cmd("GET", key))
+    if got <= int(ahead):
+        raise RuntimeError("fence-restart: holder 0 did not write %s" % key)
+    for i in (3, 4):
+        Redis(env.nodes[i].host, env.nodes[i].port).cmd(
+            "SET", res, "other", "PX", "60000")
+    env.add_contenders(["blocking"], [res], **common)
+    env.contenders[-1].start()
+    env.contenders[-1].wait_done(20)
+    for i in (3, 4):
+        Redis(env.nodes[i].host, env.nodes[i].port).cmd("DEL", res)
+    for i in (1, 2):
+        env.mark(i, "paused")
+        env.nodes[i].signal(signal.SIGSTOP)
+    env.restart_node(0)
+    env.add_contenders(["blocking"], [res], wait=20000, **common)
+    env.contenders[-1].start()
+    time.sleep(5.0)
+    for i in (1, 2):
+        env.nodes[i].signal(signal.SIGCONT)
+        env.mark(i, "ok")
+    env.contenders[-1].wait_done(40)
+    return t_begin
+
+
 def run_negative(args, name):
     """Negative controls: -> result dict; 'expect' says what passing is."""
     env = Env(args, name, 10, 1000, 3000, (10, 30))
@@ -1704,6 +1748,9 @@ def run_negative(args, name):
             for c in env.contenders:
                 c.wait_done(40)
             expect = "violations"
+        elif name == "fence-restart":
+            t_begin = fence_restart_case(env)
+            expect = "clean"
         else:
             # A holds R (acquired on all 5); 3 nodes restart empty; B then
             # tries R. Without quarantine the 3 empty nodes are a majority
