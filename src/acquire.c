@@ -331,21 +331,6 @@ static void no_quorum_detail(struct acquire_op *op)
                  q->detail);
 }
 
-/* A fenced acquire won its keys but cannot derive a token: fewer than a
- * quorum of trusted counters and not every node answered (fence.c). */
-static void fence_unread(struct acquire_op *op)
-{
-    struct quorum_round *q = &op->round;
-
-    snprintf(op->detail, sizeof(op->detail),
-             "'%s': fence counters trusted on %zu of %zu nodes, %zu "
-             "answered (need %zu trusted or all answering)%s%s",
-             op->lock->resource, op->fence_read.trusted, q->n,
-             op->fence_read.answered, quorum_size(q->n),
-             q->detail[0] ? ": " : "", q->detail);
-    attempt_failed(op, RL_ENOQUORUM);
-}
-
 static void acquire_decided(void *owner, enum verdict v)
 {
     struct acquire_op *op = owner;
@@ -357,12 +342,10 @@ static void acquire_decided(void *owner, enum verdict v)
         op->voters = (unsigned)q->yes;
         if (!enough_validity(op))
             attempt_failed(op, RL_ETIMEOUT);
-        else if (op->fence_key == NULL)
-            finish(op, RL_OK);
-        else if (fence_read_ok(&op->fence_read, q->n))
+        else if (op->fence_key != NULL)
             fence_write(op);
         else
-            fence_unread(op);
+            finish(op, RL_OK);
         return;
     }
     /* Nodes that could not vote at all: failed, or quarantined (§5.7). */
@@ -385,9 +368,9 @@ static enum vote classify(void *owner, size_t slot,
     struct acquire_op *op = owner;
     bool granted;
 
-    RL_UNUSED(slot);
     if (op->fence_key != NULL) {
-        if (!fence_read_reply(&op->fence_read, r, &granted))
+        if (!fence_read_reply(&op->fence_read, r,
+                              node_voting(op->round.nodes[slot]), &granted))
             return VOTE_ERROR;
         return granted ? VOTE_YES : VOTE_NO;
     }

@@ -10,37 +10,36 @@
  *
  * Round 1 (the acquire itself, ROUND_ALL: it waits for every node or its
  * timeout) returns, from every node that answers, granting or refusing,
- * its counter and whether it is trusted. A token may be derived only if
- * a quorum of the counters is trusted, or every node answered; else the
- * attempt fails like one without a quorum. The token is max_read + 1
- * (max_read over every reply); only when fewer than a quorum are trusted
- * is it max(max_read + 1, wall clock µs), the wall-clock fallback.
- * Round 2 raises the counter to the token and sets the marker to the
- * current run_id on every node where the lock key still holds our token,
- * and must reach a quorum of voting nodes inside the validity before the
- * token is handed out.
+ * its counter and whether it is trusted. max_read is the largest counter
+ * of any reply. Token: max_read + 1 when the counters of a quorum of the
+ * GRANTING, voting nodes are trusted (a node whose clock is suspect,
+ * §5.8, may lose keys early: it proves nothing about the order of reads); else max(max_read + 1, wall clock µs), the
+ * wall-clock fallback. Round 2 raises the counter to the token and sets
+ * the marker to the current run_id on every node where the lock key still
+ * holds our token, and must reach a quorum of voting nodes inside the
+ * validity before the token is handed out.
  *
- * Invariant: for every granted token T with write quorum W(T), every node
- * of W(T) whose counter is trusted holds a counter >= T. Why tokens
- * strictly increase (T granted before T'): the holder of T' read every
- * node after the keys of T were gone from a majority, hence (its keys
- * live through its own validity, and a restarted node's vote only counts
- * after a quarantine of max_ttl_ms) after T was written on W(T), except
- * on nodes that refused it. (a) A trusted quorum intersects W(T) in a
- * node whose counter is >= T. (b) An answer from all N includes every node
- * of W(T); the ones that did not restart still hold >= T, so with fewer
- * than |W(T)| restarts between two writes, max_read >= T without any
- * clock. A repair writes a token that is itself > every earlier one, so
- * it keeps the invariant. Only when every node of some W(T) lost its
- * counter (a majority restarted without persistence before a fenced
- * acquire repaired them) does monotonicity rest on the wall-clock term:
- * client wall clocks agree within the time between two grants and no
- * token ever ran ahead of wall time. Persistence does not need trust:
- * a restarted node with AOF gets a new run_id, so its counter counts for
- * max_read but not as trusted until a write round repairs the marker
- * (an fsync-lagged counter may be stale). Why round 2 must reach a
- * quorum before the token is used: (a) needs |W(T)| >= quorum; the model
- * finds the violation when it may succeed on one node (control FWONE).
+ * Why tokens strictly increase (docs/fencing.md has the long form): let T
+ * be granted, i.e. written to a quorum W(T), before T'. The granting
+ * quorum G' of T' meets W(T). A node of G' answered T' after T was
+ * written there (keys of two holders never coexist on a node, and ours
+ * outlive our grant). If the counters of a quorum of G' are trusted, one
+ * of them is in W(T) (quorums intersect) and has not restarted since its
+ * marker was written; that counter is >= T (counters only rise, and a
+ * repair after a restart writes a token derived by this same rule after
+ * T's writes: induction over write rounds; a repair made through the
+ * fallback inherits its assumption), so max_read >= T and T' > T with no
+ * clock at all, whatever restarted. Otherwise some granting node
+ * may have lost T with a restart, and the token rests on the wall-clock
+ * term: client wall clocks agree within the time between two grants, and
+ * no token ran ahead of wall time. Refusals only raise max_read (best
+ * effort): a refusing node may answer before a concurrent holder's write
+ * lands there, so it may not count toward the trusted quorum (the model
+ * finds a violation when it does: control ctl-trustrefused). Persistence
+ * does not make a counter trusted: a restarted server has a new run_id
+ * (an fsync-lagged counter may be stale); its counter counts for max_read
+ * only. Round 2 must reach a quorum before the token is used, or W(T)
+ * need not meet a later trusted quorum (control ctl-fwone).
  * Counters are compared as decimal strings by length, then lexically,
  * because Lua numbers are doubles (exact only to 2^53). */
 #include <errno.h>
@@ -88,7 +87,7 @@ static bool parse_counter(const struct node_reply *r, uint64_t *out)
 }
 
 bool fence_read_reply(struct fence_read *fr, const struct node_reply *r,
-                      bool *granted)
+                      bool voting, bool *granted)
 {
     uint64_t counter;
 
@@ -98,17 +97,11 @@ bool fence_read_reply(struct fence_read *fr, const struct node_reply *r,
         !parse_counter(&r->element[1], &counter))
         return false;
     *granted = r->element[0].integer == 1;
-    fr->answered++;
-    if (r->element[2].integer == 1)
+    if (*granted && voting && r->element[2].integer == 1)
         fr->trusted++;
     if (counter > fr->max_read)
         fr->max_read = counter;
     return true;
-}
-
-bool fence_read_ok(const struct fence_read *fr, size_t n)
-{
-    return fr->trusted >= quorum_size(n) || fr->answered == n;
 }
 
 uint64_t fence_candidate(const struct fence_read *fr, size_t n,

@@ -15,21 +15,20 @@
 /* What the acquire round read from the nodes' counters. */
 struct fence_read {
     uint64_t max_read; /* largest counter in any well-formed reply */
-    size_t answered;   /* nodes that answered the acquire-fenced script */
-    size_t trusted;    /* of them, counters written since the last restart */
+    size_t trusted;    /* granting voting nodes whose counter was written
+                        * since their last restart */
 };
 
 /* prefix + key, malloc'd (NULL on OOM). */
 char *fence_key(const char *prefix, const char *key, size_t key_len);
-/* Take one acquire-fenced reply {granted, counter or nil, trusted} into
- * fr; *granted says whether the node set our keys. False: malformed. */
+/* Take one acquire-fenced reply {granted, counter or nil, trusted} of a
+ * node (voting: node_voting) into fr; *granted says whether the node set
+ * our keys. False: malformed. */
 bool fence_read_reply(struct fence_read *fr, const struct node_reply *r,
-                      bool *granted);
-/* May a token be derived from what n nodes answered: a quorum of trusted
- * counters, or an answer from every node? */
-bool fence_read_ok(const struct fence_read *fr, size_t n);
-/* The token to write: max_read + 1 when a quorum of counters is trusted,
- * else max(max_read + 1, wall_us) (the wall-clock fallback). */
+                      bool voting, bool *granted);
+/* The token to write: max_read + 1 when the counters of a quorum of the
+ * n nodes granted and are trusted, else max(max_read + 1, wall_us) (the
+ * wall-clock fallback). */
 uint64_t fence_candidate(const struct fence_read *fr, size_t n,
                          uint64_t wall_us);
 

@@ -22,7 +22,11 @@
  *     its token must exceed holder 1's. Every counter starts far ahead of
  *     this machine's wall clock (as if written by a client whose clock ran
  *     ahead), so the wall-clock term cannot help: only the counters can
- *     (fence.c: B's refusal carries its trusted counter). */
+ *     (B's refusal carries holder 1's counter; the previous code read the
+ *     granting nodes only and issued holder 1's token again);
+ *   - with a quorum of trusted counters among the granting nodes the token
+ *     is max_read + 1, never a wall-clock value, also after one node
+ *     restarted empty (its counter is untrusted, then repaired). */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -475,7 +479,7 @@ static rl_client *restart_client(struct fx *f)
     return fixture_client(&cfg);
 }
 
-static void test_fence_increases_across_one_restart_without_wall_clock(
+static void test_fence_across_one_restart_with_counters_ahead_of_wall_time(
     void **state)
 {
     struct fx *f = *state;
@@ -544,6 +548,42 @@ static void test_fence_increases_across_one_restart_without_wall_clock(
     rl_client_free(c2);
 }
 
+static void test_fence_trusted_quorum_needs_no_wall_clock(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+    uint64_t t0;
+    uint64_t t1;
+    uint64_t t2;
+
+    f->c = restart_client(f);
+    assert_non_null(f->c);
+    o.ttl_ms = 5000;
+    o.wait_ms = 5000;
+    o.fencing = true;
+    /* No counters yet: the wall-clock fallback. */
+    assert_int_equal(rl_acquire(f->c, "fence:trusted", &o, &f->l), RL_OK);
+    t0 = rl_lock_fence(f->l);
+    assert_int_equal(rl_release(f->l), RL_OK);
+    f->l = NULL;
+    harness_sleep_ms(20); /* wall time moves on by 20000 µs */
+    /* Every counter trusted now: max_read + 1, not the wall clock. */
+    assert_int_equal(rl_acquire(f->c, "fence:trusted", &o, &f->l), RL_OK);
+    t1 = rl_lock_fence(f->l);
+    assert_int_equal(rl_release(f->l), RL_OK);
+    f->l = NULL;
+    assert_true(t1 == t0 + 1);
+    /* A restarts empty: B and C still make a trusted quorum. */
+    harness_kill(&f->r[0]);
+    assert_int_equal(harness_restart(&f->r[0]), 0);
+    harness_sleep_ms(20);
+    assert_int_equal(rl_acquire(f->c, "fence:trusted", &o, &f->l), RL_OK);
+    t2 = rl_lock_fence(f->l);
+    fprintf(stderr, "  tokens %llu, %llu, %llu\n", (unsigned long long)t0,
+            (unsigned long long)t1, (unsigned long long)t2);
+    assert_true(t2 == t1 + 1);
+}
+
 /* ---- Multi-resource -------------------------------------------------------*/
 
 static void test_multi_resource_acquire_returns_a_fence(void **state)
@@ -590,8 +630,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             test_multi_resource_acquire_returns_a_fence, setup, teardown),
         cmocka_unit_test_setup_teardown(
-            test_fence_increases_across_one_restart_without_wall_clock,
+            test_fence_across_one_restart_with_counters_ahead_of_wall_time,
             setup3, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_fence_trusted_quorum_needs_no_wall_clock, setup3, teardown),
     };
 
     harness_require_redis();
