@@ -20,17 +20,24 @@
  *   FENCEFIX the fencing rule of fence.c: each counter carries the
  *            run_id (epoch) of the server that wrote it; a counter is
  *            trusted while the node has not restarted since; every reply
- *            (refusals too) carries its counter; a fenced acquire waits
- *            for every node and needs a quorum of trusted counters or an
- *            answer from all N (then the wall-clock fallback, if any)
- *   GRANTONLY (control, with FENCEFIX) counters read from granting
- *            replies only
+ *            (refusals too) carries its counter, max_read is taken over
+ *            all; the fenced acquire round waits for every node; token =
+ *            max_read + 1 when a quorum of the GRANTING (voting) nodes'
+ *            counters is trusted, else the wall-clock fallback max(max_read + 1, clk).
+ *            With NOWALL there is no fallback: such an attempt fails, and
+ *            every node starts with counter 1, trusted (a resource fenced
+ *            before), so the trusted-quorum rule is checked on its own
+ *   TRUSTREFUSED (control, with FENCEFIX NOWALL) refusals' counters count
+ *            as trusted too, and an answer from every node replaces the
+ *            trusted quorum
  *   FWONE    (control, with FENCEFIX) the write round succeeds at one node
  * Environment narrowing (used to make a control's trail reachable within
  * its budget; the positive model runs in the same narrowed environment
  * too, so the comparison is fair):
  *   LATE     clients other than 0 start only after every restart
  *   RSTNODE  only node 0 restarts
+ *   SOLO     clients other than 0 never start
+ *   SHORTKEYS every key lives TTL - D (the shortest the drift allows)
  *   NOTIMEOUT a client waits for every reply (no per-node timeouts; a
  *            request dropped by a restart leaves its client blocked,
  *            which such runs do not report: pan -E)
@@ -143,7 +150,9 @@ short dead[N];      /* tokens whose key lapsed on a node (expiry/delete),
                      * cleared by a restart */
 byte lastfence = 0; /* last token granted */
 #ifdef FASTNODE
-bool suspect[N];    /* the clock guard's verdict (GUARD) */
+bool suspect[N];    /* the clock guard's verdict (GUARD): set at start for
+                     * node 0, i.e. its rate is known from the samples taken
+                     * before the first acquire (connect handshake) */
 #endif
 
 /* node_voting(): ready, not quarantined (§5.7), not clock-suspect (§5.8) */
@@ -179,7 +188,9 @@ inline set_key(n, t)
     assert((dead[n] & BIT(t)) == 0);
     key[n] = t;
     if
+#ifndef SHORTKEYS
     :: kexp[n] = clk + TTL
+#endif
     :: kexp[n] = clk + TTL - D
     :: (FAST > 0 && n == 0) -> kexp[n] = clk + TTL - D - FAST
     fi
@@ -394,8 +405,8 @@ inline pick()
 
 /* count_vote() and classify(): a YES from a node that is not voting
  * counts as a NO. Fenced acquire: the counter comes with each granting
- * reply (with FENCEFIX, with every reply, and absent counters are known
- * as such). */
+ * reply (FENCEFIX: with every reply, max over all; trusted ones counted
+ * among the granting voting nodes, fence.c fence_read_reply). */
 inline count(ph)
 {
     mask = mask | (1 << i);
@@ -412,15 +423,14 @@ inline count(ph)
     :: else -> skip
     fi;
 #ifdef FENCEFIX
-#ifdef GRANTONLY
-    if
-    :: ph == 0 && got && rres[IX(c, i)] == R_YES ->
-#else
     if
     :: ph == 0 && got ->
-#endif
         if
+#ifdef TRUSTREFUSED
         :: rtr[IX(c, i)] -> pres++
+#else
+        :: rtr[IX(c, i)] && rres[IX(c, i)] == R_YES && VOTING(i) -> pres++
+#endif
         :: else -> skip
         fi;
         if
@@ -447,17 +457,24 @@ inline count(ph)
 
 #define ALLN ((1 << N) - 1)
 /* quorum_verdict(); FENCEFIX: the fenced acquire round waits for every
- * node (ROUND_ALL) and also needs a quorum of trusted counters or an
- * answer from every node (fence.c fence_read_ok). FWONE: the write round
- * succeeds at one node (control). */
+ * node (ROUND_ALL); with NOWALL (no fallback) it also needs a quorum of
+ * trusted counters among the granting nodes (TRUSTREFUSED: among all
+ * replies, or an answer from every node). FWONE: the write round succeeds
+ * at one node (control). */
+#if defined(NOWALL) && defined(TRUSTREFUSED)
+#define READOK (pres >= Q || ans == N)
+#elif defined(NOWALL)
+#define READOK (pres >= Q)
+#else
+#define READOK true
+#endif
 #if defined(FENCE) && defined(FENCEFIX)
 #ifdef FWONE
-#define SUCCESS(ph) (ph == 0 && mask == ALLN && yes >= Q && \
-                     (pres >= Q || ans == N) || ph == 1 && yes >= 1 || \
-                     ph == 2 && yes >= Q)
+#define SUCCESS(ph) (ph == 0 && mask == ALLN && yes >= Q && READOK || \
+                     ph == 1 && yes >= 1 || ph == 2 && yes >= Q)
 #else
-#define SUCCESS(ph) (ph == 0 && mask == ALLN && yes >= Q && \
-                     (pres >= Q || ans == N) || ph != 0 && yes >= Q)
+#define SUCCESS(ph) (ph == 0 && mask == ALLN && yes >= Q && READOK || \
+                     ph != 0 && yes >= Q)
 #endif
 #define FAILURE(ph) (ph == 0 && mask == ALLN && !SUCCESS(ph) || \
                      ph != 0 && no > N - Q)
@@ -487,6 +504,30 @@ inline release_all()
     i = 0
 }
 
+/* acquired(), watchdog_attach(): in the same step as the decision (a
+ * later step would let time pass between the validity check and the
+ * grant, which the C code does not do). */
+inline grant()
+{
+    dl[c] = t0 + TTL - DRIFT;
+#ifdef SANITY
+    assert(c == 0);
+#endif
+    assert_exclusive(c);
+    holding[c] = true;
+    lost[c] = false;
+    inflight[c] = false;
+    nren[c] = clk + INTERVAL;
+#ifdef RESTOREONCE
+    for (i : 0 .. N - 1) {
+        rsd[i] = 0
+    }
+    i = 0;
+#endif
+    mask = 0; yes = 0; no = 0; refm = 0; ref = 0; ans = 0; pres = 0;
+    maxr = 0; fv = 0
+}
+
 proctype client(byte c)
 {
     byte a = 0;         /* attempts made */
@@ -502,7 +543,9 @@ proctype client(byte c)
 end_next:
     /* attempt(): SET NX PX (acquire-fenced) on every node at once */
     atomic {
-#ifdef LATE
+#if defined(SOLO)
+        a < ATT && c == 0 ->
+#elif defined(LATE)
         a < ATT && (c == 0 || rst_left == 0) ->
 #else
         a < ATT ->
@@ -559,40 +602,26 @@ fence_round:
         pick(); count(1);
         if
         :: SUCCESS(1) ->
+            /* fence_decided(): the token is issued here, in the same
+             * step as the decision (grant order = decision order) */
             if
             :: clk >= t0 + TTL - DRIFT -> roll_back(true); goto end_next
-            :: else -> goto granted
+            :: else ->
+                /* fence tokens strictly increase in grant order */
+                assert(fv > lastfence);
+                lastfence = fv;
+                grant();
+                goto hold
             fi
         :: FAILURE(1) -> roll_back(true); goto end_next
         :: else -> skip
         fi
     }
     od;
-granted:
-    atomic {
-        /* fence tokens strictly increase in grant order */
-        assert(fv > lastfence);
-        lastfence = fv;
-#endif
-        /* acquired(), watchdog_attach() */
-        dl[c] = t0 + TTL - DRIFT;
-#ifdef SANITY
-        assert(c == 0);
-#endif
-        assert_exclusive(c);
-        holding[c] = true;
-        lost[c] = false;
-        inflight[c] = false;
-        nren[c] = clk + INTERVAL;
-#ifdef RESTOREONCE
-        for (i : 0 .. N - 1) {
-            rsd[i] = 0
-        }
-        i = 0;
-#endif
-        mask = 0; yes = 0; no = 0; refm = 0; ref = 0; ans = 0; pres = 0;
-        maxr = 0; fv = 0
+#else
+        grant()
     };
+#endif
 hold:
     do
     /* the holder stops using the resource, then rl_release() */
@@ -671,6 +700,17 @@ init
 {
     byte x;
     atomic {
+#if defined(FASTNODE) && defined(GUARD)
+        suspect[0] = true;
+#endif
+#if defined(FENCEFIX) && defined(NOWALL)
+        /* no wall-clock fallback: start from a resource fenced before */
+        for (x : 0 .. N - 1) {
+            fence[x] = 1;
+            fmark[x] = 1
+        }
+        lastfence = 1;
+#endif
         run clock();
         for (x : 0 .. N - 1) {
             run node(x)

@@ -2,18 +2,19 @@
 # Model-check the Redlock protocol (spec/redlock.pml, see spec/README.md):
 # every model must hold its properties, every negative control must fail
 # with a counterexample trail of the property it breaks. Runs two jobs at a
-# time in a temp dir; the whole run takes about four minutes on 2 cores.
+# time in a temp dir; the whole run takes about five minutes on 2 cores.
 # The full state spaces are too large for exhaustive search within minutes:
 # each run is a bitstate (-DBITSTATE, 2^28 bits) depth-first search in a
-# randomized but seeded (-RS, reproducible) transition order, stopped at
-# its first violation or after its time budget (SIGINT: pan prints what
-# it explored). A model "holds" = no violation in the states explored;
-# docs/proof.md gives the counts, the coverage and the longer runs.
-# A negative control runs in a narrowed environment (spec/redlock.pml:
-# LATE, RSTNODE, SOLO, NOTIMEOUT; pan -E then, as a client that waits for
-# a reply a restart dropped blocks for good) so that its trail is found
-# within its budget; its positive twin (name-fixed) runs in the same
-# narrowed environment without the bug and must hold there.
+# randomized but seeded (-RS, reproducible) transition order, or SPIN's
+# fixed order (seed 0), stopped at its first violation or after its time
+# budget (SIGINT: pan prints what it explored). A model "holds" = no
+# violation in the states explored; docs/proof.md gives the counts, the
+# coverage and the longer runs. A negative control runs in a narrowed
+# environment (spec/redlock.pml: LATE, RSTNODE, SOLO, NOTIMEOUT,
+# SHORTKEYS; with NOTIMEOUT pan -E, as a client waiting for a reply that a
+# restart dropped blocks for good) so that its trail is found within its
+# budget; its positive twin (NAME-fixed) runs in the same narrowed
+# environment without the bug and must hold there.
 #   tools/model-check.sh            all models and controls
 #   tools/model-check.sh NAME...    only those
 #   MC_SCALE=F                      multiply every budget by F (default 1)
@@ -28,9 +29,11 @@ tmp=$(mktemp -d /tmp/redlock-mc.XXXXXX)
 
 # Narrowed environments of the controls (and their twins).
 T2="-DN=3 -DK=2 -DATT=1 -DNOTIMEOUT"
-R1="$T2 -DRST=1 -DLATE -DRSTNODE -DTMAX=7"
+R1="$T2 -DRST=1 -DLATE -DRSTNODE -DTMAX=4"
+F1="$R1 -DSHORTKEYS -DFENCE"
 # name | expect: hold, or the assertion text the trail must violate |
-# budget (s) | pan seed | spin -D options | what it shows
+# budget (s) | pan seed (0: SPIN's fixed order, no randomization) |
+# spin -D options | what it shows
 jobs=(
 "mutex-n3k2|hold|20|1|-DN=3 -DK=2 -DATT=1 -DRST=1 -DTMAX=8|acquire/rollback/release, one restart"
 "watch-n3k2|hold|20|1|-DN=3 -DK=2 -DATT=1 -DRST=1 -DPAUSES=1 -DWATCH -DRESTOREONCE -DTMAX=8|watchdog, extend, restore once, a pause"
@@ -45,9 +48,10 @@ jobs=(
 "resurrect-fixed|hold|20|1|$T2 -DRST=0 -DSOLO -DWATCH -DRESTOREONCE -DTMAX=8|twin of ctl-resurrect"
 "ctl-nodrift|holding[|120|1|$T2 -DRST=0 -DNODRIFT -DTMAX=6|validity without drift"
 "nodrift-fixed|hold|20|1|$T2 -DRST=0 -DTMAX=6|twin of ctl-nodrift"
-"ctl-nowall|fv>lastfence|120|1|$R1 -DFENCE -DNOWALL|fencing without wall clock (previous rule), one restart"
-"nowall-fixed|hold|20|1|$R1 -DFENCE -DFENCEFIX -DNOWALL|twin of ctl-nowall: marker rule, no wall clock"
-"ctl-fwone|fv>lastfence|120|2|$R1 -DFENCE -DFENCEFIX -DNOWALL -DFWONE|marker rule, write round done at one node"
+"ctl-nowall|fv>lastfence|120|0|$F1 -DNOWALL|previous fencing rule without the wall clock, one restart"
+"nowall-fixed|hold|60|0|$F1 -DFENCEFIX -DNOWALL|twin of ctl-nowall: trusted-quorum rule, no wall clock"
+"ctl-trustrefused|fv>lastfence|120|0|$F1 -DFENCEFIX -DNOWALL -DTRUSTREFUSED|refusals' counters trusted too"
+"ctl-fwone|fv>lastfence|120|0|$F1 -DFENCEFIX -DNOWALL -DFWONE|write round done at one node"
 "ctl-fastnode|holding[|120|1|$T2 -DRST=0 -DFASTNODE -DTMAX=6|fast node, no clock guard"
 "fastnode-fixed|hold|20|1|$T2 -DRST=0 -DFASTNODE -DGUARD -DTMAX=6|twin of ctl-fastnode: clock guard"
 "ctl-restore-every|dead[n]|120|1|$T2 -DRST=1 -DSOLO -DRSTNODE -DWATCH -DTMAX=8|extend restores on every round"
@@ -58,12 +62,13 @@ jobs=(
 run_one()
 {
     local name=$1 expect=$2 budget=$3 seed=$4 defs=$5 d=$tmp/$1 verdict states
-    local secs err eflag=
+    local secs err eflag= rnd="-DT_RAND -DP_RAND"
+    [ "$seed" = 0 ] && rnd=
     mkdir -p "$d" && cp "$model" "$d/" && cd "$d" || return 1
-    # shellcheck disable=SC2086
+    # shellcheck disable=SC2086 # $defs and $rnd are word lists
     if ! spin -a $defs redlock.pml >spin.log 2>&1 ||
-        ! gcc -O2 -w -DVECTORSZ=2048 -DSAFETY -DBITSTATE -DT_RAND -DP_RAND \
-            -o pan pan.c 2>gcc.log; then
+        ! gcc -O2 -w -DVECTORSZ=2048 -DSAFETY -DBITSTATE \
+            $rnd -o pan pan.c 2>gcc.log; then
         echo "model $name: ERROR (does not compile)" >"$tmp/$name.result"
         return
     fi
