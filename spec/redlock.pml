@@ -17,7 +17,30 @@
  *   RESURRECT the extend script SETs an absent key (instead of touch-only)
  *   NODRIFT  validity = ttl - elapsed, without the drift term
  *   NOWALL   fence candidate max_read + 1, without the wall-clock term
- *   FENCEFIX the fencing repair proposed in docs/fencing.md
+ *   FENCEFIX the fencing rule of fence.c: each counter carries the
+ *            run_id (epoch) of the server that wrote it; a counter is
+ *            trusted while the node has not restarted since; every reply
+ *            (refusals too) carries its counter, max_read is taken over
+ *            all; the fenced acquire round waits for every node; token =
+ *            max_read + 1 when a quorum of the GRANTING (voting) nodes'
+ *            counters is trusted, else the wall-clock fallback max(max_read + 1, clk).
+ *            With NOWALL there is no fallback: such an attempt fails, and
+ *            every node starts with counter 1, trusted (a resource fenced
+ *            before), so the trusted-quorum rule is checked on its own
+ *   TRUSTREFUSED (control, with FENCEFIX NOWALL) refusals' counters count
+ *            as trusted too, and an answer from every node replaces the
+ *            trusted quorum
+ *   FWONE    (control, with FENCEFIX) the write round succeeds at one node
+ * Environment narrowing (used to make a control's trail reachable within
+ * its budget; the positive model runs in the same narrowed environment
+ * too, so the comparison is fair):
+ *   LATE     clients other than 0 start only after every restart
+ *   RSTNODE  only node 0 restarts
+ *   SOLO     clients other than 0 never start
+ *   SHORTKEYS every key lives TTL - D (the shortest the drift allows)
+ *   NOTIMEOUT a client waits for every reply (no per-node timeouts; a
+ *            request dropped by a restart leaves its client blocked,
+ *            which such runs do not report: pan -E)
  *   RESTOREONCE extend restores a restarted node once per restart
  *   FASTNODE node 0's clock runs outside the drift bound (issue 15)
  *   GUARD    the clock guard: a clock-suspect node does not vote
@@ -96,6 +119,8 @@
 byte key[N];        /* lock key's token, 0 = absent */
 byte kexp[N];       /* tick at which the key expires */
 byte fence[N];      /* fence counter, 0 = absent */
+byte fmark[N];      /* FENCEFIX: epoch (up + 1) of the run that wrote the
+                     * counter's run_id marker, 0 = absent */
 byte up[N];         /* 0 = never restarted, else restart tick + 1 */
 byte rst_left = RST;
 
@@ -105,6 +130,7 @@ chan rq[K * N] = [QL] of { byte, byte, byte, byte }; /* op, token, value,
 byte rtag[K * N];   /* round the latest reply belongs to (0 = none) */
 byte rres[K * N];   /* R_YES / R_NO */
 byte rval[K * N];   /* fence counter carried by the reply */
+bool rtr[K * N];    /* FENCEFIX: the counter's marker is the node's run */
 
 /* ---- Clock ---- */
 byte clk = 0;
@@ -124,7 +150,9 @@ short dead[N];      /* tokens whose key lapsed on a node (expiry/delete),
                      * cleared by a restart */
 byte lastfence = 0; /* last token granted */
 #ifdef FASTNODE
-bool suspect[N];    /* the clock guard's verdict (GUARD) */
+bool suspect[N];    /* the clock guard's verdict (GUARD): set at start for
+                     * node 0, i.e. its rate is known from the samples taken
+                     * before the first acquire (connect handshake) */
 #endif
 
 /* node_voting(): ready, not quarantined (§5.7), not clock-suspect (§5.8) */
@@ -160,7 +188,9 @@ inline set_key(n, t)
     assert((dead[n] & BIT(t)) == 0);
     key[n] = t;
     if
+#ifndef SHORTKEYS
     :: kexp[n] = clk + TTL
+#endif
     :: kexp[n] = clk + TTL - D
     :: (FAST > 0 && n == 0) -> kexp[n] = clk + TTL - D - FAST
     fi
@@ -184,6 +214,9 @@ inline apply(c, n, op, t, v, tag)
         rtag[IX(c, n)] = tag;
 #ifdef FENCE
         rval[IX(c, n)] = fence[n];
+#ifdef FENCEFIX
+        rtr[IX(c, n)] = (fence[n] > 0 && fmark[n] == up[n] + 1);
+#endif
 #endif
         if
         :: key[n] == 0 -> set_key(n, t); rres[IX(c, n)] = R_YES
@@ -220,6 +253,9 @@ inline apply(c, n, op, t, v, tag)
             :: fence[n] < v -> fence[n] = v
             :: else -> skip
             fi;
+#ifdef FENCEFIX
+            fmark[n] = up[n] + 1;
+#endif
             rres[IX(c, n)] = R_YES
         :: else -> rres[IX(c, n)] = R_NO
         fi
@@ -235,6 +271,7 @@ inline restart(n)
 #ifndef PERSIST
     key[n] = 0;
     fence[n] = 0;
+    fmark[n] = 0;
     dead[n] = 0;
 #endif
     for (j : 0 .. K - 1) {
@@ -268,7 +305,11 @@ end:
 #if K > 2
     :: atomic { nempty(rq[IX(2, n)]) -> serve(2); op = 0; t = 0; v = 0; tag = 0 }
 #endif
+#ifdef RSTNODE
+    :: atomic { rst_left > 0 && n == 0 -> restart(n); j = 0 }
+#else
     :: atomic { rst_left > 0 -> restart(n); j = 0 }
+#endif
     od
 }
 
@@ -350,6 +391,7 @@ inline pick()
     :: GOT(3) -> i = 3; got = true
     :: GOT(4) -> i = 4; got = true
 #endif
+#ifndef NOTIMEOUT
     :: PEND(0) && !GOT(0) -> i = 0; got = false
     :: PEND(1) && !GOT(1) -> i = 1; got = false
     :: PEND(2) && !GOT(2) -> i = 2; got = false
@@ -357,13 +399,14 @@ inline pick()
     :: PEND(3) && !GOT(3) -> i = 3; got = false
     :: PEND(4) && !GOT(4) -> i = 4; got = false
 #endif
+#endif
     fi
 }
 
 /* count_vote() and classify(): a YES from a node that is not voting
  * counts as a NO. Fenced acquire: the counter comes with each granting
- * reply (with FENCEFIX, with every reply, and absent counters are known
- * as such). */
+ * reply (FENCEFIX: with every reply, max over all; trusted ones counted
+ * among the granting voting nodes, fence.c fence_read_reply). */
 inline count(ph)
 {
     mask = mask | (1 << i);
@@ -381,8 +424,15 @@ inline count(ph)
     fi;
 #ifdef FENCEFIX
     if
-    :: ph == 0 && got && rval[IX(c, i)] > 0 ->
-        pres++;
+    :: ph == 0 && got ->
+        if
+#ifdef TRUSTREFUSED
+        :: rtr[IX(c, i)] -> pres++
+#else
+        :: rtr[IX(c, i)] && rres[IX(c, i)] == R_YES && VOTING(i) -> pres++
+#endif
+        :: else -> skip
+        fi;
         if
         :: rval[IX(c, i)] > maxr -> maxr = rval[IX(c, i)]
         :: else -> skip
@@ -397,7 +447,8 @@ inline count(ph)
     fi;
 #endif
     if
-    :: got -> rtag[IX(c, i)] = 0; rres[IX(c, i)] = 0; rval[IX(c, i)] = 0
+    :: got -> rtag[IX(c, i)] = 0; rres[IX(c, i)] = 0; rval[IX(c, i)] = 0;
+        rtr[IX(c, i)] = false
     :: else -> skip
     fi;
     got = false;
@@ -405,11 +456,28 @@ inline count(ph)
 }
 
 #define ALLN ((1 << N) - 1)
-/* quorum_verdict(); FENCEFIX: a fenced acquire also needs the counters
- * of a quorum of nodes that have one, or an answer from every node. */
+/* quorum_verdict(); FENCEFIX: the fenced acquire round waits for every
+ * node (ROUND_ALL); with NOWALL (no fallback) it also needs a quorum of
+ * trusted counters among the granting nodes (TRUSTREFUSED: among all
+ * replies, or an answer from every node). FWONE: the write round succeeds
+ * at one node (control). */
+#if defined(NOWALL) && defined(TRUSTREFUSED)
+#define READOK (pres >= Q || ans == N)
+#elif defined(NOWALL)
+#define READOK (pres >= Q)
+#else
+#define READOK true
+#endif
 #if defined(FENCE) && defined(FENCEFIX)
-#define SUCCESS(ph) (yes >= Q && (ph != 0 || pres >= Q || ans == N))
-#define FAILURE(ph) (no > N - Q || (mask == ALLN && !SUCCESS(ph)))
+#ifdef FWONE
+#define SUCCESS(ph) (ph == 0 && mask == ALLN && yes >= Q && READOK || \
+                     ph == 1 && yes >= 1 || ph == 2 && yes >= Q)
+#else
+#define SUCCESS(ph) (ph == 0 && mask == ALLN && yes >= Q && READOK || \
+                     ph != 0 && yes >= Q)
+#endif
+#define FAILURE(ph) (ph == 0 && mask == ALLN && !SUCCESS(ph) || \
+                     ph != 0 && no > N - Q)
 #else
 #define SUCCESS(ph) (yes >= Q)
 #define FAILURE(ph) (no > N - Q)
@@ -436,6 +504,30 @@ inline release_all()
     i = 0
 }
 
+/* acquired(), watchdog_attach(): in the same step as the decision (a
+ * later step would let time pass between the validity check and the
+ * grant, which the C code does not do). */
+inline grant()
+{
+    dl[c] = t0 + TTL - DRIFT;
+#ifdef SANITY
+    assert(c == 0);
+#endif
+    assert_exclusive(c);
+    holding[c] = true;
+    lost[c] = false;
+    inflight[c] = false;
+    nren[c] = clk + INTERVAL;
+#ifdef RESTOREONCE
+    for (i : 0 .. N - 1) {
+        rsd[i] = 0
+    }
+    i = 0;
+#endif
+    mask = 0; yes = 0; no = 0; refm = 0; ref = 0; ans = 0; pres = 0;
+    maxr = 0; fv = 0
+}
+
 proctype client(byte c)
 {
     byte a = 0;         /* attempts made */
@@ -451,7 +543,13 @@ proctype client(byte c)
 end_next:
     /* attempt(): SET NX PX (acquire-fenced) on every node at once */
     atomic {
+#if defined(SOLO)
+        a < ATT && c == 0 ->
+#elif defined(LATE)
+        a < ATT && (c == 0 || rst_left == 0) ->
+#else
         a < ATT ->
+#endif
         a++;
         tok = c * ATT + a;
         new_round();
@@ -480,7 +578,14 @@ acq_decided:
         :: else -> skip
         fi;
 #ifdef FENCE
+#if defined(FENCEFIX)
+        /* fence_candidate(): a trusted quorum needs no wall clock */
 #ifdef NOWALL
+        fv = maxr + 1;
+#else
+        fv = (pres >= Q || maxr + 1 > clk -> maxr + 1 : clk);
+#endif
+#elif defined(NOWALL)
         fv = maxr + 1;
 #else
         fv = (maxr + 1 > clk -> maxr + 1 : clk);
@@ -497,40 +602,26 @@ fence_round:
         pick(); count(1);
         if
         :: SUCCESS(1) ->
+            /* fence_decided(): the token is issued here, in the same
+             * step as the decision (grant order = decision order) */
             if
             :: clk >= t0 + TTL - DRIFT -> roll_back(true); goto end_next
-            :: else -> goto granted
+            :: else ->
+                /* fence tokens strictly increase in grant order */
+                assert(fv > lastfence);
+                lastfence = fv;
+                grant();
+                goto hold
             fi
         :: FAILURE(1) -> roll_back(true); goto end_next
         :: else -> skip
         fi
     }
     od;
-granted:
-    atomic {
-        /* fence tokens strictly increase in grant order */
-        assert(fv > lastfence);
-        lastfence = fv;
-#endif
-        /* acquired(), watchdog_attach() */
-        dl[c] = t0 + TTL - DRIFT;
-#ifdef SANITY
-        assert(c == 0);
-#endif
-        assert_exclusive(c);
-        holding[c] = true;
-        lost[c] = false;
-        inflight[c] = false;
-        nren[c] = clk + INTERVAL;
-#ifdef RESTOREONCE
-        for (i : 0 .. N - 1) {
-            rsd[i] = 0
-        }
-        i = 0;
-#endif
-        mask = 0; yes = 0; no = 0; refm = 0; ref = 0; ans = 0; pres = 0;
-        maxr = 0; fv = 0
+#else
+        grant()
     };
+#endif
 hold:
     do
     /* the holder stops using the resource, then rl_release() */
@@ -609,6 +700,17 @@ init
 {
     byte x;
     atomic {
+#if defined(FASTNODE) && defined(GUARD)
+        suspect[0] = true;
+#endif
+#if defined(FENCEFIX) && defined(NOWALL)
+        /* no wall-clock fallback: start from a resource fenced before */
+        for (x : 0 .. N - 1) {
+            fence[x] = 1;
+            fmark[x] = 1
+        }
+        lastfence = 1;
+#endif
         run clock();
         for (x : 0 .. N - 1) {
             run node(x)

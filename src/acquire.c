@@ -56,7 +56,8 @@ struct acquire_op {
     uint64_t holders;            /* which ones (bit per node) */
     uint64_t fence;              /* fencing token written, or 0 */
     char *fence_key;             /* fencing: counter key, else NULL */
-    uint64_t fence_max_read;     /* largest counter granting nodes hold */
+    char *fence_mark;            /* fencing: its run_id marker key */
+    struct fence_read fence_read; /* counters read by the acquire round */
     char fence_buf[24];          /* the candidate token, decimal */
     struct notify_waiter waiter; /* woken when the holder releases */
     bool sleeping;               /* between attempts */
@@ -94,6 +95,7 @@ static void acquire_free(struct acquire_op *op)
     loop_timer_free(op->retry_timer);
     free(op->fence_key);
     free(op->intent_key);
+    free(op->fence_mark);
     free(op);
 }
 
@@ -342,27 +344,30 @@ static void fence_decided(void *owner, enum verdict v)
     finish(op, RL_OK);
 }
 
-/* Round 2 of a fenced acquire: write max(max_read + 1, wall clock µs)
- * where the key still holds our token. */
+/* Round 2 of a fenced acquire: write the token (fence.c fence_candidate)
+ * and the run_id marker where the key still holds our token. */
 static void fence_write(struct acquire_op *op)
 {
-    const char *argv[4];
-    size_t lens[4];
+    const char *argv[5];
+    size_t lens[5];
     struct round_cmd cmd;
     enum verdict v;
 
     snprintf(op->fence_buf, sizeof(op->fence_buf), "%llu",
-             (unsigned long long)fence_candidate(op->fence_max_read,
+             (unsigned long long)fence_candidate(&op->fence_read,
+                                                 op->round.n,
                                                  wall_now_us()));
     argv[0] = op->lock->keys[0];
     lens[0] = op->lock->key_lens[0];
     argv[1] = op->fence_key;
     lens[1] = strlen(op->fence_key);
-    argv[2] = op->lock->token;
-    lens[2] = strlen(op->lock->token);
-    argv[3] = op->fence_buf;
-    lens[3] = strlen(op->fence_buf);
-    cmd = (struct round_cmd){script_get(SCRIPT_FENCE_WRITE), 2, 4, argv,
+    argv[2] = op->fence_mark;
+    lens[2] = strlen(op->fence_mark);
+    argv[3] = op->lock->token;
+    lens[3] = strlen(op->lock->token);
+    argv[4] = op->fence_buf;
+    lens[4] = strlen(op->fence_buf);
+    cmd = (struct round_cmd){script_get(SCRIPT_FENCE_WRITE), 3, 5, argv,
                              lens};
     op->phase = PHASE_FENCE;
     v = round_start(&op->round, ROUND_EARLY, &cmd, round_classify_one,
@@ -484,25 +489,18 @@ static enum vote classify(void *owner, size_t slot,
                           const struct node_reply *r)
 {
     struct acquire_op *op = owner;
-    uint64_t counter;
+    bool granted;
 
-    RL_UNUSED(slot);
     if (op->lock->shared) {
         if (r->kind == REPLY_INTEGER)
             return r->integer == 1 ? VOTE_YES : VOTE_NO;
         return VOTE_ERROR;
     }
     if (op->fence_key != NULL) {
-        if (r->kind != REPLY_ARRAY || r->elements == 0 ||
-            r->element[0].kind != REPLY_INTEGER)
+        if (!fence_read_reply(&op->fence_read, r,
+                              node_voting(op->round.nodes[slot]), &granted))
             return VOTE_ERROR;
-        if (r->element[0].integer != 1)
-            return VOTE_NO;
-        if (r->elements < 2 || !fence_parse(&r->element[1], &counter))
-            return VOTE_ERROR;
-        if (counter > op->fence_max_read)
-            op->fence_max_read = counter;
-        return VOTE_YES;
+        return granted ? VOTE_YES : VOTE_NO;
     }
     if (op->lock->nkeys == 1) {
         if (r->kind == REPLY_STATUS && r->len == 2 &&
@@ -518,7 +516,7 @@ static enum vote classify(void *owner, size_t slot,
 }
 
 /* One attempt: SET NX PX on every node (a script for several keys or
- * with fencing). */
+ * with fencing; a fenced round waits for every node, fence.c). */
 static void attempt(void *arg)
 {
     struct acquire_op *op = arg;
@@ -528,12 +526,13 @@ static void attempt(void *arg)
     struct lock_cmd script;
     struct round_cmd set;
     const struct round_cmd *cmd = &set;
+    enum round_mode mode = ROUND_EARLY;
     enum verdict v;
     size_t i;
 
     op->sleeping = false;
     op->phase = PHASE_ACQUIRE;
-    op->fence_max_read = 0;
+    memset(&op->fence_read, 0, sizeof(op->fence_read));
     if (l->shared) {
         argv[0] = l->keys[0];
         lens[0] = l->key_lens[0];
@@ -552,12 +551,15 @@ static void attempt(void *arg)
         }
         argv[i] = op->fence_key;
         lens[i++] = strlen(op->fence_key);
+        argv[i] = op->fence_mark;
+        lens[i++] = strlen(op->fence_mark);
         argv[i] = l->token;
         lens[i++] = strlen(l->token);
         argv[i] = op->ttl_buf;
         lens[i++] = strlen(op->ttl_buf);
         set = (struct round_cmd){script_get(SCRIPT_ACQUIRE_FENCED),
-                                 (int)l->nkeys + 1, (int)i, argv, lens};
+                                 (int)l->nkeys + 2, (int)i, argv, lens};
+        mode = ROUND_ALL;
     } else if (l->nkeys == 1) {
         argv[0] = "SET";
         argv[1] = l->keys[0];
@@ -572,8 +574,7 @@ static void attempt(void *arg)
         lockrec_script_cmd(l, SCRIPT_ACQUIRE_MULTI, op->ttl_buf, &script);
         cmd = &script.cmd;
     }
-    v = round_start(&op->round, ROUND_EARLY, cmd, classify, acquire_decided,
-                    op);
+    v = round_start(&op->round, mode, cmd, classify, acquire_decided, op);
     if (v != VERDICT_PENDING)
         acquire_decided(op, v);
 }
@@ -662,8 +663,11 @@ struct acquire_op *acquire_new(rl_client *c, const struct lock_rec *rec,
     if (round_init(&op->round, c->nodes, c->node_count) != RL_OK)
         goto out_nomem;
     if (o != NULL && o->fencing) {
-        op->fence_key = fence_key(rec->keys[0], rec->key_lens[0]);
-        if (op->fence_key == NULL)
+        op->fence_key = fence_key(FENCE_KEY_PREFIX, rec->keys[0],
+                                  rec->key_lens[0]);
+        op->fence_mark = fence_key(FENCE_MARK_PREFIX, rec->keys[0],
+                                   rec->key_lens[0]);
+        if (op->fence_key == NULL || op->fence_mark == NULL)
             goto out_nomem;
     }
     if (rec->shared && !make_intent_key(op))
@@ -685,6 +689,7 @@ out_nomem:
     if (op != NULL) {
         free(op->fence_key);
         free(op->intent_key);
+        free(op->fence_mark);
         round_clear(&op->round);
         free(op);
     }

@@ -9,11 +9,15 @@
  *   extend: 1 = every key holds our token and got the new expiry, 0 = some
  *     key is absent, -1 = some key holds another token. It never recreates
  *     an absent key: that would hide a lapse (§5.4).
- *   acquire-fenced: like acquire-multi over all keys but the last, which
- *     is the fence counter; returns {1, counter} or {0} (fence.c).
- *   fence-write: raise the counter to ARGV[2] if the lock key still holds
- *     our token (1), else 0. Compared as decimal strings (length, then
- *     bytes): Lua numbers are doubles.
+ *   acquire-fenced: like acquire-multi over all keys but the last two,
+ *     the fence counter and its run_id marker; returns {granted (1 or 0),
+ *     counter or nil, trusted (1 when the marker is this server's run_id)}
+ *     on refusals too (fence.c).
+ *   fence-write: if the lock key still holds our token, raise the counter
+ *     to ARGV[2] and set the marker to this server's run_id (1), else 0.
+ *     Compared as decimal strings (length, then bytes): Lua numbers are
+ *     doubles. Both fence scripts read the run_id from INFO server (a
+ *     nondeterministic command: scripts replicate their effects, Redis 5+).
  *   force-release (admin, issue 14): whatever token the key holds, return
  *     {value, pttl} and delete it, publishing the removed token on
  *     redlock:release:<key> as a release does; {false, -2} when absent.
@@ -128,23 +132,36 @@ static struct script scripts[SCRIPT_COUNT] = {
         ""},
     [SCRIPT_ACQUIRE_FENCED] = {
         "acquire-fenced",
-        "local n = #KEYS - 1\n"
+        "local n = #KEYS - 2\n"
+        "local cur = redis.call('get', KEYS[n + 1])\n"
+        "local id = string.match(redis.call('info', 'server'),\n"
+        "                        'run_id:(%x+)')\n"
+        "local t = 0\n"
+        "if cur and id and redis.call('get', KEYS[n + 2]) == id then\n"
+        "  t = 1\n"
+        "end\n"
         "for i = 1, n do\n"
-        "  if redis.call('exists', KEYS[i]) == 1 then return {0} end\n"
+        "  if redis.call('exists', KEYS[i]) == 1 then\n"
+        "    return {0, cur, t}\n"
+        "  end\n"
         "end\n"
         "for i = 1, n do\n"
         "  redis.call('set', KEYS[i], ARGV[1], 'PX', ARGV[2])\n"
         "end\n"
-        "return {1, redis.call('get', KEYS[#KEYS])}\n",
+        "return {1, cur, t}\n",
         "", true},
     [SCRIPT_FENCE_WRITE] = {
         "fence-write",
         "if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end\n"
+        "local id = string.match(redis.call('info', 'server'),\n"
+        "                        'run_id:(%x+)')\n"
+        "if not id then return redis.error_reply('no run_id') end\n"
         "local cur = redis.call('get', KEYS[2])\n"
         "if not cur or #cur < #ARGV[2] or\n"
         "   (#cur == #ARGV[2] and cur < ARGV[2]) then\n"
         "  redis.call('set', KEYS[2], ARGV[2])\n"
         "end\n"
+        "redis.call('set', KEYS[3], id)\n"
         "return 1\n",
         ""},
     [SCRIPT_FORCE_RELEASE] = {

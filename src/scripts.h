@@ -10,9 +10,10 @@ enum script_id {
     SCRIPT_EXTEND,        /* KEYS: k1..kn; ARGV: token, ttl_ms -> 1 | 0 | -1 */
     SCRIPT_INSPECT,       /* KEYS: k; -> {value or false, pttl[,
                              readers]} */
-    SCRIPT_ACQUIRE_FENCED,/* KEYS: k1..kn, fence; ARGV: token, ttl_ms
-                             -> {1, counter or false} | {0} */
-    SCRIPT_FENCE_WRITE,   /* KEYS: k, fence; ARGV: token, value -> 1 | 0 */
+    SCRIPT_ACQUIRE_FENCED,/* KEYS: k1..kn, fence, mark; ARGV: token, ttl_ms
+                             -> {1 | 0, counter or false, trusted} */
+    SCRIPT_FENCE_WRITE,   /* KEYS: k, fence, mark; ARGV: token, value
+                             -> 1 | 0 */
     SCRIPT_FORCE_RELEASE, /* KEYS: k; -> {value or false, pttl}, deleted */
     SCRIPT_TOUCH_BATCH,   /* KEYS: every lock's keys; ARGV: per lock token,
                              nkeys, ttl_ms -> "1"|"0"|"2" per lock */

@@ -29,6 +29,9 @@ section "tests (release)"
 run_ctest --test-dir build/release --output-on-failure -j2 -LE chaos
 [ "$quick" = 1 ] && exit 0
 
+section "protocol model (SPIN, spec/redlock.pml)"
+tools/model-check.sh 2>&1 | tee -a "$summary"
+
 section "chaos suite, CI profile (release)"
 run_ctest --test-dir build/release --output-on-failure -L chaos
 

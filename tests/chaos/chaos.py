@@ -118,7 +118,7 @@ PROFILES = ["kill", "pause", "restart-fast", "restart-delayed", "partition",
             "slow", "skew", "holder-pause", "mixed", "tls", "semaphore",
             "rwlock"]
 NEGATIVE = ["neg-no-quarantine", "neg-quarantine", "neg-broken-client",
-            "neg-skew-no-guard"]
+            "neg-skew-no-guard", "fence-restart"]
 FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 SKEW_RATE = "5"
 
@@ -1826,8 +1826,47 @@ def run_profile(args, name, no_clock_guard=False):
         CLEANUP.run()
 
 
+def fence_restart_case(env):
+    """One empty restart between two fenced holders (issue 12), with every
+    counter far ahead of wall time so the wall-clock term cannot help:
+    holder 1 is fenced on nodes {0, 1, 2} (3 and 4 held by another key),
+    node 0 restarts empty (its counter is gone, untrusted), then holder 2
+    and holder 3 take the lock: their tokens must keep increasing from the
+    trusted counters alone (docs/fencing.md). The fencing and register
+    checks judge; -> t_begin."""
+    res, key = "fr:r", "redlock:fence:fr:r"
+    ahead = str(time.time_ns() // 1000 + 10 ** 12)
+    for n in env.nodes:
+        Redis(n.host, n.port).cmd("SET", key, ahead)
+    common = dict(cycles=1, ttl=1000, max_ttl=2000, hold=(50, 50),
+                  fence_ids="all", duration=30.0, wait=20000)
+    t_begin = mono_ns()
+    env.add_contenders(["blocking"], [res], **common)
+    env.contenders[-1].start()
+    env.contenders[-1].wait_done(30)
+    got = int(Redis(env.nodes[3].host, env.nodes[3].port).cmd("GET", key))
+    if got <= int(ahead):
+        raise RuntimeError("fence-restart: holder 0 did not write %s" % key)
+    for i in (3, 4):
+        Redis(env.nodes[i].host, env.nodes[i].port).cmd(
+            "SET", res, "other", "PX", "60000")
+    env.add_contenders(["blocking"], [res], **common)
+    env.contenders[-1].start()
+    env.contenders[-1].wait_done(30)
+    for i in (3, 4):
+        Redis(env.nodes[i].host, env.nodes[i].port).cmd("DEL", res)
+    env.restart_node(0)
+    for _ in range(2):
+        env.add_contenders(["blocking"], [res], **common)
+        env.contenders[-1].start()
+        env.contenders[-1].wait_done(30)
+    return t_begin
+
+
 def run_negative(args, name):
-    """Negative controls: -> result dict; 'expect' says what passing is."""
+    """Scripted cases (NEGATIVE): negative controls that must show
+    violations, and fence-restart, which must not. -> result dict; 'expect'
+    says what passing is."""
     if name == "neg-skew-no-guard":
         r = run_profile(args, "skew", no_clock_guard=True)
         r["name"] = name
@@ -1852,6 +1891,9 @@ def run_negative(args, name):
             for c in env.contenders:
                 c.wait_done(40)
             expect = "violations"
+        elif name == "fence-restart":
+            t_begin = fence_restart_case(env)
+            expect = "clean"
         else:
             # A holds R (acquired on all 5); 3 nodes restart empty; B then
             # tries R. Without quarantine the 3 empty nodes are a majority

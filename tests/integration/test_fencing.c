@@ -15,7 +15,18 @@
  *     be strictly increasing, with no two sections overlapping. The run
  *     uses trust_restarted_nodes = false and max_ttl_ms 1500, so restarted
  *     nodes are quarantined as §5.7 requires;
- *   - a multi-resource acquire with fencing returns a token too. */
+ *   - a multi-resource acquire with fencing returns a token too;
+ *   - one empty restart between two holders (issue 12), 3 nodes A, B, C:
+ *     holder 1 is fenced on {A, B} (C held by another key), A restarts
+ *     empty, holder 2 wins on {A, C} while B still holds holder 1's key:
+ *     its token must exceed holder 1's. Every counter starts far ahead of
+ *     this machine's wall clock (as if written by a client whose clock ran
+ *     ahead), so the wall-clock term cannot help: only the counters can
+ *     (B's refusal carries holder 1's counter; the previous code read the
+ *     granting nodes only and issued holder 1's token again);
+ *   - with a quorum of trusted counters among the granting nodes the token
+ *     is max_read + 1, never a wall-clock value, also after one node
+ *     restarted empty (its counter is untrusted, then repaired). */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -443,6 +454,136 @@ static void test_fence_increases_across_processes_and_node_restarts(
     free(e);
 }
 
+/* ---- One restart between two holders (issue 12) ---------------------------*/
+
+#define RESTART_NODES 3
+
+static int setup3(void **state)
+{
+    struct fx *f = calloc(1, sizeof(*f));
+
+    if (f == NULL)
+        return -1;
+    *state = f;
+    return fixture_start(f->r, RESTART_NODES, &f->hn, NULL);
+}
+
+static rl_client *restart_client(struct fx *f)
+{
+    rl_config cfg;
+
+    fast_config(&cfg, &f->hn);
+    /* A votes right after its restart: the quarantine protects lock keys,
+     * this test is about counters (it stands for "after A's quarantine"). */
+    cfg.trust_restarted_nodes = true;
+    return fixture_client(&cfg);
+}
+
+static void test_fence_across_one_restart_with_counters_ahead_of_wall_time(
+    void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+    rl_client *c2;
+    rl_lock *l2 = NULL;
+    redisReply *reply;
+    char *mark;
+    char ahead[32];
+    uint64_t t0;
+    uint64_t t1;
+    uint64_t t2;
+
+    /* Counters far ahead of wall time, without a run_id marker. */
+    snprintf(ahead, sizeof(ahead), "%llu",
+             (unsigned long long)(harness_clock_ns(CLOCK_REALTIME) / 1000 +
+                                  1000000000000ll));
+    for (int i = 0; i < RESTART_NODES; i++)
+        assert_true(harness_ok(harness_cmd(
+            &f->r[i], "SET redlock:fence:fence:restart %s", ahead)));
+    f->c = restart_client(f);
+    c2 = restart_client(f);
+    assert_non_null(f->c);
+    assert_non_null(c2);
+    o.ttl_ms = 30000;
+    o.wait_ms = 5000;
+    o.fencing = true;
+    /* Holder 0 on every node: its token continues the counters. */
+    assert_int_equal(rl_acquire(f->c, "fence:restart", &o, &f->l), RL_OK);
+    t0 = rl_lock_fence(f->l);
+    assert_true(t0 > strtoull(ahead, NULL, 10));
+    assert_int_equal(rl_release(f->l), RL_OK);
+    f->l = NULL;
+    /* Holder 1 on {A, B}: C is held by someone else. */
+    assert_true(harness_ok(
+        harness_cmd(&f->r[2], "SET fence:restart other PX 60000")));
+    assert_int_equal(rl_acquire(f->c, "fence:restart", &o, &f->l), RL_OK);
+    t1 = rl_lock_fence(f->l);
+    assert_true(t1 > t0);
+    assert_true(counter_on(&f->r[0], "redlock:fence:fence:restart") == t1);
+    assert_true(counter_on(&f->r[1], "redlock:fence:fence:restart") == t1);
+    assert_true(counter_on(&f->r[2], "redlock:fence:fence:restart") == t0);
+    /* A restarts empty; C's other holder goes away. */
+    harness_kill(&f->r[0]);
+    assert_int_equal(harness_restart(&f->r[0]), 0);
+    assert_true(harness_key_absent(&f->r[0], "redlock:fence:fence:restart"));
+    reply = harness_cmd(&f->r[2], "DEL fence:restart");
+    assert_non_null(reply);
+    assert_int_equal(reply->integer, 1);
+    freeReplyObject(reply);
+    /* Holder 2 wins on {A, C}; B refuses (holder 1's key). */
+    assert_int_equal(rl_acquire(c2, "fence:restart", &o, &l2), RL_OK);
+    t2 = rl_lock_fence(l2);
+    fprintf(stderr, "  tokens: holder 0 %llu, holder 1 %llu, holder 2 %llu\n",
+            (unsigned long long)t0, (unsigned long long)t1,
+            (unsigned long long)t2);
+    assert_true(harness_key_holds(&f->r[1], "fence:restart",
+                                  rl_lock_token(f->l)));
+    assert_true(t2 > t1);
+    /* The write round repaired A: its counter is back, with a marker. */
+    assert_true(counter_on(&f->r[0], "redlock:fence:fence:restart") == t2);
+    mark = harness_get(&f->r[0], "redlock:fencerun:fence:restart");
+    assert_non_null(mark);
+    free(mark);
+    assert_int_equal(rl_release(l2), RL_OK);
+    rl_client_free(c2);
+}
+
+static void test_fence_trusted_quorum_needs_no_wall_clock(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+    uint64_t t0;
+    uint64_t t1;
+    uint64_t t2;
+
+    f->c = restart_client(f);
+    assert_non_null(f->c);
+    o.ttl_ms = 5000;
+    o.wait_ms = 5000;
+    o.fencing = true;
+    /* No counters yet: the wall-clock fallback. */
+    assert_int_equal(rl_acquire(f->c, "fence:trusted", &o, &f->l), RL_OK);
+    t0 = rl_lock_fence(f->l);
+    assert_int_equal(rl_release(f->l), RL_OK);
+    f->l = NULL;
+    harness_sleep_ms(20); /* wall time moves on by 20000 µs */
+    /* Every counter trusted now: max_read + 1, not the wall clock. */
+    assert_int_equal(rl_acquire(f->c, "fence:trusted", &o, &f->l), RL_OK);
+    t1 = rl_lock_fence(f->l);
+    assert_int_equal(rl_release(f->l), RL_OK);
+    f->l = NULL;
+    assert_true(t1 == t0 + 1);
+    /* A restarts empty: B and C still make a trusted quorum. */
+    harness_kill(&f->r[0]);
+    assert_int_equal(harness_restart(&f->r[0]), 0);
+    harness_sleep_ms(20);
+    assert_int_equal(rl_acquire(f->c, "fence:trusted", &o, &f->l), RL_OK);
+    t2 = rl_lock_fence(f->l);
+    fprintf(stderr, "  tokens %llu, %llu, %llu\n", (unsigned long long)t0,
+            (unsigned long long)t1, (unsigned long long)t2);
+    assert_true(t2 == t1 + 1);
+}
+
 /* ---- Multi-resource -------------------------------------------------------*/
 
 static void test_multi_resource_acquire_returns_a_fence(void **state)
@@ -488,6 +629,11 @@ int main(void)
             teardown),
         cmocka_unit_test_setup_teardown(
             test_multi_resource_acquire_returns_a_fence, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_fence_across_one_restart_with_counters_ahead_of_wall_time,
+            setup3, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_fence_trusted_quorum_needs_no_wall_clock, setup3, teardown),
     };
 
     harness_require_redis();
