@@ -100,15 +100,19 @@ static size_t holders_left(uint64_t holders, struct node **nodes, size_t n)
 }
 
 /* Apply node i's answer v to a lock's holders; true when fewer than a
- * quorum of nodes that are not clock-suspect still hold it. */
+ * quorum of nodes that are not clock-suspect still hold it, counting the
+ * nodes that have not answered this round yet (unanswered, without i):
+ * their YES would make them holders again, so a withdrawal waits for
+ * them (a node whose grant came after the acquire was decided is not in
+ * holders but may hold our key). */
 static bool withdraw(uint64_t *holders, struct node **nodes, size_t n,
-                     size_t i, enum vote v)
+                     size_t i, enum vote v, uint64_t unanswered)
 {
     if (v == VOTE_YES && node_voting(nodes[i]))
         *holders |= UINT64_C(1) << i;
     else if (v == VOTE_NO)
         *holders &= ~(UINT64_C(1) << i);
-    return holders_left(*holders, nodes, n) < quorum_size(n);
+    return holders_left(*holders | unanswered, nodes, n) < quorum_size(n);
 }
 
 static rl_status withdrawn(const char *resource, uint64_t holders,
@@ -127,8 +131,14 @@ static enum vote classify(void *owner, size_t slot,
 {
     struct extend_round *e = owner;
     enum vote v = round_classify_one(NULL, slot, r);
+    uint64_t unanswered = 0;
+    size_t j;
 
-    if (withdraw(e->holders, e->round.nodes, e->round.n, slot, v))
+    for (j = 0; j < e->round.n; j++)
+        if (j != slot && e->round.slots[j].vote == VOTE_NONE)
+            unanswered |= UINT64_C(1) << j;
+    if (withdraw(e->holders, e->round.nodes, e->round.n, slot, v,
+                 unanswered))
         e->round.abort = true;
     return v;
 }
@@ -243,6 +253,7 @@ struct extend_batch {
     size_t keys;                /* their keys */
     size_t open;                /* items neither decided nor dropped */
     size_t replies;             /* nodes that answered (or failed) */
+    uint64_t answered;          /* ... bit per node */
     bool running;               /* inside a reply: do not free yet */
     bool sent;
     struct request **reqs;      /* per node, in flight or NULL */
@@ -343,7 +354,8 @@ static void batch_vote(struct extend_batch *b, size_t slot, size_t node,
     enum verdict v;
     rl_status st;
 
-    if (withdraw(it->holders, b->client->nodes, nodes, node, vote)) {
+    if (withdraw(it->holders, b->client->nodes, nodes, node, vote,
+                 ~b->answered)) {
         st = withdrawn(rec->resource, *it->holders, b->client->nodes,
                        nodes);
         it->rec = NULL;
@@ -378,6 +390,7 @@ static void batch_node_done(struct extend_batch *b, size_t node,
 
     b->reqs[node] = NULL;
     b->replies++;
+    b->answered |= UINT64_C(1) << node;
     if (!valid && b->detail[0] == '\0') {
         if (r->kind == REPLY_ERROR || r->kind == REPLY_DOWN)
             snprintf(b->detail, sizeof(b->detail), "%s: %.*s",

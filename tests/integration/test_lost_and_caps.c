@@ -346,6 +346,50 @@ static void test_max_hold_ms_short_cap_stops_renewals(void **state)
     assert_true(st == RL_OK || st == RL_ELOST);
 }
 
+/* Up to 2 s for key to hold token on r (a SET that was in flight). */
+static bool wait_for_key(const struct rl_redis *r, const char *key,
+                         const char *token)
+{
+    int64_t end = harness_now_ms() + harness_scale_ms(2000);
+
+    while (!harness_key_holds(r, key, token)) {
+        if (harness_now_ms() > end)
+            return false;
+        harness_sleep_ms(10);
+    }
+    return true;
+}
+
+/* A node whose grant arrived after the acquire was decided holds our key
+ * too: one other node losing its key is no reason to call the lock lost
+ * while a quorum still holds it (issue 15's vote withdrawal counted only
+ * the grants that came before the decision: a false LOST). Node 2 is
+ * paused through the acquire, so the round decides on nodes 0 and 1 and
+ * node 2's SET lands when it resumes; then node 0 loses the key. */
+static void test_late_grant_still_counts_when_a_key_vanishes(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = {0};
+    const char *key = "late:grant";
+    redisReply *reply;
+
+    o.ttl_ms = 10000;
+    assert_int_equal(harness_pause(&f->r[2]), 0);
+    assert_int_equal(rl_acquire(f->c, key, &o, &f->l), RL_OK);
+    assert_int_equal(harness_resume(&f->r[2]), 0);
+    assert_true(wait_for_key(&f->r[2], key, rl_lock_token(f->l)));
+    reply = harness_cmd(&f->r[0], "DEL %s", key);
+    assert_non_null(reply);
+    assert_int_equal(reply->integer, 1);
+    freeReplyObject(reply);
+    /* Nodes 1 and 2 (a quorum) still hold it: the extension succeeds. */
+    assert_int_equal(rl_extend(f->l, 0), RL_OK);
+    assert_false(rl_lock_lost(f->l));
+    assert_true(harness_key_holds(&f->r[1], key, rl_lock_token(f->l)));
+    assert_true(harness_key_holds(&f->r[2], key, rl_lock_token(f->l)));
+    assert_true(harness_key_absent(&f->r[0], key));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -359,6 +403,9 @@ int main(void)
             setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_max_hold_ms_short_cap_stops_renewals, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_late_grant_still_counts_when_a_key_vanishes, setup,
+            teardown),
     };
 
     harness_require_redis();
