@@ -44,7 +44,7 @@ struct acquire_op {
     uint32_t ttl_ms;
     uint32_t min_validity_ms;
     struct retry_budget budget;
-    char ttl_buf[16];            /* PX: ttl + lock-delay */
+    char ttl_buf[LOCKREC_PX_LEN]; /* PX: ttl + lock-delay */
     char *intent_key;            /* <key>:wintent (readers, and writers
                                     once refused), or NULL */
     bool intent_set;             /* we marked a writer intent */
@@ -678,8 +678,7 @@ struct acquire_op *acquire_new(rl_client *c, const struct lock_rec *rec,
     op->done = done;
     op->owner = owner;
     op->ttl_ms = ttl;
-    snprintf(op->ttl_buf, sizeof(op->ttl_buf), "%llu",
-             (unsigned long long)ttl + rec->delay_ms);
+    lockrec_px(rec, ttl, op->ttl_buf);
     op->min_validity_ms = o != NULL ? o->min_validity_ms : 0;
     if (rec->slot < 0)
         retry_budget_init(&op->budget, c, o);

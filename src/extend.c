@@ -18,11 +18,12 @@
  * Vote withdrawal (issue 15): the holder keeps the set of nodes whose
  * vote counts for its lock. A node that answers that our key is gone
  * (absent, or another token) no longer blocks anybody: its vote is
- * withdrawn the moment the answer arrives, whatever the others say or
- * whether they answer at all; a clock-suspect node's vote does not count
- * either (its key may expire early). When fewer than a quorum remain,
- * the lock is lost now (RL_ELOST), not at its safety margin. A voting
- * node that renewed our key counts again. Keys are never recreated.
+ * withdrawn the moment the answer arrives; a clock-suspect node's vote
+ * does not count either (its key may expire early). When those left,
+ * with the nodes that have not answered the round yet, are fewer than a
+ * quorum, the lock is lost now (RL_ELOST), not at its safety margin. A
+ * voting node that renewed our key counts again. Keys are never
+ * recreated.
  * Lock kinds (issue 13): keys get PX ttl + the record's lock-delay; a
  * reader's round runs reader-extend (lockrec_script_cmd), is never put
  * back on a restarted node (SET NX would make it an exclusive holder;
@@ -53,7 +54,7 @@ struct extend_round {
     uint64_t *holders;
     extend_done_fn *done;
     void *owner;
-    char ttl_buf[16];
+    char ttl_buf[LOCKREC_PX_LEN];
     struct quorum_round round;
 };
 
@@ -172,7 +173,7 @@ static void restore_on_restarted_nodes(rl_client *c,
                                        rl_mono_us confirmed_us,
                                        uint32_t ttl_ms)
 {
-    char ttl[16];
+    char ttl[LOCKREC_PX_LEN] = "";
     const char *argv[6] = {"SET", NULL, r->token, "NX", "PX", ttl};
     size_t lens[6];
     size_t i, k;
@@ -180,11 +181,11 @@ static void restore_on_restarted_nodes(rl_client *c,
 
     if (confirmed_us == 0 || c->cfg.trust_restarted_nodes || r->shared)
         return;
-    snprintf(ttl, sizeof(ttl), "%llu",
-             (unsigned long long)ttl_ms + r->delay_ms);
     for (i = 0; i < c->node_count; i++) {
         if (!node_started_after(c->nodes[i], confirmed_us))
             continue;
+        if (ttl[0] == '\0') /* only now: this runs for every renewal */
+            lockrec_px(r, ttl_ms, ttl);
         for (k = 0; k < r->nkeys; k++) {
             argv[1] = r->keys[k];
             for (j = 0; j < 6; j++)
@@ -214,8 +215,7 @@ struct extend_round *extend_new(rl_client *c, const struct lock_rec *rec,
     e->holders = holders;
     e->done = done;
     e->owner = owner;
-    snprintf(e->ttl_buf, sizeof(e->ttl_buf), "%llu",
-             (unsigned long long)ttl_ms + rec->delay_ms);
+    lockrec_px(rec, ttl_ms, e->ttl_buf);
     return e;
 }
 
@@ -338,6 +338,15 @@ void extend_batch_drop(struct extend_batch *b, size_t slot)
     batch_maybe_free(b);
 }
 
+/* The item's verdict is st: report it, once. */
+static void batch_decided(struct extend_batch *b, struct batch_item *it,
+                          rl_status st)
+{
+    it->rec = NULL;
+    b->open--;
+    b->done(it->owner, st, b->t0, it->yes);
+}
+
 /* Count node's answer for one lock (code: '1', '0', '2', or 0 for a
  * failed node); report the lock once its verdict is certain, or lost at
  * once when too few nodes still hold it. */
@@ -352,15 +361,11 @@ static void batch_vote(struct extend_batch *b, size_t slot, size_t node,
                      : code == '0' || code == '2' ? VOTE_NO
                                                   : VOTE_ERROR;
     enum verdict v;
-    rl_status st;
 
     if (withdraw(it->holders, b->client->nodes, nodes, node, vote,
                  ~b->answered)) {
-        st = withdrawn(rec->resource, *it->holders, b->client->nodes,
-                       nodes);
-        it->rec = NULL;
-        b->open--;
-        b->done(it->owner, st, b->t0, it->yes);
+        batch_decided(b, it, withdrawn(rec->resource, *it->holders,
+                                       b->client->nodes, nodes));
         return;
     }
     if (code == '1' && node_voting(n)) {
@@ -374,10 +379,8 @@ static void batch_vote(struct extend_batch *b, size_t slot, size_t node,
     v = quorum_verdict(nodes, it->yes, it->no);
     if (v == VERDICT_PENDING)
         return;
-    st = outcome(v, rec->resource, nodes, it->yes, it->refused, b->detail);
-    it->rec = NULL;
-    b->open--;
-    b->done(it->owner, st, b->t0, it->yes);
+    batch_decided(b, it, outcome(v, rec->resource, nodes, it->yes,
+                                 it->refused, b->detail));
 }
 
 /* One node answered (or failed): every open lock gets its vote. */

@@ -574,7 +574,8 @@ static void tick(void *arg)
     horizon = n != NULL && n->key <= now ? now + window_us(due_lock(n)) : 0;
     while ((n = theap_min(&h->due)) != NULL && n->key <= horizon) {
         l = due_lock(n);
-        if (b == NULL || !extend_batch_fits(b, l->rec.nkeys)) {
+        if (!l->rec.shared &&
+            (b == NULL || !extend_batch_fits(b, l->rec.nkeys))) {
             flush_batch(&b);
             if (h->batches >= BATCHES_MAX)
                 break; /* batch_over re-arms the timer */
@@ -593,7 +594,7 @@ static void tick(void *arg)
                     l->rec.resource);
             become_lost(l);
         } else if (l->rec.shared) {
-            reader_renewal(l);
+            reader_renewal(l); /* its own round, never a batch */
         } else {
             batch_renewal(l, b);
         }

@@ -54,6 +54,12 @@ rl_status lockrec_init(struct lock_rec *r, void *tail,
     return token_generate(r->token);
 }
 
+void lockrec_px(const struct lock_rec *r, uint32_t ttl_ms, char *buf)
+{
+    snprintf(buf, LOCKREC_PX_LEN, "%llu",
+             (unsigned long long)ttl_ms + r->delay_ms);
+}
+
 size_t lockrec_slot_key(char *buf, const char *key, size_t key_len,
                         uint32_t slot)
 {

@@ -43,6 +43,10 @@ rl_status lockrec_init(struct lock_rec *r, void *tail,
                        const char *const *resources, size_t count,
                        const char *token);
 
+/* The PX its keys are written with for ttl_ms: ttl + the lock-delay, in
+ * decimal, into buf (LOCKREC_PX_LEN bytes). */
+#define LOCKREC_PX_LEN 16
+void lockrec_px(const struct lock_rec *r, uint32_t ttl_ms, char *buf);
 /* Rewrite keys[0] (made for the semaphore's last slot, the longest name,
  * "<key>:slot:<limit - 1>") to name slot instead. */
 void lockrec_set_slot(struct lock_rec *r, uint32_t slot);
