@@ -490,7 +490,8 @@ typedef enum rl_clock_state {
 typedef struct rl_node_info {
     char name[RL_NAME_LEN];   /* "host:port" or "unix:/path"; no password */
     bool reachable;           /* answered PING */
-    bool voting;              /* its vote counts (not quarantined, §5.7) */
+    bool voting;              /* its vote counts (not quarantined, §5.7,
+                                 nor clock-suspect) */
     int64_t latency_us;       /* PING round trip; -1 when unreachable */
     int64_t uptime_ms;        /* server uptime; -1 when unknown */
     char version[32];         /* redis_version; "" when unknown */
@@ -517,7 +518,8 @@ typedef struct rl_holder_info {
     char token[132];          /* holder's token, "" when free */
     int64_t pttl_ms;          /* remaining TTL; -2 when free, -1 no expiry */
     char error[RL_ERROR_LEN];
-    bool voting;              /* its vote counts (not quarantined, §5.7) */
+    bool voting;              /* its vote counts (not quarantined, §5.7,
+                                 nor clock-suspect) */
     uint32_t readers;         /* live readers of a read-write lock (issue
                                  13; token is then ""), else 0 */
     uint32_t reserved32_;     /* zeroed (see "ABI" above) */
@@ -538,7 +540,8 @@ RL_API rl_status rl_resource_status(rl_client *c, const char *resource,
 typedef struct rl_node_stats {
     char name[RL_NAME_LEN];
     bool connected;           /* handshake done, connection up */
-    bool voting;              /* connected and not quarantined */
+    bool voting;              /* connected, not quarantined, not
+                                 clock-suspect */
     uint64_t requests;        /* commands sent */
     uint64_t errors;          /* error replies (WRONGTYPE, OOM, ...) */
     uint64_t timeouts;        /* requests that got no reply in time */

@@ -96,6 +96,8 @@ void clockguard_reconnect(struct clockguard *g)
 {
     g->have_ref = false;
     g->asked = 0;
+    g->samples = 0; /* its rate is unknown again until two samples */
+    g->rate = 0;
 }
 
 bool clockguard_due(const struct clockguard *g, rl_mono_us now)

@@ -467,7 +467,7 @@ static struct wire *batch_wire(struct extend_batch *b)
     }
     w = wire_new(script_get(SCRIPT_TOUCH_BATCH), (int)b->keys, (int)argc,
                  argv, lens);
-    if (w != NULL && b->client->cfg.clock_guard)
+    if (w != NULL)
         wire_sample_time(w);
     free(argv);
     return w;

@@ -248,18 +248,13 @@ static uint64_t field_u64(const void *base, size_t offset)
     return v;
 }
 
-/* One value per node, each its own gauge family (%.12g keeps every
- * microsecond of a latency and prints flags as 0 or 1). */
+/* One value per node, each its own gauge family (%.12g prints flags as
+ * 0 or 1 and a rate with its digits). */
 struct node_gauge {
     const char *name;
     const char *help;
     double (*value)(const rl_node_stats *n);
 };
-
-static double latency_max_s(const rl_node_stats *n)
-{
-    return n->latency_max_us / 1e6;
-}
 
 static double connected(const rl_node_stats *n)
 {
@@ -282,12 +277,10 @@ static double clock_suspect(const rl_node_stats *n)
 }
 
 static const struct node_gauge node_gauges[] = {
-    {"redlock_node_latency_max_seconds",
-     "Largest reply latency since the client started.", latency_max_s},
     {"redlock_node_connected", "1 when the connection to the node is up.",
      connected},
     {"redlock_node_voting", "1 when the node's vote counts (connected, not "
-     "in restart quarantine).", voting},
+     "in restart quarantine, not clock-suspect).", voting},
     {"redlock_node_clock_rate", "The node's clock rate measured against "
      "ours (1 = the same; 0 while unknown or the clock guard is off).",
      clock_rate},
@@ -316,6 +309,13 @@ static void put_node_gauges(struct text *t, const rl_stats *s,
             put_labels(t, labels, count, n->name, q[k]);
             put_seconds(t, us[k]);
         }
+    }
+    put_family(t, "redlock_node_latency_max_seconds", "gauge",
+               "Largest reply latency since the client started.");
+    for (i = 0; i < s->node_count; i++) {
+        put(t, "redlock_node_latency_max_seconds");
+        put_labels(t, labels, count, s->nodes[i].name, NULL);
+        put_seconds(t, s->nodes[i].latency_max_us);
     }
     for (k = 0; k < ARRAY_SIZE(node_gauges); k++) {
         const struct node_gauge *g = &node_gauges[k];

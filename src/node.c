@@ -1241,11 +1241,6 @@ const struct node_stats *node_get_stats(const struct node *n)
     return &n->stats;
 }
 
-bool node_clock_guard(const struct node *n)
-{
-    return n->cfg->clock_guard;
-}
-
 enum node_clock node_clock_state(const struct node *n)
 {
     if (!n->cfg->clock_guard)

@@ -130,9 +130,9 @@ bool node_started_after(const struct node *n, rl_mono_us t);
 const struct node_stats *node_get_stats(const struct node *n);
 
 /* Clock guard (issue 15). A command w marked here gets a TIME sent right
- * before it (same write) on each node that needs a clock sample. */
+ * before it (same write) on each node that needs a clock sample, when
+ * the guard is on. */
 void wire_sample_time(struct wire *w);
-bool node_clock_guard(const struct node *n);
 enum node_clock {
     NODE_CLOCK_OFF,     /* the guard is off */
     NODE_CLOCK_UNKNOWN, /* fewer than two samples */

@@ -153,7 +153,6 @@ enum verdict round_start(struct quorum_round *q, enum round_mode mode,
     struct wire *w;
     const char *why;
     size_t i;
-    bool guard = q->n > 0 && node_clock_guard(q->nodes[0]);
 
     q->mode = mode;
     q->classify = classify;
@@ -168,8 +167,8 @@ enum verdict round_start(struct quorum_round *q, enum round_mode mode,
     }
     q->active = true;
     w = wire_new(cmd->script, cmd->nkeys, cmd->argc, cmd->argv, cmd->lens);
-    if (w != NULL && guard)
-        wire_sample_time(w);
+    if (w != NULL)
+        wire_sample_time(w); /* each node decides (clock guard on?) */
     q->t0 = mono_now_us();
     for (i = 0; i < q->n; i++) {
         why = w == NULL ? "out of memory" : NULL;
