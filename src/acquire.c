@@ -672,9 +672,12 @@ struct acquire_op *acquire_new(rl_client *c, const struct lock_rec *rec,
     }
     if (rec->shared && !make_intent_key(op))
         goto out_nomem;
-    op->retry_timer = loop_timer_new(c->loop, attempt, op);
-    if (op->retry_timer == NULL)
-        goto out_nomem;
+    /* A semaphore slot gets one attempt and never sleeps: no timer. */
+    if (rec->slot < 0) {
+        op->retry_timer = loop_timer_new(c->loop, attempt, op);
+        if (op->retry_timer == NULL)
+            goto out_nomem;
+    }
     op->done = done;
     op->owner = owner;
     op->ttl_ms = ttl;
@@ -685,13 +688,8 @@ struct acquire_op *acquire_new(rl_client *c, const struct lock_rec *rec,
     /* else one attempt: semaphore.c waits over all the slots */
     return op;
 out_nomem:
-    if (op != NULL) {
-        free(op->fence_key);
-        free(op->intent_key);
-        free(op->fence_mark);
-        round_clear(&op->round);
-        free(op);
-    }
+    if (op != NULL)
+        acquire_free(op); /* copes with a half-made op */
     rl_fail(RL_ENOMEM, "out of memory for an acquire");
     return NULL;
 }
