@@ -208,12 +208,17 @@ void retry_budget_init(struct retry_budget *b, const rl_client *c,
         b->deadline_us = mono_now_us() + (rl_mono_us)o->wait_ms * 1000u;
 }
 
+bool retry_budget_expired(const struct retry_budget *b, rl_mono_us now)
+{
+    return b->deadline_us != 0 && now >= b->deadline_us;
+}
+
 bool retry_budget_take(struct retry_budget *b, rl_mono_us now)
 {
     if (b->forever)
         return true;
     if (b->deadline_us != 0)
-        return now < b->deadline_us;
+        return !retry_budget_expired(b, now);
     if (b->retries_left == 0)
         return false;
     b->retries_left--;

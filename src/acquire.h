@@ -29,6 +29,8 @@ struct retry_budget {
 
 void retry_budget_init(struct retry_budget *b, const rl_client *c,
                        const rl_acquire_opts *o);
+/* True when the wait has a deadline and now is past it. */
+bool retry_budget_expired(const struct retry_budget *b, rl_mono_us now);
 /* May another attempt start at now? Counts one retry when counting. */
 bool retry_budget_take(struct retry_budget *b, rl_mono_us now);
 /* The pause before the next attempt: retry_delay +- jitter, cut at the

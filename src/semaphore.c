@@ -179,8 +179,8 @@ static void try_slots(struct sem_op *op)
     uint32_t slot;
 
     while (op->tried < op->limit) {
-        if (op->tried > 0 && op->budget.deadline_us != 0 &&
-            mono_now_us() >= op->budget.deadline_us)
+        if (op->tried > 0 &&
+            retry_budget_expired(&op->budget, mono_now_us()))
             break; /* the wait is over: no more slots this round */
         slot = op->order[op->tried++];
         lockrec_set_slot(op->rec, slot);
