@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "redlock.h"
@@ -18,6 +19,16 @@
 #else
 #define RL_PRINTF(fmt, args)
 #endif
+
+/* Next value of a xorshift64 generator (*state never 0): cheap jitter,
+ * not for secrets. */
+static inline uint64_t rl_xorshift64(uint64_t *state)
+{
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    return *state;
+}
 
 /* Detail message buffer size: one line naming node, option or reply. */
 #define RL_ERRLEN 256

@@ -983,9 +983,7 @@ uint32_t conn_backoff_next(struct conn_backoff *b)
     uint32_t span = ms / 2;
 
     b->next_ms = ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : ms * 2;
-    b->rng ^= b->rng << 13;
-    b->rng ^= b->rng >> 7;
-    b->rng ^= b->rng << 17;
+    rl_xorshift64(&b->rng);
     if (span == 0)
         return ms;
     return ms - span / 2 + (uint32_t)(b->rng % span);

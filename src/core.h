@@ -50,10 +50,7 @@ static inline uint32_t client_random(rl_client *c, uint32_t bound)
 {
     if (bound == 0)
         return 0;
-    c->rng ^= c->rng << 13;
-    c->rng ^= c->rng >> 7;
-    c->rng ^= c->rng << 17;
-    return (uint32_t)(c->rng % bound);
+    return (uint32_t)(rl_xorshift64(&c->rng) % bound);
 }
 
 #endif
