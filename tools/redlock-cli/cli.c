@@ -729,7 +729,8 @@ void cli_opts_free(struct cli_opts *o)
 }
 
 int cli_adopt_token(struct cli_opts *o, const char *resource,
-                    const char *token, rl_client **c, rl_lock **l)
+                    const char *name, const char *token,
+                    const rl_acquire_opts *ao, rl_client **c, rl_lock **l)
 {
     rl_status st;
     int code;
@@ -739,7 +740,7 @@ int cli_adopt_token(struct cli_opts *o, const char *resource,
     code = cli_client_new(o, c);
     if (code != CLI_EXIT_OK)
         return code;
-    st = rl_lock_adopt(*c, resource, token, l);
+    st = rl_lock_adopt_opts(*c, name, token, ao, l);
     if (st != RL_OK)
         return cli_status_exit(o, st, resource);
     return CLI_EXIT_OK;
@@ -757,7 +758,7 @@ void cli_json_holders(FILE *f, const rl_holder_info *h, size_t count)
 
     fputc('[', f);
     for (i = 0; i < count; i++) {
-        char tok[9]; /* token prefix: enough to tell holders apart */
+        char tok[CLI_TOKEN_SHOWN + 1];
 
         snprintf(tok, sizeof(tok), "%s", h[i].token);
         fprintf(f, "%s{\"node\":", i > 0 ? "," : "");

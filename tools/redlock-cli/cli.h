@@ -142,10 +142,15 @@ bool cli_is_help(const char *arg);
  * *out, or an exit code with the message printed. */
 int cli_client_new(struct cli_opts *o, rl_client **out);
 /* For extend/release R TOKEN: check TOKEN, connect, and make a handle for
- * the token (rl_lock_adopt). CLI_EXIT_OK, or the exit code after a
- * message; on failure *c and *l are NULL or must still be freed. */
+ * the token (rl_lock_adopt_opts with ao, which may be NULL; name: the
+ * key's name, R or one of its slots; errors name R). CLI_EXIT_OK, or the
+ * exit code after a message; on failure *c and *l are NULL or must still
+ * be freed. */
 int cli_adopt_token(struct cli_opts *o, const char *resource,
-                    const char *token, rl_client **c, rl_lock **l);
+                    const char *name, const char *token,
+                    const rl_acquire_opts *ao, rl_client **c, rl_lock **l);
+/* Token prefix shown for a holder: enough to tell holders apart. */
+#define CLI_TOKEN_SHOWN 8
 /* Map a failed library status to an exit code, printing rl_last_error()
  * (or "what: <status text>" when there is none). */
 int cli_status_exit(const struct cli_opts *o, rl_status st, const char *what);
@@ -168,6 +173,10 @@ struct cli_kind {
     {"limit", &(k).limit_s, NULL}, {"shared", NULL, &(k).shared},             \
         {"lock-delay", &(k).delay_s, NULL}
 #define CLI_KIND_NOPTS 3
+/* Parse --limit s into *limit (1..RL_MAX_LIMIT). 0, or -1 with the usage
+ * error printed. */
+int cli_parse_limit(const struct cli_opts *o, const char *s,
+                    uint32_t *limit);
 /* Check k and set ao's limit, mode and lock_delay_ms. 0, or -1 with the
  * usage error printed. */
 int cli_kind_apply(const struct cli_opts *o, const struct cli_kind *k,

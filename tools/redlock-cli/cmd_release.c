@@ -17,8 +17,6 @@
 
 #include "cli.h"
 
-#define TOKEN_SHOWN 8
-
 static const char usage[] =
 "Usage: redlock-cli [GLOBAL OPTIONS] release R TOKEN\n"
 "       redlock-cli [GLOBAL OPTIONS] release --force R\n"
@@ -63,7 +61,7 @@ static void print_forced(const struct cli_opts *o, const char *resource,
     printf("%-28s %-9s %-8s %10s  %s\n", "NODE", "REACHABLE", "REMOVED",
            "PTTL_MS", "ERROR");
     for (i = 0; i < count; i++) {
-        char tok[TOKEN_SHOWN + 1];
+        char tok[CLI_TOKEN_SHOWN + 1];
         char pttl[24];
         bool had = h[i].reachable && h[i].pttl_ms != -2;
 

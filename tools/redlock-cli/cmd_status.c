@@ -1,7 +1,7 @@
 /* cmd_status.c -- "redlock-cli status R [--limit K]" (DESIGN §7).
  *
- * Reads R's key on every node (rl_resource_status) and each node's vote
- * (rl_client_ping), and shows per node: reachable, the holder's token
+ * Reads R's key and each node's vote on every node (rl_resource_status),
+ * and shows per node: reachable, the holder's token
  * prefix (8 characters: enough to compare, not enough to release someone
  * else's lock), the PTTL and whether the node votes or is quarantined.
  * A summary says whether one token holds a majority. A read-write lock
@@ -12,8 +12,6 @@
 #include <string.h>
 
 #include "cli.h"
-
-#define TOKEN_SHOWN 8
 
 static const char usage[] =
 "Usage: redlock-cli [GLOBAL OPTIONS] status R [--limit K]\n"
@@ -71,9 +69,8 @@ int cmd_status(struct cli_opts *o, int argc, char **argv)
                         "R [--limit K])");
     if (cli_check_resource(o, pos[0]) != 0)
         return CLI_EXIT_USAGE;
-    if (limit_s != NULL && cli_parse_u32(limit_s, 1, RL_MAX_LIMIT, &limit))
-        return cli_fail(o, CLI_EXIT_USAGE, "--limit: '%s' is not a number "
-                        "of permits in 1..%u", limit_s, RL_MAX_LIMIT);
+    if (limit_s != NULL && cli_parse_limit(o, limit_s, &limit) != 0)
+        return CLI_EXIT_USAGE;
     if (cli_slot_name(name, sizeof(name), pos[0], limit) != 0)
         return cli_fail(o, CLI_EXIT_USAGE, "resource name is too long");
     code = cli_client_new(o, &c);
@@ -110,7 +107,7 @@ static int show(struct cli_opts *o, rl_client *c, const char *resource,
 {
     const char *pos[1] = {resource};
     rl_holder_info *h = NULL;
-    char holder[TOKEN_SHOWN + 1] = "";
+    char holder[CLI_TOKEN_SHOWN + 1] = "";
     size_t count = 0;
     size_t best = 0;
     size_t reachable = 0;
@@ -169,13 +166,13 @@ static int show(struct cli_opts *o, rl_client *c, const char *resource,
         printf("%-28s %-9s %-10s %-8s %10s  %s\n", "NODE", "REACHABLE",
                "VOTING", "HOLDER", "PTTL_MS", "ERROR");
         for (i = 0; i < count; i++) {
-            char tok[TOKEN_SHOWN + 8];
+            char tok[CLI_TOKEN_SHOWN + 8];
             char pttl[24];
 
             if (h[i].readers > 0)
                 snprintf(tok, sizeof(tok), "readers:%u", h[i].readers);
             else
-                snprintf(tok, sizeof(tok), "%.*s", TOKEN_SHOWN, h[i].token);
+                snprintf(tok, sizeof(tok), "%.*s", CLI_TOKEN_SHOWN, h[i].token);
             if (!h[i].reachable)
                 snprintf(pttl, sizeof(pttl), "-");
             else if (h[i].pttl_ms == -2)

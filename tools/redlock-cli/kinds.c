@@ -15,15 +15,23 @@
 
 #include "cli.h"
 
+int cli_parse_limit(const struct cli_opts *o, const char *s,
+                    uint32_t *limit)
+{
+    if (cli_parse_u32(s, 1, RL_MAX_LIMIT, limit) != 0)
+        return cli_fail(o, -1, "--limit: '%s' is not a number of permits "
+                        "in 1..%u", s, RL_MAX_LIMIT);
+    return 0;
+}
+
 int cli_kind_apply(const struct cli_opts *o, const struct cli_kind *k,
                    rl_acquire_opts *ao)
 {
     uint32_t v;
 
     if (k->limit_s != NULL) {
-        if (cli_parse_u32(k->limit_s, 1, RL_MAX_LIMIT, &v) != 0)
-            return cli_fail(o, -1, "--limit: '%s' is not a number of "
-                            "permits in 1..%u", k->limit_s, RL_MAX_LIMIT);
+        if (cli_parse_limit(o, k->limit_s, &v) != 0)
+            return -1;
         ao->limit = v;
     }
     if (k->shared && k->limit_s != NULL)
@@ -79,9 +87,7 @@ int cli_adopt_handle(struct cli_opts *o, const char *resource,
     char name[CLI_SLOT_NAME_MAX];
     int64_t slot = -1;
     uint32_t v;
-    rl_status st;
     size_t len;
-    int code;
 
     memset(&ao, 0, sizeof(ao));
     while ((slash = strchr(p, '/')) != NULL) {
@@ -96,20 +102,11 @@ int cli_adopt_handle(struct cli_opts *o, const char *resource,
             break;
         p = slash + 1;
     }
-    if (p == handle) /* a bare token */
-        return cli_adopt_token(o, resource, handle, c, l);
-    if (p[0] == '\0' || strlen(p) > 128)
-        return cli_fail(o, CLI_EXIT_USAGE, "TOKEN must be 1..128 characters");
     if (slot >= 0 && cli_slot_name(name, sizeof(name), resource,
                                    (uint32_t)slot) != 0)
         return cli_fail(o, CLI_EXIT_USAGE, "resource name is too long");
-    code = cli_client_new(o, c);
-    if (code != CLI_EXIT_OK)
-        return code;
-    st = rl_lock_adopt_opts(*c, slot >= 0 ? name : resource, p, &ao, l);
-    if (st != RL_OK)
-        return cli_status_exit(o, st, resource);
-    return CLI_EXIT_OK;
+    return cli_adopt_token(o, resource, slot >= 0 ? name : resource, p, &ao,
+                           c, l);
 }
 
 int cli_slot_name(char *buf, size_t len, const char *resource,
