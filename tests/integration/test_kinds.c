@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <cmocka.h>
 
@@ -49,13 +48,6 @@ static int teardown(void **state)
     harness_cluster_stop(f->r, N);
     free(f);
     return 0;
-}
-
-static void sleep_ms(int64_t ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
-
-    nanosleep(&ts, NULL);
 }
 
 /* Nodes on which "SET key v NX PX 5000" succeeds (a plain client such as
@@ -128,7 +120,7 @@ static void test_lock_delay_holds_a_crashed_lock_for_ttl_plus_delay(
     pttl = harness_pttl(&f->r[0], "kd:crash");
     assert_true(pttl > 400 && pttl <= 1200);
     rl_lock_free(l); /* the holder crashes: no release */
-    sleep_ms(600);   /* its validity is over, its key is not */
+    harness_sleep_ms(600);   /* its validity is over, its key is not */
     o = opts_ttl(400);
     assert_int_equal(rl_acquire(f->c, "kd:crash", &o, &l2), RL_ENOTACQUIRED);
     assert_int_equal(fixture_acquire_until_ok(f->c, "kd:crash", &o, &l2,
@@ -241,7 +233,7 @@ static void test_crashed_reader_expires_on_its_own_ttl(void **state)
     snprintf(token, sizeof(token), "%s", rl_lock_token(crashed));
     assert_int_equal(rl_acquire(f->c, "kr:crash", &live, &r), RL_OK);
     rl_lock_free(crashed);
-    sleep_ms(500);
+    harness_sleep_ms(500);
     /* The live reader still holds: the writer waits. */
     assert_int_equal(rl_acquire(f->c, "kr:crash", &wo, &w), RL_ENOTACQUIRED);
     /* A new reader prunes the expired one. */
@@ -249,7 +241,7 @@ static void test_crashed_reader_expires_on_its_own_ttl(void **state)
     assert_int_equal(reader_entries(f, "kr:crash", token), 0);
     assert_int_equal(rl_release(r3), RL_OK);
     /* Renewed by the watchdog past its first TTL. */
-    sleep_ms(3500);
+    harness_sleep_ms(3500);
     assert_false(rl_lock_lost(r));
     assert_true(rl_lock_validity_ms(r) > 0);
     assert_int_equal(reader_entries(f, "kr:crash", rl_lock_token(r)), N);
@@ -286,7 +278,7 @@ static void *reader_main(void *arg)
             continue;
         }
         s->acquired++;
-        sleep_ms(120);
+        harness_sleep_ms(120);
         rl_release(l);
     }
     return NULL;
@@ -304,9 +296,9 @@ static void test_writer_is_not_starved_by_a_stream_of_readers(void **state)
 
     for (i = 0; i < 2; i++) {
         assert_int_equal(pthread_create(&t[i], NULL, reader_main, &s[i]), 0);
-        sleep_ms(60);
+        harness_sleep_ms(60);
     }
-    sleep_ms(300);
+    harness_sleep_ms(300);
     wo.wait_ms = 8000;
     st = rl_acquire(f->c, "kr:starve", &wo, &w);
     for (i = 0; i < 2; i++)
@@ -515,7 +507,7 @@ static void test_semaphore_waiter_gets_the_slot_released(void **state)
     assert_int_equal(rl_acquire(f->c, "ks:wait", &o, &a), RL_OK);
     assert_int_equal(rl_acquire(f->c, "ks:wait", &o, &b), RL_OK);
     assert_int_equal(pthread_create(&t, NULL, sem_waiter_main, &w), 0);
-    sleep_ms(300);
+    harness_sleep_ms(300);
     start = harness_now_ms();
     assert_int_equal(rl_release(b), RL_OK);
     pthread_join(t, NULL);
