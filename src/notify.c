@@ -145,8 +145,12 @@ static void on_push(struct conn *c, const redisReply *r, void *privdata)
         r->element[2]->type == REDIS_REPLY_STRING)
         channel_wake(sc->nt, chan->str, (size_t)chan->len,
                      r->element[2]->str, (size_t)r->element[2]->len);
-    else if (strcmp(kind->str, "subscribe") == 0)
+    else if (strcmp(kind->str, "subscribe") == 0) {
+        /* The server took a subscription: only now is the connection
+         * good (one that opens and is dropped must keep backing off). */
+        conn_backoff_reset(&sc->backoff);
         channel_wake(sc->nt, chan->str, (size_t)chan->len, NULL, 0);
+    }
 }
 
 static void send_channel(struct sub_conn *sc, const char *verb,
@@ -179,14 +183,6 @@ static void schedule_retry(struct sub_conn *sc)
     ev_timer_stop(sc->nt->loop, &sc->retry);
     ev_timer_set(&sc->retry, conn_backoff_next(&sc->backoff) / 1000.0, 0.0);
     ev_timer_start(sc->nt->loop, &sc->retry);
-}
-
-static void on_open(struct conn *c, void *privdata)
-{
-    struct sub_conn *sc = privdata;
-
-    if (c == sc->conn)
-        conn_backoff_reset(&sc->backoff);
 }
 
 static void on_close(struct conn *c, const char *reason, void *privdata)
@@ -225,7 +221,6 @@ static void sub_start(struct sub_conn *sc)
     o.tls = sc->tls;
     o.connect_timeout_ms = sc->nt->cfg->connect_timeout_ms;
     o.subscriber = true;
-    o.on_open = on_open;
     o.on_close = on_close;
     o.on_push = on_push;
     o.privdata = sc;
