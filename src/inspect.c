@@ -75,6 +75,7 @@ static enum vote classify_ping(struct inspect_op *op, size_t slot,
 {
     rl_node_info *info = &op->nodes[slot];
     struct node *n = op->round.nodes[slot];
+    const char *tls;
 
     if (r->kind != REPLY_STATUS && r->kind != REPLY_STRING) {
         if (r->kind == REPLY_ERROR)
@@ -91,8 +92,8 @@ static enum vote classify_ping(struct inspect_op *op, size_t slot,
     info->clock_rate = node_clock_rate(n);
     info->clock_state = clock_state(n);
     snprintf(info->version, sizeof(info->version), "%s", node_version(n));
-    snprintf(info->tls, sizeof(info->tls), "%s",
-             node_tls_version(n) != NULL ? node_tls_version(n) : "");
+    tls = node_tls_version(n);
+    snprintf(info->tls, sizeof(info->tls), "%s", tls != NULL ? tls : "");
     return VOTE_YES;
 }
 

@@ -1054,12 +1054,9 @@ static bool queue_handshake(struct node *n)
     for (role = REQ_AUTH; role <= REQ_SCRIPT_LOAD; role++) {
         argc = 0;
         if (role == REQ_AUTH) {
-            if (a->password == NULL)
+            argc = node_addr_auth_argv(a, argv);
+            if (argc == 0)
                 continue;
-            argv[argc++] = "AUTH";
-            if (a->user != NULL)
-                argv[argc++] = a->user;
-            argv[argc++] = a->password;
         } else if (role == REQ_SELECT) {
             if (a->db == 0)
                 continue;

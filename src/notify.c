@@ -212,7 +212,7 @@ static void sub_start(struct sub_conn *sc)
     size_t lens[3];
     struct conn_opts o;
     struct channel *ch;
-    int argc = 0;
+    int argc;
 
     if (sc->conn != NULL || sc->nt->closing)
         return;
@@ -229,11 +229,8 @@ static void sub_start(struct sub_conn *sc)
         schedule_retry(sc);
         return;
     }
-    if (a->password != NULL) {
-        argv[argc++] = "AUTH";
-        if (a->user != NULL)
-            argv[argc++] = a->user;
-        argv[argc++] = a->password;
+    argc = node_addr_auth_argv(a, argv);
+    if (argc > 0) {
         for (int i = 0; i < argc; i++)
             lens[i] = strlen(argv[i]);
         (void)conn_command(sc->conn, argc, argv, lens, on_auth, sc);

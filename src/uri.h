@@ -47,6 +47,22 @@ rl_status uri_resolve(struct node_addr *a, char *err, size_t errlen);
 /* True when both name the same endpoint (ip/port or path) and db. */
 bool node_addr_same(const struct node_addr *a, const struct node_addr *b);
 
+/* The AUTH command for a (AUTH [user] password) into argv; returns its
+ * argument count, 0 when a has no password. */
+static inline int node_addr_auth_argv(const struct node_addr *a,
+                                      const char *argv[3])
+{
+    int argc = 0;
+
+    if (a->password == NULL)
+        return 0;
+    argv[argc++] = "AUTH";
+    if (a->user != NULL)
+        argv[argc++] = a->user;
+    argv[argc++] = a->password;
+    return argc;
+}
+
 /* Free the strings and zero *a. NULL is a no-op. */
 void node_addr_clear(struct node_addr *a);
 
