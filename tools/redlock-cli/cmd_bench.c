@@ -521,6 +521,28 @@ static void server_cpu(struct bench *b, double *cpu_s, bool *ok)
     }
 }
 
+/* Server CPU seconds summed over the nodes that answered both times. */
+static double server_cpu_delta(struct bench *b, const double *s0,
+                               const bool *ok0)
+{
+    size_t nn = b->o->node_count, i;
+    double *s1 = calloc(nn, sizeof(*s1));
+    bool *ok1 = calloc(nn, sizeof(*ok1));
+    double srv = -1;
+
+    if (s1 != NULL && ok1 != NULL) {
+        server_cpu(b, s1, ok1);
+        for (i = 0; i < nn; i++) {
+            if (!ok0[i] || !ok1[i])
+                continue;
+            srv = (srv < 0 ? 0 : srv) + (s1[i] - s0[i]) * 1e6;
+        }
+    }
+    free(s1);
+    free(ok1);
+    return srv;
+}
+
 static void reset(struct bench *b)
 {
     free(b->acq.v);
@@ -730,11 +752,9 @@ static int run_one(struct bench *b, char phase, int n, double duration,
                    bool header)
 {
     size_t nn = b->o->node_count;
-    double *s0 = calloc(nn * 2, sizeof(*s0));
-    bool *ok0 = calloc(nn * 2, sizeof(*ok0));
-    double srv = -1;
+    double *s0 = calloc(nn, sizeof(*s0));
+    bool *ok0 = calloc(nn, sizeof(*ok0));
     uint64_t t0, cpu0, t1, cpu1;
-    size_t i;
     int r;
 
     if (s0 == NULL || ok0 == NULL) {
@@ -748,18 +768,9 @@ static int run_one(struct bench *b, char phase, int n, double duration,
     r = measure(b, phase, n, duration);
     t1 = cli_mono_us();
     cpu1 = cpu_us();
-    if (r == 0) {
-        server_cpu(b, s0 + nn, ok0 + nn);
-        for (i = 0; i < nn; i++) {
-            if (!ok0[i] || !ok0[nn + i])
-                continue;
-            if (srv < 0)
-                srv = 0;
-            srv += (s0[nn + i] - s0[i]) * 1e6;
-        }
-        report(b, phase, n, (double)(t1 - t0) / 1e6, cpu1 - cpu0, srv,
-               header);
-    }
+    if (r == 0)
+        report(b, phase, n, (double)(t1 - t0) / 1e6, cpu1 - cpu0,
+               server_cpu_delta(b, s0, ok0), header);
     free(s0);
     free(ok0);
     return r;
@@ -927,28 +938,6 @@ static uint64_t renewals_now(const struct bench *b)
     rl_stats st;
 
     return rl_client_stats(b->c, &st) == RL_OK ? st.renewals : 0;
-}
-
-/* Server CPU seconds summed over the nodes that answered both times. */
-static double server_cpu_delta(struct bench *b, const double *s0,
-                               const bool *ok0)
-{
-    size_t nn = b->o->node_count, i;
-    double *s1 = calloc(nn, sizeof(*s1));
-    bool *ok1 = calloc(nn, sizeof(*ok1));
-    double srv = -1;
-
-    if (s1 != NULL && ok1 != NULL) {
-        server_cpu(b, s1, ok1);
-        for (i = 0; i < nn; i++) {
-            if (!ok0[i] || !ok1[i])
-                continue;
-            srv = (srv < 0 ? 0 : srv) + (s1[i] - s0[i]) * 1e6;
-        }
-    }
-    free(s1);
-    free(ok1);
-    return srv;
 }
 
 /* Acquire `locks` watched locks, measure --duration of renewals, release
