@@ -109,12 +109,13 @@ struct request {
  * its arguments to build the EVAL form after a NOSCRIPT. Loop thread. */
 struct wire {
     unsigned refs;
-    char *cmd;                  /* RESP bytes (redisFormatCommandArgv) */
+    char *cmd;                  /* RESP bytes */
     size_t len;
     const struct script *script; /* EVALSHA, or NULL */
-    int argc;                   /* script: nkeys, keys, args (copies) */
-    const char **argv;
-    size_t *lens;
+    int argc;                   /* script: the whole command's */
+    size_t args_off;            /* script: where nkeys starts in cmd (the
+                                   EVAL form shares what follows) */
+    bool spliced;               /* cmd is ours (malloc), not hiredis's */
     bool sample;                /* lock path: a TIME may go first */
 };
 
@@ -610,129 +611,107 @@ static void on_reply(struct conn *c, const redisReply *reply,
 
 /* ---- Commands ----------------------------------------------------------- */
 
-static struct wire *wire_alloc(int argc, size_t data_len)
-{
-    struct wire *w = calloc(1, sizeof(*w));
-
-    if (w == NULL)
-        return NULL;
-    if (argc > 0) {
-        w->argv = malloc((size_t)argc * (sizeof(char *) + sizeof(size_t)) +
-                         data_len);
-        if (w->argv == NULL) {
-            free(w);
-            return NULL;
-        }
-        w->lens = (size_t *)(w->argv + argc);
-    }
-    w->refs = 1;
-    return w;
-}
-
 void wire_unref(struct wire *w)
 {
     if (w == NULL || --w->refs > 0)
         return;
-    if (w->cmd != NULL)
+    if (w->spliced)
+        free(w->cmd);
+    else if (w->cmd != NULL)
         redisFreeCommand(w->cmd);
-    free(w->argv);
     free(w);
 }
 
-static struct wire *wire_format(struct wire *w, int argc, const char **argv,
-                                const size_t *lens)
+/* After "*N", "$7", "EVALSHA", "$40" and the digest: the fifth CRLF. */
+static size_t after_digest(const char *cmd, size_t len)
 {
-    int len = redisFormatCommandArgv(&w->cmd, argc, argv, lens);
+    size_t i, crlf = 0;
 
-    if (len < 0) {
-        w->cmd = NULL;
-        wire_unref(w);
-        return NULL;
-    }
-    w->len = (size_t)len;
-    return w;
-}
-
-/* Make dst the command verb, script (digest or source), then the
- * arguments kept in args. A batch of renewals (touch-batch) needs more
- * arguments than the stack arrays hold. NULL (dst freed) on OOM. */
-static struct wire *wire_format_script(struct wire *dst, const char *verb,
-                                       const char *script,
-                                       const struct wire *args)
-{
-    const char *stack[RL_MAX_RESOURCES + 16];
-    size_t stack_lens[RL_MAX_RESOURCES + 16];
-    const char **full = stack;
-    size_t *full_lens = stack_lens;
-    int argc = args->argc + 2;
-    int i;
-
-    if (argc > (int)ARRAY_SIZE(stack)) {
-        full = malloc((size_t)argc * (sizeof(char *) + sizeof(size_t)));
-        if (full == NULL) {
-            wire_unref(dst);
-            return NULL;
-        }
-        full_lens = (size_t *)(full + argc);
-    }
-    full[0] = verb;
-    full_lens[0] = strlen(verb);
-    full[1] = script;
-    full_lens[1] = strlen(script);
-    for (i = 0; i < args->argc; i++) {
-        full[i + 2] = args->argv[i];
-        full_lens[i + 2] = args->lens[i];
-    }
-    dst = wire_format(dst, argc, full, full_lens);
-    if (full != stack)
-        free(full);
-    return dst;
+    for (i = 0; i + 1 < len; i++)
+        if (cmd[i] == '\r' && cmd[i + 1] == '\n' && ++crlf == 5)
+            return i + 2;
+    return len;
 }
 
 struct wire *wire_new(const struct script *s, int nkeys, int argc,
                       const char **argv, const size_t *lens)
 {
+    const char *stack[RL_MAX_RESOURCES + 16];
+    size_t stack_lens[RL_MAX_RESOURCES + 16];
+    const char **full = stack;
+    size_t *full_lens = stack_lens;
     char nkeys_buf[16];
-    size_t data_len = sizeof(nkeys_buf), off = 0;
-    struct wire *w;
-    char *data;
-    int i;
+    struct wire *w = calloc(1, sizeof(*w));
+    int i, len, total = s != NULL ? argc + 3 : argc;
 
-    if (s == NULL) {
-        w = wire_alloc(0, 0);
-        return w != NULL ? wire_format(w, argc, argv, lens) : NULL;
-    }
-    for (i = 0; i < argc; i++)
-        data_len += lens[i];
-    /* Keep nkeys and the arguments: the EVAL form needs them again. */
-    w = wire_alloc(argc + 1, data_len);
     if (w == NULL)
         return NULL;
-    w->script = s;
-    w->argc = argc + 1;
-    data = (char *)(w->lens + w->argc);
-    snprintf(nkeys_buf, sizeof(nkeys_buf), "%d", nkeys);
-    memcpy(data, nkeys_buf, sizeof(nkeys_buf));
-    w->argv[0] = data;
-    w->lens[0] = strlen(nkeys_buf);
-    off = sizeof(nkeys_buf);
-    for (i = 0; i < argc; i++) {
-        memcpy(data + off, argv[i], lens[i]);
-        w->argv[i + 1] = data + off;
-        w->lens[i + 1] = lens[i];
-        off += lens[i];
+    w->refs = 1;
+    if (s != NULL) {
+        /* EVALSHA digest nkeys args...; a batch of renewals needs more
+         * room than the stack arrays have. */
+        if (total > (int)ARRAY_SIZE(stack)) {
+            full = malloc((size_t)total * (sizeof(char *) + sizeof(size_t)));
+            if (full == NULL) {
+                free(w);
+                return NULL;
+            }
+            full_lens = (size_t *)(full + total);
+        }
+        snprintf(nkeys_buf, sizeof(nkeys_buf), "%d", nkeys);
+        full[0] = "EVALSHA";
+        full[1] = s->sha1;
+        full[2] = nkeys_buf;
+        for (i = 0; i < 3; i++)
+            full_lens[i] = strlen(full[i]);
+        for (i = 0; i < argc; i++) {
+            full[i + 3] = argv[i];
+            full_lens[i + 3] = lens[i];
+        }
+        argv = full;
+        lens = full_lens;
     }
-    return wire_format_script(w, "EVALSHA", s->sha1, w);
+    len = redisFormatCommandArgv(&w->cmd, total, argv, lens);
+    if (full != stack)
+        free(full);
+    if (len < 0) {
+        free(w);
+        return NULL;
+    }
+    w->len = (size_t)len;
+    if (s != NULL) {
+        w->script = s;
+        w->argc = total;
+        w->args_off = after_digest(w->cmd, w->len);
+    }
+    return w;
 }
 
-/* The EVAL form of a script wire (a new wire, no script: never resent). */
+/* The EVAL form of a script wire: the source instead of the digest, the
+ * rest of the bytes as they are (a new wire, no script: never resent).
+ * NULL on OOM. */
 static struct wire *wire_eval_form(const struct wire *sha)
 {
-    struct wire *w = wire_alloc(0, 0);
+    const char *src = sha->script->source;
+    size_t src_len = strlen(src), tail = sha->len - sha->args_off;
+    struct wire *w = calloc(1, sizeof(*w));
+    char head[64];
+    int n = snprintf(head, sizeof(head), "*%d\r\n$4\r\nEVAL\r\n$%zu\r\n",
+                     sha->argc, src_len);
 
-    if (w == NULL)
+    if (w == NULL || (w->cmd = malloc((size_t)n + src_len + 2 + tail)) ==
+                         NULL) {
+        free(w);
         return NULL;
-    return wire_format_script(w, "EVAL", sha->script->source, sha);
+    }
+    w->refs = 1;
+    w->spliced = true;
+    memcpy(w->cmd, head, (size_t)n);
+    memcpy(w->cmd + n, src, src_len);
+    memcpy(w->cmd + n + src_len, "\r\n", 2);
+    memcpy(w->cmd + n + src_len + 2, sha->cmd + sha->args_off, tail);
+    w->len = (size_t)n + src_len + 2 + tail;
+    return w;
 }
 
 /* ---- Sending ------------------------------------------------------------ */

@@ -309,6 +309,48 @@ static void test_rollback_after_script_flush_leaves_no_keys(void **state)
     assert_true(harness_empty_within(&f->r[2], 200));
 }
 
+/* The watchdog's batched renewals (one touch-batch call of 200 locks
+ * per node, too long for the stack arrays) go on as EVAL after the
+ * scripts were flushed: every key is renewed, none is lost, no
+ * connection is dropped. */
+static void test_batched_renewals_go_on_after_script_flush(void **state)
+{
+    enum { LOCKS = 200 };
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+    rl_lock *l[LOCKS];
+    rl_stats before, after;
+    char name[32];
+
+    o.ttl_ms = 600;
+    o.auto_extend = true;
+    for (int i = 0; i < LOCKS; i++) {
+        snprintf(name, sizeof(name), "nsw:%d", i);
+        assert_int_equal(rl_acquire(f->c, name, &o, &l[i]), RL_OK);
+    }
+    assert_int_equal(rl_client_stats(f->c, &before), RL_OK);
+    flush_scripts(f);
+    /* Three TTLs: the keys outlive their first TTL only if renewed. */
+    harness_sleep_ms(1800);
+    assert_int_equal(rl_client_stats(f->c, &after), RL_OK);
+    assert_true(after.renewals >= before.renewals + 2 * LOCKS);
+    /* ... on the same connections (a malformed resend would make the
+     * server drop them, and the next handshake would load the scripts
+     * again). */
+    for (size_t k = 0; k < after.node_count; k++)
+        assert_int_equal(after.nodes[k].handshakes,
+                         before.nodes[k].handshakes);
+    for (int i = 0; i < LOCKS; i++) {
+        snprintf(name, sizeof(name), "nsw:%d", i);
+        assert_false(rl_lock_lost(l[i]));
+        for (int k = 0; k < f->n; k++)
+            assert_true(harness_key_holds(&f->r[k], name,
+                                          rl_lock_token(l[i])));
+    }
+    for (int i = 0; i < LOCKS; i++)
+        assert_int_equal(rl_release(l[i]), RL_OK);
+}
+
 /* ---- READONLY ---- */
 
 /* Make r a replica of master and wait until the link is up. */
@@ -385,6 +427,7 @@ int main(void)
         NODES_TEST(test_oom_on_a_minority_still_acquires, three),
         NODES_TEST(test_release_and_extend_work_after_script_flush, three),
         NODES_TEST(test_rollback_after_script_flush_leaves_no_keys, three),
+        NODES_TEST(test_batched_renewals_go_on_after_script_flush, three),
         NODES_TEST(test_readonly_replica_counts_as_a_failed_node, three),
         NODES_TEST(test_readonly_majority_is_no_quorum_quoting_the_error,
                    five),
