@@ -32,7 +32,7 @@
  * thread from extend_new to done or extend_abort.
  *
  * A batch sends one touch-batch script call per node for up to
- * EXTEND_BATCH_MAX_KEYS keys of many locks; each node answers one code per
+ * EXTEND_BATCH_MAX_LOCKS one-key locks; each node answers one code per
  * lock. Every lock is decided on its own, by the same rule as a single
  * round, over the nodes' answers for that lock only: a lock's key failing
  * on a node never affects another lock. Every lock of a batch gets the
@@ -40,7 +40,8 @@
  * free, lost): its outcome is then never reported. The batch lives until
  * every node answered (or failed: a node's timeout bounds it) and every
  * lock was decided or dropped, so its owner can bound the work queued on
- * the nodes by the number of batches alive. */
+ * the nodes by the number of batches alive; then it is empty again and
+ * goes back to its owner for reuse. */
 #include <stdio.h>
 #include <string.h>
 
@@ -243,6 +244,10 @@ struct batch_item {
     uint8_t yes, no, refused;   /* this lock's votes so far */
 };
 
+/* The script call's arguments, kept across runs: KEYS (one per lock),
+ * then per run of equal PX: px, count, tokens (at most 4 per lock). */
+#define BATCH_MAX_ARGS (4 * EXTEND_BATCH_MAX_LOCKS)
+
 struct extend_batch {
     rl_client *client;
     extend_done_fn *done;
@@ -250,13 +255,15 @@ struct extend_batch {
     void *over_arg;
     rl_mono_us t0;
     size_t count;               /* items added */
-    size_t keys;                /* their keys */
     size_t open;                /* items neither decided nor dropped */
     size_t replies;             /* nodes that answered (or failed) */
     uint64_t answered;          /* ... bit per node */
-    bool running;               /* inside a reply: do not free yet */
+    bool running;               /* inside a reply: do not end yet */
     bool sent;
     struct request **reqs;      /* per node, in flight or NULL */
+    const char **argv;          /* BATCH_MAX_ARGS, made at the first run */
+    size_t *lens;
+    char (*nums)[2][LOCKREC_PX_LEN]; /* per run: px and count */
     char detail[RL_ERRLEN];     /* first failure: node + reason */
     struct batch_item items[];  /* EXTEND_BATCH_MAX_LOCKS */
 };
@@ -283,10 +290,23 @@ struct extend_batch *extend_batch_new(rl_client *c, extend_done_fn *done,
     return b;
 }
 
-bool extend_batch_fits(const struct extend_batch *b, size_t nkeys)
+void extend_batch_free(struct extend_batch *b)
 {
-    return !b->sent && b->count < EXTEND_BATCH_MAX_LOCKS &&
-           (b->count == 0 || b->keys + nkeys <= EXTEND_BATCH_MAX_KEYS);
+    if (b == NULL)
+        return;
+    free(b->argv);
+    free(b->reqs);
+    free(b);
+}
+
+bool extend_batch_takes(const struct lock_rec *rec)
+{
+    return rec->nkeys == 1 && !rec->shared;
+}
+
+bool extend_batch_full(const struct extend_batch *b)
+{
+    return b->sent || b->count == EXTEND_BATCH_MAX_LOCKS;
 }
 
 size_t extend_batch_add(struct extend_batch *b, const struct lock_rec *rec,
@@ -300,33 +320,29 @@ size_t extend_batch_add(struct extend_batch *b, const struct lock_rec *rec,
     it->ttl_ms = ttl_ms;
     it->confirmed_us = confirmed_us;
     it->holders = holders;
-    b->keys += rec->nkeys;
+    it->yes = it->no = it->refused = 0;
     b->open++;
     return b->count++;
 }
 
-size_t extend_batch_size(const struct extend_batch *b)
+/* Over: empty again, handed back to its owner (reuse or free). */
+static void batch_over(struct extend_batch *b)
 {
-    return b->count;
+    b->count = b->open = b->replies = 0;
+    b->answered = 0;
+    b->sent = false;
+    b->detail[0] = '\0';
+    b->over(b->over_arg, b);
 }
 
-static void batch_free(struct extend_batch *b)
-{
-    extend_batch_over_fn *over = b->over;
-    void *arg = b->over_arg;
-
-    free(b->reqs);
-    free(b);
-    over(arg);
-}
-
-/* Free once it is over (not while a reply is walking the items, nor
- * before every node got the command). */
-static void batch_maybe_free(struct extend_batch *b)
+/* Over once every lock is decided or dropped and every node answered
+ * (not while a reply is walking the items, nor before every node got the
+ * command). */
+static void batch_maybe_over(struct extend_batch *b)
 {
     if (b->open == 0 && !b->running && b->sent &&
         b->replies == b->client->node_count)
-        batch_free(b);
+        batch_over(b);
 }
 
 void extend_batch_drop(struct extend_batch *b, size_t slot)
@@ -335,7 +351,7 @@ void extend_batch_drop(struct extend_batch *b, size_t slot)
         return;
     b->items[slot].rec = NULL;
     b->open--;
-    batch_maybe_free(b);
+    batch_maybe_over(b);
 }
 
 /* The item's verdict is st: report it, once. */
@@ -415,7 +431,7 @@ static void on_batch_reply(void *owner, size_t slot,
     struct extend_batch *b = owner;
 
     batch_node_done(b, slot, r);
-    batch_maybe_free(b);
+    batch_maybe_over(b);
 }
 
 /* Decimal digits of v into buf (at least 20 bytes, not terminated);
@@ -435,42 +451,42 @@ static size_t put_decimal(char *buf, uint64_t v)
     return n;
 }
 
-/* The script call over every item: KEYS = the items' keys in order, ARGV =
- * token, key count, ttl per item. NULL on OOM. */
+/* The script call over every item: KEYS = the items' keys in order, ARGV
+ * = for each run of items with the same PX (ttl + lock-delay): px, how
+ * many, their tokens. NULL on OOM. */
 static struct wire *batch_wire(struct extend_batch *b)
 {
-    size_t argc = b->keys + 3 * b->count, k = 0, a = b->keys, i, j;
-    /* One block: argv, lens, then two numbers of up to 20 digits per
-     * lock. */
-    const char **argv =
-        malloc(argc * (sizeof(char *) + sizeof(size_t)) + b->count * 40);
-    size_t *lens = (size_t *)(argv + argc);
-    char *nums = (char *)(lens + argc);
+    size_t a = b->count, run = 0, i, start, count_at;
     const struct lock_rec *rec;
-    struct wire *w;
+    uint64_t px;
 
-    if (argv == NULL)
-        return NULL;
-    for (i = 0; i < b->count; i++, nums += 40) {
-        rec = b->items[i].rec;
-        for (j = 0; j < rec->nkeys; j++, k++) {
-            argv[k] = rec->keys[j];
-            lens[k] = rec->key_lens[j];
-        }
-        argv[a] = rec->token;
-        lens[a++] = strlen(rec->token);
-        argv[a] = nums;
-        lens[a++] = put_decimal(nums, rec->nkeys);
-        argv[a] = nums + 20;
-        lens[a++] = put_decimal(nums + 20,
-                                (uint64_t)b->items[i].ttl_ms + rec->delay_ms);
+    if (b->argv == NULL) {
+        b->argv = malloc(BATCH_MAX_ARGS * (sizeof(char *) + sizeof(size_t)) +
+                         EXTEND_BATCH_MAX_LOCKS * sizeof(*b->nums));
+        if (b->argv == NULL)
+            return NULL;
+        b->lens = (size_t *)(b->argv + BATCH_MAX_ARGS);
+        b->nums = (void *)(b->lens + BATCH_MAX_ARGS);
     }
-    w = wire_new(script_get(SCRIPT_TOUCH_BATCH), (int)b->keys, (int)argc,
-                 argv, lens);
-    if (w != NULL)
-        wire_sample_time(w);
-    free(argv);
-    return w;
+    for (i = 0; i < b->count; i = start, run++) {
+        px = (uint64_t)b->items[i].ttl_ms + b->items[i].rec->delay_ms;
+        b->argv[a] = b->nums[run][0];
+        b->lens[a++] = put_decimal(b->nums[run][0], px);
+        count_at = a++;
+        for (start = i; start < b->count; start++) {
+            rec = b->items[start].rec;
+            if ((uint64_t)b->items[start].ttl_ms + rec->delay_ms != px)
+                break;
+            b->argv[start] = rec->keys[0];
+            b->lens[start] = rec->key_lens[0];
+            b->argv[a] = rec->token;
+            b->lens[a++] = strlen(rec->token);
+        }
+        b->argv[count_at] = b->nums[run][1];
+        b->lens[count_at] = put_decimal(b->nums[run][1], start - i);
+    }
+    return wire_new(script_get(SCRIPT_TOUCH_BATCH), (int)b->count, (int)a,
+                    b->argv, b->lens);
 }
 
 void extend_batch_run(struct extend_batch *b)
@@ -482,7 +498,8 @@ void extend_batch_run(struct extend_batch *b)
     size_t i;
 
     if (b->count == 0) {
-        batch_free(b);
+        b->sent = true;
+        batch_over(b);
         return;
     }
     for (i = 0; i < b->count; i++)
@@ -490,6 +507,8 @@ void extend_batch_run(struct extend_batch *b)
                                    b->items[i].confirmed_us,
                                    b->items[i].ttl_ms);
     w = batch_wire(b);
+    if (w != NULL)
+        wire_sample_time(w);
     b->t0 = mono_now_us();
     b->running = true;
     for (i = 0; i < c->node_count; i++) {
@@ -508,5 +527,5 @@ void extend_batch_run(struct extend_batch *b)
     wire_unref(w);
     b->running = false;
     b->sent = true;
-    batch_maybe_free(b);
+    batch_maybe_over(b);
 }

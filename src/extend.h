@@ -37,34 +37,38 @@ void extend_abort(struct extend_round *e);
 /* A batch of renewals: many locks, one touch-batch script call per node
  * (issue 16). Each lock's outcome is its own and is reported through the
  * batch's done with the lock's owner, exactly like a round's (t0 = the
- * batch's start). Loop thread. */
+ * batch's start). A batch is reusable: once over it is empty again and
+ * goes back to its owner. Loop thread. */
 #define EXTEND_BATCH_MAX_LOCKS 256
-#define EXTEND_BATCH_MAX_KEYS 256
 
 struct extend_batch;
 
-/* Called once when a batch is over: every node answered (or failed) and
- * every lock was reported or dropped. Its owner may count batches in
- * flight with it (flow control). */
-typedef void extend_batch_over_fn(void *arg);
+/* Called once when a run of b is over: every node answered (or failed)
+ * and every lock was reported or dropped. b is empty again; the owner
+ * runs it again later or frees it (so it may count batches in flight
+ * with it: flow control). */
+typedef void extend_batch_over_fn(void *arg, struct extend_batch *b);
 
 /* An empty batch; NULL on out of memory (rl_last_error not set). */
 struct extend_batch *extend_batch_new(rl_client *c, extend_done_fn *done,
                                       extend_batch_over_fn *over,
                                       void *over_arg);
-/* True when a lock with nkeys keys may still be added (a lock alone always
- * fits an empty batch). */
-bool extend_batch_fits(const struct extend_batch *b, size_t nkeys);
-/* Add a lock (rec and holders, as for extend_new, live until its outcome
- * or extend_batch_drop); returns its slot in the batch. */
+/* Free a batch that is not running (over, or never run). NULL: no-op. */
+void extend_batch_free(struct extend_batch *b);
+/* True when a lock with this record can be renewed in a batch: one key,
+ * not a reader (the others get their own rounds). */
+bool extend_batch_takes(const struct lock_rec *rec);
+/* True when no lock may be added any more. */
+bool extend_batch_full(const struct extend_batch *b);
+/* Add a lock (extend_batch_takes; rec and holders, as for extend_new,
+ * live until its outcome or extend_batch_drop); returns its slot. */
 size_t extend_batch_add(struct extend_batch *b, const struct lock_rec *rec,
                         uint32_t ttl_ms, rl_mono_us confirmed_us,
                         uint64_t *holders, void *owner);
-size_t extend_batch_size(const struct extend_batch *b);
 /* Send it (restoring keys on provably restarted nodes first, as a round
- * does). Outcomes (and the end) may be reported before this returns. The
- * batch frees itself when it is over (see extend_batch_over_fn): the
- * caller must not use it after its last lock's outcome or drop. */
+ * does). Outcomes (and the end of the run) may be reported before this
+ * returns: the caller must not use b after that (see
+ * extend_batch_over_fn). */
 void extend_batch_run(struct extend_batch *b);
 /* The lock in slot no longer wants its outcome (released, freed, lost):
  * it is never reported. No-op for a slot already reported. */

@@ -38,9 +38,10 @@
  * cannot finish before the margin never keeps its locks alive; the lock is
  * dropped from the batch when it becomes lost, is released or freed.
  * Each lock's outcome is applied by renewed(), the same as a single round.
- * A reader (issue 13) is renewed by its own reader-extend round instead
- * of a batch (reader_renewal): the touch-batch script knows only string
- * keys, and each reader's fate stays its own.
+ * Batches that are over are kept for the next tick. Batches take one-key
+ * locks; a reader (issue 13; the touch-batch script knows only string
+ * keys) and a lock on several resources are renewed by their own round
+ * (own_renewal), so each one's fate stays its own.
  *
  * Semaphores (issue 13): the handle's record is made for the last slot's
  * name (the longest); semaphore.c rewrites it to each slot it tries, so
@@ -100,6 +101,8 @@ struct holders {
     struct theap due;            /* HELD watched locks: next renewal */
     struct theap margins;        /* watched locks: margin start */
     unsigned batches;            /* watchdog batches alive */
+    unsigned spares;             /* batches over, kept for reuse */
+    struct extend_batch *spare[BATCHES_MAX];
 };
 
 struct rl_lock {
@@ -512,13 +515,25 @@ static void flush_batch(struct extend_batch **b)
     *b = NULL;
 }
 
-/* A batch is over: renewals waiting for room may go. */
-static void batch_over(void *arg)
+/* A batch is over: kept for the next tick (a batch and its arguments
+ * are tens of KB: allocating them each tick made the allocator return
+ * and refault that memory every time), and renewals waiting for room may
+ * go. */
+static void batch_over(void *arg, struct extend_batch *b)
 {
     struct holders *h = arg;
 
     h->batches--;
+    h->spare[h->spares++] = b;
     arm(h);
+}
+
+/* A batch to fill: a spare one, else a new one (NULL on OOM). */
+static struct extend_batch *batch_get(rl_client *c, struct holders *h)
+{
+    if (h->spares > 0)
+        return h->spare[--h->spares];
+    return extend_batch_new(c, renewed, batch_over, h);
 }
 
 /* Put l (HELD, due) into batch b: HELD -> RENEWING. */
@@ -533,8 +548,9 @@ static void batch_renewal(struct rl_lock *l, struct extend_batch *b)
     schedule(l);
 }
 
-/* A reader (HELD, due): its own reader-extend round, HELD -> RENEWING. */
-static void reader_renewal(struct rl_lock *l)
+/* A lock no batch takes (a reader, several keys; HELD, due): its own
+ * round, HELD -> RENEWING. */
+static void own_renewal(struct rl_lock *l)
 {
     rl_client *c = atomic_load(&l->client);
 
@@ -574,12 +590,12 @@ static void tick(void *arg)
     horizon = n != NULL && n->key <= now ? now + window_us(due_lock(n)) : 0;
     while ((n = theap_min(&h->due)) != NULL && n->key <= horizon) {
         l = due_lock(n);
-        if (!l->rec.shared &&
-            (b == NULL || !extend_batch_fits(b, l->rec.nkeys))) {
+        if (extend_batch_takes(&l->rec) &&
+            (b == NULL || extend_batch_full(b))) {
             flush_batch(&b);
             if (h->batches >= BATCHES_MAX)
                 break; /* batch_over re-arms the timer */
-            b = extend_batch_new(c, renewed, batch_over, h);
+            b = batch_get(c, h);
             if (b == NULL) { /* out of memory: try again later */
                 renewal_retry(l);
                 continue;
@@ -593,8 +609,8 @@ static void tick(void *arg)
             rl_fail(RL_ELOST, "'%s': validity ran out before the extension",
                     l->rec.resource);
             become_lost(l);
-        } else if (l->rec.shared) {
-            reader_renewal(l); /* its own round, never a batch */
+        } else if (!extend_batch_takes(&l->rec)) {
+            own_renewal(l);
         } else {
             batch_renewal(l, b);
         }
@@ -1487,6 +1503,8 @@ void holders_free(rl_client *c)
     if (c->holders == NULL)
         return;
     loop_timer_free(c->holders->timer); /* made after the shutdown: idle */
+    while (c->holders->spares > 0)
+        extend_batch_free(c->holders->spare[--c->holders->spares]);
     pthread_mutex_destroy(&c->holders->mutex);
     free(c->holders);
     c->holders = NULL;

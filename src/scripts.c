@@ -25,14 +25,16 @@
  *     is left alone.
  *   inspect: {value or false, pttl}; for a read-write lock's readers
  *     (a hash, issue 13) {false, pttl, live readers}.
- *   touch-batch (issue 16): the extend script for many locks in one call.
- *     ARGV holds three entries per lock: token, key count, ttl_ms; KEYS
- *     holds each lock's keys in the same order. Returns a string with one
- *     code per lock, with extend's meaning: '1' extended, '0' some key
- *     absent (or not a string), '2' some key holds another token (nothing
- *     changed for that lock). Each lock's fate is its own; absent keys are
- *     never recreated. One MGET reads every key: a call from Lua costs
- *     about as much as the work of a PEXPIRE, so each key costs one call.
+ *   touch-batch (issue 16): the extend script for many one-key locks in
+ *     one call. KEYS holds one key per lock; ARGV holds, for each run of
+ *     locks with the same PX, the PX, how many locks, then their tokens
+ *     in KEYS' order (a batch of equal TTLs is one run: two arguments per
+ *     lock, not four). Returns a string with one code per lock, with
+ *     extend's meaning: '1' extended, '0' absent (or not a string), '2'
+ *     holds another token (nothing changed for that lock). Each lock's
+ *     fate is its own; absent keys are never recreated. One MGET reads
+ *     every key: a call from Lua costs about as much as the work of a
+ *     PEXPIRE, so each key costs one call.
  *   reader-acquire, reader-extend, reader-release (issue 13): a
  *     read-write lock's readers live at the key itself, a hash of reader
  *     token -> expiry (server time, ms), whose PEXPIRE is the latest
@@ -99,21 +101,19 @@ static struct script scripts[SCRIPT_COUNT] = {
         "touch-batch",
         "local vals = redis.call('mget', unpack(KEYS))\n"
         "local out = {}\n"
-        "local k = 0\n"
-        "for i = 1, #ARGV, 3 do\n"
-        "  local tok, n, code = ARGV[i], tonumber(ARGV[i + 1]), '1'\n"
-        "  for j = k + 1, k + n do\n"
-        "    local v = vals[j]\n"
-        "    if not v then code = '0' break end\n"
-        "    if v ~= tok then code = '2' break end\n"
-        "  end\n"
-        "  if code == '1' then\n"
-        "    for j = k + 1, k + n do\n"
-        "      redis.call('pexpire', KEYS[j], ARGV[i + 2])\n"
+        "local a, k = 1, 0\n"
+        "while a < #ARGV do\n"
+        "  local px, n = ARGV[a], tonumber(ARGV[a + 1])\n"
+        "  for i = 1, n do\n"
+        "    local v = vals[k + i]\n"
+        "    if not v then out[k + i] = '0'\n"
+        "    elseif v ~= ARGV[a + 1 + i] then out[k + i] = '2'\n"
+        "    else\n"
+        "      redis.call('pexpire', KEYS[k + i], px)\n"
+        "      out[k + i] = '1'\n"
         "    end\n"
         "  end\n"
-        "  out[#out + 1] = code\n"
-        "  k = k + n\n"
+        "  a, k = a + 2 + n, k + n\n"
         "end\n"
         "return table.concat(out)\n",
         ""},

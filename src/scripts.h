@@ -15,8 +15,8 @@ enum script_id {
     SCRIPT_FENCE_WRITE,   /* KEYS: k, fence, mark; ARGV: token, value
                              -> 1 | 0 */
     SCRIPT_FORCE_RELEASE, /* KEYS: k; -> {value or false, pttl}, deleted */
-    SCRIPT_TOUCH_BATCH,   /* KEYS: every lock's keys; ARGV: per lock token,
-                             nkeys, ttl_ms -> "1"|"0"|"2" per lock */
+    SCRIPT_TOUCH_BATCH,   /* KEYS: one per lock; ARGV: per run of equal
+                             PX: px, n, n tokens -> "1"|"0"|"2" per lock */
     SCRIPT_READER_ACQUIRE,/* KEYS: k, writer intent; ARGV: token, px
                              -> 1 | 0 (issue 13) */
     SCRIPT_READER_EXTEND, /* KEYS: k; ARGV: token, px -> 1 | 0 | -1 */

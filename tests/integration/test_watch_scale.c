@@ -9,6 +9,9 @@
  *     is its own: still 0 lost, every key on the three live nodes;
  *   - overload (a majority paused past the margin) reports EVERY lock LOST,
  *     each while validity remains (checked inside the lost callback);
+ *   - locks with different PX (TTLs, lock-delay) renewed in the same
+ *     batches each keep their own PX; locks on several resources are
+ *     renewed too (by their own rounds);
  *   - releases and frees racing batched renewals (bounded stress): every
  *     release succeeds, nothing crashes (run under ASan too).
  * N is 10,000; 1,000 under sanitizers, valgrind or a timeout multiplier
@@ -17,6 +20,7 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -261,6 +265,89 @@ static void test_many_watched_locks_renewed_with_none_lost(void **state)
     assert_int_equal(held, NODES);
 }
 
+/* ---- Mixed TTLs, lock-delay and multi-key locks in the same ticks -----*/
+
+/* Largest and smallest PTTL of "<prefix>:<i>" (i = first, first + step,
+ * ... below count) over every node; each key must hold its token. */
+static void pttl_range(struct fx *f, rl_lock **l, const char *prefix,
+                       int first, int step, int count, long long *lo,
+                       long long *hi)
+{
+    char name[64];
+
+    *lo = LLONG_MAX;
+    *hi = 0;
+    for (int i = first; i < count; i += step)
+        for (int k = 0; k < NODES; k++) {
+            long long pttl;
+
+            snprintf(name, sizeof(name), "%s:%d", prefix, i);
+            assert_true(harness_key_holds(&f->r[k], name, rl_lock_token(l[i])));
+            pttl = harness_pttl(&f->r[k], name);
+            *lo = pttl < *lo ? pttl : *lo;
+            *hi = pttl > *hi ? pttl : *hi;
+        }
+}
+
+/* Locks with different PX (1500, 2000, 1500 + a 500 ms lock-delay) fall
+ * due in the same ticks: each run of equal PX in a batch gets its own PX,
+ * and locks on two resources (never batched) are renewed by their own
+ * rounds meanwhile. After three 1.5 s TTLs none is lost and every key's
+ * PTTL fits its own PX. */
+static void test_mixed_ttls_and_multi_key_locks_renewed(void **state)
+{
+    enum { LOCKS = 300, MULTI = 4 };
+    struct fx *f = *state;
+    struct lost_tally t = { 0 };
+    rl_acquire_opts o;
+    rl_lock *l[LOCKS], *m[MULTI];
+    char name[64], a[64], b[64];
+    long long lo, hi;
+
+    for (int i = 0; i < LOCKS; i++) {
+        watched_opts(&o, i % 3 == 1 ? 2000 : 1500, &t);
+        o.lock_delay_ms = i % 3 == 2 ? 500 : 0;
+        snprintf(name, sizeof(name), "wmix:%d", i);
+        assert_int_equal(rl_acquire(f->c, name, &o, &l[i]), RL_OK);
+    }
+    watched_opts(&o, 1500, &t);
+    for (int i = 0; i < MULTI; i++) {
+        const char *both[2] = { a, b };
+
+        snprintf(a, sizeof(a), "wmulti:a:%d", i);
+        snprintf(b, sizeof(b), "wmulti:b:%d", i);
+        assert_int_equal(rl_acquire_multi(f->c, both, 2, &o, &m[i]), RL_OK);
+    }
+    harness_sleep_ms(4500);
+    assert_int_equal(atomic_load(&t.calls), 0);
+    for (int i = 0; i < LOCKS; i++)
+        assert_false(rl_lock_lost(l[i]));
+    /* PX 1500: never above it (a 2000 given to them would show). */
+    pttl_range(f, l, "wmix", 0, 3, LOCKS, &lo, &hi);
+    fprintf(stderr, "  px 1500: pttl %lld..%lld\n", lo, hi);
+    assert_true(lo > 0 && hi <= 1500);
+    /* PX 2000 (a TTL of 2000, or 1500 + 500 delay): some were renewed
+     * within the last 500 ms, so above 1500. */
+    pttl_range(f, l, "wmix", 1, 3, LOCKS, &lo, &hi);
+    fprintf(stderr, "  ttl 2000: pttl %lld..%lld\n", lo, hi);
+    assert_true(lo > 0 && hi > 1500 && hi <= 2000);
+    pttl_range(f, l, "wmix", 2, 3, LOCKS, &lo, &hi);
+    fprintf(stderr, "  ttl 1500 + delay 500: pttl %lld..%lld\n", lo, hi);
+    assert_true(lo > 0 && hi > 1500 && hi <= 2000);
+    for (int i = 0; i < MULTI; i++) {
+        assert_false(rl_lock_lost(m[i]));
+        for (int k = 0; k < NODES; k++) {
+            snprintf(a, sizeof(a), "wmulti:a:%d", i);
+            snprintf(b, sizeof(b), "wmulti:b:%d", i);
+            assert_true(harness_key_holds(&f->r[k], a, rl_lock_token(m[i])));
+            assert_true(harness_key_holds(&f->r[k], b, rl_lock_token(m[i])));
+        }
+        assert_int_equal(rl_release(m[i]), RL_OK);
+    }
+    for (int i = 0; i < LOCKS; i++)
+        assert_int_equal(rl_release(l[i]), RL_OK);
+}
+
 /* ---- A node killed, one paused: each lock's fate is its own -------------*/
 
 static void test_node_killed_and_one_paused_none_lost(void **state)
@@ -387,6 +474,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(
             test_many_watched_locks_renewed_with_none_lost, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_mixed_ttls_and_multi_key_locks_renewed, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_node_killed_and_one_paused_none_lost, setup, teardown),
         cmocka_unit_test_setup_teardown(
