@@ -223,6 +223,12 @@ typedef struct rl_config {
      * until it has behaved for max_ttl_ms, and its uptime is not trusted
      * meanwhile. Turn it off only for servers that refuse TIME. */
     bool no_clock_guard;         /* def. false (the guard is on) */
+    /* Watchdog (issue 16): renewals that fall due within this percentage
+     * of their renewal interval (at most 100 ms) go out together, that
+     * much early, never late; fewer wake-ups and script calls at the cost
+     * of renewing a little sooner. 0..24 (below the retry pause), default
+     * 12; 0: only renewals already due are coalesced. */
+    uint8_t renew_window_pct;
     uint64_t reserved_[18];      /* zero (see "ABI" above) */
 } rl_config;
 

@@ -38,6 +38,7 @@ void rl_config_init(rl_config *cfg)
     cfg->retry_delay_ms = 200;
     cfg->retry_jitter_ms = 100;
     cfg->max_ttl_ms = 60000;
+    cfg->renew_window_pct = RL_DEFAULT_RENEW_WINDOW_PCT;
     cfg->log_level = RL_LOG_WARN;
 }
 
@@ -66,6 +67,9 @@ static rl_status check_numbers(const rl_config *in)
                          in->retry_delay_ms);
     if (st == RL_OK)
         st = check_range("max_ttl_ms", in->max_ttl_ms, 1, INT32_MAX);
+    if (st == RL_OK)
+        st = check_range("renew_window_pct", in->renew_window_pct, 0,
+                         RL_MAX_RENEW_WINDOW_PCT);
     if (st != RL_OK)
         return st;
     /* Written so that NaN fails too. */
@@ -203,6 +207,7 @@ rl_status config_load(const rl_config *in, struct config *out)
     out->max_ttl_ms = in->max_ttl_ms;
     out->trust_restarted_nodes = in->trust_restarted_nodes;
     out->clock_guard = !in->no_clock_guard;
+    out->renew_window_pct = in->renew_window_pct;
     out->log = in->log;
     out->log_privdata = in->log_privdata;
     out->log_level = in->log_level;

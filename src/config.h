@@ -26,6 +26,7 @@ struct config {
     uint32_t max_ttl_ms;
     bool trust_restarted_nodes;
     bool clock_guard;            /* issue 15: see rl_config.no_clock_guard */
+    uint8_t renew_window_pct;    /* issue 16: see rl_config */
     rl_log_fn log;
     void *log_privdata;
     int log_level;
@@ -57,6 +58,12 @@ void config_log(const struct config *cfg, int level, const char *fmt, ...)
  * argument in the message. */
 rl_status config_check_resource(const struct config *cfg,
                                 const char *resource, const char *what);
+
+/* rl_config.renew_window_pct: the default, and the largest value (the
+ * window must stay below the watchdog's retry pause, interval / 4, so a
+ * tick never renews a lock twice). */
+#define RL_DEFAULT_RENEW_WINDOW_PCT 12
+#define RL_MAX_RENEW_WINDOW_PCT 24
 
 /* ttl 0 selects RL_DEFAULT_TTL_MS; above max_ttl_ms is RL_EINVAL. */
 rl_status config_effective_ttl(const struct config *cfg, uint32_t ttl_ms,

@@ -27,9 +27,10 @@
  * fires, locks past their margin become LOST; then every lock due by now +
  * the coalescing window is renewed in batches (extend.c), at most
  * EXTEND_BATCH_MAX_LOCKS per touch-batch call per node. The window is the
- * first due lock's min(interval/8, 100 ms): renewals go out up to that much
- * early, never late, and the window is always shorter than both the
- * interval and the retry pause, so a tick never renews a lock twice. At
+ * first due lock's min(interval x renew_window_pct (default 12 %), 100 ms):
+ * renewals go out up to that much early, never late, and the window is
+ * always shorter than both the interval and the retry pause, so a tick
+ * never renews a lock twice. At
  * most BATCHES_MAX batches are alive at once (flow control): due locks
  * beyond that wait in `due` until a batch is over, and their margins still
  * run, so nodes that cannot keep up make locks LOST in time, never a
@@ -439,12 +440,22 @@ static rl_mono_us interval_us(const struct rl_lock *l)
     return (rl_mono_us)l->interval_ms * 1000u;
 }
 
-/* How early a renewal may go out to join a batch: shorter than both the
- * interval and the retry pause (interval/4), so never twice in a tick. */
-static rl_mono_us window_us(const struct rl_lock *l)
+/* The watchdog's pause after a failed renewal round. */
+static rl_mono_us retry_pause_us(const struct rl_lock *l)
 {
-    return interval_us(l) / 8 < WINDOW_MAX_US ? interval_us(l) / 8
-                                               : WINDOW_MAX_US;
+    return interval_us(l) / 4 < RETRY_PAUSE_MAX_MS * 1000u
+               ? interval_us(l) / 4
+               : RETRY_PAUSE_MAX_MS * 1000u;
+}
+
+/* How early a renewal may go out to join a batch (renew_window_pct of
+ * the interval, at most WINDOW_MAX_US): shorter than the retry pause, so
+ * never twice in a tick. */
+static rl_mono_us window_us(const rl_client *c, const struct rl_lock *l)
+{
+    rl_mono_us w = interval_us(l) * c->cfg.renew_window_pct / 100;
+
+    return w < WINDOW_MAX_US ? w : WINDOW_MAX_US;
 }
 
 /* Arm the client's timer at the earliest instant of both heaps, unless it
@@ -499,11 +510,7 @@ static void schedule(struct rl_lock *l)
  * the retry pause. */
 static void renewal_retry(struct rl_lock *l)
 {
-    rl_mono_us pause = interval_us(l) / 4;
-
-    if (pause > RETRY_PAUSE_MAX_MS * 1000u)
-        pause = RETRY_PAUSE_MAX_MS * 1000u;
-    l->next_renewal_us = mono_now_us() + pause;
+    l->next_renewal_us = mono_now_us() + retry_pause_us(l);
     schedule(l);
 }
 
@@ -587,7 +594,7 @@ static void tick(void *arg)
         become_lost(l);
     }
     n = theap_min(&h->due);
-    horizon = n != NULL && n->key <= now ? now + window_us(due_lock(n)) : 0;
+    horizon = n != NULL && n->key <= now ? now + window_us(c, due_lock(n)) : 0;
     while ((n = theap_min(&h->due)) != NULL && n->key <= horizon) {
         l = due_lock(n);
         if (extend_batch_takes(&l->rec) &&
@@ -711,7 +718,7 @@ static void renewed(void *owner, rl_status st, rl_mono_us t0,
     rl_client *c = atomic_load(&l->client);
     uint32_t ttl = user != NULL ? user->ttl_ms : atomic_load(&l->ttl_ms);
     uint64_t old_deadline = atomic_load(&l->deadline_us);
-    rl_mono_us deadline, pause_us;
+    rl_mono_us deadline;
 
     l->round = NULL;
     l->batch = NULL;
@@ -746,10 +753,7 @@ static void renewed(void *owner, rl_status st, rl_mono_us t0,
         l->next_renewal_us = mono_now_us() +
                              (rl_mono_us)l->interval_ms * 1000u;
     } else if (user == NULL) {
-        pause_us = interval_us(l) / 4 < RETRY_PAUSE_MAX_MS * 1000u
-                       ? interval_us(l) / 4
-                       : RETRY_PAUSE_MAX_MS * 1000u;
-        l->next_renewal_us = mono_now_us() + pause_us;
+        l->next_renewal_us = mono_now_us() + retry_pause_us(l);
     }
     if (user != NULL)
         req_finish(user, st, l);

@@ -48,6 +48,7 @@ static void test_defaults_are_the_documented_ones(void **state)
     assert_int_equal(cfg.retry_delay_ms, 200);
     assert_int_equal(cfg.retry_jitter_ms, 100);
     assert_int_equal(cfg.max_ttl_ms, 60000);
+    assert_int_equal(cfg.renew_window_pct, 12);
     assert_false(cfg.trust_restarted_nodes);
     assert_null(cfg.nodes);
     rl_config_init(NULL); /* no crash */
@@ -148,6 +149,9 @@ static void test_each_bad_number_names_its_field(void **state)
     cfg = valid_config();
     cfg.log_level = 9;
     expect_invalid(&cfg, "log_level");
+    cfg = valid_config();
+    cfg.renew_window_pct = 25;
+    expect_invalid(&cfg, "renew_window_pct");
 }
 
 static void test_drift_factor_outside_zero_to_a_tenth_is_rejected(

@@ -354,6 +354,7 @@ enum gopt {
     G_PASSWORD_FILE,
     G_NO_QUARANTINE,
     G_NO_CLOCK_GUARD,
+    G_RENEW_WINDOW,
     G_TLS,
     G_CACERT,
     G_CACERTDIR,
@@ -384,6 +385,7 @@ static const struct {
     {"password-file", 0, true, G_PASSWORD_FILE},
     {"no-quarantine", 0, false, G_NO_QUARANTINE},
     {"no-clock-guard", 0, false, G_NO_CLOCK_GUARD},
+    {"renew-window", 0, true, G_RENEW_WINDOW},
     {"tls", 0, false, G_TLS},
     {"cacert", 0, true, G_CACERT},
     {"cacertdir", 0, true, G_CACERTDIR},
@@ -434,6 +436,8 @@ static int apply_global(struct cli_opts *o, enum gopt id, const char *v)
     case G_NO_CLOCK_GUARD:
         o->no_clock_guard = true;
         return 0;
+    case G_RENEW_WINDOW:
+        return opt_u32(o, "renew-window", v, 0, 24, &o->renew_window_pct);
     case G_TLS:
         o->tls = true;
         return 0;
@@ -650,6 +654,7 @@ int cli_client_new(struct cli_opts *o, rl_client **out)
     cfg.max_ttl_ms = o->max_ttl_ms;
     cfg.trust_restarted_nodes = o->no_quarantine;
     cfg.no_clock_guard = o->no_clock_guard;
+    cfg.renew_window_pct = (uint8_t)o->renew_window_pct;
     cfg.tls = o->tls;
     cfg.tls_insecure = o->tls_insecure;
     cfg.tls_ca_file = o->tls_ca_file;

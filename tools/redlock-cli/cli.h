@@ -38,6 +38,7 @@ struct cli_opts {
     char *password;             /* owned, wiped on free; or NULL */
     bool no_quarantine;         /* rl_config.trust_restarted_nodes */
     bool no_clock_guard;        /* rl_config.no_clock_guard (issue 15) */
+    uint32_t renew_window_pct;  /* rl_config.renew_window_pct (issue 16) */
     bool tls;                   /* --tls: TLS for every TCP node */
     bool tls_insecure;          /* --insecure */
     const char *tls_ca_file;    /* --cacert / $REDLOCK_CACERT (borrowed) */

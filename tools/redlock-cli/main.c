@@ -51,6 +51,9 @@ static const char usage_text[] =
 "      --no-clock-guard      let nodes whose clock runs fast, slow or\n"
 "                            steps vote (default: such a node does not\n"
 "                            vote until it behaved for --max-ttl)\n"
+"      --renew-window PCT    watchdog renewals due within PCT % of their\n"
+"                            interval (at most 100 ms) go out together,\n"
+"                            that much early; 0..24 (12)\n"
 "      --tls                 TLS for every TCP node (as rediss://)\n"
 "      --cacert FILE         CA bundle (PEM) that signed the nodes'\n"
 "                            certificates [REDLOCK_CACERT]; default: the\n"
@@ -122,6 +125,7 @@ static int load_env(struct cli_opts *o)
     o->retry_delay_ms = 200;
     o->retry_jitter_ms = 100;
     o->max_ttl_ms = 60000;
+    o->renew_window_pct = 12;
 
     v = getenv("REDLOCK_NODES");
     if (v != NULL && v[0] != '\0') {
