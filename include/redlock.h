@@ -180,7 +180,10 @@ typedef struct rl_config {
     size_t node_count;
     const char *password;        /* for nodes whose URI has none; or NULL */
     const char *prefix;          /* prepended to every resource; or NULL */
-    uint32_t connect_timeout_ms; /* 1..60000, default 200 */
+    uint32_t connect_timeout_ms; /* 1..60000, default 200; for the TCP (+
+                                    TLS) connect, then again for the
+                                    server handshake (AUTH, SELECT, INFO,
+                                    script loads) */
     uint32_t op_timeout_ms;      /* per node and request, 1..60000, def. 50 */
     double drift_factor;         /* clock rate error, [0, 0.1], def. 0.01 */
     uint32_t retry_count;        /* retries after the first attempt, def. 3 */

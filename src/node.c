@@ -722,10 +722,12 @@ static void release_wire(void *arg)
     wire_unref(arg);
 }
 
-/* Queue w on the connection for r (r and the queued write each take a
- * reference); now is the send time. */
-static struct request *send_wire(struct node *n, struct request *r,
-                                 struct wire *w, rl_mono_us now)
+/* r's deadline when it leaves at now: the op timeout for commands (and
+ * clock samples of a ready node), the connect timeout for the handshake;
+ * never before the request ahead of it (behind the handshake, nothing
+ * times out before it). */
+static void set_deadline(const struct node *n, struct request *r,
+                         const struct request *ahead, rl_mono_us now)
 {
     uint32_t timeout_ms = r->role == REQ_USER ||
                                   (r->role == REQ_TIME &&
@@ -733,12 +735,19 @@ static struct request *send_wire(struct node *n, struct request *r,
                               ? n->cfg->op_timeout_ms
                               : n->cfg->connect_timeout_ms;
 
+    r->deadline_us = now + (rl_mono_us)timeout_ms * 1000u;
+    if (ahead != NULL && ahead->deadline_us > r->deadline_us)
+        r->deadline_us = ahead->deadline_us;
+}
+
+/* Queue w on the connection for r (r and the queued write each take a
+ * reference); now is the send time. */
+static struct request *send_wire(struct node *n, struct request *r,
+                                 struct wire *w, rl_mono_us now)
+{
     r->node = n;
     r->sent_us = now;
-    r->deadline_us = now + (rl_mono_us)timeout_ms * 1000u;
-    /* Requests queued behind the handshake cannot time out before it. */
-    if (n->tail != NULL && n->tail->deadline_us > r->deadline_us)
-        r->deadline_us = n->tail->deadline_us;
+    set_deadline(n, r, n->tail, now);
     if (n->conn == NULL)
         return NULL;
     w->refs++;
@@ -966,15 +975,19 @@ static void connection_lost(struct node *n, struct conn *c,
 static void on_open(struct conn *c, void *privdata)
 {
     struct node *n = privdata;
-    struct request *r;
+    struct request *r, *ahead;
     rl_mono_us now = mono_now_us();
 
     if (c != n->conn)
         return;
     /* What was queued while connecting leaves now: a sample's bracket
-     * starts here, not before the TCP connect. */
-    for (r = n->head; r != NULL; r = r->next)
+     * starts here, not before the TCP connect, and so do the deadlines: a
+     * TCP + TLS connect that took most of the connect timeout (a distant
+     * managed Redis) must not leave the handshake's AUTH and INFO none. */
+    for (r = n->head, ahead = NULL; r != NULL; ahead = r, r = r->next) {
         r->sent_us = now;
+        set_deadline(n, r, ahead, now);
+    }
     arm_request_timer(n);
 }
 

@@ -16,6 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -32,6 +35,7 @@ struct fx {
     rl_lock *l;
     rl_lock *l2;
     char sock_dir[HARNESS_DIR_MAX];
+    pid_t proxies[NODES];        /* faultproxy processes, 0: none */
 };
 
 static int setup(void **state)
@@ -50,6 +54,11 @@ static int teardown(void **state)
     rl_lock_free(f->l2);
     rl_client_free(f->c);
     rl_client_free(f->c2);
+    for (int i = 0; i < NODES; i++)
+        if (f->proxies[i] > 0) {
+            kill(f->proxies[i], SIGTERM);
+            waitpid(f->proxies[i], NULL, 0);
+        }
     harness_cluster_stop(f->r, NODES);
     if (f->sock_dir[0] != '\0') {
         char path[HARNESS_DIR_MAX + 16];
@@ -310,6 +319,86 @@ static void test_protocol_mismatch_both_ways_fails_promptly(void **state)
     expect_nodes_fail(f, &cfg, "TLS");
 }
 
+/* ---- A distant node: the handshake's time starts after TLS ------------*/
+
+#ifdef RL_FAULTPROXY
+/* tools/faultproxy in front of a server, holding every chunk delay_ms in
+ * each direction (a long round trip); *pid is stopped by the teardown.
+ * Returns its port. */
+static int proxy_start(pid_t *pid, int upstream, int delay_ms)
+{
+    char up[32], delay[16], line[128];
+    size_t len = 0;
+    int fds[2], port = 0;
+
+    snprintf(up, sizeof(up), "127.0.0.1:%d", upstream);
+    snprintf(delay, sizeof(delay), "%d", delay_ms);
+    assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
+    *pid = fork();
+    assert_true(*pid >= 0);
+    if (*pid == 0) {
+        dup2(fds[1], STDOUT_FILENO);
+        close(fds[0]);
+        close(fds[1]);
+        execl(RL_FAULTPROXY, "faultproxy", "--listen", "127.0.0.1:0",
+              "--upstream", up, "--delay", delay, "-q", (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    /* "listening 127.0.0.1:PORT control ..." */
+    while (len + 1 < sizeof(line) && read(fds[0], line + len, 1) == 1 &&
+           line[len] != '\n')
+        len++;
+    line[len] = '\0';
+    close(fds[0]);
+    assert_int_equal(sscanf(line, "listening 127.0.0.1:%d", &port), 1);
+    return port;
+}
+#endif
+
+/* Nodes 100 ms away each way: TCP + TLS take about 200 ms of a 300 ms
+ * connect timeout, then AUTH-less INFO, SCRIPT LOAD and TIME another
+ * 200 ms. The handshake's deadline counts from the end of the TLS
+ * handshake, so the client connects (once) and locks; when it counted
+ * from the start, every handshake timed out and no lock was ever had. */
+static void test_slow_tls_connect_leaves_the_handshake_its_timeout(
+    void **state)
+{
+#ifndef RL_FAULTPROXY
+    (void)state;
+    fprintf(stderr, "SKIP: built without tools/faultproxy\n");
+    skip();
+#else
+    struct fx *f = *state;
+    rl_acquire_opts o = {0};
+    rl_config cfg;
+    rl_stats s;
+    char uri[64];
+
+    start_tls(f, "server.pem", false, NULL, "127.0.0.1");
+    for (int i = 0; i < NODES; i++) {
+        snprintf(uri, sizeof(uri), "rediss://127.0.0.1:%d",
+                 proxy_start(&f->proxies[i], f->r[i].tls_port, 100));
+        harness_nodes_set(&f->hn, i, uri);
+    }
+    tls_config(f, &cfg);
+    cfg.connect_timeout_ms = (uint32_t)harness_scale_ms(300);
+    cfg.op_timeout_ms = (uint32_t)harness_scale_ms(1000);
+    f->c = fixture_client(&cfg);
+    assert_non_null(f->c);
+    o.ttl_ms = 10000;
+    assert_int_equal(rl_acquire(f->c, "tls:far", &o, &f->l), RL_OK);
+    assert_int_equal(rl_client_stats(f->c, &s), RL_OK);
+    for (int i = 0; i < NODES; i++) {
+        assert_int_equal(s.nodes[i].handshakes, 1);
+        assert_true(harness_key_holds(&f->r[i], "tls:far",
+                                      rl_lock_token(f->l)));
+    }
+    assert_int_equal(rl_release(f->l), RL_OK);
+    f->l = NULL;
+#endif
+}
+
 struct waiter {
     rl_client *c;
     rl_status st;
@@ -520,6 +609,9 @@ int main(void)
             teardown),
         cmocka_unit_test_setup_teardown(
             test_bad_files_are_einval_naming_the_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_slow_tls_connect_leaves_the_handshake_its_timeout, setup,
+            teardown),
     };
 
     harness_require_redis();
