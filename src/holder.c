@@ -30,14 +30,14 @@
  * first due lock's min(interval x renew_window_pct (default 12 %), 100 ms):
  * renewals go out up to that much early, never late, and the window is
  * always shorter than both the interval and the retry pause, so a tick
- * never renews a lock twice. At
- * most BATCHES_MAX batches are alive at once (flow control): due locks
- * beyond that wait in `due` until a batch is over, and their margins still
- * run, so nodes that cannot keep up make locks LOST in time, never a
- * silent lapse, and the timer never spins on them. A
- * lock in a batch is out of `due` and stays in `margins`: a batch that
- * cannot finish before the margin never keeps its locks alive; the lock is
- * dropped from the batch when it becomes lost, is released or freed.
+ * never renews a lock twice. At most BATCHES_MAX batches are alive at
+ * once (flow control): due locks beyond that wait in `due` until a batch
+ * is over, and their margins still run, so nodes that cannot keep up make
+ * locks LOST in time, never a silent lapse, and the timer never spins on
+ * them. A lock in a batch is out of `due` and stays in `margins`: a batch
+ * that cannot finish before the margin never keeps its locks alive; the
+ * lock is dropped from the batch when it becomes lost, is released or
+ * freed.
  * Each lock's outcome is applied by renewed(), the same as a single round.
  * Batches that are over are kept for the next tick. Batches take one-key
  * locks; a reader (issue 13; the touch-batch script knows only string
