@@ -62,7 +62,10 @@ class ClockGuardRepro(unittest.TestCase):
         for n in self.nodes[:2]:
             self.assertEqual(n.cmd("SET", r, "foreign", "PX", "300"), "OK")
         args = ["-n", nodes_arg(self.all), "--no-quarantine"] + list(extra)
-        rc1, out1, err1 = run_cli(args + ["acquire", r, "--ttl", "5000"])
+        # Retries until the foreign value (300 ms) is gone: the default 3
+        # retries of 200 +- 100 ms could all come before it expired.
+        rc1, out1, err1 = run_cli(args + ["--retry-count", "10", "acquire",
+                                          r, "--ttl", "5000"])
         t1 = time.time()
         self.assertEqual(rc1, 0, err1)
         # S forgets the key after 5000 ms of its own time (~1 s of ours).
