@@ -247,6 +247,8 @@ struct batch_item {
 /* The script call's arguments, kept across runs: KEYS (one per lock),
  * then per run of equal PX: px, count, tokens (at most 4 per lock). */
 #define BATCH_MAX_ARGS (4 * EXTEND_BATCH_MAX_LOCKS)
+/* Digits of the largest uint64_t (put_decimal). */
+#define DECIMAL_MAX 20
 
 struct extend_batch {
     rl_client *client;
@@ -263,7 +265,7 @@ struct extend_batch {
     struct request **reqs;      /* per node, in flight or NULL */
     const char **argv;          /* BATCH_MAX_ARGS, made at the first run */
     size_t *lens;
-    char (*nums)[2][LOCKREC_PX_LEN]; /* per run: px and count */
+    char (*nums)[2][DECIMAL_MAX]; /* per run: px and count */
     char detail[RL_ERRLEN];     /* first failure: node + reason */
     struct batch_item items[];  /* EXTEND_BATCH_MAX_LOCKS */
 };
@@ -434,12 +436,12 @@ static void on_batch_reply(void *owner, size_t slot,
     batch_maybe_over(b);
 }
 
-/* Decimal digits of v into buf (at least 20 bytes, not terminated);
+/* Decimal digits of v into buf (DECIMAL_MAX bytes, not terminated);
  * returns how many (snprintf costs more than the rest of a lock's part of
  * the batch). */
 static size_t put_decimal(char *buf, uint64_t v)
 {
-    char tmp[20];
+    char tmp[DECIMAL_MAX];
     size_t n = 0, i;
 
     do {
@@ -469,13 +471,13 @@ static struct wire *batch_wire(struct extend_batch *b)
         b->nums = (void *)(b->lens + BATCH_MAX_ARGS);
     }
     for (i = 0; i < b->count; i = start, run++) {
-        px = (uint64_t)b->items[i].ttl_ms + b->items[i].rec->delay_ms;
+        px = lockrec_px_ms(b->items[i].rec, b->items[i].ttl_ms);
         b->argv[a] = b->nums[run][0];
         b->lens[a++] = put_decimal(b->nums[run][0], px);
         count_at = a++;
         for (start = i; start < b->count; start++) {
             rec = b->items[start].rec;
-            if ((uint64_t)b->items[start].ttl_ms + rec->delay_ms != px)
+            if (lockrec_px_ms(rec, b->items[start].ttl_ms) != px)
                 break;
             b->argv[start] = rec->keys[0];
             b->lens[start] = rec->key_lens[0];

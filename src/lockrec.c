@@ -54,10 +54,15 @@ rl_status lockrec_init(struct lock_rec *r, void *tail,
     return token_generate(r->token);
 }
 
+uint64_t lockrec_px_ms(const struct lock_rec *r, uint32_t ttl_ms)
+{
+    return (uint64_t)ttl_ms + r->delay_ms;
+}
+
 void lockrec_px(const struct lock_rec *r, uint32_t ttl_ms, char *buf)
 {
     snprintf(buf, LOCKREC_PX_LEN, "%llu",
-             (unsigned long long)ttl_ms + r->delay_ms);
+             (unsigned long long)lockrec_px_ms(r, ttl_ms));
 }
 
 size_t lockrec_slot_key(char *buf, const char *key, size_t key_len,

@@ -43,9 +43,10 @@ rl_status lockrec_init(struct lock_rec *r, void *tail,
                        const char *const *resources, size_t count,
                        const char *token);
 
-/* The PX its keys are written with for ttl_ms: ttl + the lock-delay, in
- * decimal, into buf (LOCKREC_PX_LEN bytes). */
+/* The PX its keys are written with for ttl_ms: ttl + the lock-delay;
+ * lockrec_px writes it in decimal into buf (LOCKREC_PX_LEN bytes). */
 #define LOCKREC_PX_LEN 16
+uint64_t lockrec_px_ms(const struct lock_rec *r, uint32_t ttl_ms);
 void lockrec_px(const struct lock_rec *r, uint32_t ttl_ms, char *buf);
 /* Rewrite keys[0] (made for the semaphore's last slot, the longest name,
  * "<key>:slot:<limit - 1>") to name slot instead. */

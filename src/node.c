@@ -105,16 +105,13 @@ struct request {
 };
 
 /* A command formatted once (RESP) and shared, refcounted, by every node it
- * is sent to. A script call is formatted as EVALSHA and keeps a copy of
- * its arguments to build the EVAL form after a NOSCRIPT. Loop thread. */
+ * is sent to. A script call is formatted as EVALSHA; its EVAL form after a
+ * NOSCRIPT is spliced from those bytes (wire_eval_form). Loop thread. */
 struct wire {
     unsigned refs;
     char *cmd;                  /* RESP bytes */
     size_t len;
     const struct script *script; /* EVALSHA, or NULL */
-    int argc;                   /* script: the whole command's */
-    size_t args_off;            /* script: where nkeys starts in cmd (the
-                                   EVAL form shares what follows) */
     bool spliced;               /* cmd is ours (malloc), not hiredis's */
     bool sample;                /* lock path: a TIME may go first */
 };
@@ -622,13 +619,13 @@ void wire_unref(struct wire *w)
     free(w);
 }
 
-/* After "*N", "$7", "EVALSHA", "$40" and the digest: the fifth CRLF. */
-static size_t after_digest(const char *cmd, size_t len)
+/* Where the n-th CRLF of cmd ends (len when it has fewer). */
+static size_t after_crlf(const char *cmd, size_t len, int n)
 {
-    size_t i, crlf = 0;
+    size_t i;
 
     for (i = 0; i + 1 < len; i++)
-        if (cmd[i] == '\r' && cmd[i + 1] == '\n' && ++crlf == 5)
+        if (cmd[i] == '\r' && cmd[i + 1] == '\n' && --n == 0)
             return i + 2;
     return len;
 }
@@ -679,38 +676,39 @@ struct wire *wire_new(const struct script *s, int nkeys, int argc,
         return NULL;
     }
     w->len = (size_t)len;
-    if (s != NULL) {
-        w->script = s;
-        w->argc = total;
-        w->args_off = after_digest(w->cmd, w->len);
-    }
+    w->script = s;
     return w;
 }
 
-/* The EVAL form of a script wire: the source instead of the digest, the
- * rest of the bytes as they are (a new wire, no script: never resent).
- * NULL on OOM. */
+/* The EVAL form of a script wire, spliced from its bytes: the same "*N"
+ * count, "EVAL" and the source instead of "EVALSHA" and the digest (the
+ * first five CRLFs), then the rest as it is (a new wire, no script: never
+ * resent). NULL on OOM. */
 static struct wire *wire_eval_form(const struct wire *sha)
 {
     const char *src = sha->script->source;
-    size_t src_len = strlen(src), tail = sha->len - sha->args_off;
+    size_t count = after_crlf(sha->cmd, sha->len, 1);
+    size_t args = after_crlf(sha->cmd, sha->len, 5);
+    size_t src_len = strlen(src), tail = sha->len - args;
     struct wire *w = calloc(1, sizeof(*w));
-    char head[64];
-    int n = snprintf(head, sizeof(head), "*%d\r\n$4\r\nEVAL\r\n$%zu\r\n",
-                     sha->argc, src_len);
+    char head[48];
+    int n = snprintf(head, sizeof(head), "$4\r\nEVAL\r\n$%zu\r\n", src_len);
+    size_t len = count + (size_t)n + src_len + 2 + tail;
+    char *p;
 
-    if (w == NULL || (w->cmd = malloc((size_t)n + src_len + 2 + tail)) ==
-                         NULL) {
+    if (w == NULL || (w->cmd = malloc(len)) == NULL) {
         free(w);
         return NULL;
     }
     w->refs = 1;
     w->spliced = true;
-    memcpy(w->cmd, head, (size_t)n);
-    memcpy(w->cmd + n, src, src_len);
-    memcpy(w->cmd + n + src_len, "\r\n", 2);
-    memcpy(w->cmd + n + src_len + 2, sha->cmd + sha->args_off, tail);
-    w->len = (size_t)n + src_len + 2 + tail;
+    w->len = len;
+    p = w->cmd;
+    memcpy(p, sha->cmd, count);
+    memcpy(p += count, head, (size_t)n);
+    memcpy(p += n, src, src_len);
+    memcpy(p += src_len, "\r\n", 2);
+    memcpy(p + 2, sha->cmd + args, tail);
     return w;
 }
 
