@@ -136,7 +136,7 @@ static void mark_intent(struct acquire_op *op)
     argv[1] = op->intent_key;
     lens[1] = strlen(op->intent_key);
     argv[2] = op->lock->token;
-    lens[2] = strlen(op->lock->token);
+    lens[2] = op->lock->token_len;
     argv[3] = px;
     lens[3] = strlen(px);
     cmd = (struct round_cmd){script_get(SCRIPT_WRITER_INTENT), 2, 4, argv,
@@ -369,7 +369,7 @@ static void fence_write(struct acquire_op *op)
     argv[2] = op->fence_mark;
     lens[2] = strlen(op->fence_mark);
     argv[3] = op->lock->token;
-    lens[3] = strlen(op->lock->token);
+    lens[3] = op->lock->token_len;
     argv[4] = op->fence_buf;
     lens[4] = strlen(op->fence_buf);
     cmd = (struct round_cmd){script_get(SCRIPT_FENCE_WRITE), 3, 5, argv,
@@ -544,7 +544,7 @@ static void attempt(void *arg)
         argv[1] = op->intent_key;
         lens[1] = strlen(op->intent_key);
         argv[2] = l->token;
-        lens[2] = strlen(l->token);
+        lens[2] = l->token_len;
         argv[3] = op->ttl_buf;
         lens[3] = strlen(op->ttl_buf);
         set = (struct round_cmd){script_get(SCRIPT_READER_ACQUIRE), 2, 4,
@@ -559,7 +559,7 @@ static void attempt(void *arg)
         argv[i] = op->fence_mark;
         lens[i++] = strlen(op->fence_mark);
         argv[i] = l->token;
-        lens[i++] = strlen(l->token);
+        lens[i++] = l->token_len;
         argv[i] = op->ttl_buf;
         lens[i++] = strlen(op->ttl_buf);
         set = (struct round_cmd){script_get(SCRIPT_ACQUIRE_FENCED),

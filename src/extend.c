@@ -482,7 +482,7 @@ static struct wire *batch_wire(struct extend_batch *b)
             b->argv[start] = rec->keys[0];
             b->lens[start] = rec->key_lens[0];
             b->argv[a] = rec->token;
-            b->lens[a++] = strlen(rec->token);
+            b->lens[a++] = rec->token_len;
         }
         b->argv[count_at] = b->nums[run][1];
         b->lens[count_at] = put_decimal(b->nums[run][1], start - i);

@@ -21,23 +21,26 @@
  * The watchdog never calls the public API: it starts its rounds here.
  *
  * Watchdog at scale (issue 16): a client has one timer for all its watched
- * locks, over two intrusive heaps: `due` holds each HELD watched lock at
- * its next renewal, `margins` holds every watched lock at the instant its
- * safety margin starts (validity end - min(ttl/10, 1 s)). When the timer
- * fires, locks past their margin become LOST; then every lock due by now +
- * the coalescing window is renewed in batches (extend.c), at most
- * EXTEND_BATCH_MAX_LOCKS per touch-batch call per node. The window is the
- * first due lock's min(interval x renew_window_pct (default 12 %), 100 ms):
- * renewals go out up to that much early, never late, and the window is
- * always shorter than both the interval and the retry pause, so a tick
- * never renews a lock twice. At most BATCHES_MAX batches are alive at
- * once (flow control): due locks beyond that wait in `due` until a batch
- * is over, and their margins still run, so nodes that cannot keep up make
- * locks LOST in time, never a silent lapse, and the timer never spins on
- * them. A lock in a batch is out of `due` and stays in `margins`: a batch
- * that cannot finish before the margin never keeps its locks alive; the
- * lock is dropped from the batch when it becomes lost, is released or
- * freed.
+ * locks, and each watched lock one intrusive heap node, queued in one of
+ * two heaps. `timers` holds the lock at its next event: the next renewal
+ * when it is HELD and renewals go on, else (a renewal in flight, or a cap
+ * reached) the instant its safety margin starts (validity end -
+ * min(ttl/10, 1 s)); a renewal due after the margin start is queued at
+ * the margin. When the timer fires, locks past their margin become LOST;
+ * then every lock due by now + the coalescing window is renewed in batches
+ * (extend.c), at most EXTEND_BATCH_MAX_LOCKS per touch-batch call per
+ * node. The window is the first due lock's min(interval x
+ * renew_window_pct (default 12 %), 100 ms): renewals go out up to that
+ * much early, never late, and the window is always shorter than both the
+ * interval and the retry pause, so a tick never renews a lock twice. At
+ * most BATCHES_MAX batches are alive at once (flow control): a lock due
+ * when no batch can be started waits in `backlog`, ordered by its margin
+ * start, and goes first (most urgent first) when a batch is over; there
+ * its margin still runs, so nodes that cannot keep up make locks LOST in
+ * time, never a silent lapse, and the timer never spins on them. A lock
+ * in a batch is queued at its margin: a batch that cannot finish before
+ * the margin never keeps its locks alive; the lock is dropped from the
+ * batch when it becomes lost, is released or freed.
  * Each lock's outcome is applied by renewed(), the same as a single round.
  * Batches that are over are kept for the next tick. Batches take one-key
  * locks; a reader (issue 13; the touch-batch script knows only string
@@ -99,11 +102,34 @@ struct holders {
      * first acquire or watchdog start that needs it. */
     struct loop_timer *timer;
     rl_mono_us armed_at;         /* when the timer fires; 0 not armed */
-    struct theap due;            /* HELD watched locks: next renewal */
-    struct theap margins;        /* watched locks: margin start */
+    struct theap timers;         /* watched locks: next event */
+    struct theap backlog;        /* due, waiting for room: margin start */
     unsigned batches;            /* watchdog batches alive */
     unsigned spares;             /* batches over, kept for reuse */
     struct extend_batch *spare[BATCHES_MAX];
+};
+
+/* What is in flight on a lock (loop thread): a round of its own (a
+ * user's extend, or the watchdog's renewal of a lock no batch takes), its
+ * place in a watchdog batch, or its release. */
+enum flight_kind {
+    FLIGHT_NONE,
+    FLIGHT_ROUND,   /* RENEWING */
+    FLIGHT_BATCH,   /* RENEWING */
+    FLIGHT_RELEASE, /* RELEASING */
+};
+
+/* What few locks need, made with the lock (or by the watchdog start that
+ * needs it), so the others do not pay for it. */
+struct lock_extra {
+    uint64_t fence;              /* fencing token, 0 without fencing */
+    pthread_t owner;             /* reentrant: the holding thread */
+    rl_mono_us hold_end_us;      /* watchdog: stop renewing after this; 0:
+                                    no cap (loop thread) */
+    unsigned holds;              /* reentrant holds; 0 = not reentrant
+                                    (holders mutex) */
+    uint32_t max_renewals;       /* watchdog: 0 no cap (loop thread) */
+    uint32_t renewals;           /* watchdog renewals, for the cap */
 };
 
 struct rl_lock {
@@ -116,43 +142,43 @@ struct rl_lock {
                                     granted (acquire or renewal); 0 for an
                                     adopted lock not yet extended */
     _Atomic uint64_t deadline_us;/* validity end, boottime µs; 0 unknown */
-    uint64_t fence;              /* fencing token, 0 without fencing */
     uint64_t holders;            /* bit i: node i's vote counts (issue 15;
                                     loop thread) */
-    pthread_t owner;             /* reentrant: the holding thread */
-    /* Rounds and requests in flight (loop thread). */
-    struct extend_round *round;  /* RENEWING: a user's extension round */
-    struct extend_batch *batch;  /* RENEWING: the watchdog's batch */
-    struct lock_req *round_req;  /* whose round: a user extend, or NULL
-                                    for the watchdog */
-    struct lock_req *waiting_extend; /* user extend behind the watchdog's */
-    struct release_round *release;   /* RELEASING */
-    struct lock_req *release_req;
+    /* What is in flight (loop thread), by flight. */
+    union {
+        struct extend_round *round;
+        struct extend_batch *batch;
+        struct release_round *release;
+    } in_flight;
+    /* The user request on the lock (loop thread): the extend whose round
+     * is in flight, the extend waiting behind the watchdog's renewal
+     * (user_waits), or the release in flight; NULL: none. */
+    struct lock_req *user;
+    _Atomic(struct lock_extra *) extra; /* NULL: no fence, not reentrant,
+                                           no watchdog caps */
     /* Watchdog (loop thread). */
-    struct theap_node due;       /* in holders.due when HELD, watched */
-    struct theap_node margin;    /* in holders.margins when watched */
-    rl_mono_us hold_end_us;      /* stop renewing after this; 0: no cap */
+    struct theap_node timer;     /* in holders.timers or .backlog when
+                                    watched */
     rl_mono_us next_renewal_us;  /* boottime */
     rl_lost_cb lost_cb;          /* called once, or NULL */
     void *lost_privdata;
-    enum lock_state state;       /* loop thread */
     _Atomic uint32_t ttl_ms;     /* acquired with (adopted: first extended
                                     with); 0 unknown */
     atomic_uint voters;          /* voters of the last winning round */
     atomic_int lost_fd;          /* eventfd made on demand, -1 none */
-    unsigned holds;              /* reentrant holds; 0 = not reentrant
-                                    (holders mutex) */
-    uint32_t batch_slot;         /* l's slot in batch */
+    uint32_t batch_slot;         /* l's slot in in_flight.batch */
     uint32_t interval_ms;        /* watchdog: renewal period */
-    uint32_t max_renewals;       /* watchdog: 0 no cap */
-    uint32_t renewals;           /* watchdog */
+    uint8_t state;               /* enum lock_state (loop thread) */
+    uint8_t flight;              /* enum flight_kind (loop thread) */
+    bool user_waits;             /* user waits behind the watchdog */
+    bool watching;               /* watchdog (loop thread) */
+    bool backlogged;             /* timer is in holders.backlog */
     atomic_bool lost;
     atomic_bool user_extending;  /* a user extend is queued or running */
     atomic_bool watched;         /* a watchdog runs or is being started */
     atomic_bool quiet;           /* given up: no more lost callbacks */
     atomic_bool in_lost_cb;      /* the lost callback is running */
     atomic_bool free_requested;  /* freed while the client was closing */
-    bool watching;               /* watchdog (loop thread) */
 };
 
 enum req_kind {
@@ -180,6 +206,7 @@ struct lock_req {
     struct sem_op *sem;          /* REQ_ACQUIRE of a semaphore */
     rl_acquire_opts opts;        /* REQ_ACQUIRE, REQ_WATCH */
     pthread_t caller;            /* REQ_ACQUIRE: for reentrancy */
+    struct lock_extra *extra;    /* REQ_WATCH: for a lock without one */
 };
 
 /* Orders reading a lock's client against orphaning it (client freed), so
@@ -192,6 +219,7 @@ static void unwatch(struct rl_lock *l);
 static void renewed(void *owner, rl_status st, rl_mono_us t0,
                     unsigned voters);
 static void start_renewal(struct rl_lock *l, struct lock_req *user);
+static void resume_waiting(struct rl_lock *l);
 
 /* ---- Handles and the registry ------------------------------------------- */
 
@@ -252,8 +280,30 @@ static rl_status lock_new(rl_client *c, const char *const *resources,
     return RL_OK;
 }
 
+/* The watchdog options o set a cap. */
+static bool watch_capped(const rl_acquire_opts *o)
+{
+    return o->max_renewals != 0 ||
+           (o->max_hold_ms != 0 && o->max_hold_ms != UINT64_MAX);
+}
+
+static struct lock_extra *extra_new(void)
+{
+    struct lock_extra *e = calloc(1, sizeof(*e));
+
+    if (e == NULL)
+        rl_fail(RL_ENOMEM, "out of memory for a lock");
+    return e;
+}
+
+static struct lock_extra *extra_of(const struct rl_lock *l)
+{
+    return atomic_load(&((struct rl_lock *)l)->extra);
+}
+
 /* lock_new for the kinds of o (may be NULL): a reader, the lock-delay, a
- * semaphore's record made for its last slot (semaphore.c rewrites it). */
+ * semaphore's record made for its last slot (semaphore.c rewrites it);
+ * the extra block when o asks for fencing, reentrancy or watchdog caps. */
 static rl_status lock_new_kind(rl_client *c, const char *const *resources,
                                size_t count, const char *token,
                                const rl_acquire_opts *o, struct rl_lock **out)
@@ -274,11 +324,18 @@ static rl_status lock_new_kind(rl_client *c, const char *const *resources,
         if (st == RL_OK)
             (*out)->rec.slot = (int32_t)(o->limit - 1);
     }
-    if (st == RL_OK && o != NULL) {
-        (*out)->rec.shared = o->mode == RL_MODE_SHARED;
-        (*out)->rec.delay_ms = o->lock_delay_ms;
+    if (st != RL_OK || o == NULL)
+        return st;
+    (*out)->rec.shared = o->mode == RL_MODE_SHARED;
+    (*out)->rec.delay_ms = o->lock_delay_ms;
+    if (o->fencing || o->reentrant || (o->auto_extend && watch_capped(o))) {
+        atomic_init(&(*out)->extra, extra_new());
+        if (extra_of(*out) == NULL) {
+            free(*out);
+            return RL_ENOMEM;
+        }
     }
-    return st;
+    return RL_OK;
 }
 
 static void lock_destroy(struct rl_lock *l)
@@ -287,6 +344,7 @@ static void lock_destroy(struct rl_lock *l)
 
     if (fd >= 0)
         close(fd);
+    free(extra_of(l));
     free(l);
 }
 
@@ -335,6 +393,7 @@ static struct lock_req *req_new(rl_client *c, enum req_kind kind,
 
 static void req_free(struct lock_req *r)
 {
+    free(r->extra);
     free(r);
 }
 
@@ -366,31 +425,41 @@ static void req_finish(struct lock_req *r, rl_status st, struct rl_lock *l)
 
 /* ---- Lost --------------------------------------------------------------- */
 
-/* Drop the renewal in flight, if any: a user's round, or l's place in a
- * watchdog batch. */
-static void drop_renewal(struct rl_lock *l)
+/* Drop what is in flight, if anything: a round, l's place in a watchdog
+ * batch, the release (their replies land on node-owned records). */
+static void drop_flight(struct rl_lock *l)
 {
-    extend_abort(l->round);
-    l->round = NULL;
-    extend_batch_drop(l->batch, l->batch_slot);
-    l->batch = NULL;
+    switch ((enum flight_kind)l->flight) {
+    case FLIGHT_ROUND:
+        extend_abort(l->in_flight.round);
+        break;
+    case FLIGHT_BATCH:
+        extend_batch_drop(l->in_flight.batch, l->batch_slot);
+        break;
+    case FLIGHT_RELEASE:
+        release_abort(l->in_flight.release);
+        break;
+    case FLIGHT_NONE:
+        break;
+    }
+    l->flight = FLIGHT_NONE;
 }
 
-/* The lock is gone: final. Drop the round in flight (a user extend gets
- * RL_ELOST), stop the watchdog, raise the flag and the fd, call lost_cb
- * once. reason has been set with rl_fail. */
+/* The lock is gone: final (never while RELEASING). Drop the round in
+ * flight (a user extend, running or waiting, gets RL_ELOST), stop the
+ * watchdog, raise the flag and the fd, call lost_cb once. reason has been
+ * set with rl_fail. */
 static void become_lost(struct rl_lock *l)
 {
     rl_client *c = atomic_load(&l->client);
-    struct lock_req *user = l->round_req;
-    struct lock_req *waiting = l->waiting_extend;
+    struct lock_req *user = l->user;
     rl_lost_cb cb = l->lost_cb;
     char reason[RL_ERRLEN];
 
     snprintf(reason, sizeof(reason), "%s", rl_last_error());
-    drop_renewal(l);
-    l->round_req = NULL;
-    l->waiting_extend = NULL;
+    drop_flight(l);
+    l->user = NULL;
+    l->user_waits = false;
     l->state = LOCK_LOST;
     l->lost_cb = NULL;
     unwatch(l);
@@ -411,28 +480,22 @@ static void become_lost(struct rl_lock *l)
         rl_error_set_text(reason);
         req_finish(user, RL_ELOST, l);
     }
-    if (waiting != NULL) {
-        rl_error_set_text(reason);
-        req_finish(waiting, RL_ELOST, l);
-    }
 }
 
 /* ---- Watchdog ----------------------------------------------------------- */
 
 static bool capped(const struct rl_lock *l, rl_mono_us now)
 {
-    return (l->max_renewals != 0 && l->renewals >= l->max_renewals) ||
-           (l->hold_end_us != 0 && now >= l->hold_end_us);
+    const struct lock_extra *e = extra_of(l);
+
+    return e != NULL &&
+           ((e->max_renewals != 0 && e->renewals >= e->max_renewals) ||
+            (e->hold_end_us != 0 && now >= e->hold_end_us));
 }
 
-static struct rl_lock *due_lock(struct theap_node *n)
+static struct rl_lock *timer_lock(struct theap_node *n)
 {
-    return (struct rl_lock *)((char *)n - offsetof(struct rl_lock, due));
-}
-
-static struct rl_lock *margin_lock(struct theap_node *n)
-{
-    return (struct rl_lock *)((char *)n - offsetof(struct rl_lock, margin));
+    return (struct rl_lock *)((char *)n - offsetof(struct rl_lock, timer));
 }
 
 static rl_mono_us interval_us(const struct rl_lock *l)
@@ -458,52 +521,78 @@ static rl_mono_us window_us(const rl_client *c, const struct rl_lock *l)
     return w < WINDOW_MAX_US ? w : WINDOW_MAX_US;
 }
 
-/* Arm the client's timer at the earliest instant of both heaps, unless it
- * already fires no later (an early wake-up finds nothing to do). */
+/* When the safety margin starts: past it, the lock is LOST. */
+static rl_mono_us margin_at(const struct rl_lock *l)
+{
+    return atomic_load(&l->deadline_us) - margin_us(l);
+}
+
+/* The watchdog renews l when next_renewal_us comes. */
+static bool renews(const struct rl_lock *l, rl_mono_us now)
+{
+    return l->watching && l->state == LOCK_HELD && !capped(l, now);
+}
+
+/* Arm the client's timer at the earliest event (at once when locks wait
+ * for room and there is room), unless it already fires no later (an early
+ * wake-up finds nothing to do). */
 static void arm(struct holders *h)
 {
-    struct theap_node *d =
-        h->batches < BATCHES_MAX ? theap_min(&h->due) : NULL;
-    struct theap_node *m = theap_min(&h->margins);
-    rl_mono_us at, now;
+    struct theap_node *t = theap_min(&h->timers);
+    struct theap_node *w = theap_min(&h->backlog);
+    rl_mono_us at = UINT64_MAX, now = mono_now_us();
 
-    if (h->timer == NULL || (d == NULL && m == NULL))
+    if (h->timer == NULL || (t == NULL && w == NULL))
         return;
-    at = d == NULL || (m != NULL && m->key < d->key) ? m->key : d->key;
+    if (t != NULL)
+        at = t->key;
+    if (w != NULL && h->batches < BATCHES_MAX)
+        at = now;
+    else if (w != NULL && w->key < at)
+        at = w->key;
     if (at == 0)
         at = 1;
     if (h->armed_at != 0 && h->armed_at <= at)
         return;
-    now = mono_now_us();
     h->armed_at = at;
     loop_timer_arm(h->timer, at > now ? at - now : 0);
 }
 
-/* Queue n in heap h at key, or take it out (queue false); a node already
- * queued at key stays where it is. */
-static void requeue(struct theap *h, struct theap_node *n, bool queue,
-                    uint64_t key)
+/* Take l's timer out of whichever heap holds it (no-op when none). */
+static void timer_out(struct holders *h, struct rl_lock *l)
 {
-    if (theap_queued(h, n) && (!queue || n->key != key))
-        theap_remove(h, n);
-    if (queue && !theap_queued(h, n))
-        theap_insert(h, n, key);
+    theap_remove(l->backlogged ? &h->backlog : &h->timers, &l->timer);
+    l->backlogged = false;
 }
 
-/* Queue l in the heaps for its next renewal and its margin. */
+/* Queue l at its next event (out of the heaps when not watched or lost);
+ * a timer already queued there stays where it is. */
 static void schedule(struct rl_lock *l)
 {
     rl_client *c = atomic_load(&l->client);
     struct holders *h = registry(c);
-    uint64_t deadline = atomic_load(&l->deadline_us);
-    bool watched = l->watching && l->state != LOCK_LOST;
+    rl_mono_us at = margin_at(l);
 
-    requeue(&h->margins, &l->margin, watched, deadline - margin_us(l));
-    requeue(&h->due, &l->due,
-            watched && l->state == LOCK_HELD && !capped(l, mono_now_us()),
-            l->next_renewal_us);
-    if (watched)
-        arm(h);
+    if (!l->watching || l->state == LOCK_LOST) {
+        timer_out(h, l);
+        return;
+    }
+    if (renews(l, mono_now_us()) && l->next_renewal_us < at)
+        at = l->next_renewal_us;
+    if (l->backlogged || !theap_queued(&h->timers, &l->timer) ||
+        l->timer.key != at) {
+        timer_out(h, l);
+        theap_insert(&h->timers, &l->timer, at);
+    }
+    arm(h);
+}
+
+/* l is due but no batch can be started: wait for room, in margin order. */
+static void backlog_put(struct holders *h, struct rl_lock *l)
+{
+    timer_out(h, l);
+    theap_insert(&h->backlog, &l->timer, margin_at(l));
+    l->backlogged = true;
 }
 
 /* The watchdog could not start a renewal (out of memory): try again after
@@ -546,13 +635,13 @@ static struct extend_batch *batch_get(rl_client *c, struct holders *h)
 /* Put l (HELD, due) into batch b: HELD -> RENEWING. */
 static void batch_renewal(struct rl_lock *l, struct extend_batch *b)
 {
-    l->batch = b;
+    l->in_flight.batch = b;
+    l->flight = FLIGHT_BATCH;
     l->batch_slot = (uint32_t)extend_batch_add(
         b, &l->rec, atomic_load(&l->ttl_ms), l->confirmed_us, &l->holders,
         l);
     l->state = LOCK_RENEWING;
-    /* Out of due, still in margins: RENEWING until the outcome. */
-    schedule(l);
+    schedule(l); /* at its margin until the outcome */
 }
 
 /* A lock no batch takes (a reader, several keys; HELD, due): its own
@@ -560,66 +649,95 @@ static void batch_renewal(struct rl_lock *l, struct extend_batch *b)
 static void own_renewal(struct rl_lock *l)
 {
     rl_client *c = atomic_load(&l->client);
+    struct extend_round *round =
+        extend_new(c, &l->rec, atomic_load(&l->ttl_ms), l->confirmed_us,
+                   &l->holders, renewed, l);
 
-    l->round = extend_new(c, &l->rec, atomic_load(&l->ttl_ms),
-                          l->confirmed_us, &l->holders, renewed, l);
-    if (l->round == NULL) {
+    if (round == NULL) {
         renewal_retry(l);
         return;
     }
-    l->round_req = NULL;
+    l->in_flight.round = round;
+    l->flight = FLIGHT_ROUND;
     l->state = LOCK_RENEWING;
     schedule(l);
-    extend_run(l->round);
+    extend_run(round);
 }
 
-/* The client's watchdog timer: margins first (those locks are lost), then
- * every renewal due within the window, in batches. */
+static void lose_at_margin(struct rl_lock *l)
+{
+    rl_fail(RL_ELOST, "'%s': no renewal succeeded before the safety margin",
+            l->rec.resource);
+    become_lost(l);
+}
+
+/* Renew l (HELD, due): in batch *b (a new one when *b is full or NULL)
+ * or by its own round. False when it must wait: BATCHES_MAX batches are
+ * alive. */
+static bool renew(rl_client *c, struct holders *h, struct rl_lock *l,
+                  struct extend_batch **b)
+{
+    if (remaining_us(l) <= 0) {
+        rl_fail(RL_ELOST, "'%s': validity ran out before the extension",
+                l->rec.resource);
+        become_lost(l);
+    } else if (!extend_batch_takes(&l->rec)) {
+        own_renewal(l);
+    } else {
+        if (*b == NULL || extend_batch_full(*b)) {
+            flush_batch(b);
+            if (h->batches >= BATCHES_MAX)
+                return false; /* batch_over re-arms the timer */
+            *b = batch_get(c, h);
+            if (*b == NULL) { /* out of memory: try again later */
+                renewal_retry(l);
+                return true;
+            }
+            h->batches++;
+        }
+        batch_renewal(l, *b);
+    }
+    return true;
+}
+
+/* The client's watchdog timer: locks past their margin are lost; locks
+ * waiting for room go first; then every renewal due within the window,
+ * in batches. */
 static void tick(void *arg)
 {
     rl_client *c = arg;
     struct holders *h = registry(c);
-    rl_mono_us now = mono_now_us(), horizon;
+    rl_mono_us now = mono_now_us(), horizon = now;
     struct extend_batch *b = NULL;
     struct theap_node *n;
     struct rl_lock *l;
 
     h->armed_at = 0;
-    while ((n = theap_min(&h->margins)) != NULL && n->key <= now) {
-        l = margin_lock(n);
-        theap_remove(&h->margins, n);
-        rl_fail(RL_ELOST,
-                "'%s': no renewal succeeded before the safety margin",
-                l->rec.resource);
-        become_lost(l);
+    while ((n = theap_min(&h->backlog)) != NULL) {
+        l = timer_lock(n);
+        if (n->key <= now)
+            lose_at_margin(l);
+        else if (!renews(l, now))
+            schedule(l); /* capped meanwhile: only its margin is left */
+        else if (!renew(c, h, l, &b))
+            break;
     }
-    n = theap_min(&h->due);
-    horizon = n != NULL && n->key <= now ? now + window_us(c, due_lock(n)) : 0;
-    while ((n = theap_min(&h->due)) != NULL && n->key <= horizon) {
-        l = due_lock(n);
-        if (extend_batch_takes(&l->rec) &&
-            (b == NULL || extend_batch_full(b))) {
-            flush_batch(&b);
-            if (h->batches >= BATCHES_MAX)
-                break; /* batch_over re-arms the timer */
-            b = batch_get(c, h);
-            if (b == NULL) { /* out of memory: try again later */
-                renewal_retry(l);
-                continue;
-            }
-            h->batches++;
-        }
-        theap_remove(&h->due, n);
-        if (capped(l, now)) {
-            schedule(l); /* no more renewals: only the margin is left */
-        } else if (remaining_us(l) <= 0) {
-            rl_fail(RL_ELOST, "'%s': validity ran out before the extension",
-                    l->rec.resource);
-            become_lost(l);
-        } else if (!extend_batch_takes(&l->rec)) {
-            own_renewal(l);
+    while ((n = theap_min(&h->timers)) != NULL && n->key <= horizon) {
+        l = timer_lock(n);
+        if (margin_at(l) <= now) {
+            lose_at_margin(l);
+        } else if (!renews(l, now)) {
+            if (n->key > now)
+                break; /* a margin ahead, inside the window */
+            schedule(l); /* capped: only its margin is left */
         } else {
-            batch_renewal(l, b);
+            if (horizon == now)
+                horizon = now + window_us(c, l);
+            if (!renew(c, h, l, &b)) {
+                if (n->key > now)
+                    break; /* only early renewals are left */
+                backlog_put(h, l);
+            }
         }
     }
     flush_batch(&b);
@@ -647,22 +765,36 @@ static rl_status check_watch_opts(const rl_acquire_opts *o, uint32_t ttl_ms)
     return RL_OK;
 }
 
-/* Start watching l (the client's timer exists: this cannot fail). */
-static void watch(struct rl_lock *l, const rl_acquire_opts *o)
+/* Start watching l (the client's timer exists: this cannot fail). Caps in
+ * o go into l's extra block: made with the lock, or handed over in
+ * *extra (then taken) by a watchdog start. */
+static void watch(struct rl_lock *l, const rl_acquire_opts *o,
+                  struct lock_extra **extra)
 {
+    rl_client *c = atomic_load(&l->client);
     rl_mono_us now = mono_now_us();
     uint32_t ttl = atomic_load(&l->ttl_ms);
+    struct lock_extra *e = extra_of(l);
 
+    if (e == NULL && extra != NULL && *extra != NULL) {
+        e = *extra;
+        *extra = NULL;
+        pthread_mutex_lock(&registry(c)->mutex); /* reenter() reads it */
+        atomic_store(&l->extra, e);
+        pthread_mutex_unlock(&registry(c)->mutex);
+    }
     l->watching = true;
     l->interval_ms = o->extend_interval_ms != 0 ? o->extend_interval_ms
                                                 : ttl / 3;
     if (l->interval_ms == 0)
         l->interval_ms = 1;
-    l->max_renewals = o->max_renewals;
-    l->renewals = 0;
-    l->hold_end_us = 0;
-    if (o->max_hold_ms != 0 && o->max_hold_ms != UINT64_MAX)
-        l->hold_end_us = now + o->max_hold_ms * 1000u;
+    if (e != NULL) {
+        e->max_renewals = o->max_renewals;
+        e->renewals = 0;
+        e->hold_end_us = 0;
+        if (o->max_hold_ms != 0 && o->max_hold_ms != UINT64_MAX)
+            e->hold_end_us = now + o->max_hold_ms * 1000u;
+    }
     l->lost_cb = o->lost_cb;
     l->lost_privdata = o->lost_privdata;
     l->next_renewal_us = now + (rl_mono_us)l->interval_ms * 1000u;
@@ -677,16 +809,13 @@ static void unwatch(struct rl_lock *l)
 
     l->watching = false;
     l->lost_cb = NULL;
-    if (l->batch != NULL) {
-        extend_batch_drop(l->batch, l->batch_slot);
-        l->batch = NULL;
+    if (l->flight == FLIGHT_BATCH) {
+        drop_flight(l);
         if (l->state == LOCK_RENEWING)
             l->state = LOCK_HELD;
     }
-    if (c != NULL) {
-        theap_remove(&registry(c)->due, &l->due);
-        theap_remove(&registry(c)->margins, &l->margin);
-    }
+    if (c != NULL)
+        timer_out(registry(c), l);
 }
 
 /* The client's watchdog timer, made on first need (any thread). */
@@ -713,16 +842,14 @@ static void renewed(void *owner, rl_status st, rl_mono_us t0,
                     unsigned voters)
 {
     struct rl_lock *l = owner;
-    struct lock_req *user = l->round_req;
-    struct lock_req *waiting = l->waiting_extend;
+    struct lock_req *user = l->user_waits ? NULL : l->user; /* the round's */
     rl_client *c = atomic_load(&l->client);
     uint32_t ttl = user != NULL ? user->ttl_ms : atomic_load(&l->ttl_ms);
     uint64_t old_deadline = atomic_load(&l->deadline_us);
+    struct lock_extra *e = extra_of(l);
     rl_mono_us deadline;
 
-    l->round = NULL;
-    l->batch = NULL;
-    l->round_req = NULL;
+    l->flight = FLIGHT_NONE;
     l->state = LOCK_HELD;
     if (st == RL_OK) {
         deadline = validity_deadline(ttl, c->cfg.drift_factor, t0);
@@ -737,10 +864,11 @@ static void renewed(void *owner, rl_status st, rl_mono_us t0,
                          l->rec.resource);
     }
     if (st == RL_ELOST) {
-        l->round_req = user; /* become_lost reports it */
-        become_lost(l);
+        become_lost(l); /* reports l->user, the round's or waiting */
         return;
     }
+    if (user != NULL)
+        l->user = NULL;
     if (st == RL_OK) {
         atomic_store(&l->deadline_us, deadline);
         atomic_store(&l->voters, voters);
@@ -749,7 +877,8 @@ static void renewed(void *owner, rl_status st, rl_mono_us t0,
                                              sets it */
             atomic_store(&l->ttl_ms, ttl);
         client_count(c, STAT_RENEWALS);
-        l->renewals += user == NULL;
+        if (user == NULL && e != NULL)
+            e->renewals++;
         l->next_renewal_us = mono_now_us() +
                              (rl_mono_us)l->interval_ms * 1000u;
     } else if (user == NULL) {
@@ -759,10 +888,7 @@ static void renewed(void *owner, rl_status st, rl_mono_us t0,
         req_finish(user, st, l);
     /* The user's callback may have asked for a release or free: those are
      * queued requests, so l is still here. */
-    if (waiting != NULL && l->state == LOCK_HELD) {
-        l->waiting_extend = NULL;
-        start_renewal(l, waiting);
-    }
+    resume_waiting(l);
     schedule(l);
 }
 
@@ -772,59 +898,62 @@ static void start_renewal(struct rl_lock *l, struct lock_req *user)
     rl_client *c = atomic_load(&l->client);
     uint32_t ttl = user != NULL ? user->ttl_ms : atomic_load(&l->ttl_ms);
 
+    struct extend_round *round;
+
+    l->user = user;
+    l->user_waits = false;
     if (remaining_us(l) <= 0) {
-        l->round_req = user;
         rl_fail(RL_ELOST, "'%s': validity ran out before the extension",
                 l->rec.resource);
         become_lost(l);
         return;
     }
-    l->round = extend_new(c, &l->rec, ttl, l->confirmed_us, &l->holders,
-                          renewed, l);
-    if (l->round == NULL) {
+    round = extend_new(c, &l->rec, ttl, l->confirmed_us, &l->holders,
+                       renewed, l);
+    if (round == NULL) {
+        l->user = NULL;
         req_finish(user, RL_ENOMEM, l);
         return;
     }
-    l->round_req = user;
+    l->in_flight.round = round;
+    l->flight = FLIGHT_ROUND;
     l->state = LOCK_RENEWING;
-    schedule(l); /* out of due while renewing */
-    extend_run(l->round);
+    schedule(l); /* at its margin while renewing */
+    extend_run(round);
 }
 
-/* A user extend waited behind a watchdog batch that was dropped (watchdog
- * stopped or restarted): start it now. */
+/* A user extend waited behind the watchdog's renewal, which ended or was
+ * dropped (watchdog stopped or restarted): start it now. */
 static void resume_waiting(struct rl_lock *l)
 {
-    struct lock_req *waiting = l->waiting_extend;
-
-    if (waiting != NULL && l->state == LOCK_HELD) {
-        l->waiting_extend = NULL;
-        start_renewal(l, waiting);
-    }
+    if (l->user_waits && l->state == LOCK_HELD)
+        start_renewal(l, l->user);
 }
 
 /* ---- Release and free --------------------------------------------------- */
 
-/* Drop everything in flight on l (user requests attached to it end with
- * RL_ECANCELED), unregister and free it. */
+/* Drop what is in flight on l (a user request still attached to it ends
+ * with RL_ECANCELED: `why`), stop its watchdog. */
+static void drop_all(struct rl_lock *l, const char *why)
+{
+    struct lock_req *user = l->user;
+
+    drop_flight(l);
+    unwatch(l);
+    l->user = NULL;
+    l->user_waits = false;
+    if (user != NULL) {
+        rl_fail(RL_ECANCELED, "'%s': %s", l->rec.resource, why);
+        req_finish(user, RL_ECANCELED, user->kind == REQ_RELEASE ? NULL : l);
+    }
+}
+
+/* Drop everything on l, unregister and free it. */
 static void lock_free_now(struct rl_lock *l)
 {
     rl_client *c = atomic_load(&l->client);
-    struct lock_req *user = l->round_req;
-    struct lock_req *waiting = l->waiting_extend;
 
-    drop_renewal(l);
-    unwatch(l);
-    release_abort(l->release);
-    l->release = NULL;
-    l->round_req = l->waiting_extend = NULL;
-    if (user != NULL || waiting != NULL)
-        rl_fail(RL_ECANCELED, "'%s': the lock was released or freed",
-                l->rec.resource);
-    if (user != NULL)
-        req_finish(user, RL_ECANCELED, l);
-    if (waiting != NULL)
-        req_finish(waiting, RL_ECANCELED, l);
+    drop_all(l, "the lock was released or freed");
     if (c != NULL)
         registry_remove(c, l);
     lock_destroy(l);
@@ -833,10 +962,10 @@ static void lock_free_now(struct rl_lock *l)
 static void released(void *owner, rl_status st)
 {
     struct rl_lock *l = owner;
-    struct lock_req *r = l->release_req;
+    struct lock_req *r = l->user;
 
-    l->release = NULL;
-    l->release_req = NULL;
+    l->flight = FLIGHT_NONE;
+    l->user = NULL;
     lock_free_now(l);
     req_finish(r, st, NULL);
 }
@@ -846,29 +975,21 @@ static void released(void *owner, rl_status st)
 static void start_release(struct rl_lock *l, struct lock_req *r)
 {
     rl_client *c = atomic_load(&l->client);
-    struct lock_req *user = l->round_req;
-    struct lock_req *waiting = l->waiting_extend;
     bool expired = remaining_us(l) <= 0;
+    struct release_round *release;
 
-    drop_renewal(l);
-    l->round_req = l->waiting_extend = NULL;
-    unwatch(l);
-    if (user != NULL || waiting != NULL)
-        rl_fail(RL_ECANCELED, "'%s': released while extending",
-                l->rec.resource);
-    if (user != NULL)
-        req_finish(user, RL_ECANCELED, l);
-    if (waiting != NULL)
-        req_finish(waiting, RL_ECANCELED, l);
-    l->release = release_new(c, &l->rec, expired, released, l);
-    if (l->release == NULL) {
+    drop_all(l, "released while extending");
+    release = release_new(c, &l->rec, expired, released, l);
+    if (release == NULL) {
         lock_free_now(l);
         req_finish(r, RL_ENOMEM, NULL);
         return;
     }
+    l->in_flight.release = release;
+    l->flight = FLIGHT_RELEASE;
     l->state = LOCK_RELEASING;
-    l->release_req = r;
-    release_run(l->release);
+    l->user = r;
+    release_run(release);
 }
 
 /* ---- Request handlers (loop thread) ------------------------------------- */
@@ -891,17 +1012,19 @@ static void acquired(void *owner, rl_status st, const struct acquire_grant *g)
                  validity_deadline(r->ttl_ms, c->cfg.drift_factor, g->t0));
     atomic_store(&l->voters, g->voters);
     l->confirmed_us = g->t0;
-    l->fence = g->fence;
     l->holders = g->holders;
     l->state = LOCK_HELD;
-    if (r->opts.reentrant) {
-        l->owner = r->caller;
-        l->holds = 1;
+    if (extra_of(l) != NULL) { /* made for these options */
+        extra_of(l)->fence = g->fence;
+        if (r->opts.reentrant) {
+            extra_of(l)->owner = r->caller;
+            extra_of(l)->holds = 1;
+        }
     }
     registry_add(c, l);
     if (r->opts.auto_extend) {
         atomic_store(&l->watched, true);
-        watch(l, &r->opts);
+        watch(l, &r->opts, NULL);
     }
     req_finish(r, RL_OK, l);
 }
@@ -938,7 +1061,8 @@ static void run_request(struct op *base)
             rl_fail(RL_ELOST, "'%s' was already lost", l->rec.resource);
             req_finish(r, RL_ELOST, l);
         } else if (l->state == LOCK_RENEWING) {
-            l->waiting_extend = r; /* after the watchdog's round */
+            l->user = r; /* after the watchdog's renewal */
+            l->user_waits = true;
         } else {
             start_renewal(l, r);
         }
@@ -953,7 +1077,7 @@ static void run_request(struct op *base)
         atomic_store(&l->quiet, false);
         if (l->state == LOCK_HELD || l->state == LOCK_RENEWING) {
             unwatch(l);
-            watch(l, &r->opts);
+            watch(l, &r->opts, &r->extra);
             resume_waiting(l);
         }
         break;
@@ -986,18 +1110,20 @@ static void cancel_request(struct op *base)
         req_finish(r, RL_ECANCELED, NULL);
         return;
     case REQ_EXTEND:
-        if (l->round_req == r) {
-            drop_renewal(l);
-            l->round_req = NULL;
+        if (l->user == r && !l->user_waits) {
+            drop_flight(l);
             l->state = LOCK_HELD;
+        }
+        if (l->user == r) {
+            l->user = NULL;
+            l->user_waits = false;
             schedule(l);
         }
-        if (l->waiting_extend == r)
-            l->waiting_extend = NULL;
         req_finish(r, RL_ECANCELED, l);
         return;
     case REQ_RELEASE:
-        l->release_req = NULL;
+        if (l->user == r)
+            l->user = NULL;
         lock_free_now(l);
         req_finish(r, RL_ECANCELED, NULL);
         return;
@@ -1060,22 +1186,25 @@ static bool reenter(rl_client *c, const char *resource, rl_acquire_cb cb,
     pthread_t self = pthread_self();
     struct rl_lock *l;
 
+    struct lock_extra *e = NULL;
+
     pthread_mutex_lock(&h->mutex);
     for (l = h->head; l != NULL; l = l->next) {
-        if (l->holds > 0 && pthread_equal(l->owner, self) &&
+        e = extra_of(l);
+        if (e != NULL && e->holds > 0 && pthread_equal(e->owner, self) &&
             same_resource(c, l, resource) && !atomic_load(&l->lost) &&
             remaining_us(l) > 0)
             break;
     }
     if (l != NULL)
-        l->holds++;
+        e->holds++;
     pthread_mutex_unlock(&h->mutex);
     if (l == NULL)
         return false;
     *st = queue_reentry(c, l, cb, NULL, privdata);
     if (*st != RL_OK) {
         pthread_mutex_lock(&h->mutex);
-        l->holds--;
+        e->holds--;
         pthread_mutex_unlock(&h->mutex);
     }
     return true;
@@ -1087,13 +1216,16 @@ static bool reenter(rl_client *c, const char *resource, rl_acquire_cb cb,
 static bool drop_hold(rl_client *c, struct rl_lock *l, unsigned *was)
 {
     struct holders *h = registry(c);
-    bool nested;
+    struct lock_extra *e;
+    bool nested = false;
 
     pthread_mutex_lock(&h->mutex);
-    *was = l->holds;
-    nested = l->holds > 1;
-    if (l->holds > 0)
-        l->holds--;
+    e = extra_of(l);
+    *was = e != NULL ? e->holds : 0;
+    if (e != NULL && e->holds > 0) {
+        nested = e->holds > 1;
+        e->holds--;
+    }
     pthread_mutex_unlock(&h->mutex);
     return nested;
 }
@@ -1103,7 +1235,8 @@ static void restore_hold(rl_client *c, struct rl_lock *l, unsigned was)
     struct holders *h = registry(c);
 
     pthread_mutex_lock(&h->mutex);
-    l->holds = was;
+    if (extra_of(l) != NULL)
+        extra_of(l)->holds = was;
     pthread_mutex_unlock(&h->mutex);
 }
 
@@ -1433,7 +1566,12 @@ rl_status rl_watchdog_start(rl_lock *l, const rl_acquire_opts *o)
     st = r != NULL ? RL_OK : RL_ENOMEM;
     if (r != NULL) {
         r->opts = o != NULL ? *o : defaults;
-        st = ensure_timer(c);
+        /* Caps need the extra block: made here, where failing is allowed
+         * (the loop thread keeps it if l has none). */
+        if (watch_capped(&r->opts) && (r->extra = extra_new()) == NULL)
+            st = RL_ENOMEM;
+        if (st == RL_OK)
+            st = ensure_timer(c);
         if (st != RL_OK)
             req_free(r);
         else
@@ -1484,7 +1622,7 @@ void holders_shutdown(rl_client *c)
     pthread_mutex_lock(&h->mutex);
     for (l = h->head; l != NULL; l = next) {
         next = l->next;
-        drop_renewal(l);
+        drop_flight(l);
         if (l->state == LOCK_RENEWING)
             l->state = LOCK_HELD;
         unwatch(l);
@@ -1584,5 +1722,5 @@ int rl_lock_mode(const rl_lock *l)
 
 uint64_t rl_lock_fence(const rl_lock *l)
 {
-    return l != NULL ? l->fence : 0;
+    return l != NULL && extra_of(l) != NULL ? extra_of(l)->fence : 0;
 }

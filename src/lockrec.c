@@ -9,11 +9,18 @@
 
 #include "lockrec.h"
 
+/* The record's narrow fields hold every accepted value. */
+_Static_assert(RL_MAX_RESOURCES <= UINT8_MAX, "nkeys is a uint8_t");
+_Static_assert(RL_MAX_TOKEN_LEN <= UINT8_MAX, "token_len is a uint8_t");
+_Static_assert(RL_MAX_LIMIT <= INT16_MAX, "slot is an int16_t");
+_Static_assert(RL_MAX_RESOURCE_LEN + 256 <= UINT32_MAX,
+               "key_lens are uint32_t");
+
 size_t lockrec_tail_size(const struct config *cfg,
                          const char *const *resources, size_t count,
                          const char *token)
 {
-    size_t size = count * (sizeof(char *) + sizeof(size_t)) +
+    size_t size = count * (sizeof(char *) + sizeof(uint32_t)) +
                   (token != NULL ? strlen(token) : TOKEN_HEX_LEN) + 1;
     size_t i;
 
@@ -30,13 +37,13 @@ rl_status lockrec_init(struct lock_rec *r, void *tail,
     char *p;
     size_t i;
 
-    r->nkeys = count;
+    r->nkeys = (uint8_t)count;
     r->keys = tail;
-    r->key_lens = (size_t *)(r->keys + count);
+    r->key_lens = (uint32_t *)(r->keys + count);
     p = (char *)(r->key_lens + count);
     for (i = 0; i < count; i++) {
         r->keys[i] = p;
-        r->key_lens[i] = cfg->prefix_len + strlen(resources[i]);
+        r->key_lens[i] = (uint32_t)(cfg->prefix_len + strlen(resources[i]));
         memcpy(p, cfg->prefix, cfg->prefix_len);
         strcpy(p + cfg->prefix_len, resources[i]);
         p += r->key_lens[i] + 1;
@@ -47,6 +54,7 @@ rl_status lockrec_init(struct lock_rec *r, void *tail,
     r->shared = false;
     r->slot = -1;
     r->delay_ms = 0;
+    r->token_len = (uint8_t)(token != NULL ? strlen(token) : TOKEN_HEX_LEN);
     if (token != NULL) {
         strcpy(r->token, token);
         return RL_OK;
@@ -77,9 +85,9 @@ void lockrec_set_slot(struct lock_rec *r, uint32_t slot)
 {
     char *colon = strrchr(r->keys[0], ':');
 
-    r->key_lens[0] = (size_t)(colon - r->keys[0]) + 1 +
-                     (size_t)sprintf(colon + 1, "%u", slot);
-    r->slot = (int32_t)slot;
+    r->key_lens[0] = (uint32_t)(colon - r->keys[0]) + 1 +
+                     (uint32_t)sprintf(colon + 1, "%u", slot);
+    r->slot = (int16_t)slot;
 }
 
 void lockrec_script_cmd(const struct lock_rec *r, enum script_id id,
@@ -98,7 +106,7 @@ void lockrec_script_cmd(const struct lock_rec *r, enum script_id id,
         out->lens[argc++] = r->key_lens[i];
     }
     out->argv[argc] = r->token;
-    out->lens[argc++] = strlen(r->token);
+    out->lens[argc++] = r->token_len;
     if (ttl != NULL) {
         out->argv[argc] = ttl;
         out->lens[argc++] = strlen(ttl);

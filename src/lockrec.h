@@ -6,6 +6,7 @@
 #define REDLOCK_LOCKREC_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "config.h"
 #include "quorum.h"
@@ -16,18 +17,20 @@
 #define RL_MAX_TOKEN_LEN 128
 
 struct lock_rec {
+    /* Packed (no padding holes): one per held lock, thousands at once. */
     char **keys;                 /* prefix + resource, nkeys of them */
-    size_t *key_lens;
-    size_t nkeys;
+    uint32_t *key_lens;
     const char *resource;        /* first resource, without prefix */
     char *token;                 /* ours: TOKEN_HEX_LEN hex digits */
+    uint32_t delay_ms;           /* lock-delay: keys live ttl + delay_ms */
+    int16_t slot;                /* semaphore slot named by keys[0], -1:
+                                    none; a slot is tried once per attempt
+                                    (semaphore.c retries) */
+    uint8_t nkeys;               /* 1..RL_MAX_RESOURCES */
+    uint8_t token_len;           /* 1..RL_MAX_TOKEN_LEN */
     bool adopted;                /* token from elsewhere (rl_lock_adopt) */
     bool shared;                 /* a reader of a read-write lock: its
                                     scripts are the reader ones (issue 13) */
-    int32_t slot;                /* semaphore slot named by keys[0], -1:
-                                    none; a slot is tried once per attempt
-                                    (semaphore.c retries) */
-    uint32_t delay_ms;           /* lock-delay: keys live ttl + delay_ms */
 };
 
 /* Bytes lockrec_init needs after the record for these names and token

@@ -48,6 +48,7 @@
  * file; they reach each node as the library does, from its URI parsed by
  * the library (rl_uri_parse), never by a parser of this file's own. */
 #include <fcntl.h>
+#include <malloc.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
@@ -105,7 +106,8 @@ static const char usage[] =
 "reader_cycles_per_s (cycles and acquire_us are the writer's).\n"
 "--watched: phase \"watched\", locks, ttl_ms, duration_s, acquire_s,\n"
 "renewals, renewals_per_s, cpu_us_per_renewal, server_cpu_us_per_renewal,\n"
-"bytes_per_lock, resource_bytes, lost, failures.\n"
+"bytes_per_lock (RSS), heap_bytes_per_lock (heap in use), resource_bytes,\n"
+"lost, failures.\n"
 "Phase c's hand-off speed depends on --retry-delay and --retry-jitter.\n"
 "Exit: 0, 2 usage, 3 no quorum.\n"
 "\n"
@@ -502,6 +504,19 @@ static uint64_t rss_kb(void)
     }
     fclose(f);
     return kb;
+}
+
+/* Bytes of heap in use (glibc's mallinfo2), 0 when unknown: what the
+ * process keeps, without the allocator's slack that RSS also counts. */
+static uint64_t heap_in_use(void)
+{
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 33)
+    struct mallinfo2 mi = mallinfo2();
+
+    return (uint64_t)mi.uordblks + (uint64_t)mi.hblkhd;
+#else
+    return 0;
+#endif
 }
 
 /* used_cpu_sys + used_cpu_user of each node; ok[i] says which answered.
@@ -949,8 +964,8 @@ static int phase_watched(struct bench *b, uint32_t locks, double duration)
     struct slot *slots = calloc(F_INFLIGHT, sizeof(*slots));
     double *s0 = calloc(nn, sizeof(*s0));
     bool *ok0 = calloc(nn, sizeof(*ok0));
-    uint64_t rss0, rss1, t0, t1, t2, cpu1, cpu2, r1, r2, held;
-    double srv, secs, per_s, cpu_per, srv_per, bytes;
+    uint64_t rss0, rss1, heap0, heap1, t0, t1, t2, cpu1, cpu2, r1, r2, held;
+    double srv, secs, per_s, cpu_per, srv_per, bytes, heap_bytes;
     int code = 0;
     char name[96];
 
@@ -963,11 +978,13 @@ static int phase_watched(struct bench *b, uint32_t locks, double duration)
     memset(b->held, 0, locks * sizeof(*b->held));
     atomic_store(&b->lost, 0);
     rss0 = rss_kb();
+    heap0 = heap_in_use();
     t0 = cli_mono_us();
     if (f_round(b, slots, F_INFLIGHT, 'w') != 0)
         _exit(CLI_EXIT_NO_QUORUM); /* callbacks may still use the slots */
     held = b->cycles;
     rss1 = rss_kb();
+    heap1 = heap_in_use();
     server_cpu(b, s0, ok0);
     r1 = renewals_now(b);
     t1 = cli_mono_us();
@@ -983,6 +1000,8 @@ static int phase_watched(struct bench *b, uint32_t locks, double duration)
     srv_per = r2 > r1 && srv >= 0 ? srv / (double)(r2 - r1) : -1;
     bytes = held > 0 && rss1 > rss0
                 ? (double)(rss1 - rss0) * 1024.0 / (double)held : 0;
+    heap_bytes = held > 0 && heap1 > heap0
+                     ? (double)(heap1 - heap0) / (double)held : 0;
     snprintf(name, sizeof(name), "bench:%ld:w:%u", (long)getpid(),
              locks / 2);
     if (o->json) {
@@ -997,15 +1016,17 @@ static int phase_watched(struct bench *b, uint32_t locks, double duration)
             printf(",\"server_cpu_us_per_renewal\":%.3f", srv_per);
         else
             printf(",\"server_cpu_us_per_renewal\":null");
-        printf(",\"bytes_per_lock\":%.1f,\"resource_bytes\":%zu,"
-               "\"lost\":%u,\"failures\":%" PRIu64 "}\n", bytes,
-               strlen(name), atomic_load(&b->lost), b->failures);
+        printf(",\"bytes_per_lock\":%.1f,\"heap_bytes_per_lock\":%.1f,"
+               "\"resource_bytes\":%zu,\"lost\":%u,\"failures\":%" PRIu64
+               "}\n", bytes, heap_bytes, strlen(name), atomic_load(&b->lost),
+               b->failures);
     } else {
         printf("watched: %" PRIu64 " locks, ttl %u ms, %.1f s: %.1f "
                "renewals/s, client CPU %.3f us/renewal, server CPU %.3f "
-               "us/renewal, %.1f bytes per held lock (resource names ~%zu "
-               "bytes), %u lost, %" PRIu64 " failures\n", held, b->ttl_ms,
-               secs, per_s, cpu_per, srv_per, bytes, strlen(name),
+               "us/renewal, %.1f bytes per held lock (RSS; heap in use "
+               "%.1f; resource names ~%zu bytes), %u lost, %" PRIu64
+               " failures\n", held, b->ttl_ms, secs, per_s, cpu_per, srv_per,
+               bytes, heap_bytes, strlen(name),
                atomic_load(&b->lost), b->failures);
     }
     fflush(stdout);
