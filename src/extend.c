@@ -311,9 +311,9 @@ bool extend_batch_full(const struct extend_batch *b)
     return b->sent || b->count == EXTEND_BATCH_MAX_LOCKS;
 }
 
-size_t extend_batch_add(struct extend_batch *b, const struct lock_rec *rec,
-                        uint32_t ttl_ms, rl_mono_us confirmed_us,
-                        uint64_t *holders, void *owner)
+void extend_batch_add(struct extend_batch *b, const struct lock_rec *rec,
+                      uint32_t ttl_ms, rl_mono_us confirmed_us,
+                      uint64_t *holders, void *owner)
 {
     struct batch_item *it = &b->items[b->count];
 
@@ -324,7 +324,7 @@ size_t extend_batch_add(struct extend_batch *b, const struct lock_rec *rec,
     it->holders = holders;
     it->yes = it->no = it->refused = 0;
     b->open++;
-    return b->count++;
+    b->count++;
 }
 
 /* Over: empty again, handed back to its owner (reuse or free). */
@@ -347,13 +347,20 @@ static void batch_maybe_over(struct extend_batch *b)
         batch_over(b);
 }
 
-void extend_batch_drop(struct extend_batch *b, size_t slot)
+void extend_batch_drop(struct extend_batch *b, const void *owner)
 {
-    if (b == NULL || slot >= b->count || b->items[slot].rec == NULL)
-        return;
-    b->items[slot].rec = NULL;
-    b->open--;
-    batch_maybe_over(b);
+    size_t i;
+
+    /* Rare (a lock released, freed or lost while renewing): a scan keeps
+     * the slot out of every held lock. */
+    for (i = 0; b != NULL && i < b->count; i++) {
+        if (b->items[i].rec != NULL && b->items[i].owner == owner) {
+            b->items[i].rec = NULL;
+            b->open--;
+            batch_maybe_over(b);
+            return;
+        }
+    }
 }
 
 /* The item's verdict is st: report it, once. */

@@ -61,17 +61,19 @@ bool extend_batch_takes(const struct lock_rec *rec);
 /* True when no lock may be added any more. */
 bool extend_batch_full(const struct extend_batch *b);
 /* Add a lock (extend_batch_takes; rec and holders, as for extend_new,
- * live until its outcome or extend_batch_drop); returns its slot. */
-size_t extend_batch_add(struct extend_batch *b, const struct lock_rec *rec,
-                        uint32_t ttl_ms, rl_mono_us confirmed_us,
-                        uint64_t *holders, void *owner);
+ * live until its outcome or extend_batch_drop; owner is its done's
+ * argument and names it in the batch). */
+void extend_batch_add(struct extend_batch *b, const struct lock_rec *rec,
+                      uint32_t ttl_ms, rl_mono_us confirmed_us,
+                      uint64_t *holders, void *owner);
 /* Send it (restoring keys on provably restarted nodes first, as a round
  * does). Outcomes (and the end of the run) may be reported before this
  * returns: the caller must not use b after that (see
  * extend_batch_over_fn). */
 void extend_batch_run(struct extend_batch *b);
-/* The lock in slot no longer wants its outcome (released, freed, lost):
- * it is never reported. No-op for a slot already reported. */
-void extend_batch_drop(struct extend_batch *b, size_t slot);
+/* The lock added with owner no longer wants its outcome (released,
+ * freed, lost): it is never reported. No-op when it was already reported
+ * (or b is NULL). */
+void extend_batch_drop(struct extend_batch *b, const void *owner);
 
 #endif

@@ -130,6 +130,7 @@ struct lock_extra {
                                     (holders mutex) */
     uint32_t max_renewals;       /* watchdog: 0 no cap (loop thread) */
     uint32_t renewals;           /* watchdog renewals, for the cap */
+    uint32_t interval_ms;        /* watchdog: renewal period; 0: ttl / 3 */
 };
 
 struct rl_lock {
@@ -159,15 +160,12 @@ struct rl_lock {
     /* Watchdog (loop thread). */
     struct theap_node timer;     /* in holders.timers or .backlog when
                                     watched */
-    rl_mono_us next_renewal_us;  /* boottime */
     rl_lost_cb lost_cb;          /* called once, or NULL */
     void *lost_privdata;
     _Atomic uint32_t ttl_ms;     /* acquired with (adopted: first extended
                                     with); 0 unknown */
     atomic_uint voters;          /* voters of the last winning round */
     atomic_int lost_fd;          /* eventfd made on demand, -1 none */
-    uint32_t batch_slot;         /* l's slot in in_flight.batch */
-    uint32_t interval_ms;        /* watchdog: renewal period */
     uint8_t state;               /* enum lock_state (loop thread) */
     uint8_t flight;              /* enum flight_kind (loop thread) */
     bool user_waits;             /* user waits behind the watchdog */
@@ -180,6 +178,12 @@ struct rl_lock {
     atomic_bool in_lost_cb;      /* the lost callback is running */
     atomic_bool free_requested;  /* freed while the client was closing */
 };
+
+/* Issue 16's budget: a held lock costs at most 300 bytes plus its name,
+ * and this struct is most of it (the rest: keys, token, malloc's header).
+ * Growing it is a decision, not an accident. */
+_Static_assert(sizeof(struct rl_lock) <= 192,
+               "struct rl_lock outgrew the per-lock memory budget");
 
 enum req_kind {
     REQ_ACQUIRE,
@@ -280,10 +284,10 @@ static rl_status lock_new(rl_client *c, const char *const *resources,
     return RL_OK;
 }
 
-/* The watchdog options o set a cap. */
-static bool watch_capped(const rl_acquire_opts *o)
+/* The watchdog options o need the extra block: a cap, an interval. */
+static bool watch_needs_extra(const rl_acquire_opts *o)
 {
-    return o->max_renewals != 0 ||
+    return o->max_renewals != 0 || o->extend_interval_ms != 0 ||
            (o->max_hold_ms != 0 && o->max_hold_ms != UINT64_MAX);
 }
 
@@ -328,7 +332,7 @@ static rl_status lock_new_kind(rl_client *c, const char *const *resources,
         return st;
     (*out)->rec.shared = o->mode == RL_MODE_SHARED;
     (*out)->rec.delay_ms = o->lock_delay_ms;
-    if (o->fencing || o->reentrant || (o->auto_extend && watch_capped(o))) {
+    if (o->fencing || o->reentrant || (o->auto_extend && watch_needs_extra(o))) {
         atomic_init(&(*out)->extra, extra_new());
         if (extra_of(*out) == NULL) {
             free(*out);
@@ -434,7 +438,7 @@ static void drop_flight(struct rl_lock *l)
         extend_abort(l->in_flight.round);
         break;
     case FLIGHT_BATCH:
-        extend_batch_drop(l->in_flight.batch, l->batch_slot);
+        extend_batch_drop(l->in_flight.batch, l);
         break;
     case FLIGHT_RELEASE:
         release_abort(l->in_flight.release);
@@ -500,7 +504,12 @@ static struct rl_lock *timer_lock(struct theap_node *n)
 
 static rl_mono_us interval_us(const struct rl_lock *l)
 {
-    return (rl_mono_us)l->interval_ms * 1000u;
+    const struct lock_extra *e = extra_of(l);
+    uint32_t ms = e != NULL && e->interval_ms != 0
+                      ? e->interval_ms
+                      : atomic_load(&l->ttl_ms) / 3;
+
+    return (rl_mono_us)(ms != 0 ? ms : 1) * 1000u;
 }
 
 /* The watchdog's pause after a failed renewal round. */
@@ -527,7 +536,7 @@ static rl_mono_us margin_at(const struct rl_lock *l)
     return atomic_load(&l->deadline_us) - margin_us(l);
 }
 
-/* The watchdog renews l when next_renewal_us comes. */
+/* The watchdog renews l (when its renewal is due). */
 static bool renews(const struct rl_lock *l, rl_mono_us now)
 {
     return l->watching && l->state == LOCK_HELD && !capped(l, now);
@@ -565,9 +574,13 @@ static void timer_out(struct holders *h, struct rl_lock *l)
     l->backlogged = false;
 }
 
-/* Queue l at its next event (out of the heaps when not watched or lost);
- * a timer already queued there stays where it is. */
-static void schedule(struct rl_lock *l)
+/* No renewal time: the lock is queued at its margin. */
+#define NO_RENEWAL UINT64_MAX
+
+/* Queue l at its next event: its renewal at renew_at when it renews (and
+ * that comes before the margin), else its margin; out of the heaps when
+ * not watched or lost. A timer already queued there stays where it is. */
+static void schedule(struct rl_lock *l, rl_mono_us renew_at)
 {
     rl_client *c = atomic_load(&l->client);
     struct holders *h = registry(c);
@@ -577,8 +590,8 @@ static void schedule(struct rl_lock *l)
         timer_out(h, l);
         return;
     }
-    if (renews(l, mono_now_us()) && l->next_renewal_us < at)
-        at = l->next_renewal_us;
+    if (renew_at < at && renews(l, mono_now_us()))
+        at = renew_at;
     if (l->backlogged || !theap_queued(&h->timers, &l->timer) ||
         l->timer.key != at) {
         timer_out(h, l);
@@ -599,8 +612,7 @@ static void backlog_put(struct holders *h, struct rl_lock *l)
  * the retry pause. */
 static void renewal_retry(struct rl_lock *l)
 {
-    l->next_renewal_us = mono_now_us() + retry_pause_us(l);
-    schedule(l);
+    schedule(l, mono_now_us() + retry_pause_us(l));
 }
 
 /* Run the batch being filled (if any). */
@@ -637,11 +649,10 @@ static void batch_renewal(struct rl_lock *l, struct extend_batch *b)
 {
     l->in_flight.batch = b;
     l->flight = FLIGHT_BATCH;
-    l->batch_slot = (uint32_t)extend_batch_add(
-        b, &l->rec, atomic_load(&l->ttl_ms), l->confirmed_us, &l->holders,
-        l);
+    extend_batch_add(b, &l->rec, atomic_load(&l->ttl_ms), l->confirmed_us,
+                     &l->holders, l);
     l->state = LOCK_RENEWING;
-    schedule(l); /* at its margin until the outcome */
+    schedule(l, NO_RENEWAL); /* at its margin until the outcome */
 }
 
 /* A lock no batch takes (a reader, several keys; HELD, due): its own
@@ -660,7 +671,7 @@ static void own_renewal(struct rl_lock *l)
     l->in_flight.round = round;
     l->flight = FLIGHT_ROUND;
     l->state = LOCK_RENEWING;
-    schedule(l);
+    schedule(l, NO_RENEWAL);
     extend_run(round);
 }
 
@@ -718,7 +729,8 @@ static void tick(void *arg)
         if (n->key <= now)
             lose_at_margin(l);
         else if (!renews(l, now))
-            schedule(l); /* capped meanwhile: only its margin is left */
+            schedule(l, NO_RENEWAL); /* capped meanwhile: only its margin
+                                        is left */
         else if (!renew(c, h, l, &b))
             break;
     }
@@ -729,7 +741,7 @@ static void tick(void *arg)
         } else if (!renews(l, now)) {
             if (n->key > now)
                 break; /* a margin ahead, inside the window */
-            schedule(l); /* capped: only its margin is left */
+            schedule(l, NO_RENEWAL); /* capped: only its margin is left */
         } else {
             if (horizon == now)
                 horizon = now + window_us(c, l);
@@ -773,7 +785,6 @@ static void watch(struct rl_lock *l, const rl_acquire_opts *o,
 {
     rl_client *c = atomic_load(&l->client);
     rl_mono_us now = mono_now_us();
-    uint32_t ttl = atomic_load(&l->ttl_ms);
     struct lock_extra *e = extra_of(l);
 
     if (e == NULL && extra != NULL && *extra != NULL) {
@@ -784,11 +795,8 @@ static void watch(struct rl_lock *l, const rl_acquire_opts *o,
         pthread_mutex_unlock(&registry(c)->mutex);
     }
     l->watching = true;
-    l->interval_ms = o->extend_interval_ms != 0 ? o->extend_interval_ms
-                                                : ttl / 3;
-    if (l->interval_ms == 0)
-        l->interval_ms = 1;
     if (e != NULL) {
+        e->interval_ms = o->extend_interval_ms;
         e->max_renewals = o->max_renewals;
         e->renewals = 0;
         e->hold_end_us = 0;
@@ -797,8 +805,7 @@ static void watch(struct rl_lock *l, const rl_acquire_opts *o,
     }
     l->lost_cb = o->lost_cb;
     l->lost_privdata = o->lost_privdata;
-    l->next_renewal_us = now + (rl_mono_us)l->interval_ms * 1000u;
-    schedule(l);
+    schedule(l, now + interval_us(l));
 }
 
 /* Stop watching: out of the heaps and out of a batch in flight (a user's
@@ -879,17 +886,15 @@ static void renewed(void *owner, rl_status st, rl_mono_us t0,
         client_count(c, STAT_RENEWALS);
         if (user == NULL && e != NULL)
             e->renewals++;
-        l->next_renewal_us = mono_now_us() +
-                             (rl_mono_us)l->interval_ms * 1000u;
-    } else if (user == NULL) {
-        l->next_renewal_us = mono_now_us() + retry_pause_us(l);
     }
     if (user != NULL)
         req_finish(user, st, l);
     /* The user's callback may have asked for a release or free: those are
      * queued requests, so l is still here. */
     resume_waiting(l);
-    schedule(l);
+    /* After a failed round (not lost yet): again after the retry pause. */
+    schedule(l, mono_now_us() +
+                    (st == RL_OK ? interval_us(l) : retry_pause_us(l)));
 }
 
 /* HELD -> RENEWING for a user extend (the watchdog renews in batches). */
@@ -918,7 +923,7 @@ static void start_renewal(struct rl_lock *l, struct lock_req *user)
     l->in_flight.round = round;
     l->flight = FLIGHT_ROUND;
     l->state = LOCK_RENEWING;
-    schedule(l); /* at its margin while renewing */
+    schedule(l, NO_RENEWAL); /* at its margin while renewing */
     extend_run(round);
 }
 
@@ -1117,7 +1122,7 @@ static void cancel_request(struct op *base)
         if (l->user == r) {
             l->user = NULL;
             l->user_waits = false;
-            schedule(l);
+            schedule(l, mono_now_us());
         }
         req_finish(r, RL_ECANCELED, l);
         return;
@@ -1568,7 +1573,7 @@ rl_status rl_watchdog_start(rl_lock *l, const rl_acquire_opts *o)
         r->opts = o != NULL ? *o : defaults;
         /* Caps need the extra block: made here, where failing is allowed
          * (the loop thread keeps it if l has none). */
-        if (watch_capped(&r->opts) && (r->extra = extra_new()) == NULL)
+        if (watch_needs_extra(&r->opts) && (r->extra = extra_new()) == NULL)
             st = RL_ENOMEM;
         if (st == RL_OK)
             st = ensure_timer(c);

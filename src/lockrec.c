@@ -13,14 +13,16 @@
 _Static_assert(RL_MAX_RESOURCES <= UINT8_MAX, "nkeys is a uint8_t");
 _Static_assert(RL_MAX_TOKEN_LEN <= UINT8_MAX, "token_len is a uint8_t");
 _Static_assert(RL_MAX_LIMIT <= INT16_MAX, "slot is an int16_t");
-_Static_assert(RL_MAX_RESOURCE_LEN + 256 <= UINT32_MAX,
-               "key_lens are uint32_t");
+/* Prefix and resource are at most RL_MAX_RESOURCE_LEN each, plus a
+ * semaphore's slot suffix. */
+_Static_assert(2 * RL_MAX_RESOURCE_LEN + LOCKREC_SLOT_SUFFIX_MAX <= UINT16_MAX,
+               "key_lens are uint16_t");
 
 size_t lockrec_tail_size(const struct config *cfg,
                          const char *const *resources, size_t count,
                          const char *token)
 {
-    size_t size = count * (sizeof(char *) + sizeof(uint32_t)) +
+    size_t size = count * (sizeof(char *) + sizeof(uint16_t)) +
                   (token != NULL ? strlen(token) : TOKEN_HEX_LEN) + 1;
     size_t i;
 
@@ -39,11 +41,11 @@ rl_status lockrec_init(struct lock_rec *r, void *tail,
 
     r->nkeys = (uint8_t)count;
     r->keys = tail;
-    r->key_lens = (uint32_t *)(r->keys + count);
+    r->key_lens = (uint16_t *)(r->keys + count);
     p = (char *)(r->key_lens + count);
     for (i = 0; i < count; i++) {
         r->keys[i] = p;
-        r->key_lens[i] = (uint32_t)(cfg->prefix_len + strlen(resources[i]));
+        r->key_lens[i] = (uint16_t)(cfg->prefix_len + strlen(resources[i]));
         memcpy(p, cfg->prefix, cfg->prefix_len);
         strcpy(p + cfg->prefix_len, resources[i]);
         p += r->key_lens[i] + 1;
@@ -85,8 +87,8 @@ void lockrec_set_slot(struct lock_rec *r, uint32_t slot)
 {
     char *colon = strrchr(r->keys[0], ':');
 
-    r->key_lens[0] = (uint32_t)(colon - r->keys[0]) + 1 +
-                     (uint32_t)sprintf(colon + 1, "%u", slot);
+    r->key_lens[0] = (uint16_t)((colon - r->keys[0]) + 1 +
+                                sprintf(colon + 1, "%u", slot));
     r->slot = (int16_t)slot;
 }
 

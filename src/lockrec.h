@@ -19,7 +19,7 @@
 struct lock_rec {
     /* Packed (no padding holes): one per held lock, thousands at once. */
     char **keys;                 /* prefix + resource, nkeys of them */
-    uint32_t *key_lens;
+    uint16_t *key_lens;
     const char *resource;        /* first resource, without prefix */
     char *token;                 /* ours: TOKEN_HEX_LEN hex digits */
     uint32_t delay_ms;           /* lock-delay: keys live ttl + delay_ms */

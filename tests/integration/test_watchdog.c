@@ -421,6 +421,72 @@ static void test_max_renewals_stops_renewing_and_reports_lost(void **state)
     rl_lock_free(l);
 }
 
+/* Caps and an interval given by rl_watchdog_start live in a block the
+ * start makes for a plain lock, or reuses for a fenced one (issue 16: a
+ * lock without caps carries none of it): both are honoured, and a restart
+ * without caps renews on. */
+static void test_watchdog_start_caps_a_plain_and_a_fenced_lock(void **state)
+{
+    struct fx *f = *state;
+    const bool fenced[] = {false, true};
+
+    for (size_t i = 0; i < 2; i++) {
+        struct lost_rec rec = { 0 };
+        rl_acquire_opts o = { 0 };
+        rl_lock *l = NULL;
+        const char *key = fenced[i] ? "wd:startcap:fenced" : "wd:startcap";
+        uint64_t r0 = stat_renewals(f->c), renewals;
+
+        o.ttl_ms = 1000;
+        o.fencing = fenced[i];
+        assert_int_equal(rl_acquire(f->c, key, &o, &l), RL_OK);
+        f->locks[0] = l;
+        assert_true(!fenced[i] || rl_lock_fence(l) > 0);
+        o.max_renewals = 3;
+        o.extend_interval_ms = 150; /* not ttl / 3: the block holds it */
+        o.lost_cb = on_lost;
+        o.lost_privdata = &rec;
+        assert_int_equal(rl_watchdog_start(l, &o), RL_OK);
+        /* 3 renewals 150 ms apart, then the margin (100 ms before the
+         * validity of the last one ends): lost ~1.3 s in. */
+        assert_true(fd_readable(rl_lock_lost_fd(l),
+                                (int)harness_scale_ms(3000)));
+        renewals = stat_renewals(f->c) - r0;
+        fprintf(stderr, "  %s: %llu renewals, lost with %lld ms left\n",
+                key, (unsigned long long)renewals,
+                (long long)rec.validity_ms);
+        assert_int_equal(renewals, 3);
+        assert_true(harness_wait_count(&rec.calls, 1, 1000));
+        assert_true(rec.validity_ms > 0);
+        f->locks[0] = NULL;
+        rl_lock_free(l);
+    }
+
+    /* A restart without caps on a lock whose block has them: no cap. */
+    {
+        rl_acquire_opts o = { 0 };
+        rl_lock *l = NULL;
+        uint64_t r0;
+
+        o.ttl_ms = 600;
+        o.fencing = true;
+        assert_int_equal(rl_acquire(f->c, "wd:startcap:again", &o, &l),
+                         RL_OK);
+        f->locks[0] = l;
+        o.max_renewals = 1;
+        assert_int_equal(rl_watchdog_start(l, &o), RL_OK);
+        rl_watchdog_stop(l);
+        o.max_renewals = 0;
+        r0 = stat_renewals(f->c);
+        assert_int_equal(rl_watchdog_start(l, &o), RL_OK);
+        harness_sleep_ms(1500); /* 2.5 TTLs: renewed every 200 ms */
+        assert_false(rl_lock_lost(l));
+        assert_true(stat_renewals(f->c) - r0 >= 4);
+        f->locks[0] = NULL;
+        assert_int_equal(rl_release(l), RL_OK);
+    }
+}
+
 static void test_max_hold_ms_stops_renewing_and_reports_lost(void **state)
 {
     struct fx *f = *state;
@@ -644,6 +710,9 @@ int main(void)
             teardown),
         cmocka_unit_test_setup_teardown(
             test_max_hold_ms_stops_renewing_and_reports_lost, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_watchdog_start_caps_a_plain_and_a_fenced_lock, setup,
             teardown),
         cmocka_unit_test_setup_teardown(
             test_with_lock_runs_fn_while_key_holds_token, setup, teardown),
