@@ -47,6 +47,13 @@
  * keys) and a lock on several resources are renewed by their own round
  * (own_renewal), so each one's fate stays its own.
  *
+ * Memory (issue 16: at most 300 bytes plus the name per held lock): the
+ * handle, its keys and token are one allocation; one timer node, one
+ * in-flight slot (flight says what it holds) and one user-request slot
+ * serve every state, and what few locks use (fence, reentrant holds,
+ * watchdog caps and interval) lives in struct lock_extra, made with the
+ * lock or by the watchdog start that needs it.
+ *
  * Semaphores (issue 13): the handle's record is made for the last slot's
  * name (the longest); semaphore.c rewrites it to each slot it tries, so
  * the lock won is an ordinary lock on its slot's key.
