@@ -9,6 +9,8 @@ drop parts of it, down to the cheapest per-key write there is (a pipelined
 PEXPIRE with no token check at all, which no correct renewal can use):
 
   touch-batch      ours: MGET, compare each token, PEXPIRE from Lua
+  touch-at         the same with one TIME and PEXPIREAT (Redis rewrites a
+                   PEXPIRE into PEXPIREAT for propagation: this skips it)
   lua-pexpire      Lua PEXPIRE per key, no MGET, no check (unsafe)
   pipe-pexpire     one plain PEXPIRE command per key, pipelined (unsafe)
   pipe-mget        only the MGET of the keys (the check's read)
@@ -48,6 +50,16 @@ TOUCH_BATCH = (
     "  a, k = a + 2 + n, k + n\n"
     "end\n"
     "return table.concat(out)\n")
+TOUCH_AT = TOUCH_BATCH.replace(
+    "local a, k = 1, 0\n",
+    "local t = redis.call('time')\n"
+    "local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
+    "local a, k = 1, 0\n").replace(
+    "local px, n = ARGV[a], tonumber(ARGV[a + 1])",
+    "local at = string.format('%d', now + ARGV[a])\n"
+    "  local n = tonumber(ARGV[a + 1])").replace(
+    "redis.call('pexpire', KEYS[k + i], px)",
+    "redis.call('pexpireat', KEYS[k + i], at)")
 LUA_PEXPIRE = (
     "for i = 1, #KEYS do redis.call('pexpire', KEYS[i], ARGV[1]) end\n"
     "return 1\n")
@@ -148,7 +160,7 @@ def main():
         c.pipeline([resp("SET", k, t, "PX", 600000)
                     for k, t in zip(keys, toks)])
         sha = {n: c.call("SCRIPT", "LOAD", src) for n, src in (
-            ("touch", TOUCH_BATCH), ("lua", LUA_PEXPIRE),
+            ("touch", TOUCH_BATCH), ("at", TOUCH_AT), ("lua", LUA_PEXPIRE),
             ("args", EVAL_ARGS))}
         batches = [(keys[i:i + a.batch], toks[i:i + a.batch])
                    for i in range(0, a.keys, a.batch)]
@@ -163,6 +175,8 @@ def main():
 
         shapes = [
             ("touch-batch", lambda ks, ts: [touch(ks, ts)]),
+            ("touch-at", lambda ks, ts: [resp(
+                "EVALSHA", sha["at"], len(ks), *ks, 600000, len(ks), *ts)]),
             ("lua-pexpire", lambda ks, ts: [
                 resp("EVALSHA", sha["lua"], len(ks), *ks, 600000)]),
             ("pipe-pexpire", lambda ks, ts: [
