@@ -24,6 +24,7 @@ and that times 5 (a 5-node quorum). Python 3 standard library only.
 """
 import argparse
 import os
+import re
 import secrets
 import socket
 import statistics
@@ -32,32 +33,40 @@ import sys
 import tempfile
 import time
 
-TOUCH_BATCH = (
-    "local vals = redis.call('mget', unpack(KEYS))\n"
-    "local out = {}\n"
-    "local a, k = 1, 0\n"
-    "while a < #ARGV do\n"
-    "  local px, n = ARGV[a], tonumber(ARGV[a + 1])\n"
-    "  for i = 1, n do\n"
-    "    local v = vals[k + i]\n"
-    "    if not v then out[k + i] = '0'\n"
-    "    elseif v ~= ARGV[a + 1 + i] then out[k + i] = '2'\n"
-    "    else\n"
-    "      redis.call('pexpire', KEYS[k + i], px)\n"
-    "      out[k + i] = '1'\n"
-    "    end\n"
-    "  end\n"
-    "  a, k = a + 2 + n, k + n\n"
-    "end\n"
-    "return table.concat(out)\n")
-TOUCH_AT = TOUCH_BATCH.replace(
-    "local a, k = 1, 0\n",
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def script_source(name):
+    """The Lua source of script `name` as src/scripts.c has it: the C
+    string literals after its name, up to the empty digest."""
+    lines = open(os.path.join(ROOT, "src", "scripts.c")).read().splitlines()
+    start = lines.index('        "%s",' % name) + 1
+    src = []
+    for line in lines[start:]:
+        lit = re.fullmatch(r'\s*"(.*)"[,]?', line)
+        if lit is None or lit.group(1) == "":
+            break
+        src.append(lit.group(1).encode().decode("unicode_escape"))
+    return "".join(src)
+
+
+TOUCH_BATCH = script_source("touch-batch")
+
+
+def swap(src, old, new):
+    if old not in src:
+        sys.exit("touch-floor: touch-batch changed: no %r in it" % old)
+    return src.replace(old, new)
+
+
+TOUCH_AT = swap(swap(swap(
+    TOUCH_BATCH, "local a, k = 1, 0\n",
     "local t = redis.call('time')\n"
     "local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
-    "local a, k = 1, 0\n").replace(
+    "local a, k = 1, 0\n"),
     "local px, n = ARGV[a], tonumber(ARGV[a + 1])",
     "local at = string.format('%d', now + ARGV[a])\n"
-    "  local n = tonumber(ARGV[a + 1])").replace(
+    "  local n = tonumber(ARGV[a + 1])"),
     "redis.call('pexpire', KEYS[k + i], px)",
     "redis.call('pexpireat', KEYS[k + i], at)")
 LUA_PEXPIRE = (
@@ -67,12 +76,9 @@ EVAL_ARGS = "return 1\n"
 
 
 def resp(*args):
-    out = [b"*%d\r\n" % len(args)]
-    for a in args:
-        if not isinstance(a, bytes):
-            a = str(a).encode()
-        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-    return b"".join(out)
+    parts = [a if isinstance(a, bytes) else str(a).encode() for a in args]
+    return b"*%d\r\n" % len(parts) + b"".join(
+        b"$%d\r\n%s\r\n" % (len(p), p) for p in parts)
 
 
 class Conn:
