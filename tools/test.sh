@@ -15,7 +15,7 @@ jobs=$(nproc)
 quick=0
 [ "${1:-}" = "--quick" ] && quick=1
 
-section() { printf '\n==== %s ====\n' "$*"; }
+section() { printf '\n==== %s (%s) ====\n' "$*" "$(date -u +%T)"; }
 mkdir -p build
 summary=build/test-summary.log
 : >"$summary"
@@ -40,10 +40,13 @@ cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DRL_ASAN=ON -DRL_UBSAN=ON \
     -DRL_WERROR=ON >/dev/null
 cmake --build build/asan -j"$jobs"
 section "tests (ASan + UBSan)"
+# The 60 s hold on a loaded machine is a timing test: the release stage
+# runs it; its code paths are the other watchdog tests (half a minute).
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 RL_TEST_TIMEOUT_MULTIPLIER=2 \
-    run_ctest --test-dir build/asan --output-on-failure -j2 -LE chaos
+    run_ctest --test-dir build/asan --output-on-failure -j2 -LE chaos \
+    -E 'holds_for_60s'
 
 section "ThreadSanitizer build"
 # The tests that run threads against one client: the blocking API from
