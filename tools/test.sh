@@ -41,7 +41,7 @@ cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DRL_ASAN=ON -DRL_UBSAN=ON \
 cmake --build build/asan -j"$jobs"
 section "tests (ASan + UBSan)"
 # The 60 s hold on a loaded machine is a timing test: the release stage
-# runs it; its code paths are the other watchdog tests (half a minute).
+# runs it, and the other watchdog tests cover its code (half a minute).
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 RL_TEST_TIMEOUT_MULTIPLIER=2 \
