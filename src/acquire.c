@@ -150,12 +150,14 @@ static void mark_intent(struct acquire_op *op)
 }
 
 /* The writer won: let readers in again after its release (the key is a
- * string now, which refuses them meanwhile). */
+ * string now, which refuses them meanwhile), unless another writer's
+ * intent replaced ours: that one still waits. */
 static void clear_intent(struct acquire_op *op)
 {
-    const char *argv[2] = {"DEL", op->intent_key};
-    size_t lens[2] = {3, strlen(op->intent_key)};
-    struct round_cmd cmd = {NULL, 0, 2, argv, lens};
+    const char *argv[2] = {op->intent_key, op->lock->token};
+    size_t lens[2] = {strlen(op->intent_key), op->lock->token_len};
+    struct round_cmd cmd = {script_get(SCRIPT_INTENT_CLEAR), 1, 2, argv,
+                            lens};
 
     round_broadcast(op->round.nodes, op->round.n, &cmd);
 }

@@ -49,6 +49,9 @@
  *   writer-intent (issue 13): a refused exclusive acquire marks that it
  *     waits, where readers hold the key, with <key>:wintent PX ARGV[2]:
  *     new readers are refused until it expires (writer preference).
+ *   intent-clear (issue 13): the writer that wins deletes the intent only
+ *     if it is its own; another writer's (it refreshed the intent last)
+ *     keeps refusing readers while that writer waits.
  * Single-key acquire does not use a script: plain SET NX PX keeps the key
  * layout identical to redsync and node-redlock (§6).
  * The digests are computed once with OpenSSL; node.c sends EVALSHA and
@@ -228,6 +231,11 @@ static struct script scripts[SCRIPT_COUNT] = {
         "if redis.call('type', KEYS[1]).ok ~= 'hash' then return 0 end\n"
         "redis.call('set', KEYS[2], ARGV[1], 'PX', ARGV[2])\n"
         "return 1\n",
+        ""},
+    [SCRIPT_INTENT_CLEAR] = {
+        "intent-clear",
+        "if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end\n"
+        "return redis.call('del', KEYS[1])\n",
         ""},
 };
 

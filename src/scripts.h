@@ -23,6 +23,8 @@ enum script_id {
     SCRIPT_READER_RELEASE,/* KEYS: k; ARGV: token -> 1 | 0 | -1 */
     SCRIPT_WRITER_INTENT, /* KEYS: k, writer intent; ARGV: token, px
                              -> 1 set (readers hold k) | 0 */
+    SCRIPT_INTENT_CLEAR,  /* KEYS: writer intent; ARGV: token -> 1 deleted
+                             (it was ours) | 0 */
     SCRIPT_COUNT,
 };
 

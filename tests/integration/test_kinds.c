@@ -317,6 +317,118 @@ static void test_writer_is_not_starved_by_a_stream_of_readers(void **state)
     assert_true(s[0].acquired + s[1].acquired >= 2);
 }
 
+struct async_result {
+    atomic_int done;
+    rl_status st;
+    rl_lock *l;
+};
+
+static void on_acquired(rl_client *c, rl_status st, rl_lock *l, void *arg)
+{
+    struct async_result *r = arg;
+
+    (void)c;
+    r->st = st;
+    r->l = l;
+    atomic_store(&r->done, 1);
+}
+
+/* Nodes holding kr:intent's writer intent, polled for up to 1 s until
+ * there are want of them (at least, or none when want is 0). */
+static int intent_nodes(struct fx *f, int want)
+{
+    int i, n = 0;
+
+    for (int t = 0; t < 100; t++) {
+        for (i = 0, n = 0; i < N; i++) {
+            redisReply *r = harness_cmd(&f->r[i], "EXISTS kr:intent:wintent");
+
+            n += r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer;
+            freeReplyObject(r);
+        }
+        if (want > 0 ? n >= want : n == 0)
+            break;
+        harness_sleep_ms(10);
+    }
+    return n;
+}
+
+/* A writer (client wc) waits for a reader; the reader leaves; the writer
+ * wins. */
+static rl_lock *writer_waits_then_wins(struct fx *f, rl_client *wc,
+                                       rl_lock *reader,
+                                       const char *other_intent)
+{
+    rl_acquire_opts wo = opts_ttl(5000);
+    struct async_result a = {0};
+    int i;
+
+    wo.wait_ms = 8000;
+    assert_int_equal(rl_acquire_async(wc, "kr:intent", &wo, on_acquired,
+                                      &a),
+                     RL_OK);
+    /* Its intent, on the nodes that refused it before the attempt was
+     * decided: a majority at least. */
+    assert_true(intent_nodes(f, N / 2 + 1) >= N / 2 + 1);
+    /* Another writer refreshes the intent with its token, as its next
+     * refused attempt would. */
+    for (i = 0; other_intent != NULL && i < N; i++)
+        assert_true(harness_ok(harness_cmd(
+            &f->r[i], "SET kr:intent:wintent %s PX 5000", other_intent)));
+    assert_int_equal(rl_release(reader), RL_OK);
+    assert_true(harness_wait_count(&a.done, 1, 3000));
+    assert_int_equal(a.st, RL_OK);
+    harness_sleep_ms(100); /* its clean-up goes out after the callback */
+    return a.l;
+}
+
+/* Two writers wait for the readers; the one that wins takes its own
+ * intent away, never the other's: writer B's intent still refuses new
+ * readers after writer A won (an unconditional DEL let a reader in ahead
+ * of B, whose next refresh came up to a retry period later). */
+static void test_a_winning_writer_leaves_another_writers_intent(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts ro = opts_ttl(5000);
+    rl_lock *r = NULL, *w;
+    rl_config cfg;
+    rl_client *wc;
+    char *v;
+    int i;
+
+    /* The writer retries only after 4 s (the reader's release wakes it
+     * at once): no refused retry of its own rewrites the intent while
+     * the test replaces it. */
+    fixture_config(&cfg, &f->hn);
+    cfg.retry_delay_ms = 4000;
+    cfg.retry_jitter_ms = 0;
+    wc = fixture_client(&cfg);
+    assert_non_null(wc);
+    /* Connected before the test: a node still connecting would fail the
+     * first attempt instead of refusing it (no intent there for 4 s). */
+    assert_int_equal(rl_acquire(wc, "kr:intent:warm", NULL, &w), RL_OK);
+    assert_int_equal(rl_release(w), RL_OK);
+    ro.mode = RL_MODE_SHARED;
+    assert_int_equal(rl_acquire(f->c, "kr:intent", &ro, &r), RL_OK);
+    w = writer_waits_then_wins(f, wc, r, "writer-b");
+    for (i = 0; i < N; i++) {
+        v = harness_get(&f->r[i], "kr:intent:wintent");
+        print_message("node %d: intent %s\n", i, v != NULL ? v : "(none)");
+        assert_non_null(v);
+        assert_string_equal(v, "writer-b");
+        free(v);
+    }
+    assert_int_equal(rl_release(w), RL_OK);
+    /* Alone, a winning writer's own intent is taken away. */
+    for (i = 0; i < N; i++)
+        freeReplyObject(harness_cmd(&f->r[i], "DEL kr:intent:wintent"));
+    assert_int_equal(rl_acquire(f->c, "kr:intent", &ro, &r), RL_OK);
+    w = writer_waits_then_wins(f, wc, r, NULL);
+    assert_int_equal(intent_nodes(f, 0), 0);
+    assert_int_equal(rl_release(w), RL_OK);
+    rl_client_free(wc);
+}
+
 static void test_reader_adopted_by_token_is_released_as_a_reader(
     void **state)
 {
@@ -551,6 +663,7 @@ int main(void)
         KT(test_reader_is_refused_while_an_exclusive_holder_is_there),
         KT(test_crashed_reader_expires_on_its_own_ttl),
         KT(test_writer_is_not_starved_by_a_stream_of_readers),
+        KT(test_a_winning_writer_leaves_another_writers_intent),
         KT(test_reader_adopted_by_token_is_released_as_a_reader),
         KT(test_bad_kind_options_are_refused_clearly),
         KT(test_semaphore_admits_at_most_k_holders),
