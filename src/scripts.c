@@ -34,7 +34,10 @@
  *     holds another token (nothing changed for that lock). Each lock's
  *     fate is its own; absent keys are never recreated. One MGET reads
  *     every key: a call from Lua costs about as much as the work of a
- *     PEXPIRE, so each key costs one call.
+ *     PEXPIRE, so each key costs one call. The expiry is absolute
+ *     (PEXPIREAT from one TIME per call, at most the PX from now): Redis
+ *     rewrites every PEXPIRE into a PEXPIREAT for propagation, an
+ *     allocation per key; tools/touch-floor.py measures both forms.
  *   reader-acquire, reader-extend, reader-release (issue 13): a
  *     read-write lock's readers live at the key itself, a hash of reader
  *     token -> expiry (server time, ms), whose PEXPIRE is the latest
@@ -104,15 +107,18 @@ static struct script scripts[SCRIPT_COUNT] = {
         "touch-batch",
         "local vals = redis.call('mget', unpack(KEYS))\n"
         "local out = {}\n"
+        "local t = redis.call('time')\n"
+        "local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
         "local a, k = 1, 0\n"
         "while a < #ARGV do\n"
-        "  local px, n = ARGV[a], tonumber(ARGV[a + 1])\n"
+        "  local at = string.format('%.0f', now + ARGV[a])\n"
+        "  local n = tonumber(ARGV[a + 1])\n"
         "  for i = 1, n do\n"
         "    local v = vals[k + i]\n"
         "    if not v then out[k + i] = '0'\n"
         "    elseif v ~= ARGV[a + 1 + i] then out[k + i] = '2'\n"
         "    else\n"
-        "      redis.call('pexpire', KEYS[k + i], px)\n"
+        "      redis.call('pexpireat', KEYS[k + i], at)\n"
         "      out[k + i] = '1'\n"
         "    end\n"
         "  end\n"

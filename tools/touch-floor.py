@@ -8,9 +8,10 @@ server CPU per key of our touch-batch script and of cheaper shapes that
 drop parts of it, down to the cheapest per-key write there is (a pipelined
 PEXPIRE with no token check at all, which no correct renewal can use):
 
-  touch-batch      ours: MGET, compare each token, PEXPIRE from Lua
-  touch-at         the same with one TIME and PEXPIREAT (Redis rewrites a
-                   PEXPIRE into PEXPIREAT for propagation: this skips it)
+  touch-batch      ours: MGET, compare each token, PEXPIREAT from Lua
+                   (one TIME per call)
+  touch-px         the same with a relative PEXPIRE (what it did before:
+                   Redis rewrites each into a PEXPIREAT for propagation)
   lua-pexpire      Lua PEXPIRE per key, no MGET, no check (unsafe)
   pipe-pexpire     one plain PEXPIRE command per key, pipelined (unsafe)
   pipe-mget        only the MGET of the keys (the check's read)
@@ -59,16 +60,15 @@ def swap(src, old, new):
     return src.replace(old, new)
 
 
-TOUCH_AT = swap(swap(swap(
-    TOUCH_BATCH, "local a, k = 1, 0\n",
+TOUCH_PX = swap(swap(swap(
+    TOUCH_BATCH,
     "local t = redis.call('time')\n"
-    "local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
-    "local a, k = 1, 0\n"),
-    "local px, n = ARGV[a], tonumber(ARGV[a + 1])",
-    "local at = string.format('%d', now + ARGV[a])\n"
-    "  local n = tonumber(ARGV[a + 1])"),
-    "redis.call('pexpire', KEYS[k + i], px)",
-    "redis.call('pexpireat', KEYS[k + i], at)")
+    "local now = t[1] * 1000 + math.floor(t[2] / 1000)\n", ""),
+    "local at = string.format('%.0f', now + ARGV[a])\n"
+    "  local n = tonumber(ARGV[a + 1])",
+    "local px, n = ARGV[a], tonumber(ARGV[a + 1])"),
+    "redis.call('pexpireat', KEYS[k + i], at)",
+    "redis.call('pexpire', KEYS[k + i], px)")
 LUA_PEXPIRE = (
     "for i = 1, #KEYS do redis.call('pexpire', KEYS[i], ARGV[1]) end\n"
     "return 1\n")
@@ -166,7 +166,7 @@ def main():
         c.pipeline([resp("SET", k, t, "PX", 600000)
                     for k, t in zip(keys, toks)])
         sha = {n: c.call("SCRIPT", "LOAD", src) for n, src in (
-            ("touch", TOUCH_BATCH), ("at", TOUCH_AT), ("lua", LUA_PEXPIRE),
+            ("touch", TOUCH_BATCH), ("px", TOUCH_PX), ("lua", LUA_PEXPIRE),
             ("args", EVAL_ARGS))}
         batches = [(keys[i:i + a.batch], toks[i:i + a.batch])
                    for i in range(0, a.keys, a.batch)]
@@ -181,8 +181,8 @@ def main():
 
         shapes = [
             ("touch-batch", lambda ks, ts: [touch(ks, ts)]),
-            ("touch-at", lambda ks, ts: [resp(
-                "EVALSHA", sha["at"], len(ks), *ks, 600000, len(ks), *ts)]),
+            ("touch-px", lambda ks, ts: [resp(
+                "EVALSHA", sha["px"], len(ks), *ks, 600000, len(ks), *ts)]),
             ("lua-pexpire", lambda ks, ts: [
                 resp("EVALSHA", sha["lua"], len(ks), *ks, 600000)]),
             ("pipe-pexpire", lambda ks, ts: [

@@ -63,7 +63,8 @@ static long long write_calls(struct fx *f)
 {
     static const char *const cmds[] = { "cmdstat_set:", "cmdstat_eval:",
                                         "cmdstat_evalsha:",
-                                        "cmdstat_pexpire:", "cmdstat_del:",
+                                        "cmdstat_pexpire:",
+                                        "cmdstat_pexpireat:", "cmdstat_del:",
                                         "cmdstat_fcall:", "cmdstat_unlink:" };
     long long sum = 0;
 
