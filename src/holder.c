@@ -163,7 +163,7 @@ struct rl_lock {
      * (user_waits), or the release in flight; NULL: none. */
     struct lock_req *user;
     _Atomic(struct lock_extra *) extra; /* NULL: no fence, not reentrant,
-                                           no watchdog caps */
+                                           no watchdog caps or interval */
     /* Watchdog (loop thread). */
     struct theap_node timer;     /* in holders.timers or .backlog when
                                     watched */
