@@ -84,7 +84,9 @@ extern "C" {
     X(RL_EMISUSE, -7, "API misuse")                                           \
     X(RL_ECANCELED, -8, "operation canceled: the client is being freed")     \
     X(RL_ERANDOM, -9, "random number generator failed")                       \
-    X(RL_ESYSTEM, -10, "system call failed")
+    X(RL_ESYSTEM, -10, "system call failed")                                  \
+    X(RL_EOVERLOAD, -11, "the watchdog is behind: the nodes cannot renew " \
+                         "more locks")
 
 typedef enum rl_status {
 #define RL_STATUS_ENUM_(name, value, text) name = value,
@@ -320,8 +322,11 @@ enum rl_mode {
  * On RL_OK *out is a lock the caller owns (free with rl_release or
  * rl_lock_free). Errors: RL_ENOTACQUIRED (held by another client, retries
  * and wait ran out), RL_ENOQUORUM (too few nodes answered), RL_ETIMEOUT
- * (quorum reached with less validity than asked), RL_EINVAL, RL_EMISUSE,
- * RL_ENOMEM, RL_ERANDOM, RL_ECANCELED. Blocks. */
+ * (quorum reached with less validity than asked), RL_EOVERLOAD (with
+ * auto_extend: the client's watchdog is behind -- a renewal waiting for the
+ * nodes is near its safety margin -- so no watched lock is taken until it
+ * has caught up; nothing was sent), RL_EINVAL, RL_EMISUSE, RL_ENOMEM,
+ * RL_ERANDOM, RL_ECANCELED. Blocks. */
 RL_API rl_status rl_acquire(rl_client *c, const char *resource,
                             const rl_acquire_opts *o, rl_lock **out);
 
@@ -421,9 +426,11 @@ RL_API int rl_lock_mode(const rl_lock *l);
  * readable and o->lost_cb (if not NULL) runs once on the loop thread -- all
  * before the validity ends. o->max_renewals / o->max_hold_ms stop the
  * renewals of a runaway holder; the lock then expires normally (reported
- * as lost when the margin is reached). Any thread; with cfg.loop only from
- * the loop's thread. RL_EINVAL, RL_EMISUSE (already running, client
- * freed), RL_ENOMEM. Never blocks. */
+ * as lost when the margin is reached). While the client's watchdog is
+ * behind, new watched acquires fail with RL_EOVERLOAD (see rl_acquire);
+ * starting it on a lock already held is not refused. Any thread; with
+ * cfg.loop only from the loop's thread. RL_EINVAL, RL_EMISUSE (already
+ * running, client freed), RL_ENOMEM. Never blocks. */
 RL_API rl_status rl_watchdog_start(rl_lock *l, const rl_acquire_opts *o);
 /* Stop renewing (the lock stays held until its validity ends). A renewal
  * in flight completes but is not followed by another; no lost callback
@@ -579,7 +586,11 @@ typedef struct rl_stats {
     uint64_t fences;          /* fencing tokens issued */
     size_t node_count;
     rl_node_stats nodes[RL_STATS_MAX_NODES];
-    uint64_t reserved_[8];    /* zeroed (see "ABI" above) */
+    uint64_t overload_refused; /* watched acquires refused: RL_EOVERLOAD */
+    uint64_t renewals_waiting; /* now: watched locks due for renewal that
+                                  wait for the nodes (the watchdog's
+                                  backlog; above 0 only under load) */
+    uint64_t reserved_[6];    /* zeroed (see "ABI" above) */
 } rl_stats;
 
 /* Snapshot the counters since rl_client_new. RL_EINVAL, RL_EMISUSE.

@@ -17,6 +17,8 @@ enum client_stat {
     STAT_LOST,
     STAT_RENEWALS,
     STAT_FENCES,
+    STAT_OVERLOAD_REFUSED,
+    STAT_RENEWALS_WAITING,      /* a gauge: the watchdog's backlog */
     STAT_COUNT,
 };
 

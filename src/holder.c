@@ -111,7 +111,10 @@ struct holders {
     rl_mono_us armed_at;         /* when the timer fires; 0 not armed */
     struct theap timers;         /* watched locks: next event */
     struct theap backlog;        /* due, waiting for room: margin start */
+    atomic_uint_fast64_t *waiting; /* the client's gauge of the backlog */
     unsigned batches;            /* watchdog batches alive */
+    bool behind;                 /* overloaded until the backlog empties:
+                                    see watchdog_behind() */
     unsigned spares;             /* batches over, kept for reuse */
     struct extend_batch *spare[BATCHES_MAX];
 };
@@ -577,8 +580,14 @@ static void arm(struct holders *h)
 /* Take l's timer out of whichever heap holds it (no-op when none). */
 static void timer_out(struct holders *h, struct rl_lock *l)
 {
-    theap_remove(l->backlogged ? &h->backlog : &h->timers, &l->timer);
+    if (!l->backlogged) {
+        theap_remove(&h->timers, &l->timer);
+        return;
+    }
+    theap_remove(&h->backlog, &l->timer);
     l->backlogged = false;
+    atomic_store_explicit(h->waiting, h->backlog.count,
+                          memory_order_relaxed);
 }
 
 /* No renewal time: the lock is queued at its margin. */
@@ -613,6 +622,26 @@ static void backlog_put(struct holders *h, struct rl_lock *l)
     timer_out(h, l);
     theap_insert(&h->backlog, &l->timer, margin_at(l));
     l->backlogged = true;
+    atomic_store_explicit(h->waiting, h->backlog.count,
+                          memory_order_relaxed);
+}
+
+/* Overload is told (issue 16): the watchdog is behind when a lock waiting
+ * for room is less than its margin's length from its margin (it has used
+ * most of its slack: about 80 % with the default interval), or one was
+ * lost waiting; it stays behind until the backlog is empty. A burst only
+ * waits milliseconds for room, so this means the nodes cannot renew the
+ * locks in time: new watched acquires are refused (RL_EOVERLOAD) instead
+ * of adding renewals that would make more locks LOST. */
+static bool watchdog_behind(struct holders *h, rl_mono_us now)
+{
+    struct theap_node *w = theap_min(&h->backlog);
+
+    if (w == NULL)
+        h->behind = false;
+    else if (w->key <= now + margin_us(timer_lock(w)))
+        h->behind = true;
+    return h->behind;
 }
 
 /* The watchdog could not start a renewal (out of memory): try again after
@@ -733,13 +762,15 @@ static void tick(void *arg)
     h->armed_at = 0;
     while ((n = theap_min(&h->backlog)) != NULL) {
         l = timer_lock(n);
-        if (n->key <= now)
+        if (n->key <= now) {
+            h->behind = true;
             lose_at_margin(l);
-        else if (!renews(l, now))
+        } else if (!renews(l, now)) {
             schedule(l, NO_RENEWAL); /* capped meanwhile: only its margin
                                         is left */
-        else if (!renew(c, h, l, &b))
+        } else if (!renew(c, h, l, &b)) {
             break;
+        }
     }
     while ((n = theap_min(&h->timers)) != NULL && n->key <= horizon) {
         l = timer_lock(n);
@@ -1041,6 +1072,41 @@ static void acquired(void *owner, rl_status st, const struct acquire_grant *g)
     req_finish(r, RL_OK, l);
 }
 
+/* Start an acquisition: a semaphore's or a lock's round; refused at once
+ * when the lock would be watched and the watchdog is behind. */
+static void start_acquire(struct lock_req *r)
+{
+    struct holders *h = registry(r->client);
+    struct rl_lock *l = r->lock;
+    rl_status st = RL_ENOMEM;
+
+    if (r->opts.auto_extend && watchdog_behind(h, mono_now_us())) {
+        st = rl_fail(RL_EOVERLOAD,
+                     "'%s' not acquired: the watchdog is behind (%zu "
+                     "renewals wait for the nodes, the most urgent near "
+                     "its safety margin); hold fewer watched locks, use "
+                     "longer TTLs or faster nodes",
+                     l->rec.resource, h->backlog.count);
+        atomic_fetch_add(&r->client->stats[STAT_OVERLOAD_REFUSED], 1);
+    } else if (r->opts.limit != 0) {
+        r->sem = sem_new(r->client, &l->rec, r->opts.limit, r->ttl_ms,
+                         &r->opts, acquired, r);
+        if (r->sem != NULL) {
+            sem_run(r->sem);
+            return;
+        }
+    } else {
+        r->acquire = acquire_new(r->client, &l->rec, r->ttl_ms, &r->opts,
+                                 acquired, r);
+        if (r->acquire != NULL) {
+            acquire_run(r->acquire);
+            return;
+        }
+    }
+    lock_destroy(l);
+    req_finish(r, st, NULL);
+}
+
 static void run_request(struct op *base)
 {
     struct lock_req *r = (struct lock_req *)base;
@@ -1048,25 +1114,7 @@ static void run_request(struct op *base)
 
     switch (r->kind) {
     case REQ_ACQUIRE:
-        if (r->opts.limit != 0) {
-            r->sem = sem_new(r->client, &l->rec, r->opts.limit, r->ttl_ms,
-                             &r->opts, acquired, r);
-            if (r->sem == NULL) {
-                lock_destroy(l);
-                req_finish(r, RL_ENOMEM, NULL);
-                return;
-            }
-            sem_run(r->sem);
-            return;
-        }
-        r->acquire = acquire_new(r->client, &l->rec, r->ttl_ms, &r->opts,
-                                 acquired, r);
-        if (r->acquire == NULL) {
-            lock_destroy(l);
-            req_finish(r, RL_ENOMEM, NULL);
-            return;
-        }
-        acquire_run(r->acquire);
+        start_acquire(r);
         return;
     case REQ_EXTEND:
         if (l->state == LOCK_LOST) {
@@ -1622,6 +1670,7 @@ rl_status holders_new(rl_client *c)
     if (c->holders == NULL)
         return rl_fail(RL_ENOMEM, "out of memory for the client");
     pthread_mutex_init(&c->holders->mutex, NULL);
+    c->holders->waiting = &c->stats[STAT_RENEWALS_WAITING];
     return RL_OK;
 }
 

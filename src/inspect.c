@@ -171,6 +171,8 @@ static void snapshot_stats(rl_client *c, rl_stats *out)
     out->lost = atomic_load(&c->stats[STAT_LOST]);
     out->renewals = atomic_load(&c->stats[STAT_RENEWALS]);
     out->fences = atomic_load(&c->stats[STAT_FENCES]);
+    out->overload_refused = atomic_load(&c->stats[STAT_OVERLOAD_REFUSED]);
+    out->renewals_waiting = atomic_load(&c->stats[STAT_RENEWALS_WAITING]);
     out->node_count = c->node_count;
     for (i = 0; i < c->node_count && i < RL_STATS_MAX_NODES; i++) {
         const struct node *n = c->nodes[i];

@@ -194,24 +194,32 @@ static rl_status check_labels(const char *const *labels, size_t count)
 
 struct client_family {
     const char *name;
+    const char *type;           /* "counter" or "gauge" */
     const char *help;
     size_t offset;              /* of the uint64_t in rl_stats */
 };
 
 static const struct client_family client_families[] = {
-    {"redlock_acquired_total", "Locks acquired.",
+    {"redlock_acquired_total", "counter", "Locks acquired.",
      offsetof(rl_stats, acquired)},
-    {"redlock_contended_total",
+    {"redlock_contended_total", "counter",
      "Acquire attempts refused: the resource was held by another client.",
      offsetof(rl_stats, contended)},
-    {"redlock_lost_total",
+    {"redlock_lost_total", "counter",
      "Locks reported lost (renewal refused or validity ran out).",
      offsetof(rl_stats, lost)},
-    {"redlock_renewals_total",
+    {"redlock_renewals_total", "counter",
      "Successful lock extensions, watchdog renewals included.",
      offsetof(rl_stats, renewals)},
-    {"redlock_fences_total", "Fencing tokens issued.",
+    {"redlock_fences_total", "counter", "Fencing tokens issued.",
      offsetof(rl_stats, fences)},
+    {"redlock_overload_refused_total", "counter",
+     "Watched acquires refused because the watchdog was behind "
+     "(RL_EOVERLOAD).", offsetof(rl_stats, overload_refused)},
+    {"redlock_renewals_waiting", "gauge",
+     "Watched locks due for renewal that wait for the nodes (the "
+     "watchdog's backlog; above 0 only under load).",
+     offsetof(rl_stats, renewals_waiting)},
 };
 
 struct node_family {
@@ -337,7 +345,7 @@ static void render(struct text *t, const rl_stats *s,
     for (f = 0; f < ARRAY_SIZE(client_families); f++) {
         const struct client_family *cf = &client_families[f];
 
-        put_family(t, cf->name, "counter", cf->help);
+        put_family(t, cf->name, cf->type, cf->help);
         put(t, "%s", cf->name);
         put_labels(t, labels, count, NULL, NULL);
         put(t, " %llu\n", (unsigned long long)field_u64(s, cf->offset));

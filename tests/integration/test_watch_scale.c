@@ -9,6 +9,10 @@
  *     is its own: still 0 lost, every key on the three live nodes;
  *   - overload (a majority paused past the margin) reports EVERY lock LOST,
  *     each while validity remains (checked inside the lost callback);
+ *   - while renewals wait for the nodes near their margin (more locks due
+ *     than the batches in flight take), a new watched acquire is refused
+ *     at once with RL_EOVERLOAD, counted in the stats, and sends nothing;
+ *     once the watchdog has caught up, watched acquires work again;
  *   - locks with different PX (TTLs, lock-delay) renewed in the same
  *     batches each keep their own PX; locks on several resources are
  *     renewed too (by their own rounds);
@@ -33,6 +37,9 @@
 
 #define NODES 5
 #define IN_FLIGHT 256 /* async acquires at once */
+/* Locks in the overload test: more than the watchdog's batches in flight
+ * take (4 x 256), so renewals must wait for room. */
+#define OVERLOAD_LOCKS 2048
 
 struct fx {
     struct rl_redis r[NODES];
@@ -41,6 +48,7 @@ struct fx {
     rl_lock **locks;
     char (*tokens)[64];
     int n;
+    int cap;                    /* size of locks and tokens */
 };
 
 /* What the lost callbacks saw, over all locks. */
@@ -88,8 +96,9 @@ static int setup(void **state)
     assert_non_null(f);
     harness_require_redis();
     f->n = scale_n();
-    f->locks = calloc((size_t)f->n, sizeof(*f->locks));
-    f->tokens = calloc((size_t)f->n, sizeof(*f->tokens));
+    f->cap = f->n > OVERLOAD_LOCKS ? f->n : OVERLOAD_LOCKS;
+    f->locks = calloc((size_t)f->cap, sizeof(*f->locks));
+    f->tokens = calloc((size_t)f->cap, sizeof(*f->tokens));
     assert_non_null(f->locks);
     assert_non_null(f->tokens);
     assert_int_equal(harness_cluster_start_nodes(f->r, NODES, NULL, &f->hn),
@@ -108,7 +117,7 @@ static int teardown(void **state)
 {
     struct fx *f = *state;
 
-    for (int i = 0; i < f->n; i++)
+    for (int i = 0; i < f->cap; i++)
         rl_lock_free(f->locks[i]);
     rl_client_free(f->c);
     harness_cluster_stop(f->r, NODES);
@@ -466,6 +475,92 @@ static void test_majority_paused_reports_every_lock_lost_in_time(
     assert_int_equal((int)stats(f->c).lost, f->n);
 }
 
+/* ---- Overload: new watched acquires refused while renewals wait ---------*/
+
+/* The most validity any of the n locks has left, in ms. */
+static int64_t max_validity_ms(const struct fx *f)
+{
+    int64_t max = 0;
+
+    for (int i = 0; i < f->n; i++) {
+        int64_t v = rl_lock_validity_ms(f->locks[i]);
+
+        if (v > max)
+            max = v;
+    }
+    return max;
+}
+
+static void test_behind_watchdog_refuses_new_watched_acquires(void **state)
+{
+    struct fx *f = *state;
+    struct lost_tally t = { 0 };
+    rl_client *fast = f->c;
+    rl_acquire_opts o;
+    rl_lock *extra = NULL;
+    rl_config cfg;
+    rl_status st;
+    redisContext *ctx;
+    redisReply *r;
+    char why[512];
+
+    /* An op timeout longer than the locks' slack: a batch sent to paused
+     * nodes stays in flight past its locks' margin, so the locks that
+     * did not fit in the 4 batches wait for room until their margin. */
+    fixture_config(&cfg, &f->hn);
+    cfg.op_timeout_ms = (uint32_t)harness_scale_ms(1500);
+    f->c = fixture_client(&cfg);
+    assert_non_null(f->c);
+    f->n = OVERLOAD_LOCKS;
+    watched_opts(&o, 2000, &t);
+    acquire_all(f, "ws:behind", &o);
+    for (int k = 0; k < 3; k++)
+        assert_int_equal(harness_pause(&f->r[k]), 0);
+    /* No renewal can succeed now, so every deadline is fixed. Once no
+     * lock has more than 380 ms left, a lock still waiting for room is
+     * within 180 ms of its margin (200 ms): the watchdog is behind. */
+    while (max_validity_ms(f) > 380)
+        harness_sleep_ms(5);
+    assert_true(stats(f->c).renewals_waiting > 0);
+    st = rl_acquire(f->c, "ws:behind:new", &o, &extra);
+    snprintf(why, sizeof(why), "%s", rl_last_error());
+    fprintf(stderr, "  %d locks, majority paused, %llu renewals waiting: "
+                    "watched acquire -> %s (%s)\n",
+            f->n, (unsigned long long)stats(f->c).renewals_waiting,
+            rl_status_name(st), why);
+    assert_int_equal(st, RL_EOVERLOAD);
+    assert_null(extra);
+    assert_non_null(strstr(why, "'ws:behind:new'"));
+    assert_non_null(strstr(why, "watchdog is behind"));
+    assert_int_equal((int)stats(f->c).overload_refused, 1);
+    /* Nothing was sent: not even the running nodes hold the key. */
+    ctx = harness_connect(&f->r[4]);
+    assert_non_null(ctx);
+    r = redisCommand(ctx, "EXISTS ws:behind:new");
+    assert_non_null(r);
+    assert_int_equal(r->integer, 0);
+    freeReplyObject(r);
+    redisFree(ctx);
+
+    /* Every lock is reported lost in time; the backlog empties and
+     * watched acquires work again. */
+    assert_true(harness_wait_count(&t.calls, f->n, 5000));
+    for (int k = 0; k < 3; k++)
+        assert_int_equal(harness_resume(&f->r[k]), 0);
+    assert_int_equal(atomic_load(&t.late), 0);
+    assert_int_equal((int)stats(f->c).renewals_waiting, 0);
+    o.lost_cb = NULL;
+    o.wait_ms = harness_scale_ms(5000); /* the resumed nodes reconnect */
+    assert_int_equal(rl_acquire(f->c, "ws:behind:after", &o, &extra), RL_OK);
+    assert_int_equal(rl_release(extra), RL_OK);
+    for (int i = 0; i < f->n; i++) {
+        rl_lock_free(f->locks[i]);
+        f->locks[i] = NULL;
+    }
+    rl_client_free(f->c);
+    f->c = fast;
+}
+
 /* ---- Releases and frees racing batched renewals -------------------------*/
 
 struct releasing {
@@ -540,6 +635,9 @@ int main(void)
             test_node_killed_and_one_paused_none_lost, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_majority_paused_reports_every_lock_lost_in_time, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_behind_watchdog_refuses_new_watched_acquires, setup,
             teardown),
         cmocka_unit_test_setup_teardown(
             test_releases_and_frees_race_batched_renewals, setup, teardown),

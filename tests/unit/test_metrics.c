@@ -251,6 +251,8 @@ static void fill_stats(rl_stats *s, size_t nodes)
     s->lost = 1;
     s->renewals = 99;
     s->fences = 3;
+    s->overload_refused = 12;
+    s->renewals_waiting = 340;
     s->node_count = nodes;
     for (i = 0; i < nodes; i++) {
         rl_node_stats *n = &s->nodes[i];
@@ -319,7 +321,8 @@ static void test_every_family_is_rendered_and_parses(void **state)
     static const char *const counters[] = {
         "redlock_acquired_total", "redlock_contended_total",
         "redlock_lost_total", "redlock_renewals_total",
-        "redlock_fences_total"};
+        "redlock_fences_total", "redlock_overload_refused_total",
+        "redlock_renewals_waiting"};
     static const char *const per_node[] = {
         "redlock_node_requests_total", "redlock_node_errors_total",
         "redlock_node_timeouts_total", "redlock_node_down_total",
@@ -336,7 +339,7 @@ static void test_every_family_is_rendered_and_parses(void **state)
     fill_stats(&s, 5);
     text = render(&s, NULL, 0);
     ps = parse_or_fail(text);
-    assert_int_equal(ps->nfam, 19);
+    assert_int_equal(ps->nfam, 21);
     for (i = 0; i < sizeof(counters) / sizeof(counters[0]); i++)
         assert_int_equal(samples_named(ps, counters[i]), 1);
     for (i = 0; i < sizeof(per_node) / sizeof(per_node[0]); i++)
@@ -362,6 +365,8 @@ static void test_values_match_the_stats(void **state)
     assert_true(value_of(ps, "redlock_lost_total", "") == 1);
     assert_true(value_of(ps, "redlock_renewals_total", "") == 99);
     assert_true(value_of(ps, "redlock_fences_total", "") == 3);
+    assert_true(value_of(ps, "redlock_overload_refused_total", "") == 12);
+    assert_true(value_of(ps, "redlock_renewals_waiting", "") == 340);
     assert_true(value_of(ps, "redlock_node_requests_total",
                          "node=127.0.0.1:7003;") == 1002);
     assert_true(value_of(ps, "redlock_node_errors_total",
@@ -463,7 +468,7 @@ static void test_zero_nodes_renders_the_client_counters(void **state)
     fill_stats(&s, 0);
     text = render(&s, NULL, 0);
     ps = parse_or_fail(text);
-    assert_int_equal(ps->n, 5);
+    assert_int_equal(ps->n, 7);
     assert_true(value_of(ps, "redlock_renewals_total", "") == 99);
     free(ps);
     free(text);

@@ -707,6 +707,7 @@ int cli_status_exit_detail(const struct cli_opts *o, rl_status st,
     case RL_OK:
         return CLI_EXIT_OK;
     case RL_ENOQUORUM:
+    case RL_EOVERLOAD: /* the nodes cannot keep up: as unavailable */
         code = CLI_EXIT_NO_QUORUM;
         break;
     case RL_EINVAL:
