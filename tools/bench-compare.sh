@@ -17,7 +17,8 @@
 #   --no-docs      print the tables only
 #   --watched-only only the watched-locks rows (issue 16: 1,000, 10,000
 #                  and 100,000 locks held with the watchdog, node-redlock's
-#                  `using` at 1,000 and 10,000); their section of
+#                  `using` at 1,000 and 10,000, ours from 50,000 to 600,000
+#                  at a 3 s TTL to find the knee); their section of
 #                  docs/benchmarks.md is replaced, the rest kept
 #   --tls-only     only the TLS rows (issue 11: a and b at 64 in flight,
 #                  both clients, over TLS and plaintext to the same
@@ -165,6 +166,7 @@ t_start=$(date +%s)
 # renewals/s: what 2 CPUs shared with 5 servers sustain); node-redlock's
 # `using` at 1,000 and 10,000. The window covers at least one interval.
 wdur=$(awk -v d="$duration" 'BEGIN { print d < 5 ? 5 : d }')
+knee_locks="50000 100000 150000 200000 300000 450000 600000"
 [ "$tls_only" = 1 ] && rounds_w=0 || rounds_w=$rounds
 for ((r = 1; r <= rounds_w; r++)); do
     for spec in 1000:3000:$wdur 10000:3000:$wdur 100000:30000:12; do
@@ -176,6 +178,16 @@ for ((r = 1; r <= rounds_w; r++)); do
         say "round $r/$rounds: $n watched locks (node-redlock using)"
         theirs "$n5" --watched "$n" --ttl "$ttl" --duration "$d" \
             --label "w:$n" >>"$out/node.w.$r.jsonl"
+    done
+    # The knee: more and more locks at a 3 s TTL (N renewals/s) until the
+    # nodes cannot keep up: renewals fall behind, locks are lost, watched
+    # acquires are refused (RL_EOVERLOAD). A run past the knee may end
+    # with an error; its JSON line, if any, is kept.
+    for n in $knee_locks; do
+        say "round $r/$rounds: knee, $n watched locks at 3 s TTL (redlock)"
+        ours "$n5" --watched "$n" --ttl 3000 --duration "$wdur" \
+            --label "knee:$n" >>"$out/ours.w.$r.jsonl" ||
+            say "knee $n: redlock-cli exited with $?"
     done
 done
 # What a renewal costs a node per key, ours against cheaper (unsafe)
@@ -820,6 +832,55 @@ for n in (1000, 10000, 100000):
                                  "cpu_us_per_renewal") if x > 0]
     wl.append("| %s | %s | renewals per client CPU second | %s | %s | %s |"
               % ("{:,}".format(n), ttl, cell(a), cell(b), ratio(a, b)))
+wl.append("")
+wl.append("### The knee: how many watched locks the nodes can renew")
+wl.append("")
+wl.append("Ours only, 3 s TTL (each lock due for renewal once a second), N "
+          "growing until the 5 nodes (on the same 2 CPUs as the client) "
+          "cannot keep up. *Held*: locks acquired; *due/s*: the renewals "
+          "the held locks need at the nominal interval (ttl/3); *lost*: "
+          "locks reported LOST in the renewal window; *refused*: watched "
+          "acquires refused with RL_EOVERLOAD because the watchdog was "
+          "behind (a renewal waiting for the nodes near its safety margin); "
+          "*most waiting*: the largest backlog of due renewals, sampled "
+          "every 100 ms. A renewal that waits is late, not lost: the lock "
+          "keeps its validity until its margin, and a late renewal makes "
+          "the next one due later, so past the on-time limit renewals/s "
+          "stays at what the nodes can do while the locks still hold.")
+wl.append("")
+wl.append("| locks | held | due/s | renewals/s | lost | refused | "
+          "most waiting | client CPU µs/renewal | server CPU µs/renewal |")
+wl.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+on_time = late = refusing = None
+lost_any = False
+for n in (50000, 100000, 150000, 200000, 300000, 450000, 600000):
+    lab = "knee:%d" % n
+    col = {k: values(ours["w"], "watched", lab, None, k) for k in (
+        "locks", "due_per_s", "renewals_per_s", "lost_in_window", "refused",
+        "waiting_max", "cpu_us_per_renewal", "server_cpu_us_per_renewal")}
+    if not col["locks"]:
+        continue
+    wl.append("| %s | %s |" % ("{:,}".format(n), " | ".join(
+        cell(col[k]) for k in ("locks", "due_per_s", "renewals_per_s",
+                               "lost_in_window", "refused", "waiting_max",
+                               "cpu_us_per_renewal",
+                               "server_cpu_us_per_renewal"))))
+    lost_any = lost_any or med(col["lost_in_window"]) > 0
+    if med(col["refused"]) > 0:
+        refusing = refusing or n
+    elif med(col["renewals_per_s"]) < 0.95 * med(col["due_per_s"]):
+        late = late or n
+    elif late is None and refusing is None:
+        on_time = n
+wl.append("")
+wl.append("On this machine: renewals on time (≥ 95 %% of due) up to %s "
+          "locks; %s; %s; locks lost in the window: %s." % (
+              "{:,}".format(on_time) if on_time else "–",
+              "from %s late but within their slack" % "{:,}".format(late)
+              if late else "never late without refusals",
+              "from %s new watched acquires refused (the watchdog behind)"
+              % "{:,}".format(refusing) if refusing else "no refusals",
+              "some (see the table)" if lost_any else "none"))
 wl.append("")
 c1 = values(ours["w"], "watched", "w:1000", None, "cpu_us_per_renewal")
 c100 = values(ours["w"], "watched", "w:100000", None, "cpu_us_per_renewal")

@@ -107,7 +107,12 @@ static const char usage[] =
 "--watched: phase \"watched\", locks, ttl_ms, duration_s, acquire_s,\n"
 "renewals, renewals_per_s, cpu_us_per_renewal, server_cpu_us_per_renewal,\n"
 "bytes_per_lock (RSS), heap_bytes_per_lock (heap in use), resource_bytes,\n"
-"lost, failures.\n"
+"lost (all lost callbacks), lost_in_window, due_per_s (renewals the held\n"
+"locks need: one per ttl/3), refused (acquires refused with RL_EOVERLOAD:\n"
+"the watchdog was behind), waiting_max (largest backlog of due renewals\n"
+"seen, sampled every 100 ms), failures. Past the nodes' capacity (the\n"
+"knee) renewals/s falls below due_per_s, locks are lost and acquires are\n"
+"refused.\n"
 "Phase c's hand-off speed depends on --retry-delay and --retry-jitter.\n"
 "Exit: 0, 2 usage, 3 no quorum.\n"
 "\n"
@@ -948,11 +953,30 @@ out:
 
 /* ---- Watched: N locks renewed by the watchdog ---------------------------- */
 
-static uint64_t renewals_now(const struct bench *b)
+/* The client's counters; zeroes when they cannot be read. */
+static rl_stats stats_now(const struct bench *b)
 {
     rl_stats st;
 
-    return rl_client_stats(b->c, &st) == RL_OK ? st.renewals : 0;
+    if (rl_client_stats(b->c, &st) != RL_OK)
+        memset(&st, 0, sizeof(st));
+    return st;
+}
+
+/* Sleep for the measurement window, sampling the watchdog's backlog
+ * every 100 ms; the largest backlog seen. */
+static uint64_t watch_window(const struct bench *b, double duration)
+{
+    uint64_t end = cli_mono_us() + (uint64_t)(duration * 1e6), now, most = 0;
+
+    while ((now = cli_mono_us()) < end) {
+        uint64_t waiting = stats_now(b).renewals_waiting;
+
+        if (waiting > most)
+            most = waiting;
+        sleep_s(end - now < 100000 ? (double)(end - now) / 1e6 : 0.1);
+    }
+    return most;
 }
 
 /* Acquire `locks` watched locks, measure --duration of renewals, release
@@ -964,8 +988,10 @@ static int phase_watched(struct bench *b, uint32_t locks, double duration)
     struct slot *slots = calloc(F_INFLIGHT, sizeof(*slots));
     double *s0 = calloc(nn, sizeof(*s0));
     bool *ok0 = calloc(nn, sizeof(*ok0));
+    rl_stats st;
     uint64_t rss0, rss1, heap0, heap1, t0, t1, t2, cpu1, cpu2, r1, r2, held;
-    double srv, secs, per_s, cpu_per, srv_per, bytes, heap_bytes;
+    uint64_t waiting_max, lost1;
+    double srv, secs, per_s, due_per_s, cpu_per, srv_per, bytes, heap_bytes;
     int code = 0;
     char name[96];
 
@@ -986,16 +1012,20 @@ static int phase_watched(struct bench *b, uint32_t locks, double duration)
     rss1 = rss_kb();
     heap1 = heap_in_use();
     server_cpu(b, s0, ok0);
-    r1 = renewals_now(b);
+    r1 = stats_now(b).renewals;
+    lost1 = atomic_load(&b->lost);
     t1 = cli_mono_us();
     cpu1 = cpu_us();
-    sleep_s(duration);
+    waiting_max = watch_window(b, duration);
     t2 = cli_mono_us();
     cpu2 = cpu_us();
-    r2 = renewals_now(b);
+    st = stats_now(b);
+    r2 = st.renewals;
     srv = server_cpu_delta(b, s0, ok0);
     secs = (double)(t2 - t1) / 1e6;
     per_s = secs > 0 ? (double)(r2 - r1) / secs : 0;
+    /* What the held locks need: one renewal per lock per ttl/3. */
+    due_per_s = (double)(held - lost1) * 3000.0 / (double)b->ttl_ms;
     cpu_per = r2 > r1 ? (double)(cpu2 - cpu1) / (double)(r2 - r1) : 0;
     srv_per = r2 > r1 && srv >= 0 ? srv / (double)(r2 - r1) : -1;
     bytes = held > 0 && rss1 > rss0
@@ -1017,17 +1047,23 @@ static int phase_watched(struct bench *b, uint32_t locks, double duration)
         else
             printf(",\"server_cpu_us_per_renewal\":null");
         printf(",\"bytes_per_lock\":%.1f,\"heap_bytes_per_lock\":%.1f,"
-               "\"resource_bytes\":%zu,\"lost\":%u,\"failures\":%" PRIu64
-               "}\n", bytes, heap_bytes, strlen(name), atomic_load(&b->lost),
-               b->failures);
+               "\"resource_bytes\":%zu,\"lost\":%u,\"lost_in_window\":%"
+               PRIu64 ",\"due_per_s\":%.1f,\"refused\":%" PRIu64
+               ",\"waiting_max\":%" PRIu64 ",\"failures\":%" PRIu64 "}\n",
+               bytes, heap_bytes, strlen(name), atomic_load(&b->lost),
+               atomic_load(&b->lost) - lost1, due_per_s, st.overload_refused,
+               waiting_max, b->failures);
     } else {
         printf("watched: %" PRIu64 " locks, ttl %u ms, %.1f s: %.1f "
-               "renewals/s, client CPU %.3f us/renewal, server CPU %.3f "
-               "us/renewal, %.1f bytes per held lock (RSS; heap in use "
-               "%.1f; resource names ~%zu bytes), %u lost, %" PRIu64
-               " failures\n", held, b->ttl_ms, secs, per_s, cpu_per, srv_per,
-               bytes, heap_bytes, strlen(name),
-               atomic_load(&b->lost), b->failures);
+               "renewals/s (due %.1f), client CPU %.3f us/renewal, server "
+               "CPU %.3f us/renewal, %.1f bytes per held lock (RSS; heap in "
+               "use %.1f; resource names ~%zu bytes), %u lost (%" PRIu64
+               " in the window), %" PRIu64 " refused (watchdog behind), "
+               "at most %" PRIu64 " renewals waiting, %" PRIu64
+               " failures\n", held, b->ttl_ms, secs, per_s, due_per_s,
+               cpu_per, srv_per, bytes, heap_bytes, strlen(name),
+               atomic_load(&b->lost), atomic_load(&b->lost) - lost1,
+               st.overload_refused, waiting_max, b->failures);
     }
     fflush(stdout);
     if (f_release_all(b) != 0)
