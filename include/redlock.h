@@ -324,8 +324,8 @@ enum rl_mode {
  * and wait ran out), RL_ENOQUORUM (too few nodes answered), RL_ETIMEOUT
  * (quorum reached with less validity than asked), RL_EOVERLOAD (with
  * auto_extend: the client's watchdog is behind -- a renewal waiting for the
- * nodes is near its safety margin -- so no watched lock is taken until it
- * has caught up; nothing was sent), RL_EINVAL, RL_EMISUSE, RL_ENOMEM,
+ * nodes is late by half the time from its due moment to its safety margin
+ * -- so no watched lock is taken until it has caught up; nothing was sent), RL_EINVAL, RL_EMISUSE, RL_ENOMEM,
  * RL_ERANDOM, RL_ECANCELED. Blocks. */
 RL_API rl_status rl_acquire(rl_client *c, const char *resource,
                             const rl_acquire_opts *o, rl_lock **out);

@@ -626,20 +626,27 @@ static void backlog_put(struct holders *h, struct rl_lock *l)
                           memory_order_relaxed);
 }
 
-/* Overload is told (issue 16): the watchdog is behind when a lock waiting
- * for room is less than its margin's length from its margin (it has used
- * most of its slack: about 80 % with the default interval), or one was
- * lost waiting; it stays behind until the backlog is empty. A burst only
- * waits milliseconds for room, so this means the nodes cannot renew the
- * locks in time: new watched acquires are refused (RL_EOVERLOAD) instead
- * of adding renewals that would make more locks LOST. */
+/* Overload is told (issue 16): the watchdog is behind when the most
+ * urgent lock waiting for room is past the midpoint between its renewal's
+ * due time and its margin (with a 3 s TTL: 0.83 s late of its 1.67 s of
+ * slack), or one was lost waiting; it stays behind until the backlog is
+ * empty. A burst waits milliseconds for room, so this means the nodes do
+ * not renew the locks as fast as they fall due: new watched acquires are
+ * refused (RL_EOVERLOAD) while the locks already held can still be
+ * renewed, rather than adding renewals that would make them LOST. */
 static bool watchdog_behind(struct holders *h, rl_mono_us now)
 {
     struct theap_node *w = theap_min(&h->backlog);
+    const struct rl_lock *l;
+    rl_mono_us due;
 
-    if (w == NULL)
+    if (w == NULL) {
         h->behind = false;
-    else if (w->key <= now + margin_us(timer_lock(w)))
+        return false;
+    }
+    l = timer_lock(w);
+    due = l->confirmed_us + interval_us(l);
+    if (w->key <= due || now >= due + (w->key - due) / 2)
         h->behind = true;
     return h->behind;
 }
@@ -1083,8 +1090,8 @@ static void start_acquire(struct lock_req *r)
     if (r->opts.auto_extend && watchdog_behind(h, mono_now_us())) {
         st = rl_fail(RL_EOVERLOAD,
                      "'%s' not acquired: the watchdog is behind (%zu "
-                     "renewals wait for the nodes, the most urgent near "
-                     "its safety margin); hold fewer watched locks, use "
+                     "renewals wait for the nodes, the most urgent late "
+                     "by half its slack); hold fewer watched locks, use "
                      "longer TTLs or faster nodes",
                      l->rec.resource, h->backlog.count);
         atomic_fetch_add(&r->client->stats[STAT_OVERLOAD_REFUSED], 1);

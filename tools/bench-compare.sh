@@ -169,7 +169,7 @@ wdur=$(awk -v d="$duration" 'BEGIN { print d < 5 ? 5 : d }')
 knee_locks="50000 100000 150000 200000 300000 450000 600000"
 [ "$tls_only" = 1 ] && rounds_w=0 || rounds_w=$rounds
 for ((r = 1; r <= rounds_w; r++)); do
-    for spec in 1000:3000:$wdur 10000:3000:$wdur 100000:30000:12; do
+    for spec in 1000:3000:$wdur 10000:3000:$wdur 100000:30000:20; do
         IFS=: read -r n ttl d <<<"$spec"
         say "round $r/$rounds: $n watched locks (redlock)"
         ours "$n5" --watched "$n" --ttl "$ttl" --duration "$d" \
@@ -794,7 +794,10 @@ wl.append("N locks held at once by one client with the watchdog "
           "(`redlock-cli bench --watched N --ttl MS`: `auto_extend`, "
           "acquired 256 at a time) and node-redlock's auto-extension "
           "(`redlock.using`, extended when ttl×2/3 remain: every ttl/3, as "
-          "ours), then renewed for %s s (12 s at 30 s TTL). Renewals: ours "
+          "ours), then renewed for %s s (20 s at 30 s TTL: whole renewal "
+          "intervals; ours starts its window half an interval after the "
+          "last acquire, so its edges fall between renewal rounds). "
+          "Renewals: ours "
           "from `rl_client_stats`, node-redlock's successful "
           "`redlock.extend` calls. Client CPU: the process over the "
           "renewal window only; server CPU: the 5 nodes' `INFO cpu`, summed. "
@@ -841,9 +844,10 @@ wl.append("Ours only, 3 s TTL (each lock due for renewal once a second), N "
           "the held locks need at the nominal interval (ttl/3); *lost*: "
           "locks reported LOST in the renewal window; *refused*: watched "
           "acquires refused with RL_EOVERLOAD because the watchdog was "
-          "behind (a renewal waiting for the nodes near its safety margin); "
+          "behind (a renewal waiting for the nodes late by half the time "
+          "from its due moment to its margin); "
           "*most waiting*: the largest backlog of due renewals, sampled "
-          "every 100 ms. A renewal that waits is late, not lost: the lock "
+          "once a second. A renewal that waits is late, not lost: the lock "
           "keeps its validity until its margin, and a late renewal makes "
           "the next one due later, so past the on-time limit renewals/s "
           "stays at what the nodes can do while the locks still hold.")

@@ -517,8 +517,9 @@ static void test_behind_watchdog_refuses_new_watched_acquires(void **state)
     for (int k = 0; k < 3; k++)
         assert_int_equal(harness_pause(&f->r[k]), 0);
     /* No renewal can succeed now, so every deadline is fixed. Once no
-     * lock has more than 380 ms left, a lock still waiting for room is
-     * within 180 ms of its margin (200 ms): the watchdog is behind. */
+     * lock has more than 380 ms left, a lock still waiting for room has
+     * been due for at least 931 ms and is at most 180 ms from its margin:
+     * past the midpoint, so the watchdog is behind. */
     while (max_validity_ms(f) > 380)
         harness_sleep_ms(5);
     assert_true(stats(f->c).renewals_waiting > 0);
