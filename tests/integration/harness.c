@@ -27,6 +27,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -389,6 +390,12 @@ static pid_t spawn(const struct rl_redis *r)
         argv[argc++] = "--tls-auth-clients";
         argv[argc++] = r->tls_auth_clients ? "yes" : "no";
     }
+    if (r->unix_path[0] != '\0') {
+        argv[argc++] = "--unixsocket";
+        argv[argc++] = r->unix_path;
+        argv[argc++] = "--unixsocketperm";
+        argv[argc++] = "700";
+    }
     for (size_t i = 0; r->extra_args != NULL && r->extra_args[i] != NULL &&
                        argc < ARGV_MAX - 1;
          i++)
@@ -581,6 +588,19 @@ int harness_start(struct rl_redis *r, const struct harness_opts *o)
         fprintf(stderr, "harness: mkdtemp %s: %s\n", r->dir, strerror(errno));
         r->dir[0] = '\0';
         return -1;
+    }
+    if (o != NULL && o->unix_socket) {
+        struct sockaddr_un sun;
+
+        snprintf(r->unix_path, sizeof(r->unix_path), "%s/redis.sock",
+                 r->dir);
+        if (strlen(r->unix_path) >= sizeof(sun.sun_path)) {
+            fprintf(stderr, "harness: socket path %s is too long (TMPDIR)\n",
+                    r->unix_path);
+            rmdir(r->dir);
+            r->dir[0] = '\0';
+            return -1;
+        }
     }
     for (int attempt = 0; attempt < START_ATTEMPTS && rc == 1; attempt++) {
         r->port = harness_free_port();

@@ -59,6 +59,8 @@ struct harness_opts {
     const char *tls_ca;            /* ... this CA for client certificates */
     bool tls_auth_clients;         /* ... demanded or not (plaintext port
                                       stays: the harness talks on it) */
+    bool unix_socket;              /* also listen on a unix socket (mode
+                                      700) at rl_redis.unix_path */
 };
 
 /* One redis-server. Zero it (or let harness_start do it) before use. */
@@ -75,6 +77,7 @@ struct rl_redis {
     char tls_key[HARNESS_DIR_MAX];
     char tls_ca[HARNESS_DIR_MAX];
     bool tls_auth_clients;
+    char unix_path[HARNESS_DIR_MAX + 16]; /* <dir>/redis.sock; "" when none */
     bool running;                        /* process alive (maybe paused) */
     bool paused;                         /* SIGSTOPped */
 };

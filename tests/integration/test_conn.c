@@ -189,7 +189,6 @@ struct fx {
     struct conn *c;
     struct watch w;
     struct call k[MAX_CALLS];
-    char sock_dir[HARNESS_DIR_MAX];
 };
 
 static int setup(void **state)
@@ -211,13 +210,6 @@ static int teardown(void **state)
     tls_target_free(f->target);
     tls_ctx_free(f->ctx);
     harness_stop(&f->r);
-    if (f->sock_dir[0] != '\0') {
-        char path[HARNESS_DIR_MAX + 16];
-
-        snprintf(path, sizeof(path), "%s/redis.sock", f->sock_dir);
-        unlink(path);
-        rmdir(f->sock_dir);
-    }
     ev_loop_destroy(f->loop);
     free(f);
     return 0;
@@ -370,24 +362,17 @@ static void test_pipelined_requests_are_answered_in_order(void **state)
 static void test_unix_socket(void **state)
 {
     struct fx *f = *state;
-    struct harness_opts o = {0};
-    char path[HARNESS_DIR_MAX + 16];
-    const char *extra[] = {"--unixsocket", path, "--unixsocketperm", "700",
-                           NULL};
+    struct harness_opts o = {.unix_socket = true};
     struct call k;
 
-    snprintf(f->sock_dir, sizeof(f->sock_dir), "/tmp/rl-sock-XXXXXX");
-    assert_non_null(mkdtemp(f->sock_dir));
-    snprintf(path, sizeof(path), "%s/redis.sock", f->sock_dir);
-    o.extra_args = extra;
     assert_int_equal(harness_start(&f->r, &o), 0);
     f->addr.kind = ADDR_UNIX;
-    f->addr.path = path;
+    f->addr.path = f->r.unix_path;
     assert_true(ping_once(f, NULL, &k));
     conn_free(f->c);
     f->c = NULL;
     /* Nobody listening on the path: a failure from the loop, not NULL. */
-    unlink(path);
+    unlink(f->r.unix_path);
     harness_stop(&f->r);
     expect_down(f, NULL, "connect failed");
 }

@@ -34,7 +34,6 @@ struct fx {
     rl_client *c2;
     rl_lock *l;
     rl_lock *l2;
-    char sock_dir[HARNESS_DIR_MAX];
     pid_t proxies[NODES];        /* faultproxy processes, 0: none */
 };
 
@@ -60,13 +59,6 @@ static int teardown(void **state)
             waitpid(f->proxies[i], NULL, 0);
         }
     harness_cluster_stop(f->r, NODES);
-    if (f->sock_dir[0] != '\0') {
-        char path[HARNESS_DIR_MAX + 16];
-
-        snprintf(path, sizeof(path), "%s/redis.sock", f->sock_dir);
-        unlink(path);
-        rmdir(f->sock_dir);
-    }
     free(f);
     return 0;
 }
@@ -501,25 +493,18 @@ static void test_reconnect_resumes_the_tls_session(void **state)
 static void test_unix_socket_and_plaintext_nodes_still_work(void **state)
 {
     struct fx *f = *state;
-    struct harness_opts o = {0};
-    char path[HARNESS_DIR_MAX + 16];
-    const char *extra[] = {"--unixsocket", path, "--unixsocketperm", "700",
-                           NULL};
+    struct harness_opts o = {.unix_socket = true};
     char uri[HARNESS_DIR_MAX + 32];
     rl_config cfg;
 
-    snprintf(f->sock_dir, sizeof(f->sock_dir), "/tmp/rl-sock-XXXXXX");
-    assert_non_null(mkdtemp(f->sock_dir));
-    snprintf(path, sizeof(path), "%s/redis.sock", f->sock_dir);
     /* Node 0 TLS, node 1 plaintext, node 2 a unix socket; rl_config.tls
      * leaves the socket alone. */
     start_tls(f, "server.pem", false, NULL, "127.0.0.1");
     harness_stop(&f->r[2]);
-    o.extra_args = extra;
     assert_int_equal(harness_start(&f->r[2], &o), 0);
     snprintf(uri, sizeof(uri), "redis://127.0.0.1:%d", f->r[1].port);
     harness_nodes_set(&f->hn, 1, uri);
-    snprintf(uri, sizeof(uri), "unix://%s", path);
+    snprintf(uri, sizeof(uri), "unix://%s", f->r[2].unix_path);
     harness_nodes_set(&f->hn, 2, uri);
     tls_config(f, &cfg);
     f->c = fixture_client(&cfg);
