@@ -44,15 +44,14 @@ struct sem_op {
     uint32_t refused;             /* ... that another client holds */
     uint32_t *order;              /* this round's order of the slots */
     struct sem_waiter *waiters;   /* one per slot, while sleeping */
-    struct acquire_op *cur;       /* the slot attempt in flight */
+    struct acquire_op *cur;       /* the slot attempt in flight (not
+                                     ended), or NULL */
     struct loop_timer *timer;
     struct retry_budget budget;
     rl_mono_us round_t0;
     bool sleeping;
     bool in_run;                  /* inside acquire_run */
-    bool pending;                 /* the slot attempt has not ended */
     rl_status last;               /* the last slot attempt's outcome */
-    rl_status failure;            /* the round's outcome when all failed */
     struct acquire_grant grant;
     char detail[RL_ERRLEN];
     char fail_detail[RL_ERRLEN];  /* the last failure but a refusal */
@@ -127,13 +126,15 @@ static void round_failed(struct sem_op *op)
     size_t base = (size_t)(strrchr(op->rec->keys[0], ':') -
                            op->rec->keys[0]) - (sizeof(":slot") - 1);
     size_t name_len = base - (size_t)(op->rec->resource - op->rec->keys[0]);
+    /* "held by another client" if any slot was refused, else the last
+     * attempt's error */
+    rl_status failure = op->refused > 0 ? RL_ENOTACQUIRED : op->last;
     char *key;
     uint64_t delay_us;
     size_t len;
     uint32_t i;
 
     if (op->refused > 0) {
-        op->failure = RL_ENOTACQUIRED;
         if (op->refused == op->limit)
             snprintf(op->detail, sizeof(op->detail),
                      "'%.*s': all %u slots are held by other clients",
@@ -152,7 +153,7 @@ static void round_failed(struct sem_op *op)
                      op->tried, op->fail_detail);
     }
     if (!retry_budget_take(&op->budget, now)) {
-        finish(op, op->failure);
+        finish(op, failure);
         return;
     }
     delay_us = retry_budget_pause_us(&op->budget, c, now);
@@ -191,12 +192,11 @@ static void try_slots(struct sem_op *op)
             finish(op, RL_ENOMEM);
             return;
         }
-        op->pending = true;
         op->in_run = true;
         acquire_run(op->cur);
         op->in_run = false;
-        if (op->pending)
-            return; /* slot_done goes on */
+        if (op->cur != NULL)
+            return; /* not ended: slot_done goes on */
         if (op->last == RL_OK) {
             finish(op, RL_OK);
             return;
@@ -210,14 +210,11 @@ static void slot_done(void *owner, rl_status st, const struct acquire_grant *g)
     struct sem_op *op = owner;
 
     op->cur = NULL;
-    op->pending = false;
     op->last = st;
     if (st == RL_OK) {
         op->grant = *g;
     } else {
         op->refused += st == RL_ENOTACQUIRED;
-        if (op->refused == 0 || st == RL_ENOTACQUIRED)
-            op->failure = st;
         snprintf(op->detail, sizeof(op->detail), "%s", rl_last_error());
         if (st != RL_ENOTACQUIRED)
             snprintf(op->fail_detail, sizeof(op->fail_detail), "%s",
