@@ -877,14 +877,17 @@ for n in (50000, 100000, 150000, 200000, 300000, 450000, 600000):
     elif late is None and refusing is None:
         on_time = n
 wl.append("")
-wl.append("On this machine: renewals on time (≥ 95 %% of due) up to %s "
-          "locks; %s; %s; locks lost in the window: %s." % (
-              "{:,}".format(on_time) if on_time else "–",
-              "from %s late but within their slack" % "{:,}".format(late)
-              if late else "never late without refusals",
-              "from %s new watched acquires refused (the watchdog behind)"
-              % "{:,}".format(refusing) if refusing else "no refusals",
-              "some (see the table)" if lost_any else "none"))
+knee_parts = ["renewals on time (≥ 95 %% of due) up to %s locks" % (
+    "{:,}".format(on_time) if on_time else "–")]
+if late:
+    knee_parts.append("from %s late, without refusals" % "{:,}".format(late))
+if refusing:
+    knee_parts.append("from %s new watched acquires refused (the watchdog "
+                      "behind) while the held locks kept being renewed" %
+                      "{:,}".format(refusing))
+knee_parts.append("locks lost in the window: %s" % (
+    "some (see the table)" if lost_any else "none"))
+wl.append("On this machine: %s." % "; ".join(knee_parts))
 wl.append("")
 c1 = values(ours["w"], "watched", "w:1000", None, "cpu_us_per_renewal")
 c100 = values(ours["w"], "watched", "w:100000", None, "cpu_us_per_renewal")
