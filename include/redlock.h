@@ -85,8 +85,8 @@ extern "C" {
     X(RL_ECANCELED, -8, "operation canceled: the client is being freed")     \
     X(RL_ERANDOM, -9, "random number generator failed")                       \
     X(RL_ESYSTEM, -10, "system call failed")                                  \
-    X(RL_EOVERLOAD, -11, "the watchdog is behind: the nodes cannot renew " \
-                         "more locks")
+    X(RL_EOVERLOAD, -11,                                                     \
+      "the watchdog is behind: the nodes cannot renew more locks")
 
 typedef enum rl_status {
 #define RL_STATUS_ENUM_(name, value, text) name = value,
@@ -325,8 +325,9 @@ enum rl_mode {
  * (quorum reached with less validity than asked), RL_EOVERLOAD (with
  * auto_extend: the client's watchdog is behind -- a renewal waiting for the
  * nodes is late by half the time from its due moment to its safety margin
- * -- so no watched lock is taken until it has caught up; nothing was sent), RL_EINVAL, RL_EMISUSE, RL_ENOMEM,
- * RL_ERANDOM, RL_ECANCELED. Blocks. */
+ * -- so no watched lock is taken until it has caught up; nothing was
+ * sent), RL_EINVAL, RL_EMISUSE, RL_ENOMEM, RL_ERANDOM, RL_ECANCELED.
+ * Blocks. */
 RL_API rl_status rl_acquire(rl_client *c, const char *resource,
                             const rl_acquire_opts *o, rl_lock **out);
 

@@ -577,6 +577,13 @@ static void arm(struct holders *h)
     loop_timer_arm(h->timer, at > now ? at - now : 0);
 }
 
+/* The backlog grew or shrank: publish its size (rl_stats). */
+static void backlog_count_changed(struct holders *h)
+{
+    atomic_store_explicit(h->waiting, h->backlog.count,
+                          memory_order_relaxed);
+}
+
 /* Take l's timer out of whichever heap holds it (no-op when none). */
 static void timer_out(struct holders *h, struct rl_lock *l)
 {
@@ -586,8 +593,7 @@ static void timer_out(struct holders *h, struct rl_lock *l)
     }
     theap_remove(&h->backlog, &l->timer);
     l->backlogged = false;
-    atomic_store_explicit(h->waiting, h->backlog.count,
-                          memory_order_relaxed);
+    backlog_count_changed(h);
 }
 
 /* No renewal time: the lock is queued at its margin. */
@@ -622,8 +628,7 @@ static void backlog_put(struct holders *h, struct rl_lock *l)
     timer_out(h, l);
     theap_insert(&h->backlog, &l->timer, margin_at(l));
     l->backlogged = true;
-    atomic_store_explicit(h->waiting, h->backlog.count,
-                          memory_order_relaxed);
+    backlog_count_changed(h);
 }
 
 /* Overload is told (issue 16): the watchdog is behind when the most

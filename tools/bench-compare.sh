@@ -163,8 +163,8 @@ t_start=$(date +%s)
 # ---- w: watched locks (issue 16), interleaved -------------------------------
 # N locks held with the watchdog, renewed for a while: 3 s TTL (renewed
 # every second) at 1,000 and 10,000 locks, 30 s TTL at 100,000 (10,000
-# renewals/s: what 2 CPUs shared with 5 servers sustain); node-redlock's
-# `using` at 1,000 and 10,000. The window covers at least one interval.
+# renewals/s), node-redlock's `using` at 1,000 and 10,000; each window
+# covers whole renewal intervals.
 wdur=$(awk -v d="$duration" 'BEGIN { print d < 5 ? 5 : d }')
 knee_locks="50000 100000 150000 200000 300000 450000 600000"
 [ "$tls_only" = 1 ] && rounds_w=0 || rounds_w=$rounds
@@ -180,9 +180,9 @@ for ((r = 1; r <= rounds_w; r++)); do
             --label "w:$n" >>"$out/node.w.$r.jsonl"
     done
     # The knee: more and more locks at a 3 s TTL (N renewals/s) until the
-    # nodes cannot keep up: renewals fall behind, locks are lost, watched
-    # acquires are refused (RL_EOVERLOAD). A run past the knee may end
-    # with an error; its JSON line, if any, is kept.
+    # nodes cannot keep up: renewals fall behind and watched acquires are
+    # refused (RL_EOVERLOAD). A run past the knee may end with an error;
+    # its JSON line, if any, is kept.
     for n in $knee_locks; do
         say "round $r/$rounds: knee, $n watched locks at 3 s TTL (redlock)"
         ours "$n5" --watched "$n" --ttl 3000 --duration "$wdur" \
@@ -415,6 +415,7 @@ elapsed=$(($(date +%s) - t_start))
     echo "ioredis=$(node -p "require('$root/bench/peers/node-redlock/node_modules/ioredis/package.json').version")"
     echo "rounds=$rounds"
     echo "watched_only=$watched_only"
+    echo "knee_locks=$knee_locks"
     echo "tls_only=$tls_only"
     echo "openssl=$(openssl version | cut -d' ' -f2)"
     echo "tls_version=$("$cli" -q --json --no-quarantine \
@@ -857,7 +858,7 @@ wl.append("| locks | held | due/s | renewals/s | lost | refused | "
 wl.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 on_time = late = refusing = None
 lost_any = False
-for n in (50000, 100000, 150000, 200000, 300000, 450000, 600000):
+for n in map(int, machine.get("knee_locks", "").split()):
     lab = "knee:%d" % n
     col = {k: values(ours["w"], "watched", lab, None, k) for k in (
         "locks", "due_per_s", "renewals_per_s", "lost_in_window", "refused",

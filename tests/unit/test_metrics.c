@@ -318,7 +318,7 @@ static struct parsed *parse_or_fail(const char *text)
 
 static void test_every_family_is_rendered_and_parses(void **state)
 {
-    static const char *const counters[] = {
+    static const char *const client_families[] = {
         "redlock_acquired_total", "redlock_contended_total",
         "redlock_lost_total", "redlock_renewals_total",
         "redlock_fences_total", "redlock_overload_refused_total",
@@ -340,8 +340,8 @@ static void test_every_family_is_rendered_and_parses(void **state)
     text = render(&s, NULL, 0);
     ps = parse_or_fail(text);
     assert_int_equal(ps->nfam, 21);
-    for (i = 0; i < sizeof(counters) / sizeof(counters[0]); i++)
-        assert_int_equal(samples_named(ps, counters[i]), 1);
+    for (i = 0; i < sizeof(client_families) / sizeof(client_families[0]); i++)
+        assert_int_equal(samples_named(ps, client_families[i]), 1);
     for (i = 0; i < sizeof(per_node) / sizeof(per_node[0]); i++)
         assert_int_equal(samples_named(ps, per_node[i]), 5);
     assert_int_equal(samples_named(ps, "redlock_node_votes_total"), 10);
