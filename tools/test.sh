@@ -6,15 +6,42 @@
 # (chaos excluded), then the threaded integration tests under TSan, then
 # the integration tests under valgrind (zero errors and zero leaks
 # required).
-#   tools/test.sh            everything
-#   tools/test.sh --quick    release build + ctest only
+#   tools/test.sh              everything
+#   tools/test.sh --quick      release build + ctest only
+#   tools/test.sh --repeat N   every stage N times in a row (stops at the
+#                              first failure; says which round)
+#   tools/test.sh --hog N      N busy loops run beside the suite, as on a
+#                              busy CI host (tests must pass there too)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+quick=0
+repeat=1
+hogs=0
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit "${1:-2}"; }
+while [ $# -gt 0 ]; do
+    case $1 in
+    --quick) quick=1 ;;
+    --repeat) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || usage; repeat=$2; shift ;;
+    --hog) [[ ${2:-} =~ ^[0-9]+$ ]] || usage; hogs=$2; shift ;;
+    -h|--help) usage 0 ;;
+    *) echo "test.sh: unknown option '$1'" >&2; usage ;;
+    esac
+    shift
+done
 bash tools/setup-debian.sh
 jobs=$(nproc)
-quick=0
-[ "${1:-}" = "--quick" ] && quick=1
 
+hog_pids=()
+stop_hogs() { [ ${#hog_pids[@]} -eq 0 ] || kill "${hog_pids[@]}" 2>/dev/null || true; }
+trap stop_hogs EXIT
+for _ in $(seq 1 "$hogs"); do
+    (while :; do :; done) &
+    hog_pids+=($!)
+done
+[ "$hogs" = 0 ] || echo "test.sh: $hogs busy loop(s) running beside the suite"
+
+# One round of every stage (--repeat runs it again).
+run_stages() {
 section() { printf '\n==== %s (%s) ====\n' "$*" "$(date -u +%T)"; }
 mkdir -p build
 summary=build/test-summary.log
@@ -27,7 +54,7 @@ cmake -S . -B build/release -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRL_WERROR=ON >/d
 cmake --build build/release -j"$jobs"
 section "tests (release)"
 run_ctest --test-dir build/release --output-on-failure -j2 -LE chaos
-[ "$quick" = 1 ] && exit 0
+[ "$quick" = 1 ] && return 0
 
 section "protocol model (SPIN, spec/redlock.pml)"
 # Three quarters of the default budgets (models 15 s, controls up to 90 s:
@@ -105,8 +132,17 @@ for t in "${vg_programs[@]}"; do
         vg_passed=$((vg_passed + 1))
     elif [ "$rc" = 77 ]; then
         echo "valgrind: $name: SKIP ($(grep -m1 SKIP "build/release/$name.out" || true))"
+    elif grep -qE '^\[  (FAILED|ERROR) +\]' "build/release/$name.out"; then
+        # A test failed: its output names the cause. Leaks valgrind found
+        # after it are what the failed test left behind, shown second.
+        echo "valgrind: $name: TEST FAILED (exit $rc); the test's output:"
+        grep -E -B 30 '^\[  (FAILED|ERROR) +\]' "build/release/$name.out" |
+            tail -n 60
+        echo "valgrind: $name: valgrind's log after the failure:"
+        tail -n 20 "build/release/valgrind-$name.log"
+        fails=$((fails + 1))
     else
-        echo "valgrind: $name: FAILED (exit $rc)"
+        echo "valgrind: $name: MEMORY ERRORS OR LEAKS (exit $rc)"
         tail -n 40 "build/release/valgrind-$name.log" "build/release/$name.out"
         fails=$((fails + 1))
     fi
@@ -116,3 +152,12 @@ total=$(sed -n 's/.*tests passed, 0 tests failed out of \([0-9]*\).*/\1/p' \
     "$summary" | awk '{s += $1} END {print s + 0}')
 echo "all test stages passed"
 echo "$((total + vg_passed)) passed, 0 failed"
+}
+
+for round in $(seq 1 "$repeat"); do
+    [ "$repeat" = 1 ] || printf '\n######## round %d of %d (%s) ########\n' \
+        "$round" "$repeat" "$(date -u +%T)"
+    start=$(date +%s)
+    run_stages
+    [ "$repeat" = 1 ] || echo "round $round of $repeat passed in $(( $(date +%s) - start )) s"
+done
