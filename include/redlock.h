@@ -193,9 +193,9 @@ typedef struct rl_config {
     uint32_t retry_jitter_ms;    /* +-, <= retry_delay_ms, default 100 */
     uint32_t max_ttl_ms;         /* largest TTL accepted, 1..2^31-1,
                                     default 60000; also the restart
-                                    quarantine (see trust_restarted_nodes) */
-    bool trust_restarted_nodes;  /* true: nodes run appendfsync always, so a
-                                    restarted node votes at once. def. false */
+                                    quarantine (see restart_trust) */
+    bool trust_restarted_nodes;  /* true: restart_trust RL_RESTART_TRUST
+                                    (kept for older callers). def. false */
     rl_log_fn log;               /* or NULL */
     void *log_privdata;
     int log_level;               /* enum rl_log_level, default RL_LOG_WARN */
@@ -234,8 +234,37 @@ typedef struct rl_config {
      * of renewing a little sooner. 0..24 (below the retry pause), default
      * 12; 0: only renewals already due are coalesced. */
     uint8_t renew_window_pct;
+    /* Node preconditions. Each node's INFO (and CONFIG GET appendfsync,
+     * where allowed) is read at its handshake and about once a second
+     * after that. A node votes only while it is a master, is not the same
+     * server (run_id) or replication stream as a node listed before it,
+     * and cannot evict keys before their TTL: maxmemory 0, or
+     * maxmemory-policy noeviction. A fact the node does not report counts
+     * against it. rl_client_new refuses a node list in which two entries
+     * are one server. See rl_node_info for what is read. */
+    uint8_t restart_trust;       /* enum rl_restart_trust, default AUTO */
+    bool allow_evicting_nodes;   /* true: nodes that may evict keys vote
+                                    anyway (a held lock may then be
+                                    evicted and taken by another client).
+                                    def. false */
     uint64_t reserved_[18];      /* zero (see "ABI" above) */
 } rl_config;
+
+/* When a node restarted less than max_ttl_ms ago votes. A restarted node
+ * that lost keys it had granted (no persistence, or a write not yet on
+ * disk) could grant the same lock twice; quarantine waits until every key
+ * it could have held has expired. */
+enum rl_restart_trust {
+    RL_RESTART_AUTO = 0,       /* trust a node that reports appendonly yes
+                                  with appendfsync always (it lost nothing
+                                  it acknowledged, assuming it ran with at
+                                  least that before the restart);
+                                  quarantine any other, or one whose
+                                  settings cannot be read (default) */
+    RL_RESTART_QUARANTINE = 1, /* quarantine every restarted node */
+    RL_RESTART_TRUST = 2,      /* trust every node: only for nodes that
+                                  fsync every write */
+};
 
 /* Fill *cfg with the defaults above (no nodes). NULL is ignored. */
 RL_API void rl_config_init(rl_config *cfg);
@@ -518,8 +547,43 @@ typedef struct rl_node_info {
     double clock_rate;        /* its clock's rate measured against ours
                                  (1.0: the same); 0 while unknown */
     int32_t clock_state;      /* rl_clock_state */
-    uint64_t reserved_[12];   /* zeroed (see "ABI" above) */
+    /* What the node says of itself (INFO, CONFIG GET appendfsync) at its
+     * handshake and latest check, about once a second. */
+    int16_t twin_of;          /* index of the node listed before this one
+                                 that is the same server or replication
+                                 stream; -1 none */
+    int8_t may_evict;         /* rl_fact: maxmemory with a policy other
+                                 than noeviction */
+    int8_t fsync_always;      /* rl_fact: appendonly yes and appendfsync
+                                 always (a restart loses nothing) */
+    int8_t aof_enabled;       /* rl_fact */
+    int8_t cluster_enabled;   /* rl_fact */
+    uint8_t vote_bar;         /* rl_vote_bar: why it does not vote */
+    char role[13];            /* "master", "slave"; "" unknown */
+    char maxmemory_policy[24]; /* "noeviction", "volatile-lru"...; "" */
+    char appendfsync[12];     /* "always", "everysec", "no"; "" unknown
+                                 (CONFIG refused) */
+    uint64_t maxmemory;       /* bytes; 0 no limit */
+    uint64_t reserved_[4];    /* zeroed (see "ABI" above) */
 } rl_node_info;
+
+/* A fact a node may not report. */
+typedef enum rl_fact {
+    RL_FACT_UNKNOWN = -1,
+    RL_FACT_NO = 0,
+    RL_FACT_YES = 1,
+} rl_fact;
+
+/* Why a node's vote does not count (the first reason that applies). */
+typedef enum rl_vote_bar {
+    RL_VOTES = 0,           /* it votes */
+    RL_BAR_DOWN = 1,        /* not connected */
+    RL_BAR_TWIN = 2,        /* the same server as an earlier node */
+    RL_BAR_ROLE = 3,        /* not a master */
+    RL_BAR_EVICTS = 4,      /* may evict keys (see allow_evicting_nodes) */
+    RL_BAR_CLOCK = 5,       /* clock-suspect */
+    RL_BAR_QUARANTINE = 6,  /* restarted less than max_ttl_ms ago */
+} rl_vote_bar;
 
 /* PING every node at once and describe each (out[i] for node i, up to cap;
  * *count = number of nodes). RL_OK when a quorum of nodes is reachable and

@@ -407,39 +407,48 @@ static size_t clock_suspects(const struct quorum_round *q)
     return n;
 }
 
-/* Why no quorum could vote: failed nodes, clock-suspect ones, and
- * quarantined ones with how long until enough of them vote (the restart
- * quarantine, §5.7). */
+/* Why no quorum could vote: failed nodes, and those whose vote does not
+ * count by reason, with how long until enough quarantined ones vote (the
+ * restart quarantine). */
 static void no_quorum_detail(struct acquire_op *op)
 {
+    static const char *const why[] = {
+        [NODE_BAR_TWIN] = "the same server as another node",
+        [NODE_BAR_ROLE] = "not a master",
+        [NODE_BAR_EVICTS] = "may evict keys (maxmemory-policy)",
+        [NODE_BAR_CLOCK] = "clock-suspect",
+        [NODE_BAR_QUARANTINE] = "quarantined after a restart",
+    };
     struct quorum_round *q = &op->round;
     int64_t left[RL_MAX_NODES];
-    size_t i, voting = 0, waiting = 0, need = quorum_size(q->n);
+    size_t bars[NODE_BAR_QUARANTINE + 1] = {0};
+    size_t i, waiting = 0, need = quorum_size(q->n);
     int len;
 
     for (i = 0; i < q->n; i++) {
-        int64_t ms = node_quarantine_left_ms(q->nodes[i]);
+        enum node_bar b = node_vote_bar(q->nodes[i]);
 
-        if (node_clock_state(q->nodes[i]) == NODE_CLOCK_SUSPECT)
-            continue;
-        if (ms == 0)
-            voting++;
-        else if (ms > 0)
-            left[waiting++] = ms;
+        bars[b]++;
+        if (b == NODE_BAR_QUARANTINE)
+            left[waiting++] = node_quarantine_left_ms(q->nodes[i]);
     }
     len = snprintf(op->detail, sizeof(op->detail),
-                   "'%s': %zu of %zu nodes failed, %zu are quarantined and "
-                   "%zu clock-suspect (need %zu voting)",
-                   op->lock->resource, q->failed, q->n, waiting,
-                   clock_suspects(q), need);
-    if (waiting > 0 && voting < need && voting + waiting >= need &&
-        len > 0 && (size_t)len < sizeof(op->detail)) {
+                   "'%s': %zu of %zu nodes failed (need %zu voting)",
+                   op->lock->resource, q->failed, q->n, need);
+    for (i = NODE_BAR_TWIN; i < ARRAY_SIZE(bars); i++) {
+        if (bars[i] > 0 && len > 0 && (size_t)len < sizeof(op->detail))
+            len += snprintf(op->detail + len, sizeof(op->detail) - len,
+                            "; %zu %s", bars[i], why[i]);
+    }
+    if (waiting > 0 && bars[NODE_BAR_NONE] < need &&
+        bars[NODE_BAR_NONE] + waiting >= need && len > 0 &&
+        (size_t)len < sizeof(op->detail)) {
         sort_ms(left, waiting);
         len += snprintf(op->detail + len, sizeof(op->detail) - len,
-                        "; enough vote in %lld ms (opt out: "
-                        "trust_restarted_nodes / --no-quarantine, only "
-                        "for nodes that persist every write)",
-                        (long long)left[need - voting - 1]);
+                        "; enough vote in %lld ms (nodes with appendonly "
+                        "yes and appendfsync always vote at once; opt out "
+                        "for all: restart_trust / --quarantine off)",
+                        (long long)left[need - bars[NODE_BAR_NONE] - 1]);
     }
     if (q->detail[0] && len > 0 && (size_t)len < sizeof(op->detail))
         snprintf(op->detail + len, sizeof(op->detail) - len, ": %s",

@@ -144,7 +144,8 @@ static rl_status client_setup(rl_client *c)
         return rl_fail(RL_ENOMEM, "out of memory for notifications");
     c->node_count = c->cfg.node_count;
     for (i = 0; i < c->node_count; i++) {
-        c->nodes[i] = node_new(loop_ev(c->loop), &c->cfg, i, node_tls(c, i));
+        c->nodes[i] = node_new(loop_ev(c->loop), &c->cfg, c->nodes, i,
+                               node_tls(c, i));
         if (c->nodes[i] == NULL)
             return rl_fail(RL_ENOMEM, "out of memory for node %zu", i);
     }
@@ -178,7 +179,16 @@ rl_client *rl_client_new(const rl_config *cfg, rl_status *st)
     /* Wait (bounded by connect_timeout_ms) for the first handshakes, so
      * the first acquire does not race the connections. */
     if (loop_is_owned(c->loop))
-        inspect_wait_connected(c);
+        s = inspect_wait_connected(c);
+    if (s != RL_OK) { /* two entries are one server: refused */
+        char why[RL_ERRLEN];
+
+        snprintf(why, sizeof(why), "%s", rl_last_error());
+        rl_client_free(c);
+        c = NULL;
+        rl_fail(s, "%s", why);
+        goto out;
+    }
     rl_error_clear();
 out:
     if (st != NULL)

@@ -22,9 +22,9 @@ _Static_assert(offsetof(rl_config, reserved_) -
                "rl_config.reserved_");
 _Static_assert(offsetof(rl_node_info, reserved_) -
                        offsetof(rl_node_info, tls) <=
-                   4 * sizeof(uint64_t),
-               "rl_node_info.tls and the clock fields take the 4 words "
-               "carved out of reserved_");
+                   12 * sizeof(uint64_t),
+               "rl_node_info.tls, the clock fields and the node's facts "
+               "take the 12 words carved out of reserved_");
 
 void rl_config_init(rl_config *cfg)
 {
@@ -70,8 +70,16 @@ static rl_status check_numbers(const rl_config *in)
     if (st == RL_OK)
         st = check_range("renew_window_pct", in->renew_window_pct, 0,
                          RL_MAX_RENEW_WINDOW_PCT);
+    if (st == RL_OK)
+        st = check_range("restart_trust", in->restart_trust, RL_RESTART_AUTO,
+                         RL_RESTART_TRUST);
     if (st != RL_OK)
         return st;
+    if (in->trust_restarted_nodes &&
+        in->restart_trust == RL_RESTART_QUARANTINE)
+        return rl_fail(RL_EINVAL, "trust_restarted_nodes contradicts "
+                       "restart_trust %u (quarantine): set one of them",
+                       (unsigned)in->restart_trust);
     /* Written so that NaN fails too. */
     if (!(in->drift_factor >= 0.0 && in->drift_factor <= 0.1))
         return rl_fail(RL_EINVAL, "drift_factor must be in [0, 0.1], got %g",
@@ -205,7 +213,9 @@ rl_status config_load(const rl_config *in, struct config *out)
     out->retry_delay_ms = in->retry_delay_ms;
     out->retry_jitter_ms = in->retry_jitter_ms;
     out->max_ttl_ms = in->max_ttl_ms;
-    out->trust_restarted_nodes = in->trust_restarted_nodes;
+    out->restart_trust = in->trust_restarted_nodes ? RL_RESTART_TRUST
+                                                   : in->restart_trust;
+    out->allow_evicting_nodes = in->allow_evicting_nodes;
     out->clock_guard = !in->no_clock_guard;
     out->renew_window_pct = in->renew_window_pct;
     out->log = in->log;

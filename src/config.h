@@ -24,7 +24,8 @@ struct config {
     uint32_t retry_delay_ms;
     uint32_t retry_jitter_ms;
     uint32_t max_ttl_ms;
-    bool trust_restarted_nodes;
+    uint8_t restart_trust;       /* enum rl_restart_trust */
+    bool allow_evicting_nodes;
     bool clock_guard;            /* issue 15: see rl_config.no_clock_guard */
     uint8_t renew_window_pct;    /* issue 16: see rl_config */
     rl_log_fn log;

@@ -13,7 +13,7 @@
  * Exception: a node provably restarted since we acquired (its earliest
  * possible start is after our acquisition) lost our key for a reason that
  * hides nothing; it gets SET NX again first so it blocks others -- unless
- * restarted nodes are trusted to keep their keys (trust_restarted_nodes),
+ * restarted node is trusted to keep its keys (node_restart_trusted),
  * where an absent key is a real lapse.
  * Vote withdrawal (issue 15): the holder keeps the set of nodes whose
  * vote counts for its lock. A node that answers that our key is gone
@@ -90,19 +90,19 @@ static rl_status outcome(enum verdict v, const char *resource, size_t n,
                    resource, yes, n, quorum_size(n), detail);
 }
 
-/* Nodes of holders (bit i: node i) that are not clock-suspect. */
+/* Nodes of holders (bit i: node i) whose keys count: not clock-suspect,
+ * not a duplicate, a replica or an evicting node (node_keeps_keys). */
 static size_t holders_left(uint64_t holders, struct node **nodes, size_t n)
 {
     size_t j, left = 0;
 
     for (j = 0; j < n; j++)
-        left += (holders >> j & 1u) &&
-                node_clock_state(nodes[j]) != NODE_CLOCK_SUSPECT;
+        left += (holders >> j & 1u) && node_keeps_keys(nodes[j]);
     return left;
 }
 
 /* Apply node i's answer v to a lock's holders; true when fewer than a
- * quorum of nodes that are not clock-suspect still hold it, counting the
+ * quorum of nodes whose keys count still hold it, counting the
  * nodes that have not answered this round yet (unanswered, without i):
  * their YES would make them holders again, so a withdrawal waits for
  * them (a node whose grant came after the acquire was decided is not in
@@ -123,7 +123,8 @@ static rl_status withdrawn(const char *resource, uint64_t holders,
     return rl_fail(RL_ELOST,
                    "'%s' is no longer held: only %zu of %zu nodes still "
                    "hold it with a vote that counts (need %zu); a key "
-                   "vanished early or a node's clock is suspect",
+                   "vanished early, or a node's clock is suspect, or a "
+                   "node may evict keys or is not an independent master",
                    resource, holders_left(holders, nodes, n), n,
                    quorum_size(n));
 }
@@ -180,10 +181,11 @@ static void restore_on_restarted_nodes(rl_client *c,
     size_t i, k;
     int j;
 
-    if (confirmed_us == 0 || c->cfg.trust_restarted_nodes || r->shared)
+    if (confirmed_us == 0 || r->shared)
         return;
     for (i = 0; i < c->node_count; i++) {
-        if (!node_started_after(c->nodes[i], confirmed_us))
+        if (!node_started_after(c->nodes[i], confirmed_us) ||
+            node_restart_trusted(c->nodes[i]))
             continue;
         if (ttl[0] == '\0') /* only now: this runs for every renewal */
             lockrec_px(r, ttl_ms, ttl);

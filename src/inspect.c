@@ -86,7 +86,6 @@ static enum vote classify_ping(struct inspect_op *op, size_t slot,
         return VOTE_ERROR;
     }
     info->reachable = true;
-    info->voting = node_voting(n);
     info->latency_us = (int64_t)(mono_now_us() - op->round.t0);
     info->uptime_ms = node_uptime_ms(n);
     info->clock_rate = node_clock_rate(n);
@@ -134,10 +133,40 @@ static enum vote classify(void *owner, size_t slot,
     return classify_status(op, slot, r);
 }
 
+_Static_assert((int)RL_BAR_QUARANTINE == (int)NODE_BAR_QUARANTINE &&
+                   (int)RL_BAR_TWIN == (int)NODE_BAR_TWIN &&
+                   (int)RL_FACT_UNKNOWN == (int)FACT_UNKNOWN,
+               "rl_vote_bar and rl_fact mirror node.h and facts.h");
+
+/* What the node says of itself; after the round, so that every node's
+ * handshake (which precedes its PING) has been compared with the others. */
+static void describe_facts(rl_node_info *info, const struct node *n)
+{
+    const struct node_facts *f = node_get_facts(n);
+
+    info->vote_bar = (uint8_t)node_vote_bar(n);
+    info->voting = info->vote_bar == RL_VOTES;
+    info->twin_of = (int16_t)node_twin_of(n);
+    info->may_evict = (int8_t)facts_may_evict(f);
+    info->fsync_always = (int8_t)facts_fsyncs_every_write(f);
+    info->aof_enabled = (int8_t)f->aof_enabled;
+    info->cluster_enabled = (int8_t)f->cluster_enabled;
+    info->maxmemory = f->maxmemory;
+    snprintf(info->role, sizeof(info->role), "%s", f->role);
+    snprintf(info->maxmemory_policy, sizeof(info->maxmemory_policy), "%s",
+             f->policy);
+    snprintf(info->appendfsync, sizeof(info->appendfsync), "%s",
+             f->appendfsync);
+}
+
 static void decided(void *owner, enum verdict v)
 {
     struct inspect_op *op = owner;
     struct quorum_round *q = &op->round;
+    size_t i;
+
+    for (i = 0; op->nodes != NULL && i < q->n; i++)
+        describe_facts(&op->nodes[i], q->nodes[i]);
 
     if (op->script == SCRIPT_FORCE_RELEASE) /* answers, not votes */
         v = op->answered >= quorum_size(q->n) ? VERDICT_SUCCESS
@@ -274,12 +303,38 @@ static rl_status inspect_run(rl_client *c, rl_node_info *nodes,
     return waiter_wait(&w);
 }
 
-void inspect_wait_connected(rl_client *c)
+/* The first node that duplicates an earlier one, as RL_EINVAL. */
+static rl_status refuse_twins(const rl_client *c, const rl_node_info *info)
+{
+    size_t i;
+
+    for (i = 0; i < c->node_count; i++) {
+        size_t j = (size_t)info[i].twin_of;
+
+        if (info[i].twin_of < 0 || j >= c->node_count)
+            continue;
+        return rl_fail(RL_EINVAL,
+                       "nodes[%zu] '%s' and nodes[%zu] '%s' are %s: a "
+                       "majority needs independent servers, so list each "
+                       "master once and no replicas",
+                       j, c->cfg.addrs[j].display, i,
+                       c->cfg.addrs[i].display,
+                       strcmp(info[i].role, info[j].role) != 0
+                           ? "a master and its replica (one replication "
+                             "stream)"
+                           : "one server (the same run_id) or replicas "
+                             "of one master");
+    }
+    return RL_OK;
+}
+
+rl_status inspect_wait_connected(rl_client *c)
 {
     rl_node_info *scratch = calloc(c->node_count, sizeof(*scratch));
+    rl_status st;
 
     if (scratch == NULL)
-        return;
+        return rl_fail(RL_ENOMEM, "out of memory");
     inspect_run(c, scratch, NULL, NULL, NULL, SCRIPT_INSPECT);
     /* Clock guard (issue 15): the first round rode the handshake, so its
      * clock samples are bracketed from the connect on. A second round
@@ -288,7 +343,9 @@ void inspect_wait_connected(rl_client *c)
      * off (x5) shows at that request's sample. */
     if (c->cfg.clock_guard)
         inspect_run(c, scratch, NULL, NULL, NULL, SCRIPT_INSPECT);
+    st = refuse_twins(c, scratch);
     free(scratch);
+    return st;
 }
 
 /* Check the common arguments and prepare a zeroed array of node_count. */

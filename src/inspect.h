@@ -7,7 +7,10 @@
 
 /* Blocking: PING every node once, so the first handshakes are done (or
  * have failed) before rl_client_new returns; with the clock guard twice
- * (a clock sample over the warm connection). Own-loop clients only. */
-void inspect_wait_connected(rl_client *c);
+ * (a clock sample over the warm connection). Own-loop clients only.
+ * RL_EINVAL naming both entries when two nodes turned out to be one
+ * server (or a master and its replica); RL_OK otherwise, also when nodes
+ * are unreachable. */
+rl_status inspect_wait_connected(rl_client *c);
 
 #endif

@@ -74,6 +74,7 @@
 
 #include "clockguard.h"
 #include "conn.h"
+#include "facts.h"
 #include "node.h"
 
 #define MAX_ARRAY_ELEMENTS 16
@@ -83,9 +84,11 @@ enum req_role {
     REQ_USER,
     REQ_AUTH,
     REQ_SELECT,
+    REQ_CONFIG,      /* CONFIG GET appendfsync (handshake or check) */
     REQ_INFO,
     REQ_SCRIPT_LOAD,
     REQ_TIME,        /* a clock sample (handshake or pipelined) */
+    REQ_CHECK,       /* INFO of a periodic facts check */
 };
 
 struct request {
@@ -131,8 +134,15 @@ struct node {
     ev_timer backoff_timer;     /* reconnect */
     struct conn_backoff backoff; /* reconnect delays */
     unsigned failures;          /* since the last good handshake */
-    char version[32];
-    char run_id[41];            /* server instance; "" = unknown */
+    struct node_facts facts;    /* from the last INFO (+ CONFIG GET) */
+    bool facts_known;           /* a handshake has read them */
+    bool check_pending;         /* a facts check awaits its INFO */
+    ev_timer check_timer;       /* periodic facts check */
+    struct node *const *peers;  /* every node of the client (index order) */
+    size_t npeers;
+    size_t index;               /* ours in peers */
+    int twin_of;                /* lower-index node that is the same
+                                   server, -1 none: we do not vote */
     rl_mono_us up_since_us;     /* latest possible server start, boottime;
                                    0 = unknown */
     rl_mono_us start_min_us;    /* earliest possible server start */
@@ -306,50 +316,22 @@ static void deliver(struct request *r, const redisReply *reply)
     request_report(r, &out);
 }
 
-/* Copy "field:value" out of an INFO reply into dst. */
-static bool info_field(const char *info, const char *field, char *dst,
-                       size_t dstlen)
-{
-    size_t flen = strlen(field);
-    const char *p = info;
-    size_t i = 0;
-
-    while ((p = strstr(p, field)) != NULL) {
-        if ((p == info || p[-1] == '\n') && p[flen] == ':') {
-            p += flen + 1;
-            while (p[i] != '\0' && p[i] != '\r' && p[i] != '\n' &&
-                   i + 1 < dstlen) {
-                dst[i] = p[i];
-                i++;
-            }
-            dst[i] = '\0';
-            return true;
-        }
-        p += flen;
-    }
-    return false;
-}
-
 /* Record which server instance answered and when it started. */
 static void learn_server(struct node *n, const char *info)
 {
-    char uptime[32];
-    char run_id[sizeof(n->run_id)];
+    char old_run_id[sizeof(n->facts.run_id)];
     rl_mono_us now = mono_now_us();
     unsigned long long secs;
 
-    if (!info_field(info, "redis_version", n->version, sizeof(n->version)))
-        n->version[0] = '\0';
-    if (!info_field(info, "run_id", run_id, sizeof(run_id)))
-        run_id[0] = '\0';
-    if (run_id[0] != '\0' && strcmp(run_id, n->run_id) == 0 &&
-        n->up_since_us != 0)
+    memcpy(old_run_id, n->facts.run_id, sizeof(old_run_id));
+    facts_from_info(&n->facts, info);
+    if (n->facts.run_id[0] != '\0' &&
+        strcmp(n->facts.run_id, old_run_id) == 0 && n->up_since_us != 0)
         return; /* same server as before: what we knew still holds */
-    memcpy(n->run_id, run_id, sizeof(run_id));
     n->up_since_us = 0;
-    if (!info_field(info, "uptime_in_seconds", uptime, sizeof(uptime)))
+    if (!n->facts.uptime_known)
         return;
-    secs = strtoull(uptime, NULL, 10);
+    secs = n->facts.uptime_s;
     if (secs + 1 >= now / 1000000u) { /* cannot happen on a sane clock */
         n->up_since_us = n->start_min_us = 1;
         return;
@@ -436,10 +418,156 @@ static void time_reply(struct node *n, struct request *r,
                         reply->type == REDIS_REPLY_ERROR ? reply->str : "");
 }
 
+/* ---- Safety facts ------------------------------------------------------- */
+
+/* The lowest-index node before n whose facts say it is n's server (or
+ * replication stream), or -1. The first node of such a group votes; the
+ * others are duplicates. */
+static int lowest_twin(const struct node *n)
+{
+    size_t i;
+
+    if (!n->facts_known)
+        return -1;
+    for (i = 0; i < n->index; i++) {
+        const struct node *p = n->peers[i];
+
+        if (p != NULL && p->facts_known &&
+            facts_same_server(&n->facts, &p->facts) != NULL)
+            return (int)i;
+    }
+    return -1;
+}
+
+static void update_twin(struct node *n)
+{
+    int was = n->twin_of;
+    const struct node *p;
+
+    n->twin_of = lowest_twin(n);
+    if (n->twin_of == was)
+        return;
+    if (n->twin_of < 0) {
+        config_log(n->cfg, RL_LOG_WARN,
+                   "node %s is an independent server again: it votes",
+                   n->addr->display);
+        return;
+    }
+    p = n->peers[n->twin_of];
+    config_log(n->cfg, RL_LOG_WARN,
+               "node %s is %s as node %s: it does not vote (a majority "
+               "needs independent servers: list each one once)",
+               n->addr->display, facts_same_server(&n->facts, &p->facts),
+               p->addr->display);
+}
+
+/* n's identity may have changed: so may every node's duplicate. */
+static void update_twins(struct node *n)
+{
+    size_t i;
+
+    for (i = 0; i < n->npeers; i++)
+        if (n->peers[i] != NULL)
+            update_twin(n->peers[i]);
+}
+
+/* One WARN line when what n says about eviction changes (at the first
+ * handshake: only when it may evict or does not say). */
+static void warn_eviction(struct node *n, enum fact before)
+{
+    enum fact now = facts_may_evict(&n->facts);
+    const char *consequence =
+        n->cfg->allow_evicting_nodes
+            ? "it votes anyway (allow_evicting_nodes)"
+            : "it does not vote (remedy: CONFIG SET maxmemory-policy "
+              "noeviction, or maxmemory 0; or accept the risk with "
+              "allow_evicting_nodes / --allow-evicting-nodes)";
+
+    if (now == before)
+        return;
+    if (now == FACT_YES)
+        config_log(n->cfg, RL_LOG_WARN,
+                   "node %s may evict keys before their TTL (maxmemory "
+                   "%llu bytes, maxmemory-policy %s), a held lock among "
+                   "them: %s",
+                   n->addr->display,
+                   (unsigned long long)n->facts.maxmemory, n->facts.policy,
+                   consequence);
+    else if (now == FACT_UNKNOWN)
+        config_log(n->cfg, RL_LOG_WARN,
+                   "node %s does not report maxmemory and "
+                   "maxmemory_policy in INFO, so it may evict keys: %s",
+                   n->addr->display, consequence);
+    else
+        config_log(n->cfg, RL_LOG_WARN,
+                   "node %s no longer evicts (maxmemory-policy %s, "
+                   "maxmemory %llu): it votes again",
+                   n->addr->display, n->facts.policy,
+                   (unsigned long long)n->facts.maxmemory);
+}
+
+static void warn_role(struct node *n, const char *before)
+{
+    if (strcmp(before, n->facts.role) == 0)
+        return;
+    if (strcmp(n->facts.role, "master") == 0) {
+        if (before[0] != '\0')
+            config_log(n->cfg, RL_LOG_WARN, "node %s is a master again: "
+                       "it votes", n->addr->display);
+        return;
+    }
+    config_log(n->cfg, RL_LOG_WARN,
+               "node %s reports role '%s', not master: it does not vote "
+               "(a replica may drop keys at a resync; list masters only)",
+               n->addr->display,
+               n->facts.role[0] != '\0' ? n->facts.role : "unknown");
+}
+
+/* New facts read (handshake or check): tell what changed for voting. */
+static void facts_read(struct node *n, const struct node_facts *before,
+                       bool known_before)
+{
+    warn_eviction(n, known_before ? facts_may_evict(before) : FACT_NO);
+    warn_role(n, known_before ? before->role : "master");
+    if (!known_before || strcmp(before->run_id, n->facts.run_id) != 0 ||
+        strcmp(before->replid, n->facts.replid) != 0)
+        update_twins(n);
+}
+
+/* A periodic check's INFO. */
+static void check_reply(struct node *n, const redisReply *reply)
+{
+    struct node_facts before = n->facts;
+
+    n->check_pending = false;
+    if (reply->type != REDIS_REPLY_STRING)
+        return; /* an error now: keep what the handshake read */
+    facts_from_info(&n->facts, reply->str);
+    /* The same connection is the same server: keep its start. */
+    memcpy(n->facts.run_id, before.run_id, sizeof(before.run_id));
+    facts_read(n, &before, true);
+}
+
+/* CONFIG GET appendfsync: refused (hosted Redis, an ACL) means unknown. */
+static void config_reply(struct node *n, const redisReply *reply)
+{
+    if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 2 &&
+        reply->element[1]->type == REDIS_REPLY_STRING)
+        snprintf(n->facts.appendfsync, sizeof(n->facts.appendfsync), "%s",
+                 reply->element[1]->str);
+    else
+        n->facts.appendfsync[0] = '\0';
+}
+
 static void handshake_done(struct node *n, const redisReply *info)
 {
+    struct node_facts before = n->facts;
+    bool known_before = n->facts_known;
+
     n->ready_us = mono_now_us();
     learn_server(n, info->str);
+    n->facts_known = true;
+    facts_read(n, &before, known_before);
     if (n->clock.suspect)
         distrust_uptime(n);
     n->state = NODE_READY;
@@ -451,7 +579,7 @@ static void handshake_done(struct node *n, const redisReply *info)
     n->last_error[0] = '\0';
     flush_deferred(n);
     config_log(n->cfg, RL_LOG_INFO, "node %s ready (redis %s, up %llu s)",
-               n->addr->display, n->version,
+               n->addr->display, n->facts.version,
                (unsigned long long)(node_uptime_ms(n) / 1000));
 }
 
@@ -464,6 +592,14 @@ static void handshake_reply(struct node *n, struct request *r,
     /* Preloading scripts only saves a NOSCRIPT round trip later. */
     if (r->role == REQ_SCRIPT_LOAD)
         return;
+    if (r->role == REQ_CONFIG) {
+        config_reply(n, reply);
+        return;
+    }
+    if (r->role == REQ_CHECK) {
+        check_reply(n, reply);
+        return;
+    }
     if (reply->type == REDIS_REPLY_ERROR) {
         connection_fail(n, "%s: %s failed: %.*s", n->addr->display,
                         what[r->role], (int)reply->len, reply->str);
@@ -927,6 +1063,7 @@ static void schedule_reconnect(struct node *n)
  * back off (unless closing), stop the request timer. */
 static void node_down(struct node *n)
 {
+    n->check_pending = false;
     if (n->state == NODE_READY || n->failures == 0)
         config_log(n->cfg, RL_LOG_WARN, "node down: %s", n->last_error);
     n->failures++;
@@ -1053,11 +1190,16 @@ static bool queue_handshake(struct node *n)
             snprintf(db, sizeof(db), "%d", a->db);
             argv[argc++] = "SELECT";
             argv[argc++] = db;
+        } else if (role == REQ_CONFIG) {
+            argv[argc++] = "CONFIG";
+            argv[argc++] = "GET";
+            argv[argc++] = "appendfsync";
         } else if (role == REQ_INFO) {
             if (n->cfg->clock_guard)
                 send_time(n, mono_now_us());
+            /* The default sections: server, memory, persistence,
+             * replication and cluster among them (facts.h). */
             argv[argc++] = "INFO";
-            argv[argc++] = "server";
         } else {
             if (!queue_script_loads(n))
                 return false;
@@ -1094,6 +1236,27 @@ static void connection_start(struct node *n)
                         n->addr->display);
 }
 
+/* Every CHECK_INTERVAL_S a ready node is asked for its facts again
+ * (INFO and CONFIG GET, one write), so a policy changed at run time, a
+ * node turned replica or the same server reached twice is seen within
+ * about that long. Nothing on the lock path waits for it. */
+#define CHECK_INTERVAL_S 1.0
+
+static void on_check_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    const char *config_argv[3] = {"CONFIG", "GET", "appendfsync"};
+    const char *info_argv[1] = {"INFO"};
+    struct node *n = w->data;
+
+    RL_UNUSED(loop);
+    RL_UNUSED(revents);
+    if (n->state != NODE_READY || n->check_pending)
+        return;
+    if (queue_internal(n, REQ_CONFIG, 3, config_argv) &&
+        queue_internal(n, REQ_CHECK, 1, info_argv))
+        n->check_pending = true;
+}
+
 static void on_backoff_timer(struct ev_loop *loop, ev_timer *w, int revents)
 {
     struct node *n = w->data;
@@ -1107,7 +1270,8 @@ static void on_backoff_timer(struct ev_loop *loop, ev_timer *w, int revents)
 /* ---- Public (internal) API ---------------------------------------------- */
 
 struct node *node_new(struct ev_loop *loop, const struct config *cfg,
-                      size_t index, struct tls_target *tls)
+                      struct node *const *peers, size_t index,
+                      struct tls_target *tls)
 {
     static const char *const time_argv[1] = {"TIME"};
     static const size_t time_len[1] = {4};
@@ -1125,18 +1289,27 @@ struct node *node_new(struct ev_loop *loop, const struct config *cfg,
     n->addr = &cfg->addrs[index];
     n->tls = tls;
     n->state = NODE_IDLE;
+    n->peers = peers;
+    n->npeers = cfg->node_count;
+    n->index = index;
+    n->twin_of = -1;
     conn_backoff_init(&n->backoff, mono_now_us() ^ ((uint64_t)index << 32));
     ev_timer_init(&n->request_timer, on_request_timer, 0.0, 0.0);
     n->request_timer.data = n;
     ev_timer_init(&n->backoff_timer, on_backoff_timer, 0.0, 0.0);
     n->backoff_timer.data = n;
+    ev_timer_init(&n->check_timer, on_check_timer, CHECK_INTERVAL_S,
+                  CHECK_INTERVAL_S);
+    n->check_timer.data = n;
     return n;
 }
 
 void node_start(struct node *n)
 {
-    if (n->state == NODE_IDLE)
-        connection_start(n);
+    if (n->state != NODE_IDLE)
+        return;
+    ev_timer_start(n->loop, &n->check_timer);
+    connection_start(n);
 }
 
 void node_free(struct node *n)
@@ -1148,6 +1321,7 @@ void node_free(struct node *n)
     n->state = NODE_CLOSED;
     ev_timer_stop(n->loop, &n->request_timer);
     ev_timer_stop(n->loop, &n->backoff_timer);
+    ev_timer_stop(n->loop, &n->check_timer);
     snprintf(n->last_error, sizeof(n->last_error), "%s: client closed",
              n->addr->display);
     c = n->conn;
@@ -1189,14 +1363,55 @@ bool node_started_after(const struct node *n, rl_mono_us t)
     return n->up_since_us != 0 && n->start_min_us > t;
 }
 
+/* Trusted to have kept every key it acknowledged across a restart. */
+bool node_restart_trusted(const struct node *n)
+{
+    switch (n->cfg->restart_trust) {
+    case RL_RESTART_TRUST:
+        return true;
+    case RL_RESTART_AUTO:
+        return facts_fsyncs_every_write(&n->facts) == FACT_YES;
+    default:
+        return false;
+    }
+}
+
+enum node_bar node_vote_bar(const struct node *n)
+{
+    if (n->state != NODE_READY)
+        return NODE_BAR_DOWN;
+    if (n->twin_of >= 0)
+        return NODE_BAR_TWIN;
+    if (strcmp(n->facts.role, "master") != 0)
+        return NODE_BAR_ROLE;
+    if (facts_may_evict(&n->facts) != FACT_NO &&
+        !n->cfg->allow_evicting_nodes)
+        return NODE_BAR_EVICTS;
+    if (n->clock.suspect)
+        return NODE_BAR_CLOCK;
+    if (!node_restart_trusted(n) &&
+        (n->up_since_us == 0 ||
+         node_uptime_ms(n) < (int64_t)n->cfg->max_ttl_ms))
+        return NODE_BAR_QUARANTINE;
+    return NODE_BAR_NONE;
+}
+
 bool node_voting(const struct node *n)
 {
-    if (n->state != NODE_READY || n->clock.suspect)
+    return node_vote_bar(n) == NODE_BAR_NONE;
+}
+
+bool node_keeps_keys(const struct node *n)
+{
+    switch (node_vote_bar(n)) {
+    case NODE_BAR_TWIN:
+    case NODE_BAR_ROLE:
+    case NODE_BAR_EVICTS:
+    case NODE_BAR_CLOCK:
         return false;
-    if (n->cfg->trust_restarted_nodes)
+    default:
         return true;
-    return n->up_since_us != 0 &&
-           node_uptime_ms(n) >= (int64_t)n->cfg->max_ttl_ms;
+    }
 }
 
 int64_t node_quarantine_left_ms(const struct node *n)
@@ -1205,15 +1420,25 @@ int64_t node_quarantine_left_ms(const struct node *n)
 
     if (n->state != NODE_READY || n->up_since_us == 0)
         return -1;
-    if (n->cfg->trust_restarted_nodes)
+    if (node_restart_trusted(n))
         return 0;
     left = (int64_t)n->cfg->max_ttl_ms - node_uptime_ms(n);
     return left > 0 ? left : 0;
 }
 
+const struct node_facts *node_get_facts(const struct node *n)
+{
+    return &n->facts;
+}
+
+int node_twin_of(const struct node *n)
+{
+    return n->twin_of;
+}
+
 const char *node_version(const struct node *n)
 {
-    return n->version;
+    return n->facts.version;
 }
 
 const char *node_tls_version(const struct node *n)

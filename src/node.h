@@ -9,6 +9,7 @@
 
 #include "clock.h"
 #include "config.h"
+#include "facts.h"
 #include "scripts.h"
 
 struct ev_loop;
@@ -72,9 +73,12 @@ void node_count_vote(struct node *n, bool granted);
 /* Latency percentile (0 < p <= 100) in µs, from the histogram. */
 uint32_t node_latency_percentile(const struct node *n, double p);
 
-/* tls: the node's TLS target (outlives the node), or NULL: plaintext. */
+/* Node index of cfg->addrs. peers: every node of the client by index
+ * (filled as they are made; outlives them all), compared for duplicates.
+ * tls: the node's TLS target (outlives the node), or NULL: plaintext. */
 struct node *node_new(struct ev_loop *loop, const struct config *cfg,
-                      size_t index, struct tls_target *tls);
+                      struct node *const *peers, size_t index,
+                      struct tls_target *tls);
 /* Start connecting (idempotent). */
 void node_start(struct node *n);
 /* Write what is queued, then close the connection. Requests still
@@ -112,10 +116,32 @@ void request_detach(struct request *r);
 
 const char *node_name(const struct node *n);
 enum node_state node_get_state(const struct node *n);
-/* True when the node's vote counts: connected, not clock-suspect (issue
- * 15), and up longer than max_ttl_ms (restart quarantine, §5.7) unless
- * restarted nodes are trusted. */
+/* Why a node's vote does not count, the first reason that applies. */
+enum node_bar {
+    NODE_BAR_NONE,       /* it votes */
+    NODE_BAR_DOWN,       /* not connected */
+    NODE_BAR_TWIN,       /* the same server as a node listed before it */
+    NODE_BAR_ROLE,       /* not a master (or its role is unknown) */
+    NODE_BAR_EVICTS,     /* may evict keys (or does not say), not allowed */
+    NODE_BAR_CLOCK,      /* clock-suspect */
+    NODE_BAR_QUARANTINE, /* restarted less than max_ttl_ms ago, and not
+                            trusted to have kept its keys */
+};
+enum node_bar node_vote_bar(const struct node *n);
+/* node_vote_bar(n) == NODE_BAR_NONE. */
 bool node_voting(const struct node *n);
+/* False when a key the node holds for us may already be gone, or its
+ * vote never counted: a duplicate, a replica, an evicting or a
+ * clock-suspect node. A held lock withdraws such votes. */
+bool node_keeps_keys(const struct node *n);
+/* A restarted node kept every key it acknowledged: restart_trust TRUST,
+ * or AUTO and it reports AOF with appendfsync always. */
+bool node_restart_trusted(const struct node *n);
+/* What the node said of itself at the handshake and the latest check. */
+const struct node_facts *node_get_facts(const struct node *n);
+/* Index of the node listed before this one that is the same server, or
+ * -1. */
+int node_twin_of(const struct node *n);
 /* Milliseconds until a connected node votes (0: it votes now), or -1
  * when it is not connected. */
 int64_t node_quarantine_left_ms(const struct node *n);

@@ -1,0 +1,100 @@
+/* facts.c -- see facts.h. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "facts.h"
+
+bool facts_info_field(const char *info, const char *field, char *dst,
+                      size_t dstlen)
+{
+    size_t flen = strlen(field);
+    const char *p = info;
+    size_t i = 0;
+
+    if (dstlen == 0)
+        return false;
+    while ((p = strstr(p, field)) != NULL) {
+        if ((p == info || p[-1] == '\n') && p[flen] == ':') {
+            p += flen + 1;
+            while (p[i] != '\0' && p[i] != '\r' && p[i] != '\n' &&
+                   i + 1 < dstlen) {
+                dst[i] = p[i];
+                i++;
+            }
+            dst[i] = '\0';
+            return true;
+        }
+        p += flen;
+    }
+    dst[0] = '\0';
+    return false;
+}
+
+/* "0" / "1" fields (aof_enabled, cluster_enabled). */
+static enum fact info_flag(const char *info, const char *field)
+{
+    char v[4];
+
+    if (!facts_info_field(info, field, v, sizeof(v)))
+        return FACT_UNKNOWN;
+    if (strcmp(v, "1") == 0)
+        return FACT_YES;
+    return strcmp(v, "0") == 0 ? FACT_NO : FACT_UNKNOWN;
+}
+
+static bool info_u64(const char *info, const char *field, uint64_t *out)
+{
+    char v[32];
+    char *end;
+
+    if (!facts_info_field(info, field, v, sizeof(v)) || v[0] < '0' ||
+        v[0] > '9')
+        return false;
+    *out = strtoull(v, &end, 10);
+    return *end == '\0';
+}
+
+void facts_from_info(struct node_facts *f, const char *info)
+{
+    facts_info_field(info, "redis_version", f->version, sizeof(f->version));
+    facts_info_field(info, "run_id", f->run_id, sizeof(f->run_id));
+    facts_info_field(info, "role", f->role, sizeof(f->role));
+    facts_info_field(info, "master_replid", f->replid, sizeof(f->replid));
+    facts_info_field(info, "maxmemory_policy", f->policy,
+                     sizeof(f->policy));
+    f->maxmemory_known = info_u64(info, "maxmemory", &f->maxmemory);
+    f->aof_enabled = info_flag(info, "aof_enabled");
+    f->cluster_enabled = info_flag(info, "cluster_enabled");
+    f->uptime_known = info_u64(info, "uptime_in_seconds", &f->uptime_s);
+}
+
+enum fact facts_may_evict(const struct node_facts *f)
+{
+    if (f->maxmemory_known && f->maxmemory == 0)
+        return FACT_NO; /* no limit: nothing to make room for */
+    if (!f->maxmemory_known || f->policy[0] == '\0')
+        return FACT_UNKNOWN;
+    return strcmp(f->policy, "noeviction") == 0 ? FACT_NO : FACT_YES;
+}
+
+enum fact facts_fsyncs_every_write(const struct node_facts *f)
+{
+    if (f->aof_enabled == FACT_NO)
+        return FACT_NO;
+    if (f->appendfsync[0] != '\0' && strcmp(f->appendfsync, "always") != 0)
+        return FACT_NO;
+    if (f->aof_enabled == FACT_UNKNOWN || f->appendfsync[0] == '\0')
+        return FACT_UNKNOWN;
+    return FACT_YES;
+}
+
+const char *facts_same_server(const struct node_facts *a,
+                              const struct node_facts *b)
+{
+    if (a->run_id[0] != '\0' && strcmp(a->run_id, b->run_id) == 0)
+        return "the same server (same run_id)";
+    if (a->replid[0] != '\0' && strcmp(a->replid, b->replid) == 0)
+        return "one replication stream (a master and its replica, or "
+               "two replicas of one master)";
+    return NULL;
+}

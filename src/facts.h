@@ -1,0 +1,59 @@
+/* facts.h -- what a Redis node says about itself that Redlock's safety
+ * rests on, parsed from its INFO and CONFIG GET replies: who it is
+ * (run_id, replication stream), whether it may evict keys before their
+ * TTL, whether it persists every write. Pure functions, no I/O. A fact
+ * the node did not report is unknown, never assumed fine. */
+#ifndef REDLOCK_FACTS_H
+#define REDLOCK_FACTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* A yes/no fact that may be unknown. */
+enum fact {
+    FACT_UNKNOWN = -1,
+    FACT_NO = 0,
+    FACT_YES = 1,
+};
+
+struct node_facts {
+    char version[32];          /* redis_version; "" unknown */
+    char run_id[41];           /* server instance; "" unknown */
+    char role[12];             /* "master", "slave"; "" unknown */
+    char replid[41];           /* master_replid: the replication stream
+                                  a master and its replicas share */
+    char policy[24];           /* maxmemory_policy; "" unknown */
+    uint64_t maxmemory;        /* bytes, 0 = no limit */
+    bool maxmemory_known;
+    enum fact aof_enabled;
+    enum fact cluster_enabled;
+    char appendfsync[12];      /* CONFIG GET appendfsync; "" unknown */
+    uint64_t uptime_s;         /* uptime_in_seconds */
+    bool uptime_known;
+};
+
+/* Copy "field:value" of an INFO reply into dst (truncated to dstlen).
+ * false when the field is absent. */
+bool facts_info_field(const char *info, const char *field, char *dst,
+                      size_t dstlen);
+
+/* Read every fact INFO carries (server, memory, persistence, replication
+ * and cluster sections) into f; appendfsync is left as it is (CONFIG
+ * GET's). Fields INFO lacks become unknown. */
+void facts_from_info(struct node_facts *f, const char *info);
+
+/* The node may drop a key before its TTL: maxmemory set with a policy
+ * other than noeviction. Unknown when either is not reported. */
+enum fact facts_may_evict(const struct node_facts *f);
+
+/* The node fsyncs every write before answering it: AOF on with
+ * appendfsync always, so a crash loses nothing it acknowledged. */
+enum fact facts_fsyncs_every_write(const struct node_facts *f);
+
+/* Why a and b are one server (or one replication stream), or NULL when
+ * they are independent as far as their facts tell. */
+const char *facts_same_server(const struct node_facts *a,
+                              const struct node_facts *b);
+
+#endif
