@@ -38,6 +38,17 @@ def setup_or_skip():
         sys.exit(77)
 
 
+def scale(seconds):
+    """seconds scaled by $RL_TEST_TIMEOUT_MULTIPLIER (default 1; set by
+    tools/test.sh for the sanitizer and valgrind stages), for generous
+    deadlines and upper bounds: a test asserts outcomes, never rates."""
+    try:
+        m = float(os.environ.get("RL_TEST_TIMEOUT_MULTIPLIER", "1"))
+    except ValueError:
+        m = 1.0
+    return seconds * max(m, 1.0)
+
+
 def free_port():
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))

@@ -150,7 +150,8 @@ static void expect_nodes_fail(struct fx *f, const rl_config *cfg,
     /* Within a few connect timeouts (creation waits one, the acquire
      * fails fast on nodes known to be down). */
     assert_true(harness_now_ms() - t0 <
-                4 * (int64_t)cfg->connect_timeout_ms + 2000);
+                4 * (int64_t)cfg->connect_timeout_ms +
+                    harness_scale_ms(2000));
     rl_client_free(f->c);
     f->c = NULL;
 }
@@ -391,6 +392,10 @@ static void test_slow_tls_connect_leaves_the_handshake_its_timeout(
 #endif
 }
 
+/* The waiter's retry delay and the holder's TTL: without the notification
+ * the waiter could not get the lock before about this long. */
+#define TLS_FALLBACK_MS 30000
+
 struct waiter {
     rl_client *c;
     rl_status st;
@@ -404,7 +409,7 @@ static void *wait_for_lock(void *arg)
     rl_acquire_opts o = {0};
 
     o.ttl_ms = 10000;
-    o.wait_ms = 20000;
+    o.wait_ms = 2 * TLS_FALLBACK_MS;
     w->st = rl_acquire(w->c, "tls:notify", &o, &w->l);
     w->done_ms = harness_now_ms();
     return NULL;
@@ -417,20 +422,33 @@ static void test_release_notification_wakes_a_waiter_over_tls(
     struct waiter w = {0};
     pthread_t t;
     rl_config cfg;
+    rl_acquire_opts o = {0};
+    rl_stats s;
     int64_t released_ms;
+    int64_t deadline;
+    int64_t bound = harness_scale_ms(2000);
 
+    if (bound > TLS_FALLBACK_MS / 2)
+        bound = TLS_FALLBACK_MS / 2;
     start_tls(f, "server.pem", false, NULL, "127.0.0.1");
     tls_config(f, &cfg);
     f->c = fixture_client(&cfg);
     assert_non_null(f->c);
-    cfg.retry_delay_ms = 3000; /* polling alone would take 3 s */
+    cfg.retry_delay_ms = TLS_FALLBACK_MS; /* polling alone: 30 s */
     cfg.retry_jitter_ms = 0;
     f->c2 = fixture_client(&cfg);
     assert_non_null(f->c2);
-    assert_int_equal(rl_acquire(f->c, "tls:notify", NULL, &f->l), RL_OK);
+    o.ttl_ms = TLS_FALLBACK_MS; /* B's sleep is capped by A's PTTL */
+    assert_int_equal(rl_acquire(f->c, "tls:notify", &o, &f->l), RL_OK);
     w.c = f->c2;
     assert_int_equal(pthread_create(&t, NULL, wait_for_lock, &w), 0);
-    usleep(500000); /* B was refused and sleeps, subscribed */
+    /* B was refused (then it sleeps, subscribed). */
+    deadline = harness_now_ms() + harness_scale_ms(5000);
+    do {
+        usleep(5000);
+        assert_int_equal(rl_client_stats(f->c2, &s), RL_OK);
+    } while (s.contended == 0 && harness_now_ms() < deadline);
+    usleep(50000); /* and got to its sleep */
     released_ms = harness_now_ms();
     assert_int_equal(rl_release(f->l), RL_OK);
     f->l = NULL;
@@ -439,15 +457,16 @@ static void test_release_notification_wakes_a_waiter_over_tls(
     assert_int_equal(w.st, RL_OK);
     fprintf(stderr, "  hand-off after %lld ms\n",
             (long long)(w.done_ms - released_ms));
-    assert_true(w.done_ms - released_ms < 2500);
+    /* Woken by the notification: far below the 30 s fallback. */
+    assert_true(w.done_ms - released_ms < bound);
 }
 
-/* rl_client_stats's node stats of node i, waiting up to 5 s for its
+/* rl_client_stats's node stats of node i, waiting up to 5 s (scaled) for its
  * handshake count to reach want. */
 static rl_node_stats wait_handshakes(rl_client *c, int i, uint64_t want)
 {
     static rl_stats s; /* large: not on the stack */
-    int64_t deadline = harness_now_ms() + 5000;
+    int64_t deadline = harness_now_ms() + harness_scale_ms(5000);
 
     do {
         rl_client_stats(c, &s);
