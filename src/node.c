@@ -76,6 +76,7 @@
 #include "conn.h"
 #include "facts.h"
 #include "node.h"
+#include "resolver.h"
 
 #define MAX_ARRAY_ELEMENTS 16
 #define MAX_DEFERRED 4096 /* rollbacks kept per down node */
@@ -143,6 +144,8 @@ struct node {
     size_t index;               /* ours in peers */
     int twin_of;                /* lower-index node that is the same
                                    server, -1 none: we do not vote */
+    struct resolve_job *resolving; /* host name looked up again after a
+                                      failure, or NULL */
     rl_mono_us up_since_us;     /* latest possible server start, boottime;
                                    0 = unknown */
     rl_mono_us start_min_us;    /* earliest possible server start */
@@ -1064,6 +1067,11 @@ static void schedule_reconnect(struct node *n)
 static void node_down(struct node *n)
 {
     n->check_pending = false;
+    /* A node given by name may have moved: look it up again, off the
+     * loop; the next connect after the answer goes there. */
+    if (n->state != NODE_CLOSED && n->resolving == NULL &&
+        uri_host_is_name(n->addr))
+        n->resolving = resolve_start(n->addr->host, n->addr->display);
     if (n->state == NODE_READY || n->failures == 0)
         config_log(n->cfg, RL_LOG_WARN, "node down: %s", n->last_error);
     n->failures++;
@@ -1211,10 +1219,42 @@ static bool queue_handshake(struct node *n)
     return true;
 }
 
+/* The answer of a lookup started at a failure, if it came: a new address
+ * is where this and later connections go (and the notifications'); it
+ * is a new server only if its run_id says so. */
+static void take_new_address(struct node *n)
+{
+    struct node_addr *a = &n->cfg->addrs[n->index];
+    char err[RL_ERRLEN];
+    char *ip = NULL;
+    rl_status st;
+
+    if (n->resolving == NULL ||
+        !resolve_poll(n->resolving, &ip, &st, err, sizeof(err)))
+        return;
+    resolve_drop(n->resolving);
+    n->resolving = NULL;
+    if (st != RL_OK) {
+        config_log(n->cfg, RL_LOG_DEBUG, "node %s: %s (trying %s again)",
+                   a->display, err, a->ip);
+        return;
+    }
+    if (strcmp(ip, a->ip) == 0) {
+        free(ip);
+        return;
+    }
+    config_log(n->cfg, RL_LOG_WARN,
+               "node %s: host '%s' now resolves to %s (was %s): "
+               "connecting there", a->display, a->host, ip, a->ip);
+    free(a->ip);
+    a->ip = ip;
+}
+
 static void connection_start(struct node *n)
 {
     struct conn_opts o;
 
+    take_new_address(n);
     memset(&o, 0, sizeof(o));
     o.addr = n->addr;
     o.tls = n->tls;
@@ -1322,6 +1362,8 @@ void node_free(struct node *n)
     ev_timer_stop(n->loop, &n->request_timer);
     ev_timer_stop(n->loop, &n->backoff_timer);
     ev_timer_stop(n->loop, &n->check_timer);
+    resolve_drop(n->resolving);
+    n->resolving = NULL;
     snprintf(n->last_error, sizeof(n->last_error), "%s: client closed",
              n->addr->display);
     c = n->conn;

@@ -801,16 +801,65 @@ static const struct addrinfo *pick_address(const struct addrinfo *list)
 
 /* getaddrinfo without AI_ADDRCONFIG: on a host with only loopback up (a
  * container, a CI runner) it would hide "localhost" and 127.0.0.1. */
-rl_status uri_resolve(struct node_addr *a, char *err, size_t errlen)
+rl_status uri_lookup(const char *host, const char *display, char **ip,
+                     char *err, size_t errlen)
 {
     struct addrinfo hints;
     struct addrinfo *list = NULL;
     const struct addrinfo *ai;
     const void *bin;
     char buf[INET6_ADDRSTRLEN];
-    char *ip;
     rl_status st = RL_OK;
     int rc;
+
+    *ip = NULL;
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    rc = getaddrinfo(host, NULL, &hints, &list);
+    if (rc != 0) {
+        if (rc == EAI_MEMORY)
+            st = RL_ENOMEM;
+        else if (rc == EAI_SYSTEM)
+            st = RL_ESYSTEM;
+        else
+            st = RL_EINVAL;
+        return set_err(err, errlen, st,
+                       "cannot resolve host '%s' in node '%s': %s", host,
+                       display, gai_strerror(rc));
+    }
+    ai = pick_address(list);
+    if (ai == NULL) {
+        st = set_err(err, errlen, RL_EINVAL,
+                     "cannot resolve host '%s' in node '%s': no IPv4 or "
+                     "IPv6 address", host, display);
+        goto out_free;
+    }
+    if (ai->ai_family == AF_INET)
+        bin = &((const struct sockaddr_in *)(const void *)ai->ai_addr)
+                   ->sin_addr;
+    else
+        bin = &((const struct sockaddr_in6 *)(const void *)ai->ai_addr)
+                   ->sin6_addr;
+    if (inet_ntop(ai->ai_family, bin, buf, sizeof(buf)) == NULL) {
+        st = set_err(err, errlen, RL_ESYSTEM,
+                     "cannot format the address of host '%s'", host);
+        goto out_free;
+    }
+    *ip = rl_strdup(buf);
+    if (*ip == NULL)
+        st = set_err(err, errlen, RL_ENOMEM,
+                     "resolving host '%s': out of memory", host);
+
+out_free:
+    freeaddrinfo(list);
+    return st;
+}
+
+rl_status uri_resolve(struct node_addr *a, char *err, size_t errlen)
+{
+    char *ip;
+    rl_status st;
 
     if (err != NULL && errlen > 0)
         err[0] = '\0';
@@ -822,54 +871,22 @@ rl_status uri_resolve(struct node_addr *a, char *err, size_t errlen)
         return set_err(err, errlen, RL_EINVAL,
                        "uri_resolve: node '%s' has no host",
                        a->display != NULL ? a->display : "?");
-
-    memset(&hints, 0, sizeof(hints));
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    rc = getaddrinfo(a->host, NULL, &hints, &list);
-    if (rc != 0) {
-        if (rc == EAI_MEMORY)
-            st = RL_ENOMEM;
-        else if (rc == EAI_SYSTEM)
-            st = RL_ESYSTEM;
-        else
-            st = RL_EINVAL;
-        return set_err(err, errlen, st,
-                       "cannot resolve host '%s' in node '%s': %s", a->host,
-                       a->display != NULL ? a->display : a->host,
-                       gai_strerror(rc));
-    }
-    ai = pick_address(list);
-    if (ai == NULL) {
-        st = set_err(err, errlen, RL_EINVAL,
-                     "cannot resolve host '%s' in node '%s': no IPv4 or "
-                     "IPv6 address", a->host,
-                     a->display != NULL ? a->display : a->host);
-        goto out_free;
-    }
-    if (ai->ai_family == AF_INET)
-        bin = &((const struct sockaddr_in *)(const void *)ai->ai_addr)
-                   ->sin_addr;
-    else
-        bin = &((const struct sockaddr_in6 *)(const void *)ai->ai_addr)
-                   ->sin6_addr;
-    if (inet_ntop(ai->ai_family, bin, buf, sizeof(buf)) == NULL) {
-        st = set_err(err, errlen, RL_ESYSTEM,
-                     "cannot format the address of host '%s'", a->host);
-        goto out_free;
-    }
-    ip = rl_strdup(buf);
-    if (ip == NULL) {
-        st = set_err(err, errlen, RL_ENOMEM,
-                     "resolving host '%s': out of memory", a->host);
-        goto out_free;
-    }
+    st = uri_lookup(a->host, a->display != NULL ? a->display : a->host, &ip,
+                    err, errlen);
+    if (st != RL_OK)
+        return st;
     free(a->ip);
     a->ip = ip;
+    return RL_OK;
+}
 
-out_free:
-    freeaddrinfo(list);
-    return st;
+bool uri_host_is_name(const struct node_addr *a)
+{
+    unsigned char bin[sizeof(struct in6_addr)];
+
+    return a->kind == ADDR_TCP && a->host != NULL &&
+           inet_pton(AF_INET, a->host, bin) != 1 &&
+           inet_pton(AF_INET6, a->host, bin) != 1;
 }
 
 static const char *endpoint_name(const struct node_addr *a)

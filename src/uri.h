@@ -39,10 +39,20 @@ struct node_addr {
 rl_status uri_parse(const char *uri, struct node_addr *out, char *err,
                     size_t errlen);
 
-/* TCP: resolve a->host (getaddrinfo, blocking) into a->ip, preferring IPv4.
+/* TCP: resolve a->host (uri_lookup) into a->ip.
  * UNIX: nothing to do. RL_EINVAL with a message naming the host when it
  * does not resolve. */
 rl_status uri_resolve(struct node_addr *a, char *err, size_t errlen);
+
+/* getaddrinfo of host (blocking), preferring IPv4: *ip is a malloc'd
+ * numeric address. RL_EINVAL / RL_ENOMEM / RL_ESYSTEM with a message in
+ * err naming host and display (the node) otherwise, *ip NULL. */
+rl_status uri_lookup(const char *host, const char *display, char **ip,
+                     char *err, size_t errlen);
+
+/* A TCP node given by host name (not an IP literal): worth resolving
+ * again when it stops answering. */
+bool uri_host_is_name(const struct node_addr *a);
 
 /* True when both name the same endpoint (ip/port or path) and db. */
 bool node_addr_same(const struct node_addr *a, const struct node_addr *b);

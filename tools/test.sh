@@ -80,11 +80,13 @@ RL_TEST_TIMEOUT_MULTIPLIER=2 \
 
 section "ThreadSanitizer build"
 # The tests that run threads against one client: the blocking API from
-# many threads, the watchdog, async calls, client create/free and the
-# lifetime stress tests. Only these are built and run. The 60 s
+# many threads, the watchdog, async calls, client create/free, the
+# lifetime stress tests, and the node checks (a moved host name is looked
+# up on a thread of its own). Only these are built and run. The 60 s
 # loaded-machine hold is left to the other stages (TSan slows it down and
 # it adds no interleaving the others lack).
-tsan_tests="threads watchdog async reentrancy stress lifetimes lost_and_caps"
+tsan_tests="threads watchdog async reentrancy stress lifetimes lost_and_caps
+    preconditions"
 RL_TEST_TIMEOUT_MULTIPLIER=3 cmake -S . -B build/tsan -DCMAKE_BUILD_TYPE=Debug \
     -DRL_TSAN=ON -DRL_WERROR=ON >/dev/null
 # shellcheck disable=SC2046 # one target per word

@@ -3,9 +3,24 @@
  *   - a node that may evict our keys (maxmemory with a policy other than
  *     noeviction) does not vote, so an application filling the nodes
  *     cannot evict a held lock and let a second holder in;
+ *   - a node whose policy turns evicting at run time stops voting within
+ *     about a second, and a held lock that thereby has too few votes is
+ *     LOST before its validity ends; allow_evicting_nodes lets them vote;
  *   - the same server listed twice (two addresses, TCP and its unix
  *     socket) or a replica beside its master is not counted as two
- *     independent nodes: rl_client_new refuses it, naming both entries. */
+ *     independent nodes: rl_client_new refuses it, naming both entries;
+ *     a node that becomes a replica later stops voting, and votes again
+ *     once promoted;
+ *   - restart trust "auto": a young node with appendonly yes and
+ *     appendfsync always votes at once, one with everysec is quarantined;
+ *   - a node given by host name is looked up again when its connection
+ *     fails, and reached at its new address (the hosts file is replaced
+ *     in a private mount namespace: needs root, else the case says SKIP);
+ *   - a user without permission for the scripts gets an error naming the
+ *     node and the refusal. */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,15 +28,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <poll.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "fixture.h"
 
-#define MAX_NODES 3
+#define MAX_NODES 4
 
 struct fx {
     struct rl_redis r[MAX_NODES];
+    char hosts[256];   /* our /etc/hosts, bind-mounted; "" when none */
     struct harness_nodes hn;
     rl_client *a;
     rl_client *b;
@@ -43,6 +62,10 @@ static int teardown(void **state)
 {
     struct fx *f = *state;
 
+    if (f->hosts[0] != '\0') {
+        umount2("/etc/hosts", MNT_DETACH);
+        unlink(f->hosts);
+    }
     rl_lock_free(f->la);
     rl_lock_free(f->lb);
     rl_client_free(f->a);
@@ -75,6 +98,40 @@ static void fill_node(const struct rl_redis *r, int n, size_t size)
     }
     free(value);
     redisFree(ctx);
+}
+
+static void ping(rl_client *c, rl_node_info *info,
+                 size_t n)
+{
+    size_t count = 0;
+
+    rl_client_ping(c, info, n, &count);
+    assert_int_equal(count, n);
+}
+
+/* Polls ping until node i's vote_bar is want; false past the deadline. */
+static bool wait_vote_bar(rl_client *c, size_t n, size_t i,
+                          int want)
+{
+    int64_t deadline = harness_now_ms() + harness_scale_ms(5000);
+    rl_node_info info[MAX_NODES];
+
+    do {
+        ping(c, info, n);
+        if (info[i].vote_bar == want)
+            return true;
+        harness_sleep_ms(50);
+    } while (harness_now_ms() < deadline);
+    fprintf(stderr, "  node %zu: vote_bar %d, want %d\n", i,
+            info[i].vote_bar, want);
+    return false;
+}
+
+static bool fd_readable(int fd, int timeout_ms)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+
+    return poll(&p, 1, timeout_ms) == 1;
 }
 
 static long long info_number(const struct rl_redis *r, const char *section,
@@ -233,6 +290,273 @@ static void test_replica_beside_its_master_is_refused(void **state)
     expect_refused(f, uri[0], uri[1]);
 }
 
+/* A held, renewed lock on three nodes; two of them turn evicting: their
+ * votes are withdrawn at the next renewal and the lock is LOST while its
+ * validity remains. */
+static void test_policy_turned_evicting_loses_a_held_lock(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts ao = {0};
+    rl_node_info info[3];
+
+    assert_int_equal(harness_cluster_start_nodes(f->r, 3, NULL, &f->hn), 0);
+    f->a = fixture_fast_client(&f->hn);
+    assert_non_null(f->a);
+    ao.ttl_ms = 10000;
+    ao.auto_extend = true;
+    assert_int_equal(rl_acquire(f->a, "evict-later", &ao, &f->la), RL_OK);
+    ping(f->a, info, 3);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(info[i].may_evict, RL_FACT_NO);
+        assert_int_equal(info[i].vote_bar, RL_VOTES);
+    }
+    for (int i = 0; i < 2; i++) {
+        assert_true(harness_ok(harness_cmd(&f->r[i],
+                                           "CONFIG SET maxmemory 100mb")));
+        assert_true(harness_ok(harness_cmd(
+            &f->r[i], "CONFIG SET maxmemory-policy allkeys-lru")));
+    }
+    assert_true(wait_vote_bar(f->a, 3, 0, RL_BAR_EVICTS));
+    /* Renewals every ttl/3: lost at the next one, before the TTL. */
+    assert_true(fd_readable(rl_lock_lost_fd(f->la), 9000));
+    assert_true(rl_lock_lost(f->la));
+    ping(f->a, info, 3);
+    assert_int_equal(info[1].may_evict, RL_FACT_YES);
+    assert_string_equal(info[1].maxmemory_policy, "allkeys-lru");
+    assert_int_equal(info[1].maxmemory, 100 * 1024 * 1024);
+    assert_int_equal(info[2].vote_bar, RL_VOTES);
+    /* Back to noeviction: it votes again. */
+    assert_true(harness_ok(
+        harness_cmd(&f->r[0], "CONFIG SET maxmemory-policy noeviction")));
+    assert_true(wait_vote_bar(f->a, 3, 0, RL_VOTES));
+}
+
+static void test_allow_evicting_nodes_lets_them_vote(void **state)
+{
+    struct fx *f = *state;
+    struct harness_opts o = {.extra_args = evicting_args};
+    rl_acquire_opts ao = {0};
+    rl_node_info info[3];
+    rl_config cfg;
+
+    assert_int_equal(harness_cluster_start_nodes(f->r, 3, &o, &f->hn), 0);
+    fixture_config(&cfg, &f->hn);
+    cfg.allow_evicting_nodes = true;
+    f->a = fixture_client(&cfg);
+    assert_non_null(f->a);
+    ping(f->a, info, 3);
+    assert_int_equal(info[0].may_evict, RL_FACT_YES);
+    assert_string_equal(info[0].maxmemory_policy, "volatile-lru");
+    assert_true(info[0].voting);
+    assert_int_equal(rl_acquire(f->a, "accepted", &ao, &f->la), RL_OK);
+}
+
+static void test_a_node_turned_replica_stops_voting(void **state)
+{
+    struct fx *f = *state;
+    static const char *const fast_sync[] = {"--repl-diskless-sync-delay",
+                                            "0", NULL};
+    struct harness_opts o = {.extra_args = fast_sync};
+    rl_node_info info[3];
+
+    assert_int_equal(harness_cluster_start_nodes(f->r, 3, &o, &f->hn), 0);
+    f->a = fixture_fast_client(&f->hn);
+    assert_non_null(f->a);
+    assert_true(harness_ok(harness_cmd(&f->r[1], "REPLICAOF %s %d",
+                                       HARNESS_HOST, f->r[0].port)));
+    assert_true(replica_linked(&f->r[1]));
+    assert_true(wait_vote_bar(f->a, 3, 1, RL_BAR_TWIN));
+    ping(f->a, info, 3);
+    assert_int_equal(info[1].twin_of, 0);
+    assert_string_equal(info[1].role, "slave");
+    assert_true(info[0].voting);
+    /* Promoted: a replication stream of its own, a master again. */
+    assert_true(harness_ok(harness_cmd(&f->r[1], "REPLICAOF NO ONE")));
+    assert_true(wait_vote_bar(f->a, 3, 1, RL_VOTES));
+}
+
+/* ---- Restart trust --------------------------------------------------------*/
+
+static void test_auto_trusts_fsync_always_and_quarantines_everysec(
+    void **state)
+{
+    struct fx *f = *state;
+    static const char *const always[] = {"--appendonly", "yes",
+                                         "--appendfsync", "always", NULL};
+    static const char *const everysec[] = {"--appendonly", "yes",
+                                           "--appendfsync", "everysec",
+                                           NULL};
+    struct harness_opts oa = {.extra_args = always};
+    struct harness_opts oe = {.extra_args = everysec};
+    rl_acquire_opts ao = {0};
+    rl_node_info info[3];
+    rl_config cfg;
+
+    assert_int_equal(harness_start(&f->r[0], &oa), 0);
+    assert_int_equal(harness_start(&f->r[1], &oa), 0);
+    assert_int_equal(harness_start(&f->r[2], &oe), 0);
+    harness_nodes_fill(&f->hn, f->r, 3);
+    fixture_config(&cfg, &f->hn);
+    cfg.trust_restarted_nodes = false; /* the default: restart_trust auto */
+    cfg.max_ttl_ms = 60000;            /* the servers are seconds old */
+    f->a = fixture_client(&cfg);
+    assert_non_null(f->a);
+    ping(f->a, info, 3);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(info[i].fsync_always, RL_FACT_YES);
+        assert_string_equal(info[i].appendfsync, "always");
+        assert_int_equal(info[i].vote_bar, RL_VOTES);
+    }
+    assert_int_equal(info[2].fsync_always, RL_FACT_NO);
+    assert_string_equal(info[2].appendfsync, "everysec");
+    assert_int_equal(info[2].vote_bar, RL_BAR_QUARANTINE);
+    assert_int_equal(rl_acquire(f->a, "auto", &ao, &f->la), RL_OK);
+    assert_int_equal(rl_release(f->la), RL_OK);
+    f->la = NULL;
+    /* The same nodes with quarantine on: nobody votes yet. */
+    cfg.restart_trust = RL_RESTART_QUARANTINE;
+    f->b = fixture_client(&cfg);
+    assert_non_null(f->b);
+    assert_int_equal(rl_acquire(f->b, "auto", &ao, &f->lb), RL_ENOQUORUM);
+    assert_non_null(strstr(rl_last_error(), "3 quarantined"));
+}
+
+/* ---- A node that moves ----------------------------------------------------*/
+
+/* Writes text over path in place (the bind mount follows the inode). */
+static void rewrite(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+}
+
+/* A private /etc/hosts for this process, or false (with why) when the
+ * machine does not allow it. */
+static bool private_hosts(struct fx *f, const char *text, char *why,
+                          size_t len)
+{
+    const char *tmp = getenv("TMPDIR");
+    int fd;
+
+    if (geteuid() != 0) {
+        snprintf(why, len, "needs root for a private /etc/hosts");
+        return false;
+    }
+    if (unshare(CLONE_NEWNS) != 0 ||
+        mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
+        snprintf(why, len, "no private mount namespace: %s",
+                 strerror(errno));
+        return false;
+    }
+    snprintf(f->hosts, sizeof(f->hosts), "%s/rl-hosts-XXXXXX",
+             tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp");
+    fd = mkstemp(f->hosts);
+    assert_true(fd >= 0);
+    close(fd);
+    rewrite(f->hosts, text);
+    if (mount(f->hosts, "/etc/hosts", NULL, MS_BIND, NULL) != 0) {
+        snprintf(why, len, "cannot bind-mount /etc/hosts: %s",
+                 strerror(errno));
+        unlink(f->hosts);
+        f->hosts[0] = '\0';
+        return false;
+    }
+    return true;
+}
+
+static void test_a_node_whose_name_moves_is_followed(void **state)
+{
+    struct fx *f = *state;
+    char why[128];
+    char uri[3][64];
+    rl_acquire_opts ao = {0};
+    rl_node_info info[3];
+    redisContext *b;
+    redisReply *reply;
+    int64_t deadline;
+    char line[160];
+
+    assert_int_equal(harness_start(&f->r[0], NULL), 0); /* the old home */
+    assert_int_equal(harness_start(&f->r[1], NULL), 0);
+    assert_int_equal(harness_start(&f->r[2], NULL), 0);
+    assert_int_equal(harness_start(&f->r[3], NULL), 0); /* the new one */
+    snprintf(line, sizeof(line), "127.0.0.1 localhost\n"
+                                 "127.0.0.1 rl-moving-node.test\n");
+    if (!private_hosts(f, line, why, sizeof(why))) {
+        printf("SKIP: %s\n", why);
+        skip();
+    }
+    snprintf(uri[0], sizeof(uri[0]), "rl-moving-node.test:%d", f->r[0].port);
+    snprintf(uri[1], sizeof(uri[1]), "127.0.0.1:%d", f->r[1].port);
+    snprintf(uri[2], sizeof(uri[2]), "127.0.0.1:%d", f->r[2].port);
+    for (int i = 0; i < 3; i++)
+        harness_nodes_set(&f->hn, i, uri[i]);
+    f->a = fixture_fast_client(&f->hn);
+    assert_non_null(f->a);
+    /* The new home: server 3 moves to 127.0.0.2 on the old one's port
+     * (CONFIG SET keeps this connection open). */
+    b = harness_connect(&f->r[3]);
+    assert_non_null(b);
+    reply = redisCommand(b, "CONFIG SET bind 127.0.0.2");
+    assert_true(harness_ok(reply));
+    reply = redisCommand(b, "CONFIG SET port %d", f->r[0].port);
+    assert_true(harness_ok(reply));
+    snprintf(line, sizeof(line), "127.0.0.1 localhost\n"
+                                 "127.0.0.2 rl-moving-node.test\n");
+    rewrite(f->hosts, line);
+    harness_kill(&f->r[0]);
+    /* The client looks the name up again after the failure. */
+    deadline = harness_now_ms() + harness_scale_ms(10000);
+    do {
+        ping(f->a, info, 3);
+        if (info[0].voting)
+            break;
+        harness_sleep_ms(50);
+    } while (harness_now_ms() < deadline);
+    assert_true(info[0].voting);
+    assert_int_equal(rl_acquire(f->a, "moved", &ao, &f->la), RL_OK);
+    reply = redisCommand(b, "GET moved");
+    assert_non_null(reply);
+    assert_int_equal(reply->type, REDIS_REPLY_STRING);
+    freeReplyObject(reply);
+    redisFree(b);
+}
+
+/* ---- Permissions ----------------------------------------------------------*/
+
+static void test_a_user_without_script_rights_gets_a_clear_error(
+    void **state)
+{
+    struct fx *f = *state;
+    char uri[3][192];
+    rl_acquire_opts ao = {0};
+    rl_config cfg;
+    rl_status st;
+
+    assert_int_equal(harness_cluster_start(f->r, 3, NULL), 0);
+    for (int i = 0; i < 3; i++) {
+        assert_true(harness_ok(harness_cmd(
+            &f->r[i], "ACL SETUSER locker on >pw ~* +@all -evalsha -eval")));
+        harness_uri_auth(&f->r[i], "locker", "pw", uri[i], sizeof(uri[i]));
+        harness_nodes_set(&f->hn, i, uri[i]);
+    }
+    fixture_config(&cfg, &f->hn);
+    f->a = fixture_client(&cfg);
+    assert_non_null(f->a);
+    /* A plain SET NX PX needs no script; the release does. */
+    assert_int_equal(rl_acquire(f->a, "denied", &ao, &f->la), RL_OK);
+    st = rl_release(f->la);
+    f->la = NULL;
+    fprintf(stderr, "  %s: %s\n", rl_status_name(st), rl_last_error());
+    assert_int_equal(st, RL_ENOQUORUM);
+    assert_non_null(strstr(rl_last_error(), "NOPERM"));
+    assert_non_null(strstr(rl_last_error(), "127.0.0.1:"));
+    assert_null(strstr(rl_last_error(), "pw"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -245,6 +569,20 @@ int main(void)
             teardown),
         cmocka_unit_test_setup_teardown(
             test_replica_beside_its_master_is_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_policy_turned_evicting_loses_a_held_lock, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_allow_evicting_nodes_lets_them_vote, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_node_turned_replica_stops_voting, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_auto_trusts_fsync_always_and_quarantines_everysec, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_node_whose_name_moves_is_followed, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_user_without_script_rights_gets_a_clear_error, setup,
+            teardown),
     };
 
     harness_require_redis();

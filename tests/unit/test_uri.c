@@ -1130,6 +1130,11 @@ static char *oom_strdup(const char *s)
 #define uri_resolve oom_uri_resolve
 #define node_addr_same oom_node_addr_same
 #define node_addr_clear oom_node_addr_clear
+#define uri_lookup oom_uri_lookup
+#define uri_host_is_name oom_uri_host_is_name
+rl_status uri_lookup(const char *host, const char *display, char **ip,
+                     char *err, size_t errlen);
+bool uri_host_is_name(const struct node_addr *a);
 rl_status uri_parse(const char *uri, struct node_addr *out, char *err,
                     size_t errlen);
 rl_status uri_resolve(struct node_addr *a, char *err, size_t errlen);
@@ -1165,6 +1170,8 @@ const char *rl_uri_password(const rl_uri *u);
 #undef uri_resolve
 #undef node_addr_same
 #undef node_addr_clear
+#undef uri_lookup
+#undef uri_host_is_name
 
 static void oom_reset(int fail_at)
 {
