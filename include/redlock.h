@@ -177,7 +177,11 @@ typedef struct rl_config {
      *   rediss://[[user]:password@]host[:port][/db]  (the same, over TLS)
      *   unix:///path/to/redis.sock[?db=N]
      *   host:port                                     (host may be [v6])
-     * Host names are resolved once, inside rl_client_new. */
+     * Host names are resolved inside rl_client_new (one that does not
+     * resolve is RL_EINVAL), and again, off the loop thread, whenever a
+     * node's connection fails: a node whose name moved is reached at its
+     * new address (a new server there is quarantined as any restarted
+     * one, see restart_trust). */
     const char *const *nodes;
     size_t node_count;
     const char *password;        /* for nodes whose URI has none; or NULL */
