@@ -90,6 +90,15 @@ checker DOES see the violations they cause:
   neg-quarantine     the same with quarantine (max TTL 3000): must be clean
   neg-broken-client  each contender uses ONE node (quorum of 1): overlaps
   neg-skew-no-guard  the skew profile with --no-clock-guard: overlaps
+  evict              nodes 0-2 of 5 evict (maxmemory 4mb, allkeys-lru)
+                     while a writer fills them with 1 kB keys; six library
+                     contenders fight over one resource with long holds.
+                     Halfway, node 2 drops its limit (maxmemory 0). The
+                     evicting nodes do not vote: no lock at all while
+                     three evict, locks on nodes 2-4 after; must be clean
+  neg-evict-allowed  the same with --allow-evicting-nodes: a held key is
+                     evicted on the majority 0-2 and a second holder wins
+                     there: overlaps expected
 
 Python 3 stdlib only. Run `chaos.py --help`.
 """
@@ -119,7 +128,9 @@ PROFILES = ["kill", "pause", "restart-fast", "restart-delayed", "partition",
             "rwlock"]
 NEG_SKEW_MIN_S = 22.0  # neg-skew-no-guard's shortest run (see run_negative)
 NEGATIVE = ["neg-no-quarantine", "neg-quarantine", "neg-broken-client",
-            "neg-skew-no-guard", "fence-restart"]
+            "neg-skew-no-guard", "fence-restart", "evict",
+            "neg-evict-allowed"]
+EVICT_ARGS = ["--maxmemory", "4mb", "--maxmemory-policy", "allkeys-lru"]
 FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 SKEW_RATE = "5"
 
@@ -517,6 +528,7 @@ class Node:
                 "--save", "", "--appendonly", "no", "--dir", self.dir,
                 "--protected-mode", "no", "--daemonize", "no",
                 "--logfile", os.path.join(self.dir, "redis.log")]
+        args += self.env.node_args.get(self.idx, [])
         if self.tls_port is not None:
             certs = self.env.tls_dir
             args += ["--tls-port", str(self.tls_port),
@@ -848,6 +860,7 @@ class Env:
         self.stop = threading.Event()
         self.rng = random.Random(args.seed * 1000 + sum(map(ord, name)))
         self.tls_dir = None           # tls profile: certificates
+        self.node_args = {}           # node index -> extra server args
 
     # -- setup
     def start_truth(self):
@@ -1864,6 +1877,59 @@ def fence_restart_case(env):
     return t_begin
 
 
+def fill_nodes(env, idx):
+    """Another application's writes: 1 kB keys to nodes idx until
+    env.stop, so the evicting ones keep evicting."""
+    conns = [Redis(env.nodes[i].host, env.nodes[i].port) for i in idx]
+    value = b"x" * 1024
+    n = 0
+    try:
+        while not env.stop.is_set():
+            for r in conns:
+                for _ in range(50):
+                    r.sock.sendall(b"*3\r\n$3\r\nSET\r\n$%d\r\nfill:%d"
+                                   b"\r\n$1024\r\n%s\r\n"
+                                   % (len(b"fill:%d" % n), n, value))
+                    n += 1
+                for _ in range(50):
+                    try:
+                        r._read()
+                    except RedisError:
+                        pass  # OOM: a node that does not evict is full
+    except (OSError, ConnectionError):
+        pass
+    finally:
+        for r in conns:
+            r.close()
+
+
+def evict_case(env, allow):
+    """Nodes 0-2 evict while filled (see the evict profile); -> t_begin."""
+    extra = ["--allow-evicting-nodes"] if allow else []
+    env.add_contenders(["blocking", "with_lock"] * 3, ["evict:r"],
+                       hold=(200, 800), wait=1000, duration=env.duration,
+                       fence_ids="all", extra=extra)
+    filler = threading.Thread(target=fill_nodes, args=(env, (0, 1, 2)),
+                              daemon=True)
+    filler.start()
+    time.sleep(0.5)  # full: evicting by now
+    t_begin = mono_ns()
+    for c in env.contenders:
+        c.start()
+    env.sleep(env.duration / 2)
+    r = Redis(env.nodes[2].host, env.nodes[2].port)
+    r.cmd("CONFIG", "SET", "maxmemory", "0")
+    r.close()
+    env.notes.append("nodes 0-2 evict%s; node 2 stops at %.1f s" %
+                     (" (allowed to vote)" if allow else "",
+                      env.duration / 2))
+    for c in env.contenders:
+        c.wait_done(40)
+    env.stop.set()
+    filler.join(5)
+    return t_begin
+
+
 def run_negative(args, name):
     """Scripted cases (NEGATIVE): negative controls that must show
     violations, and fence-restart, which must not. -> result dict; 'expect'
@@ -1882,6 +1948,9 @@ def run_negative(args, name):
         return r
     env = Env(args, name, 10, 1000, 3000, (10, 30))
     env.paused_now = {}
+    if name in ("evict", "neg-evict-allowed"):
+        for i in (0, 1, 2):
+            env.node_args[i] = EVICT_ARGS
     t_wall = time.monotonic()
     try:
         env.start_truth()
@@ -1902,6 +1971,9 @@ def run_negative(args, name):
         elif name == "fence-restart":
             t_begin = fence_restart_case(env)
             expect = "clean"
+        elif name in ("evict", "neg-evict-allowed"):
+            t_begin = evict_case(env, name == "neg-evict-allowed")
+            expect = "violations" if name.startswith("neg") else "clean"
         else:
             # A holds R (acquired on all 5); 3 nodes restart empty; B then
             # tries R. Without quarantine the 3 empty nodes are a majority

@@ -114,6 +114,7 @@ struct opts {
     bool stale_write;              /* fenced write even after the loss */
     bool no_quarantine;
     bool no_clock_guard;
+    bool allow_evicting;  /* --allow-evicting-nodes (neg-evict-allowed) */
     uint32_t limit;                /* --limit: semaphore permits, 0 mutex */
     uint32_t shared_pct;           /* --shared-pct: share of reader cycles */
     const char *cacert;         /* --cacert: TLS CA file, or NULL */
@@ -231,6 +232,7 @@ static void usage(FILE *f)
         "                 [--fence] [--stale-write] [--no-quarantine]\n"
         "                 [--no-clock-guard] [--max-ttl MS] [--cacert FILE]\n"
         "                 [--limit K] [--shared-pct P]\n"
+        "                 [--allow-evicting-nodes]\n"
         "       contender --now\n");
 }
 
@@ -278,6 +280,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         {"shared-pct", required_argument, NULL, 'P'},
         {"no-quarantine", no_argument, NULL, 'Q'},
         {"no-clock-guard", no_argument, NULL, 'G'},
+        {"allow-evicting-nodes", no_argument, NULL, 'E'},
         {"max-ttl", required_argument, NULL, 'M'},
         {"cacert", required_argument, NULL, 'C'},
         {"truth", required_argument, NULL, 'T'},
@@ -367,6 +370,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
             break;
         case 'G':
             o->no_clock_guard = true;
+            break;
+        case 'E':
+            o->allow_evicting = true;
             break;
         case 'K':
             if (parse_u32(optarg, &o->limit) != 0)
@@ -800,6 +806,7 @@ int main(int argc, char **argv)
     cfg.max_ttl_ms = o.max_ttl_ms;
     cfg.trust_restarted_nodes = o.no_quarantine;
     cfg.no_clock_guard = o.no_clock_guard;
+    cfg.allow_evicting_nodes = o.allow_evicting;
     cfg.tls_ca_file = o.cacert;
     c = rl_client_new(&cfg, &st);
     if (c == NULL) {
