@@ -50,6 +50,8 @@ static void test_defaults_are_the_documented_ones(void **state)
     assert_int_equal(cfg.max_ttl_ms, 60000);
     assert_int_equal(cfg.renew_window_pct, 12);
     assert_false(cfg.trust_restarted_nodes);
+    assert_int_equal(cfg.restart_trust, RL_RESTART_AUTO);
+    assert_false(cfg.allow_evicting_nodes);
     assert_null(cfg.nodes);
     rl_config_init(NULL); /* no crash */
 }
@@ -152,6 +154,32 @@ static void test_each_bad_number_names_its_field(void **state)
     cfg = valid_config();
     cfg.renew_window_pct = 25;
     expect_invalid(&cfg, "renew_window_pct");
+    cfg = valid_config();
+    cfg.restart_trust = 3;
+    expect_invalid(&cfg, "restart_trust");
+}
+
+/* restart_trust: the old bool means TRUST; it cannot be combined with
+ * an explicit QUARANTINE. */
+static void test_restart_trust_and_the_old_bool(void **state)
+{
+    rl_config cfg = valid_config();
+    struct config out;
+
+    (void)state;
+    assert_int_equal(config_load(&cfg, &out), RL_OK);
+    assert_int_equal(out.restart_trust, RL_RESTART_AUTO);
+    config_clear(&out);
+    cfg.trust_restarted_nodes = true;
+    assert_int_equal(config_load(&cfg, &out), RL_OK);
+    assert_int_equal(out.restart_trust, RL_RESTART_TRUST);
+    config_clear(&out);
+    cfg.restart_trust = RL_RESTART_QUARANTINE;
+    expect_invalid(&cfg, "trust_restarted_nodes");
+    cfg.trust_restarted_nodes = false;
+    assert_int_equal(config_load(&cfg, &out), RL_OK);
+    assert_int_equal(out.restart_trust, RL_RESTART_QUARANTINE);
+    config_clear(&out);
 }
 
 static void test_drift_factor_outside_zero_to_a_tenth_is_rejected(
@@ -286,6 +314,7 @@ int main(void)
         cmocka_unit_test(test_malformed_and_duplicate_nodes_are_named),
         cmocka_unit_test(test_too_many_nodes_are_rejected),
         cmocka_unit_test(test_each_bad_number_names_its_field),
+        cmocka_unit_test(test_restart_trust_and_the_old_bool),
         cmocka_unit_test(
             test_drift_factor_outside_zero_to_a_tenth_is_rejected),
         cmocka_unit_test(test_reserved_prefix_is_rejected),
