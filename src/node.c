@@ -452,7 +452,7 @@ static void update_twin(struct node *n)
         return;
     if (n->twin_of < 0) {
         config_log(n->cfg, RL_LOG_WARN,
-                   "node %s is an independent server again: it votes",
+                   "node %s is no longer the same server as another node",
                    n->addr->display);
         return;
     }
