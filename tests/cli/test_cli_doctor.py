@@ -8,6 +8,9 @@ Every doctor run is followed by a check that no node holds a key.
 Usage: test_cli_doctor.py PATH-TO-redlock-cli [unittest args]
 """
 import json
+import os
+import re
+import tempfile
 import unittest
 
 import clitest
@@ -212,6 +215,34 @@ class Doctor(unittest.TestCase):
             rc, out, err = run_cli(["-v", "-n", nodes_arg(HEALTHY)] + args +
                                    ["ping"])
             self.assertIn("quarantine %s," % word, err)
+
+
+class Metrics(unittest.TestCase):
+    def test_metrics_file_has_the_node_facts(self):
+        nodes = HEALTHY[:2] + EVICTING + PLAIN[:1]
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "run.prom")
+            rc, out, err = run_cli(["-n", nodes_arg(nodes),
+                                    "--allow-evicting-nodes", "run",
+                                    "--metrics-file", path, "facts", "--",
+                                    "true"])
+            self.assertEqual(rc, 0, err)
+            with open(path) as f:
+                text = f.read()
+
+        def value(name, node):
+            m = re.search(r'^%s\{resource="facts",node="%s"\} (\S+)$'
+                          % (name, re.escape(node.addr)), text, re.M)
+            self.assertIsNotNone(m, (name, node.addr, text))
+            return float(m.group(1))
+        ok, ev, plain = HEALTHY[0], EVICTING[0], PLAIN[0]
+        self.assertEqual(value("redlock_node_may_evict", ok), 0)
+        self.assertEqual(value("redlock_node_may_evict", ev), 1)
+        self.assertEqual(value("redlock_node_fsync_always", ok), 1)
+        self.assertEqual(value("redlock_node_fsync_always", plain), 0)
+        self.assertEqual(value("redlock_node_independent", ok), 1)
+        self.assertEqual(value("redlock_node_vote_bar", ok), 0)
+        self.assertEqual(value("redlock_node_vote_bar", plain), 6)
 
 
 class PingFacts(unittest.TestCase):
