@@ -226,12 +226,19 @@ void cli_count_nodes(const rl_node_info *p, size_t count, size_t *voting,
  * UNAVAILABLE when st is not RL_OK) into buf. */
 void cli_nodes_summary(char *buf, size_t len, const rl_node_info *p,
                        size_t count, rl_status st);
-/* Create the client and ping every node: *p (malloc'd, o->node_count
- * entries, *count filled) and the ping's status (RL_OK or RL_ENOQUORUM)
- * in *st. CLI_EXIT_OK, or an exit code after a message; *c and *p must
- * be freed either way. */
-int cli_ping_nodes(struct cli_opts *o, rl_client **c, rl_node_info **p,
+/* For a command that takes no argument but the options (ping, doctor):
+ * parse argv (usage printed for -h), create the client and ping every
+ * node: *p (malloc'd, o->node_count entries, *count filled) and the
+ * ping's status (RL_OK or RL_ENOQUORUM) in *st. CLI_EXIT_OK to go on,
+ * -1 when help was printed (exit 0), or an exit code after a message;
+ * *c and *p must be freed either way. */
+int cli_ping_nodes(struct cli_opts *o, int argc, char **argv,
+                   const char *help, rl_client **c, rl_node_info **p,
                    size_t *count, rl_status *st);
+/* Unless st is RL_OK (or -q): "quorum unavailable: V of N nodes voting,
+ * need Q" on stderr. */
+void cli_quorum_warning(const struct cli_opts *o, const rl_node_info *p,
+                        size_t count, rl_status st);
 
 /* ---- run --metrics-file (run_metrics.c) ---------------------------------- */
 

@@ -458,7 +458,6 @@ static int gather(struct cli_opts *o, rl_client *c, rl_node_info *p,
 
 int cmd_doctor(struct cli_opts *o, int argc, char **argv)
 {
-    const char *pos[1];
     rl_node_info *p = NULL;
     rl_holder_info *probe = NULL;
     int64_t *latency = NULL;
@@ -470,13 +469,9 @@ int cmd_doctor(struct cli_opts *o, int argc, char **argv)
     size_t voting, independent;
     bool probed = false;
     size_t i;
-    int npos;
     int code;
 
-    code = cli_parse_args(o, argc, argv, NULL, 0, usage, pos, 0, &npos, NULL);
-    if (code != 0)
-        return code > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
-    code = cli_ping_nodes(o, &c, &p, &count, &st);
+    code = cli_ping_nodes(o, argc, argv, usage, &c, &p, &count, &st);
     if (code != CLI_EXIT_OK)
         goto out;
     latency = calloc(count, sizeof(*latency));
@@ -521,14 +516,12 @@ int cmd_doctor(struct cli_opts *o, int argc, char **argv)
                d.tally[ST_PASS], d.tally[ST_WARN], d.tally[ST_FAIL],
                d.tally[ST_UNKNOWN]);
     }
-    if (st != RL_OK && !o->quiet)
-        cli_fail(o, code, "quorum unavailable: %zu of %zu nodes voting, need "
-                 "%zu", voting, count, count / 2 + 1);
+    cli_quorum_warning(o, p, count, st);
 
 out:
     free(probe);
     free(latency);
     free(p);
     rl_client_free(c);
-    return code;
+    return code < 0 ? CLI_EXIT_OK : code;
 }

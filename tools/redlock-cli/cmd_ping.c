@@ -113,13 +113,20 @@ void cli_nodes_summary(char *buf, size_t len, const rl_node_info *p,
              st == RL_OK ? "ok" : "UNAVAILABLE");
 }
 
-int cli_ping_nodes(struct cli_opts *o, rl_client **c, rl_node_info **p,
+int cli_ping_nodes(struct cli_opts *o, int argc, char **argv,
+                   const char *help, rl_client **c, rl_node_info **p,
                    size_t *count, rl_status *st)
 {
+    const char *pos[1];
+    int npos;
     int code;
 
+    *c = NULL;
     *p = NULL;
     *count = 0;
+    code = cli_parse_args(o, argc, argv, NULL, 0, help, pos, 0, &npos, NULL);
+    if (code != 0)
+        return code > 0 ? -1 : CLI_EXIT_USAGE;
     code = cli_client_new(o, c);
     if (code != CLI_EXIT_OK)
         return code;
@@ -130,6 +137,17 @@ int cli_ping_nodes(struct cli_opts *o, rl_client **c, rl_node_info **p,
     if (*st != RL_OK && *st != RL_ENOQUORUM)
         return cli_status_exit(o, *st, o->cmd);
     return CLI_EXIT_OK;
+}
+
+void cli_quorum_warning(const struct cli_opts *o, const rl_node_info *p,
+                        size_t count, rl_status st)
+{
+    size_t voting, independent;
+
+    cli_count_nodes(p, count, &voting, &independent);
+    if (st != RL_OK && !o->quiet)
+        cli_fail(o, 0, "quorum unavailable: %zu of %zu nodes voting, need "
+                 "%zu", voting, count, count / 2 + 1);
 }
 
 /* "4mb", "1gb", "1000" (bytes), "0": maxmemory as redis.conf writes it. */
@@ -260,7 +278,6 @@ static void print_row(const rl_node_info *all, size_t count, size_t i)
 
 int cmd_ping(struct cli_opts *o, int argc, char **argv)
 {
-    const char *pos[1];
     rl_node_info *p = NULL;
     rl_client *c = NULL;
     rl_status st = RL_OK;
@@ -268,13 +285,9 @@ int cmd_ping(struct cli_opts *o, int argc, char **argv)
     size_t count = 0;
     size_t voting, independent;
     size_t i;
-    int npos;
     int code;
 
-    code = cli_parse_args(o, argc, argv, NULL, 0, usage, pos, 0, &npos, NULL);
-    if (code != 0)
-        return code > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
-    code = cli_ping_nodes(o, &c, &p, &count, &st);
+    code = cli_ping_nodes(o, argc, argv, usage, &c, &p, &count, &st);
     if (code != CLI_EXIT_OK)
         goto out;
     cli_count_nodes(p, count, &voting, &independent);
@@ -299,12 +312,10 @@ int cmd_ping(struct cli_opts *o, int argc, char **argv)
         printf("%s\n", summary);
     }
     code = st == RL_OK ? CLI_EXIT_OK : CLI_EXIT_NO_QUORUM;
-    if (st != RL_OK && !o->quiet)
-        cli_fail(o, code, "quorum unavailable: %zu of %zu nodes voting, need "
-                 "%zu", voting, count, count / 2 + 1);
+    cli_quorum_warning(o, p, count, st);
 
 out:
     free(p);
     rl_client_free(c);
-    return code;
+    return code < 0 ? CLI_EXIT_OK : code;
 }
