@@ -644,7 +644,13 @@ typedef struct rl_node_stats {
     double clock_rate;        /* as in rl_node_info (issue 15) */
     uint64_t clock_incidents; /* times it became clock-suspect */
     int32_t clock_state;      /* rl_clock_state */
-    uint64_t reserved_[11];   /* zeroed (see "ABI" above) */
+    /* What the node says of itself, as in rl_node_info. */
+    int16_t twin_of;          /* index of the earlier node it duplicates;
+                                 -1 none */
+    int8_t may_evict;         /* rl_fact */
+    int8_t fsync_always;      /* rl_fact */
+    uint8_t vote_bar;         /* rl_vote_bar */
+    uint64_t reserved_[10];   /* zeroed (see "ABI" above) */
 } rl_node_stats;
 
 typedef struct rl_stats {
@@ -703,7 +709,11 @@ RL_API rl_status rl_resource_force_unlock(rl_client *c, const char *resource,
  *                                                            (counters)
  *   redlock_node_latency_seconds{quantile="0.5"|"0.9"|"0.99"},
  *   redlock_node_latency_max_seconds, redlock_node_connected (0/1),
- *   redlock_node_voting (0/1)                                (gauges).
+ *   redlock_node_voting (0/1), redlock_node_clock_rate,
+ *   redlock_node_clock_suspect (0/1), redlock_node_may_evict and
+ *   redlock_node_fsync_always (1 yes, 0 no, -1 not reported),
+ *   redlock_node_independent (0: the same server as an earlier node),
+ *   redlock_node_vote_bar (rl_vote_bar: 0 votes)           (gauges).
  * labels: label_count name/value pairs (labels[2i] = name, labels[2i+1] =
  * value) added to every sample, e.g. {"job", "billing"}; NULL when
  * label_count is 0. Names match [a-zA-Z_][a-zA-Z0-9_]*, do not start with

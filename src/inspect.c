@@ -206,6 +206,7 @@ static void snapshot_stats(rl_client *c, rl_stats *out)
     for (i = 0; i < c->node_count && i < RL_STATS_MAX_NODES; i++) {
         const struct node *n = c->nodes[i];
         const struct node_stats *ns = node_get_stats(n);
+        const struct node_facts *f = node_get_facts(n);
         rl_node_stats *o = &out->nodes[i];
 
         snprintf(o->name, sizeof(o->name), "%s", node_name(n));
@@ -226,6 +227,10 @@ static void snapshot_stats(rl_client *c, rl_stats *out)
         o->clock_rate = node_clock_rate(n);
         o->clock_incidents = node_clock_incidents(n);
         o->clock_state = clock_state(n);
+        o->twin_of = (int16_t)node_twin_of(n);
+        o->may_evict = (int8_t)facts_may_evict(f);
+        o->fsync_always = (int8_t)facts_fsyncs_every_write(f);
+        o->vote_bar = (uint8_t)node_vote_bar(n);
     }
 }
 

@@ -284,6 +284,29 @@ static double clock_suspect(const rl_node_stats *n)
     return n->clock_state == RL_CLOCK_SUSPECT;
 }
 
+static double may_evict(const rl_node_stats *n)
+{
+    return n->may_evict;
+}
+
+static double fsync_always(const rl_node_stats *n)
+{
+    return n->fsync_always;
+}
+
+static double independent(const rl_node_stats *n)
+{
+    return n->twin_of < 0;
+}
+
+static double vote_bar(const rl_node_stats *n)
+{
+    return n->vote_bar;
+}
+
+_Static_assert(RL_VOTES == 0 && RL_BAR_QUARANTINE == 6,
+               "redlock_node_vote_bar's help lists rl_vote_bar's values");
+
 static const struct node_gauge node_gauges[] = {
     {"redlock_node_connected", "1 when the connection to the node is up.",
      connected},
@@ -295,6 +318,18 @@ static const struct node_gauge node_gauges[] = {
     {"redlock_node_clock_suspect", "1 while the node is clock-suspect: it "
      "does not vote until its clock has behaved for max_ttl.",
      clock_suspect},
+    {"redlock_node_may_evict", "1 when the node may evict keys before "
+     "their TTL (maxmemory with a policy other than noeviction), 0 when "
+     "not, -1 when it does not say.", may_evict},
+    {"redlock_node_fsync_always", "1 when the node runs appendonly yes "
+     "with appendfsync always (a restart loses nothing), 0 when not, -1 "
+     "when it does not say.", fsync_always},
+    {"redlock_node_independent", "0 when the node is the same server (or "
+     "replication stream) as a node listed before it, else 1.",
+     independent},
+    {"redlock_node_vote_bar", "Why the node's vote does not count: 0 it "
+     "votes, 1 down, 2 duplicate, 3 not a master, 4 may evict, 5 "
+     "clock-suspect, 6 restart quarantine.", vote_bar},
 };
 
 static void put_node_gauges(struct text *t, const rl_stats *s,

@@ -60,12 +60,13 @@ class TestBasics(Helpers):
         self.assertEqual(rc, 0)
         for w in ("Usage: redlock-cli", "--nodes", "REDLOCK_NODES",
                   "--no-quarantine", "appendfsync always", "--max-ttl",
-                  "--password-file", "Examples", "run", "bench"):
+                  "--password-file", "Examples", "run", "bench",
+                  "--quarantine WHEN", "--allow-evicting-nodes", "doctor"):
             self.assertIn(w, out)
         rc2, out2, _ = run_cli(["-h"])
         self.assertEqual((rc2, out2), (0, out))
         for cmd in ("acquire", "extend", "release", "run", "status", "ping",
-                    "bench"):
+                    "bench", "doctor"):
             rc, out, err = run_cli([cmd, "--help"])
             self.assertEqual(rc, 0, cmd)
             self.assertIn("Usage: redlock-cli", out)
@@ -224,7 +225,8 @@ class TestBasics(Helpers):
     def test_ping(self):
         rc, out, err = cli("ping")
         self.assertEqual(rc, 0, err)
-        self.assertIn("3 of 3 nodes voting", out)
+        self.assertIn("3 nodes, 3 independent servers, 3 voting, quorum 2: ok",
+                      out)
         rc, out, err = cli("--json", "ping")
         self.assertEqual(rc, 0, err)
         obj = json.loads(out)
@@ -612,7 +614,8 @@ class TestUnreachable(Helpers):
         n = ",".join([NODES[0].addr] + dead)
         rc, out, err = run_cli(["-n", n, "--no-quarantine", "ping"])
         self.assertEqual(rc, 3)
-        self.assertIn("1 of 3 nodes voting", out)
+        self.assertIn("3 nodes, 1 independent server, 1 voting, quorum 2: "
+                      "UNAVAILABLE", out)
         self.assertIn("quorum", err)
         rc, out, err = run_cli(["-n", n, "--no-quarantine", "--json", "ping"])
         obj = json.loads(out)

@@ -275,6 +275,12 @@ static void fill_stats(rl_stats *s, size_t nodes)
         n->clock_rate = i == 2 ? 5.0 : 1.0;
         n->clock_incidents = i == 2 ? 3 : 0;
         n->clock_state = i == 2 ? RL_CLOCK_SUSPECT : RL_CLOCK_OK;
+        n->twin_of = i == 1 ? 0 : -1;
+        n->may_evict = i == 0 ? RL_FACT_NO : i == 1 ? RL_FACT_YES
+                                                    : RL_FACT_UNKNOWN;
+        n->fsync_always = i == 0 ? RL_FACT_YES : RL_FACT_NO;
+        n->vote_bar = i == 0 ? RL_VOTES : i == 1 ? RL_BAR_TWIN
+                                                 : RL_BAR_CLOCK;
     }
 }
 
@@ -329,7 +335,9 @@ static void test_every_family_is_rendered_and_parses(void **state)
         "redlock_node_handshakes_total", "redlock_node_tls_resumed_total",
         "redlock_node_latency_max_seconds", "redlock_node_connected",
         "redlock_node_voting", "redlock_node_clock_incidents_total",
-        "redlock_node_clock_rate", "redlock_node_clock_suspect"};
+        "redlock_node_clock_rate", "redlock_node_clock_suspect",
+        "redlock_node_may_evict", "redlock_node_fsync_always",
+        "redlock_node_independent", "redlock_node_vote_bar"};
     rl_stats s;
     struct parsed *ps;
     char *text;
@@ -339,7 +347,7 @@ static void test_every_family_is_rendered_and_parses(void **state)
     fill_stats(&s, 5);
     text = render(&s, NULL, 0);
     ps = parse_or_fail(text);
-    assert_int_equal(ps->nfam, 21);
+    assert_int_equal(ps->nfam, 25);
     for (i = 0; i < sizeof(client_families) / sizeof(client_families[0]); i++)
         assert_int_equal(samples_named(ps, client_families[i]), 1);
     for (i = 0; i < sizeof(per_node) / sizeof(per_node[0]); i++)
@@ -407,6 +415,27 @@ static void test_values_match_the_stats(void **state)
                          "node=127.0.0.1:7001;") == 0);
     assert_true(value_of(ps, "redlock_node_clock_incidents_total",
                          "node=127.0.0.1:7003;") == 3);
+    /* The node's own facts: unknown is -1, never 0 (fine). */
+    assert_true(value_of(ps, "redlock_node_may_evict",
+                         "node=127.0.0.1:7001;") == 0);
+    assert_true(value_of(ps, "redlock_node_may_evict",
+                         "node=127.0.0.1:7002;") == 1);
+    assert_true(value_of(ps, "redlock_node_may_evict",
+                         "node=127.0.0.1:7003;") == -1);
+    assert_true(value_of(ps, "redlock_node_fsync_always",
+                         "node=127.0.0.1:7001;") == 1);
+    assert_true(value_of(ps, "redlock_node_fsync_always",
+                         "node=127.0.0.1:7002;") == 0);
+    assert_true(value_of(ps, "redlock_node_independent",
+                         "node=127.0.0.1:7001;") == 1);
+    assert_true(value_of(ps, "redlock_node_independent",
+                         "node=127.0.0.1:7002;") == 0);
+    assert_true(value_of(ps, "redlock_node_vote_bar",
+                         "node=127.0.0.1:7001;") == RL_VOTES);
+    assert_true(value_of(ps, "redlock_node_vote_bar",
+                         "node=127.0.0.1:7002;") == RL_BAR_TWIN);
+    assert_true(value_of(ps, "redlock_node_vote_bar",
+                         "node=127.0.0.1:7003;") == RL_BAR_CLOCK);
     /* Exact decimal seconds, not a rounded double. */
     assert_non_null(strstr(text, "quantile=\"0.99\"} 3.000001\n"));
     free(ps);

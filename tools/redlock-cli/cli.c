@@ -352,7 +352,9 @@ enum gopt {
     G_MAX_TTL,
     G_PREFIX,
     G_PASSWORD_FILE,
+    G_QUARANTINE,
     G_NO_QUARANTINE,
+    G_ALLOW_EVICTING,
     G_NO_CLOCK_GUARD,
     G_RENEW_WINDOW,
     G_TLS,
@@ -383,7 +385,9 @@ static const struct {
     {"max-ttl", 0, true, G_MAX_TTL},
     {"prefix", 0, true, G_PREFIX},
     {"password-file", 0, true, G_PASSWORD_FILE},
+    {"quarantine", 0, true, G_QUARANTINE},
     {"no-quarantine", 0, false, G_NO_QUARANTINE},
+    {"allow-evicting-nodes", 0, false, G_ALLOW_EVICTING},
     {"no-clock-guard", 0, false, G_NO_CLOCK_GUARD},
     {"renew-window", 0, true, G_RENEW_WINDOW},
     {"tls", 0, false, G_TLS},
@@ -430,8 +434,13 @@ static int apply_global(struct cli_opts *o, enum gopt id, const char *v)
         return 0;
     case G_PASSWORD_FILE:
         return read_password_file(o, v);
+    case G_QUARANTINE:
+        return cli_parse_quarantine(o, "--quarantine", v, &o->restart_trust);
     case G_NO_QUARANTINE:
-        o->no_quarantine = true;
+        o->restart_trust = RL_RESTART_TRUST;
+        return 0;
+    case G_ALLOW_EVICTING:
+        o->allow_evicting_nodes = true;
         return 0;
     case G_NO_CLOCK_GUARD:
         o->no_clock_guard = true;
@@ -553,6 +562,36 @@ int cli_parse_args(struct cli_opts *o, int argc, char **argv,
     return 0;
 }
 
+/* --quarantine's words, by enum rl_restart_trust. */
+static const char *const quarantine_names[] = {
+    [RL_RESTART_AUTO] = "auto",
+    [RL_RESTART_QUARANTINE] = "on",
+    [RL_RESTART_TRUST] = "off",
+};
+#define QUARANTINE_NAMES                                                      \
+    (sizeof(quarantine_names) / sizeof(quarantine_names[0]))
+
+int cli_parse_quarantine(const struct cli_opts *o, const char *from,
+                         const char *s, uint8_t *out)
+{
+    size_t k;
+
+    for (k = 0; k < QUARANTINE_NAMES; k++) {
+        if (strcmp(s, quarantine_names[k]) == 0) {
+            *out = (uint8_t)k;
+            return 0;
+        }
+    }
+    return cli_fail(o, -1, "%s: '%s' is not auto, on or off", from, s);
+}
+
+const char *cli_quarantine_name(uint8_t restart_trust)
+{
+    if (restart_trust < QUARANTINE_NAMES)
+        return quarantine_names[restart_trust];
+    return "?";
+}
+
 int cli_parse_ttl(const struct cli_opts *o, const char *opt, const char *s,
                   uint32_t *out)
 {
@@ -652,7 +691,8 @@ int cli_client_new(struct cli_opts *o, rl_client **out)
     cfg.retry_delay_ms = o->retry_delay_ms;
     cfg.retry_jitter_ms = o->retry_jitter_ms;
     cfg.max_ttl_ms = o->max_ttl_ms;
-    cfg.trust_restarted_nodes = o->no_quarantine;
+    cfg.restart_trust = o->restart_trust;
+    cfg.allow_evicting_nodes = o->allow_evicting_nodes;
     cfg.no_clock_guard = o->no_clock_guard;
     cfg.renew_window_pct = (uint8_t)o->renew_window_pct;
     cfg.tls = o->tls;
@@ -677,9 +717,10 @@ int cli_client_new(struct cli_opts *o, rl_client **out)
             cli_info(o, "node %zu: %s", i, shown);
         }
         cli_info(o, "connect-timeout %u ms, op-timeout %u ms, max-ttl %u ms,"
-                 " quarantine %s, password %s", o->connect_timeout_ms,
-                 o->op_timeout_ms, o->max_ttl_ms,
-                 o->no_quarantine ? "off" : "on",
+                 " quarantine %s, evicting nodes %s, password %s",
+                 o->connect_timeout_ms, o->op_timeout_ms, o->max_ttl_ms,
+                 cli_quarantine_name(o->restart_trust),
+                 o->allow_evicting_nodes ? "allowed" : "refused",
                  o->password != NULL ? "set" : "not set");
     }
     c = rl_client_new(&cfg, &st);

@@ -36,7 +36,10 @@ struct cli_opts {
     uint32_t max_ttl_ms;
     const char *prefix;         /* borrowed from argv, or NULL */
     char *password;             /* owned, wiped on free; or NULL */
-    bool no_quarantine;         /* rl_config.trust_restarted_nodes */
+    uint8_t restart_trust;      /* rl_config.restart_trust: --quarantine
+                                   auto (AUTO), on (QUARANTINE), off
+                                   (TRUST) */
+    bool allow_evicting_nodes;  /* rl_config.allow_evicting_nodes */
     bool no_clock_guard;        /* rl_config.no_clock_guard (issue 15) */
     uint32_t renew_window_pct;  /* rl_config.renew_window_pct (issue 16) */
     bool tls;                   /* --tls: TLS for every TCP node */
@@ -64,6 +67,7 @@ int cmd_run(struct cli_opts *o, int argc, char **argv);
 int cmd_status(struct cli_opts *o, int argc, char **argv);
 int cmd_ping(struct cli_opts *o, int argc, char **argv);
 int cmd_bench(struct cli_opts *o, int argc, char **argv);
+int cmd_doctor(struct cli_opts *o, int argc, char **argv);
 
 /* ---- Messages ------------------------------------------------------------ */
 
@@ -107,6 +111,13 @@ int cli_match(const struct cli_opts *o, int argc, char **argv, int *i,
 /* Try the global options at argv[*i] (also accepted after the command).
  * 1 consumed, 0 not a global option, -1 error (exit 2 printed). */
 int cli_global_option(struct cli_opts *o, int argc, char **argv, int *i);
+/* Parse a --quarantine value (auto, on, off) into *out (enum
+ * rl_restart_trust). from: the option or variable named in the error.
+ * 0, or -1 with the usage error printed. */
+int cli_parse_quarantine(const struct cli_opts *o, const char *from,
+                         const char *s, uint8_t *out);
+/* The --quarantine word for an rl_restart_trust value. */
+const char *cli_quarantine_name(uint8_t restart_trust);
 /* Parse --ttl's value: 1..max_ttl. Prints the error; -1 on error. */
 /* The TTL used without --ttl: the library default, capped by --max-ttl. */
 uint32_t cli_default_ttl(const struct cli_opts *o);
@@ -195,6 +206,39 @@ int cli_adopt_handle(struct cli_opts *o, const char *resource,
 #define CLI_SLOT_NAME_MAX 540
 int cli_slot_name(char *buf, size_t len, const char *resource,
                   uint32_t slot);
+
+/* ---- Node facts (cmd_ping.c; ping and doctor) --------------------------- */
+
+/* The clock state's word: "ok", "suspect", "unknown" ("?" outside JSON),
+ * "off". */
+const char *cli_clock_name(int32_t state, bool json);
+/* Why a node does not vote (rl_vote_bar): "yes" (it votes), "no" (down),
+ * "twin", "role", "evicts", "clock", "quarantine". */
+const char *cli_vote_bar_name(uint8_t bar);
+/* An rl_fact as a word ("yes", "no", "?") or a JSON value ("true",
+ * "false", "null"). */
+const char *cli_fact_word(int8_t fact, bool json);
+/* Nodes that vote, and independent servers: reachable nodes that are no
+ * duplicate (twin_of < 0) of a node listed before them. */
+void cli_count_nodes(const rl_node_info *p, size_t count, size_t *voting,
+                     size_t *independent);
+/* "3 nodes, 2 independent servers, 2 voting, quorum 2: ok" (or
+ * UNAVAILABLE when st is not RL_OK) into buf. */
+void cli_nodes_summary(char *buf, size_t len, const rl_node_info *p,
+                       size_t count, rl_status st);
+/* For a command that takes no argument but the options (ping, doctor):
+ * parse argv (usage printed for -h), create the client and ping every
+ * node: *p (malloc'd, o->node_count entries, *count filled) and the
+ * ping's status (RL_OK or RL_ENOQUORUM) in *st. CLI_EXIT_OK to go on,
+ * -1 when help was printed (exit 0), or an exit code after a message;
+ * *c and *p must be freed either way. */
+int cli_ping_nodes(struct cli_opts *o, int argc, char **argv,
+                   const char *help, rl_client **c, rl_node_info **p,
+                   size_t *count, rl_status *st);
+/* Unless st is RL_OK (or -q): "quorum unavailable: V of N nodes voting,
+ * need Q" on stderr. */
+void cli_quorum_warning(const struct cli_opts *o, const rl_node_info *p,
+                        size_t count, rl_status st);
 
 /* ---- run --metrics-file (run_metrics.c) ---------------------------------- */
 

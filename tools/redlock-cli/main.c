@@ -3,7 +3,9 @@
  *
  * Order of precedence: built-in defaults, then the environment
  * ($REDLOCK_NODES, $REDLOCK_PASSWORD, $REDLOCK_MAX_TTL,
- * $REDLOCK_NO_QUARANTINE, $REDLOCK_CACERT, $REDLOCK_CERT, $REDLOCK_KEY),
+ * $REDLOCK_QUARANTINE, $REDLOCK_NO_QUARANTINE,
+ * $REDLOCK_ALLOW_EVICTING_NODES, $REDLOCK_CACERT, $REDLOCK_CERT,
+ * $REDLOCK_KEY),
  * then the command line. Global options may come
  * before or after the command name; each command parses the rest. Every
  * usage error exits 2 with one line on stderr naming what is wrong. */
@@ -23,7 +25,10 @@ static const char usage_text[] =
 "  release R TOKEN                              release a lock held by TOKEN\n"
 "  run R [OPTIONS] -- CMD [ARG...]              run CMD while holding R\n"
 "  status R                                     who holds R on each node\n"
-"  ping                                         latency, version, uptime\n"
+"  ping                                         latency, version, uptime,\n"
+"                                               role, eviction, persistence\n"
+"  doctor                                       check every node's fitness\n"
+"                                               for Redlock, with remedies\n"
 "  bench [OPTIONS]                              built-in load generator\n"
 "  help [COMMAND]                               this text, or a command's\n"
 "\n"
@@ -45,9 +50,17 @@ static const char usage_text[] =
 "                            --ttl must not exceed it. A node whose uptime\n"
 "                            is below it does not vote (restart quarantine:\n"
 "                            it may have lost keys when it restarted)\n"
-"      --no-quarantine       restarted nodes vote at once; ONLY for nodes\n"
-"                            running with appendfsync always\n"
-"                            [REDLOCK_NO_QUARANTINE=1]\n"
+"      --quarantine WHEN     auto (default): a restarted node votes at\n"
+"                            once if it runs appendonly yes with\n"
+"                            appendfsync always, else after --max-ttl;\n"
+"                            on: every restarted node waits; off: none\n"
+"                            waits, ONLY for nodes that fsync every write\n"
+"                            [REDLOCK_QUARANTINE]\n"
+"      --no-quarantine       --quarantine off [REDLOCK_NO_QUARANTINE=1]\n"
+"      --allow-evicting-nodes  nodes that may evict keys (maxmemory with\n"
+"                            a policy other than noeviction) vote anyway;\n"
+"                            an evicted lock can be taken twice\n"
+"                            [REDLOCK_ALLOW_EVICTING_NODES=1]\n"
 "      --no-clock-guard      let nodes whose clock runs fast, slow or\n"
 "                            steps vote (default: such a node does not\n"
 "                            vote until it behaved for --max-ttl)\n"
@@ -83,6 +96,7 @@ static const char usage_text[] =
 "      redlock-cli release deploy \"$tok\"\n"
 "  redlock-cli --json status deploy\n"
 "  redlock-cli -n redis://:pw@h1,redis://:pw@h2,redis://:pw@h3 ping\n"
+"  redlock-cli doctor\n"
 "  redlock-cli --tls --cacert ca.pem -n h1:6380,h2:6380,h3:6380 ping\n"
 "  redlock-cli --cert client.pem --key client.key --cacert ca.pem \\\n"
 "      -n rediss://h1:6380,rediss://h2:6380,rediss://h3:6380 acquire job\n";
@@ -98,6 +112,7 @@ static const struct {
     {"status", cmd_status},
     {"ping", cmd_ping},
     {"bench", cmd_bench},
+    {"doctor", cmd_doctor},
 };
 
 static cli_cmd_fn find_command(const char *name)
@@ -111,10 +126,30 @@ static cli_cmd_fn find_command(const char *name)
     return NULL;
 }
 
+/* A yes/no variable: 1/true/yes sets *flag, 0/false/no clears it, unset
+ * or empty leaves it. -1 (message printed) on anything else. */
+static int env_flag(const struct cli_opts *o, const char *name, bool *flag)
+{
+    const char *v = getenv(name);
+
+    if (v == NULL || v[0] == '\0')
+        return 0;
+    if (strcmp(v, "1") == 0 || strcmp(v, "true") == 0 ||
+        strcmp(v, "yes") == 0)
+        *flag = true;
+    else if (strcmp(v, "0") == 0 || strcmp(v, "false") == 0 ||
+             strcmp(v, "no") == 0)
+        *flag = false;
+    else
+        return cli_fail(o, -1, "%s: '%s' is not 1 or 0", name, v);
+    return 0;
+}
+
 /* Defaults, then the environment. -1 (message printed) on a bad value. */
 static int load_env(struct cli_opts *o)
 {
     const char *v;
+    bool flag;
     char *fake[3];
     int i = 1;
 
@@ -126,6 +161,7 @@ static int load_env(struct cli_opts *o)
     o->retry_jitter_ms = 100;
     o->max_ttl_ms = 60000;
     o->renew_window_pct = 12;
+    o->restart_trust = RL_RESTART_AUTO;
 
     v = getenv("REDLOCK_NODES");
     if (v != NULL && v[0] != '\0') {
@@ -157,17 +193,18 @@ static int load_env(struct cli_opts *o)
         cli_parse_u32(v, 1, INT32_MAX, &o->max_ttl_ms) != 0)
         return cli_fail(o, -1, "REDLOCK_MAX_TTL: '%s' is not a whole number "
                         "of milliseconds in 1..%d", v, INT32_MAX);
-    v = getenv("REDLOCK_NO_QUARANTINE");
-    if (v != NULL && v[0] != '\0') {
-        if (strcmp(v, "1") == 0 || strcmp(v, "true") == 0 ||
-            strcmp(v, "yes") == 0)
-            o->no_quarantine = true;
-        else if (strcmp(v, "0") != 0 && strcmp(v, "false") != 0 &&
-                 strcmp(v, "no") != 0)
-            return cli_fail(o, -1, "REDLOCK_NO_QUARANTINE: '%s' is not 1 or "
-                            "0", v);
-    }
-    return 0;
+    v = getenv("REDLOCK_QUARANTINE");
+    if (v != NULL && v[0] != '\0' &&
+        cli_parse_quarantine(o, "REDLOCK_QUARANTINE", v, &o->restart_trust)
+            != 0)
+        return -1;
+    flag = false;
+    if (env_flag(o, "REDLOCK_NO_QUARANTINE", &flag) != 0)
+        return -1;
+    if (flag)
+        o->restart_trust = RL_RESTART_TRUST;
+    return env_flag(o, "REDLOCK_ALLOW_EVICTING_NODES",
+                    &o->allow_evicting_nodes);
 }
 
 int main(int argc, char **argv)
