@@ -64,6 +64,7 @@ int cmd_run(struct cli_opts *o, int argc, char **argv);
 int cmd_status(struct cli_opts *o, int argc, char **argv);
 int cmd_ping(struct cli_opts *o, int argc, char **argv);
 int cmd_bench(struct cli_opts *o, int argc, char **argv);
+int cmd_hold(struct cli_opts *o, int argc, char **argv);
 
 /* ---- Messages ------------------------------------------------------------ */
 
@@ -195,6 +196,40 @@ int cli_adopt_handle(struct cli_opts *o, const char *resource,
 #define CLI_SLOT_NAME_MAX 540
 int cli_slot_name(char *buf, size_t len, const char *resource,
                   uint32_t slot);
+
+/* ---- Interruptible acquire (interrupt.c) -------------------------------- */
+
+/* Block SIGINT, SIGTERM, SIGHUP (and SIGCHLD when chld) in this thread --
+ * call it before any thread exists, so the library's threads inherit the
+ * mask -- ignore SIGPIPE, and return a close-on-exec, non-blocking
+ * signalfd for them (-1 on error, errno set). */
+int cli_block_signals(bool chld);
+/* What may end a wait, and what did. */
+struct cli_interrupt {
+    int sfd;                    /* signalfd (cli_block_signals), or -1 */
+    int eof_fd;                 /* its EOF ends the wait (hold: stdin; what
+                                   it holds is read and dropped), or -1 */
+    int sig;                    /* out: the signal that ended it, or 0 */
+    bool eof;                   /* out: eof_fd reached its end */
+};
+/* Acquire resource with ao, waiting until the outcome or until a signal
+ * (not SIGCHLD) or EOF in says so. Returns the acquire's status with
+ * detail its message; after an interruption RL_ECANCELED, with in->sig or
+ * in->eof set and a lock granted meanwhile released: free the client
+ * (which cancels the acquire) and then call cli_interrupt_cleanup. */
+rl_status cli_acquire_interruptible(rl_client *c, const char *resource,
+                                    const rl_acquire_opts *ao,
+                                    struct cli_interrupt *in, rl_lock **out,
+                                    char *detail, size_t len);
+void cli_interrupt_cleanup(void);
+
+/* ---- Acquire output (cmd_acquire.c) -------------------------------------- */
+
+/* Print what acquire prints for l, taken on resource with ao: the handle
+ * (and the fence on line 2 with fence), or with --json one object. */
+void cli_print_acquired(const struct cli_opts *o, const char *resource,
+                        const rl_lock *l, const rl_acquire_opts *ao,
+                        bool fence);
 
 /* ---- run --metrics-file (run_metrics.c) ---------------------------------- */
 

@@ -41,6 +41,38 @@ static const char usage[] =
 "  tok=$(redlock-cli acquire deploy --ttl 60000) || exit 1\n"
 "  redlock-cli --json acquire deploy --wait 10000 --fence\n";
 
+void cli_print_acquired(const struct cli_opts *o, const char *resource,
+                        const rl_lock *l, const rl_acquire_opts *ao,
+                        bool fence)
+{
+    if (o->json) {
+        fputs("{\"resource\":", stdout);
+        cli_json_str(stdout, resource);
+        fputs(",\"token\":", stdout);
+        cli_json_str(stdout, rl_lock_token(l));
+        if (cli_kind_any(ao)) {
+            fputs(",\"handle\":\"", stdout);
+            cli_print_handle(stdout, l, ao->lock_delay_ms);
+            printf("\",\"slot\":%d,\"shared\":%s,\"lock_delay_ms\":%u",
+                   rl_lock_slot(l),
+                   rl_lock_mode(l) == RL_MODE_SHARED ? "true" : "false",
+                   ao->lock_delay_ms);
+        }
+        printf(",\"validity_ms\":%" PRId64 ",\"ttl_ms\":%u,\"fence\":%" PRIu64
+               ",\"nodes_ok\":%u,\"nodes\":%zu}\n", rl_lock_validity_ms(l),
+               ao->ttl_ms, rl_lock_fence(l), rl_lock_nodes_ok(l),
+               o->node_count);
+    } else {
+        cli_print_handle(stdout, l, ao->lock_delay_ms);
+        putchar('\n');
+        if (fence)
+            printf("%" PRIu64 "\n", rl_lock_fence(l));
+        cli_info(o, "acquired '%s': validity %" PRId64 " ms, %u of %zu "
+                 "nodes", resource, rl_lock_validity_ms(l),
+                 rl_lock_nodes_ok(l), o->node_count);
+    }
+}
+
 int cmd_acquire(struct cli_opts *o, int argc, char **argv)
 {
     const char *ttl_s = NULL;
@@ -85,32 +117,7 @@ int cmd_acquire(struct cli_opts *o, int argc, char **argv)
         code = cli_status_exit(o, st, pos[0]);
         goto out;
     }
-    if (o->json) {
-        fputs("{\"resource\":", stdout);
-        cli_json_str(stdout, pos[0]);
-        fputs(",\"token\":", stdout);
-        cli_json_str(stdout, rl_lock_token(l));
-        if (cli_kind_any(&ao)) {
-            fputs(",\"handle\":\"", stdout);
-            cli_print_handle(stdout, l, ao.lock_delay_ms);
-            printf("\",\"slot\":%d,\"shared\":%s,\"lock_delay_ms\":%u",
-                   rl_lock_slot(l),
-                   rl_lock_mode(l) == RL_MODE_SHARED ? "true" : "false",
-                   ao.lock_delay_ms);
-        }
-        printf(",\"validity_ms\":%" PRId64 ",\"ttl_ms\":%u,\"fence\":%" PRIu64
-               ",\"nodes_ok\":%u,\"nodes\":%zu}\n", rl_lock_validity_ms(l),
-               ao.ttl_ms, rl_lock_fence(l), rl_lock_nodes_ok(l),
-               o->node_count);
-    } else {
-        cli_print_handle(stdout, l, ao.lock_delay_ms);
-        putchar('\n');
-        if (fence)
-            printf("%" PRIu64 "\n", rl_lock_fence(l));
-        cli_info(o, "acquired '%s': validity %" PRId64 " ms, %u of %zu "
-                 "nodes", pos[0], rl_lock_validity_ms(l),
-                 rl_lock_nodes_ok(l), o->node_count);
-    }
+    cli_print_acquired(o, pos[0], l, &ao, fence);
     code = CLI_EXIT_OK;
 
 out:

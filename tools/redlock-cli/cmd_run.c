@@ -36,11 +36,9 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -699,121 +697,10 @@ static int start_child(struct cli_opts *o, const struct run_args *a,
                     "did not answer", a->resource);
 }
 
-/* The outcome of the async acquire, shared with the loop thread. */
-struct acq_wait {
-    pthread_mutex_t mu;
-    int efd;                    /* eventfd, written when done */
-    bool done;                  /* mu: the callback ran */
-    bool interrupted;           /* mu: nobody waits for the lock anymore */
-    rl_status st;               /* mu */
-    rl_lock *lock;              /* mu */
-    char detail[RL_ERROR_LEN * 2];
-};
-
-/* An interrupted acquire's record, freed once the client is. */
-static struct acq_wait *abandoned_wait;
-
-static void acquired(rl_client *c, rl_status st, rl_lock *lock,
-                     void *privdata)
-{
-    struct acq_wait *w = privdata;
-    uint64_t one = 1;
-
-    (void)c;
-    pthread_mutex_lock(&w->mu);
-    w->done = true;
-    w->st = st;
-    snprintf(w->detail, sizeof(w->detail), "%s", rl_last_error());
-    if (w->interrupted && lock != NULL) {
-        /* Granted after the user gave up: give it back at once. */
-        if (rl_release_async(lock, NULL, NULL) != RL_OK)
-            rl_lock_free(lock);
-    } else {
-        w->lock = lock;
-    }
-    pthread_mutex_unlock(&w->mu);
-    if (write(w->efd, &one, sizeof(one)) < 0)
-        return;                 /* cannot fail on an eventfd counter */
-}
-
-/* Acquire with the async API so that SIGINT/SIGTERM/SIGHUP (read from
- * sfd) can interrupt a long --wait: then *sig is set, a lock granted
- * meanwhile is released, and the caller frees the client, which cancels
- * the acquire. Returns the acquire's status, detail its message. */
-static rl_status acquire_or_signal(struct run_args *a, rl_client *c, int sfd,
-                                   rl_lock **out, char *detail, size_t len,
-                                   int *sig)
-{
-    struct signalfd_siginfo si;
-    struct pollfd pfd[2];
-    struct acq_wait *w;
-    rl_lock *granted;
-    rl_status st;
-
-    *out = NULL;
-    *sig = 0;
-    detail[0] = '\0';
-    w = calloc(1, sizeof(*w));
-    if (w == NULL)
-        return RL_ENOMEM;
-    pthread_mutex_init(&w->mu, NULL);
-    w->efd = eventfd(0, EFD_CLOEXEC);
-    if (w->efd < 0) {
-        free(w);
-        return RL_ESYSTEM;
-    }
-    st = rl_acquire_async(c, a->resource, &a->ao, acquired, w);
-    if (st != RL_OK) {
-        snprintf(detail, len, "%s", rl_last_error());
-        goto out;
-    }
-    for (;;) {
-        pfd[0].fd = w->efd;
-        pfd[0].events = POLLIN;
-        pfd[1].fd = sfd;
-        pfd[1].events = POLLIN;
-        if (poll(pfd, 2, -1) < 0)
-            continue;
-        pthread_mutex_lock(&w->mu);
-        if (w->done) {
-            st = w->st;
-            *out = w->lock;
-            snprintf(detail, len, "%s", w->detail);
-            pthread_mutex_unlock(&w->mu);
-            goto out;
-        }
-        pthread_mutex_unlock(&w->mu);
-        while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-            if (si.ssi_signo != SIGCHLD)
-                *sig = (int)si.ssi_signo;
-        }
-        if (*sig != 0)
-            break;
-    }
-    pthread_mutex_lock(&w->mu);
-    w->interrupted = true;
-    granted = w->lock;
-    w->lock = NULL;
-    pthread_mutex_unlock(&w->mu);
-    if (granted != NULL)
-        rl_release(granted);
-    /* The callback runs exactly once, at the latest (RL_ECANCELED) inside
-     * rl_client_free, so w must outlive the client: cmd_run frees it
-     * after rl_client_free. */
-    abandoned_wait = w;
-    return RL_ECANCELED;
-
-out:
-    close(w->efd);
-    pthread_mutex_destroy(&w->mu);
-    free(w);
-    return st;
-}
-
 int cmd_run(struct cli_opts *o, int argc, char **argv)
 {
     struct run_args a;
-    sigset_t mask;
+    struct cli_interrupt in;
     rl_client *c = NULL;
     rl_lock *l = NULL;
     pid_t sup = -1;
@@ -837,17 +724,10 @@ int cmd_run(struct cli_opts *o, int argc, char **argv)
 
     /* Block the signals we handle before any thread exists, so the
      * library's threads inherit the mask and signalfd sees them all. */
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGINT);
-    sigaddset(&mask, SIGTERM);
-    sigaddset(&mask, SIGHUP);
-    sigaddset(&mask, SIGCHLD);
-    sigprocmask(SIG_BLOCK, &mask, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    sfd = cli_block_signals(true);
     a.tty = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
     if (a.tty)
         signal(SIGTTOU, SIG_IGN);   /* tcsetpgrp from the background */
-    sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
     if (sfd < 0 ||
         socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
         code = cli_fail(o, CLI_EXIT_NOT_ACQUIRED, "cannot set up: %s",
@@ -874,7 +754,11 @@ int cmd_run(struct cli_opts *o, int argc, char **argv)
     if (code != CLI_EXIT_OK)
         goto out;
     fig.start_us = cli_mono_us();
-    st = acquire_or_signal(&a, c, sfd, &l, detail, sizeof(detail), &sig);
+    in.sfd = sfd;
+    in.eof_fd = -1;
+    st = cli_acquire_interruptible(c, a.resource, &a.ao, &in, &l, detail,
+                                   sizeof(detail));
+    sig = in.sig;
     if (l != NULL)
         fig.acquired_us = cli_mono_us();
     if (sig != 0) {
@@ -939,12 +823,7 @@ out:
     if (a.metrics_file != NULL)
         cli_write_run_metrics(o, a.metrics_file, a.resource, &fig, code, c);
     rl_client_free(c);
-    if (abandoned_wait != NULL) {
-        close(abandoned_wait->efd);
-        pthread_mutex_destroy(&abandoned_wait->mu);
-        free(abandoned_wait);
-        abandoned_wait = NULL;
-    }
+    cli_interrupt_cleanup();
     if (sv[0] >= 0) {
         sup_send(sv[0], SUP_DONE, 0, 0, NULL);
         close(sv[0]);

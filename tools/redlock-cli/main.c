@@ -22,6 +22,8 @@ static const char usage_text[] =
 "  extend R TOKEN [--ttl MS]                    renew a lock held by TOKEN\n"
 "  release R TOKEN                              release a lock held by TOKEN\n"
 "  run R [OPTIONS] -- CMD [ARG...]              run CMD while holding R\n"
+"  hold R [--ttl MS] [--wait MS]                hold R until stdin EOF or\n"
+"                                               a signal (for coproc)\n"
 "  status R                                     who holds R on each node\n"
 "  ping                                         latency, version, uptime\n"
 "  bench [OPTIONS]                              built-in load generator\n"
@@ -73,7 +75,7 @@ static const char usage_text[] =
 "      --version             print the version\n"
 "\n"
 "Exit codes: 0 success; 1 not acquired / not held; 2 usage or configuration\n"
-"error; 3 quorum unavailable; 4 (run) lock lost, child signalled.\n"
+"error; 3 quorum unavailable; 4 (run, hold) lock lost.\n"
 "Passwords are never printed. Defaults: --ttl 30000.\n"
 "\n"
 "Examples:\n"
@@ -95,6 +97,7 @@ static const struct {
     {"extend", cmd_extend},
     {"release", cmd_release},
     {"run", cmd_run},
+    {"hold", cmd_hold},
     {"status", cmd_status},
     {"ping", cmd_ping},
     {"bench", cmd_bench},
