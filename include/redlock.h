@@ -86,7 +86,8 @@ extern "C" {
     X(RL_ERANDOM, -9, "random number generator failed")                       \
     X(RL_ESYSTEM, -10, "system call failed")                                  \
     X(RL_EOVERLOAD, -11,                                                     \
-      "the watchdog is behind: the nodes cannot renew more locks")
+      "the watchdog is behind: the nodes cannot renew more locks")           \
+    X(RL_EABORTED, -12, "acquire abandoned: its rl_cancel token was fired")
 
 typedef enum rl_status {
 #define RL_STATUS_ENUM_(name, value, text) name = value,
@@ -157,6 +158,35 @@ RL_API const char *rl_uri_password(const rl_uri *u);
 /* ---- Handles --------------------------------------------------------------*/
 typedef struct rl_client rl_client;
 typedef struct rl_lock rl_lock;
+
+/* ---- Cancellation -----------------------------------------------------------
+ * A cancel token ends waiting acquires early: put it in
+ * rl_acquire_opts.cancel (of any number of acquires, on any clients) and
+ * call rl_cancel_fire from any thread -- a signal handler's thread, a
+ * watchdog, a loop callback. Every acquire that carries it and has not
+ * delivered its outcome yet ends with RL_EABORTED without waiting for the
+ * nodes (its callback runs on the loop's next iteration; a blocking
+ * rl_acquire returns), and leaves no key behind: the token it may hold is
+ * released on every node, also where its SET is still in flight (the
+ * release follows it on the same connection). An acquire that had already
+ * won keeps its lock (rl_acquire returns RL_OK: release it). A token stays
+ * fired; an acquire started with a fired token returns RL_EABORTED at
+ * once, sending nothing (an async one never calls back). */
+typedef struct rl_cancel rl_cancel;
+
+/* A new, unfired token; free it with rl_cancel_free. NULL on OOM
+ * (rl_last_error says so). Any thread. */
+RL_API rl_cancel *rl_cancel_new(void);
+/* Fire t: idempotent, thread-safe, never blocks on the nodes (it queues
+ * the cancellations to each client's loop). RL_OK, or RL_EINVAL when t is
+ * NULL. */
+RL_API rl_status rl_cancel_fire(rl_cancel *t);
+/* True once t was fired (false for NULL). Any thread. */
+RL_API bool rl_cancel_fired(const rl_cancel *t);
+/* Drop the caller's handle, once the calls given t have returned (an
+ * async acquire still waiting keeps its own reference). NULL is a no-op.
+ * Any thread. */
+RL_API void rl_cancel_free(rl_cancel *t);
 
 /* ---- Client configuration -------------------------------------------------*/
 enum rl_log_level { RL_LOG_ERROR = 0, RL_LOG_WARN = 1, RL_LOG_INFO = 2,
@@ -301,7 +331,14 @@ typedef struct rl_acquire_opts {
                                  the read-write lock on resource (one
                                  resource, no fencing, no limit) */
     uint32_t reserved32_;     /* zero (see "ABI" above) */
-    uint64_t reserved_[6];    /* zero (see "ABI" above) */
+    union {                   /* one 64-bit slot whatever the pointer size */
+        rl_cancel *cancel;    /* fire it to abandon this acquire while it
+                                 waits (see "Cancellation"), or NULL.
+                                 Borrowed for the call; an async acquire
+                                 keeps its own reference until it ends */
+        uint64_t cancel_slot_;
+    };
+    uint64_t reserved_[5];    /* zero (see "ABI" above) */
 } rl_acquire_opts;
 
 /* Read-write locks: a writer is an ordinary exclusive lock; readers share
@@ -326,8 +363,9 @@ enum rl_mode {
  * auto_extend: the client's watchdog is behind -- a renewal waiting for the
  * nodes is late by half the time from its due moment to its safety margin
  * -- so no watched lock is taken until it has caught up; nothing was
- * sent), RL_EINVAL, RL_EMISUSE, RL_ENOMEM, RL_ERANDOM, RL_ECANCELED.
- * Blocks. */
+ * sent), RL_EABORTED (o->cancel was fired first: nothing of it is left
+ * on the nodes), RL_EINVAL, RL_EMISUSE, RL_ENOMEM, RL_ERANDOM,
+ * RL_ECANCELED. Blocks. */
 RL_API rl_status rl_acquire(rl_client *c, const char *resource,
                             const rl_acquire_opts *o, rl_lock **out);
 
@@ -466,6 +504,10 @@ typedef void (*rl_extend_cb)(rl_lock *l, rl_status st, void *privdata);
 /* The lock is already freed when this runs. */
 typedef void (*rl_release_cb)(rl_client *c, rl_status st, void *privdata);
 
+/* Returns RL_OK (cb runs once: the outcomes of rl_acquire, RL_EABORTED
+ * when o->cancel fires first), or an error without calling back:
+ * RL_EINVAL, RL_EMISUSE, RL_ENOMEM, RL_ECANCELED (client being freed),
+ * RL_EABORTED (o->cancel already fired). */
 RL_API rl_status rl_acquire_async(rl_client *c, const char *resource,
                                   const rl_acquire_opts *o, rl_acquire_cb cb,
                                   void *privdata);

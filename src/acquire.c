@@ -168,6 +168,17 @@ void acquire_abort(struct acquire_op *op)
         acquire_free(op);
 }
 
+void acquire_cancel(struct acquire_op *op)
+{
+    if (op == NULL)
+        return;
+    /* Every node: a SET still in flight lands before its release. */
+    roll_back(op, true);
+    if (op->intent_set)
+        clear_intent(op);
+    acquire_free(op);
+}
+
 static void finish(struct acquire_op *op, rl_status st)
 {
     acquire_done_fn *done = op->done;

@@ -76,6 +76,7 @@
 #include <unistd.h>
 
 #include "acquire.h"
+#include "cancel.h"
 #include "extend.h"
 #include "holder.h"
 #include "lockrec.h"
@@ -220,6 +221,7 @@ struct lock_req {
     struct sem_op *sem;          /* REQ_ACQUIRE of a semaphore */
     rl_acquire_opts opts;        /* REQ_ACQUIRE, REQ_WATCH */
     pthread_t caller;            /* REQ_ACQUIRE: for reentrancy */
+    struct cancel_hook *hook;    /* REQ_ACQUIRE with opts.cancel, or NULL */
     struct lock_extra *extra;    /* REQ_WATCH: for a lock without one */
 };
 
@@ -407,6 +409,7 @@ static struct lock_req *req_new(rl_client *c, enum req_kind kind,
 
 static void req_free(struct lock_req *r)
 {
+    cancel_detach(r->hook);
     free(r->extra);
     free(r);
 }
@@ -1092,7 +1095,10 @@ static void start_acquire(struct lock_req *r)
     struct rl_lock *l = r->lock;
     rl_status st = RL_ENOMEM;
 
-    if (r->opts.auto_extend && watchdog_behind(h, mono_now_us())) {
+    if (cancel_fired(r->hook)) {
+        st = rl_fail(RL_EABORTED, "'%s' not acquired: canceled before it "
+                     "started", l->rec.resource);
+    } else if (r->opts.auto_extend && watchdog_behind(h, mono_now_us())) {
         st = rl_fail(RL_EOVERLOAD,
                      "'%s' not acquired: the watchdog is behind (%zu "
                      "renewals wait for the nodes, the most urgent late "
@@ -1117,6 +1123,25 @@ static void start_acquire(struct lock_req *r)
     }
     lock_destroy(l);
     req_finish(r, st, NULL);
+}
+
+/* The acquire's cancel token fired (loop thread): stop the acquisition
+ * in flight, releasing what it may hold, and report RL_EABORTED. Not yet
+ * started: start_acquire sees the token. */
+static void acquire_canceled(void *owner)
+{
+    struct lock_req *r = owner;
+
+    if (r->acquire == NULL && r->sem == NULL)
+        return;
+    acquire_cancel(r->acquire);
+    sem_cancel(r->sem);
+    r->acquire = NULL;
+    r->sem = NULL;
+    rl_fail(RL_EABORTED, "'%s' not acquired: canceled while waiting",
+            r->lock->rec.resource);
+    lock_destroy(r->lock);
+    req_finish(r, RL_EABORTED, NULL);
 }
 
 static void run_request(struct op *base)
@@ -1332,6 +1357,9 @@ rl_status holder_acquire(rl_client *c, const char *const *resources,
         st = check_watch_opts(o, ttl);
     if (st != RL_OK)
         return st;
+    if (o != NULL && rl_cancel_fired(o->cancel))
+        return rl_fail(RL_EABORTED, "'%s' not acquired: the cancel token "
+                       "was already fired (nothing sent)", resources[0]);
     if (o != NULL && o->reentrant && count == 1 &&
         reenter(c, resources[0], cb, privdata, &st))
         return st;
@@ -1348,6 +1376,14 @@ rl_status holder_acquire(rl_client *c, const char *const *resources,
     r->caller = pthread_self();
     if (o != NULL)
         r->opts = *o;
+    if (r->opts.cancel != NULL) {
+        r->hook = cancel_attach(r->opts.cancel, c->loop, acquire_canceled, r);
+        if (r->hook == NULL) {
+            req_free(r);
+            lock_destroy(l);
+            return RL_ENOMEM;
+        }
+    }
     if (r->opts.auto_extend && ensure_timer(c) != RL_OK) {
         req_free(r);
         lock_destroy(l);

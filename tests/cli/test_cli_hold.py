@@ -2,7 +2,9 @@
 """redlock-cli hold: the lock is released (the key gone on every node,
 checked in Redis) when stdin reaches EOF, on SIGHUP, when the parent is
 SIGKILLed; exit 4 with a message when the key is deleted behind its back;
-exit 1 when the resource is held by another. Real redis-server nodes.
+exit 1 when the resource is held by another. A waiting acquire or hold
+ends on SIGINT/SIGTERM with no key of its own left on any node. Real
+redis-server nodes.
 
 Usage: test_cli_hold.py PATH-TO-redlock-cli [unittest args]
 """
@@ -31,7 +33,7 @@ def args_for(*args):
     return ["-n", nodes_arg(NODES), "--no-quarantine"] + list(args)
 
 
-class HoldTest(unittest.TestCase):
+class Base(unittest.TestCase):
     def setUp(self):
         self.procs = []
 
@@ -59,6 +61,8 @@ class HoldTest(unittest.TestCase):
         self.assertTrue(wait_for(lambda: self.values(key) == [None] * 3,
                                  5 * MULT), self.values(key))
 
+
+class HoldTest(Base):
     def test_eof_on_stdin_releases(self):
         r = res("eof")
         p = self.start("hold", r, "--ttl", "3000")
@@ -139,6 +143,49 @@ class HoldTest(unittest.TestCase):
         self.assertEqual(p.returncode, 1, err)
         self.assertEqual(out, "")
         self.assert_held(r, tok.strip())
+        run_cli(args_for("release", r, tok.strip()))
+
+
+class InterruptedWaitTest(Base):
+    def check_interrupt(self, command, sig):
+        r = res("int")
+        rc, tok, _ = run_cli(args_for("acquire", r, "--ttl", "30000"))
+        self.assertEqual(rc, 0)
+        p = self.start(command, r, "--wait", "forever", "--ttl", "30000")
+        time.sleep(0.5)
+        self.assertIsNone(p.poll())
+        p.send_signal(sig)
+        # wait, not communicate: closing stdin would be an EOF for hold.
+        p.wait(timeout=10 * MULT)
+        out, err = p.stdout.read(), p.stderr.read()
+        self.assertEqual(p.returncode, 128 + sig, err)
+        self.assertIn("interrupted", err)
+        self.assertEqual(out, "")
+        # Only the holder's key, on every node.
+        self.assert_held(r, tok.strip())
+        self.assertEqual([n.cmd("DBSIZE") for n in NODES], [1] * 3)
+        run_cli(args_for("release", r, tok.strip()))
+        self.assert_gone(r)
+
+    def test_acquire_wait_ends_on_sigint(self):
+        self.check_interrupt("acquire", signal.SIGINT)
+
+    def test_acquire_wait_ends_on_sigterm(self):
+        self.check_interrupt("acquire", signal.SIGTERM)
+
+    def test_hold_wait_ends_on_sigterm(self):
+        self.check_interrupt("hold", signal.SIGTERM)
+
+    def test_hold_wait_ends_on_eof(self):
+        r = res("inteof")
+        rc, tok, _ = run_cli(args_for("acquire", r, "--ttl", "30000"))
+        p = self.start("hold", r, "--wait", "forever")
+        time.sleep(0.5)
+        self.assertIsNone(p.poll())
+        p.stdin.close()
+        self.assertEqual(p.wait(timeout=10 * MULT), 1)
+        self.assertIn("EOF", p.stderr.read())
+        self.assertEqual([n.cmd("DBSIZE") for n in NODES], [1] * 3)
         run_cli(args_for("release", r, tok.strip()))
 
 

@@ -214,14 +214,19 @@ struct cli_interrupt {
 };
 /* Acquire resource with ao, waiting until the outcome or until a signal
  * (not SIGCHLD) or EOF in says so. Returns the acquire's status with
- * detail its message; after an interruption RL_ECANCELED, with in->sig or
- * in->eof set and a lock granted meanwhile released: free the client
- * (which cancels the acquire) and then call cli_interrupt_cleanup. */
+ * detail its message; after an interruption RL_EABORTED, with in->sig or
+ * in->eof set: the acquire was canceled and nothing of it is left on the
+ * nodes (a lock granted meanwhile was released). */
 rl_status cli_acquire_interruptible(rl_client *c, const char *resource,
                                     const rl_acquire_opts *ao,
                                     struct cli_interrupt *in, rl_lock **out,
                                     char *detail, size_t len);
-void cli_interrupt_cleanup(void);
+/* Say that the wait was interrupted (unless -q) and return the exit code:
+ * 128+N for signal N, CLI_EXIT_NOT_ACQUIRED for EOF. */
+int cli_interrupted(const struct cli_opts *o, const char *resource,
+                    const struct cli_interrupt *in);
+/* "TERM" for SIGTERM; "?" when unknown. */
+const char *cli_sig_name(int sig);
 
 /* ---- Acquire output (cmd_acquire.c) -------------------------------------- */
 

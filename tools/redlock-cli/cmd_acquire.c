@@ -4,10 +4,13 @@
  * Takes the lock once (with the retry policy, or waiting up to --wait),
  * prints the token on stdout line 1 (or one JSON object) and leaves the
  * lock in Redis: the handle is freed without releasing, so the key lives
- * until its TTL or a "release R TOKEN". Exit 0 acquired, 1 not acquired,
- * 3 no quorum, 2 usage. */
+ * until its TTL or a "release R TOKEN". SIGINT, SIGTERM or SIGHUP while it
+ * waits cancels the acquire, leaving no key behind (exit 128+N). Exit 0
+ * acquired, 1 not acquired, 3 no quorum, 2 usage. */
+#include <errno.h>
 #include <inttypes.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -35,7 +38,10 @@ static const char usage[] =
 "\n"
 "With --json: one object with token, validity_ms, ttl_ms, fence, nodes_ok\n"
 "and nodes.\n"
-"Exit: 0 acquired, 1 held by another client, 2 usage, 3 no quorum.\n"
+"SIGINT, SIGTERM or SIGHUP while it waits ends the wait at once and\n"
+"leaves no key behind.\n"
+"Exit: 0 acquired, 1 held by another client, 2 usage, 3 no quorum,\n"
+"128+N signal N arrived while waiting.\n"
 "\n"
 "Examples:\n"
 "  tok=$(redlock-cli acquire deploy --ttl 60000) || exit 1\n"
@@ -85,6 +91,8 @@ int cmd_acquire(struct cli_opts *o, int argc, char **argv)
         {"fence", NULL, &fence},
         CLI_KIND_OPTS(kind),
     };
+    char detail[RL_ERROR_LEN * 2];
+    struct cli_interrupt in;
     const char *pos[1];
     rl_acquire_opts ao;
     rl_client *c = NULL;
@@ -109,12 +117,24 @@ int cmd_acquire(struct cli_opts *o, int argc, char **argv)
         return CLI_EXIT_USAGE;
     ao.fencing = fence;
 
+    /* Before any thread exists (the library's inherit the mask): a
+     * signal ends the wait and leaves no key behind. */
+    in.sfd = cli_block_signals(false);
+    in.eof_fd = -1;
+    if (in.sfd < 0)
+        return cli_fail(o, CLI_EXIT_NOT_ACQUIRED, "cannot set up: %s",
+                        strerror(errno));
     code = cli_client_new(o, &c);
     if (code != CLI_EXIT_OK)
-        return code;
-    st = rl_acquire(c, pos[0], &ao, &l);
+        goto out;
+    st = cli_acquire_interruptible(c, pos[0], &ao, &in, &l, detail,
+                                   sizeof(detail));
+    if (in.sig != 0) {
+        code = cli_interrupted(o, pos[0], &in);
+        goto out;
+    }
     if (st != RL_OK) {
-        code = cli_status_exit(o, st, pos[0]);
+        code = cli_status_exit_detail(o, st, pos[0], detail);
         goto out;
     }
     cli_print_acquired(o, pos[0], l, &ao, fence);
@@ -124,5 +144,6 @@ out:
     /* Keep the key in Redis: free the handle, do not release. */
     rl_lock_free(l);
     rl_client_free(c);
+    close(in.sfd);
     return code;
 }

@@ -177,11 +177,7 @@ int cmd_hold(struct cli_opts *o, int argc, char **argv)
     st = cli_acquire_interruptible(c, pos[0], &ao, &in, &l, detail,
                                    sizeof(detail));
     if (in.sig != 0 || in.eof) {
-        if (!o->quiet)
-            cli_fail(o, 0, "%s: %s while waiting for the lock", pos[0],
-                     in.eof ? "stdin reached EOF" : "interrupted by a "
-                     "signal");
-        code = in.eof ? CLI_EXIT_NOT_ACQUIRED : 128 + in.sig;
+        code = cli_interrupted(o, pos[0], &in);
         goto out;
     }
     if (st != RL_OK) {
@@ -211,7 +207,6 @@ int cmd_hold(struct cli_opts *o, int argc, char **argv)
 out:
     rl_lock_free(l);
     rl_client_free(c);
-    cli_interrupt_cleanup();
     close(sfd);
     return code;
 }

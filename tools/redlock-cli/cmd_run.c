@@ -524,13 +524,6 @@ static int parse(struct cli_opts *o, int argc, char **argv,
     return 0;
 }
 
-static const char *sig_name(int sig)
-{
-    const char *n = sigabbrev_np(sig);
-
-    return n != NULL ? n : "?";
-}
-
 /* Signal the child's process group (and the child itself). */
 static void signal_child(pid_t pid, int sig)
 {
@@ -638,7 +631,7 @@ static int supervise_child(struct cli_opts *o, struct run_args *a,
                              ", SIGKILL when the validity ends",
                              rl_lock_lost(l) ? "lost the lock on"
                                              : "the TTL runs out for",
-                             a->resource, sig_name(a->kill_signal));
+                             a->resource, cli_sig_name(a->kill_signal));
                 signal_child(pid, a->kill_signal);
             }
         }
@@ -662,7 +655,7 @@ static int supervise_child(struct cli_opts *o, struct run_args *a,
                 if (si.ssi_signo == SIGCHLD)
                     continue;
                 cli_info(o, "forwarding SIG%s to the command",
-                         sig_name((int)si.ssi_signo));
+                         cli_sig_name((int)si.ssi_signo));
                 signal_child(pid, (int)si.ssi_signo);
             }
         }
@@ -762,12 +755,8 @@ int cmd_run(struct cli_opts *o, int argc, char **argv)
     if (l != NULL)
         fig.acquired_us = cli_mono_us();
     if (sig != 0) {
-        /* Interrupted while waiting: freeing the client cancels the
-         * acquire (a lock granted meanwhile is released). */
-        if (!o->quiet)
-            cli_fail(o, 0, "%s: interrupted by SIG%s while waiting for the "
-                     "lock", a.resource, sig_name(sig));
-        code = 128 + sig;
+        /* Nothing of the canceled acquire is left on the nodes. */
+        code = cli_interrupted(o, a.resource, &in);
         goto out;
     }
     if (st == RL_ENOTACQUIRED || st == RL_ETIMEOUT) {
@@ -823,7 +812,6 @@ out:
     if (a.metrics_file != NULL)
         cli_write_run_metrics(o, a.metrics_file, a.resource, &fig, code, c);
     rl_client_free(c);
-    cli_interrupt_cleanup();
     if (sv[0] >= 0) {
         sup_send(sv[0], SUP_DONE, 0, 0, NULL);
         close(sv[0]);

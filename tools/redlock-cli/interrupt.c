@@ -1,13 +1,13 @@
 /* interrupt.c -- an acquire that the user can interrupt while it waits
- * (run, hold).
+ * (acquire, run, hold).
  *
- * The acquire runs through the async API while this thread polls the
- * callback's eventfd, a signalfd of the signals the command handles and,
- * for hold, stdin (EOF ends the wait too). When the wait is interrupted,
- * a lock granted meanwhile is released at once, and the caller frees the
- * client, which cancels the acquire still in flight. The callback's
- * record may be reached until then, so it outlives the wait: it is freed
- * by cli_interrupt_cleanup, after rl_client_free. */
+ * The acquire runs through the async API, with a cancel token, while this
+ * thread polls the callback's eventfd, a signalfd of the signals the
+ * command handles and, for hold, stdin (EOF ends the wait too). When the
+ * wait is interrupted the token fires: the library ends the acquire at
+ * once and releases whatever its attempt may hold on every node; a lock
+ * granted just before is released here. Either way nothing is left
+ * behind, and the callback has run before this returns. */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -25,14 +25,10 @@ struct acq_wait {
     pthread_mutex_t mu;
     int efd;                    /* eventfd, written when done */
     bool done;                  /* mu: the callback ran */
-    bool interrupted;           /* mu: nobody waits for the lock anymore */
     rl_status st;               /* mu */
     rl_lock *lock;              /* mu */
     char detail[RL_ERROR_LEN * 2];
 };
-
-/* An interrupted acquire's record, freed once the client is. */
-static struct acq_wait *abandoned_wait;
 
 static void acquired(rl_client *c, rl_status st, rl_lock *lock,
                      void *privdata)
@@ -44,24 +40,12 @@ static void acquired(rl_client *c, rl_status st, rl_lock *lock,
     pthread_mutex_lock(&w->mu);
     w->done = true;
     w->st = st;
+    w->lock = lock;
     snprintf(w->detail, sizeof(w->detail), "%s", rl_last_error());
-    if (w->interrupted && lock != NULL) {
-        /* Granted after the user gave up: give it back at once. */
-        if (rl_release_async(lock, NULL, NULL) != RL_OK)
-            rl_lock_free(lock);
-    } else {
-        w->lock = lock;
-    }
-    pthread_mutex_unlock(&w->mu);
+    /* Under the mutex: once done is seen, w is not touched any more. */
     if (write(w->efd, &one, sizeof(one)) < 0)
-        return;                 /* cannot fail on an eventfd counter */
-}
-
-static void wait_free(struct acq_wait *w)
-{
-    close(w->efd);
-    pthread_mutex_destroy(&w->mu);
-    free(w);
+        w->done = true;         /* cannot fail on an eventfd counter */
+    pthread_mutex_unlock(&w->mu);
 }
 
 /* True when in says the wait is over: a signal other than SIGCHLD was
@@ -86,78 +70,104 @@ static bool interrupted(struct cli_interrupt *in, const struct pollfd *pfd)
     return in->sig != 0 || in->eof;
 }
 
+/* Poll until the callback ran (true) or in interrupts the wait. */
+static bool wait_done(struct acq_wait *w, struct cli_interrupt *in)
+{
+    struct pollfd pfd[3];
+    bool done;
+
+    for (;;) {
+        pfd[0].fd = w->efd;
+        pfd[0].events = POLLIN;
+        pfd[1].fd = in != NULL ? in->sfd : -1;
+        pfd[1].events = POLLIN;
+        pfd[2].fd = in != NULL ? in->eof_fd : -1;
+        pfd[2].events = POLLIN;
+        pfd[2].revents = 0;
+        if (poll(pfd, 3, -1) < 0)
+            continue;
+        pthread_mutex_lock(&w->mu);
+        done = w->done;
+        pthread_mutex_unlock(&w->mu);
+        if (done)
+            return true;
+        if (in != NULL && interrupted(in, &pfd[2]))
+            return false;
+    }
+}
+
 rl_status cli_acquire_interruptible(rl_client *c, const char *resource,
                                     const rl_acquire_opts *ao,
                                     struct cli_interrupt *in, rl_lock **out,
                                     char *detail, size_t len)
 {
-    struct pollfd pfd[3];
-    struct acq_wait *w;
-    rl_lock *granted;
+    rl_acquire_opts o = *ao;
+    struct acq_wait w;
     rl_status st;
 
     *out = NULL;
     in->sig = 0;
     in->eof = false;
     detail[0] = '\0';
-    w = calloc(1, sizeof(*w));
-    if (w == NULL)
-        return RL_ENOMEM;
-    pthread_mutex_init(&w->mu, NULL);
-    w->efd = eventfd(0, EFD_CLOEXEC);
-    if (w->efd < 0) {
-        pthread_mutex_destroy(&w->mu);
-        free(w);
-        return RL_ESYSTEM;
+    memset(&w, 0, sizeof(w));
+    o.cancel = rl_cancel_new();
+    w.efd = eventfd(0, EFD_CLOEXEC);
+    if (o.cancel == NULL || w.efd < 0) {
+        st = o.cancel == NULL ? RL_ENOMEM : RL_ESYSTEM;
+        snprintf(detail, len, "%s: cannot wait: %s", resource,
+                 rl_strerror(st));
+        goto out;
     }
-    st = rl_acquire_async(c, resource, ao, acquired, w);
+    pthread_mutex_init(&w.mu, NULL);
+    st = rl_acquire_async(c, resource, &o, acquired, &w);
     if (st != RL_OK) {
         snprintf(detail, len, "%s", rl_last_error());
-        wait_free(w);
-        return st;
+        goto out_mutex;
     }
-    for (;;) {
-        pfd[0].fd = w->efd;
-        pfd[0].events = POLLIN;
-        pfd[1].fd = in->sfd;
-        pfd[1].events = POLLIN;
-        pfd[2].fd = in->eof_fd;
-        pfd[2].events = POLLIN;
-        pfd[2].revents = 0;
-        if (poll(pfd, 3, -1) < 0)
-            continue;
-        pthread_mutex_lock(&w->mu);
-        if (w->done) {
-            st = w->st;
-            *out = w->lock;
-            snprintf(detail, len, "%s", w->detail);
-            pthread_mutex_unlock(&w->mu);
-            wait_free(w);
-            return st;
-        }
-        pthread_mutex_unlock(&w->mu);
-        if (interrupted(in, &pfd[2]))
-            break;
+    if (!wait_done(&w, in)) {
+        /* Ends the acquire at once; its callback still runs. */
+        rl_cancel_fire(o.cancel);
+        wait_done(&w, NULL);
     }
-    pthread_mutex_lock(&w->mu);
-    w->interrupted = true;
-    granted = w->lock;
-    w->lock = NULL;
-    pthread_mutex_unlock(&w->mu);
-    if (granted != NULL)
-        rl_release(granted);
-    /* The callback runs exactly once, at the latest (RL_ECANCELED) inside
-     * rl_client_free, so w must outlive the client. */
-    abandoned_wait = w;
-    return RL_ECANCELED;
+    st = w.st;
+    *out = w.lock;
+    snprintf(detail, len, "%s", w.detail);
+    if (in->sig != 0 || in->eof) {
+        /* Granted just before the interruption: give it back. */
+        if (*out != NULL)
+            rl_release(*out);
+        *out = NULL;
+        st = RL_EABORTED;
+    }
+out_mutex:
+    pthread_mutex_destroy(&w.mu);
+out:
+    if (w.efd >= 0)
+        close(w.efd);
+    rl_cancel_free(o.cancel);
+    return st;
 }
 
-void cli_interrupt_cleanup(void)
+const char *cli_sig_name(int sig)
 {
-    if (abandoned_wait != NULL) {
-        wait_free(abandoned_wait);
-        abandoned_wait = NULL;
+    const char *n = sigabbrev_np(sig);
+
+    return n != NULL ? n : "?";
+}
+
+int cli_interrupted(const struct cli_opts *o, const char *resource,
+                    const struct cli_interrupt *in)
+{
+    if (in->eof) {
+        if (!o->quiet)
+            cli_fail(o, 0, "%s: stdin reached EOF while waiting for the "
+                     "lock", resource);
+        return CLI_EXIT_NOT_ACQUIRED;
     }
+    if (!o->quiet)
+        cli_fail(o, 0, "%s: interrupted by SIG%s while waiting for the lock",
+                 resource, cli_sig_name(in->sig));
+    return 128 + in->sig;
 }
 
 int cli_block_signals(bool chld)
