@@ -338,8 +338,21 @@ typedef struct rl_acquire_opts {
                                  keeps its own reference until it ends */
         uint64_t cancel_slot_;
     };
-    uint64_t reserved_[5];    /* zero (see "ABI" above) */
+    union {                   /* one 64-bit slot whatever the pointer size */
+        const char *owner;    /* who holds the lock, for anybody to read
+                                 (rl_resource_inspect): 1..RL_OWNER_MAX
+                                 visible ASCII characters (0x21..0x7e,
+                                 no spaces), e.g. "host:pid", or NULL /
+                                 "" for none. Stored in the value with
+                                 the token (see rl_lock_token), so it
+                                 costs no request and no key; copied */
+        uint64_t owner_slot_;
+    };
+    uint64_t reserved_[4];    /* zero (see "ABI" above) */
 } rl_acquire_opts;
+
+/* Longest rl_acquire_opts.owner, in bytes. */
+#define RL_OWNER_MAX 64
 
 /* Read-write locks: a writer is an ordinary exclusive lock; readers share
  * the resource with each other and exclude writers (ours, and any plain
@@ -430,7 +443,9 @@ RL_API rl_status rl_lock_adopt_opts(rl_client *c, const char *resource,
 /* Milliseconds of validity left (<= 0 once it has run out), measured on
  * CLOCK_BOOTTIME from just before the winning round was sent. */
 RL_API int64_t rl_lock_validity_ms(const rl_lock *l);
-/* The token stored in Redis (hex, >= 128 random bits). Borrowed. */
+/* The token stored in Redis: 40 hex digits (160 random bits), then, when
+ * the lock was acquired with an owner, '.' and the owner. The whole of it
+ * is what release and extend compare. Borrowed. */
 RL_API const char *rl_lock_token(const rl_lock *l);
 /* The first resource name (without prefix). Borrowed. */
 RL_API const char *rl_lock_resource(const rl_lock *l);
@@ -582,7 +597,10 @@ typedef struct rl_holder_info {
     uint32_t readers;         /* live readers of a read-write lock (issue
                                  13; token is then ""), else 0 */
     uint32_t reserved32_;     /* zeroed (see "ABI" above) */
-    uint64_t reserved_[7];    /* zeroed (see "ABI" above) */
+    uint64_t fence;           /* the node's fencing counter for the
+                                 resource (the latest token issued), 0
+                                 when none; rl_resource_inspect only */
+    uint64_t reserved_[6];    /* zeroed (see "ABI" above) */
 } rl_holder_info;
 
 /* Read the resource's key on every node (out[i] for node i, up to cap;
@@ -591,6 +609,43 @@ typedef struct rl_holder_info {
 RL_API rl_status rl_resource_status(rl_client *c, const char *resource,
                                     rl_holder_info *out, size_t cap,
                                     size_t *count);
+
+/* Who holds a resource, as a quorum of the nodes says. */
+typedef struct rl_resource_info {
+    bool held;                /* nodes_holding >= node_count / 2 + 1 */
+    char token[132];          /* the value the most nodes hold (the
+                                 holder's token), "" when no node holds
+                                 one (free, or only readers) */
+    char owner[RL_OWNER_MAX + 1]; /* its owner (rl_acquire_opts.owner);
+                                 "" when unknown: taken without an owner,
+                                 or by another client (redsync, ...) */
+    uint32_t nodes_holding;   /* nodes whose key holds token */
+    uint32_t node_count;
+    int64_t validity_ms;      /* held: how long a quorum still holds it,
+                                 the smallest PTTL among the quorum of
+                                 nodes holding it longest (-1: no
+                                 expiry); else 0 */
+    uint64_t fence;           /* the latest fencing token issued for the
+                                 resource as the nodes say (the holder's
+                                 when it acquired with fencing); 0 when
+                                 none */
+    uint64_t reserved_[8];    /* zeroed (see "ABI" above) */
+} rl_resource_info;
+
+/* rl_resource_status plus a summary: reads the resource's key and its
+ * fencing counter on every node; *info says which value a quorum holds,
+ * its owner, its remaining validity and the fence. A node holding another
+ * value does not change the holder a quorum agrees on. nodes (cap
+ * entries; *count = number of nodes) may be NULL with cap 0 and count
+ * NULL. RL_OK when a quorum answered (info is then filled; also when the
+ * resource is free), RL_ENOQUORUM (info filled from the nodes that
+ * answered), RL_EINVAL (NULL client or info, nodes NULL with cap > 0,
+ * nodes without count, bad resource), RL_EMISUSE, RL_ENOMEM. Blocks
+ * about op_timeout_ms; thread-safe. */
+RL_API rl_status rl_resource_inspect(rl_client *c, const char *resource,
+                                     rl_resource_info *info,
+                                     rl_holder_info *nodes, size_t cap,
+                                     size_t *count);
 
 /* ---- Statistics (blocking, thread-safe; not with cfg.loop) ---------------*/
 

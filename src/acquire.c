@@ -662,6 +662,8 @@ rl_status acquire_check(rl_client *c, const char *const *resources,
         return rl_fail(RL_EINVAL,
                        "wait_ms must be >= 0 or RL_WAIT_FOREVER, got %lld",
                        (long long)o->wait_ms);
+    if (o != NULL && lockrec_check_owner(o->owner) != RL_OK)
+        return RL_EINVAL;
     if (o != NULL && o->min_validity_ms >= *ttl)
         return rl_fail(RL_EINVAL, "min_validity_ms %u must be below ttl %u",
                        o->min_validity_ms, *ttl);

@@ -275,16 +275,17 @@ static void registry_remove(rl_client *c, struct rl_lock *l)
 /* One allocation per handle (thousands may be held at once): the struct,
  * then the record's key pointers, lengths, keys and token. */
 static rl_status lock_new(rl_client *c, const char *const *resources,
-                          size_t count, const char *token,
+                          size_t count, const char *token, const char *owner,
                           struct rl_lock **out)
 {
-    size_t tail = lockrec_tail_size(&c->cfg, resources, count, token);
+    size_t tail = lockrec_tail_size(&c->cfg, resources, count, token, owner);
     struct rl_lock *l = calloc(1, sizeof(*l) + tail);
     rl_status st;
 
     if (l == NULL)
         return rl_fail(RL_ENOMEM, "out of memory for a lock");
-    st = lockrec_init(&l->rec, l + 1, &c->cfg, resources, count, token);
+    st = lockrec_init(&l->rec, l + 1, &c->cfg, resources, count, token,
+                      owner);
     if (st != RL_OK) {
         free(l);
         return st;
@@ -325,17 +326,19 @@ static rl_status lock_new_kind(rl_client *c, const char *const *resources,
                                const rl_acquire_opts *o, struct rl_lock **out)
 {
     size_t len = strlen(resources[0]);
+    const char *owner = o != NULL ? o->owner : NULL;
     char *slot_name;
     rl_status st;
 
     if (o == NULL || o->limit == 0) {
-        st = lock_new(c, resources, count, token, out);
+        st = lock_new(c, resources, count, token, owner, out);
     } else {
         slot_name = malloc(len + LOCKREC_SLOT_SUFFIX_MAX);
         if (slot_name == NULL)
             return rl_fail(RL_ENOMEM, "out of memory for a lock");
         lockrec_slot_key(slot_name, resources[0], len, o->limit - 1);
-        st = lock_new(c, (const char *const *)&slot_name, 1, token, out);
+        st = lock_new(c, (const char *const *)&slot_name, 1, token, owner,
+                      out);
         free(slot_name);
         if (st == RL_OK)
             (*out)->rec.slot = (int32_t)(o->limit - 1);

@@ -18,6 +18,7 @@ static const char usage[] =
 "Usage: redlock-cli [GLOBAL OPTIONS] acquire R [--ttl MS] [--wait MS]\n"
 "                                             [--fence] [--limit K]\n"
 "                                             [--shared] [--lock-delay MS]\n"
+"                                             [--owner S]\n"
 "\n"
 "Acquire the lock on resource R and print its token on stdout (line 1).\n"
 "The lock stays held until its TTL runs out or 'release R TOKEN'.\n"
@@ -35,6 +36,9 @@ static const char usage[] =
 "              a crashed holder is succeeded only after its writes drain;\n"
 "              prints delay<MS>/TOKEN. release and extend take what acquire\n"
 "              printed.\n"
+"  --owner S   who holds it, shown by status: up to 64 visible ASCII\n"
+"              characters (default host:pid; '' for none). Stored in the\n"
+"              value after the token: the token printed ends with .S\n"
 "\n"
 "With --json: one object with token, validity_ms, ttl_ms, fence, nodes_ok\n"
 "and nodes.\n"
@@ -84,7 +88,7 @@ int cmd_acquire(struct cli_opts *o, int argc, char **argv)
     const char *ttl_s = NULL;
     const char *wait_s = NULL;
     bool fence = false;
-    struct cli_kind kind = {NULL, NULL, false};
+    struct cli_kind kind = {NULL, NULL, false, NULL};
     const struct cli_cmdopt opts[] = {
         {"ttl", &ttl_s, NULL},
         {"wait", &wait_s, NULL},

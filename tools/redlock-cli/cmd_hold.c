@@ -46,7 +46,7 @@ static const char usage[] =
 "  --wait MS   keep trying for up to MS ms ('forever'); a signal or EOF\n"
 "              on stdin ends the wait\n"
 "  --fence     also issue a fencing token, printed on stdout line 2\n"
-"  --limit K, --shared, --lock-delay MS   as for acquire\n"
+"  --limit K, --shared, --lock-delay MS, --owner S   as for acquire\n"
 "\n"
 "Exit: 0 released; 1 not acquired; 2 usage; 3 no quorum; 4 lock lost;\n"
 "128+N signal N arrived while waiting.\n"
@@ -120,7 +120,7 @@ int cmd_hold(struct cli_opts *o, int argc, char **argv)
     const char *ttl_s = NULL;
     const char *wait_s = NULL;
     bool fence = false;
-    struct cli_kind kind = {NULL, NULL, false};
+    struct cli_kind kind = {NULL, NULL, false, NULL};
     const struct cli_cmdopt opts[] = {
         {"ttl", &ttl_s, NULL},
         {"wait", &wait_s, NULL},

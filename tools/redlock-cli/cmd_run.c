@@ -87,6 +87,7 @@ static const char usage[] =
 "  --shared                 hold R as a reader (readers share it; plain\n"
 "                           runs and acquires of R are the writers)\n"
 "  --lock-delay MS          keys outlive the TTL by MS unless released\n"
+"  --owner S                who holds it, shown by status (host:pid)\n"
 "\n"
 "Exit: CMD's status; 1 (or N) not acquired; 2 usage; 3 no quorum; 4 lock\n"
 "lost (CMD was signalled); 126/127 CMD not executable / not found.\n"
@@ -463,7 +464,7 @@ static int parse(struct cli_opts *o, int argc, char **argv,
     const char *sig_s = NULL;
     const char *conflict_s = NULL;
     bool fence = false;
-    struct cli_kind kind = {NULL, NULL, false};
+    struct cli_kind kind = {NULL, NULL, false, NULL};
     const struct cli_cmdopt opts[] = {
         CLI_KIND_OPTS(kind),
         {"ttl", &ttl_s, NULL},

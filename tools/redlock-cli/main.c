@@ -24,7 +24,7 @@ static const char usage_text[] =
 "  run R [OPTIONS] -- CMD [ARG...]              run CMD while holding R\n"
 "  hold R [--ttl MS] [--wait MS]                hold R until stdin EOF or\n"
 "                                               a signal (for coproc)\n"
-"  status R                                     who holds R on each node\n"
+"  status R                                     who holds R (owner, validity)\n"
 "  ping                                         latency, version, uptime\n"
 "  bench [OPTIONS]                              built-in load generator\n"
 "  help [COMMAND]                               this text, or a command's\n"
