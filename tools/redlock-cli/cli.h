@@ -228,10 +228,23 @@ rl_status cli_acquire_interruptible(rl_client *c, const char *resource,
  * 128+N for signal N, CLI_EXIT_NOT_ACQUIRED for EOF. */
 int cli_interrupted(const struct cli_opts *o, const char *resource,
                     const struct cli_interrupt *in);
+/* cli_acquire_interruptible, then the exit code: CLI_EXIT_OK with *out,
+ * or after the message (cli_interrupted, cli_status_exit_detail). */
+int cli_acquire_or_exit(const struct cli_opts *o, rl_client *c,
+                        const char *resource, const rl_acquire_opts *ao,
+                        struct cli_interrupt *in, rl_lock **out);
 /* "TERM" for SIGTERM; "?" when unknown. */
 const char *cli_sig_name(int sig);
 
-/* ---- Acquire output (cmd_acquire.c) -------------------------------------- */
+/* ---- Acquire arguments and output (cmd_acquire.c) ------------------------ */
+
+/* Parse "CMD R [--ttl MS] [--wait MS] [--fence] [--limit K] [--shared]
+ * [--lock-delay MS] [--owner S]" (acquire, hold) into *resource and ao
+ * (zeroed first). 0 to go on, 1 when help was printed, -1 on a usage
+ * error (printed). */
+int cli_acquire_args(struct cli_opts *o, int argc, char **argv,
+                     const char *help, const char **resource,
+                     rl_acquire_opts *ao, bool *fence);
 
 /* Print what acquire prints for l, taken on resource with ao: the handle
  * (and the fence on line 2 with fence), or with --json one object. */

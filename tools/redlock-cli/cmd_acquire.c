@@ -83,43 +83,56 @@ void cli_print_acquired(const struct cli_opts *o, const char *resource,
     }
 }
 
-int cmd_acquire(struct cli_opts *o, int argc, char **argv)
+int cli_acquire_args(struct cli_opts *o, int argc, char **argv,
+                     const char *help, const char **resource,
+                     rl_acquire_opts *ao, bool *fence)
 {
     const char *ttl_s = NULL;
     const char *wait_s = NULL;
-    bool fence = false;
     struct cli_kind kind = {NULL, NULL, false, NULL};
     const struct cli_cmdopt opts[] = {
         {"ttl", &ttl_s, NULL},
         {"wait", &wait_s, NULL},
-        {"fence", NULL, &fence},
+        {"fence", NULL, fence},
         CLI_KIND_OPTS(kind),
     };
-    char detail[RL_ERROR_LEN * 2];
+    const char *pos[1];
+    int npos;
+    int code;
+
+    *fence = false;
+    code = cli_parse_args(o, argc, argv, opts, 3 + CLI_KIND_NOPTS, help, pos,
+                          1, &npos, NULL);
+    if (code != 0)
+        return code > 0 ? 1 : -1;
+    if (npos < 1)
+        return cli_fail(o, -1, "missing resource (usage: %s R [--ttl MS] "
+                        "[--wait MS] [--fence])", argv[0]);
+    memset(ao, 0, sizeof(*ao));
+    ao->ttl_ms = cli_default_ttl(o);
+    if (cli_check_resource(o, pos[0]) != 0 ||
+        (ttl_s != NULL && cli_parse_ttl(o, "--ttl", ttl_s, &ao->ttl_ms) != 0) ||
+        (wait_s != NULL && cli_parse_wait(o, wait_s, &ao->wait_ms) != 0) ||
+        cli_kind_apply(o, &kind, ao) != 0)
+        return -1;
+    ao->fencing = *fence;
+    *resource = pos[0];
+    return 0;
+}
+
+int cmd_acquire(struct cli_opts *o, int argc, char **argv)
+{
     struct cli_interrupt in;
     const char *pos[1];
     rl_acquire_opts ao;
     rl_client *c = NULL;
     rl_lock *l = NULL;
-    rl_status st;
-    int npos;
+    bool fence;
     int code;
 
-    code = cli_parse_args(o, argc, argv, opts, 3 + CLI_KIND_NOPTS, usage, pos,
-                          1, &npos, NULL);
+    code = cli_acquire_args(o, argc, argv, usage, &pos[0], &ao, &fence);
     if (code != 0)
         return code > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
-    if (npos < 1)
-        return cli_fail(o, CLI_EXIT_USAGE, "missing resource (usage: "
-                        "acquire R [--ttl MS] [--wait MS] [--fence])");
-    memset(&ao, 0, sizeof(ao));
-    ao.ttl_ms = cli_default_ttl(o);
-    if (cli_check_resource(o, pos[0]) != 0 ||
-        (ttl_s != NULL && cli_parse_ttl(o, "--ttl", ttl_s, &ao.ttl_ms) != 0) ||
-        (wait_s != NULL && cli_parse_wait(o, wait_s, &ao.wait_ms) != 0) ||
-        cli_kind_apply(o, &kind, &ao) != 0)
-        return CLI_EXIT_USAGE;
-    ao.fencing = fence;
 
     /* Before any thread exists (the library's inherit the mask): a
      * signal ends the wait and leaves no key behind. */
@@ -131,18 +144,9 @@ int cmd_acquire(struct cli_opts *o, int argc, char **argv)
     code = cli_client_new(o, &c);
     if (code != CLI_EXIT_OK)
         goto out;
-    st = cli_acquire_interruptible(c, pos[0], &ao, &in, &l, detail,
-                                   sizeof(detail));
-    if (in.sig != 0) {
-        code = cli_interrupted(o, pos[0], &in);
-        goto out;
-    }
-    if (st != RL_OK) {
-        code = cli_status_exit_detail(o, st, pos[0], detail);
-        goto out;
-    }
-    cli_print_acquired(o, pos[0], l, &ao, fence);
-    code = CLI_EXIT_OK;
+    code = cli_acquire_or_exit(o, c, pos[0], &ao, &in, &l);
+    if (code == CLI_EXIT_OK)
+        cli_print_acquired(o, pos[0], l, &ao, fence);
 
 out:
     /* Keep the key in Redis: free the handle, do not release. */

@@ -117,17 +117,6 @@ static enum hold_end hold_until_done(rl_lock *l, int sfd, pid_t parent)
 
 int cmd_hold(struct cli_opts *o, int argc, char **argv)
 {
-    const char *ttl_s = NULL;
-    const char *wait_s = NULL;
-    bool fence = false;
-    struct cli_kind kind = {NULL, NULL, false, NULL};
-    const struct cli_cmdopt opts[] = {
-        {"ttl", &ttl_s, NULL},
-        {"wait", &wait_s, NULL},
-        {"fence", NULL, &fence},
-        CLI_KIND_OPTS(kind),
-    };
-    char detail[RL_ERROR_LEN * 2];
     struct cli_interrupt in;
     const char *pos[1];
     rl_acquire_opts ao;
@@ -137,24 +126,12 @@ int cmd_hold(struct cli_opts *o, int argc, char **argv)
     pid_t parent;
     rl_status st;
     int sfd = -1;
-    int npos;
+    bool fence;
     int code;
 
-    code = cli_parse_args(o, argc, argv, opts, 3 + CLI_KIND_NOPTS, usage, pos,
-                          1, &npos, NULL);
+    code = cli_acquire_args(o, argc, argv, usage, &pos[0], &ao, &fence);
     if (code != 0)
         return code > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
-    if (npos < 1)
-        return cli_fail(o, CLI_EXIT_USAGE, "missing resource (usage: "
-                        "hold R [--ttl MS] [--wait MS])");
-    memset(&ao, 0, sizeof(ao));
-    ao.ttl_ms = cli_default_ttl(o);
-    if (cli_check_resource(o, pos[0]) != 0 ||
-        (ttl_s != NULL && cli_parse_ttl(o, "--ttl", ttl_s, &ao.ttl_ms) != 0) ||
-        (wait_s != NULL && cli_parse_wait(o, wait_s, &ao.wait_ms) != 0) ||
-        cli_kind_apply(o, &kind, &ao) != 0)
-        return CLI_EXIT_USAGE;
-    ao.fencing = fence;
     ao.auto_extend = true;
 
     /* Before any thread exists: the library's threads inherit the mask,
@@ -174,16 +151,9 @@ int cmd_hold(struct cli_opts *o, int argc, char **argv)
         goto out;
     in.sfd = sfd;
     in.eof_fd = STDIN_FILENO;
-    st = cli_acquire_interruptible(c, pos[0], &ao, &in, &l, detail,
-                                   sizeof(detail));
-    if (in.sig != 0 || in.eof) {
-        code = cli_interrupted(o, pos[0], &in);
+    code = cli_acquire_or_exit(o, c, pos[0], &ao, &in, &l);
+    if (code != CLI_EXIT_OK)
         goto out;
-    }
-    if (st != RL_OK) {
-        code = cli_status_exit_detail(o, st, pos[0], detail);
-        goto out;
-    }
     cli_print_acquired(o, pos[0], l, &ao, fence);
     fflush(stdout);
 

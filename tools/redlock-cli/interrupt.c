@@ -148,6 +148,22 @@ out:
     return st;
 }
 
+int cli_acquire_or_exit(const struct cli_opts *o, rl_client *c,
+                        const char *resource, const rl_acquire_opts *ao,
+                        struct cli_interrupt *in, rl_lock **out)
+{
+    char detail[RL_ERROR_LEN * 2];
+    rl_status st;
+
+    st = cli_acquire_interruptible(c, resource, ao, in, out, detail,
+                                   sizeof(detail));
+    if (in->sig != 0 || in->eof)
+        return cli_interrupted(o, resource, in);
+    if (st != RL_OK)
+        return cli_status_exit_detail(o, st, resource, detail);
+    return CLI_EXIT_OK;
+}
+
 const char *cli_sig_name(int sig)
 {
     const char *n = sigabbrev_np(sig);
