@@ -65,6 +65,8 @@ int cmd_status(struct cli_opts *o, int argc, char **argv);
 int cmd_ping(struct cli_opts *o, int argc, char **argv);
 int cmd_bench(struct cli_opts *o, int argc, char **argv);
 int cmd_hold(struct cli_opts *o, int argc, char **argv);
+int cmd_leader(struct cli_opts *o, int argc, char **argv);
+/* cmd_run also runs "elect" (argv[0] says which). */
 
 /* ---- Messages ------------------------------------------------------------ */
 

@@ -57,6 +57,11 @@
 
 extern char **environ;
 
+/* "elect NAME": run CMD while leader (the campaign waits forever, the
+ * lock is fenced and CMD gets REDLOCK_TERM). Set before the supervisor
+ * is forked, so both processes see it. */
+static bool elect_mode;
+
 static const char usage[] =
 "Usage: redlock-cli [GLOBAL OPTIONS] run R [OPTIONS] -- CMD [ARG...]\n"
 "\n"
@@ -97,6 +102,27 @@ static const char usage[] =
 "  redlock-cli run --wait 60000 deploy -- sh -c 'echo $REDLOCK_TOKEN'\n"
 "  redlock-cli run --fence --conflict-exit-code 0 cron:report -- ./report\n"
 "  redlock-cli run --limit 4 --wait forever encoders -- ./encode job.mp4\n";
+
+static const char elect_usage[] =
+"Usage: redlock-cli [GLOBAL OPTIONS] elect NAME [OPTIONS] -- CMD [ARG...]\n"
+"\n"
+"Campaign for leadership of NAME and run CMD while leader: 'run NAME\n"
+"--wait forever --fence' -- wait until the lock on NAME is ours, hold it\n"
+"with the watchdog, and run CMD with REDLOCK_TERM set to the term (the\n"
+"fencing token: strictly greater than every earlier leader's) besides\n"
+"run's variables. The published value is --owner (host:pid by default);\n"
+"'redlock-cli leader NAME' shows it. CMD never outlives the leadership:\n"
+"when the lock is lost CMD is signalled (exit 4), as for run. When\n"
+"redlock-cli or its host dies, another candidate takes over once the\n"
+"TTL has run out.\n"
+"\n"
+"Options: those of run (--ttl MS, --wait MS to give up, --kill-signal,\n"
+"--conflict-exit-code, --metrics-file, --owner S, ...).\n"
+"Exit: CMD's status; 1 the --wait ran out; 2 usage; 3 no quorum; 4 the\n"
+"leadership was lost.\n"
+"\n"
+"Example:\n"
+"  redlock-cli elect scheduler --ttl 10000 -- ./scheduler --term-env\n";
 
 /* Messages on the socket between redlock-cli and the supervisor. */
 enum sup_type {
@@ -165,10 +191,11 @@ static ssize_t sup_recv(int sock, struct sup_msg *m, bool block)
 /* environ without our variables and the password, plus ours: the
  * strings added are stored in added[] (to be freed with the array). */
 static char **child_env(const char *resource, const char *token,
-                        uint64_t fence, char *added[3])
+                        uint64_t fence, char *added[4])
 {
     static const char *drop[] = {"REDLOCK_PASSWORD=", "REDLOCK_RESOURCE=",
-                                 "REDLOCK_TOKEN=", "REDLOCK_FENCE="};
+                                 "REDLOCK_TOKEN=", "REDLOCK_FENCE=",
+                                 "REDLOCK_TERM="};
     size_t n = 0;
     size_t k = 0;
     size_t i, j;
@@ -176,7 +203,7 @@ static char **child_env(const char *resource, const char *token,
 
     while (environ[n] != NULL)
         n++;
-    env = calloc(n + 4, sizeof(*env));
+    env = calloc(n + 5, sizeof(*env));
     if (env == NULL)
         return NULL;
     for (i = 0; i < n; i++) {
@@ -195,11 +222,16 @@ static char **child_env(const char *resource, const char *token,
         added[1] = NULL;
     if (asprintf(&added[2], "REDLOCK_FENCE=%" PRIu64, fence) < 0)
         added[2] = NULL;
-    if (added[0] == NULL || added[1] == NULL || added[2] == NULL) {
+    /* elect: the term is the fencing token. */
+    if (elect_mode &&
+        asprintf(&added[3], "REDLOCK_TERM=%" PRIu64, fence) < 0)
+        added[3] = NULL;
+    if (added[0] == NULL || added[1] == NULL || added[2] == NULL ||
+        (elect_mode && added[3] == NULL)) {
         free(env);
         return NULL;
     }
-    for (i = 0; i < 3; i++)
+    for (i = 0; i < (size_t)(elect_mode ? 4 : 3); i++)
         env[k++] = added[i];
     env[k] = NULL;
     return env;
@@ -299,7 +331,7 @@ static void sup_close_stdio(struct sup *s)
 static void sup_start(struct sup *s, char **cmd, const char *resource,
                       const struct sup_msg *m)
 {
-    char *added[3] = {NULL, NULL, NULL};
+    char *added[4] = {NULL, NULL, NULL, NULL};
     char **env = NULL;
     int ep[2] = {-1, -1};
     int err = 0;
@@ -339,6 +371,7 @@ static void sup_start(struct sup *s, char **cmd, const char *resource,
     free(added[0]);
     free(added[1]);
     free(added[2]);
+    free(added[3]);
     sup_close_stdio(s);
     if (err != 0) {
         sup_send(s->sock, SUP_FAILED, err, 0, NULL);
@@ -482,21 +515,24 @@ static int parse(struct cli_opts *o, int argc, char **argv,
     int r;
 
     r = cli_parse_args(o, argc, argv, opts, sizeof(opts) / sizeof(opts[0]),
-                       usage, pos, 1, &npos, &rest);
+                       elect_mode ? elect_usage : usage, pos, 1, &npos,
+                       &rest);
     if (r != 0)
         return r;
     if (npos < 1)
-        return cli_fail(o, -1, "missing resource (usage: run R [OPTIONS] -- "
-                        "CMD [ARG...])");
+        return cli_fail(o, -1, "missing resource (usage: %s R [OPTIONS] -- "
+                        "CMD [ARG...])", argv[0]);
     if (rest < 0)
         return cli_fail(o, -1, "missing '--' before the command to run "
-                        "(usage: run R [OPTIONS] -- CMD [ARG...])");
+                        "(usage: %s R [OPTIONS] -- CMD [ARG...])", argv[0]);
     if (rest >= argc || argv[rest][0] == '\0')
         return cli_fail(o, -1, "missing the command after '--'");
     a->resource = pos[0];
     a->cmd = argv + rest;
     a->ao.ttl_ms = cli_default_ttl(o);
-    a->ao.fencing = fence;
+    a->ao.fencing = fence || elect_mode;
+    if (elect_mode)
+        a->ao.wait_ms = RL_WAIT_FOREVER;
     a->kill_signal = SIGTERM;
     a->conflict_code = CLI_EXIT_NOT_ACQUIRED;
     if (cli_check_resource(o, a->resource) != 0)
@@ -709,6 +745,7 @@ int cmd_run(struct cli_opts *o, int argc, char **argv)
     struct run_figures fig = {0, 0, 0};
 
     memset(&a, 0, sizeof(a));
+    elect_mode = strcmp(argv[0], "elect") == 0;
     code = parse(o, argc, argv, &a);
     if (code != 0)
         return code > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;

@@ -24,6 +24,9 @@ static const char usage_text[] =
 "  run R [OPTIONS] -- CMD [ARG...]              run CMD while holding R\n"
 "  hold R [--ttl MS] [--wait MS]                hold R until stdin EOF or\n"
 "                                               a signal (for coproc)\n"
+"  elect NAME [OPTIONS] -- CMD [ARG...]         run CMD while leader of NAME\n"
+"  leader NAME [--watch]                        the leader of NAME (owner,\n"
+"                                               term)\n"
 "  status R                                     who holds R (owner, validity)\n"
 "  ping                                         latency, version, uptime\n"
 "  bench [OPTIONS]                              built-in load generator\n"
@@ -98,6 +101,8 @@ static const struct {
     {"release", cmd_release},
     {"run", cmd_run},
     {"hold", cmd_hold},
+    {"elect", cmd_run},
+    {"leader", cmd_leader},
     {"status", cmd_status},
     {"ping", cmd_ping},
     {"bench", cmd_bench},
