@@ -137,6 +137,14 @@ int cli_parse_args(struct cli_opts *o, int argc, char **argv,
                    const struct cli_cmdopt *opts, size_t nopts,
                    const char *usage, const char **pos, int maxpos,
                    int *npos, int *rest);
+/* cli_parse_args for a command with one resource argument, checked with
+ * cli_check_resource into *resource; what and synopsis name it in the
+ * message when it is missing ("missing <what> (usage: <cmd>
+ * <synopsis>)"). 0 to go on, 1 help printed, -1 usage error (printed). */
+int cli_parse_resource(struct cli_opts *o, int argc, char **argv,
+                       const struct cli_cmdopt *opts, size_t nopts,
+                       const char *usage, const char *what,
+                       const char *synopsis, const char **resource);
 /* True when argv[i] is -h or --help. */
 bool cli_is_help(const char *arg);
 

@@ -96,27 +96,21 @@ int cli_acquire_args(struct cli_opts *o, int argc, char **argv,
         {"fence", NULL, fence},
         CLI_KIND_OPTS(kind),
     };
-    const char *pos[1];
-    int npos;
     int code;
 
     *fence = false;
-    code = cli_parse_args(o, argc, argv, opts, 3 + CLI_KIND_NOPTS, help, pos,
-                          1, &npos, NULL);
+    code = cli_parse_resource(o, argc, argv, opts, 3 + CLI_KIND_NOPTS, help,
+                              "resource", "R [--ttl MS] [--wait MS] "
+                              "[--fence]", resource);
     if (code != 0)
-        return code > 0 ? 1 : -1;
-    if (npos < 1)
-        return cli_fail(o, -1, "missing resource (usage: %s R [--ttl MS] "
-                        "[--wait MS] [--fence])", argv[0]);
+        return code;
     memset(ao, 0, sizeof(*ao));
     ao->ttl_ms = cli_default_ttl(o);
-    if (cli_check_resource(o, pos[0]) != 0 ||
-        (ttl_s != NULL && cli_parse_ttl(o, "--ttl", ttl_s, &ao->ttl_ms) != 0) ||
+    if ((ttl_s != NULL && cli_parse_ttl(o, "--ttl", ttl_s, &ao->ttl_ms) != 0) ||
         (wait_s != NULL && cli_parse_wait(o, wait_s, &ao->wait_ms) != 0) ||
         cli_kind_apply(o, &kind, ao) != 0)
         return -1;
     ao->fencing = *fence;
-    *resource = pos[0];
     return 0;
 }
 

@@ -101,17 +101,12 @@ int cmd_leader(struct cli_opts *o, int argc, char **argv)
     const char *pos[1];
     rl_client *c = NULL;
     int sfd = -1;
-    int npos;
     int code;
 
-    code = cli_parse_args(o, argc, argv, opts, 1, usage, pos, 1, &npos, NULL);
+    code = cli_parse_resource(o, argc, argv, opts, 1, usage, "NAME",
+                              "NAME [--watch]", &pos[0]);
     if (code != 0)
         return code > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
-    if (npos < 1)
-        return cli_fail(o, CLI_EXIT_USAGE, "missing NAME (usage: leader "
-                        "NAME [--watch])");
-    if (cli_check_resource(o, pos[0]) != 0)
-        return CLI_EXIT_USAGE;
     if (watching) {
         sfd = cli_block_signals(false);
         if (sfd < 0)

@@ -65,17 +65,12 @@ int cmd_status(struct cli_opts *o, int argc, char **argv)
     const char *pos[1];
     rl_client *c = NULL;
     uint32_t limit = 0, i;
-    int npos;
     int code;
 
-    code = cli_parse_args(o, argc, argv, opts, 1, usage, pos, 1, &npos, NULL);
+    code = cli_parse_resource(o, argc, argv, opts, 1, usage, "resource",
+                              "R [--limit K]", &pos[0]);
     if (code != 0)
         return code > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
-    if (npos < 1)
-        return cli_fail(o, CLI_EXIT_USAGE, "missing resource (usage: status "
-                        "R [--limit K])");
-    if (cli_check_resource(o, pos[0]) != 0)
-        return CLI_EXIT_USAGE;
     if (limit_s != NULL && cli_parse_limit(o, limit_s, &limit) != 0)
         return CLI_EXIT_USAGE;
     if (cli_slot_name(name, sizeof(name), pos[0], limit) != 0)
