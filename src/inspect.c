@@ -43,6 +43,7 @@ static void finish(struct inspect_op *op, rl_status st)
 
     round_clear(&op->round);
     loop_op_finished(&op->base);
+    free(op->fence_key);
     free(op->key);
     free(op);
     waiter_done(w, st);
