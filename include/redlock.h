@@ -545,6 +545,27 @@ RL_API rl_status rl_extend_async(rl_lock *l, uint32_t ttl_ms, rl_extend_cb cb,
 RL_API rl_status rl_release_async(rl_lock *l, rl_release_cb cb,
                                   void *privdata);
 
+/* ---- Leader election --------------------------------------------------------
+ * A leader of NAME is the holder of the lock on NAME, taken with fencing
+ * and kept by the watchdog: its term is rl_lock_fence(lock), strictly
+ * greater than every earlier leader's; its published value is
+ * o->owner. Resign with rl_release (or lose it: rl_lock_lost, the lost
+ * fd, o->lost_cb); anybody reads the current leader with
+ * rl_resource_inspect (owner, term = fence, validity). A leader that
+ * dies is replaced once its TTL has run out. */
+
+/* Wait until leader of name, then hold it renewed: rl_acquire with o's
+ * fields (o may be NULL) and wait_ms RL_WAIT_FOREVER unless o->wait_ms
+ * is set, fencing and auto_extend on. o->cancel abandons the campaign
+ * (RL_EABORTED). Returns rl_acquire's codes; RL_EINVAL also for limit,
+ * RL_MODE_SHARED or reentrant. Blocks. */
+RL_API rl_status rl_campaign(rl_client *c, const char *name,
+                             const rl_acquire_opts *o, rl_lock **out);
+/* The same through rl_acquire_async: cb gets the lock once leader. */
+RL_API rl_status rl_campaign_async(rl_client *c, const char *name,
+                                   const rl_acquire_opts *o,
+                                   rl_acquire_cb cb, void *privdata);
+
 /* ---- Inspection (blocking, thread-safe; not with cfg.loop) ---------------*/
 
 #define RL_NAME_LEN 128

@@ -1542,6 +1542,36 @@ rl_status rl_acquire_multi_async(rl_client *c, const char *const *resources,
     return holder_acquire(c, resources, count, o, cb, privdata);
 }
 
+rl_status holder_campaign_opts(const rl_acquire_opts *o,
+                               rl_acquire_opts *out)
+{
+    rl_acquire_opts zero = {0};
+
+    *out = o != NULL ? *o : zero;
+    if (out->limit != 0 || out->mode != RL_MODE_EXCLUSIVE ||
+        out->reentrant)
+        return rl_fail(RL_EINVAL, "a campaign takes an exclusive lock: "
+                       "limit, RL_MODE_SHARED and reentrant are not "
+                       "allowed");
+    if (out->wait_ms == 0)
+        out->wait_ms = RL_WAIT_FOREVER;
+    out->fencing = true;
+    out->auto_extend = true;
+    return RL_OK;
+}
+
+rl_status rl_campaign_async(rl_client *c, const char *name,
+                            const rl_acquire_opts *o, rl_acquire_cb cb,
+                            void *privdata)
+{
+    rl_acquire_opts opts;
+    rl_status st = holder_campaign_opts(o, &opts);
+
+    if (st != RL_OK)
+        return st;
+    return holder_acquire(c, &name, 1, &opts, cb, privdata);
+}
+
 rl_status rl_extend_async(rl_lock *l, uint32_t ttl_ms, rl_extend_cb cb,
                           void *privdata)
 {
