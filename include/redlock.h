@@ -86,7 +86,8 @@ extern "C" {
     X(RL_ERANDOM, -9, "random number generator failed")                       \
     X(RL_ESYSTEM, -10, "system call failed")                                  \
     X(RL_EOVERLOAD, -11,                                                     \
-      "the watchdog is behind: the nodes cannot renew more locks")
+      "the watchdog is behind: the nodes cannot renew more locks")           \
+    X(RL_EABORTED, -12, "acquire abandoned: its rl_cancel token was fired")
 
 typedef enum rl_status {
 #define RL_STATUS_ENUM_(name, value, text) name = value,
@@ -157,6 +158,35 @@ RL_API const char *rl_uri_password(const rl_uri *u);
 /* ---- Handles --------------------------------------------------------------*/
 typedef struct rl_client rl_client;
 typedef struct rl_lock rl_lock;
+
+/* ---- Cancellation -----------------------------------------------------------
+ * A cancel token ends waiting acquires early: put it in
+ * rl_acquire_opts.cancel (of any number of acquires, on any clients) and
+ * call rl_cancel_fire from any thread -- a signal handler's thread, a
+ * watchdog, a loop callback. Every acquire that carries it and has not
+ * delivered its outcome yet ends with RL_EABORTED without waiting for the
+ * nodes (its callback runs on the loop's next iteration; a blocking
+ * rl_acquire returns), and leaves no key behind: the token it may hold is
+ * released on every node, also where its SET is still in flight (the
+ * release follows it on the same connection). An acquire that had already
+ * won keeps its lock (rl_acquire returns RL_OK: release it). A token stays
+ * fired; an acquire started with a fired token returns RL_EABORTED at
+ * once, sending nothing (an async one never calls back). */
+typedef struct rl_cancel rl_cancel;
+
+/* A new, unfired token; free it with rl_cancel_free. NULL on OOM
+ * (rl_last_error says so). Any thread. */
+RL_API rl_cancel *rl_cancel_new(void);
+/* Fire t: idempotent, thread-safe, never blocks on the nodes (it queues
+ * the cancellations to each client's loop). RL_OK, or RL_EINVAL when t is
+ * NULL. */
+RL_API rl_status rl_cancel_fire(rl_cancel *t);
+/* True once t was fired (false for NULL). Any thread. */
+RL_API bool rl_cancel_fired(const rl_cancel *t);
+/* Drop the caller's handle, once the calls given t have returned (an
+ * async acquire still waiting keeps its own reference). NULL is a no-op.
+ * Any thread. */
+RL_API void rl_cancel_free(rl_cancel *t);
 
 /* ---- Client configuration -------------------------------------------------*/
 enum rl_log_level { RL_LOG_ERROR = 0, RL_LOG_WARN = 1, RL_LOG_INFO = 2,
@@ -334,8 +364,28 @@ typedef struct rl_acquire_opts {
                                  the read-write lock on resource (one
                                  resource, no fencing, no limit) */
     uint32_t reserved32_;     /* zero (see "ABI" above) */
-    uint64_t reserved_[6];    /* zero (see "ABI" above) */
+    union {                   /* one 64-bit slot whatever the pointer size */
+        rl_cancel *cancel;    /* fire it to abandon this acquire while it
+                                 waits (see "Cancellation"), or NULL.
+                                 Borrowed for the call; an async acquire
+                                 keeps its own reference until it ends */
+        uint64_t cancel_slot_;
+    };
+    union {                   /* one 64-bit slot whatever the pointer size */
+        const char *owner;    /* who holds the lock, for anybody to read
+                                 (rl_resource_inspect): 1..RL_OWNER_MAX
+                                 visible ASCII characters (0x21..0x7e,
+                                 no spaces), e.g. "host:pid", or NULL /
+                                 "" for none. Stored in the value with
+                                 the token (see rl_lock_token), so it
+                                 costs no request and no key; copied */
+        uint64_t owner_slot_;
+    };
+    uint64_t reserved_[4];    /* zero (see "ABI" above) */
 } rl_acquire_opts;
+
+/* Longest rl_acquire_opts.owner, in bytes. */
+#define RL_OWNER_MAX 64
 
 /* Read-write locks: a writer is an ordinary exclusive lock; readers share
  * the resource with each other and exclude writers (ours, and any plain
@@ -359,8 +409,9 @@ enum rl_mode {
  * auto_extend: the client's watchdog is behind -- a renewal waiting for the
  * nodes is late by half the time from its due moment to its safety margin
  * -- so no watched lock is taken until it has caught up; nothing was
- * sent), RL_EINVAL, RL_EMISUSE, RL_ENOMEM, RL_ERANDOM, RL_ECANCELED.
- * Blocks. */
+ * sent), RL_EABORTED (o->cancel was fired first: nothing of it is left
+ * on the nodes), RL_EINVAL, RL_EMISUSE, RL_ENOMEM, RL_ERANDOM,
+ * RL_ECANCELED. Blocks. */
 RL_API rl_status rl_acquire(rl_client *c, const char *resource,
                             const rl_acquire_opts *o, rl_lock **out);
 
@@ -425,7 +476,9 @@ RL_API rl_status rl_lock_adopt_opts(rl_client *c, const char *resource,
 /* Milliseconds of validity left (<= 0 once it has run out), measured on
  * CLOCK_BOOTTIME from just before the winning round was sent. */
 RL_API int64_t rl_lock_validity_ms(const rl_lock *l);
-/* The token stored in Redis (hex, >= 128 random bits). Borrowed. */
+/* The token stored in Redis: 40 hex digits (160 random bits), then, when
+ * the lock was acquired with an owner, '.' and the owner. The whole of it
+ * is what release and extend compare. Borrowed. */
 RL_API const char *rl_lock_token(const rl_lock *l);
 /* The first resource name (without prefix). Borrowed. */
 RL_API const char *rl_lock_resource(const rl_lock *l);
@@ -499,6 +552,10 @@ typedef void (*rl_extend_cb)(rl_lock *l, rl_status st, void *privdata);
 /* The lock is already freed when this runs. */
 typedef void (*rl_release_cb)(rl_client *c, rl_status st, void *privdata);
 
+/* Returns RL_OK (cb runs once: the outcomes of rl_acquire, RL_EABORTED
+ * when o->cancel fires first), or an error without calling back:
+ * RL_EINVAL, RL_EMISUSE, RL_ENOMEM, RL_ECANCELED (client being freed),
+ * RL_EABORTED (o->cancel already fired). */
 RL_API rl_status rl_acquire_async(rl_client *c, const char *resource,
                                   const rl_acquire_opts *o, rl_acquire_cb cb,
                                   void *privdata);
@@ -520,6 +577,27 @@ RL_API rl_status rl_extend_async(rl_lock *l, uint32_t ttl_ms, rl_extend_cb cb,
  * callback of l starts after this returns (one running is waited for). */
 RL_API rl_status rl_release_async(rl_lock *l, rl_release_cb cb,
                                   void *privdata);
+
+/* ---- Leader election --------------------------------------------------------
+ * A leader of NAME is the holder of the lock on NAME, taken with fencing
+ * and kept by the watchdog: its term is rl_lock_fence(lock), strictly
+ * greater than every earlier leader's; its published value is
+ * o->owner. Resign with rl_release (or lose it: rl_lock_lost, the lost
+ * fd, o->lost_cb); anybody reads the current leader with
+ * rl_resource_inspect (owner, term = fence, validity). A leader that
+ * dies is replaced once its TTL has run out. */
+
+/* Wait until leader of name, then hold it renewed: rl_acquire with o's
+ * fields (o may be NULL) and wait_ms RL_WAIT_FOREVER unless o->wait_ms
+ * is set, fencing and auto_extend on. o->cancel abandons the campaign
+ * (RL_EABORTED). Returns rl_acquire's codes; RL_EINVAL also for limit,
+ * RL_MODE_SHARED or reentrant. Blocks. */
+RL_API rl_status rl_campaign(rl_client *c, const char *name,
+                             const rl_acquire_opts *o, rl_lock **out);
+/* The same through rl_acquire_async: cb gets the lock once leader. */
+RL_API rl_status rl_campaign_async(rl_client *c, const char *name,
+                                   const rl_acquire_opts *o,
+                                   rl_acquire_cb cb, void *privdata);
 
 /* ---- Inspection (blocking, thread-safe; not with cfg.loop) ---------------*/
 
@@ -608,7 +686,10 @@ typedef struct rl_holder_info {
     uint32_t readers;         /* live readers of a read-write lock (issue
                                  13; token is then ""), else 0 */
     uint32_t reserved32_;     /* zeroed (see "ABI" above) */
-    uint64_t reserved_[7];    /* zeroed (see "ABI" above) */
+    uint64_t fence;           /* the node's fencing counter for the
+                                 resource (the latest token issued), 0
+                                 when none; rl_resource_inspect only */
+    uint64_t reserved_[6];    /* zeroed (see "ABI" above) */
 } rl_holder_info;
 
 /* Read the resource's key on every node (out[i] for node i, up to cap;
@@ -617,6 +698,43 @@ typedef struct rl_holder_info {
 RL_API rl_status rl_resource_status(rl_client *c, const char *resource,
                                     rl_holder_info *out, size_t cap,
                                     size_t *count);
+
+/* Who holds a resource, as a quorum of the nodes says. */
+typedef struct rl_resource_info {
+    bool held;                /* nodes_holding >= node_count / 2 + 1 */
+    char token[132];          /* the value the most nodes hold (the
+                                 holder's token), "" when no node holds
+                                 one (free, or only readers) */
+    char owner[RL_OWNER_MAX + 1]; /* its owner (rl_acquire_opts.owner);
+                                 "" when unknown: taken without an owner,
+                                 or by another client (redsync, ...) */
+    uint32_t nodes_holding;   /* nodes whose key holds token */
+    uint32_t node_count;
+    int64_t validity_ms;      /* held: how long a quorum still holds it,
+                                 the smallest PTTL among the quorum of
+                                 nodes holding it longest (-1: no
+                                 expiry); else 0 */
+    uint64_t fence;           /* the latest fencing token issued for the
+                                 resource as the nodes say (the holder's
+                                 when it acquired with fencing); 0 when
+                                 none */
+    uint64_t reserved_[8];    /* zeroed (see "ABI" above) */
+} rl_resource_info;
+
+/* rl_resource_status plus a summary: reads the resource's key and its
+ * fencing counter on every node; *info says which value a quorum holds,
+ * its owner, its remaining validity and the fence. A node holding another
+ * value does not change the holder a quorum agrees on. nodes (cap
+ * entries; *count = number of nodes) may be NULL with cap 0 and count
+ * NULL. RL_OK when a quorum answered (info is then filled; also when the
+ * resource is free), RL_ENOQUORUM (info filled from the nodes that
+ * answered), RL_EINVAL (NULL client or info, nodes NULL with cap > 0,
+ * nodes without count, bad resource), RL_EMISUSE, RL_ENOMEM. Blocks
+ * about op_timeout_ms; thread-safe. */
+RL_API rl_status rl_resource_inspect(rl_client *c, const char *resource,
+                                     rl_resource_info *info,
+                                     rl_holder_info *nodes, size_t cap,
+                                     size_t *count);
 
 /* ---- Statistics (blocking, thread-safe; not with cfg.loop) ---------------*/
 

@@ -168,6 +168,17 @@ void acquire_abort(struct acquire_op *op)
         acquire_free(op);
 }
 
+void acquire_cancel(struct acquire_op *op)
+{
+    if (op == NULL)
+        return;
+    /* Every node: a SET still in flight lands before its release. */
+    roll_back(op, true);
+    if (op->intent_set)
+        clear_intent(op);
+    acquire_free(op);
+}
+
 static void finish(struct acquire_op *op, rl_status st)
 {
     acquire_done_fn *done = op->done;
@@ -660,6 +671,8 @@ rl_status acquire_check(rl_client *c, const char *const *resources,
         return rl_fail(RL_EINVAL,
                        "wait_ms must be >= 0 or RL_WAIT_FOREVER, got %lld",
                        (long long)o->wait_ms);
+    if (o != NULL && lockrec_check_owner(o->owner) != RL_OK)
+        return RL_EINVAL;
     if (o != NULL && o->min_validity_ms >= *ttl)
         return rl_fail(RL_EINVAL, "min_validity_ms %u must be below ttl %u",
                        o->min_validity_ms, *ttl);

@@ -57,5 +57,9 @@ struct acquire_op *acquire_new(rl_client *c, const struct lock_rec *rec,
 void acquire_run(struct acquire_op *op);
 /* Stop (client freed): no callback; nothing else is sent. */
 void acquire_abort(struct acquire_op *op);
+/* Stop at the caller's request: release the token on every node (also
+ * one whose SET is in flight), clear a writer intent; no callback. NULL
+ * is a no-op. */
+void acquire_cancel(struct acquire_op *op);
 
 #endif

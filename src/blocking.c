@@ -56,6 +56,21 @@ rl_status rl_acquire(rl_client *c, const char *resource,
     return rl_acquire_multi(c, &resource, 1, o, out);
 }
 
+rl_status rl_campaign(rl_client *c, const char *name,
+                      const rl_acquire_opts *o, rl_lock **out)
+{
+    rl_acquire_opts opts;
+    rl_status st;
+
+    if (out == NULL)
+        return rl_fail(RL_EINVAL, "out is NULL");
+    *out = NULL;
+    st = holder_campaign_opts(o, &opts);
+    if (st != RL_OK)
+        return st;
+    return rl_acquire(c, name, &opts, out);
+}
+
 /* ---- Extend / release --------------------------------------------------- */
 
 static void extended(rl_lock *l, rl_status st, void *privdata)

@@ -76,6 +76,7 @@
 #include <unistd.h>
 
 #include "acquire.h"
+#include "cancel.h"
 #include "extend.h"
 #include "holder.h"
 #include "lockrec.h"
@@ -220,6 +221,7 @@ struct lock_req {
     struct sem_op *sem;          /* REQ_ACQUIRE of a semaphore */
     rl_acquire_opts opts;        /* REQ_ACQUIRE, REQ_WATCH */
     pthread_t caller;            /* REQ_ACQUIRE: for reentrancy */
+    struct cancel_hook *hook;    /* REQ_ACQUIRE with opts.cancel, or NULL */
     struct lock_extra *extra;    /* REQ_WATCH: for a lock without one */
 };
 
@@ -273,16 +275,17 @@ static void registry_remove(rl_client *c, struct rl_lock *l)
 /* One allocation per handle (thousands may be held at once): the struct,
  * then the record's key pointers, lengths, keys and token. */
 static rl_status lock_new(rl_client *c, const char *const *resources,
-                          size_t count, const char *token,
+                          size_t count, const char *token, const char *owner,
                           struct rl_lock **out)
 {
-    size_t tail = lockrec_tail_size(&c->cfg, resources, count, token);
+    size_t tail = lockrec_tail_size(&c->cfg, resources, count, token, owner);
     struct rl_lock *l = calloc(1, sizeof(*l) + tail);
     rl_status st;
 
     if (l == NULL)
         return rl_fail(RL_ENOMEM, "out of memory for a lock");
-    st = lockrec_init(&l->rec, l + 1, &c->cfg, resources, count, token);
+    st = lockrec_init(&l->rec, l + 1, &c->cfg, resources, count, token,
+                      owner);
     if (st != RL_OK) {
         free(l);
         return st;
@@ -323,17 +326,19 @@ static rl_status lock_new_kind(rl_client *c, const char *const *resources,
                                const rl_acquire_opts *o, struct rl_lock **out)
 {
     size_t len = strlen(resources[0]);
+    const char *owner = o != NULL ? o->owner : NULL;
     char *slot_name;
     rl_status st;
 
     if (o == NULL || o->limit == 0) {
-        st = lock_new(c, resources, count, token, out);
+        st = lock_new(c, resources, count, token, owner, out);
     } else {
         slot_name = malloc(len + LOCKREC_SLOT_SUFFIX_MAX);
         if (slot_name == NULL)
             return rl_fail(RL_ENOMEM, "out of memory for a lock");
         lockrec_slot_key(slot_name, resources[0], len, o->limit - 1);
-        st = lock_new(c, (const char *const *)&slot_name, 1, token, out);
+        st = lock_new(c, (const char *const *)&slot_name, 1, token, owner,
+                      out);
         free(slot_name);
         if (st == RL_OK)
             (*out)->rec.slot = (int32_t)(o->limit - 1);
@@ -407,6 +412,7 @@ static struct lock_req *req_new(rl_client *c, enum req_kind kind,
 
 static void req_free(struct lock_req *r)
 {
+    cancel_detach(r->hook);
     free(r->extra);
     free(r);
 }
@@ -1092,7 +1098,10 @@ static void start_acquire(struct lock_req *r)
     struct rl_lock *l = r->lock;
     rl_status st = RL_ENOMEM;
 
-    if (r->opts.auto_extend && watchdog_behind(h, mono_now_us())) {
+    if (cancel_fired(r->hook)) {
+        st = rl_fail(RL_EABORTED, "'%s' not acquired: canceled before it "
+                     "started", l->rec.resource);
+    } else if (r->opts.auto_extend && watchdog_behind(h, mono_now_us())) {
         st = rl_fail(RL_EOVERLOAD,
                      "'%s' not acquired: the watchdog is behind (%zu "
                      "renewals wait for the nodes, the most urgent late "
@@ -1117,6 +1126,25 @@ static void start_acquire(struct lock_req *r)
     }
     lock_destroy(l);
     req_finish(r, st, NULL);
+}
+
+/* The acquire's cancel token fired (loop thread): stop the acquisition
+ * in flight, releasing what it may hold, and report RL_EABORTED. Not yet
+ * started: start_acquire sees the token. */
+static void acquire_canceled(void *owner)
+{
+    struct lock_req *r = owner;
+
+    if (r->acquire == NULL && r->sem == NULL)
+        return;
+    acquire_cancel(r->acquire);
+    sem_cancel(r->sem);
+    r->acquire = NULL;
+    r->sem = NULL;
+    rl_fail(RL_EABORTED, "'%s' not acquired: canceled while waiting",
+            r->lock->rec.resource);
+    lock_destroy(r->lock);
+    req_finish(r, RL_EABORTED, NULL);
 }
 
 static void run_request(struct op *base)
@@ -1332,6 +1360,9 @@ rl_status holder_acquire(rl_client *c, const char *const *resources,
         st = check_watch_opts(o, ttl);
     if (st != RL_OK)
         return st;
+    if (o != NULL && rl_cancel_fired(o->cancel))
+        return rl_fail(RL_EABORTED, "'%s' not acquired: the cancel token "
+                       "was already fired (nothing sent)", resources[0]);
     if (o != NULL && o->reentrant && count == 1 &&
         reenter(c, resources[0], cb, privdata, &st))
         return st;
@@ -1348,6 +1379,14 @@ rl_status holder_acquire(rl_client *c, const char *const *resources,
     r->caller = pthread_self();
     if (o != NULL)
         r->opts = *o;
+    if (r->opts.cancel != NULL) {
+        r->hook = cancel_attach(r->opts.cancel, c->loop, acquire_canceled, r);
+        if (r->hook == NULL) {
+            req_free(r);
+            lock_destroy(l);
+            return RL_ENOMEM;
+        }
+    }
     if (r->opts.auto_extend && ensure_timer(c) != RL_OK) {
         req_free(r);
         lock_destroy(l);
@@ -1501,6 +1540,36 @@ rl_status rl_acquire_multi_async(rl_client *c, const char *const *resources,
                                  rl_acquire_cb cb, void *privdata)
 {
     return holder_acquire(c, resources, count, o, cb, privdata);
+}
+
+rl_status holder_campaign_opts(const rl_acquire_opts *o,
+                               rl_acquire_opts *out)
+{
+    rl_acquire_opts zero = {0};
+
+    *out = o != NULL ? *o : zero;
+    if (out->limit != 0 || out->mode != RL_MODE_EXCLUSIVE ||
+        out->reentrant)
+        return rl_fail(RL_EINVAL, "a campaign takes an exclusive lock: "
+                       "limit, RL_MODE_SHARED and reentrant are not "
+                       "allowed");
+    if (out->wait_ms == 0)
+        out->wait_ms = RL_WAIT_FOREVER;
+    out->fencing = true;
+    out->auto_extend = true;
+    return RL_OK;
+}
+
+rl_status rl_campaign_async(rl_client *c, const char *name,
+                            const rl_acquire_opts *o, rl_acquire_cb cb,
+                            void *privdata)
+{
+    rl_acquire_opts opts;
+    rl_status st = holder_campaign_opts(o, &opts);
+
+    if (st != RL_OK)
+        return st;
+    return holder_acquire(c, &name, 1, &opts, cb, privdata);
 }
 
 rl_status rl_extend_async(rl_lock *l, uint32_t ttl_ms, rl_extend_cb cb,

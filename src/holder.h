@@ -27,4 +27,10 @@ rl_status holder_extend(rl_lock *l, uint32_t ttl_ms, rl_extend_cb cb,
 rl_status holder_release(rl_lock *l, rl_release_cb cb, void *privdata,
                          const char *blocking);
 
+/* A campaign's acquire options from o (may be NULL): wait forever
+ * unless o->wait_ms says otherwise, fenced (the term), watched. RL_EINVAL
+ * for a lock kind other than an exclusive one. */
+rl_status holder_campaign_opts(const rl_acquire_opts *o,
+                               rl_acquire_opts *out);
+
 #endif

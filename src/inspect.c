@@ -16,9 +16,12 @@
  * while the caller is blocked waiting for it. Ping also reads each node's
  * handshake facts (version, uptime, voting) at the moment it answers. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "fence.h"
 #include "inspect.h"
+#include "lockrec.h"
 
 struct inspect_op {
     struct op base;
@@ -28,6 +31,7 @@ struct inspect_op {
     rl_holder_info *holders;    /* status: one per node, or NULL */
     rl_stats *stats;            /* stats snapshot, or NULL */
     char *key;                  /* status: prefix + resource */
+    char *fence_key;            /* rl_resource_inspect: its fence counter */
     enum script_id script;      /* status: inspect or force-release */
     size_t answered;            /* status: nodes that ran the script */
     struct quorum_round round;
@@ -39,6 +43,7 @@ static void finish(struct inspect_op *op, rl_status st)
 
     round_clear(&op->round);
     loop_op_finished(&op->base);
+    free(op->fence_key);
     free(op->key);
     free(op);
     waiter_done(w, st);
@@ -101,7 +106,7 @@ static enum vote classify_status(struct inspect_op *op, size_t slot,
 {
     rl_holder_info *h = &op->holders[slot];
 
-    if (r->kind != REPLY_ARRAY || r->elements < 2 || r->elements > 3 ||
+    if (r->kind != REPLY_ARRAY || r->elements < 2 || r->elements > 4 ||
         r->element[1].kind != REPLY_INTEGER) {
         if (r->kind == REPLY_ERROR)
             snprintf(h->error, sizeof(h->error), "%s: %.*s",
@@ -118,8 +123,15 @@ static enum vote classify_status(struct inspect_op *op, size_t slot,
     if (r->element[0].kind == REPLY_STRING)
         copy_text(h->token, sizeof(h->token), &r->element[0]);
     h->pttl_ms = r->element[1].integer;
-    if (r->elements == 3 && r->element[2].kind == REPLY_INTEGER)
+    if (r->elements >= 3 && r->element[2].kind == REPLY_INTEGER)
         h->readers = (uint32_t)r->element[2].integer; /* issue 13 */
+    if (r->elements == 4 && r->element[3].kind == REPLY_STRING &&
+        r->element[3].len < 24) {
+        char num[24];
+
+        copy_text(num, sizeof(num), &r->element[3]);
+        h->fence = strtoull(num, NULL, 10);
+    }
     return VOTE_YES;
 }
 
@@ -238,8 +250,8 @@ static void start(struct op *base)
 {
     struct inspect_op *op = (struct inspect_op *)base;
     const struct script *s = script_get(op->script);
-    const char *argv[1];
-    size_t lens[1];
+    const char *argv[2];
+    size_t lens[2];
     struct round_cmd cmd;
     enum verdict v;
 
@@ -256,7 +268,10 @@ static void start(struct op *base)
     } else {
         argv[0] = op->key;
         lens[0] = strlen(op->key);
-        cmd = (struct round_cmd){s, 1, 1, argv, lens};
+        argv[1] = op->fence_key;
+        lens[1] = op->fence_key != NULL ? strlen(op->fence_key) : 0;
+        cmd = (struct round_cmd){s, 1 + (op->fence_key != NULL),
+                                 1 + (op->fence_key != NULL), argv, lens};
     }
     v = round_start(&op->round, ROUND_ALL, &cmd, classify, decided, op);
     if (v != VERDICT_PENDING)
@@ -266,7 +281,8 @@ static void start(struct op *base)
 /* Run one inspection round and wait for it (script: for holders). */
 static rl_status inspect_run(rl_client *c, rl_node_info *nodes,
                              rl_holder_info *holders, const char *resource,
-                             rl_stats *stats, enum script_id script)
+                             rl_stats *stats, enum script_id script,
+                             bool fence)
 {
     struct inspect_op *op = calloc(1, sizeof(*op));
     struct waiter w;
@@ -281,9 +297,16 @@ static rl_status inspect_run(rl_client *c, rl_node_info *nodes,
             return rl_fail(RL_ENOMEM, "out of memory");
         }
         sprintf(op->key, "%s%s", c->cfg.prefix, resource);
+        if (fence)
+            op->fence_key = fence_key(FENCE_KEY_PREFIX, op->key,
+                                      strlen(op->key));
     }
     st = round_init(&op->round, c->nodes, c->node_count);
+    if (st == RL_OK && fence && op->fence_key == NULL)
+        st = rl_fail(RL_ENOMEM, "out of memory");
     if (st != RL_OK) {
+        round_clear(&op->round);
+        free(op->fence_key);
         free(op->key);
         free(op);
         return st;
@@ -301,6 +324,7 @@ static rl_status inspect_run(rl_client *c, rl_node_info *nodes,
     if (st != RL_OK) {
         waiter_discard(&w);
         round_clear(&op->round);
+        free(op->fence_key);
         free(op->key);
         free(op);
         return st;
@@ -340,14 +364,14 @@ rl_status inspect_wait_connected(rl_client *c)
 
     if (scratch == NULL)
         return rl_fail(RL_ENOMEM, "out of memory");
-    inspect_run(c, scratch, NULL, NULL, NULL, SCRIPT_INSPECT);
+    inspect_run(c, scratch, NULL, NULL, NULL, SCRIPT_INSPECT, false);
     /* Clock guard (issue 15): the first round rode the handshake, so its
      * clock samples are bracketed from the connect on. A second round
      * over the warm connections takes one bracketed by a round trip, at
      * least a round trip before the caller's first request: a clock far
      * off (x5) shows at that request's sample. */
     if (c->cfg.clock_guard)
-        inspect_run(c, scratch, NULL, NULL, NULL, SCRIPT_INSPECT);
+        inspect_run(c, scratch, NULL, NULL, NULL, SCRIPT_INSPECT, false);
     st = refuse_twins(c, scratch);
     free(scratch);
     return st;
@@ -396,8 +420,34 @@ rl_status rl_client_ping(rl_client *c, rl_node_info *out, size_t cap,
         all[i].latency_us = -1;
         all[i].uptime_ms = -1;
     }
-    st = inspect_run(c, all, NULL, NULL, NULL, SCRIPT_INSPECT);
+    st = inspect_run(c, all, NULL, NULL, NULL, SCRIPT_INSPECT, false);
     copy_out(c, out, cap, count, all, sizeof(*all));
+    return st;
+}
+
+/* One {value, pttl} round over resource's key (status or force unlock);
+ * *removed (may be NULL): nodes that answered with a key. */
+/* The per-node array of one {value, pttl} round over resource's key,
+ * with its fence counter when info is not NULL (then summarized there):
+ * *all is the caller's to free. */
+static rl_status resource_read(rl_client *c, const char *resource,
+                               enum script_id script, rl_resource_info *info,
+                               rl_holder_info **all)
+{
+    rl_status st;
+    size_t i;
+
+    *all = calloc(c->node_count, sizeof(**all));
+    if (*all == NULL)
+        return rl_fail(RL_ENOMEM, "out of memory");
+    for (i = 0; i < c->node_count; i++) {
+        snprintf((*all)[i].name, sizeof((*all)[i].name), "%s",
+                 c->cfg.addrs[i].display);
+        (*all)[i].pttl_ms = -2;
+    }
+    st = inspect_run(c, NULL, *all, resource, NULL, script, info != NULL);
+    if (info != NULL && st != RL_ENOMEM)
+        inspect_summarize(*all, c->node_count, info);
     return st;
 }
 
@@ -419,20 +469,102 @@ static rl_status resource_round(rl_client *c, const char *resource,
         st = config_check_resource(&c->cfg, resource, "resource");
     if (st != RL_OK)
         return st;
-    all = calloc(c->node_count, sizeof(*all));
+    st = resource_read(c, resource, script, NULL, &all);
     if (all == NULL)
-        return rl_fail(RL_ENOMEM, "out of memory");
-    for (i = 0; i < c->node_count; i++) {
-        snprintf(all[i].name, sizeof(all[i].name), "%s",
-                 c->cfg.addrs[i].display);
-        all[i].pttl_ms = -2;
-    }
-    st = inspect_run(c, NULL, all, resource, NULL, script);
+        return st;
     for (i = 0; removed != NULL && i < c->node_count; i++) {
         if (all[i].reachable && all[i].pttl_ms != -2)
             (*removed)++;
     }
     copy_out(c, out, cap, count, all, sizeof(*all));
+    return st;
+}
+
+/* Sort n values descending (insertion sort: n <= RL_MAX_NODES). */
+static void sort_desc(int64_t *v, size_t n)
+{
+    size_t i, j;
+    int64_t x;
+
+    for (i = 1; i < n; i++) {
+        x = v[i];
+        for (j = i; j > 0 && v[j - 1] < x; j--)
+            v[j] = v[j - 1];
+        v[j] = x;
+    }
+}
+
+void inspect_summarize(const rl_holder_info *h, size_t n,
+                       rl_resource_info *out)
+{
+    int64_t pttl[RL_MAX_NODES];
+    size_t i, j, best = 0, m, quorum = n / 2 + 1;
+    const char *value = NULL;
+
+    memset(out, 0, sizeof(*out));
+    out->node_count = (uint32_t)n;
+    for (i = 0; i < n; i++) {
+        if (h[i].reachable && h[i].fence > out->fence)
+            out->fence = h[i].fence;
+        if (!h[i].reachable || h[i].token[0] == '\0')
+            continue;
+        for (j = 0, m = 0; j < n; j++)
+            m += h[j].reachable && strcmp(h[i].token, h[j].token) == 0;
+        if (m > best) {
+            best = m;
+            value = h[i].token;
+        }
+    }
+    if (value == NULL)
+        return;
+    snprintf(out->token, sizeof(out->token), "%s", value);
+    lockrec_owner_of(value, out->owner, sizeof(out->owner));
+    out->nodes_holding = (uint32_t)best;
+    out->held = best >= quorum;
+    if (!out->held)
+        return;
+    for (i = 0, m = 0; i < n && m < RL_MAX_NODES; i++) {
+        if (h[i].reachable && strcmp(h[i].token, value) == 0)
+            pttl[m++] = h[i].pttl_ms < 0 ? INT64_MAX : h[i].pttl_ms;
+    }
+    /* The quorum of nodes that hold it longest: until the shortest of
+     * those expires, a quorum holds it. */
+    sort_desc(pttl, m);
+    out->validity_ms = pttl[quorum - 1] == INT64_MAX ? -1 : pttl[quorum - 1];
+}
+
+rl_status rl_resource_inspect(rl_client *c, const char *resource,
+                              rl_resource_info *info, rl_holder_info *nodes,
+                              size_t cap, size_t *count)
+{
+    rl_holder_info *all;
+    rl_status st;
+
+    if (c == NULL)
+        return rl_fail(RL_EINVAL, "rl_resource_inspect: client is NULL");
+    if (info == NULL)
+        return rl_fail(RL_EINVAL, "rl_resource_inspect: info is NULL");
+    if (nodes == NULL && cap > 0)
+        return rl_fail(RL_EINVAL, "rl_resource_inspect: nodes is NULL but "
+                       "cap is %zu", cap);
+    if (nodes != NULL && count == NULL)
+        return rl_fail(RL_EINVAL, "rl_resource_inspect: count is NULL");
+    memset(info, 0, sizeof(*info));
+    st = waiter_check(c->loop, "rl_resource_inspect");
+    if (st == RL_OK)
+        st = config_check_resource(&c->cfg, resource, "resource");
+    if (st != RL_OK)
+        return st;
+    st = resource_read(c, resource, SCRIPT_INSPECT, info, &all);
+    if (all == NULL)
+        return st;
+    if (nodes != NULL) {
+        copy_out(c, nodes, cap, count, all, sizeof(*all));
+        return st;
+    }
+    if (count != NULL)
+        *count = c->node_count;
+    free(all);
     return st;
 }
 
@@ -464,5 +596,5 @@ rl_status rl_client_stats(rl_client *c, rl_stats *out)
     st = waiter_check(c->loop, "rl_client_stats");
     if (st != RL_OK)
         return st;
-    return inspect_run(c, NULL, NULL, NULL, out, SCRIPT_INSPECT);
+    return inspect_run(c, NULL, NULL, NULL, out, SCRIPT_INSPECT, false);
 }

@@ -13,4 +13,10 @@
  * are unreachable. */
 rl_status inspect_wait_connected(rl_client *c);
 
+/* Summarize per-node answers (rl_resource_inspect): the value held by
+ * the most reachable nodes, its owner, whether a quorum of n holds it,
+ * the quorum's remaining PTTL and the largest fence counter. Pure. */
+void inspect_summarize(const rl_holder_info *h, size_t n,
+                       rl_resource_info *out);
+
 #endif

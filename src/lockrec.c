@@ -12,18 +12,31 @@
 /* The record's narrow fields hold every accepted value. */
 _Static_assert(RL_MAX_RESOURCES <= UINT8_MAX, "nkeys is a uint8_t");
 _Static_assert(RL_MAX_TOKEN_LEN <= UINT8_MAX, "token_len is a uint8_t");
+/* A token with an owner can be adopted (rl_lock_adopt). */
+_Static_assert(TOKEN_HEX_LEN + 1 + RL_OWNER_MAX <= RL_MAX_TOKEN_LEN,
+               "a token with its owner fits RL_MAX_TOKEN_LEN");
 _Static_assert(RL_MAX_LIMIT <= INT16_MAX, "slot is an int16_t");
 /* Prefix and resource are at most RL_MAX_RESOURCE_LEN each, plus a
  * semaphore's slot suffix. */
 _Static_assert(2 * RL_MAX_RESOURCE_LEN + LOCKREC_SLOT_SUFFIX_MAX <= UINT16_MAX,
                "key_lens are uint16_t");
 
+/* The token's length: token's, or a new one with owner's. */
+static size_t token_size(const char *token, const char *owner)
+{
+    if (token != NULL)
+        return strlen(token);
+    if (owner != NULL && owner[0] != '\0')
+        return TOKEN_HEX_LEN + 1 + strlen(owner);
+    return TOKEN_HEX_LEN;
+}
+
 size_t lockrec_tail_size(const struct config *cfg,
                          const char *const *resources, size_t count,
-                         const char *token)
+                         const char *token, const char *owner)
 {
     size_t size = count * (sizeof(char *) + sizeof(uint16_t)) +
-                  (token != NULL ? strlen(token) : TOKEN_HEX_LEN) + 1;
+                  token_size(token, owner) + 1;
     size_t i;
 
     for (i = 0; i < count; i++)
@@ -34,8 +47,9 @@ size_t lockrec_tail_size(const struct config *cfg,
 rl_status lockrec_init(struct lock_rec *r, void *tail,
                        const struct config *cfg,
                        const char *const *resources, size_t count,
-                       const char *token)
+                       const char *token, const char *owner)
 {
+    rl_status st;
     char *p;
     size_t i;
 
@@ -56,12 +70,54 @@ rl_status lockrec_init(struct lock_rec *r, void *tail,
     r->shared = false;
     r->slot = -1;
     r->delay_ms = 0;
-    r->token_len = (uint8_t)(token != NULL ? strlen(token) : TOKEN_HEX_LEN);
+    r->token_len = (uint8_t)token_size(token, owner);
     if (token != NULL) {
         strcpy(r->token, token);
         return RL_OK;
     }
-    return token_generate(r->token);
+    st = token_generate(r->token);
+    if (st == RL_OK && r->token_len > TOKEN_HEX_LEN) {
+        r->token[TOKEN_HEX_LEN] = LOCKREC_OWNER_SEP;
+        strcpy(r->token + TOKEN_HEX_LEN + 1, owner);
+    }
+    return st;
+}
+
+rl_status lockrec_check_owner(const char *owner)
+{
+    size_t len, i;
+
+    if (owner == NULL)
+        return RL_OK;
+    len = strnlen(owner, RL_OWNER_MAX + 1);
+    if (len > RL_OWNER_MAX)
+        return rl_fail(RL_EINVAL, "owner is longer than %d bytes",
+                       RL_OWNER_MAX);
+    for (i = 0; i < len; i++) {
+        if (owner[i] < 0x21 || owner[i] > 0x7e)
+            return rl_fail(RL_EINVAL, "owner: byte %zu (0x%02x) is not a "
+                           "visible ASCII character (0x21..0x7e)", i,
+                           (unsigned char)owner[i]);
+    }
+    return RL_OK;
+}
+
+void lockrec_owner_of(const char *value, char *out, size_t len)
+{
+    size_t i;
+
+    if (len == 0)
+        return;
+    out[0] = '\0';
+    if (strlen(value) <= TOKEN_HEX_LEN + 1 ||
+        value[TOKEN_HEX_LEN] != LOCKREC_OWNER_SEP)
+        return;
+    for (i = 0; i < TOKEN_HEX_LEN; i++) {
+        if (!((value[i] >= '0' && value[i] <= '9') ||
+              (value[i] >= 'a' && value[i] <= 'f')))
+            return;
+    }
+    snprintf(out, len, "%s", value + TOKEN_HEX_LEN + 1);
 }
 
 uint64_t lockrec_px_ms(const struct lock_rec *r, uint32_t ttl_ms)

@@ -34,17 +34,27 @@ struct lock_rec {
 };
 
 /* Bytes lockrec_init needs after the record for these names and token
- * (token NULL: a new one is generated). */
+ * (token NULL: a new one is generated, with owner if not NULL). */
 size_t lockrec_tail_size(const struct config *cfg,
                          const char *const *resources, size_t count,
-                         const char *token);
+                         const char *token, const char *owner);
 /* Lay the keys and token out in tail (lockrec_tail_size bytes): copies the
- * names, applies the prefix, generates a token or copies token. RL_ERANDOM
- * when no random token could be made. */
+ * names, applies the prefix, generates a token (TOKEN_HEX_LEN hex digits,
+ * then LOCKREC_OWNER_SEP and owner when owner is not NULL) or copies
+ * token. RL_ERANDOM when no random token could be made. */
 rl_status lockrec_init(struct lock_rec *r, void *tail,
                        const struct config *cfg,
                        const char *const *resources, size_t count,
-                       const char *token);
+                       const char *token, const char *owner);
+
+/* Holder identity: a value of the form <TOKEN_HEX_LEN lowercase hex
+ * digits> LOCKREC_OWNER_SEP <owner> carries its owner. */
+#define LOCKREC_OWNER_SEP '.'
+/* RL_OK when owner is NULL, "" or 1..RL_OWNER_MAX visible ASCII
+ * characters; else RL_EINVAL naming the option. */
+rl_status lockrec_check_owner(const char *owner);
+/* The owner a stored value carries, or "" (written into out, len bytes). */
+void lockrec_owner_of(const char *value, char *out, size_t len);
 
 /* The PX its keys are written with for ttl_ms: ttl + the lock-delay;
  * lockrec_px writes it in decimal into buf (LOCKREC_PX_LEN bytes). */

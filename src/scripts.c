@@ -128,6 +128,8 @@ static struct script scripts[SCRIPT_COUNT] = {
         ""},
     [SCRIPT_INSPECT] = {
         "inspect",
+        "local f = false\n"
+        "if #KEYS > 1 then f = redis.call('get', KEYS[2]) end\n"
         "if redis.call('type', KEYS[1]).ok == 'hash' then\n"
         "  local t = redis.call('time')\n"
         "  local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
@@ -135,9 +137,10 @@ static struct script scripts[SCRIPT_COUNT] = {
         "  for _, e in ipairs(redis.call('hvals', KEYS[1])) do\n"
         "    if tonumber(e) > now then n = n + 1 end\n"
         "  end\n"
-        "  return {false, redis.call('pttl', KEYS[1]), n}\n"
+        "  return {false, redis.call('pttl', KEYS[1]), n, f}\n"
         "end\n"
-        "return {redis.call('get', KEYS[1]), redis.call('pttl', KEYS[1])}\n",
+        "return {redis.call('get', KEYS[1]), redis.call('pttl', KEYS[1]), 0, "
+        "f}\n",
         ""},
     [SCRIPT_ACQUIRE_FENCED] = {
         "acquire-fenced",

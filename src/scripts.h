@@ -8,8 +8,8 @@ enum script_id {
     SCRIPT_ACQUIRE_MULTI, /* KEYS: k1..kn; ARGV: token, ttl_ms -> 1 | 0 */
     SCRIPT_RELEASE,       /* KEYS: k1..kn; ARGV: token -> 1 | 0 | -1 */
     SCRIPT_EXTEND,        /* KEYS: k1..kn; ARGV: token, ttl_ms -> 1 | 0 | -1 */
-    SCRIPT_INSPECT,       /* KEYS: k; -> {value or false, pttl[,
-                             readers]} */
+    SCRIPT_INSPECT,       /* KEYS: k[, fence]; -> {value or false, pttl,
+                             readers, fence or false} */
     SCRIPT_ACQUIRE_FENCED,/* KEYS: k1..kn, fence, mark; ARGV: token, ttl_ms
                              -> {1 | 0, counter or false, trusted} */
     SCRIPT_FENCE_WRITE,   /* KEYS: k, fence, mark; ARGV: token, value

@@ -89,6 +89,15 @@ void sem_abort(struct sem_op *op)
     free(op);
 }
 
+void sem_cancel(struct sem_op *op)
+{
+    if (op == NULL)
+        return;
+    acquire_cancel(op->cur); /* the earlier slots were rolled back */
+    op->cur = NULL;
+    sem_abort(op);
+}
+
 static void finish(struct sem_op *op, rl_status st)
 {
     acquire_done_fn *done = op->done;

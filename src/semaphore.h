@@ -19,5 +19,8 @@ struct sem_op *sem_new(rl_client *c, struct lock_rec *rec, uint32_t limit,
 void sem_run(struct sem_op *op);
 /* Stop (client freed): no callback. NULL is a no-op. */
 void sem_abort(struct sem_op *op);
+/* Stop at the caller's request: the slot attempt in flight is canceled
+ * (acquire_cancel); no callback. NULL is a no-op. */
+void sem_cancel(struct sem_op *op);
 
 #endif

@@ -86,7 +86,7 @@ section "ThreadSanitizer build"
 # loaded-machine hold is left to the other stages (TSan slows it down and
 # it adds no interleaving the others lack).
 tsan_tests="threads watchdog async reentrancy stress lifetimes lost_and_caps
-    preconditions"
+    cancel election preconditions"
 RL_TEST_TIMEOUT_MULTIPLIER=3 cmake -S . -B build/tsan -DCMAKE_BUILD_TYPE=Debug \
     -DRL_TSAN=ON -DRL_WERROR=ON >/dev/null
 # shellcheck disable=SC2046 # one target per word

@@ -84,7 +84,8 @@ class TestBasics(Helpers):
         rc, out, err = cli("acquire", r, "--ttl", "10000")
         self.assertEqual(rc, 0, err)
         token = out.splitlines()[0]
-        self.assertRegex(token, r"^[0-9a-f]{32,}$")
+        # 40 hex digits, then the owner (host:pid by default).
+        self.assertRegex(token, r"^[0-9a-f]{40}\.\S+:[0-9]+$")
         self.assertEqual(self.values(r), [token] * 3)
         for n in NODES:
             self.assertTrue(0 < n.cmd("PTTL", r) <= 10000)

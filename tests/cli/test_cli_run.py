@@ -132,7 +132,8 @@ class TestRunBasics(RunTest):
         self.assertEqual(rc, 0, err)
         resource, token, fence = out.splitlines()
         self.assertEqual(resource, r)
-        self.assertRegex(token, r"^[0-9a-f]{32,}$")
+        # 40 hex digits, then the owner (host:pid by default).
+        self.assertRegex(token, r"^[0-9a-f]{40}\.\S+:[0-9]+$")
         # Always set, so a script can rely on it: 0 without --fence.
         self.assertEqual(fence, "0")
         # The token is the one stored in Redis while the child runs.

@@ -592,6 +592,28 @@ const char *cli_quarantine_name(uint8_t restart_trust)
     return "?";
 }
 
+int cli_parse_resource(struct cli_opts *o, int argc, char **argv,
+                       const struct cli_cmdopt *opts, size_t nopts,
+                       const char *usage, const char *what,
+                       const char *synopsis, const char **resource)
+{
+    const char *pos[1];
+    int npos;
+    int code;
+
+    code = cli_parse_args(o, argc, argv, opts, nopts, usage, pos, 1, &npos,
+                          NULL);
+    if (code != 0)
+        return code;
+    if (npos < 1)
+        return cli_fail(o, -1, "missing %s (usage: %s %s)", what, argv[0],
+                        synopsis);
+    if (cli_check_resource(o, pos[0]) != 0)
+        return -1;
+    *resource = pos[0];
+    return 0;
+}
+
 int cli_parse_ttl(const struct cli_opts *o, const char *opt, const char *s,
                   uint32_t *out)
 {

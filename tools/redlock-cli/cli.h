@@ -68,6 +68,9 @@ int cmd_status(struct cli_opts *o, int argc, char **argv);
 int cmd_ping(struct cli_opts *o, int argc, char **argv);
 int cmd_bench(struct cli_opts *o, int argc, char **argv);
 int cmd_doctor(struct cli_opts *o, int argc, char **argv);
+int cmd_hold(struct cli_opts *o, int argc, char **argv);
+int cmd_leader(struct cli_opts *o, int argc, char **argv);
+/* cmd_run also runs "elect" (argv[0] says which). */
 
 /* ---- Messages ------------------------------------------------------------ */
 
@@ -145,6 +148,14 @@ int cli_parse_args(struct cli_opts *o, int argc, char **argv,
                    const struct cli_cmdopt *opts, size_t nopts,
                    const char *usage, const char **pos, int maxpos,
                    int *npos, int *rest);
+/* cli_parse_args for a command with one resource argument, checked with
+ * cli_check_resource into *resource; what and synopsis name it in the
+ * message when it is missing ("missing <what> (usage: <cmd>
+ * <synopsis>)"). 0 to go on, 1 help printed, -1 usage error (printed). */
+int cli_parse_resource(struct cli_opts *o, int argc, char **argv,
+                       const struct cli_cmdopt *opts, size_t nopts,
+                       const char *usage, const char *what,
+                       const char *synopsis, const char **resource);
 /* True when argv[i] is -h or --help. */
 bool cli_is_help(const char *arg);
 
@@ -174,23 +185,26 @@ void cli_opts_free(struct cli_opts *o);
 
 /* ---- Lock kinds (kinds.c, issue 13) -------------------------------------- */
 
-/* The raw values of --limit K, --shared and --lock-delay MS. */
+/* The raw values of --limit K, --shared, --lock-delay MS and --owner S
+ * (the options of the commands that acquire). */
 struct cli_kind {
     const char *limit_s;
     const char *delay_s;
     bool shared;
+    const char *owner_s;
 };
-/* Entries for a command's option table (3 of them). */
+/* Entries for a command's option table (4 of them). */
 #define CLI_KIND_OPTS(k)                                                      \
     {"limit", &(k).limit_s, NULL}, {"shared", NULL, &(k).shared},             \
-        {"lock-delay", &(k).delay_s, NULL}
-#define CLI_KIND_NOPTS 3
+        {"lock-delay", &(k).delay_s, NULL}, {"owner", &(k).owner_s, NULL}
+#define CLI_KIND_NOPTS 4
 /* Parse --limit s into *limit (1..RL_MAX_LIMIT). 0, or -1 with the usage
  * error printed. */
 int cli_parse_limit(const struct cli_opts *o, const char *s,
                     uint32_t *limit);
-/* Check k and set ao's limit, mode and lock_delay_ms. 0, or -1 with the
- * usage error printed. */
+/* Check k and set ao's limit, mode, lock_delay_ms and owner (--owner, or
+ * host:pid; kept in static storage). 0, or -1 with the usage error
+ * printed. */
 int cli_kind_apply(const struct cli_opts *o, const struct cli_kind *k,
                    rl_acquire_opts *ao);
 /* True when ao asks for anything but a plain mutex. */
@@ -239,6 +253,57 @@ int cli_ping_nodes(struct cli_opts *o, int argc, char **argv,
  * need Q" on stderr. */
 void cli_quorum_warning(const struct cli_opts *o, const rl_node_info *p,
                         size_t count, rl_status st);
+/* ---- Interruptible acquire (interrupt.c) -------------------------------- */
+
+/* Block SIGINT, SIGTERM, SIGHUP (and SIGCHLD when chld) in this thread --
+ * call it before any thread exists, so the library's threads inherit the
+ * mask -- ignore SIGPIPE, and return a close-on-exec, non-blocking
+ * signalfd for them (-1 on error, errno set). */
+int cli_block_signals(bool chld);
+/* What may end a wait, and what did. */
+struct cli_interrupt {
+    int sfd;                    /* signalfd (cli_block_signals), or -1 */
+    int eof_fd;                 /* its EOF ends the wait (hold: stdin; what
+                                   it holds is read and dropped), or -1 */
+    int sig;                    /* out: the signal that ended it, or 0 */
+    bool eof;                   /* out: eof_fd reached its end */
+};
+/* Acquire resource with ao, waiting until the outcome or until a signal
+ * (not SIGCHLD) or EOF in says so. Returns the acquire's status with
+ * detail its message; after an interruption RL_EABORTED, with in->sig or
+ * in->eof set: the acquire was canceled and nothing of it is left on the
+ * nodes (a lock granted meanwhile was released). */
+rl_status cli_acquire_interruptible(rl_client *c, const char *resource,
+                                    const rl_acquire_opts *ao,
+                                    struct cli_interrupt *in, rl_lock **out,
+                                    char *detail, size_t len);
+/* Say that the wait was interrupted (unless -q) and return the exit code:
+ * 128+N for signal N, CLI_EXIT_NOT_ACQUIRED for EOF. */
+int cli_interrupted(const struct cli_opts *o, const char *resource,
+                    const struct cli_interrupt *in);
+/* cli_acquire_interruptible, then the exit code: CLI_EXIT_OK with *out,
+ * or after the message (cli_interrupted, cli_status_exit_detail). */
+int cli_acquire_or_exit(const struct cli_opts *o, rl_client *c,
+                        const char *resource, const rl_acquire_opts *ao,
+                        struct cli_interrupt *in, rl_lock **out);
+/* "TERM" for SIGTERM; "?" when unknown. */
+const char *cli_sig_name(int sig);
+
+/* ---- Acquire arguments and output (cmd_acquire.c) ------------------------ */
+
+/* Parse "CMD R [--ttl MS] [--wait MS] [--fence] [--limit K] [--shared]
+ * [--lock-delay MS] [--owner S]" (acquire, hold) into *resource and ao
+ * (zeroed first). 0 to go on, 1 when help was printed, -1 on a usage
+ * error (printed). */
+int cli_acquire_args(struct cli_opts *o, int argc, char **argv,
+                     const char *help, const char **resource,
+                     rl_acquire_opts *ao, bool *fence);
+
+/* Print what acquire prints for l, taken on resource with ao: the handle
+ * (and the fence on line 2 with fence), or with --json one object. */
+void cli_print_acquired(const struct cli_opts *o, const char *resource,
+                        const rl_lock *l, const rl_acquire_opts *ao,
+                        bool fence);
 
 /* ---- run --metrics-file (run_metrics.c) ---------------------------------- */
 

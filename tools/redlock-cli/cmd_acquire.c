@@ -4,10 +4,13 @@
  * Takes the lock once (with the retry policy, or waiting up to --wait),
  * prints the token on stdout line 1 (or one JSON object) and leaves the
  * lock in Redis: the handle is freed without releasing, so the key lives
- * until its TTL or a "release R TOKEN". Exit 0 acquired, 1 not acquired,
- * 3 no quorum, 2 usage. */
+ * until its TTL or a "release R TOKEN". SIGINT, SIGTERM or SIGHUP while it
+ * waits cancels the acquire, leaving no key behind (exit 128+N). Exit 0
+ * acquired, 1 not acquired, 3 no quorum, 2 usage. */
+#include <errno.h>
 #include <inttypes.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -15,6 +18,7 @@ static const char usage[] =
 "Usage: redlock-cli [GLOBAL OPTIONS] acquire R [--ttl MS] [--wait MS]\n"
 "                                             [--fence] [--limit K]\n"
 "                                             [--shared] [--lock-delay MS]\n"
+"                                             [--owner S]\n"
 "\n"
 "Acquire the lock on resource R and print its token on stdout (line 1).\n"
 "The lock stays held until its TTL runs out or 'release R TOKEN'.\n"
@@ -32,90 +36,116 @@ static const char usage[] =
 "              a crashed holder is succeeded only after its writes drain;\n"
 "              prints delay<MS>/TOKEN. release and extend take what acquire\n"
 "              printed.\n"
+"  --owner S   who holds it, shown by status: up to 64 visible ASCII\n"
+"              characters (default host:pid; '' for none). Stored in the\n"
+"              value after the token: the token printed ends with .S\n"
 "\n"
 "With --json: one object with token, validity_ms, ttl_ms, fence, nodes_ok\n"
 "and nodes.\n"
-"Exit: 0 acquired, 1 held by another client, 2 usage, 3 no quorum.\n"
+"SIGINT, SIGTERM or SIGHUP while it waits ends the wait at once and\n"
+"leaves no key behind.\n"
+"Exit: 0 acquired, 1 held by another client, 2 usage, 3 no quorum,\n"
+"128+N signal N arrived while waiting.\n"
 "\n"
 "Examples:\n"
 "  tok=$(redlock-cli acquire deploy --ttl 60000) || exit 1\n"
 "  redlock-cli --json acquire deploy --wait 10000 --fence\n";
 
-int cmd_acquire(struct cli_opts *o, int argc, char **argv)
+void cli_print_acquired(const struct cli_opts *o, const char *resource,
+                        const rl_lock *l, const rl_acquire_opts *ao,
+                        bool fence)
 {
-    const char *ttl_s = NULL;
-    const char *wait_s = NULL;
-    bool fence = false;
-    struct cli_kind kind = {NULL, NULL, false};
-    const struct cli_cmdopt opts[] = {
-        {"ttl", &ttl_s, NULL},
-        {"wait", &wait_s, NULL},
-        {"fence", NULL, &fence},
-        CLI_KIND_OPTS(kind),
-    };
-    const char *pos[1];
-    rl_acquire_opts ao;
-    rl_client *c = NULL;
-    rl_lock *l = NULL;
-    rl_status st;
-    int npos;
-    int code;
-
-    code = cli_parse_args(o, argc, argv, opts, 3 + CLI_KIND_NOPTS, usage, pos,
-                          1, &npos, NULL);
-    if (code != 0)
-        return code > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
-    if (npos < 1)
-        return cli_fail(o, CLI_EXIT_USAGE, "missing resource (usage: "
-                        "acquire R [--ttl MS] [--wait MS] [--fence])");
-    memset(&ao, 0, sizeof(ao));
-    ao.ttl_ms = cli_default_ttl(o);
-    if (cli_check_resource(o, pos[0]) != 0 ||
-        (ttl_s != NULL && cli_parse_ttl(o, "--ttl", ttl_s, &ao.ttl_ms) != 0) ||
-        (wait_s != NULL && cli_parse_wait(o, wait_s, &ao.wait_ms) != 0) ||
-        cli_kind_apply(o, &kind, &ao) != 0)
-        return CLI_EXIT_USAGE;
-    ao.fencing = fence;
-
-    code = cli_client_new(o, &c);
-    if (code != CLI_EXIT_OK)
-        return code;
-    st = rl_acquire(c, pos[0], &ao, &l);
-    if (st != RL_OK) {
-        code = cli_status_exit(o, st, pos[0]);
-        goto out;
-    }
     if (o->json) {
         fputs("{\"resource\":", stdout);
-        cli_json_str(stdout, pos[0]);
+        cli_json_str(stdout, resource);
         fputs(",\"token\":", stdout);
         cli_json_str(stdout, rl_lock_token(l));
-        if (cli_kind_any(&ao)) {
+        if (cli_kind_any(ao)) {
             fputs(",\"handle\":\"", stdout);
-            cli_print_handle(stdout, l, ao.lock_delay_ms);
+            cli_print_handle(stdout, l, ao->lock_delay_ms);
             printf("\",\"slot\":%d,\"shared\":%s,\"lock_delay_ms\":%u",
                    rl_lock_slot(l),
                    rl_lock_mode(l) == RL_MODE_SHARED ? "true" : "false",
-                   ao.lock_delay_ms);
+                   ao->lock_delay_ms);
         }
         printf(",\"validity_ms\":%" PRId64 ",\"ttl_ms\":%u,\"fence\":%" PRIu64
                ",\"nodes_ok\":%u,\"nodes\":%zu}\n", rl_lock_validity_ms(l),
-               ao.ttl_ms, rl_lock_fence(l), rl_lock_nodes_ok(l),
+               ao->ttl_ms, rl_lock_fence(l), rl_lock_nodes_ok(l),
                o->node_count);
     } else {
-        cli_print_handle(stdout, l, ao.lock_delay_ms);
+        cli_print_handle(stdout, l, ao->lock_delay_ms);
         putchar('\n');
         if (fence)
             printf("%" PRIu64 "\n", rl_lock_fence(l));
         cli_info(o, "acquired '%s': validity %" PRId64 " ms, %u of %zu "
-                 "nodes", pos[0], rl_lock_validity_ms(l),
+                 "nodes", resource, rl_lock_validity_ms(l),
                  rl_lock_nodes_ok(l), o->node_count);
     }
-    code = CLI_EXIT_OK;
+}
+
+int cli_acquire_args(struct cli_opts *o, int argc, char **argv,
+                     const char *help, const char **resource,
+                     rl_acquire_opts *ao, bool *fence)
+{
+    const char *ttl_s = NULL;
+    const char *wait_s = NULL;
+    struct cli_kind kind = {NULL, NULL, false, NULL};
+    const struct cli_cmdopt opts[] = {
+        {"ttl", &ttl_s, NULL},
+        {"wait", &wait_s, NULL},
+        {"fence", NULL, fence},
+        CLI_KIND_OPTS(kind),
+    };
+    int code;
+
+    *fence = false;
+    code = cli_parse_resource(o, argc, argv, opts, 3 + CLI_KIND_NOPTS, help,
+                              "resource", "R [--ttl MS] [--wait MS] "
+                              "[--fence]", resource);
+    if (code != 0)
+        return code;
+    memset(ao, 0, sizeof(*ao));
+    ao->ttl_ms = cli_default_ttl(o);
+    if ((ttl_s != NULL && cli_parse_ttl(o, "--ttl", ttl_s, &ao->ttl_ms) != 0) ||
+        (wait_s != NULL && cli_parse_wait(o, wait_s, &ao->wait_ms) != 0) ||
+        cli_kind_apply(o, &kind, ao) != 0)
+        return -1;
+    ao->fencing = *fence;
+    return 0;
+}
+
+int cmd_acquire(struct cli_opts *o, int argc, char **argv)
+{
+    struct cli_interrupt in;
+    const char *pos[1];
+    rl_acquire_opts ao;
+    rl_client *c = NULL;
+    rl_lock *l = NULL;
+    bool fence;
+    int code;
+
+    code = cli_acquire_args(o, argc, argv, usage, &pos[0], &ao, &fence);
+    if (code != 0)
+        return code > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+
+    /* Before any thread exists (the library's inherit the mask): a
+     * signal ends the wait and leaves no key behind. */
+    in.sfd = cli_block_signals(false);
+    in.eof_fd = -1;
+    if (in.sfd < 0)
+        return cli_fail(o, CLI_EXIT_NOT_ACQUIRED, "cannot set up: %s",
+                        strerror(errno));
+    code = cli_client_new(o, &c);
+    if (code != CLI_EXIT_OK)
+        goto out;
+    code = cli_acquire_or_exit(o, c, pos[0], &ao, &in, &l);
+    if (code == CLI_EXIT_OK)
+        cli_print_acquired(o, pos[0], l, &ao, fence);
 
 out:
     /* Keep the key in Redis: free the handle, do not release. */
     rl_lock_free(l);
     rl_client_free(c);
+    close(in.sfd);
     return code;
 }

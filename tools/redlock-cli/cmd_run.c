@@ -36,11 +36,9 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -58,6 +56,11 @@
 #define SUP_TEXT_LEN 256
 
 extern char **environ;
+
+/* "elect NAME": run CMD while leader (the campaign waits forever, the
+ * lock is fenced and CMD gets REDLOCK_TERM). Set before the supervisor
+ * is forked, so both processes see it. */
+static bool elect_mode;
 
 static const char usage[] =
 "Usage: redlock-cli [GLOBAL OPTIONS] run R [OPTIONS] -- CMD [ARG...]\n"
@@ -89,6 +92,7 @@ static const char usage[] =
 "  --shared                 hold R as a reader (readers share it; plain\n"
 "                           runs and acquires of R are the writers)\n"
 "  --lock-delay MS          keys outlive the TTL by MS unless released\n"
+"  --owner S                who holds it, shown by status (host:pid)\n"
 "\n"
 "Exit: CMD's status; 1 (or N) not acquired; 2 usage; 3 no quorum; 4 lock\n"
 "lost (CMD was signalled); 126/127 CMD not executable / not found.\n"
@@ -98,6 +102,27 @@ static const char usage[] =
 "  redlock-cli run --wait 60000 deploy -- sh -c 'echo $REDLOCK_TOKEN'\n"
 "  redlock-cli run --fence --conflict-exit-code 0 cron:report -- ./report\n"
 "  redlock-cli run --limit 4 --wait forever encoders -- ./encode job.mp4\n";
+
+static const char elect_usage[] =
+"Usage: redlock-cli [GLOBAL OPTIONS] elect NAME [OPTIONS] -- CMD [ARG...]\n"
+"\n"
+"Campaign for leadership of NAME and run CMD while leader: 'run NAME\n"
+"--wait forever --fence' -- wait until the lock on NAME is ours, hold it\n"
+"with the watchdog, and run CMD with REDLOCK_TERM set to the term (the\n"
+"fencing token: strictly greater than every earlier leader's) besides\n"
+"run's variables. The published value is --owner (host:pid by default);\n"
+"'redlock-cli leader NAME' shows it. CMD never outlives the leadership:\n"
+"when the lock is lost CMD is signalled (exit 4), as for run. When\n"
+"redlock-cli or its host dies, another candidate takes over once the\n"
+"TTL has run out.\n"
+"\n"
+"Options: those of run (--ttl MS, --wait MS to give up, --kill-signal,\n"
+"--conflict-exit-code, --metrics-file, --owner S, ...).\n"
+"Exit: CMD's status; 1 the --wait ran out; 2 usage; 3 no quorum; 4 the\n"
+"leadership was lost.\n"
+"\n"
+"Example:\n"
+"  redlock-cli elect scheduler --ttl 10000 -- ./scheduler --term-env\n";
 
 /* Messages on the socket between redlock-cli and the supervisor. */
 enum sup_type {
@@ -166,10 +191,11 @@ static ssize_t sup_recv(int sock, struct sup_msg *m, bool block)
 /* environ without our variables and the password, plus ours: the
  * strings added are stored in added[] (to be freed with the array). */
 static char **child_env(const char *resource, const char *token,
-                        uint64_t fence, char *added[3])
+                        uint64_t fence, char *added[4])
 {
     static const char *drop[] = {"REDLOCK_PASSWORD=", "REDLOCK_RESOURCE=",
-                                 "REDLOCK_TOKEN=", "REDLOCK_FENCE="};
+                                 "REDLOCK_TOKEN=", "REDLOCK_FENCE=",
+                                 "REDLOCK_TERM="};
     size_t n = 0;
     size_t k = 0;
     size_t i, j;
@@ -177,7 +203,7 @@ static char **child_env(const char *resource, const char *token,
 
     while (environ[n] != NULL)
         n++;
-    env = calloc(n + 4, sizeof(*env));
+    env = calloc(n + 5, sizeof(*env));
     if (env == NULL)
         return NULL;
     for (i = 0; i < n; i++) {
@@ -196,11 +222,16 @@ static char **child_env(const char *resource, const char *token,
         added[1] = NULL;
     if (asprintf(&added[2], "REDLOCK_FENCE=%" PRIu64, fence) < 0)
         added[2] = NULL;
-    if (added[0] == NULL || added[1] == NULL || added[2] == NULL) {
+    /* elect: the term is the fencing token. */
+    if (elect_mode &&
+        asprintf(&added[3], "REDLOCK_TERM=%" PRIu64, fence) < 0)
+        added[3] = NULL;
+    if (added[0] == NULL || added[1] == NULL || added[2] == NULL ||
+        (elect_mode && added[3] == NULL)) {
         free(env);
         return NULL;
     }
-    for (i = 0; i < 3; i++)
+    for (i = 0; i < (size_t)(elect_mode ? 4 : 3); i++)
         env[k++] = added[i];
     env[k] = NULL;
     return env;
@@ -300,7 +331,7 @@ static void sup_close_stdio(struct sup *s)
 static void sup_start(struct sup *s, char **cmd, const char *resource,
                       const struct sup_msg *m)
 {
-    char *added[3] = {NULL, NULL, NULL};
+    char *added[4] = {NULL, NULL, NULL, NULL};
     char **env = NULL;
     int ep[2] = {-1, -1};
     int err = 0;
@@ -340,6 +371,7 @@ static void sup_start(struct sup *s, char **cmd, const char *resource,
     free(added[0]);
     free(added[1]);
     free(added[2]);
+    free(added[3]);
     sup_close_stdio(s);
     if (err != 0) {
         sup_send(s->sock, SUP_FAILED, err, 0, NULL);
@@ -465,7 +497,7 @@ static int parse(struct cli_opts *o, int argc, char **argv,
     const char *sig_s = NULL;
     const char *conflict_s = NULL;
     bool fence = false;
-    struct cli_kind kind = {NULL, NULL, false};
+    struct cli_kind kind = {NULL, NULL, false, NULL};
     const struct cli_cmdopt opts[] = {
         CLI_KIND_OPTS(kind),
         {"ttl", &ttl_s, NULL},
@@ -483,21 +515,24 @@ static int parse(struct cli_opts *o, int argc, char **argv,
     int r;
 
     r = cli_parse_args(o, argc, argv, opts, sizeof(opts) / sizeof(opts[0]),
-                       usage, pos, 1, &npos, &rest);
+                       elect_mode ? elect_usage : usage, pos, 1, &npos,
+                       &rest);
     if (r != 0)
         return r;
     if (npos < 1)
-        return cli_fail(o, -1, "missing resource (usage: run R [OPTIONS] -- "
-                        "CMD [ARG...])");
+        return cli_fail(o, -1, "missing resource (usage: %s R [OPTIONS] -- "
+                        "CMD [ARG...])", argv[0]);
     if (rest < 0)
         return cli_fail(o, -1, "missing '--' before the command to run "
-                        "(usage: run R [OPTIONS] -- CMD [ARG...])");
+                        "(usage: %s R [OPTIONS] -- CMD [ARG...])", argv[0]);
     if (rest >= argc || argv[rest][0] == '\0')
         return cli_fail(o, -1, "missing the command after '--'");
     a->resource = pos[0];
     a->cmd = argv + rest;
     a->ao.ttl_ms = cli_default_ttl(o);
-    a->ao.fencing = fence;
+    a->ao.fencing = fence || elect_mode;
+    if (elect_mode)
+        a->ao.wait_ms = RL_WAIT_FOREVER;
     a->kill_signal = SIGTERM;
     a->conflict_code = CLI_EXIT_NOT_ACQUIRED;
     if (cli_check_resource(o, a->resource) != 0)
@@ -524,13 +559,6 @@ static int parse(struct cli_opts *o, int argc, char **argv,
         cli_check_metrics_file(o, a->metrics_file) != 0)
         return -1;
     return 0;
-}
-
-static const char *sig_name(int sig)
-{
-    const char *n = sigabbrev_np(sig);
-
-    return n != NULL ? n : "?";
 }
 
 /* Signal the child's process group (and the child itself). */
@@ -640,7 +668,7 @@ static int supervise_child(struct cli_opts *o, struct run_args *a,
                              ", SIGKILL when the validity ends",
                              rl_lock_lost(l) ? "lost the lock on"
                                              : "the TTL runs out for",
-                             a->resource, sig_name(a->kill_signal));
+                             a->resource, cli_sig_name(a->kill_signal));
                 signal_child(pid, a->kill_signal);
             }
         }
@@ -664,7 +692,7 @@ static int supervise_child(struct cli_opts *o, struct run_args *a,
                 if (si.ssi_signo == SIGCHLD)
                     continue;
                 cli_info(o, "forwarding SIG%s to the command",
-                         sig_name((int)si.ssi_signo));
+                         cli_sig_name((int)si.ssi_signo));
                 signal_child(pid, (int)si.ssi_signo);
             }
         }
@@ -699,121 +727,10 @@ static int start_child(struct cli_opts *o, const struct run_args *a,
                     "did not answer", a->resource);
 }
 
-/* The outcome of the async acquire, shared with the loop thread. */
-struct acq_wait {
-    pthread_mutex_t mu;
-    int efd;                    /* eventfd, written when done */
-    bool done;                  /* mu: the callback ran */
-    bool interrupted;           /* mu: nobody waits for the lock anymore */
-    rl_status st;               /* mu */
-    rl_lock *lock;              /* mu */
-    char detail[RL_ERROR_LEN * 2];
-};
-
-/* An interrupted acquire's record, freed once the client is. */
-static struct acq_wait *abandoned_wait;
-
-static void acquired(rl_client *c, rl_status st, rl_lock *lock,
-                     void *privdata)
-{
-    struct acq_wait *w = privdata;
-    uint64_t one = 1;
-
-    (void)c;
-    pthread_mutex_lock(&w->mu);
-    w->done = true;
-    w->st = st;
-    snprintf(w->detail, sizeof(w->detail), "%s", rl_last_error());
-    if (w->interrupted && lock != NULL) {
-        /* Granted after the user gave up: give it back at once. */
-        if (rl_release_async(lock, NULL, NULL) != RL_OK)
-            rl_lock_free(lock);
-    } else {
-        w->lock = lock;
-    }
-    pthread_mutex_unlock(&w->mu);
-    if (write(w->efd, &one, sizeof(one)) < 0)
-        return;                 /* cannot fail on an eventfd counter */
-}
-
-/* Acquire with the async API so that SIGINT/SIGTERM/SIGHUP (read from
- * sfd) can interrupt a long --wait: then *sig is set, a lock granted
- * meanwhile is released, and the caller frees the client, which cancels
- * the acquire. Returns the acquire's status, detail its message. */
-static rl_status acquire_or_signal(struct run_args *a, rl_client *c, int sfd,
-                                   rl_lock **out, char *detail, size_t len,
-                                   int *sig)
-{
-    struct signalfd_siginfo si;
-    struct pollfd pfd[2];
-    struct acq_wait *w;
-    rl_lock *granted;
-    rl_status st;
-
-    *out = NULL;
-    *sig = 0;
-    detail[0] = '\0';
-    w = calloc(1, sizeof(*w));
-    if (w == NULL)
-        return RL_ENOMEM;
-    pthread_mutex_init(&w->mu, NULL);
-    w->efd = eventfd(0, EFD_CLOEXEC);
-    if (w->efd < 0) {
-        free(w);
-        return RL_ESYSTEM;
-    }
-    st = rl_acquire_async(c, a->resource, &a->ao, acquired, w);
-    if (st != RL_OK) {
-        snprintf(detail, len, "%s", rl_last_error());
-        goto out;
-    }
-    for (;;) {
-        pfd[0].fd = w->efd;
-        pfd[0].events = POLLIN;
-        pfd[1].fd = sfd;
-        pfd[1].events = POLLIN;
-        if (poll(pfd, 2, -1) < 0)
-            continue;
-        pthread_mutex_lock(&w->mu);
-        if (w->done) {
-            st = w->st;
-            *out = w->lock;
-            snprintf(detail, len, "%s", w->detail);
-            pthread_mutex_unlock(&w->mu);
-            goto out;
-        }
-        pthread_mutex_unlock(&w->mu);
-        while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-            if (si.ssi_signo != SIGCHLD)
-                *sig = (int)si.ssi_signo;
-        }
-        if (*sig != 0)
-            break;
-    }
-    pthread_mutex_lock(&w->mu);
-    w->interrupted = true;
-    granted = w->lock;
-    w->lock = NULL;
-    pthread_mutex_unlock(&w->mu);
-    if (granted != NULL)
-        rl_release(granted);
-    /* The callback runs exactly once, at the latest (RL_ECANCELED) inside
-     * rl_client_free, so w must outlive the client: cmd_run frees it
-     * after rl_client_free. */
-    abandoned_wait = w;
-    return RL_ECANCELED;
-
-out:
-    close(w->efd);
-    pthread_mutex_destroy(&w->mu);
-    free(w);
-    return st;
-}
-
 int cmd_run(struct cli_opts *o, int argc, char **argv)
 {
     struct run_args a;
-    sigset_t mask;
+    struct cli_interrupt in;
     rl_client *c = NULL;
     rl_lock *l = NULL;
     pid_t sup = -1;
@@ -828,6 +745,7 @@ int cmd_run(struct cli_opts *o, int argc, char **argv)
     struct run_figures fig = {0, 0, 0};
 
     memset(&a, 0, sizeof(a));
+    elect_mode = strcmp(argv[0], "elect") == 0;
     code = parse(o, argc, argv, &a);
     if (code != 0)
         return code > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
@@ -837,17 +755,10 @@ int cmd_run(struct cli_opts *o, int argc, char **argv)
 
     /* Block the signals we handle before any thread exists, so the
      * library's threads inherit the mask and signalfd sees them all. */
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGINT);
-    sigaddset(&mask, SIGTERM);
-    sigaddset(&mask, SIGHUP);
-    sigaddset(&mask, SIGCHLD);
-    sigprocmask(SIG_BLOCK, &mask, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    sfd = cli_block_signals(true);
     a.tty = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
     if (a.tty)
         signal(SIGTTOU, SIG_IGN);   /* tcsetpgrp from the background */
-    sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
     if (sfd < 0 ||
         socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
         code = cli_fail(o, CLI_EXIT_NOT_ACQUIRED, "cannot set up: %s",
@@ -874,16 +785,16 @@ int cmd_run(struct cli_opts *o, int argc, char **argv)
     if (code != CLI_EXIT_OK)
         goto out;
     fig.start_us = cli_mono_us();
-    st = acquire_or_signal(&a, c, sfd, &l, detail, sizeof(detail), &sig);
+    in.sfd = sfd;
+    in.eof_fd = -1;
+    st = cli_acquire_interruptible(c, a.resource, &a.ao, &in, &l, detail,
+                                   sizeof(detail));
+    sig = in.sig;
     if (l != NULL)
         fig.acquired_us = cli_mono_us();
     if (sig != 0) {
-        /* Interrupted while waiting: freeing the client cancels the
-         * acquire (a lock granted meanwhile is released). */
-        if (!o->quiet)
-            cli_fail(o, 0, "%s: interrupted by SIG%s while waiting for the "
-                     "lock", a.resource, sig_name(sig));
-        code = 128 + sig;
+        /* Nothing of the canceled acquire is left on the nodes. */
+        code = cli_interrupted(o, a.resource, &in);
         goto out;
     }
     if (st == RL_ENOTACQUIRED || st == RL_ETIMEOUT) {
@@ -939,12 +850,6 @@ out:
     if (a.metrics_file != NULL)
         cli_write_run_metrics(o, a.metrics_file, a.resource, &fig, code, c);
     rl_client_free(c);
-    if (abandoned_wait != NULL) {
-        close(abandoned_wait->efd);
-        pthread_mutex_destroy(&abandoned_wait->mu);
-        free(abandoned_wait);
-        abandoned_wait = NULL;
-    }
     if (sv[0] >= 0) {
         sup_send(sv[0], SUP_DONE, 0, 0, NULL);
         close(sv[0]);

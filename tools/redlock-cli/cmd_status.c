@@ -4,7 +4,8 @@
  * and shows per node: reachable, the holder's token
  * prefix (8 characters: enough to compare, not enough to release someone
  * else's lock), the PTTL and whether the node votes or is quarantined.
- * A summary says whether one token holds a majority. A read-write lock
+ * A summary (rl_resource_inspect) says whether one token holds a
+ * majority, its owner, the majority's remaining validity and the fence. A read-write lock
  * held by readers shows how many each node has; --limit K shows each of
  * the semaphore's K slots in turn (issue 13). Exit 0 (2 usage). */
 #include <inttypes.h>
@@ -22,9 +23,15 @@ static const char usage[] =
 "Readers of a read-write lock show as readers:N. --limit K shows each\n"
 "slot R:slot:0..K-1 of a semaphore with K permits.\n"
 "\n"
-"With --json: one object with resource, held, holder, holder_nodes,\n"
-"quorum, quorum_ok and nodes: an array of {node, reachable, voting,\n"
-"holder, pttl_ms, error}, plus readers (live readers on a majority).\n"
+"The summary names the holder a majority agrees on, its owner (--owner\n"
+"of acquire, run, hold; 'unknown' for a lock taken without one or by\n"
+"another client), how long a majority still holds it and the latest\n"
+"fencing token issued for R.\n"
+"\n"
+"With --json: one object with resource, held, holder, owner,\n"
+"validity_ms, fence, holder_nodes, quorum, quorum_ok and nodes: an array\n"
+"of {node, reachable, voting, holder, pttl_ms, error}, plus readers (live\n"
+"readers on a majority).\n"
 "With --limit: {\"resource\", \"limit\", \"slots\": [one object per slot]}.\n"
 "Exit: 0 (also when nodes are down), 2 usage.\n"
 "\n"
@@ -58,17 +65,12 @@ int cmd_status(struct cli_opts *o, int argc, char **argv)
     const char *pos[1];
     rl_client *c = NULL;
     uint32_t limit = 0, i;
-    int npos;
     int code;
 
-    code = cli_parse_args(o, argc, argv, opts, 1, usage, pos, 1, &npos, NULL);
+    code = cli_parse_resource(o, argc, argv, opts, 1, usage, "resource",
+                              "R [--limit K]", &pos[0]);
     if (code != 0)
         return code > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
-    if (npos < 1)
-        return cli_fail(o, CLI_EXIT_USAGE, "missing resource (usage: status "
-                        "R [--limit K])");
-    if (cli_check_resource(o, pos[0]) != 0)
-        return CLI_EXIT_USAGE;
     if (limit_s != NULL && cli_parse_limit(o, limit_s, &limit) != 0)
         return CLI_EXIT_USAGE;
     if (cli_slot_name(name, sizeof(name), pos[0], limit) != 0)
@@ -107,14 +109,13 @@ static int show(struct cli_opts *o, rl_client *c, const char *resource,
 {
     const char *pos[1] = {resource};
     rl_holder_info *h = NULL;
-    char holder[CLI_TOKEN_SHOWN + 1] = "";
+    char holder[CLI_TOKEN_SHOWN + 1];
+    rl_resource_info info;
     size_t count = 0;
-    size_t best = 0;
     size_t reachable = 0;
     size_t quorum;
-    size_t i, j;
+    size_t i;
     uint32_t readers;
-    bool held;
     int code;
 
     h = calloc(o->node_count, sizeof(*h));
@@ -124,41 +125,35 @@ static int show(struct cli_opts *o, rl_client *c, const char *resource,
     }
     /* Per-node failures are in the array; a quorum failure is not an
      * error for status. */
-    if (rl_resource_status(c, pos[0], h, o->node_count, &count) == RL_EINVAL) {
+    if (rl_resource_inspect(c, pos[0], &info, h, o->node_count, &count) ==
+        RL_EINVAL) {
         code = cli_status_exit(o, RL_EINVAL, pos[0]);
         goto out;
     }
-    /* The token held by the most nodes. */
-    for (i = 0; i < count; i++) {
-        size_t n = 0;
-
-        if (h[i].reachable)
-            reachable++;
-        if (h[i].token[0] == '\0')
-            continue;
-        for (j = 0; j < count; j++) {
-            if (strcmp(h[i].token, h[j].token) == 0)
-                n++;
-        }
-        if (n > best) {
-            best = n;
-            snprintf(holder, sizeof(holder), "%s", h[i].token);
-        }
-    }
+    for (i = 0; i < count; i++)
+        reachable += h[i].reachable;
+    /* The token held by the most nodes, and its owner. */
+    snprintf(holder, sizeof(holder), "%s", info.token);
     quorum = count / 2 + 1;
-    held = best >= quorum;
     readers = majority_readers(h, count);
     if (o->json) {
         fputs("{\"resource\":", stdout);
         cli_json_str(stdout, pos[0]);
         printf(",\"held\":%s,\"readers\":%u,\"holder\":",
-               held ? "true" : "false", readers);
-        if (best > 0)
+               info.held ? "true" : "false", readers);
+        if (info.nodes_holding > 0)
             cli_json_str(stdout, holder);
         else
             fputs("null", stdout);
-        printf(",\"holder_nodes\":%zu,\"quorum\":%zu,\"quorum_ok\":%s,"
-               "\"nodes\":", best, quorum,
+        fputs(",\"owner\":", stdout);
+        if (info.owner[0] != '\0')
+            cli_json_str(stdout, info.owner);
+        else
+            fputs("null", stdout);
+        printf(",\"validity_ms\":%" PRId64 ",\"fence\":%" PRIu64
+               ",\"holder_nodes\":%u,\"quorum\":%zu,\"quorum_ok\":%s,"
+               "\"nodes\":", info.validity_ms, info.fence,
+               info.nodes_holding, quorum,
                reachable >= quorum ? "true" : "false");
         cli_json_holders(stdout, h, count);
         fputs(nested ? "}" : "}\n", stdout);
@@ -188,20 +183,27 @@ static int show(struct cli_opts *o, rl_client *c, const char *resource,
                                    : "quarantine",
                    tok[0] != '\0' ? tok : "-", pttl, h[i].error);
         }
-        if (held)
-            printf("%s: held by %s on %zu of %zu nodes\n", pos[0], holder,
-                   best, count);
-        else if (readers > 0)
+        if (info.held) {
+            printf("%s: held by %s on %u of %zu nodes (owner %s), for %"
+                   PRId64 " ms more", pos[0], holder, info.nodes_holding,
+                   count, info.owner[0] != '\0' ? info.owner : "unknown",
+                   info.validity_ms);
+            if (info.fence != 0)
+                printf(", fence %" PRIu64, info.fence);
+            putchar('\n');
+        } else if (readers > 0) {
             printf("%s: read by %u reader%s (on a majority)\n", pos[0],
                    readers, readers == 1 ? "" : "s");
-        else if (best > 0)
-            printf("%s: not held by a majority (%s on %zu of %zu nodes, "
-                   "quorum %zu)\n", pos[0], holder, best, count, quorum);
-        else if (reachable < quorum)
+        } else if (info.nodes_holding > 0) {
+            printf("%s: not held by a majority (%s on %u of %zu nodes, "
+                   "quorum %zu)\n", pos[0], holder, info.nodes_holding,
+                   count, quorum);
+        } else if (reachable < quorum) {
             printf("%s: unknown: only %zu of %zu nodes answered (quorum "
                    "%zu)\n", pos[0], reachable, count, quorum);
-        else
+        } else {
             printf("%s: free\n", pos[0]);
+        }
     }
     code = CLI_EXIT_OK;
 

@@ -9,9 +9,12 @@
  * that order; a plain mutex's handle is its bare token. Our tokens are
  * hex, so a handle never starts with a segment of a token; a foreign
  * token whose first '/'-separated parts are not such segments is taken
- * whole. */
+ * whole.
+ * --owner S (default host:pid; '' for none) is stored with the token: the
+ * handle then ends with ".S". */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -21,6 +24,42 @@ int cli_parse_limit(const struct cli_opts *o, const char *s,
     if (cli_parse_u32(s, 1, RL_MAX_LIMIT, limit) != 0)
         return cli_fail(o, -1, "--limit: '%s' is not a number of permits "
                         "in 1..%u", s, RL_MAX_LIMIT);
+    return 0;
+}
+
+/* --owner S into ao->owner: checked, or host:pid without the option (a
+ * host name's bytes outside 0x21..0x7e become '?'); '' means none. */
+static int apply_owner(const struct cli_opts *o, const char *s,
+                       rl_acquire_opts *ao)
+{
+    static char owner[RL_OWNER_MAX + 1];
+    char host[RL_OWNER_MAX + 1];
+    size_t i, len;
+
+    if (s != NULL) {
+        len = strlen(s);
+        if (len > RL_OWNER_MAX)
+            return cli_fail(o, -1, "--owner: '%s' is longer than %d bytes",
+                            s, RL_OWNER_MAX);
+        for (i = 0; i < len; i++) {
+            if (s[i] < 0x21 || s[i] > 0x7e)
+                return cli_fail(o, -1, "--owner: character %zu is not "
+                                "visible ASCII (no spaces or control "
+                                "characters)", i + 1);
+        }
+        ao->owner = len > 0 ? s : NULL;
+        return 0;
+    }
+    if (gethostname(host, sizeof(host)) != 0)
+        snprintf(host, sizeof(host), "?");
+    host[sizeof(host) - 1] = '\0';
+    snprintf(owner, sizeof(owner), "%.*s:%ld", RL_OWNER_MAX - 12, host,
+             (long)getpid());
+    for (i = 0; owner[i] != '\0'; i++) {
+        if (owner[i] < 0x21 || owner[i] > 0x7e)
+            owner[i] = '?';
+    }
+    ao->owner = owner;
     return 0;
 }
 
@@ -45,7 +84,7 @@ int cli_kind_apply(const struct cli_opts *o, const struct cli_kind *k,
                             k->delay_s, o->max_ttl_ms);
         ao->lock_delay_ms = v;
     }
-    return 0;
+    return apply_owner(o, k->owner_s, ao);
 }
 
 bool cli_kind_any(const rl_acquire_opts *ao)

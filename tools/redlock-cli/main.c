@@ -24,7 +24,12 @@ static const char usage_text[] =
 "  extend R TOKEN [--ttl MS]                    renew a lock held by TOKEN\n"
 "  release R TOKEN                              release a lock held by TOKEN\n"
 "  run R [OPTIONS] -- CMD [ARG...]              run CMD while holding R\n"
-"  status R                                     who holds R on each node\n"
+"  hold R [--ttl MS] [--wait MS]                hold R until stdin EOF or\n"
+"                                               a signal (for coproc)\n"
+"  elect NAME [OPTIONS] -- CMD [ARG...]         run CMD while leader of NAME\n"
+"  leader NAME [--watch]                        the leader of NAME (owner,\n"
+"                                               term)\n"
+"  status R                                     who holds R (owner, validity)\n"
 "  ping                                         latency, version, uptime,\n"
 "                                               role, eviction, persistence\n"
 "  doctor                                       check every node's fitness\n"
@@ -86,7 +91,7 @@ static const char usage_text[] =
 "      --version             print the version\n"
 "\n"
 "Exit codes: 0 success; 1 not acquired / not held; 2 usage or configuration\n"
-"error; 3 quorum unavailable; 4 (run) lock lost, child signalled.\n"
+"error; 3 quorum unavailable; 4 (run, hold) lock lost.\n"
 "Passwords are never printed. Defaults: --ttl 30000.\n"
 "\n"
 "Examples:\n"
@@ -109,6 +114,9 @@ static const struct {
     {"extend", cmd_extend},
     {"release", cmd_release},
     {"run", cmd_run},
+    {"hold", cmd_hold},
+    {"elect", cmd_run},
+    {"leader", cmd_leader},
     {"status", cmd_status},
     {"ping", cmd_ping},
     {"bench", cmd_bench},

@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""redlock-cli hold: the lock is released (the key gone on every node,
+checked in Redis) when stdin reaches EOF, on SIGHUP, when the parent is
+SIGKILLed; exit 4 with a message when the key is deleted behind its back;
+exit 1 when the resource is held by another. A waiting acquire or hold
+ends on SIGINT/SIGTERM with no key of its own left on any node. Real
+redis-server nodes.
+
+Usage: test_cli_hold.py PATH-TO-redlock-cli [unittest args]
+"""
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+
+import clitest
+from clitest import (alive, base_env, kill_quietly, nodes_arg, pids_with_arg,
+                     read_file, run_cli, wait_for)
+
+NODES = []
+
+setUpModule, tearDownModule = clitest.module_nodes(NODES, 3)
+
+res = clitest.resource_namer("hold")
+
+MULT = float(os.environ.get("RL_TEST_TIMEOUT_MULTIPLIER", "1"))
+
+
+def args_for(*args):
+    return ["-n", nodes_arg(NODES), "--no-quarantine"] + list(args)
+
+
+class Base(unittest.TestCase):
+    def setUp(self):
+        self.procs = []
+
+    def tearDown(self):
+        for p in self.procs:
+            kill_quietly(p)
+            for f in (p.stdin, p.stdout, p.stderr):
+                if f is not None:
+                    f.close()
+
+    def start(self, *args):
+        p = subprocess.Popen([clitest.CLI] + args_for(*args), env=base_env(),
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        self.procs.append(p)
+        return p
+
+    def values(self, key):
+        return [n.cmd("GET", key) for n in NODES]
+
+    def assert_held(self, key, token):
+        self.assertEqual(self.values(key), [token] * len(NODES))
+
+    def assert_gone(self, key):
+        self.assertTrue(wait_for(lambda: self.values(key) == [None] * 3,
+                                 5 * MULT), self.values(key))
+
+
+class HoldTest(Base):
+    def test_eof_on_stdin_releases(self):
+        r = res("eof")
+        p = self.start("hold", r, "--ttl", "3000")
+        tok = p.stdout.readline().strip()
+        self.assertTrue(tok, p.stderr.read() if p.poll() is not None else "")
+        self.assert_held(r, tok)
+        # Past a renewal or two: still held, still the same token.
+        time.sleep(1.5)
+        self.assertIsNone(p.poll())
+        self.assert_held(r, tok)
+        p.stdin.write("anything is ignored\n")
+        p.stdin.flush()
+        time.sleep(0.1)
+        self.assertIsNone(p.poll())
+        p.stdin.close()
+        self.assertEqual(p.wait(timeout=10 * MULT), 0, p.stderr.read())
+        self.assertEqual(self.values(r), [None] * 3)
+
+    def test_sighup_releases(self):
+        r = res("hup")
+        p = self.start("--json", "hold", r)
+        obj = json.loads(p.stdout.readline())
+        self.assertEqual(obj["resource"], r)
+        self.assert_held(r, obj["token"])
+        p.send_signal(signal.SIGHUP)
+        self.assertEqual(p.wait(timeout=10 * MULT), 0, p.stderr.read())
+        self.assertEqual(self.values(r), [None] * 3)
+
+    def test_sigterm_releases(self):
+        r = res("term")
+        p = self.start("hold", r)
+        tok = p.stdout.readline().strip()
+        self.assert_held(r, tok)
+        p.send_signal(signal.SIGTERM)
+        self.assertEqual(p.wait(timeout=10 * MULT), 0, p.stderr.read())
+        self.assertEqual(self.values(r), [None] * 3)
+
+    def test_parent_sigkill_releases(self):
+        r = res("parent")
+        with tempfile.TemporaryDirectory(prefix="rlcli-hold-") as d:
+            out = os.path.join(d, "out")
+            # sh is hold's parent; "; :" keeps sh from exec'ing hold. The
+            # test keeps the write end of stdin open: no EOF comes.
+            sh = subprocess.Popen(
+                ["sh", "-c", '"$@" > "$OUT"; :', "sh", clitest.CLI]
+                + args_for("hold", r),
+                env=dict(base_env(), OUT=out), stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            self.procs.append(sh)
+            tok = read_file(out, 10 * MULT)
+            self.assertIsNotNone(tok, "hold printed no token")
+            self.assert_held(r, tok.strip())
+            holds = [pid for pid in pids_with_arg(r) if pid != sh.pid]
+            self.assertEqual(len(holds), 1)
+            sh.kill()
+            sh.wait()
+            self.assertTrue(wait_for(lambda: not alive(holds[0]), 10 * MULT))
+            self.assert_gone(r)
+
+    def test_key_deleted_behind_its_back_exits_4(self):
+        r = res("lost")
+        p = self.start("hold", r, "--ttl", "1500")
+        tok = p.stdout.readline().strip()
+        self.assert_held(r, tok)
+        for n in NODES:
+            n.cmd("DEL", r)
+        self.assertEqual(p.wait(timeout=15 * MULT), 4)
+        err = p.stderr.read()
+        self.assertIn("lost the lock", err)
+        self.assertEqual(self.values(r), [None] * 3)
+
+    def test_held_by_another_exits_1(self):
+        r = res("busy")
+        rc, tok, _ = run_cli(args_for("acquire", r, "--ttl", "20000"))
+        self.assertEqual(rc, 0)
+        p = self.start("--retry-count", "0", "hold", r)
+        out, err = p.communicate(timeout=10 * MULT)
+        self.assertEqual(p.returncode, 1, err)
+        self.assertEqual(out, "")
+        self.assert_held(r, tok.strip())
+        run_cli(args_for("release", r, tok.strip()))
+
+
+class InterruptedWaitTest(Base):
+    def check_interrupt(self, command, sig):
+        r = res("int")
+        rc, tok, _ = run_cli(args_for("acquire", r, "--ttl", "30000"))
+        self.assertEqual(rc, 0)
+        p = self.start(command, r, "--wait", "forever", "--ttl", "30000")
+        time.sleep(0.5)
+        self.assertIsNone(p.poll())
+        p.send_signal(sig)
+        # wait, not communicate: closing stdin would be an EOF for hold.
+        p.wait(timeout=10 * MULT)
+        out, err = p.stdout.read(), p.stderr.read()
+        self.assertEqual(p.returncode, 128 + sig, err)
+        self.assertIn("interrupted", err)
+        self.assertEqual(out, "")
+        # Only the holder's key, on every node.
+        self.assert_held(r, tok.strip())
+        self.assertEqual([n.cmd("DBSIZE") for n in NODES], [1] * 3)
+        run_cli(args_for("release", r, tok.strip()))
+        self.assert_gone(r)
+
+    def test_acquire_wait_ends_on_sigint(self):
+        self.check_interrupt("acquire", signal.SIGINT)
+
+    def test_acquire_wait_ends_on_sigterm(self):
+        self.check_interrupt("acquire", signal.SIGTERM)
+
+    def test_hold_wait_ends_on_sigterm(self):
+        self.check_interrupt("hold", signal.SIGTERM)
+
+    def test_hold_wait_ends_on_eof(self):
+        r = res("inteof")
+        rc, tok, _ = run_cli(args_for("acquire", r, "--ttl", "30000"))
+        p = self.start("hold", r, "--wait", "forever")
+        time.sleep(0.5)
+        self.assertIsNone(p.poll())
+        p.stdin.close()
+        self.assertEqual(p.wait(timeout=10 * MULT), 1)
+        self.assertIn("EOF", p.stderr.read())
+        self.assertEqual([n.cmd("DBSIZE") for n in NODES], [1] * 3)
+        run_cli(args_for("release", r, tok.strip()))
+
+
+if __name__ == "__main__":
+    clitest.setup_or_skip()
+    unittest.main()

@@ -1,0 +1,432 @@
+/* test_cancel.c -- rl_cancel: a waiting acquire of every kind (mutex,
+ * several resources, semaphore, reader, writer waiting for readers) ends
+ * with RL_EABORTED when its token fires on another thread, and leaves no
+ * key of its own on any node (checked in Redis); a cancel racing the
+ * grant, many times over every kind, leaves nothing behind either way; an
+ * async acquire on an external loop is canceled from the loop's thread;
+ * a token fired before the call sends nothing. */
+#include <ev.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fixture.h"
+
+#define NODES 3
+#define RACE_ROUNDS 300
+
+struct fx {
+    struct rl_redis r[NODES];
+    struct harness_nodes hn;
+    rl_client *c;              /* the waiter's client */
+    rl_client *other;          /* the holders' client */
+    struct ev_loop *loop;      /* external loop of c, or NULL */
+    rl_lock *held[4];          /* the holders' locks */
+};
+
+static int setup_with(void **state, bool external)
+{
+    struct fx *f = calloc(1, sizeof(*f));
+    rl_config cfg;
+
+    *state = f;
+    if (f == NULL ||
+        harness_cluster_start_nodes(f->r, NODES, NULL, &f->hn) != 0)
+        return -1;
+    fixture_config(&cfg, &f->hn);
+    /* Writer intents live 2 x (delay + jitter) + 100 ms: long enough to
+     * see one that a canceled writer failed to clear. */
+    cfg.retry_delay_ms = 1000;
+    cfg.retry_jitter_ms = 10;
+    f->other = fixture_client(&cfg);
+    if (external) {
+        f->loop = ev_loop_new(0);
+        cfg.loop = f->loop;
+    }
+    f->c = fixture_client(&cfg);
+    return f->c != NULL && f->other != NULL ? 0 : -1;
+}
+
+static int setup(void **state)
+{
+    return setup_with(state, false);
+}
+
+static int setup_external(void **state)
+{
+    return setup_with(state, true);
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+    size_t i;
+
+    if (f == NULL)
+        return 0;
+    for (i = 0; i < 4; i++)
+        rl_lock_free(f->held[i]);
+    rl_client_free(f->c);
+    rl_client_free(f->other);
+    if (f->loop != NULL)
+        ev_loop_destroy(f->loop);
+    harness_cluster_stop(f->r, NODES);
+    free(f);
+    return 0;
+}
+
+/* ---- A waiting acquire, canceled from another thread --------------------- */
+
+struct waiting {
+    rl_client *c;
+    const char *const *resources;
+    size_t count;
+    rl_acquire_opts o;
+    rl_lock *lock;
+    rl_status st;
+    char err[256];             /* its rl_last_error() */
+    atomic_int done;
+};
+
+static void *wait_thread(void *arg)
+{
+    struct waiting *w = arg;
+
+    w->st = rl_acquire_multi(w->c, w->resources, w->count, &w->o, &w->lock);
+    snprintf(w->err, sizeof(w->err), "%s", rl_last_error());
+    atomic_store(&w->done, 1);
+    return NULL;
+}
+
+/* Keys on node r now (DBSIZE), polled briefly: releases may be in flight. */
+static bool dbsize_becomes(const struct rl_redis *r, long long want)
+{
+    int64_t deadline = harness_now_ms() + harness_scale_ms(500);
+
+    while (harness_dbsize(r) != want && harness_now_ms() < deadline)
+        harness_sleep_ms(5);
+    if (harness_dbsize(r) == want)
+        return true;
+    harness_print_keys(r);
+    return false;
+}
+
+/* Start a forever-waiting acquire of resources with o on a thread, fire
+ * its token once it waits, and check that it ends with RL_EABORTED and
+ * that each node holds only the holders' `held_keys` keys. */
+static void cancel_a_wait(struct fx *f, const char *const *resources,
+                          size_t count, rl_acquire_opts o,
+                          long long held_keys)
+{
+    struct waiting w;
+    pthread_t th;
+    int i;
+
+    memset(&w, 0, sizeof(w));
+    w.c = f->c;
+    w.resources = resources;
+    w.count = count;
+    w.o = o;
+    w.o.wait_ms = RL_WAIT_FOREVER;
+    w.o.ttl_ms = 30000;
+    w.o.cancel = rl_cancel_new();
+    assert_non_null(w.o.cancel);
+    assert_int_equal(pthread_create(&th, NULL, wait_thread, &w), 0);
+    /* Waiting: a few attempts have been refused by now. */
+    harness_sleep_ms(300);
+    assert_int_equal(atomic_load(&w.done), 0);
+    assert_int_equal(rl_cancel_fire(w.o.cancel), RL_OK);
+    assert_int_equal(rl_cancel_fire(w.o.cancel), RL_OK); /* idempotent */
+    assert_true(rl_cancel_fired(w.o.cancel));
+    assert_true(harness_wait_count(&w.done, 1, 5000));
+    pthread_join(th, NULL);
+    rl_cancel_free(w.o.cancel);
+    assert_int_equal(w.st, RL_EABORTED);
+    assert_null(w.lock);
+    assert_non_null(strstr(w.err, "canceled"));
+    for (i = 0; i < NODES; i++)
+        assert_true(dbsize_becomes(&f->r[i], held_keys));
+}
+
+/* The holders' locks go; then every node must be empty. */
+static void release_holders(struct fx *f)
+{
+    size_t i;
+
+    for (i = 0; i < 4; i++) {
+        if (f->held[i] != NULL)
+            assert_int_equal(rl_release(f->held[i]), RL_OK);
+        f->held[i] = NULL;
+    }
+    assert_true(harness_all_empty_within(f->r, NODES, 1000));
+}
+
+static void test_canceled_mutex_wait_leaves_no_key(void **state)
+{
+    struct fx *f = *state;
+    const char *r = "cancel:mutex";
+    rl_acquire_opts o = {0};
+
+    assert_int_equal(rl_acquire(f->other, r, &o, &f->held[0]), RL_OK);
+    cancel_a_wait(f, &r, 1, o, 1);
+    assert_true(harness_key_holds(&f->r[0], r, rl_lock_token(f->held[0])));
+    release_holders(f);
+}
+
+static void test_canceled_multi_resource_wait_leaves_no_key(void **state)
+{
+    struct fx *f = *state;
+    const char *rs[] = {"cancel:multi:a", "cancel:multi:b"};
+    rl_acquire_opts o = {0};
+
+    /* b is held: a would be free, but all or none on each node. */
+    assert_int_equal(rl_acquire(f->other, rs[1], &o, &f->held[0]), RL_OK);
+    cancel_a_wait(f, rs, 2, o, 1);
+    release_holders(f);
+}
+
+static void test_canceled_semaphore_wait_leaves_no_key(void **state)
+{
+    struct fx *f = *state;
+    const char *r = "cancel:sem";
+    rl_acquire_opts o = {0};
+
+    o.limit = 2;
+    assert_int_equal(rl_acquire(f->other, r, &o, &f->held[0]), RL_OK);
+    assert_int_equal(rl_acquire(f->other, r, &o, &f->held[1]), RL_OK);
+    cancel_a_wait(f, &r, 1, o, 2);
+    release_holders(f);
+}
+
+static void test_canceled_reader_wait_leaves_no_key(void **state)
+{
+    struct fx *f = *state;
+    const char *r = "cancel:reader";
+    rl_acquire_opts o = {0};
+
+    assert_int_equal(rl_acquire(f->other, r, &o, &f->held[0]), RL_OK);
+    o.mode = RL_MODE_SHARED;
+    cancel_a_wait(f, &r, 1, o, 1);
+    release_holders(f);
+}
+
+/* A writer refused by readers marks its intent; canceled, it clears it
+ * (else the intent would keep new readers out for 2 s). */
+static void test_canceled_writer_clears_its_intent(void **state)
+{
+    struct fx *f = *state;
+    const char *r = "cancel:writer";
+    rl_acquire_opts o = {0};
+    rl_acquire_opts reader = {0};
+
+    reader.mode = RL_MODE_SHARED;
+    assert_int_equal(rl_acquire(f->other, r, &reader, &f->held[0]), RL_OK);
+    cancel_a_wait(f, &r, 1, o, 1);
+    assert_true(harness_key_absent(&f->r[0], "cancel:writer:wintent"));
+    release_holders(f);
+}
+
+/* ---- Cancel racing the grant ---------------------------------------------- */
+
+struct racer {
+    struct fx *f;
+    rl_cancel *token;
+    atomic_int go;
+    atomic_int done;
+    int round;
+    rl_status st;
+    rl_lock *lock;
+};
+
+static void *race_thread(void *arg)
+{
+    struct racer *x = arg;
+    rl_acquire_opts o = {0};
+    char name[2][64];
+    const char *rs[2] = {name[0], name[1]};
+    size_t count = 1;
+
+    snprintf(name[0], sizeof(name[0]), "race:%d", x->round);
+    snprintf(name[1], sizeof(name[1]), "race:%d:b", x->round);
+    o.ttl_ms = 30000;
+    o.cancel = x->token;
+    switch (x->round % 4) {
+    case 1:
+        count = 2;
+        break;
+    case 2:
+        o.limit = 3;
+        break;
+    case 3:
+        o.mode = RL_MODE_SHARED;
+        break;
+    }
+    atomic_store(&x->go, 1);
+    x->st = rl_acquire_multi(x->f->c, rs, count, &o, &x->lock);
+    atomic_store(&x->done, 1);
+    return NULL;
+}
+
+/* Fire the token anywhere from before the request is sent to after the
+ * grant: the outcome is either a lock (released here) or RL_EABORTED,
+ * and no key of the attempt survives on any node. */
+static void test_cancel_racing_the_grant_leaves_no_key(void **state)
+{
+    struct fx *f = *state;
+    int granted = 0, aborted = 0;
+    unsigned seed = 12345;
+    struct racer x;
+    pthread_t th;
+    int i, spin;
+
+    for (i = 0; i < RACE_ROUNDS; i++) {
+        memset(&x, 0, sizeof(x));
+        x.f = f;
+        x.round = i;
+        x.token = rl_cancel_new();
+        assert_non_null(x.token);
+        assert_int_equal(pthread_create(&th, NULL, race_thread, &x), 0);
+        while (atomic_load(&x.go) == 0)
+            ;
+        seed = seed * 1103515245u + 12345u;
+        for (spin = (int)((seed >> 16) % 20000); spin > 0; spin--)
+            atomic_signal_fence(memory_order_seq_cst);
+        rl_cancel_fire(x.token);
+        pthread_join(th, NULL);
+        rl_cancel_free(x.token);
+        if (x.st == RL_OK) {
+            granted++;
+            assert_int_equal(rl_release(x.lock), RL_OK);
+        } else {
+            assert_int_equal(x.st, RL_EABORTED);
+            assert_null(x.lock);
+            aborted++;
+        }
+    }
+    print_message("cancel race: %d granted, %d aborted\n", granted,
+                  aborted);
+    assert_true(harness_all_empty_within(f->r, NODES, 1000));
+}
+
+/* ---- Async, on an external loop --------------------------------------- */
+
+struct async_rec {
+    atomic_int calls;
+    rl_status st;
+    rl_lock *lock;
+};
+
+static void acquired(rl_client *c, rl_status st, rl_lock *lock,
+                     void *privdata)
+{
+    struct async_rec *a = privdata;
+
+    (void)c;
+    a->st = st;
+    a->lock = lock;
+    atomic_fetch_add(&a->calls, 1);
+}
+
+static void run_loop_until(struct fx *f, atomic_int *calls, int64_t ms)
+{
+    int64_t deadline = harness_now_ms() + harness_scale_ms(ms);
+
+    while (atomic_load(calls) == 0 && harness_now_ms() < deadline) {
+        ev_run(f->loop, EVRUN_NOWAIT);
+        harness_sleep_ms(1);
+    }
+}
+
+static void test_async_acquire_canceled_on_the_loop_thread(void **state)
+{
+    struct fx *f = *state;
+    const char *r = "cancel:async";
+    struct async_rec a = {0};
+    rl_acquire_opts o = {0};
+
+    assert_int_equal(rl_acquire(f->other, r, &o, &f->held[0]), RL_OK);
+    o.wait_ms = RL_WAIT_FOREVER;
+    o.cancel = rl_cancel_new();
+    assert_non_null(o.cancel);
+    assert_int_equal(rl_acquire_async(f->c, r, &o, acquired, &a), RL_OK);
+    run_loop_until(f, &a.calls, 300);
+    assert_int_equal(atomic_load(&a.calls), 0); /* still waiting */
+    /* On the loop's thread: the callback comes on a later iteration. */
+    assert_int_equal(rl_cancel_fire(o.cancel), RL_OK);
+    assert_int_equal(atomic_load(&a.calls), 0);
+    run_loop_until(f, &a.calls, 2000);
+    assert_int_equal(atomic_load(&a.calls), 1);
+    assert_int_equal(a.st, RL_EABORTED);
+    assert_null(a.lock);
+    /* A fired token: refused at once, no callback, nothing sent. */
+    assert_int_equal(rl_acquire_async(f->c, "cancel:async2", &o, acquired,
+                                      &a), RL_EABORTED);
+    run_loop_until(f, &a.calls, 50);
+    assert_int_equal(atomic_load(&a.calls), 1);
+    rl_cancel_free(o.cancel);
+    assert_true(harness_key_holds(&f->r[1], r, rl_lock_token(f->held[0])));
+    rl_lock_free(f->held[0]);
+    f->held[0] = NULL;
+    for (int i = 0; i < NODES; i++) {
+        assert_int_equal(harness_dbsize(&f->r[i]), 1);
+        assert_true(harness_key_absent(&f->r[i], "cancel:async2"));
+    }
+}
+
+/* ---- Arguments ------------------------------------------------------------ */
+
+static void test_fired_token_refuses_blocking_acquire(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = {0};
+    rl_lock *l = NULL;
+
+    o.cancel = rl_cancel_new();
+    assert_non_null(o.cancel);
+    assert_false(rl_cancel_fired(o.cancel));
+    assert_int_equal(rl_cancel_fire(o.cancel), RL_OK);
+    assert_int_equal(rl_acquire(f->c, "cancel:fired", &o, &l), RL_EABORTED);
+    assert_null(l);
+    assert_non_null(strstr(rl_last_error(), "already fired"));
+    rl_cancel_free(o.cancel);
+    assert_int_equal(rl_cancel_fire(NULL), RL_EINVAL);
+    assert_non_null(strstr(rl_last_error(), "cancel"));
+    assert_false(rl_cancel_fired(NULL));
+    rl_cancel_free(NULL);
+    assert_true(harness_all_empty(f->r, NODES));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(
+            test_canceled_mutex_wait_leaves_no_key, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_canceled_multi_resource_wait_leaves_no_key, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_canceled_semaphore_wait_leaves_no_key, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_canceled_reader_wait_leaves_no_key, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_canceled_writer_clears_its_intent, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_cancel_racing_the_grant_leaves_no_key, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_async_acquire_canceled_on_the_loop_thread, setup_external,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_fired_token_refuses_blocking_acquire, setup, teardown),
+    };
+
+    harness_require_redis();
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,200 @@
+/* test_election.c -- leader election on the lock: 5 candidates on their
+ * own clients campaign for one name in turn; one leader at a time (an
+ * occupancy counter in the critical section), every term greater than
+ * the one before, the published owner and the term read back by
+ * rl_resource_inspect; a campaign is abandoned with a cancel token; lock
+ * kinds other than exclusive are refused. */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fixture.h"
+
+#define NODES 3
+#define CANDIDATES 5
+#define TERMS_EACH 8
+
+struct fx {
+    struct rl_redis r[NODES];
+    struct harness_nodes hn;
+    rl_client *c[CANDIDATES];
+};
+
+struct shared {
+    struct fx *f;
+    atomic_int inside;
+    atomic_int overlaps;
+    atomic_int elected;
+    atomic_int bad;             /* wrong term, owner or status */
+    _Atomic uint64_t last_term;
+};
+
+struct candidate {
+    struct shared *sh;
+    int id;
+};
+
+static int setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof(*f));
+    rl_config cfg;
+    int i;
+
+    *state = f;
+    if (f == NULL ||
+        harness_cluster_start_nodes(f->r, NODES, NULL, &f->hn) != 0)
+        return -1;
+    fixture_config(&cfg, &f->hn);
+    for (i = 0; i < CANDIDATES; i++) {
+        f->c[i] = fixture_client(&cfg);
+        if (f->c[i] == NULL)
+            return -1;
+    }
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+    int i;
+
+    if (f == NULL)
+        return 0;
+    for (i = 0; i < CANDIDATES; i++)
+        rl_client_free(f->c[i]);
+    harness_cluster_stop(f->r, NODES);
+    free(f);
+    return 0;
+}
+
+static void *campaign_thread(void *arg)
+{
+    struct candidate *me = arg;
+    struct shared *sh = me->sh;
+    rl_client *c = sh->f->c[me->id];
+    rl_acquire_opts o = {0};
+    rl_resource_info info;
+    char owner[16];
+    rl_lock *l;
+    uint64_t term;
+    int k;
+
+    snprintf(owner, sizeof(owner), "cand-%d", me->id);
+    o.ttl_ms = 3000;
+    o.owner = owner;
+    for (k = 0; k < TERMS_EACH; k++) {
+        if (rl_campaign(c, "leader", &o, &l) != RL_OK) {
+            atomic_fetch_add(&sh->bad, 1);
+            continue;
+        }
+        if (atomic_fetch_add(&sh->inside, 1) != 0)
+            atomic_fetch_add(&sh->overlaps, 1);
+        term = rl_lock_fence(l);
+        if (term <= atomic_load(&sh->last_term))
+            atomic_fetch_add(&sh->bad, 1);
+        atomic_store(&sh->last_term, term);
+        if (rl_resource_inspect(c, "leader", &info, NULL, 0, NULL) != RL_OK ||
+            !info.held || strcmp(info.owner, owner) != 0 ||
+            info.fence != term)
+            atomic_fetch_add(&sh->bad, 1);
+        atomic_fetch_add(&sh->elected, 1);
+        harness_sleep_ms(3);
+        atomic_fetch_sub(&sh->inside, 1);
+        if (rl_release(l) != RL_OK) /* resign */
+            atomic_fetch_add(&sh->bad, 1);
+    }
+    return NULL;
+}
+
+static void test_one_leader_at_a_time_terms_increase(void **state)
+{
+    struct fx *f = *state;
+    struct candidate cand[CANDIDATES];
+    pthread_t th[CANDIDATES];
+    struct shared sh;
+    int i;
+
+    memset(&sh, 0, sizeof(sh));
+    sh.f = f;
+    for (i = 0; i < CANDIDATES; i++) {
+        cand[i].sh = &sh;
+        cand[i].id = i;
+        assert_int_equal(pthread_create(&th[i], NULL, campaign_thread,
+                                        &cand[i]), 0);
+    }
+    for (i = 0; i < CANDIDATES; i++)
+        pthread_join(th[i], NULL);
+    assert_int_equal(atomic_load(&sh.overlaps), 0);
+    assert_int_equal(atomic_load(&sh.bad), 0);
+    assert_int_equal(atomic_load(&sh.elected), CANDIDATES * TERMS_EACH);
+    assert_true(harness_key_gone(f->r, NODES, "leader"));
+}
+
+static void campaigned(rl_client *c, rl_status st, rl_lock *lock,
+                       void *privdata)
+{
+    atomic_int *result = privdata;
+
+    (void)c;
+    rl_lock_free(lock);
+    atomic_store(result, st == RL_OK ? 1 : (int)st);
+}
+
+static void test_campaign_abandoned_and_kinds_refused(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = {0};
+    atomic_int result = 0;
+    int64_t deadline;
+    rl_lock *held = NULL;
+    rl_lock *l = NULL;
+
+    assert_int_equal(rl_campaign(f->c[0], "seat", NULL, &held), RL_OK);
+    assert_true(rl_lock_fence(held) > 0);
+    o.cancel = rl_cancel_new();
+    assert_non_null(o.cancel);
+    assert_int_equal(rl_campaign_async(f->c[1], "seat", &o, campaigned,
+                                       &result), RL_OK);
+    harness_sleep_ms(200);
+    assert_int_equal(atomic_load(&result), 0); /* still campaigning */
+    assert_int_equal(rl_cancel_fire(o.cancel), RL_OK);
+    deadline = harness_now_ms() + harness_scale_ms(5000);
+    while (atomic_load(&result) == 0 && harness_now_ms() < deadline)
+        harness_sleep_ms(1);
+    assert_int_equal(atomic_load(&result), RL_EABORTED);
+    rl_cancel_free(o.cancel);
+    assert_int_equal(rl_release(held), RL_OK);
+
+    o.cancel = NULL;
+    o.limit = 2;
+    assert_int_equal(rl_campaign(f->c[0], "seat", &o, &l), RL_EINVAL);
+    assert_null(l);
+    o.limit = 0;
+    o.mode = RL_MODE_SHARED;
+    assert_int_equal(rl_campaign(f->c[0], "seat", &o, &l), RL_EINVAL);
+    assert_non_null(strstr(rl_last_error(), "exclusive"));
+    assert_int_equal(rl_campaign(f->c[0], "seat", NULL, NULL), RL_EINVAL);
+    assert_int_equal(rl_campaign(NULL, "seat", NULL, &l), RL_EINVAL);
+    assert_true(harness_key_gone(f->r, NODES, "seat"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(
+            test_one_leader_at_a_time_terms_increase, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_campaign_abandoned_and_kinds_refused, setup, teardown),
+    };
+
+    harness_require_redis();
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
