@@ -953,7 +953,7 @@ int harness_info_field(const struct rl_redis *r, const char *section,
 
 /* ---- Checks on what Redis holds ---- */
 
-#define SETTLE_TRIES 20
+#define SETTLE_MS 1000 /* scaled: a loaded machine delays the minority */
 #define SETTLE_STEP_MS 10
 #define WITHIN_STEP_MS 20
 
@@ -961,13 +961,16 @@ int harness_info_field(const struct rl_redis *r, const char *section,
  * there. */
 typedef bool (*look_fn)(void *arg);
 
-/* Look, then look again every SETTLE_STEP_MS, SETTLE_TRIES times, until
- * look says yes (replies still on their way after a majority answered). */
+/* Look, then look again every SETTLE_STEP_MS for harness_scale_ms(
+ * SETTLE_MS), until look says yes (replies still on their way after a
+ * majority answered: on a busy machine the nodes a decision did not wait
+ * for can lag by hundreds of milliseconds). */
 static bool settle(look_fn look, void *arg)
 {
+    int64_t deadline = harness_now_ms() + harness_scale_ms(SETTLE_MS);
     bool ok = look(arg);
 
-    for (int i = 0; !ok && i < SETTLE_TRIES; i++) {
+    while (!ok && harness_now_ms() < deadline) {
         harness_sleep_ms(SETTLE_STEP_MS);
         ok = look(arg);
     }
