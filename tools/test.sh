@@ -31,12 +31,14 @@ done
 bash tools/setup-debian.sh
 jobs=$(nproc)
 
+# The busy loops are not this shell's children (started from a subshell
+# that exits at once), so the valgrind stage's job counting and `wait`
+# see only its own programs.
 hog_pids=()
 stop_hogs() { [ ${#hog_pids[@]} -eq 0 ] || kill "${hog_pids[@]}" 2>/dev/null || true; }
 trap stop_hogs EXIT
 for _ in $(seq 1 "$hogs"); do
-    (while :; do :; done) &
-    hog_pids+=($!)
+    hog_pids+=("$( (while :; do :; done) >/dev/null 2>&1 & echo $!)")
 done
 [ "$hogs" = 0 ] || echo "test.sh: $hogs busy loop(s) running beside the suite"
 
