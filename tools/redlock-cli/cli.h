@@ -207,6 +207,9 @@ int cli_parse_limit(const struct cli_opts *o, const char *s,
  * printed. */
 int cli_kind_apply(const struct cli_opts *o, const struct cli_kind *k,
                    rl_acquire_opts *ao);
+/* --owner S: at most RL_OWNER_MAX visible ASCII bytes ('' is fine). 0,
+ * or -1 with the usage error printed. */
+int cli_check_owner(const struct cli_opts *o, const char *s);
 /* True when ao asks for anything but a plain mutex. */
 bool cli_kind_any(const rl_acquire_opts *ao);
 /* Print l's handle: "[slot<i>/][shared/][delay<MS>/]TOKEN" (a plain

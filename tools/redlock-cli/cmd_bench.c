@@ -90,6 +90,8 @@ static const char usage[] =
 "  --contenders LIST    phase c: numbers of contenders (2,8)\n"
 "  --locks N            phase f: locks held at once (10000)\n"
 "  --label TEXT         copied into every JSON object (e.g. which setup)\n"
+"  --owner S            phases a and b, --watched: store S with every lock\n"
+"                       (rl_acquire_opts.owner), to measure what it costs\n"
 "  --watched N          instead of the phases: hold N locks with the\n"
 "                       watchdog for --duration and report renewals/s,\n"
 "                       client and server CPU per renewal, bytes per held\n"
@@ -132,6 +134,7 @@ struct bench {
     rl_client *c;
     struct cli_opts *o;
     const char *label;
+    const char *owner;          /* --owner: stored with every lock, or NULL */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     atomic_bool stop;
@@ -328,6 +331,7 @@ static void start_acquire(struct slot *s)
 
     memset(&ao, 0, sizeof(ao));
     ao.ttl_ms = b->ttl_ms;
+    ao.owner = b->owner;
     if (b->phase == 'w') {
         ao.auto_extend = true;
         ao.lost_cb = on_lost;
@@ -1503,6 +1507,7 @@ int cmd_bench(struct cli_opts *o, int argc, char **argv)
     const char *hold_s = NULL;
     const char *locks_s = NULL;
     const char *label_s = "";
+    const char *owner_s = NULL;
     const char *watched_s = NULL;
     const struct cli_cmdopt opts[] = {
         {"watched", &watched_s, NULL},
@@ -1514,6 +1519,7 @@ int cmd_bench(struct cli_opts *o, int argc, char **argv)
         {"contenders", &cont_s, NULL},
         {"locks", &locks_s, NULL},
         {"label", &label_s, NULL},
+        {"owner", &owner_s, NULL},
     };
     bool want[P_COUNT] = {false};
     uint32_t conc[MAX_LIST];
@@ -1575,6 +1581,9 @@ int cmd_bench(struct cli_opts *o, int argc, char **argv)
         return cli_fail(o, CLI_EXIT_USAGE, "--watched needs --ttl of at "
                         "least 30 ms");
     b.label = label_s;
+    if (owner_s != NULL && cli_check_owner(o, owner_s) != 0)
+        return CLI_EXIT_USAGE;
+    b.owner = owner_s != NULL && owner_s[0] != '\0' ? owner_s : NULL;
     b.f_target = locks;
 
     code = cli_client_new(o, &b.c);

@@ -27,6 +27,22 @@ int cli_parse_limit(const struct cli_opts *o, const char *s,
     return 0;
 }
 
+int cli_check_owner(const struct cli_opts *o, const char *s)
+{
+    size_t i, len = strlen(s);
+
+    if (len > RL_OWNER_MAX)
+        return cli_fail(o, -1, "--owner: '%s' is longer than %d bytes", s,
+                        RL_OWNER_MAX);
+    for (i = 0; i < len; i++) {
+        if (s[i] < 0x21 || s[i] > 0x7e)
+            return cli_fail(o, -1, "--owner: character %zu is not visible "
+                            "ASCII (no spaces or control characters)",
+                            i + 1);
+    }
+    return 0;
+}
+
 /* --owner S into ao->owner: checked, or host:pid without the option (a
  * host name's bytes outside 0x21..0x7e become '?'); '' means none. */
 static int apply_owner(const struct cli_opts *o, const char *s,
@@ -34,20 +50,12 @@ static int apply_owner(const struct cli_opts *o, const char *s,
 {
     static char owner[RL_OWNER_MAX + 1];
     char host[RL_OWNER_MAX + 1];
-    size_t i, len;
+    size_t i;
 
     if (s != NULL) {
-        len = strlen(s);
-        if (len > RL_OWNER_MAX)
-            return cli_fail(o, -1, "--owner: '%s' is longer than %d bytes",
-                            s, RL_OWNER_MAX);
-        for (i = 0; i < len; i++) {
-            if (s[i] < 0x21 || s[i] > 0x7e)
-                return cli_fail(o, -1, "--owner: character %zu is not "
-                                "visible ASCII (no spaces or control "
-                                "characters)", i + 1);
-        }
-        ao->owner = len > 0 ? s : NULL;
+        if (cli_check_owner(o, s) != 0)
+            return -1;
+        ao->owner = s[0] != '\0' ? s : NULL;
         return 0;
     }
     if (gethostname(host, sizeof(host)) != 0)
