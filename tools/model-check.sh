@@ -21,7 +21,6 @@
 #   MC_KEEP=1                       keep the temp dir (trails)
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-model=$here/spec/redlock.pml
 scale=${MC_SCALE:-1}
 command -v spin >/dev/null || { echo "model-check: spin not installed (tools/setup-debian.sh)"; exit 1; }
 tmp=$(mktemp -d /tmp/redlock-mc.XXXXXX)
@@ -31,9 +30,13 @@ tmp=$(mktemp -d /tmp/redlock-mc.XXXXXX)
 T2="-DN=3 -DK=2 -DATT=1 -DNOTIMEOUT"
 R1="$T2 -DRST=1 -DLATE -DRSTNODE -DTMAX=4"
 F1="$R1 -DSHORTKEYS -DFENCE"
+RW="-DK=2 -DNW=1 -DRST=0 -DNOTIMEOUT -DTMAX=4"
+RWS="-DK=2 -DNW=1 -DRST=0 -DNOTIMEOUT -DSOLO -DWATCH -DSHORTKEYS -DTMAX=6"
 # name | expect: hold, or the assertion text the trail must violate |
 # budget (s) | pan seed (0: SPIN's fixed order, no randomization) |
-# spin -D options | what it shows
+# spin -D options | what it shows | model file in spec/ (default
+# redlock.pml; a model with an ltl claim is searched exhaustively for
+# acceptance cycles under weak fairness, pan -a -f)
 jobs=(
 "mutex-n3k2|hold|20|1|-DN=3 -DK=2 -DATT=1 -DRST=1 -DTMAX=8|acquire/rollback/release, one restart"
 "watch-n3k2|hold|20|1|-DN=3 -DK=2 -DATT=1 -DRST=1 -DPAUSES=1 -DWATCH -DRESTOREONCE -DTMAX=8|watchdog, extend, restore once, a pause"
@@ -56,18 +59,33 @@ jobs=(
 "fastnode-fixed|hold|20|1|$T2 -DRST=0 -DFASTNODE -DGUARD -DTMAX=6|twin of ctl-fastnode: clock guard"
 "ctl-restore-every|dead[n]|120|1|$T2 -DRST=1 -DSOLO -DRSTNODE -DWATCH -DTMAX=8|extend restores on every round"
 "restore-fixed|hold|20|1|$T2 -DRST=1 -DSOLO -DRSTNODE -DWATCH -DRESTOREONCE -DTMAX=8|twin of ctl-restore-every"
+# read-write lock (spec/rwlock.pml)
+"rw-w1r2|hold|15|1|-DNW=1 -DRST=1 -DPAUSES=1 -DWATCH -DTMAX=7|1 writer, 2 readers renewing, a restart, a pause|rwlock.pml"
+"rw-w2r1|hold|8|1|-DNW=2 -DRST=1 -DWATCH -DTMAX=7|2 writers (intents), 1 reader renewing, a restart|rwlock.pml"
+"rw-nointent|hold|8|1|-DNW=1 -DRST=1 -DWATCH -DNOINTENT -DTMAX=7|readers ignore the writer intent: still safe|rwlock.pml"
+"ctl-rw-share|readers_share|20|1|-DNW=1 -DRST=0 -DSHARECHECK -DTMAX=6|two readers inside their validity at once (must be found)|rwlock.pml"
+"ctl-rw-wignore|holding[|20|1|$RW -DWIGNORE|writer ignores the readers' hash|rwlock.pml"
+"rw-wignore-fixed|hold|8|1|$RW|twin of ctl-rw-wignore|rwlock.pml"
+"ctl-rw-recreate|dead[n]|30|1|$RWS -DRRECREATE|reader-extend re-adds a lapsed reader|rwlock.pml"
+"rw-recreate-fixed|hold|8|1|$RWS|twin of ctl-rw-recreate|rwlock.pml"
 )
 
 # run_one NAME EXPECT BUDGET SEED DEFS: writes $tmp/NAME.result (one line)
 run_one()
 {
-    local name=$1 expect=$2 budget=$3 seed=$4 defs=$5 d=$tmp/$1 verdict states
-    local secs err eflag= rnd="-DT_RAND -DP_RAND"
+    local name=$1 expect=$2 budget=$3 seed=$4 defs=$5 m=${6:-redlock.pml}
+    local d=$tmp/$1 verdict states secs err eflag= depth mode
+    local rnd="-DT_RAND -DP_RAND" cflags="-DSAFETY -DBITSTATE" pflags="-w28"
     [ "$seed" = 0 ] && rnd=
-    mkdir -p "$d" && cp "$model" "$d/" && cd "$d" || return 1
-    # shellcheck disable=SC2086 # $defs and $rnd are word lists
-    if ! spin -a $defs redlock.pml >spin.log 2>&1 ||
-        ! gcc -O2 -w -DVECTORSZ=2048 -DSAFETY -DBITSTATE \
+    mkdir -p "$d" && cp "$here/spec/$m" "$d/" && cd "$d" || return 1
+    mode=bitstate
+    if grep -q '^ltl ' "$m"; then
+        # liveness: exhaustive, acceptance cycles under weak fairness
+        cflags="-DNOREDUCE" pflags="-a -f" rnd= mode=exhaustive
+    fi
+    # shellcheck disable=SC2086 # $defs, $rnd and the flags are word lists
+    if ! spin -a $defs "$m" >spin.log 2>&1 ||
+        ! gcc -O2 -w -DVECTORSZ=2048 $cflags \
             $rnd -o pan pan.c 2>gcc.log; then
         echo "model $name: ERROR (does not compile)" >"$tmp/$name.result"
         return
@@ -75,13 +93,19 @@ run_one()
     case " $defs " in *" -DNOTIMEOUT "*) eflag=-E ;; esac
     budget=$(awk -v b="$budget" -v s="$scale" 'BEGIN { printf "%d", b * s }')
     SECONDS=0
-    timeout -s INT "$budget" ./pan $eflag -m100000 -w28 -RS"$seed" >pan.log 2>&1
+    # shellcheck disable=SC2086
+    timeout -s INT "$budget" ./pan $eflag $pflags -m100000 -RS"$seed" \
+        >pan.log 2>&1
     secs=$SECONDS
     states=$(sed -n 's/^ *\([0-9.e+]*\) states, stored.*/\1/p' pan.log | head -1)
+    depth=$(sed -n 's/.*depth reached \([0-9]*\).*/\1/p' pan.log | head -1)
     err=$(grep -m1 -E '^pan:[0-9]+: ' pan.log | sed 's/^pan:[0-9]*: *//')
+    # an exhaustive search that ran out of time is not a complete one
+    [ "$mode" = exhaustive ] && grep -q 'Interrupted' pan.log &&
+        mode="exhaustive, unfinished"
     if [ -n "$err" ]; then
         # shellcheck disable=SC2086
-        spin -t -p $defs redlock.pml >trail.txt 2>&1
+        spin -t -p $defs "$m" >trail.txt 2>&1
         if [ "$expect" = hold ]; then
             verdict="VIOLATED"
         elif [[ "$err" == *"$expect"* ]]; then
@@ -94,8 +118,9 @@ run_one()
     else
         verdict="DID NOT FAIL"
     fi
-    printf 'model %-18s %-17s %10s states %4ss %s\n' "$name" "$verdict" \
-        "${states:-?}" "$secs" "${err:+($err)}" >"$tmp/$name.result"
+    printf 'model %-18s %-17s %10s states depth %5s %4ss %s %s\n' "$name" \
+        "$verdict" "${states:-?}" "${depth:-?}" "$secs" "[$mode]" \
+        "${err:+($err)}" >"$tmp/$name.result"
 }
 
 selected=("$@")
@@ -110,17 +135,17 @@ want()
 running=0
 names=()
 for j in "${jobs[@]}"; do
-    IFS='|' read -r name expect budget seed defs what <<<"$j"
+    IFS='|' read -r name expect budget seed defs what mfile <<<"$j"
     want "$name" || continue
     names+=("$name")
     echo "model-check: $name ($what) ..."
-    run_one "$name" "$expect" "$budget" "$seed" "$defs" &
+    run_one "$name" "$expect" "$budget" "$seed" "$defs" "$mfile" &
     running=$((running + 1))
     if [ "$running" -ge 2 ]; then wait -n; running=$((running - 1)); fi
 done
 wait
 bad=0
-echo "---- model-check summary (bitstate 2^28, budgets x$scale) ----"
+echo "---- model-check summary (budgets x$scale) ----"
 for name in "${names[@]}"; do
     cat "$tmp/$name.result"
     grep -qE 'VIOLATED|DID NOT FAIL|WRONG TRAIL|ERROR' "$tmp/$name.result" && bad=$((bad + 1))
