@@ -32,6 +32,7 @@ R1="$T2 -DRST=1 -DLATE -DRSTNODE -DTMAX=4"
 F1="$R1 -DSHORTKEYS -DFENCE"
 RW="-DK=2 -DNW=1 -DRST=0 -DNOTIMEOUT -DTMAX=4"
 RWS="-DK=2 -DNW=1 -DRST=0 -DNOTIMEOUT -DSOLO -DWATCH -DSHORTKEYS -DTMAX=6"
+SM="-DRST=0 -DNOTIMEOUT -DTMAX=2"
 # name | expect: hold, or the assertion text the trail must violate |
 # budget (s) | pan seed (0: SPIN's fixed order, no randomization) |
 # spin -D options | what it shows | model file in spec/ (default
@@ -68,6 +69,14 @@ jobs=(
 "rw-wignore-fixed|hold|8|1|$RW|twin of ctl-rw-wignore|rwlock.pml"
 "ctl-rw-recreate|dead[n]|30|1|$RWS -DRRECREATE|reader-extend re-adds a lapsed reader|rwlock.pml"
 "rw-recreate-fixed|hold|8|1|$RWS|twin of ctl-rw-recreate|rwlock.pml"
+# writer starvation (spec/rwlive.pml): LTL under weak fairness, exhaustive
+"live-refusal-intent|hold|20|0|-DREFUSALINTENT|the refusal marks the intent in the same step: the writer wins|rwlive.pml"
+"ctl-live-nointent|acceptance cycle|20|0|-DREFUSALINTENT -DNOINTENT|readers ignore the intent: the writer starves|rwlive.pml"
+"ctl-live-c|acceptance cycle|20|0||as in C, the intent sent after the refusal: the writer can starve (docs/proof.md)|rwlive.pml"
+# semaphore (spec/semaphore.pml)
+"sem-n3k3|hold|12|1|-DRST=1|3 clients, 2 permits, a restart|semaphore.pml"
+"ctl-sem-extraslot|<=2|30|1|$SM -DEXTRASLOT|one slot more than the limit|semaphore.pml"
+"sem-extraslot-fixed|hold|8|1|$SM|twin of ctl-sem-extraslot|semaphore.pml"
 )
 
 # run_one NAME EXPECT BUDGET SEED DEFS: writes $tmp/NAME.result (one line)
@@ -81,7 +90,7 @@ run_one()
     mode=bitstate
     if grep -q '^ltl ' "$m"; then
         # liveness: exhaustive, acceptance cycles under weak fairness
-        cflags="-DNOREDUCE" pflags="-a -f" rnd= mode=exhaustive
+        cflags="-DNFAIR=3" pflags="-a -f" rnd= mode=exhaustive
     fi
     # shellcheck disable=SC2086 # $defs, $rnd and the flags are word lists
     if ! spin -a $defs "$m" >spin.log 2>&1 ||
