@@ -33,6 +33,8 @@ F1="$R1 -DSHORTKEYS -DFENCE"
 RW="-DK=2 -DNW=1 -DRST=0 -DNOTIMEOUT -DTMAX=4"
 RWS="-DK=2 -DNW=1 -DRST=0 -DNOTIMEOUT -DSOLO -DWATCH -DSHORTKEYS -DTMAX=6"
 SM="-DRST=0 -DNOTIMEOUT -DTMAX=2"
+RN="-DNOTIMEOUT -DTMAX=4"
+RN1="-DNOTIMEOUT -DONELOCK -DTMAX=0"
 # name | expect: hold, or the assertion text the trail must violate |
 # budget (s) | pan seed (0: SPIN's fixed order, no randomization) |
 # spin -D options | what it shows | model file in spec/ (default
@@ -61,22 +63,31 @@ jobs=(
 "ctl-restore-every|dead[n]|120|1|$T2 -DRST=1 -DSOLO -DRSTNODE -DWATCH -DTMAX=8|extend restores on every round"
 "restore-fixed|hold|20|1|$T2 -DRST=1 -DSOLO -DRSTNODE -DWATCH -DRESTOREONCE -DTMAX=8|twin of ctl-restore-every"
 # read-write lock (spec/rwlock.pml)
-"rw-w1r2|hold|15|1|-DNW=1 -DRST=1 -DPAUSES=1 -DWATCH -DTMAX=7|1 writer, 2 readers renewing, a restart, a pause|rwlock.pml"
-"rw-w2r1|hold|8|1|-DNW=2 -DRST=1 -DWATCH -DTMAX=7|2 writers (intents), 1 reader renewing, a restart|rwlock.pml"
-"rw-nointent|hold|8|1|-DNW=1 -DRST=1 -DWATCH -DNOINTENT -DTMAX=7|readers ignore the writer intent: still safe|rwlock.pml"
+"rw-w1r2|hold|10|1|-DNW=1 -DRST=1 -DPAUSES=1 -DWATCH -DTMAX=7|1 writer, 2 readers renewing, a restart, a pause|rwlock.pml"
+"rw-w2r1|hold|5|1|-DNW=2 -DRST=1 -DWATCH -DTMAX=7|2 writers (intents), 1 reader renewing, a restart|rwlock.pml"
+"rw-nointent|hold|5|1|-DNW=1 -DRST=1 -DWATCH -DNOINTENT -DTMAX=7|readers ignore the writer intent: still safe|rwlock.pml"
 "ctl-rw-share|readers_share|20|1|-DNW=1 -DRST=0 -DSHARECHECK -DTMAX=6|two readers inside their validity at once (must be found)|rwlock.pml"
 "ctl-rw-wignore|holding[|20|1|$RW -DWIGNORE|writer ignores the readers' hash|rwlock.pml"
-"rw-wignore-fixed|hold|8|1|$RW|twin of ctl-rw-wignore|rwlock.pml"
+"rw-wignore-fixed|hold|5|1|$RW|twin of ctl-rw-wignore|rwlock.pml"
 "ctl-rw-recreate|dead[n]|30|1|$RWS -DRRECREATE|reader-extend re-adds a lapsed reader|rwlock.pml"
-"rw-recreate-fixed|hold|8|1|$RWS|twin of ctl-rw-recreate|rwlock.pml"
+"rw-recreate-fixed|hold|5|1|$RWS|twin of ctl-rw-recreate|rwlock.pml"
 # writer starvation (spec/rwlive.pml): LTL under weak fairness, exhaustive
 "live-refusal-intent|hold|20|0|-DREFUSALINTENT|the refusal marks the intent in the same step: the writer wins|rwlive.pml"
 "ctl-live-nointent|acceptance cycle|20|0|-DREFUSALINTENT -DNOINTENT|readers ignore the intent: the writer starves|rwlive.pml"
 "ctl-live-c|acceptance cycle|20|0||as in C, the intent sent after the refusal: the writer can starve (docs/proof.md)|rwlive.pml"
 # semaphore (spec/semaphore.pml)
-"sem-n3k3|hold|12|1|-DRST=1|3 clients, 2 permits, a restart|semaphore.pml"
+"sem-n3k3|hold|8|1|-DRST=1|3 clients, 2 permits, a restart|semaphore.pml"
 "ctl-sem-extraslot|<=2|30|1|$SM -DEXTRASLOT|one slot more than the limit|semaphore.pml"
-"sem-extraslot-fixed|hold|8|1|$SM|twin of ctl-sem-extraslot|semaphore.pml"
+"sem-extraslot-fixed|hold|5|1|$SM|twin of ctl-sem-extraslot|semaphore.pml"
+# renewals in batches, vote withdrawal, node preconditions (spec/renewal.pml)
+"renew-n3|hold|10|1|-DEVT=1 -DRST=1 -DAUTO|2 locks in one touch-batch, a contender, eviction on and off, a restart (auto trust)|renewal.pml"
+"ctl-renew-wronglock|gres[|20|1|$RN -DEVT=1 -DWRONGLOCK|a batch's answers counted for the other lock|renewal.pml"
+"ctl-evict-rule|held[0]|20|bfs|$RN1 -DEVSTART -DNOEVICTRULE|a node that may evict votes|renewal.pml"
+"evict-rule-fixed|hold|5|bfs|$RN1 -DEVSTART|twin of ctl-evict-rule|renewal.pml"
+"ctl-evict-back|held[0]|30|bfs|$RN1 -DATT=2 -DEVT=1 -DNOBEHAVE|a node votes again as soon as it stops evicting|renewal.pml"
+"evict-back-fixed|hold|5|bfs|$RN1 -DATT=2 -DEVT=1|twin of ctl-evict-back: no vote until max_ttl after it evicted|renewal.pml"
+"ctl-auto-liar|held[0]|30|bfs|$RN1 -DATT=2 -DRST=1 -DAUTO -DLIAR|auto trust of a node that ran everysec before its restart|renewal.pml"
+"auto-fixed|hold|5|bfs|$RN1 -DATT=2 -DRST=1 -DAUTO|twin of ctl-auto-liar: trusted only with appendfsync always|renewal.pml"
 )
 
 # run_one NAME EXPECT BUDGET SEED DEFS: writes $tmp/NAME.result (one line)
@@ -88,6 +99,11 @@ run_one()
     [ "$seed" = 0 ] && rnd=
     mkdir -p "$d" && cp "$here/spec/$m" "$d/" && cd "$d" || return 1
     mode=bitstate
+    if [ "$seed" = bfs ]; then
+        # breadth-first: the shortest trails (a control's is shallow but
+        # lies under a wide state space), bitstate
+        cflags="$cflags -DBFS" rnd= seed=0 mode="bitstate BFS"
+    fi
     if grep -q '^ltl ' "$m"; then
         # liveness: exhaustive, acceptance cycles under weak fairness
         cflags="-DNFAIR=3" pflags="-a -f" rnd= mode=exhaustive
