@@ -1,20 +1,26 @@
 #!/usr/bin/env bash
-# Model-check the Redlock protocol (spec/redlock.pml, see spec/README.md):
-# every model must hold its properties, every negative control must fail
-# with a counterexample trail of the property it breaks. Runs two jobs at a
-# time in a temp dir; the whole run takes about five minutes on 2 cores.
-# The full state spaces are too large for exhaustive search within minutes:
-# each run is a bitstate (-DBITSTATE, 2^28 bits) depth-first search in a
+# Model-check the Redlock protocol (spec/*.pml, see spec/README.md): every
+# model must hold its properties, every negative control must fail with a
+# counterexample trail of the property it breaks. Runs two jobs at a time
+# in a temp dir. The models: redlock.pml (mutex, watchdog, fencing,
+# restarts, clock guard), rwlock.pml (read-write lock), rwlive.pml (writer
+# starvation, LTL), semaphore.pml, renewal.pml (batched renewals, vote
+# withdrawal, eviction, restart trust "auto").
+# Most state spaces are too large for exhaustive search within seconds:
+# such a run is a bitstate (-DBITSTATE, 2^28 bits) depth-first search in a
 # randomized but seeded (-RS, reproducible) transition order, or SPIN's
-# fixed order (seed 0), stopped at its first violation or after its time
-# budget (SIGINT: pan prints what it explored). A model "holds" = no
-# violation in the states explored; docs/proof.md gives the counts, the
-# coverage and the longer runs. A negative control runs in a narrowed
-# environment (spec/redlock.pml: LATE, RSTNODE, SOLO, NOTIMEOUT,
-# SHORTKEYS; with NOTIMEOUT pan -E, as a client waiting for a reply that a
-# restart dropped blocks for good) so that its trail is found within its
-# budget; its positive twin (NAME-fixed) runs in the same narrowed
-# environment without the bug and must hold there.
+# fixed order (seed 0), or breadth-first (seed "bfs", still bitstate: the
+# shortest trail of a control whose trail lies under a wide space),
+# stopped at its first violation or after its time budget (SIGINT: pan
+# prints what it explored). A model "holds" = no violation in the states
+# explored; the summary says which runs are exhaustive (the LTL model is:
+# pan -a -f, acceptance cycles under weak fairness); docs/proof.md gives
+# the counts, the coverage and the longer runs. A negative control runs in
+# a narrowed environment (spec/redlock.pml: LATE, RSTNODE, SOLO,
+# NOTIMEOUT, SHORTKEYS; with NOTIMEOUT pan -E, as a client waiting for a
+# reply that a restart dropped blocks for good) so that its trail is found
+# within its budget; its positive twin (NAME-fixed) runs in the same
+# narrowed environment without the bug and must hold there.
 #   tools/model-check.sh            all models and controls
 #   tools/model-check.sh NAME...    only those
 #   MC_SCALE=F                      multiply every budget by F (default 1)
@@ -94,7 +100,7 @@ jobs=(
 run_one()
 {
     local name=$1 expect=$2 budget=$3 seed=$4 defs=$5 m=${6:-redlock.pml}
-    local d=$tmp/$1 verdict states secs err eflag= depth mode
+    local d=$tmp/$1 verdict states secs err eflag='' depth mode
     local rnd="-DT_RAND -DP_RAND" cflags="-DSAFETY -DBITSTATE" pflags="-w28"
     [ "$seed" = 0 ] && rnd=
     mkdir -p "$d" && cp "$here/spec/$m" "$d/" && cd "$d" || return 1
@@ -102,11 +108,11 @@ run_one()
     if [ "$seed" = bfs ]; then
         # breadth-first: the shortest trails (a control's is shallow but
         # lies under a wide state space), bitstate
-        cflags="$cflags -DBFS" rnd= seed=0 mode="bitstate BFS"
+        cflags="$cflags -DBFS" rnd='' seed=0 mode="bitstate BFS"
     fi
     if grep -q '^ltl ' "$m"; then
         # liveness: exhaustive, acceptance cycles under weak fairness
-        cflags="-DNFAIR=3" pflags="-a -f" rnd= mode=exhaustive
+        cflags="-DNFAIR=3" pflags="-a -f" rnd='' mode=exhaustive
     fi
     # shellcheck disable=SC2086 # $defs, $rnd and the flags are word lists
     if ! spin -a $defs "$m" >spin.log 2>&1 ||
