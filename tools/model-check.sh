@@ -1,27 +1,32 @@
 #!/usr/bin/env bash
-# Model-check the Redlock protocol (spec/redlock.pml, see spec/README.md):
-# every model must hold its properties, every negative control must fail
-# with a counterexample trail of the property it breaks. Runs two jobs at a
-# time in a temp dir; the whole run takes about five minutes on 2 cores.
-# The full state spaces are too large for exhaustive search within minutes:
-# each run is a bitstate (-DBITSTATE, 2^28 bits) depth-first search in a
+# Model-check the Redlock protocol (spec/*.pml, see spec/README.md): every
+# model must hold its properties, every negative control must fail with a
+# counterexample trail of the property it breaks. Runs two jobs at a time
+# in a temp dir. The models: redlock.pml (mutex, watchdog, fencing,
+# restarts, clock guard), rwlock.pml (read-write lock), rwlive.pml (writer
+# starvation, LTL), semaphore.pml, renewal.pml (batched renewals, vote
+# withdrawal, eviction, restart trust "auto").
+# Most state spaces are too large for exhaustive search within seconds:
+# such a run is a bitstate (-DBITSTATE, 2^28 bits) depth-first search in a
 # randomized but seeded (-RS, reproducible) transition order, or SPIN's
-# fixed order (seed 0), stopped at its first violation or after its time
-# budget (SIGINT: pan prints what it explored). A model "holds" = no
-# violation in the states explored; docs/proof.md gives the counts, the
-# coverage and the longer runs. A negative control runs in a narrowed
-# environment (spec/redlock.pml: LATE, RSTNODE, SOLO, NOTIMEOUT,
-# SHORTKEYS; with NOTIMEOUT pan -E, as a client waiting for a reply that a
-# restart dropped blocks for good) so that its trail is found within its
-# budget; its positive twin (NAME-fixed) runs in the same narrowed
-# environment without the bug and must hold there.
+# fixed order (seed 0), or breadth-first (seed "bfs", still bitstate: the
+# shortest trail of a control whose trail lies under a wide space),
+# stopped at its first violation or after its time budget (SIGINT: pan
+# prints what it explored). A model "holds" = no violation in the states
+# explored; the summary says which runs are exhaustive (the LTL model is:
+# pan -a -f, acceptance cycles under weak fairness); docs/proof.md gives
+# the counts, the coverage and the longer runs. A negative control runs in
+# a narrowed environment (spec/redlock.pml: LATE, RSTNODE, SOLO,
+# NOTIMEOUT, SHORTKEYS; with NOTIMEOUT pan -E, as a client waiting for a
+# reply that a restart dropped blocks for good) so that its trail is found
+# within its budget; its positive twin (NAME-fixed) runs in the same
+# narrowed environment without the bug and must hold there.
 #   tools/model-check.sh            all models and controls
 #   tools/model-check.sh NAME...    only those
 #   MC_SCALE=F                      multiply every budget by F (default 1)
 #   MC_KEEP=1                       keep the temp dir (trails)
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-model=$here/spec/redlock.pml
 scale=${MC_SCALE:-1}
 command -v spin >/dev/null || { echo "model-check: spin not installed (tools/setup-debian.sh)"; exit 1; }
 tmp=$(mktemp -d /tmp/redlock-mc.XXXXXX)
@@ -31,9 +36,16 @@ tmp=$(mktemp -d /tmp/redlock-mc.XXXXXX)
 T2="-DN=3 -DK=2 -DATT=1 -DNOTIMEOUT"
 R1="$T2 -DRST=1 -DLATE -DRSTNODE -DTMAX=4"
 F1="$R1 -DSHORTKEYS -DFENCE"
+RW="-DK=2 -DNW=1 -DRST=0 -DNOTIMEOUT -DTMAX=4"
+RWS="-DK=2 -DNW=1 -DRST=0 -DNOTIMEOUT -DSOLO -DWATCH -DSHORTKEYS -DTMAX=6"
+SM="-DRST=0 -DNOTIMEOUT -DTMAX=2"
+RN="-DNOTIMEOUT -DTMAX=4"
+RN1="-DNOTIMEOUT -DONELOCK -DTMAX=0"
 # name | expect: hold, or the assertion text the trail must violate |
 # budget (s) | pan seed (0: SPIN's fixed order, no randomization) |
-# spin -D options | what it shows
+# spin -D options | what it shows | model file in spec/ (default
+# redlock.pml; a model with an ltl claim is searched exhaustively for
+# acceptance cycles under weak fairness, pan -a -f)
 jobs=(
 "mutex-n3k2|hold|20|1|-DN=3 -DK=2 -DATT=1 -DRST=1 -DTMAX=8|acquire/rollback/release, one restart"
 "watch-n3k2|hold|20|1|-DN=3 -DK=2 -DATT=1 -DRST=1 -DPAUSES=1 -DWATCH -DRESTOREONCE -DTMAX=8|watchdog, extend, restore once, a pause"
@@ -56,18 +68,55 @@ jobs=(
 "fastnode-fixed|hold|20|1|$T2 -DRST=0 -DFASTNODE -DGUARD -DTMAX=6|twin of ctl-fastnode: clock guard"
 "ctl-restore-every|dead[n]|120|1|$T2 -DRST=1 -DSOLO -DRSTNODE -DWATCH -DTMAX=8|extend restores on every round"
 "restore-fixed|hold|20|1|$T2 -DRST=1 -DSOLO -DRSTNODE -DWATCH -DRESTOREONCE -DTMAX=8|twin of ctl-restore-every"
+# read-write lock (spec/rwlock.pml)
+"rw-w1r2|hold|10|1|-DNW=1 -DRST=1 -DPAUSES=1 -DWATCH -DTMAX=7|1 writer, 2 readers renewing, a restart, a pause|rwlock.pml"
+"rw-w2r1|hold|5|1|-DNW=2 -DRST=1 -DWATCH -DTMAX=7|2 writers (intents), 1 reader renewing, a restart|rwlock.pml"
+"rw-nointent|hold|5|1|-DNW=1 -DRST=1 -DWATCH -DNOINTENT -DTMAX=7|readers ignore the writer intent: still safe|rwlock.pml"
+"ctl-rw-share|readers_share|20|1|-DNW=1 -DRST=0 -DSHARECHECK -DTMAX=6|two readers inside their validity at once (must be found)|rwlock.pml"
+"ctl-rw-wignore|holding[|20|1|$RW -DWIGNORE|writer ignores the readers' hash|rwlock.pml"
+"rw-wignore-fixed|hold|5|1|$RW|twin of ctl-rw-wignore|rwlock.pml"
+"ctl-rw-recreate|dead[n]|30|1|$RWS -DRRECREATE|reader-extend re-adds a lapsed reader|rwlock.pml"
+"rw-recreate-fixed|hold|5|1|$RWS|twin of ctl-rw-recreate|rwlock.pml"
+# writer starvation (spec/rwlive.pml): LTL under weak fairness, exhaustive
+"live-refusal-intent|hold|20|0|-DREFUSALINTENT|the refusal marks the intent in the same step: the writer wins|rwlive.pml"
+"ctl-live-nointent|acceptance cycle|20|0|-DREFUSALINTENT -DNOINTENT|readers ignore the intent: the writer starves|rwlive.pml"
+"ctl-live-c|acceptance cycle|20|0||as in C, the intent sent after the refusal: the writer can starve (docs/proof.md)|rwlive.pml"
+# semaphore (spec/semaphore.pml)
+"sem-n3k3|hold|8|1|-DRST=1|3 clients, 2 permits, a restart|semaphore.pml"
+"ctl-sem-extraslot|<=2|30|1|$SM -DEXTRASLOT|one slot more than the limit|semaphore.pml"
+"sem-extraslot-fixed|hold|5|1|$SM|twin of ctl-sem-extraslot|semaphore.pml"
+# renewals in batches, vote withdrawal, node preconditions (spec/renewal.pml)
+"renew-n3|hold|10|1|-DEVT=1 -DRST=1 -DAUTO|2 locks in one touch-batch, a contender, eviction on and off, a restart (auto trust)|renewal.pml"
+"ctl-renew-wronglock|gres[|20|1|$RN -DEVT=1 -DWRONGLOCK|a batch's answers counted for the other lock|renewal.pml"
+"ctl-evict-rule|held[0]|20|bfs|$RN1 -DEVSTART -DNOEVICTRULE|a node that may evict votes|renewal.pml"
+"evict-rule-fixed|hold|5|bfs|$RN1 -DEVSTART|twin of ctl-evict-rule|renewal.pml"
+"ctl-evict-back|held[0]|30|bfs|$RN1 -DATT=2 -DEVT=1 -DNOBEHAVE|a node votes again as soon as it stops evicting|renewal.pml"
+"evict-back-fixed|hold|5|bfs|$RN1 -DATT=2 -DEVT=1|twin of ctl-evict-back: no vote until max_ttl after it evicted|renewal.pml"
+"ctl-auto-liar|held[0]|30|bfs|$RN1 -DATT=2 -DRST=1 -DAUTO -DLIAR|auto trust of a node that ran everysec before its restart|renewal.pml"
+"auto-fixed|hold|5|bfs|$RN1 -DATT=2 -DRST=1 -DAUTO|twin of ctl-auto-liar: trusted only with appendfsync always|renewal.pml"
 )
 
 # run_one NAME EXPECT BUDGET SEED DEFS: writes $tmp/NAME.result (one line)
 run_one()
 {
-    local name=$1 expect=$2 budget=$3 seed=$4 defs=$5 d=$tmp/$1 verdict states
-    local secs err eflag= rnd="-DT_RAND -DP_RAND"
+    local name=$1 expect=$2 budget=$3 seed=$4 defs=$5 m=${6:-redlock.pml}
+    local d=$tmp/$1 verdict states secs err eflag='' depth mode
+    local rnd="-DT_RAND -DP_RAND" cflags="-DSAFETY -DBITSTATE" pflags="-w28"
     [ "$seed" = 0 ] && rnd=
-    mkdir -p "$d" && cp "$model" "$d/" && cd "$d" || return 1
-    # shellcheck disable=SC2086 # $defs and $rnd are word lists
-    if ! spin -a $defs redlock.pml >spin.log 2>&1 ||
-        ! gcc -O2 -w -DVECTORSZ=2048 -DSAFETY -DBITSTATE \
+    mkdir -p "$d" && cp "$here/spec/$m" "$d/" && cd "$d" || return 1
+    mode=bitstate
+    if [ "$seed" = bfs ]; then
+        # breadth-first: the shortest trails (a control's is shallow but
+        # lies under a wide state space), bitstate
+        cflags="$cflags -DBFS" rnd='' seed=0 mode="bitstate BFS"
+    fi
+    if grep -q '^ltl ' "$m"; then
+        # liveness: exhaustive, acceptance cycles under weak fairness
+        cflags="-DNFAIR=3" pflags="-a -f" rnd='' mode=exhaustive
+    fi
+    # shellcheck disable=SC2086 # $defs, $rnd and the flags are word lists
+    if ! spin -a $defs "$m" >spin.log 2>&1 ||
+        ! gcc -O2 -w -DVECTORSZ=2048 $cflags \
             $rnd -o pan pan.c 2>gcc.log; then
         echo "model $name: ERROR (does not compile)" >"$tmp/$name.result"
         return
@@ -75,13 +124,19 @@ run_one()
     case " $defs " in *" -DNOTIMEOUT "*) eflag=-E ;; esac
     budget=$(awk -v b="$budget" -v s="$scale" 'BEGIN { printf "%d", b * s }')
     SECONDS=0
-    timeout -s INT "$budget" ./pan $eflag -m100000 -w28 -RS"$seed" >pan.log 2>&1
+    # shellcheck disable=SC2086
+    timeout -s INT "$budget" ./pan $eflag $pflags -m100000 -RS"$seed" \
+        >pan.log 2>&1
     secs=$SECONDS
     states=$(sed -n 's/^ *\([0-9.e+]*\) states, stored.*/\1/p' pan.log | head -1)
+    depth=$(sed -n 's/.*depth reached \([0-9]*\).*/\1/p' pan.log | head -1)
     err=$(grep -m1 -E '^pan:[0-9]+: ' pan.log | sed 's/^pan:[0-9]*: *//')
+    # an exhaustive search that ran out of time is not a complete one
+    [ "$mode" = exhaustive ] && grep -q 'Interrupted' pan.log &&
+        mode="exhaustive, unfinished"
     if [ -n "$err" ]; then
         # shellcheck disable=SC2086
-        spin -t -p $defs redlock.pml >trail.txt 2>&1
+        spin -t -p $defs "$m" >trail.txt 2>&1
         if [ "$expect" = hold ]; then
             verdict="VIOLATED"
         elif [[ "$err" == *"$expect"* ]]; then
@@ -94,8 +149,9 @@ run_one()
     else
         verdict="DID NOT FAIL"
     fi
-    printf 'model %-18s %-17s %10s states %4ss %s\n' "$name" "$verdict" \
-        "${states:-?}" "$secs" "${err:+($err)}" >"$tmp/$name.result"
+    printf 'model %-18s %-17s %10s states depth %5s %4ss %s %s\n' "$name" \
+        "$verdict" "${states:-?}" "${depth:-?}" "$secs" "[$mode]" \
+        "${err:+($err)}" >"$tmp/$name.result"
 }
 
 selected=("$@")
@@ -110,17 +166,17 @@ want()
 running=0
 names=()
 for j in "${jobs[@]}"; do
-    IFS='|' read -r name expect budget seed defs what <<<"$j"
+    IFS='|' read -r name expect budget seed defs what mfile <<<"$j"
     want "$name" || continue
     names+=("$name")
     echo "model-check: $name ($what) ..."
-    run_one "$name" "$expect" "$budget" "$seed" "$defs" &
+    run_one "$name" "$expect" "$budget" "$seed" "$defs" "$mfile" &
     running=$((running + 1))
     if [ "$running" -ge 2 ]; then wait -n; running=$((running - 1)); fi
 done
 wait
 bad=0
-echo "---- model-check summary (bitstate 2^28, budgets x$scale) ----"
+echo "---- model-check summary (budgets x$scale) ----"
 for name in "${names[@]}"; do
     cat "$tmp/$name.result"
     grep -qE 'VIOLATED|DID NOT FAIL|WRONG TRAIL|ERROR' "$tmp/$name.result" && bad=$((bad + 1))
