@@ -662,7 +662,9 @@ typedef enum rl_vote_bar {
     RL_BAR_DOWN = 1,        /* not connected */
     RL_BAR_TWIN = 2,        /* the same server as an earlier node */
     RL_BAR_ROLE = 3,        /* not a master */
-    RL_BAR_EVICTS = 4,      /* may evict keys (see allow_evicting_nodes) */
+    RL_BAR_EVICTS = 4,      /* may evict keys, or lost keys less than
+                               max_ttl_ms ago (it evicted some, or was a
+                               replica); see allow_evicting_nodes */
     RL_BAR_CLOCK = 5,       /* clock-suspect */
     RL_BAR_QUARANTINE = 6,  /* restarted less than max_ttl_ms ago */
 } rl_vote_bar;

@@ -408,14 +408,43 @@ static void sort_ms(int64_t *v, size_t n)
     }
 }
 
-/* Nodes whose clock is suspect (issue 15): their YES is no vote. */
-static size_t clock_suspects(const struct quorum_round *q)
+/* Why nodes do not vote, counted by reason into bars; the quarantined
+ * ones' time left into left[0..*waiting). */
+static void count_bars(const struct quorum_round *q, size_t *bars,
+                       int64_t *left, size_t *waiting)
 {
-    size_t i, n = 0;
+    size_t i;
 
-    for (i = 0; i < q->n; i++)
-        n += node_clock_state(q->nodes[i]) == NODE_CLOCK_SUSPECT;
-    return n;
+    *waiting = 0;
+    for (i = 0; i < q->n; i++) {
+        enum node_bar b = node_vote_bar(q->nodes[i]);
+
+        bars[b]++;
+        if (b == NODE_BAR_QUARANTINE)
+            left[(*waiting)++] = node_quarantine_left_ms(q->nodes[i]);
+    }
+}
+
+/* "; 2 may evict keys (maxmemory-policy)" for every reason with nodes,
+ * appended at buf + len (size in all); returns the new length. */
+static int append_bars(char *buf, size_t size, int len, const size_t *bars)
+{
+    static const char *const why[] = {
+        [NODE_BAR_TWIN] = "the same server as another node",
+        [NODE_BAR_ROLE] = "not a master",
+        [NODE_BAR_EVICTS] = "may evict keys or lost keys lately "
+                            "(maxmemory, a resync)",
+        [NODE_BAR_CLOCK] = "clock-suspect",
+        [NODE_BAR_QUARANTINE] = "quarantined after a restart",
+    };
+    size_t i;
+
+    for (i = NODE_BAR_TWIN; i <= NODE_BAR_QUARANTINE; i++) {
+        if (bars[i] > 0 && len > 0 && (size_t)len < size)
+            len += snprintf(buf + len, size - (size_t)len, "; %zu %s",
+                            bars[i], why[i]);
+    }
+    return len;
 }
 
 /* Why no quorum could vote: failed nodes, and those whose vote does not
@@ -423,34 +452,17 @@ static size_t clock_suspects(const struct quorum_round *q)
  * restart quarantine). */
 static void no_quorum_detail(struct acquire_op *op)
 {
-    static const char *const why[] = {
-        [NODE_BAR_TWIN] = "the same server as another node",
-        [NODE_BAR_ROLE] = "not a master",
-        [NODE_BAR_EVICTS] = "may evict keys (maxmemory-policy)",
-        [NODE_BAR_CLOCK] = "clock-suspect",
-        [NODE_BAR_QUARANTINE] = "quarantined after a restart",
-    };
     struct quorum_round *q = &op->round;
     int64_t left[RL_MAX_NODES];
     size_t bars[NODE_BAR_QUARANTINE + 1] = {0};
-    size_t i, waiting = 0, need = quorum_size(q->n);
+    size_t waiting, need = quorum_size(q->n);
     int len;
 
-    for (i = 0; i < q->n; i++) {
-        enum node_bar b = node_vote_bar(q->nodes[i]);
-
-        bars[b]++;
-        if (b == NODE_BAR_QUARANTINE)
-            left[waiting++] = node_quarantine_left_ms(q->nodes[i]);
-    }
+    count_bars(q, bars, left, &waiting);
     len = snprintf(op->detail, sizeof(op->detail),
                    "'%s': %zu of %zu nodes failed (need %zu voting)",
                    op->lock->resource, q->failed, q->n, need);
-    for (i = NODE_BAR_TWIN; i < ARRAY_SIZE(bars); i++) {
-        if (bars[i] > 0 && len > 0 && (size_t)len < sizeof(op->detail))
-            len += snprintf(op->detail + len, sizeof(op->detail) - len,
-                            "; %zu %s", bars[i], why[i]);
-    }
+    len = append_bars(op->detail, sizeof(op->detail), len, bars);
     if (waiting > 0 && bars[NODE_BAR_NONE] < need &&
         bars[NODE_BAR_NONE] + waiting >= need && len > 0 &&
         (size_t)len < sizeof(op->detail)) {
@@ -464,6 +476,26 @@ static void no_quorum_detail(struct acquire_op *op)
     if (q->detail[0] && len > 0 && (size_t)len < sizeof(op->detail))
         snprintf(op->detail + len, sizeof(op->detail) - len, ": %s",
                  q->detail);
+}
+
+/* Held by another client: how many nodes refused, and why others do not
+ * vote. */
+static void refused_detail(struct acquire_op *op)
+{
+    struct quorum_round *q = &op->round;
+    int64_t left[RL_MAX_NODES];
+    size_t bars[NODE_BAR_QUARANTINE + 1] = {0};
+    size_t waiting;
+    int len;
+
+    count_bars(q, bars, left, &waiting);
+    len = snprintf(op->detail, sizeof(op->detail),
+                   "'%s' is held by another client (%zu of %zu nodes "
+                   "refused", op->lock->resource, q->refused, q->n);
+    len = append_bars(op->detail, sizeof(op->detail), len, bars);
+    if (len > 0 && (size_t)len < sizeof(op->detail))
+        snprintf(op->detail + len, sizeof(op->detail) - len, "%s%s)",
+                 q->detail[0] ? "; " : "", q->detail);
 }
 
 /* The nodes whose YES counts (voting: not quarantined, not clock-suspect
@@ -489,6 +521,13 @@ static void acquire_decided(void *owner, enum verdict v)
     if (v == VERDICT_SUCCESS) {
         op->voters = (unsigned)q->yes;
         op->holders = voting_yes(q);
+        /* A YES counted when it arrived; a node that stopped voting since
+         * (a check found it evicting, a duplicate...) no longer counts. */
+        if ((size_t)__builtin_popcountll(op->holders) < quorum_size(q->n)) {
+            no_quorum_detail(op);
+            attempt_failed(op, RL_ENOQUORUM);
+            return;
+        }
         if (!enough_validity(op))
             attempt_failed(op, RL_ETIMEOUT);
         else if (op->fence_key != NULL)
@@ -504,11 +543,7 @@ static void acquire_decided(void *owner, enum verdict v)
         attempt_failed(op, RL_ENOQUORUM);
         return;
     }
-    snprintf(op->detail, sizeof(op->detail),
-             "'%s' is held by another client (%zu of %zu nodes refused, "
-             "%zu clock-suspect%s%s)",
-             op->lock->resource, q->refused, q->n, clock_suspects(q),
-             q->detail[0] ? "; " : "", q->detail);
+    refused_detail(op);
     attempt_failed(op, RL_ENOTACQUIRED);
 }
 

@@ -66,6 +66,17 @@ void facts_from_info(struct node_facts *f, const char *info)
     f->aof_enabled = info_flag(info, "aof_enabled");
     f->cluster_enabled = info_flag(info, "cluster_enabled");
     f->uptime_known = info_u64(info, "uptime_in_seconds", &f->uptime_s);
+    f->evicted_known = info_u64(info, "evicted_keys", &f->evicted_keys);
+}
+
+bool facts_evicted_since(const struct node_facts *f,
+                         const struct node_facts *before)
+{
+    if (!f->evicted_known)
+        return false;
+    if (before == NULL || !before->evicted_known)
+        return f->evicted_keys > 0;
+    return f->evicted_keys > before->evicted_keys;
 }
 
 enum fact facts_may_evict(const struct node_facts *f)

@@ -31,6 +31,8 @@ struct node_facts {
     char appendfsync[12];      /* CONFIG GET appendfsync; "" unknown */
     uint64_t uptime_s;         /* uptime_in_seconds */
     bool uptime_known;
+    uint64_t evicted_keys;     /* keys evicted since the server started */
+    bool evicted_known;
 };
 
 /* Copy "field:value" of an INFO reply into dst (truncated to dstlen).
@@ -46,6 +48,12 @@ void facts_from_info(struct node_facts *f, const char *info);
 /* The node may drop a key before its TTL: maxmemory set with a policy
  * other than noeviction. Unknown when either is not reported. */
 enum fact facts_may_evict(const struct node_facts *f);
+
+/* The node evicted keys between two readings of the same server (before
+ * NULL: ever, as far as this reading tells), whatever its policy says now
+ * (it may have changed back in between). */
+bool facts_evicted_since(const struct node_facts *f,
+                         const struct node_facts *before);
 
 /* The node fsyncs every write before answering it: AOF on with
  * appendfsync always, so a crash loses nothing it acknowledged. */

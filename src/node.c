@@ -146,6 +146,10 @@ struct node {
                                    server, -1 none: we do not vote */
     struct resolve_job *resolving; /* host name looked up again after a
                                       failure, or NULL */
+    rl_mono_us evict_seen_us;   /* last reading that showed it may evict
+                                   or had evicted, boottime; 0 never */
+    rl_mono_us replica_seen_us; /* last reading as a replica (a resync
+                                   replaced its data), boottime; 0 never */
     rl_mono_us up_since_us;     /* latest possible server start, boottime;
                                    0 = unknown */
     rl_mono_us start_min_us;    /* earliest possible server start */
@@ -504,9 +508,11 @@ static void warn_eviction(struct node *n, enum fact before)
     else
         config_log(n->cfg, RL_LOG_WARN,
                    "node %s no longer evicts (maxmemory-policy %s, "
-                   "maxmemory %llu): it votes again",
+                   "maxmemory %llu): it votes again in %u ms, once any "
+                   "key it evicted would have expired",
                    n->addr->display, n->facts.policy,
-                   (unsigned long long)n->facts.maxmemory);
+                   (unsigned long long)n->facts.maxmemory,
+                   n->cfg->max_ttl_ms);
 }
 
 static void warn_role(struct node *n, const char *before)
@@ -526,10 +532,33 @@ static void warn_role(struct node *n, const char *before)
                n->facts.role[0] != '\0' ? n->facts.role : "unknown");
 }
 
-/* New facts read (handshake or check): tell what changed for voting. */
+/* New facts read (handshake or check): tell what changed for voting. A
+ * node that may evict, or evicted keys since the last reading (its
+ * counter grew: the policy may have changed there and back), or has
+ * evicted keys at all when first seen, or is a replica (a resync
+ * replaces its data; promoted, it lacks the keys it granted before), is
+ * marked: a key it dropped may belong to a lock still held, so it votes
+ * only once every such key has expired (node_vote_bar). */
 static void facts_read(struct node *n, const struct node_facts *before,
                        bool known_before)
 {
+    bool same = known_before &&
+                strcmp(before->run_id, n->facts.run_id) == 0;
+
+    if (strcmp(n->facts.role, "master") != 0)
+        n->replica_seen_us = mono_now_us();
+    if (facts_may_evict(&n->facts) != FACT_NO ||
+        facts_evicted_since(&n->facts, same ? before : NULL)) {
+        if (facts_may_evict(&n->facts) == FACT_NO)
+            config_log(n->cfg, RL_LOG_WARN,
+                       "node %s has evicted keys (evicted_keys %llu) "
+                       "although it does not evict now: it votes in %u "
+                       "ms, once any key it evicted would have expired",
+                       n->addr->display,
+                       (unsigned long long)n->facts.evicted_keys,
+                       n->cfg->max_ttl_ms);
+        n->evict_seen_us = mono_now_us();
+    }
     warn_eviction(n, known_before ? facts_may_evict(before) : FACT_NO);
     warn_role(n, known_before ? before->role : "master");
     if (!known_before || strcmp(before->run_id, n->facts.run_id) != 0 ||
@@ -1418,6 +1447,22 @@ bool node_restart_trusted(const struct node *n)
     }
 }
 
+/* It may evict now, or may have lost keys (evicting, a replica) less
+ * than max_ttl_ms (plus the check interval: it may have stopped any time
+ * before the reading that no longer showed it) ago. */
+static bool lost_keys_lately(const struct node *n)
+{
+    rl_mono_us window = ((rl_mono_us)n->cfg->max_ttl_ms +
+                         (rl_mono_us)(CHECK_INTERVAL_S * 1000)) * 1000u;
+    rl_mono_us now = mono_now_us();
+
+    if (!n->cfg->allow_evicting_nodes &&
+        (facts_may_evict(&n->facts) != FACT_NO ||
+         (n->evict_seen_us != 0 && now - n->evict_seen_us < window)))
+        return true;
+    return n->replica_seen_us != 0 && now - n->replica_seen_us < window;
+}
+
 enum node_bar node_vote_bar(const struct node *n)
 {
     if (n->state != NODE_READY)
@@ -1426,8 +1471,7 @@ enum node_bar node_vote_bar(const struct node *n)
         return NODE_BAR_TWIN;
     if (strcmp(n->facts.role, "master") != 0)
         return NODE_BAR_ROLE;
-    if (facts_may_evict(&n->facts) != FACT_NO &&
-        !n->cfg->allow_evicting_nodes)
+    if (lost_keys_lately(n))
         return NODE_BAR_EVICTS;
     if (n->clock.suspect)
         return NODE_BAR_CLOCK;

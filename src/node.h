@@ -122,7 +122,9 @@ enum node_bar {
     NODE_BAR_DOWN,       /* not connected */
     NODE_BAR_TWIN,       /* the same server as a node listed before it */
     NODE_BAR_ROLE,       /* not a master (or its role is unknown) */
-    NODE_BAR_EVICTS,     /* may evict keys (or does not say), not allowed */
+    NODE_BAR_EVICTS,     /* may evict keys (or does not say), or lost keys
+                            less than max_ttl_ms ago (evicted some, or
+                            was a replica); not allowed */
     NODE_BAR_CLOCK,      /* clock-suspect */
     NODE_BAR_QUARANTINE, /* restarted less than max_ttl_ms ago, and not
                             trusted to have kept its keys */

@@ -46,6 +46,27 @@ rl_client *fixture_client(const rl_config *cfg)
     return c;
 }
 
+bool fixture_all_voting(rl_client *c)
+{
+    int64_t deadline = harness_now_ms() + harness_scale_ms(5000);
+    rl_node_info info[HARNESS_MAX_SERVERS];
+    size_t count = 0;
+    size_t voting;
+
+    do {
+        voting = 0;
+        rl_client_ping(c, info, HARNESS_MAX_SERVERS, &count);
+        for (size_t i = 0; i < count && i < HARNESS_MAX_SERVERS; i++)
+            voting += info[i].voting;
+        if (count > 0 && voting == count)
+            return true;
+        harness_sleep_ms(20);
+    } while (harness_now_ms() < deadline);
+    fprintf(stderr, "fixture: %zu of %zu nodes vote after %lld ms\n", voting,
+            count, (long long)harness_scale_ms(5000));
+    return false;
+}
+
 rl_client *fixture_fast_client(const struct harness_nodes *hn)
 {
     rl_config cfg;

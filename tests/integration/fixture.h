@@ -29,6 +29,12 @@ void fixture_config(rl_config *cfg, const struct harness_nodes *hn);
 /* rl_client_new(cfg); on failure prints status and rl_last_error() and
  * returns NULL. */
 rl_client *fixture_client(const rl_config *cfg);
+/* Wait (up to harness_scale_ms(5000)) until every node of c is connected
+ * and votes: rl_client_new waits only connect_timeout_ms for the
+ * handshakes, which a busy machine can exceed, and a test that checks
+ * what every node stores needs every node. false, with a message, past
+ * the deadline. */
+bool fixture_all_voting(rl_client *c);
 /* fixture_client with fixture_config(hn). */
 rl_client *fixture_fast_client(const struct harness_nodes *hn);
 

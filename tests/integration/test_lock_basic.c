@@ -27,13 +27,24 @@ static const int one = 1;
 static const int three = 3;
 static const int five = 5;
 
+/* A client on f's nodes, every one of them connected and voting, with a
+ * generous op timeout: the tests check what each node stores, so no
+ * healthy node may be dropped for a slow reply on a busy machine (no test
+ * here waits for a node to time out). */
 static rl_client *new_client(const struct fx *f, const char *prefix)
 {
     rl_config cfg;
+    rl_client *c;
 
     fixture_config(&cfg, &f->hn);
     cfg.prefix = prefix;
-    return fixture_client(&cfg);
+    cfg.op_timeout_ms = (uint32_t)harness_scale_ms(2000);
+    c = fixture_client(&cfg);
+    if (c != NULL && !fixture_all_voting(c)) {
+        rl_client_free(c);
+        return NULL;
+    }
+    return c;
 }
 
 static int setup_cluster(void **state)
@@ -43,7 +54,13 @@ static int setup_cluster(void **state)
     if (f == NULL)
         return -1;
     f->n = *(const int *)*state;
-    if (fixture_start(f->r, f->n, &f->hn, &f->c) != 0) {
+    if (fixture_start(f->r, f->n, &f->hn, NULL) != 0) {
+        free(f);
+        return -1;
+    }
+    f->c = new_client(f, NULL);
+    if (f->c == NULL) {
+        harness_cluster_stop(f->r, f->n);
         free(f);
         return -1;
     }

@@ -9,8 +9,9 @@
  *   - the same server listed twice (two addresses, TCP and its unix
  *     socket) or a replica beside its master is not counted as two
  *     independent nodes: rl_client_new refuses it, naming both entries;
- *     a node that becomes a replica later stops voting, and votes again
- *     once promoted;
+ *     a node that becomes a replica later stops voting, and once promoted
+ *     votes again only after max_ttl_ms (the resync dropped its keys);
+ *     likewise a node that evicted keys and stopped evicting;
  *   - restart trust "auto": a young node with appendonly yes and
  *     appendfsync always votes at once, one with everysec is quarantined;
  *   - a node given by host name is looked up again when its connection
@@ -325,10 +326,58 @@ static void test_policy_turned_evicting_loses_a_held_lock(void **state)
     assert_string_equal(info[1].maxmemory_policy, "allkeys-lru");
     assert_int_equal(info[1].maxmemory, 100 * 1024 * 1024);
     assert_int_equal(info[2].vote_bar, RL_VOTES);
-    /* Back to noeviction: it votes again. */
+    /* Back to noeviction: it votes again only once every key it may
+     * have evicted would have expired (max_ttl_ms: 60 s here). */
     assert_true(harness_ok(
         harness_cmd(&f->r[0], "CONFIG SET maxmemory-policy noeviction")));
-    assert_true(wait_vote_bar(f->a, 3, 0, RL_VOTES));
+    harness_sleep_ms(1500);
+    ping(f->a, info, 3);
+    assert_int_equal(info[0].may_evict, RL_FACT_NO);
+    assert_int_equal(info[0].vote_bar, RL_BAR_EVICTS);
+}
+
+/* A node that evicted a held key and then stops evicting must not vote
+ * again at once: the key it dropped would let a second holder in. Two of
+ * three nodes evict the holder's key and go back to no limit within one
+ * check interval; a contender created before must still be refused. */
+static void test_a_node_that_stopped_evicting_does_not_vote_at_once(
+    void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts ao = {0};
+    rl_config cfg;
+    rl_status st;
+
+    assert_int_equal(harness_cluster_start_nodes(f->r, 3, NULL, &f->hn), 0);
+    fixture_config(&cfg, &f->hn);
+    f->a = fixture_client(&cfg);
+    f->b = fixture_client(&cfg);
+    assert_non_null(f->a);
+    assert_non_null(f->b);
+    ao.ttl_ms = 30000;
+    assert_int_equal(rl_acquire(f->a, "evicted", &ao, &f->la), RL_OK);
+    for (int i = 0; i < 2; i++) {
+        assert_true(harness_ok(harness_cmd(
+            &f->r[i], "CONFIG SET maxmemory-policy allkeys-lru")));
+        assert_true(harness_ok(harness_cmd(&f->r[i],
+                                           "CONFIG SET maxmemory 2mb")));
+        fill_node(&f->r[i], 4000, 1024);
+        assert_true(harness_ok(harness_cmd(&f->r[i],
+                                           "CONFIG SET maxmemory 0")));
+        assert_true(harness_key_absent(&f->r[i], "evicted"));
+    }
+    harness_sleep_ms(1500); /* every client has checked the nodes since */
+    st = rl_acquire(f->b, "evicted", &ao, &f->lb);
+    fprintf(stderr, "  contender: %s (%s); holder's validity %lld ms\n",
+            rl_status_name(st), st == RL_OK ? "" : rl_last_error(),
+            (long long)rl_lock_validity_ms(f->la));
+    if (st == RL_OK)
+        fail_msg("a second holder while the first has %lld ms left",
+                 (long long)rl_lock_validity_ms(f->la));
+    /* Refused: by the node that still holds the key, the two others not
+     * voting. */
+    assert_true(st == RL_ENOTACQUIRED || st == RL_ENOQUORUM);
+    assert_non_null(strstr(rl_last_error(), "evict"));
 }
 
 static void test_allow_evicting_nodes_lets_them_vote(void **state)
@@ -358,9 +407,12 @@ static void test_a_node_turned_replica_stops_voting(void **state)
                                             "0", NULL};
     struct harness_opts o = {.extra_args = fast_sync};
     rl_node_info info[3];
+    rl_config cfg;
 
     assert_int_equal(harness_cluster_start_nodes(f->r, 3, &o, &f->hn), 0);
-    f->a = fixture_fast_client(&f->hn);
+    fixture_config(&cfg, &f->hn);
+    cfg.max_ttl_ms = 2000;
+    f->a = fixture_client(&cfg);
     assert_non_null(f->a);
     assert_true(harness_ok(harness_cmd(&f->r[1], "REPLICAOF %s %d",
                                        HARNESS_HOST, f->r[0].port)));
@@ -370,8 +422,11 @@ static void test_a_node_turned_replica_stops_voting(void **state)
     assert_int_equal(info[1].twin_of, 0);
     assert_string_equal(info[1].role, "slave");
     assert_true(info[0].voting);
-    /* Promoted: a replication stream of its own, a master again. */
+    /* Promoted: a replication stream of its own, a master again, but
+     * the keys it granted before the resync are gone: it votes once they
+     * would have expired (max_ttl_ms 2 s here). */
     assert_true(harness_ok(harness_cmd(&f->r[1], "REPLICAOF NO ONE")));
+    assert_true(wait_vote_bar(f->a, 3, 1, RL_BAR_EVICTS));
     assert_true(wait_vote_bar(f->a, 3, 1, RL_VOTES));
 }
 
@@ -571,6 +626,9 @@ int main(void)
             test_replica_beside_its_master_is_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_policy_turned_evicting_loses_a_held_lock, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_node_that_stopped_evicting_does_not_vote_at_once, setup,
+            teardown),
         cmocka_unit_test_setup_teardown(
             test_allow_evicting_nodes_lets_them_vote, setup, teardown),
         cmocka_unit_test_setup_teardown(
