@@ -37,7 +37,7 @@ static void job_unref(struct resolve_job *j)
 static void *lookup(void *arg)
 {
     struct resolve_job *j = arg;
-    char err[RL_ERRLEN];
+    char err[RL_ERRLEN] = "";
     char *ip = NULL;
     rl_status st = uri_lookup(j->host, j->display, &ip, err, sizeof(err));
 

@@ -387,7 +387,7 @@ static rl_lock *writer_waits_then_wins(struct fx *f, rl_client *wc,
      * refused attempt would. */
     for (i = 0; other_intent != NULL && i < N; i++)
         assert_true(harness_ok(harness_cmd(
-            &f->r[i], "SET kr:intent:wintent %s PX 5000", other_intent)));
+            &f->r[i], "SET kr:intent:wintent %s PX 60000", other_intent)));
     assert_int_equal(rl_release(reader), RL_OK);
     assert_true(harness_wait_count(&a.done, 1, 3000));
     assert_int_equal(a.st, RL_OK);
