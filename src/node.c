@@ -150,6 +150,11 @@ struct node {
                                    or had evicted, boottime; 0 never */
     rl_mono_us replica_seen_us; /* last reading as a replica (a resync
                                    replaced its data), boottime; 0 never */
+    /* Derived from facts at each reading, for node_vote_bar (called for
+     * every vote): no string compares on the lock path. */
+    bool is_master;
+    enum fact evicts;           /* facts_may_evict */
+    bool fsyncs_always;         /* facts_fsyncs_every_write == FACT_YES */
     rl_mono_us up_since_us;     /* latest possible server start, boottime;
                                    0 = unknown */
     rl_mono_us start_min_us;    /* earliest possible server start */
@@ -545,11 +550,14 @@ static void facts_read(struct node *n, const struct node_facts *before,
     bool same = known_before &&
                 strcmp(before->run_id, n->facts.run_id) == 0;
 
-    if (strcmp(n->facts.role, "master") != 0)
+    n->is_master = strcmp(n->facts.role, "master") == 0;
+    n->evicts = facts_may_evict(&n->facts);
+    n->fsyncs_always = facts_fsyncs_every_write(&n->facts) == FACT_YES;
+    if (!n->is_master)
         n->replica_seen_us = mono_now_us();
-    if (facts_may_evict(&n->facts) != FACT_NO ||
+    if (n->evicts != FACT_NO ||
         facts_evicted_since(&n->facts, same ? before : NULL)) {
-        if (facts_may_evict(&n->facts) == FACT_NO)
+        if (n->evicts == FACT_NO)
             config_log(n->cfg, RL_LOG_WARN,
                        "node %s has evicted keys (evicted_keys %llu) "
                        "although it does not evict now: it votes in %u "
@@ -1441,7 +1449,7 @@ bool node_restart_trusted(const struct node *n)
     case RL_RESTART_TRUST:
         return true;
     case RL_RESTART_AUTO:
-        return facts_fsyncs_every_write(&n->facts) == FACT_YES;
+        return n->fsyncs_always;
     default:
         return false;
     }
@@ -1457,7 +1465,7 @@ static bool lost_keys_lately(const struct node *n)
     rl_mono_us now = mono_now_us();
 
     if (!n->cfg->allow_evicting_nodes &&
-        (facts_may_evict(&n->facts) != FACT_NO ||
+        (n->evicts != FACT_NO ||
          (n->evict_seen_us != 0 && now - n->evict_seen_us < window)))
         return true;
     return n->replica_seen_us != 0 && now - n->replica_seen_us < window;
@@ -1469,7 +1477,7 @@ enum node_bar node_vote_bar(const struct node *n)
         return NODE_BAR_DOWN;
     if (n->twin_of >= 0)
         return NODE_BAR_TWIN;
-    if (strcmp(n->facts.role, "master") != 0)
+    if (!n->is_master)
         return NODE_BAR_ROLE;
     if (lost_keys_lately(n))
         return NODE_BAR_EVICTS;
