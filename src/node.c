@@ -1457,16 +1457,23 @@ bool node_restart_trusted(const struct node *n)
 
 /* It may evict now, or may have lost keys (evicting, a replica) less
  * than max_ttl_ms (plus the check interval: it may have stopped any time
- * before the reading that no longer showed it) ago. */
+ * before the reading that no longer showed it) ago. Called for every
+ * vote, so the clock is read only when such a moment was recorded. */
 static bool lost_keys_lately(const struct node *n)
 {
-    rl_mono_us window = ((rl_mono_us)n->cfg->max_ttl_ms +
-                         (rl_mono_us)(CHECK_INTERVAL_S * 1000)) * 1000u;
-    rl_mono_us now = mono_now_us();
+    bool evictions_count = !n->cfg->allow_evicting_nodes;
+    rl_mono_us window, now;
 
-    if (!n->cfg->allow_evicting_nodes &&
-        (n->evicts != FACT_NO ||
-         (n->evict_seen_us != 0 && now - n->evict_seen_us < window)))
+    if (evictions_count && n->evicts != FACT_NO)
+        return true;
+    if ((!evictions_count || n->evict_seen_us == 0) &&
+        n->replica_seen_us == 0)
+        return false;
+    window = ((rl_mono_us)n->cfg->max_ttl_ms +
+              (rl_mono_us)(CHECK_INTERVAL_S * 1000)) * 1000u;
+    now = mono_now_us();
+    if (evictions_count && n->evict_seen_us != 0 &&
+        now - n->evict_seen_us < window)
         return true;
     return n->replica_seen_us != 0 && now - n->replica_seen_us < window;
 }
