@@ -788,9 +788,48 @@ typedef struct rl_stats {
     uint64_t reserved_[6];    /* zeroed (see "ABI" above) */
 } rl_stats;
 
-/* Snapshot the counters since rl_client_new. RL_EINVAL, RL_EMISUSE.
- * Blocks briefly (reads them on the loop thread). */
+/* Snapshot the counters since rl_client_new: the client's totals and
+ * every node, 21 kB in one copy (rl_client_totals and rl_client_node_stats
+ * read the same counters in small pieces). Blocks briefly (reads them on
+ * the loop thread).
+ * Returns:
+ * - RL_OK: *out is filled (unused nodes[] entries are zero);
+ * - RL_EINVAL: c or out is NULL;
+ * - RL_EMISUSE: called with cfg.loop set, or from a callback. */
 RL_API rl_status rl_client_stats(rl_client *c, rl_stats *out);
+
+/* The client-wide counters of rl_stats, without the node array. */
+typedef struct rl_totals {
+    uint64_t acquired;        /* as in rl_stats */
+    uint64_t contended;
+    uint64_t lost;
+    uint64_t renewals;
+    uint64_t fences;
+    uint64_t overload_refused;
+    uint64_t renewals_waiting;
+    uint64_t node_count;      /* nodes of the client (cfg.node_count):
+                                 rl_client_node_stats takes 0..this-1 */
+    uint64_t reserved_[8];    /* zeroed (see "ABI" above) */
+} rl_totals;
+
+/* Read the client's totals (128 bytes) without the node array: the
+ * counters are atomic, so this neither blocks nor needs the loop thread.
+ * Any thread, also with cfg.loop and from a callback.
+ * Returns:
+ * - RL_OK: *out is filled;
+ * - RL_EINVAL: c or out is NULL. */
+RL_API rl_status rl_client_totals(rl_client *c, rl_totals *out);
+
+/* Read node i's counters (the nodes[i] of rl_client_stats, in the order
+ * of cfg.nodes), one node at a time without copying the others. Blocks
+ * briefly (node state is read on the loop thread).
+ * Returns:
+ * - RL_OK: *out is filled;
+ * - RL_EINVAL: c or out is NULL, or i is not below the client's number
+ *   of nodes (rl_totals.node_count);
+ * - RL_EMISUSE: called with cfg.loop set, or from a callback. */
+RL_API rl_status rl_client_node_stats(rl_client *c, size_t i,
+                                      rl_node_stats *out);
 
 /* ---- Administration and metrics (issue 14) --------------------------------*/
 
@@ -841,7 +880,8 @@ RL_API rl_status rl_resource_force_unlock(rl_client *c, const char *resource,
  * here). The text is written NUL-terminated into buf (cap bytes) and
  * *needed is always set to its size including the NUL. buf NULL with cap
  * 0 asks for the size only (RL_OK). RL_EINVAL: NULL s or needed, buf NULL
- * with cap > 0, bad label, s->node_count above RL_STATS_MAX_NODES, or cap
+ * with cap > 0, bad label, s->node_count above RL_STATS_MAX_NODES, a
+ * reserved byte of s or of a listed node not zero (see "ABI"), or cap
  * below *needed ("buffer too small": buf then holds ""). Any thread,
  * never blocks, touches no client. */
 RL_API rl_status rl_stats_format_prometheus(const rl_stats *s,

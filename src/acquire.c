@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "abi.h"
 #include "acquire.h"
 #include "fence.h"
 #include "notify.h"
@@ -645,9 +646,6 @@ static void attempt(void *arg)
 static rl_status check_kind(rl_client *c, size_t count,
                             const rl_acquire_opts *o, uint32_t ttl)
 {
-    if (o->reserved32_ != 0)
-        return rl_fail(RL_EINVAL, "acquire options: reserved bytes are not "
-                       "zero (built against a newer redlock.h?)");
     if (o->lock_delay_ms > c->cfg.max_ttl_ms - ttl)
         return rl_fail(RL_EINVAL,
                        "lock_delay_ms %u + ttl_ms %u is above max_ttl_ms "
@@ -694,8 +692,7 @@ rl_status acquire_check(rl_client *c, const char *const *resources,
             return st;
     }
     if (o != NULL) {
-        st = rl_check_reserved(o->reserved_, sizeof(o->reserved_),
-                               "acquire options");
+        st = abi_check(ABI_ACQUIRE_OPTS, o);
         if (st != RL_OK)
             return st;
     }

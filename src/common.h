@@ -43,10 +43,6 @@ void rl_error_set_text(const char *msg);
 /* Clear this thread's rl_last_error(). */
 void rl_error_clear(void);
 
-/* RL_OK when the reserved tail of a caller's struct is all zero, else
- * RL_EINVAL naming what (built against a newer redlock.h). */
-rl_status rl_check_reserved(const void *tail, size_t len, const char *what);
-
 /* User callbacks (acquire, extend, release, lost, log) run between
  * callback_enter and callback_leave, so a call that must not run inside
  * one (rl_client_free) can refuse. Counted per thread. */

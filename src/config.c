@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "abi.h"
 #include "clock.h"
 #include "config.h"
 
@@ -183,7 +184,7 @@ rl_status config_load(const rl_config *in, struct config *out)
     memset(out, 0, sizeof(*out));
     if (in == NULL)
         return rl_fail(RL_EINVAL, "cfg is NULL");
-    st = rl_check_reserved(in->reserved_, sizeof(in->reserved_), "cfg");
+    st = abi_check(ABI_CONFIG, in);
     if (st != RL_OK)
         return st;
     st = check_numbers(in);

@@ -11,21 +11,6 @@
 static _Thread_local char last_error[RL_ERRLEN];
 static _Thread_local unsigned callback_depth;
 
-rl_status rl_check_reserved(const void *tail, size_t len, const char *what)
-{
-    const unsigned char *p = tail;
-    size_t i;
-
-    for (i = 0; i < len; i++) {
-        if (p[i] != 0)
-            return rl_fail(RL_EINVAL,
-                           "%s: reserved fields are not zero (built against "
-                           "a newer redlock.h, or not initialised)",
-                           what);
-    }
-    return RL_OK;
-}
-
 void callback_enter(void)
 {
     callback_depth++;

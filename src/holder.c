@@ -75,6 +75,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "abi.h"
 #include "acquire.h"
 #include "cancel.h"
 #include "extend.h"
@@ -816,8 +817,7 @@ static rl_status check_watch_opts(const rl_acquire_opts *o, uint32_t ttl_ms)
 {
     if (o == NULL)
         return RL_OK;
-    if (rl_check_reserved(o->reserved_, sizeof(o->reserved_),
-                          "watchdog options") != RL_OK)
+    if (abi_check(ABI_ACQUIRE_OPTS, o) != RL_OK)
         return RL_EINVAL;
     if (o->extend_interval_ms > ttl_ms / 2)
         return rl_fail(RL_EINVAL,
@@ -1614,11 +1614,8 @@ rl_status rl_lock_adopt(rl_client *c, const char *resource, const char *token,
 /* What rl_lock_adopt_opts takes from o: the mode and the lock-delay. */
 static rl_status check_adopt_opts(rl_client *c, const rl_acquire_opts *o)
 {
-    if (o->reserved32_ != 0 ||
-        rl_check_reserved(o->reserved_, sizeof(o->reserved_),
-                          "adopt options") != RL_OK)
-        return rl_fail(RL_EINVAL, "adopt options: reserved bytes are not "
-                       "zero (built against a newer redlock.h?)");
+    if (abi_check(ABI_ACQUIRE_OPTS, o) != RL_OK)
+        return RL_EINVAL;
     if (o->mode != RL_MODE_EXCLUSIVE && o->mode != RL_MODE_SHARED)
         return rl_fail(RL_EINVAL, "mode %u is not RL_MODE_EXCLUSIVE or "
                        "RL_MODE_SHARED", o->mode);

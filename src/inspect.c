@@ -1,6 +1,6 @@
 /* inspect.c -- rl_client_ping, rl_resource_status and
  * rl_resource_force_unlock (DESIGN §7 "ping", "status", "release
- * --force"), and rl_client_stats.
+ * --force"), and the statistics calls.
  *
  * Force unlock runs the force-release script (the key's value and PTTL
  * before a delete, and a release notification so waiters wake) where
@@ -23,13 +23,21 @@
 #include "inspect.h"
 #include "lockrec.h"
 
+/* What a statistics call reads on the loop thread: all, one node, or
+ * nothing (both NULL). */
+struct stats_req {
+    rl_stats *all;
+    rl_node_stats *node;
+    size_t index;               /* of node */
+};
+
 struct inspect_op {
     struct op base;
     rl_client *client;
     struct waiter *waiter;
     rl_node_info *nodes;        /* ping: one per node, or NULL */
     rl_holder_info *holders;    /* status: one per node, or NULL */
-    rl_stats *stats;            /* stats snapshot, or NULL */
+    struct stats_req stats;     /* a statistics snapshot, or none */
     char *key;                  /* status: prefix + resource */
     char *fence_key;            /* rl_resource_inspect: its fence counter */
     enum script_id script;      /* status: inspect or force-release */
@@ -202,11 +210,10 @@ static void decided(void *owner, enum verdict v)
     finish(op, RL_ENOQUORUM);
 }
 
-/* Copy the counters; node state is only read on the loop thread. */
-static void snapshot_stats(rl_client *c, rl_stats *out)
+/* The client-wide counters: atomic, readable from any thread. */
+static void snapshot_totals(const rl_client *c, rl_totals *out)
 {
-    size_t i;
-
+    memset(out, 0, sizeof(*out));
     out->acquired = atomic_load(&c->stats[STAT_ACQUIRED]);
     out->contended = atomic_load(&c->stats[STAT_CONTENDED]);
     out->lost = atomic_load(&c->stats[STAT_LOST]);
@@ -215,35 +222,55 @@ static void snapshot_stats(rl_client *c, rl_stats *out)
     out->overload_refused = atomic_load(&c->stats[STAT_OVERLOAD_REFUSED]);
     out->renewals_waiting = atomic_load(&c->stats[STAT_RENEWALS_WAITING]);
     out->node_count = c->node_count;
-    for (i = 0; i < c->node_count && i < RL_STATS_MAX_NODES; i++) {
-        const struct node *n = c->nodes[i];
-        const struct node_stats *ns = node_get_stats(n);
-        const struct node_facts *f = node_get_facts(n);
-        rl_node_stats *o = &out->nodes[i];
+}
 
-        snprintf(o->name, sizeof(o->name), "%s", node_name(n));
-        o->connected = node_get_state(n) == NODE_READY;
-        o->voting = node_voting(n);
-        o->requests = ns->requests;
-        o->errors = ns->errors;
-        o->timeouts = ns->timeouts;
-        o->down = ns->down;
-        o->votes_for = ns->votes_for;
-        o->votes_against = ns->votes_against;
-        o->latency_p50_us = node_latency_percentile(n, 50);
-        o->latency_p90_us = node_latency_percentile(n, 90);
-        o->latency_p99_us = node_latency_percentile(n, 99);
-        o->latency_max_us = ns->latency_max_us;
-        o->handshakes = ns->handshakes;
-        o->tls_resumed = ns->tls_resumed;
-        o->clock_rate = node_clock_rate(n);
-        o->clock_incidents = node_clock_incidents(n);
-        o->clock_state = clock_state(n);
-        o->twin_of = (int16_t)node_twin_of(n);
-        o->may_evict = (int8_t)facts_may_evict(f);
-        o->fsync_always = (int8_t)facts_fsyncs_every_write(f);
-        o->vote_bar = (uint8_t)node_vote_bar(n);
-    }
+/* Node n's counters; node state is only read on the loop thread. */
+static void snapshot_node(const struct node *n, rl_node_stats *o)
+{
+    const struct node_stats *ns = node_get_stats(n);
+    const struct node_facts *f = node_get_facts(n);
+
+    memset(o, 0, sizeof(*o));
+    snprintf(o->name, sizeof(o->name), "%s", node_name(n));
+    o->connected = node_get_state(n) == NODE_READY;
+    o->voting = node_voting(n);
+    o->requests = ns->requests;
+    o->errors = ns->errors;
+    o->timeouts = ns->timeouts;
+    o->down = ns->down;
+    o->votes_for = ns->votes_for;
+    o->votes_against = ns->votes_against;
+    o->latency_p50_us = node_latency_percentile(n, 50);
+    o->latency_p90_us = node_latency_percentile(n, 90);
+    o->latency_p99_us = node_latency_percentile(n, 99);
+    o->latency_max_us = ns->latency_max_us;
+    o->handshakes = ns->handshakes;
+    o->tls_resumed = ns->tls_resumed;
+    o->clock_rate = node_clock_rate(n);
+    o->clock_incidents = node_clock_incidents(n);
+    o->clock_state = clock_state(n);
+    o->twin_of = (int16_t)node_twin_of(n);
+    o->may_evict = (int8_t)facts_may_evict(f);
+    o->fsync_always = (int8_t)facts_fsyncs_every_write(f);
+    o->vote_bar = (uint8_t)node_vote_bar(n);
+}
+
+static void snapshot_stats(const rl_client *c, rl_stats *out)
+{
+    rl_totals t;
+    size_t i;
+
+    snapshot_totals(c, &t);
+    out->acquired = t.acquired;
+    out->contended = t.contended;
+    out->lost = t.lost;
+    out->renewals = t.renewals;
+    out->fences = t.fences;
+    out->overload_refused = t.overload_refused;
+    out->renewals_waiting = t.renewals_waiting;
+    out->node_count = c->node_count;
+    for (i = 0; i < c->node_count && i < RL_STATS_MAX_NODES; i++)
+        snapshot_node(c->nodes[i], &out->nodes[i]);
 }
 
 static void start(struct op *base)
@@ -255,8 +282,12 @@ static void start(struct op *base)
     struct round_cmd cmd;
     enum verdict v;
 
-    if (op->stats != NULL) {
-        snapshot_stats(op->client, op->stats);
+    if (op->stats.all != NULL || op->stats.node != NULL) {
+        if (op->stats.all != NULL)
+            snapshot_stats(op->client, op->stats.all);
+        else
+            snapshot_node(op->client->nodes[op->stats.index],
+                          op->stats.node);
         rl_error_clear();
         finish(op, RL_OK);
         return;
@@ -281,7 +312,8 @@ static void start(struct op *base)
 /* Run one inspection round and wait for it (script: for holders). */
 static rl_status inspect_run(rl_client *c, rl_node_info *nodes,
                              rl_holder_info *holders, const char *resource,
-                             rl_stats *stats, enum script_id script,
+                             const struct stats_req *stats,
+                             enum script_id script,
                              bool fence)
 {
     struct inspect_op *op = calloc(1, sizeof(*op));
@@ -316,7 +348,8 @@ static rl_status inspect_run(rl_client *c, rl_node_info *nodes,
     op->base.cancel = cancel;
     op->nodes = nodes;
     op->holders = holders;
-    op->stats = stats;
+    if (stats != NULL)
+        op->stats = *stats;
     op->script = script;
     waiter_init(&w);
     op->waiter = &w;
@@ -586,6 +619,7 @@ rl_status rl_resource_force_unlock(rl_client *c, const char *resource,
 
 rl_status rl_client_stats(rl_client *c, rl_stats *out)
 {
+    struct stats_req req = {out, NULL, 0};
     rl_status st;
 
     if (c == NULL)
@@ -596,5 +630,32 @@ rl_status rl_client_stats(rl_client *c, rl_stats *out)
     st = waiter_check(c->loop, "rl_client_stats");
     if (st != RL_OK)
         return st;
-    return inspect_run(c, NULL, NULL, NULL, out, SCRIPT_INSPECT, false);
+    return inspect_run(c, NULL, NULL, NULL, &req, SCRIPT_INSPECT, false);
+}
+
+rl_status rl_client_totals(rl_client *c, rl_totals *out)
+{
+    if (c == NULL || out == NULL)
+        return rl_fail(RL_EINVAL, "rl_client_totals: client and out must "
+                                  "not be NULL");
+    snapshot_totals(c, out);
+    rl_error_clear();
+    return RL_OK;
+}
+
+rl_status rl_client_node_stats(rl_client *c, size_t i, rl_node_stats *out)
+{
+    struct stats_req req = {NULL, out, i};
+    rl_status st;
+
+    if (c == NULL || out == NULL)
+        return rl_fail(RL_EINVAL, "rl_client_node_stats: client and out "
+                                  "must not be NULL");
+    if (i >= c->node_count)
+        return rl_fail(RL_EINVAL, "rl_client_node_stats: node %zu, the "
+                                  "client has %zu", i, c->node_count);
+    st = waiter_check(c->loop, "rl_client_node_stats");
+    if (st != RL_OK)
+        return st;
+    return inspect_run(c, NULL, NULL, NULL, &req, SCRIPT_INSPECT, false);
 }

@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "common.h"
+#include "abi.h"
 
 struct text {
     char *buf;
@@ -410,6 +410,17 @@ static void render(struct text *t, const rl_stats *s,
     put_node_gauges(t, s, labels, count);
 }
 
+/* The reserved bytes of s and of every node it lists are zero. */
+static rl_status check_reserved(const rl_stats *s)
+{
+    rl_status st = abi_check(ABI_STATS, s);
+    size_t i;
+
+    for (i = 0; st == RL_OK && i < s->node_count; i++)
+        st = abi_check(ABI_NODE_STATS, &s->nodes[i]);
+    return st;
+}
+
 rl_status rl_stats_format_prometheus(const rl_stats *s,
                                      const char *const *labels,
                                      size_t label_count, char *buf,
@@ -429,7 +440,9 @@ rl_status rl_stats_format_prometheus(const rl_stats *s,
         return rl_fail(RL_EINVAL, "rl_stats_format_prometheus: node_count "
                                   "%zu is above %d", s->node_count,
                        RL_STATS_MAX_NODES);
-    st = check_labels(labels, label_count);
+    st = check_reserved(s);
+    if (st == RL_OK)
+        st = check_labels(labels, label_count);
     if (st != RL_OK)
         return st;
     render(&t, s, labels, label_count);

@@ -2,7 +2,9 @@
  * redis-server processes: client counters (acquired, contended, lost,
  * renewals, fences) match what the test did; per-node counters (requests,
  * votes, latency percentiles) are filled in; a killed node shows up as
- * disconnected with failed requests; argument and external-loop errors. */
+ * disconnected with failed requests; argument and external-loop errors;
+ * rl_client_totals and rl_client_node_stats read the same counters in
+ * small pieces. */
 #include <poll.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -249,6 +251,77 @@ static void test_stats_rejects_bad_arguments_and_external_loop(void **state)
     rl_client_free(ext);
 }
 
+/* The small statistics calls give what rl_client_stats gives. */
+static void test_totals_and_one_node_match_the_whole_snapshot(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = { 0 };
+    rl_stats *s = malloc(sizeof(*s));
+    rl_node_stats n;
+    rl_totals t;
+
+    assert_non_null(s);
+    o.ttl_ms = 5000;
+    o.fencing = true;
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(rl_acquire(f->c, "st:small", &o, &f->l), RL_OK);
+        assert_int_equal(rl_extend(f->l, 0), RL_OK);
+        assert_int_equal(rl_release(f->l), RL_OK);
+        f->l = NULL;
+    }
+    assert_int_equal(rl_client_stats(f->c, s), RL_OK);
+    assert_int_equal(rl_client_totals(f->c, &t), RL_OK);
+    assert_int_equal(t.acquired, 3);
+    assert_int_equal(t.acquired, s->acquired);
+    assert_int_equal(t.contended, s->contended);
+    assert_int_equal(t.lost, s->lost);
+    assert_int_equal(t.renewals, 3);
+    assert_int_equal(t.renewals, s->renewals);
+    assert_int_equal(t.fences, 3);
+    assert_int_equal(t.fences, s->fences);
+    assert_int_equal(t.overload_refused, s->overload_refused);
+    assert_int_equal(t.renewals_waiting, s->renewals_waiting);
+    assert_int_equal(t.node_count, NODES);
+    for (size_t i = 0; i < NODES; i++) {
+        assert_int_equal(rl_client_node_stats(f->c, i, &n), RL_OK);
+        assert_string_equal(n.name, s->nodes[i].name);
+        assert_int_equal(n.connected, s->nodes[i].connected);
+        assert_int_equal(n.voting, s->nodes[i].voting);
+        /* Counters only grow (a background ping may come in between). */
+        assert_true(n.requests >= s->nodes[i].requests);
+        assert_true(n.votes_for >= s->nodes[i].votes_for);
+        assert_int_equal(n.errors, s->nodes[i].errors);
+        assert_int_equal(n.twin_of, s->nodes[i].twin_of);
+    }
+    free(s);
+}
+
+static void test_small_stats_calls_reject_bad_arguments(void **state)
+{
+    struct fx *f = *state;
+    rl_node_stats n;
+    rl_totals t;
+    rl_client *ext;
+
+    assert_int_equal(rl_client_totals(NULL, &t), RL_EINVAL);
+    assert_int_equal(rl_client_totals(f->c, NULL), RL_EINVAL);
+    assert_int_equal(rl_client_node_stats(NULL, 0, &n), RL_EINVAL);
+    assert_int_equal(rl_client_node_stats(f->c, 0, NULL), RL_EINVAL);
+    assert_int_equal(rl_client_node_stats(f->c, NODES, &n), RL_EINVAL);
+    assert_non_null(strstr(rl_last_error(), "node 5"));
+    /* With an external loop the totals are still readable (atomic); a
+     * node's counters live on that loop's thread. */
+    f->loop = ev_loop_new(0);
+    assert_non_null(f->loop);
+    ext = client_for(f, f->loop);
+    assert_non_null(ext);
+    assert_int_equal(rl_client_totals(ext, &t), RL_OK);
+    assert_int_equal(t.node_count, NODES);
+    assert_int_equal(t.acquired, 0);
+    assert_int_equal(rl_client_node_stats(ext, 0, &n), RL_EMISUSE);
+    rl_client_free(ext);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -261,6 +334,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             test_stats_rejects_bad_arguments_and_external_loop, setup,
             teardown),
+        cmocka_unit_test_setup_teardown(
+            test_totals_and_one_node_match_the_whole_snapshot, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_small_stats_calls_reject_bad_arguments, setup, teardown),
     };
 
     harness_require_redis();

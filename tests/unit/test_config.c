@@ -292,6 +292,7 @@ static void test_public_struct_sizes_are_frozen(void **state)
     assert_int_equal(sizeof(rl_holder_info), 600);
     assert_int_equal(sizeof(rl_node_stats), 328);
     assert_int_equal(sizeof(rl_stats), 21104);
+    assert_int_equal(sizeof(rl_totals), 128);
 }
 
 static void test_nonzero_reserved_config_is_einval(void **state)
