@@ -957,20 +957,18 @@ out:
 
 /* ---- Watched: N locks renewed by the watchdog ---------------------------- */
 
-/* The client's counters; zeroes when they cannot be read. */
-static rl_stats stats_now(const struct bench *b)
+/* The client's totals; zeroes when they cannot be read. */
+static rl_totals stats_now(const struct bench *b)
 {
-    rl_stats st;
+    rl_totals st;
 
-    if (rl_client_stats(b->c, &st) != RL_OK)
+    if (rl_client_totals(b->c, &st) != RL_OK)
         memset(&st, 0, sizeof(st));
     return st;
 }
 
 /* Sleep for the measurement window, sampling the watchdog's backlog
- * once a second (each sample is a call to the loop thread: more often,
- * it showed in the client CPU of a thousand locks); the largest backlog
- * seen. */
+ * once a second; the largest backlog seen. */
 static uint64_t watch_window(const struct bench *b, double duration)
 {
     uint64_t end = cli_mono_us() + (uint64_t)(duration * 1e6), now, most = 0;
@@ -994,7 +992,7 @@ static int phase_watched(struct bench *b, uint32_t locks, double duration)
     struct slot *slots = calloc(F_INFLIGHT, sizeof(*slots));
     double *s0 = calloc(nn, sizeof(*s0));
     bool *ok0 = calloc(nn, sizeof(*ok0));
-    rl_stats st;
+    rl_totals st;
     uint64_t rss0, rss1, heap0, heap1, t0, t1, t2, cpu1, cpu2, r1, r2, held;
     uint64_t waiting_max, lost1, t_acq;
     double srv, secs, per_s, due_per_s, cpu_per, srv_per, bytes, heap_bytes;
@@ -1357,7 +1355,7 @@ static int64_t unix_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Poll rl_client_stats every millisecond for up to `duration` seconds:
+/* Poll the last node's counters every millisecond for up to `duration` seconds:
  * the first moment the last node is not connected, then the first moment
  * it votes again. Prints one object: phase "restart", node, down_unix_ms,
  * vote_unix_ms (CLOCK_REALTIME, to compare with the script's own clock;
@@ -1368,35 +1366,30 @@ static int phase_restart(struct bench *b, double duration)
 {
     struct cli_opts *o = b->o;
     size_t i = o->node_count - 1;
-    rl_stats *st = malloc(sizeof(*st));
+    rl_node_stats ns;
     uint64_t t_end = cli_mono_us() + (uint64_t)(duration * 1e6);
     uint64_t t_down = 0, t_vote = 0;
     int64_t down_unix = -1, vote_unix = -1;
     uint64_t hs0 = 0, res0 = 0, hs = 0, res = 0;
 
-    if (st == NULL)
-        return cli_fail(o, CLI_EXIT_NO_QUORUM, "restart: out of memory");
     while (t_vote == 0 && cli_mono_us() < t_end) {
-        if (rl_client_stats(b->c, st) == RL_OK && i < st->node_count) {
-            const rl_node_stats *ns = &st->nodes[i];
-
+        if (rl_client_node_stats(b->c, i, &ns) == RL_OK) {
             if (t_down == 0) {
-                hs0 = ns->handshakes;
-                res0 = ns->tls_resumed;
+                hs0 = ns.handshakes;
+                res0 = ns.tls_resumed;
             }
-            hs = ns->handshakes - hs0;
-            res = ns->tls_resumed - res0;
-            if (t_down == 0 && !ns->connected) {
+            hs = ns.handshakes - hs0;
+            res = ns.tls_resumed - res0;
+            if (t_down == 0 && !ns.connected) {
                 t_down = cli_mono_us();
                 down_unix = unix_ms();
-            } else if (t_down != 0 && ns->voting) {
+            } else if (t_down != 0 && ns.voting) {
                 t_vote = cli_mono_us();
                 vote_unix = unix_ms();
             }
         }
         sleep_s(0.001);
     }
-    free(st);
     if (o->json) {
         printf("{\"phase\":\"restart\",\"label\":");
         cli_json_str(stdout, b->label);
