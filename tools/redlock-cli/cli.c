@@ -254,7 +254,7 @@ static int add_nodes(struct cli_opts *o, const char *list, const char *from)
             return cli_fail(o, -1, "%s: empty URI at position %zu", from,
                             pos);
         uri = strndup(p, len);
-        grown = realloc(o->nodes, (o->node_count + 1) * sizeof(*grown));
+        grown = realloc(o->nodes, (o->cfg.node_count + 1) * sizeof(*grown));
         if (uri == NULL || grown == NULL) {
             free(uri);
             if (grown != NULL)
@@ -262,7 +262,8 @@ static int add_nodes(struct cli_opts *o, const char *list, const char *from)
             return cli_fail(o, -1, "out of memory");
         }
         o->nodes = grown;
-        o->nodes[o->node_count++] = uri;
+        o->nodes[o->cfg.node_count++] = uri;
+        o->cfg.nodes = (const char *const *)o->nodes;
         if (p[len] == '\0')
             return 0;
         p += len + 1;
@@ -273,11 +274,12 @@ static void clear_nodes(struct cli_opts *o)
 {
     size_t i;
 
-    for (i = 0; i < o->node_count; i++)
+    for (i = 0; i < o->cfg.node_count; i++)
         free(o->nodes[i]);
     free(o->nodes);
     o->nodes = NULL;
-    o->node_count = 0;
+    o->cfg.nodes = NULL;
+    o->cfg.node_count = 0;
 }
 
 static void wipe_password(struct cli_opts *o)
@@ -286,6 +288,7 @@ static void wipe_password(struct cli_opts *o)
         explicit_bzero(o->password, strlen(o->password));
         free(o->password);
         o->password = NULL;
+        o->cfg.password = NULL;
     }
 }
 
@@ -325,6 +328,7 @@ static int read_password_file(struct cli_opts *o, const char *path)
                         path);
     wipe_password(o);
     o->password = strdup(buf);
+    o->cfg.password = o->password;
     explicit_bzero(buf, sizeof(buf));
     if (o->password == NULL)
         return cli_fail(o, -1, "out of memory");
@@ -404,6 +408,8 @@ static const struct {
 
 static int apply_global(struct cli_opts *o, enum gopt id, const char *v)
 {
+    uint32_t pct = 0;
+
     switch (id) {
     case G_NODES:
         if (!o->nodes_from_cli)
@@ -412,61 +418,66 @@ static int apply_global(struct cli_opts *o, enum gopt id, const char *v)
         return add_nodes(o, v, "--nodes");
     case G_CONNECT_TIMEOUT:
         return opt_u32(o, "connect-timeout", v, 1, 60000,
-                       &o->connect_timeout_ms);
+                       &o->cfg.connect_timeout_ms);
     case G_OP_TIMEOUT:
-        return opt_u32(o, "op-timeout", v, 1, 60000, &o->op_timeout_ms);
+        return opt_u32(o, "op-timeout", v, 1, 60000, &o->cfg.op_timeout_ms);
     case G_DRIFT:
-        if (cli_parse_double(v, 0.0, 0.1, &o->drift_factor) != 0)
+        if (cli_parse_double(v, 0.0, 0.1, &o->cfg.drift_factor) != 0)
             return cli_fail(o, -1, "--drift-factor: '%s' is not a number in "
                             "[0, 0.1]", v);
         return 0;
     case G_RETRY_COUNT:
-        return opt_u32(o, "retry-count", v, 0, 1000000, &o->retry_count);
+        return opt_u32(o, "retry-count", v, 0, 1000000, &o->cfg.retry_count);
     case G_RETRY_DELAY:
-        return opt_u32(o, "retry-delay", v, 1, 3600000, &o->retry_delay_ms);
+        return opt_u32(o, "retry-delay", v, 1, 3600000,
+                       &o->cfg.retry_delay_ms);
     case G_RETRY_JITTER:
         return opt_u32(o, "retry-jitter", v, 0, 3600000,
-                       &o->retry_jitter_ms);
+                       &o->cfg.retry_jitter_ms);
     case G_MAX_TTL:
-        return opt_u32(o, "max-ttl", v, 1, INT32_MAX, &o->max_ttl_ms);
+        return opt_u32(o, "max-ttl", v, 1, INT32_MAX, &o->cfg.max_ttl_ms);
     case G_PREFIX:
-        o->prefix = v;
+        o->cfg.prefix = v;
         return 0;
     case G_PASSWORD_FILE:
         return read_password_file(o, v);
     case G_QUARANTINE:
-        return cli_parse_quarantine(o, "--quarantine", v, &o->restart_trust);
+        return cli_parse_quarantine(o, "--quarantine", v,
+                                    &o->cfg.restart_trust);
     case G_NO_QUARANTINE:
-        o->restart_trust = RL_RESTART_TRUST;
+        o->cfg.restart_trust = RL_RESTART_TRUST;
         return 0;
     case G_ALLOW_EVICTING:
-        o->allow_evicting_nodes = true;
+        o->cfg.allow_evicting_nodes = true;
         return 0;
     case G_NO_CLOCK_GUARD:
-        o->no_clock_guard = true;
+        o->cfg.no_clock_guard = true;
         return 0;
     case G_RENEW_WINDOW:
-        return opt_u32(o, "renew-window", v, 0, 24, &o->renew_window_pct);
+        if (opt_u32(o, "renew-window", v, 0, 24, &pct) != 0)
+            return -1;
+        o->cfg.renew_window_pct = (uint8_t)pct;
+        return 0;
     case G_TLS:
-        o->tls = true;
+        o->cfg.tls = true;
         return 0;
     case G_CACERT:
-        o->tls_ca_file = v;
+        o->cfg.tls_ca_file = v;
         return 0;
     case G_CACERTDIR:
-        o->tls_ca_dir = v;
+        o->cfg.tls_ca_dir = v;
         return 0;
     case G_CERT:
-        o->tls_cert_file = v;
+        o->cfg.tls_cert_file = v;
         return 0;
     case G_KEY:
-        o->tls_key_file = v;
+        o->cfg.tls_key_file = v;
         return 0;
     case G_SNI:
-        o->tls_server_name = v;
+        o->cfg.tls_server_name = v;
         return 0;
     case G_INSECURE:
-        o->tls_insecure = true;
+        o->cfg.tls_insecure = true;
         return 0;
     case G_JSON:
         o->json = true;
@@ -501,6 +512,45 @@ int cli_global_option(struct cli_opts *o, int argc, char **argv, int *i)
         return apply_global(o, gopts[k].id, v) == 0 ? 1 : -1;
     }
     return 0;
+}
+
+void cli_print_usage(const char *text)
+{
+    rl_config d;
+    const char *p, *end;
+    size_t k;
+
+    rl_config_init(&d);
+    const struct {
+        const char *name;
+        double value;
+    } defaults[] = {
+        {"connect_timeout", d.connect_timeout_ms},
+        {"op_timeout", d.op_timeout_ms},
+        {"drift", d.drift_factor},
+        {"retry_count", d.retry_count},
+        {"retry_delay", d.retry_delay_ms},
+        {"retry_jitter", d.retry_jitter_ms},
+        {"max_ttl", d.max_ttl_ms},
+        {"renew_window", d.renew_window_pct},
+        {"ttl", RL_DEFAULT_TTL_MS},
+    };
+
+    for (p = text; (end = strstr(p, "%{")) != NULL; p = strchr(end, '}') + 1) {
+        size_t len = strcspn(end + 2, "}");
+
+        fwrite(p, 1, (size_t)(end - p), stdout);
+        for (k = 0; k < sizeof(defaults) / sizeof(defaults[0]); k++) {
+            if (strlen(defaults[k].name) == len &&
+                strncmp(end + 2, defaults[k].name, len) == 0)
+                break;
+        }
+        /* A placeholder without a default is a bug in a help text. */
+        if (k == sizeof(defaults) / sizeof(defaults[0]))
+            abort();
+        printf("%.10g", defaults[k].value);
+    }
+    fputs(p, stdout);
 }
 
 int cli_parse_args(struct cli_opts *o, int argc, char **argv,
@@ -539,7 +589,7 @@ int cli_parse_args(struct cli_opts *o, int argc, char **argv,
             continue;
         }
         if (cli_is_help(argv[i])) {
-            fputs(usage, stdout);
+            cli_print_usage(usage);
             return 1;
         }
         m = 0;
@@ -624,9 +674,9 @@ int cli_parse_ttl(const struct cli_opts *o, const char *opt, const char *s,
                         "milliseconds", opt, s);
     if (v == 0)
         return cli_fail(o, -1, "%s: must be at least 1 ms", opt);
-    if (v > o->max_ttl_ms)
+    if (v > o->cfg.max_ttl_ms)
         return cli_fail(o, -1, "%s: %s ms is above --max-ttl (%u ms)", opt, s,
-                        o->max_ttl_ms);
+                        o->cfg.max_ttl_ms);
     *out = (uint32_t)v;
     return 0;
 }
@@ -694,37 +744,15 @@ int cli_client_new(struct cli_opts *o, rl_client **out)
     size_t i;
 
     *out = NULL;
-    if (o->node_count == 0)
+    if (o->cfg.node_count == 0)
         return cli_fail(o, CLI_EXIT_USAGE, "no nodes: use -n/--nodes "
                         "URI[,URI...] or set REDLOCK_NODES");
-    if (o->retry_jitter_ms > o->retry_delay_ms)
+    if (o->cfg.retry_jitter_ms > o->cfg.retry_delay_ms)
         return cli_fail(o, CLI_EXIT_USAGE, "--retry-jitter (%u) must not "
-                        "exceed --retry-delay (%u)", o->retry_jitter_ms,
-                        o->retry_delay_ms);
-    rl_config_init(&cfg);
-    cfg.nodes = (const char *const *)o->nodes;
-    cfg.node_count = o->node_count;
-    cfg.password = o->password;
-    cfg.prefix = o->prefix;
-    cfg.connect_timeout_ms = o->connect_timeout_ms;
-    cfg.op_timeout_ms = o->op_timeout_ms;
-    cfg.drift_factor = o->drift_factor;
-    cfg.retry_count = o->retry_count;
-    cfg.retry_delay_ms = o->retry_delay_ms;
-    cfg.retry_jitter_ms = o->retry_jitter_ms;
-    cfg.max_ttl_ms = o->max_ttl_ms;
-    cfg.restart_trust = o->restart_trust;
-    cfg.allow_evicting_nodes = o->allow_evicting_nodes;
-    cfg.no_clock_guard = o->no_clock_guard;
-    cfg.renew_window_pct = (uint8_t)o->renew_window_pct;
-    cfg.tls = o->tls;
-    cfg.tls_insecure = o->tls_insecure;
-    cfg.tls_ca_file = o->tls_ca_file;
-    cfg.tls_ca_dir = o->tls_ca_dir;
-    cfg.tls_cert_file = o->tls_cert_file;
-    cfg.tls_key_file = o->tls_key_file;
-    cfg.tls_server_name = o->tls_server_name;
-    if (o->tls_insecure && !o->quiet)
+                        "exceed --retry-delay (%u)", o->cfg.retry_jitter_ms,
+                        o->cfg.retry_delay_ms);
+    cfg = o->cfg;
+    if (o->cfg.tls_insecure && !o->quiet)
         cli_fail(o, 0, "warning: --insecure: TLS certificates are not "
                  "verified; anybody on the network path can pose as the "
                  "nodes");
@@ -732,7 +760,7 @@ int cli_client_new(struct cli_opts *o, rl_client **out)
         cfg.log = log_to_stderr;
         cfg.log_privdata = o;
         cfg.log_level = o->verbose > 1 ? RL_LOG_DEBUG : RL_LOG_INFO;
-        for (i = 0; i < o->node_count; i++) {
+        for (i = 0; i < o->cfg.node_count; i++) {
             char shown[256];
 
             rl_uri_describe(o->nodes[i], shown, sizeof(shown));
@@ -740,9 +768,10 @@ int cli_client_new(struct cli_opts *o, rl_client **out)
         }
         cli_info(o, "connect-timeout %u ms, op-timeout %u ms, max-ttl %u ms,"
                  " quarantine %s, evicting nodes %s, password %s",
-                 o->connect_timeout_ms, o->op_timeout_ms, o->max_ttl_ms,
-                 cli_quarantine_name(o->restart_trust),
-                 o->allow_evicting_nodes ? "allowed" : "refused",
+                 o->cfg.connect_timeout_ms, o->cfg.op_timeout_ms,
+                 o->cfg.max_ttl_ms,
+                 cli_quarantine_name(o->cfg.restart_trust),
+                 o->cfg.allow_evicting_nodes ? "allowed" : "refused",
                  o->password != NULL ? "set" : "not set");
     }
     c = rl_client_new(&cfg, &st);
@@ -817,8 +846,8 @@ int cli_adopt_token(struct cli_opts *o, const char *resource,
 
 uint32_t cli_default_ttl(const struct cli_opts *o)
 {
-    return RL_DEFAULT_TTL_MS < o->max_ttl_ms ? RL_DEFAULT_TTL_MS
-                                             : o->max_ttl_ms;
+    return RL_DEFAULT_TTL_MS < o->cfg.max_ttl_ms ? RL_DEFAULT_TTL_MS
+                                                 : o->cfg.max_ttl_ms;
 }
 
 void cli_json_holders(FILE *f, const rl_holder_info *h, size_t count)

@@ -25,30 +25,13 @@ enum cli_exit {
 
 /* The global options, after the environment and the command line. */
 struct cli_opts {
-    char **nodes;               /* URIs, node_count of them (owned) */
-    size_t node_count;
-    uint32_t connect_timeout_ms;
-    uint32_t op_timeout_ms;
-    double drift_factor;
-    uint32_t retry_count;
-    uint32_t retry_delay_ms;
-    uint32_t retry_jitter_ms;
-    uint32_t max_ttl_ms;
-    const char *prefix;         /* borrowed from argv, or NULL */
-    char *password;             /* owned, wiped on free; or NULL */
-    uint8_t restart_trust;      /* rl_config.restart_trust: --quarantine
-                                   auto (AUTO), on (QUARANTINE), off
-                                   (TRUST) */
-    bool allow_evicting_nodes;  /* rl_config.allow_evicting_nodes */
-    bool no_clock_guard;        /* rl_config.no_clock_guard (issue 15) */
-    uint32_t renew_window_pct;  /* rl_config.renew_window_pct (issue 16) */
-    bool tls;                   /* --tls: TLS for every TCP node */
-    bool tls_insecure;          /* --insecure */
-    const char *tls_ca_file;    /* --cacert / $REDLOCK_CACERT (borrowed) */
-    const char *tls_ca_dir;     /* --cacertdir */
-    const char *tls_cert_file;  /* --cert / $REDLOCK_CERT */
-    const char *tls_key_file;   /* --key / $REDLOCK_KEY */
-    const char *tls_server_name; /* --sni */
+    /* The client's configuration: rl_config_init's defaults, then the
+     * environment and the options. Its strings are borrowed from argv and
+     * the environment, except nodes and password (below). */
+    rl_config cfg;
+    char **nodes;               /* cfg.nodes, cfg.node_count URIs (owned) */
+    char *password;             /* cfg.password (owned, wiped on free), or
+                                   NULL */
     bool nodes_from_cli;        /* -n seen: it replaces $REDLOCK_NODES */
     bool json;
     bool quiet;
@@ -138,6 +121,11 @@ struct cli_cmdopt {
     const char **val;
     bool *flag;
 };
+/* Print a help text on stdout with each "%{name}" replaced by the
+ * library's default: connect_timeout, op_timeout, drift, retry_count,
+ * retry_delay, retry_jitter, max_ttl, renew_window (rl_config_init) and
+ * ttl (RL_DEFAULT_TTL_MS). */
+void cli_print_usage(const char *text);
 /* Parse a command's arguments (argv[0] is the command): its own options,
  * the global ones, -h/--help (prints usage) and up to maxpos positional
  * arguments into pos[] (*npos of them). With rest != NULL ("run"), "--"

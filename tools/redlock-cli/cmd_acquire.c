@@ -23,7 +23,7 @@ static const char usage[] =
 "Acquire the lock on resource R and print its token on stdout (line 1).\n"
 "The lock stays held until its TTL runs out or 'release R TOKEN'.\n"
 "\n"
-"  --ttl MS    lock time-to-live, 1..--max-ttl (30000)\n"
+"  --ttl MS    lock time-to-live, 1..--max-ttl (%{ttl})\n"
 "  --wait MS   keep trying for up to MS ms ('forever': until acquired);\n"
 "              without it the retry policy (--retry-count) applies\n"
 "  --fence     also issue a fencing token (strictly increasing), printed\n"
@@ -71,7 +71,7 @@ void cli_print_acquired(const struct cli_opts *o, const char *resource,
         printf(",\"validity_ms\":%" PRId64 ",\"ttl_ms\":%u,\"fence\":%" PRIu64
                ",\"nodes_ok\":%u,\"nodes\":%zu}\n", rl_lock_validity_ms(l),
                ao->ttl_ms, rl_lock_fence(l), rl_lock_nodes_ok(l),
-               o->node_count);
+               o->cfg.node_count);
     } else {
         cli_print_handle(stdout, l, ao->lock_delay_ms);
         putchar('\n');
@@ -79,7 +79,7 @@ void cli_print_acquired(const struct cli_opts *o, const char *resource,
             printf("%" PRIu64 "\n", rl_lock_fence(l));
         cli_info(o, "acquired '%s': validity %" PRId64 " ms, %u of %zu "
                  "nodes", resource, rl_lock_validity_ms(l),
-                 rl_lock_nodes_ok(l), o->node_count);
+                 rl_lock_nodes_ok(l), o->cfg.node_count);
     }
 }
 

@@ -85,7 +85,7 @@ static const char usage[] =
 "                          (r), a writer among 8 readers (h)\n"
 "  --concurrency LIST   in-flight levels for phase b (1,16,64,256)\n"
 "  --duration S         seconds per measurement, may be fractional (3)\n"
-"  --ttl MS             lock TTL (30000)\n"
+"  --ttl MS             lock TTL (%{ttl})\n"
 "  --hold MS            phase c: time each holder keeps the lock (1)\n"
 "  --contenders LIST    phase c: numbers of contenders (2,8)\n"
 "  --locks N            phase f: locks held at once (10000)\n"
@@ -158,7 +158,7 @@ struct bench {
     uint64_t *shares;           /* phase c: acquisitions per contender */
     uint32_t limit;             /* phase s: the semaphore's permits */
     uint64_t reader_cycles;     /* phase h (mu) */
-    rl_uri **uris;              /* o->node_count parsed node URIs */
+    rl_uri **uris;              /* o->cfg.node_count parsed node URIs */
     redisContext **direct;      /* floor: a connection per node */
     /* phases f and watched ('w') */
     atomic_uint lost;           /* watched: lost callbacks */
@@ -535,7 +535,7 @@ static void server_cpu(struct bench *b, double *cpu_s, bool *ok)
     static bool told;
     size_t i;
 
-    for (i = 0; i < b->o->node_count; i++) {
+    for (i = 0; i < b->o->cfg.node_count; i++) {
         ok[i] = node_cpu(b, i, &cpu_s[i]) == 0;
         if (!ok[i] && direct_is_tls(b, i) && !told) {
             told = true;
@@ -549,7 +549,7 @@ static void server_cpu(struct bench *b, double *cpu_s, bool *ok)
 static double server_cpu_delta(struct bench *b, const double *s0,
                                const bool *ok0)
 {
-    size_t nn = b->o->node_count, i;
+    size_t nn = b->o->cfg.node_count, i;
     double *s1 = calloc(nn, sizeof(*s1));
     bool *ok1 = calloc(nn, sizeof(*ok1));
     double srv = -1;
@@ -708,7 +708,7 @@ static void report(struct bench *b, char phase, int n, double elapsed_s,
         cli_json_str(stdout, b->label);
         printf(",\"nodes\":%zu,\"concurrency\":%d,"
                "\"duration_s\":%.3f,\"cycles\":%" PRIu64 ",\"cycles_per_s\":"
-               "%.1f", o->node_count, n, elapsed_s, b->cycles, per_s);
+               "%.1f", o->cfg.node_count, n, elapsed_s, b->cycles, per_s);
         json_pct("acquire_us", &b->acq);
         json_pct("release_us", &b->rel);
         json_pct("cycle_us", &b->cyc);
@@ -775,7 +775,7 @@ static void report(struct bench *b, char phase, int n, double elapsed_s,
 static int run_one(struct bench *b, char phase, int n, double duration,
                    bool header)
 {
-    size_t nn = b->o->node_count;
+    size_t nn = b->o->cfg.node_count;
     double *s0 = calloc(nn, sizeof(*s0));
     bool *ok0 = calloc(nn, sizeof(*ok0));
     uint64_t t0, cpu0, t1, cpu1;
@@ -926,7 +926,7 @@ static int phase_f(struct bench *b)
                ",\"rss_kb_no_locks\":%" PRIu64 ",\"rss_kb_held\":%" PRIu64
                ",\"bytes_per_lock\":%.1f,\"resource_bytes\":%zu,"
                "\"baseline_rss_kb\":%" PRIu64 ",\"process_rss_kb\":%" PRIu64
-               "}\n", o->node_count, F_INFLIGHT, (double)(t1 - t0) / 1e6,
+               "}\n", o->cfg.node_count, F_INFLIGHT, (double)(t1 - t0) / 1e6,
                b->cycles, t1 > t0 ? (double)b->cycles * 1e6 /
                (double)(t1 - t0) : 0, b->failures, b->f_target, b->cycles,
                rss0, rss1, b->cycles > 0 ? (double)(rss1 - rss0) * 1024.0 /
@@ -988,7 +988,7 @@ static uint64_t watch_window(const struct bench *b, double duration)
 static int phase_watched(struct bench *b, uint32_t locks, double duration)
 {
     struct cli_opts *o = b->o;
-    size_t nn = o->node_count;
+    size_t nn = o->cfg.node_count;
     struct slot *slots = calloc(F_INFLIGHT, sizeof(*slots));
     double *s0 = calloc(nn, sizeof(*s0));
     bool *ok0 = calloc(nn, sizeof(*ok0));
@@ -1113,7 +1113,7 @@ static bool direct_is_tls(const struct bench *b, size_t i)
     const rl_uri *u = b->uris[i];
 
     return u != NULL &&
-           (rl_uri_tls(u) || (b->o->tls && rl_uri_path(u) == NULL));
+           (rl_uri_tls(u) || (b->o->cfg.tls && rl_uri_path(u) == NULL));
 }
 
 /* Connect to node i the way the library does: its parsed URI (rl_uri),
@@ -1190,7 +1190,7 @@ static int node_cpu(const struct bench *b, size_t i, double *cpu_s)
 static int floor_round(struct bench *b, struct pollfd *pfd, const char *cmd,
                        size_t len, uint64_t *tq, uint64_t *tall)
 {
-    size_t nn = b->o->node_count;
+    size_t nn = b->o->cfg.node_count;
     size_t quorum = nn / 2 + 1;
     uint64_t t0 = cli_mono_us();
     size_t done = 0;
@@ -1240,7 +1240,7 @@ static int floor_round(struct bench *b, struct pollfd *pfd, const char *cmd,
 static int phase_floor(struct bench *b, double duration)
 {
     struct cli_opts *o = b->o;
-    size_t nn = o->node_count;
+    size_t nn = o->cfg.node_count;
     struct pollfd *pfd;
     struct samples q = {0}, all = {0}, sq = {0}, sall = {0};
     uint64_t rounds = 0;
@@ -1365,7 +1365,7 @@ static int64_t unix_ms(void)
 static int phase_restart(struct bench *b, double duration)
 {
     struct cli_opts *o = b->o;
-    size_t i = o->node_count - 1;
+    size_t i = o->cfg.node_count - 1;
     rl_node_stats ns;
     uint64_t t_end = cli_mono_us() + (uint64_t)(duration * 1e6);
     uint64_t t_down = 0, t_vote = 0;
@@ -1584,20 +1584,20 @@ int cmd_bench(struct cli_opts *o, int argc, char **argv)
         return code;
     pthread_mutex_init(&b.mu, NULL);
     pthread_cond_init(&b.cv, NULL);
-    b.uris = calloc(o->node_count, sizeof(*b.uris));
-    b.direct = calloc(o->node_count, sizeof(*b.direct));
-    ping = calloc(o->node_count, sizeof(*ping));
+    b.uris = calloc(o->cfg.node_count, sizeof(*b.uris));
+    b.direct = calloc(o->cfg.node_count, sizeof(*b.direct));
+    ping = calloc(o->cfg.node_count, sizeof(*ping));
     if (b.uris == NULL || b.direct == NULL || ping == NULL) {
         code = cli_fail(o, CLI_EXIT_NO_QUORUM, "out of memory");
         goto out;
     }
     /* rl_client_new accepted these URIs: only memory can fail here. */
-    for (i = 0; i < o->node_count; i++) {
+    for (i = 0; i < o->cfg.node_count; i++) {
         if (rl_uri_parse(o->nodes[i], &b.uris[i]) != RL_OK)
             cli_info(o, "node %zu: no server CPU figures for it: %s", i,
                      rl_last_error());
     }
-    if (rl_client_ping(b.c, ping, o->node_count, &count) != RL_OK) {
+    if (rl_client_ping(b.c, ping, o->cfg.node_count, &count) != RL_OK) {
         code = cli_fail(o, CLI_EXIT_NO_QUORUM, "quorum unavailable: %s",
                         rl_last_error());
         goto out;
@@ -1674,7 +1674,7 @@ out:
     rl_client_free(b.c);
     reset(&b);
     free(b.shares);
-    for (i = 0; b.uris != NULL && i < o->node_count; i++)
+    for (i = 0; b.uris != NULL && i < o->cfg.node_count; i++)
         rl_uri_free(b.uris[i]);
     free(b.uris);
     free(b.direct);

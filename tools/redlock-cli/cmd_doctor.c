@@ -161,7 +161,7 @@ static void check_eviction(const struct doctor *d, size_t i,
     const rl_node_info *n = &d->all[i];
     const char *policy = n->maxmemory_policy[0] != '\0'
                              ? n->maxmemory_policy : "not reported";
-    bool allowed = d->o->allow_evicting_nodes;
+    bool allowed = d->o->cfg.allow_evicting_nodes;
 
     if (n->may_evict == RL_FACT_NO) {
         set(v, ST_PASS, "", "maxmemory %" PRIu64 ", policy %s: keys live "
@@ -201,10 +201,10 @@ static void check_persistence(const struct doctor *d, size_t i,
     snprintf(what, sizeof(what), "appendonly %s, appendfsync %s",
              cli_fact_word(n->aof_enabled, false),
              n->appendfsync[0] != '\0' ? n->appendfsync : "not reported");
-    switch (d->o->restart_trust) {
+    switch (d->o->cfg.restart_trust) {
     case RL_RESTART_QUARANTINE:
         set(v, ST_PASS, "", "%s; --quarantine on: after a restart it waits "
-            "--max-ttl (%u ms) before voting", what, d->o->max_ttl_ms);
+            "--max-ttl (%u ms) before voting", what, d->o->cfg.max_ttl_ms);
         return;
     case RL_RESTART_TRUST:
         if (n->fsync_always == RL_FACT_YES)
@@ -224,7 +224,7 @@ static void check_persistence(const struct doctor *d, size_t i,
         else
             set(v, ST_PASS, "", "%s; --quarantine auto: after a restart it "
                 "is quarantined for --max-ttl (%u ms)", what,
-                d->o->max_ttl_ms);
+                d->o->cfg.max_ttl_ms);
         return;
     }
 }
@@ -261,23 +261,23 @@ static void check_latency(const struct doctor *d, size_t i,
                           struct verdict *v)
 {
     int64_t us = d->latency_us[i];
-    int64_t limit = (int64_t)d->o->op_timeout_ms * 1000;
+    int64_t limit = (int64_t)d->o->cfg.op_timeout_ms * 1000;
     char remedy[160];
 
     snprintf(remedy, sizeof(remedy), "Raise --op-timeout (%u ms) above "
              "twice the round trip, or run the client closer to the node.",
-             d->o->op_timeout_ms);
+             d->o->cfg.op_timeout_ms);
     if (us > limit)
         set(v, ST_FAIL, remedy, "PING %" PRId64 " us (median of %d), above "
             "--op-timeout %u ms: its replies come too late to count", us,
-            PING_ROUNDS, d->o->op_timeout_ms);
+            PING_ROUNDS, d->o->cfg.op_timeout_ms);
     else if (us > limit / 2)
         set(v, ST_WARN, remedy, "PING %" PRId64 " us (median of %d), above "
             "half of --op-timeout %u ms", us, PING_ROUNDS,
-            d->o->op_timeout_ms);
+            d->o->cfg.op_timeout_ms);
     else
         set(v, ST_PASS, "", "PING %" PRId64 " us (median of %d), "
-            "--op-timeout %u ms", us, PING_ROUNDS, d->o->op_timeout_ms);
+            "--op-timeout %u ms", us, PING_ROUNDS, d->o->cfg.op_timeout_ms);
 }
 
 /* A warning, not a failure: no safety is at stake (a MOVED reply is a
@@ -326,7 +326,7 @@ static void check_permissions(const struct doctor *d, size_t i,
 static void check_votes(const struct doctor *d, size_t i, struct verdict *v)
 {
     const rl_node_info *n = &d->all[i];
-    int64_t left = (int64_t)d->o->max_ttl_ms - n->uptime_ms;
+    int64_t left = (int64_t)d->o->cfg.max_ttl_ms - n->uptime_ms;
 
     if (n->voting)
         set(v, ST_PASS, "", "its vote counts");

@@ -17,7 +17,7 @@ static const char usage[] =
 "TOKEN is what acquire printed (slot<i>/, shared/, delay<MS>/ prefixes\n"
 "for a semaphore slot, a reader, a lock-delay, which extend keeps).\n"
 "\n"
-"  --ttl MS    new time-to-live, 1..--max-ttl (30000)\n"
+"  --ttl MS    new time-to-live, 1..--max-ttl (%{ttl})\n"
 "\n"
 "With --json: {\"resource\":..., \"validity_ms\":..., \"nodes_ok\":...}\n"
 "Exit: 0 extended, 1 not held by TOKEN, 2 usage, 3 no quorum.\n"
@@ -63,7 +63,7 @@ int cmd_extend(struct cli_opts *o, int argc, char **argv)
         cli_json_str(stdout, pos[0]);
         printf(",\"validity_ms\":%" PRId64 ",\"ttl_ms\":%u,\"nodes_ok\":%u,"
                "\"nodes\":%zu}\n", rl_lock_validity_ms(l), ttl,
-               rl_lock_nodes_ok(l), o->node_count);
+               rl_lock_nodes_ok(l), o->cfg.node_count);
     } else {
         printf("%" PRId64 "\n", rl_lock_validity_ms(l));
     }

@@ -41,7 +41,7 @@ static const char usage[] =
 "A process that starts it with stdin at EOF (/dev/null, as for a\n"
 "background job of a script) sees it release at once: give it a pipe.\n"
 "\n"
-"  --ttl MS    lock time-to-live, 1..--max-ttl (30000); renewed every\n"
+"  --ttl MS    lock time-to-live, 1..--max-ttl (%{ttl}); renewed every\n"
 "              third of it\n"
 "  --wait MS   keep trying for up to MS ms ('forever'); a signal or EOF\n"
 "              on stdin ends the wait\n"

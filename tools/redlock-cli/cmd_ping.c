@@ -130,10 +130,10 @@ int cli_ping_nodes(struct cli_opts *o, int argc, char **argv,
     code = cli_client_new(o, c);
     if (code != CLI_EXIT_OK)
         return code;
-    *p = calloc(o->node_count, sizeof(**p));
+    *p = calloc(o->cfg.node_count, sizeof(**p));
     if (*p == NULL)
         return cli_fail(o, CLI_EXIT_NOT_ACQUIRED, "out of memory");
-    *st = rl_client_ping(*c, *p, o->node_count, count);
+    *st = rl_client_ping(*c, *p, o->cfg.node_count, count);
     if (*st != RL_OK && *st != RL_ENOQUORUM)
         return cli_status_exit(o, *st, o->cmd);
     return CLI_EXIT_OK;

@@ -102,12 +102,12 @@ static int force_release(struct cli_opts *o, const char *resource)
     code = cli_client_new(o, &c);
     if (code != CLI_EXIT_OK)
         return code;
-    h = calloc(o->node_count, sizeof(*h));
+    h = calloc(o->cfg.node_count, sizeof(*h));
     if (h == NULL) {
         code = cli_fail(o, CLI_EXIT_NOT_ACQUIRED, "out of memory");
         goto out;
     }
-    st = rl_resource_force_unlock(c, resource, h, o->node_count, &count,
+    st = rl_resource_force_unlock(c, resource, h, o->cfg.node_count, &count,
                                   &removed);
     if (st != RL_OK && st != RL_ENOQUORUM) {
         code = cli_status_exit(o, st, resource);

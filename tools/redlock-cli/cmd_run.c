@@ -77,7 +77,7 @@ static const char usage[] =
 "process, CMD's parent, enforces the validity's end even if redlock-cli\n"
 "is stopped or killed.\n"
 "\n"
-"  --ttl MS                 lock time-to-live, 1..--max-ttl (30000)\n"
+"  --ttl MS                 lock time-to-live, 1..--max-ttl (%{ttl})\n"
 "  --wait MS                wait up to MS ms for the lock ('forever')\n"
 "  --fence                  issue a fencing token (REDLOCK_FENCE)\n"
 "  --no-watchdog            do not renew: CMD gets the kill signal shortly\n"
@@ -749,7 +749,7 @@ int cmd_run(struct cli_opts *o, int argc, char **argv)
     code = parse(o, argc, argv, &a);
     if (code != 0)
         return code > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
-    if (o->node_count == 0)
+    if (o->cfg.node_count == 0)
         return cli_fail(o, CLI_EXIT_USAGE, "no nodes: use -n/--nodes "
                         "URI[,URI...] or set REDLOCK_NODES");
 

@@ -118,14 +118,14 @@ static int show(struct cli_opts *o, rl_client *c, const char *resource,
     uint32_t readers;
     int code;
 
-    h = calloc(o->node_count, sizeof(*h));
+    h = calloc(o->cfg.node_count, sizeof(*h));
     if (h == NULL) {
         code = cli_fail(o, CLI_EXIT_NOT_ACQUIRED, "out of memory");
         goto out;
     }
     /* Per-node failures are in the array; a quorum failure is not an
      * error for status. */
-    if (rl_resource_inspect(c, pos[0], &info, h, o->node_count, &count) ==
+    if (rl_resource_inspect(c, pos[0], &info, h, o->cfg.node_count, &count) ==
         RL_EINVAL) {
         code = cli_status_exit(o, RL_EINVAL, pos[0]);
         goto out;

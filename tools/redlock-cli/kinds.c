@@ -86,10 +86,10 @@ int cli_kind_apply(const struct cli_opts *o, const struct cli_kind *k,
                         "semaphore's slots are exclusive");
     ao->mode = k->shared ? RL_MODE_SHARED : RL_MODE_EXCLUSIVE;
     if (k->delay_s != NULL) {
-        if (cli_parse_u32(k->delay_s, 0, o->max_ttl_ms, &v) != 0)
+        if (cli_parse_u32(k->delay_s, 0, o->cfg.max_ttl_ms, &v) != 0)
             return cli_fail(o, -1, "--lock-delay: '%s' is not a number of "
                             "milliseconds in 0..--max-ttl (%u)",
-                            k->delay_s, o->max_ttl_ms);
+                            k->delay_s, o->cfg.max_ttl_ms);
         ao->lock_delay_ms = v;
     }
     return apply_owner(o, k->owner_s, ao);

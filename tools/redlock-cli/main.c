@@ -1,8 +1,8 @@
 /* main.c -- redlock-cli entry point: environment, global options,
  * dispatch, --help and --version (DESIGN §7).
  *
- * Order of precedence: built-in defaults, then the environment
- * ($REDLOCK_NODES, $REDLOCK_PASSWORD, $REDLOCK_MAX_TTL,
+ * Order of precedence: the library's defaults (rl_config_init), then the
+ * environment ($REDLOCK_NODES, $REDLOCK_PASSWORD, $REDLOCK_MAX_TTL,
  * $REDLOCK_QUARANTINE, $REDLOCK_NO_QUARANTINE,
  * $REDLOCK_ALLOW_EVICTING_NODES, $REDLOCK_CACERT, $REDLOCK_CERT,
  * $REDLOCK_KEY),
@@ -42,16 +42,16 @@ static const char usage_text[] =
 "                            redis://[[user]:password@]host[:port][/db],\n"
 "                            rediss://... (the same over TLS),\n"
 "                            unix:///path[?db=N] or host:port\n"
-"      --connect-timeout MS  connect timeout per node (200)\n"
-"      --op-timeout MS       timeout per node and request (50)\n"
-"      --drift-factor F      clock rate error allowance, 0..0.1 (0.01)\n"
-"      --retry-count N       retries after the first attempt (3)\n"
-"      --retry-delay MS      delay between attempts (200)\n"
-"      --retry-jitter MS     +- random jitter on the delay (100)\n"
+"      --connect-timeout MS  connect timeout per node (%{connect_timeout})\n"
+"      --op-timeout MS       timeout per node and request (%{op_timeout})\n"
+"      --drift-factor F      clock rate error allowance, 0..0.1 (%{drift})\n"
+"      --retry-count N       retries after the first attempt (%{retry_count})\n"
+"      --retry-delay MS      delay between attempts (%{retry_delay})\n"
+"      --retry-jitter MS     +- random jitter on the delay (%{retry_jitter})\n"
 "      --prefix P            prepended to every resource name (empty)\n"
 "      --password-file FILE  password for nodes whose URI has none, first\n"
 "                            line of FILE [REDLOCK_PASSWORD]\n"
-"      --max-ttl MS          largest TTL in use (60000) [REDLOCK_MAX_TTL];\n"
+"      --max-ttl MS          largest TTL in use (%{max_ttl}) [REDLOCK_MAX_TTL];\n"
 "                            --ttl must not exceed it. A node whose uptime\n"
 "                            is below it does not vote (restart quarantine:\n"
 "                            it may have lost keys when it restarted)\n"
@@ -71,7 +71,7 @@ static const char usage_text[] =
 "                            vote until it behaved for --max-ttl)\n"
 "      --renew-window PCT    watchdog renewals due within PCT % of their\n"
 "                            interval (at most 100 ms) go out together,\n"
-"                            that much early; 0..24 (12)\n"
+"                            that much early; 0..24 (%{renew_window})\n"
 "      --tls                 TLS for every TCP node (as rediss://)\n"
 "      --cacert FILE         CA bundle (PEM) that signed the nodes'\n"
 "                            certificates [REDLOCK_CACERT]; default: the\n"
@@ -92,7 +92,7 @@ static const char usage_text[] =
 "\n"
 "Exit codes: 0 success; 1 not acquired / not held; 2 usage or configuration\n"
 "error; 3 quorum unavailable; 4 (run, hold) lock lost.\n"
-"Passwords are never printed. Defaults: --ttl 30000.\n"
+"Passwords are never printed. Defaults: --ttl %{ttl}.\n"
 "\n"
 "Examples:\n"
 "  export REDLOCK_NODES=10.0.0.1:6379,10.0.0.2:6379,10.0.0.3:6379\n"
@@ -153,7 +153,7 @@ static int env_flag(const struct cli_opts *o, const char *name, bool *flag)
     return 0;
 }
 
-/* Defaults, then the environment. -1 (message printed) on a bad value. */
+/* The library's defaults (rl_config_init), then the environment. -1 (message printed) on a bad value. */
 static int load_env(struct cli_opts *o)
 {
     const char *v;
@@ -161,15 +161,7 @@ static int load_env(struct cli_opts *o)
     char *fake[3];
     int i = 1;
 
-    o->connect_timeout_ms = 200;
-    o->op_timeout_ms = 50;
-    o->drift_factor = 0.01;
-    o->retry_count = 3;
-    o->retry_delay_ms = 200;
-    o->retry_jitter_ms = 100;
-    o->max_ttl_ms = 60000;
-    o->renew_window_pct = 12;
-    o->restart_trust = RL_RESTART_AUTO;
+    rl_config_init(&o->cfg);
 
     v = getenv("REDLOCK_NODES");
     if (v != NULL && v[0] != '\0') {
@@ -186,33 +178,34 @@ static int load_env(struct cli_opts *o)
         o->password = strdup(v);
         if (o->password == NULL)
             return cli_fail(o, -1, "out of memory");
+        o->cfg.password = o->password;
     }
     v = getenv("REDLOCK_CACERT");
     if (v != NULL && v[0] != '\0')
-        o->tls_ca_file = v;
+        o->cfg.tls_ca_file = v;
     v = getenv("REDLOCK_CERT");
     if (v != NULL && v[0] != '\0')
-        o->tls_cert_file = v;
+        o->cfg.tls_cert_file = v;
     v = getenv("REDLOCK_KEY");
     if (v != NULL && v[0] != '\0')
-        o->tls_key_file = v;
+        o->cfg.tls_key_file = v;
     v = getenv("REDLOCK_MAX_TTL");
     if (v != NULL && v[0] != '\0' &&
-        cli_parse_u32(v, 1, INT32_MAX, &o->max_ttl_ms) != 0)
+        cli_parse_u32(v, 1, INT32_MAX, &o->cfg.max_ttl_ms) != 0)
         return cli_fail(o, -1, "REDLOCK_MAX_TTL: '%s' is not a whole number "
                         "of milliseconds in 1..%d", v, INT32_MAX);
     v = getenv("REDLOCK_QUARANTINE");
     if (v != NULL && v[0] != '\0' &&
-        cli_parse_quarantine(o, "REDLOCK_QUARANTINE", v, &o->restart_trust)
+        cli_parse_quarantine(o, "REDLOCK_QUARANTINE", v, &o->cfg.restart_trust)
             != 0)
         return -1;
     flag = false;
     if (env_flag(o, "REDLOCK_NO_QUARANTINE", &flag) != 0)
         return -1;
     if (flag)
-        o->restart_trust = RL_RESTART_TRUST;
+        o->cfg.restart_trust = RL_RESTART_TRUST;
     return env_flag(o, "REDLOCK_ALLOW_EVICTING_NODES",
-                    &o->allow_evicting_nodes);
+                    &o->cfg.allow_evicting_nodes);
 }
 
 int main(int argc, char **argv)
@@ -230,7 +223,7 @@ int main(int argc, char **argv)
     }
     for (i = 1; i < argc && argv[i][0] == '-' && argv[i][1] != '\0'; i++) {
         if (cli_is_help(argv[i])) {
-            fputs(usage_text, stdout);
+            cli_print_usage(usage_text);
             code = CLI_EXIT_OK;
             goto out;
         }
@@ -269,7 +262,7 @@ int main(int argc, char **argv)
             code = cli_fail(&o, CLI_EXIT_USAGE, "unknown command '%s'",
                             argv[i + 1]);
         } else {
-            fputs(usage_text, stdout);
+            cli_print_usage(usage_text);
             code = CLI_EXIT_OK;
         }
         goto out;
