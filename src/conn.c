@@ -1,5 +1,4 @@
-/* conn.c -- one Redis connection on a libev loop (DESIGN §3 "conn",
- * issue 11 item 1): the socket I/O that hiredis async used to own, with
+/* conn.c -- one Redis connection on a libev loop: the socket I/O that hiredis async used to own, with
  * TLS (tls.c), while hiredis keeps what it is good at (redisReader parses
  * replies, redisFormatCommandArgv formats commands).
  *

@@ -1,4 +1,4 @@
-/* fence.c -- fencing tokens (DESIGN §5.6, issue 12); the protocol is
+/* fence.c -- fencing tokens; the protocol is
  * driven by acquire.c, the argument for why it is safe is here and in
  * docs/fencing.md, and it is model-checked in spec/redlock.pml (FENCEFIX).
  *
@@ -12,9 +12,9 @@
  * timeout) returns, from every node that answers, granting or refusing,
  * its counter and whether it is trusted. max_read is the largest counter
  * of any reply. Token: max_read + 1 when the counters of a quorum of the
- * GRANTING, voting nodes are trusted (a node whose clock is suspect,
- * §5.8, may lose keys early: it proves nothing about the order of reads); else max(max_read + 1, wall clock µs), the
- * wall-clock fallback. Round 2 raises the counter to the token and sets
+ * GRANTING, voting nodes are trusted (a node whose clock is suspect may
+ * lose keys early: it proves nothing about the order of reads); else
+ * max(max_read + 1, wall clock µs), the wall-clock fallback. Round 2 raises the counter to the token and sets
  * the marker to the current run_id on every node where the lock key still
  * holds our token, and must reach a quorum of voting nodes inside the
  * validity before the token is handed out.

@@ -1,5 +1,5 @@
 /* node.c -- one Redis node over our own connection layer (conn.c, with
- * optional TLS) on libev (DESIGN §3, §5.7, issue 11).
+ * optional TLS) on libev.
  *
  * States (enum node_state):
  *   IDLE -> CONNECTING -> READY -> (error, EOF, stuck request) -> BACKOFF
@@ -7,7 +7,7 @@
  * CONNECTING queues AUTH, SELECT and INFO server on the new connection
  * before anything else, so every later command runs authenticated, in the
  * right db, and after we know the server's version and uptime
- * (quarantine, §5.7). The connection's own timer bounds the TCP connect
+ * (restart quarantine). The connection's own timer bounds the TCP connect
  * and the TLS handshake by connect_timeout_ms; the handshake commands are
  * bounded by it too (their request deadline).
  * A node that has failed before fails new requests at once until its
@@ -50,7 +50,7 @@
  * (start_min_us: it never mistakes an older server for one restarted
  * after a given instant). A reconnect to the same run_id keeps them.
  *
- * Clock guard (issue 15): the handshake reads TIME, and a lock-path
+ * Clock guard: the handshake reads TIME, and a lock-path
  * command (marked by wire_sample_time) gets a TIME pipelined right before
  * it, in the same write, whenever clockguard_due says the node needs a
  * sample (the first few on a connection, then at most one per
@@ -160,7 +160,7 @@ struct node {
     rl_mono_us start_min_us;    /* earliest possible server start */
     char last_error[RL_ERRLEN];
     struct node_stats stats;
-    struct clockguard clock;    /* issue 15 */
+    struct clockguard clock;    /* the clock guard's samples */
     struct wire *time_wire;     /* "TIME", shared by the node's samples */
     rl_mono_us ready_us;        /* last handshake done, boottime */
 };
