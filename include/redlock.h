@@ -877,7 +877,7 @@ typedef struct rl_stats {
  *   RL_EMISUSE  external loop, or called from a callback. */
 RL_API rl_status rl_client_stats(rl_client *c, rl_stats *out);
 
-/* ---- Administration and metrics -------------------------------------------*/
+/* ---- Administration and metrics ------------------------------------------*/
 
 /* Force unlock (admin; Redisson's forceUnlock): delete resource's key on
  * every node whatever token it holds, publishing a release notification

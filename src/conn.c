@@ -1,6 +1,7 @@
-/* conn.c -- one Redis connection on a libev loop: the socket I/O that hiredis async used to own, with
- * TLS (tls.c), while hiredis keeps what it is good at (redisReader parses
- * replies, redisFormatCommandArgv formats commands).
+/* conn.c -- one Redis connection on a libev loop: the socket I/O that
+ * hiredis async used to own, with TLS (tls.c), while hiredis keeps what it
+ * is good at (redisReader parses replies, redisFormatCommandArgv formats
+ * commands).
  *
  * States (enum conn_state):
  *   CONNECTING -(writable, SO_ERROR 0)-> HANDSHAKE (TLS) or OPEN

@@ -168,7 +168,8 @@ static void decided(void *owner, enum verdict v)
  * again. Once per restart: a node that started before that round either
  * got our key then or refused it, so an absent key there is a lapse and
  * stays absent (the SPIN model found the every-extend restore hiding
- * one). It only votes once it is older than max_ttl_ms (restart quarantine). */
+ * one). It only votes once it is older than max_ttl_ms (restart
+ * quarantine). */
 static void restore_on_restarted_nodes(rl_client *c,
                                        const struct lock_rec *r,
                                        rl_mono_us confirmed_us,

@@ -35,10 +35,10 @@ void extend_run(struct extend_round *e);
 void extend_abort(struct extend_round *e);
 
 /* A batch of renewals: many locks, one touch-batch script call per node
- * (the watchdog's renewals). Each lock's outcome is its own and is reported through the
- * batch's done with the lock's owner, exactly like a round's (t0 = the
- * batch's start). A batch is reusable: once over it is empty again and
- * goes back to its owner. Loop thread. */
+ * (the watchdog's renewals). Each lock's outcome is its own and is
+ * reported through the batch's done with the lock's owner, exactly like a
+ * round's (t0 = the batch's start). A batch is reusable: once over it is
+ * empty again and goes back to its owner. Loop thread. */
 #define EXTEND_BATCH_MAX_LOCKS 256
 
 struct extend_batch;

@@ -14,10 +14,11 @@
  * of any reply. Token: max_read + 1 when the counters of a quorum of the
  * GRANTING, voting nodes are trusted (a node whose clock is suspect may
  * lose keys early: it proves nothing about the order of reads); else
- * max(max_read + 1, wall clock µs), the wall-clock fallback. Round 2 raises the counter to the token and sets
- * the marker to the current run_id on every node where the lock key still
- * holds our token, and must reach a quorum of voting nodes inside the
- * validity before the token is handed out.
+ * max(max_read + 1, wall clock µs), the wall-clock fallback. Round 2
+ * raises the counter to the token and sets the marker to the current
+ * run_id on every node where the lock key still holds our token, and must
+ * reach a quorum of voting nodes inside the validity before the token is
+ * handed out.
  *
  * Why tokens strictly increase (docs/fencing.md has the long form): let T
  * be granted, i.e. written to a quorum W(T), before T'. The granting

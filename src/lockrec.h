@@ -1,7 +1,7 @@
 /* lockrec.h -- what identifies a lock in Redis: its keys (prefix +
- * resource) and its token (docs/protocol.md). The holder layer embeds one in each
- * rl_lock; operations borrow it to build their commands and never change
- * it. */
+ * resource) and its token (docs/protocol.md). The holder layer embeds one
+ * in each rl_lock; operations borrow it to build their commands and never
+ * change it. */
 #ifndef REDLOCK_LOCKREC_H
 #define REDLOCK_LOCKREC_H
 

@@ -14,11 +14,11 @@
  * won needs rolling back, and an uncontended semaphore costs what a mutex
  * does; a full one costs K refused attempts per round. (Probing several
  * slots at once after a refusal was slower: the extra wins it has to
- * release cost the servers work.) When every slot refused, the operation waits the retry delay (+- jitter, capped by the
- * wait deadline), cut short by a release notification on any slot's
- * channel; a round started by slot i's release tries slot i first (the
- * one known to be free) -- until the retries or the wait run out, with
- * the same policy as a mutex.
+ * release cost the servers work.) When every slot refused, the operation
+ * waits the retry delay (+- jitter, capped by the wait deadline), cut
+ * short by a release notification on any slot's channel; a round started
+ * by slot i's release tries slot i first (the one known to be free) --
+ * until the retries or the wait run out, with the same policy as a mutex.
  * The record being acquired is the holder's: rewritten to each slot tried
  * (lockrec_set_slot), it names the slot won at the end, so the handle is
  * an ordinary lock on that slot (release, extend, watchdog, fencing per
