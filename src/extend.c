@@ -28,19 +28,8 @@
  * back on a restarted node (SET NX would make it an exclusive holder;
  * the restart quarantine covers it) and is never batched (holder.c).
  * A round is owned by its caller (the holder) and lives on the loop
- * thread from extend_new to done or extend_abort.
- *
- * A batch sends one touch-batch script call per node for up to
- * EXTEND_BATCH_MAX_LOCKS one-key locks; each node answers one code per
- * lock. Every lock is decided on its own, by the same rule as a single
- * round, over the nodes' answers for that lock only: a lock's key failing
- * on a node never affects another lock. Every lock of a batch gets the
- * batch's start as t0. A lock's owner may drop it at any time (release,
- * free, lost): its outcome is then never reported. The batch lives until
- * every node answered (or failed: a node's timeout bounds it) and every
- * lock was decided or dropped, so its owner can bound the work queued on
- * the nodes by the number of batches alive; then it is empty again and
- * goes back to its owner for reuse. */
+ * thread from extend_new to done or extend_abort. The watchdog's batches
+ * are described at "Batches" below. */
 #include <stdio.h>
 #include <string.h>
 
@@ -236,6 +225,18 @@ void extend_run(struct extend_round *e)
 }
 
 /* ---- Batches ------------------------------------------------------------ */
+
+/* A batch sends one touch-batch script call per node for up to
+ * EXTEND_BATCH_MAX_LOCKS one-key locks; each node answers one code per
+ * lock. Every lock is decided on its own, by the same rule as a single
+ * round, over the nodes' answers for that lock only: a lock's key failing
+ * on a node never affects another lock. Every lock of a batch gets the
+ * batch's start as t0. A lock's owner may drop it at any time (release,
+ * free, lost): its outcome is then never reported. The batch lives until
+ * every node answered (or failed: a node's timeout bounds it) and every
+ * lock was decided or dropped, so its owner can bound the work queued on
+ * the nodes by the number of batches alive; then it is empty again and
+ * goes back to its owner for reuse. */
 
 struct batch_item {
     const struct lock_rec *rec; /* NULL once dropped or decided */

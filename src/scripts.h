@@ -1,4 +1,5 @@
-/* scripts.h -- the Lua scripts every node runs, with their SHA1 digests. */
+/* scripts.h -- the Lua scripts every node runs, with their SHA1 digests
+ * (their contract: docs/protocol.md). */
 #ifndef REDLOCK_SCRIPTS_H
 #define REDLOCK_SCRIPTS_H
 
