@@ -28,7 +28,8 @@
  *   reaches zero, or extend the lock first.
  * - Every function returns an rl_status (RL_OK == 0, errors negative) and
  *   leaves a one-line detail in rl_last_error() (per thread): which node,
- *   which option, what Redis replied. Passwords never appear in it.
+ *   which option, what Redis replied. Passwords never appear in it. Each
+ *   function's paragraph ends with the codes it returns ("Returns:").
  * - By default the client runs its own event loop on a private thread and
  *   every function is thread-safe. With cfg.loop set, the client uses the
  *   caller's libev loop instead, starts no thread, and only the *_async
@@ -46,7 +47,8 @@
  * - Calls on a lock may race rl_client_free of its client: they then end
  *   with RL_ECANCELED (rl_lock_free still frees the handle).
  *
- * Guarantees and assumptions: see README.md ("Guarantees").
+ * Guarantees and assumptions: see README.md ("Guarantees"); the keys,
+ * values and scripts on the nodes: docs/protocol.md.
  */
 #ifndef REDLOCK_H
 #define REDLOCK_H
