@@ -54,6 +54,8 @@ struct cli_opts {
     bool quiet;
     int verbose;                /* -v count */
     const char *cmd;            /* command name, for messages */
+    const char *prog;           /* program name, for messages; NULL:
+                                   "redlock-cli" */
 };
 
 /* One command: parses its own arguments (argv[0] is the command name) and
@@ -181,6 +183,10 @@ int cli_status_exit(const struct cli_opts *o, rl_status st, const char *what);
 int cli_status_exit_detail(const struct cli_opts *o, rl_status st,
                            const char *what, const char *detail);
 /* Free what the options own (wipes the password). */
+/* The built-in defaults, then the environment ($REDLOCK_NODES and the
+ * other $REDLOCK_* variables), into a zeroed *o. -1 (message printed) on a
+ * bad value. */
+int cli_opts_load(struct cli_opts *o);
 void cli_opts_free(struct cli_opts *o);
 
 /* ---- Lock kinds (kinds.c) ----------------------------------------------- */
