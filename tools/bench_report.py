@@ -189,25 +189,22 @@ def render(out, previous, T):
              ("a sequential", "server CPU µs/cycle", "a", 1,
               "server_cpu_us_per_cycle")]
     for n in concs:
-        t = "b %d in flight" % n
-        rows += [(t, "cycles/s", "b", n, "cycles_per_s"),
-                 (t, "cycle p50", "b", n, "cycle_us.p50"),
-                 (t, "cycle p99", "b", n, "cycle_us.p99"),
-                 (t, "client CPU µs/cycle", "b", n, "cpu_us_per_cycle"),
-                 (t, "server CPU µs/cycle", "b", n, "server_cpu_us_per_cycle"),
-                 (t, "failures", "b", n, "failures")]
+        rows += [("b %d in flight" % n, m, "b", n, key) for m, key in (
+            ("cycles/s", "cycles_per_s"), ("cycle p50", "cycle_us.p50"),
+            ("cycle p99", "cycle_us.p99"),
+            ("client CPU µs/cycle", "cpu_us_per_cycle"),
+            ("server CPU µs/cycle", "server_cpu_us_per_cycle"),
+            ("failures", "failures"))]
     for n in conts:
-        t = "c %d contenders" % n
-        rows += [(t, "acquisitions/s", "c", n, "acquisitions_per_s"),
-                 (t, "hand-offs/s", "c", n, "handoffs_per_s"),
-                 (t, "wait p50", "c", n, "wait_us.p50"),
-                 (t, "wait p99", "c", n, "wait_us.p99"),
-                 (t, "wait max", "c", n, "wait_us.max"),
-                 (t, "hand-off p50", "c", n, "handoff_us.p50"),
-                 (t, "hand-off p99", "c", n, "handoff_us.p99"),
-                 (t, "fairness (Jain, 1 = even)", "c", n, "fairness"),
-                 (t, "client CPU µs/cycle", "c", n, "cpu_us_per_cycle"),
-                 (t, "failures", "c", n, "failures")]
+        rows += [("c %d contenders" % n, m, "c", n, key) for m, key in (
+            ("acquisitions/s", "acquisitions_per_s"),
+            ("hand-offs/s", "handoffs_per_s"), ("wait p50", "wait_us.p50"),
+            ("wait p99", "wait_us.p99"), ("wait max", "wait_us.max"),
+            ("hand-off p50", "handoff_us.p50"),
+            ("hand-off p99", "handoff_us.p99"),
+            ("fairness (Jain, 1 = even)", "fairness"),
+            ("client CPU µs/cycle", "cpu_us_per_cycle"),
+            ("failures", "failures"))]
     w("## a, b, c: 5 nodes, interleaved rounds")
     w("")
     w("| workload | measure | libredlock (C) | node-redlock | ratio |")
