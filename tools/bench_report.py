@@ -124,8 +124,10 @@ def render(out, previous, T):
     tls-only run); T: the targets."""
     machine = read_machine(out)
     nproc = int(machine.get("nproc", "2"))
-    ours = {s: load(out, "ours", s) for s in ("main", "d", "e", "f", "w", "t", "k")}
-    node = {s: load(out, "node", s) for s in ("main", "d", "e", "f", "w", "t")}
+    ours = {s: load(out, "ours", s)
+            for s in ("main", "d", "e", "f", "w", "t", "k")}
+    node = {s: load(out, "node", s)
+            for s in ("main", "d", "e", "f", "w", "t")}
     lines = []
     w = lines.append
     concs = sorted({r["concurrency"] for rows in ours["main"].values()
@@ -185,7 +187,8 @@ def render(out, previous, T):
         for p in ("p50", "p90", "p99", "max"):
             rows.append(("a sequential", "%s %s" % (k.split("_")[0], p), "a", 1,
                          "%s.%s" % (k, p)))
-    rows += [("a sequential", "client CPU µs/cycle", "a", 1, "cpu_us_per_cycle"),
+    rows += [("a sequential", "client CPU µs/cycle", "a", 1,
+              "cpu_us_per_cycle"),
              ("a sequential", "server CPU µs/cycle", "a", 1,
               "server_cpu_us_per_cycle")]
     for n in concs:
@@ -264,7 +267,8 @@ def render(out, previous, T):
           if l.strip()]
     if pc:
         hz = float(pc[0][3])
-        w("The proxy itself used %s CPU-s (our runs) and %s CPU-s (node-redlock "
+        w("The proxy itself used %s CPU-s (our runs) and %s CPU-s "
+          "(node-redlock "
           "runs) per round of 2 × %s s, median: CPU taken from the clients and "
           "the servers on this 2-CPU machine." % (
               fmt(med([int(x[1]) / hz for x in pc])),
@@ -281,7 +285,8 @@ def render(out, previous, T):
             lab = "e:" + setup
             acq = values(d["e"], "a", lab, 1, "acquire_us.p50")
             cyc = values(d["e"], "b", lab, 64, "cycle_us.p50")
-            fails = [x + y for x, y in zip(values(d["e"], "a", lab, 1, "failures"),
+            fails = [x + y for x, y in zip(values(d["e"], "a", lab, 1,
+                                                  "failures"),
                                            values(d["e"], "b", lab, 64,
                                                   "failures"))]
             e_ratio[(cname, setup, "a")] = (med(acq) / med(h_acq)
@@ -292,7 +297,8 @@ def render(out, previous, T):
                 cname, setup, cell(acq), ratio(acq, h_acq),
                 cell(values(d["e"], "a", lab, 1, "cycles_per_s")), cell(cyc),
                 ratio(cyc, h_cyc),
-                cell(values(d["e"], "b", lab, 64, "cycles_per_s")), cell(fails)))
+                cell(values(d["e"], "b", lab, 64, "cycles_per_s")),
+                cell(fails)))
     w("")
 
     # ---- f
@@ -300,7 +306,8 @@ def render(out, previous, T):
     w("")
     w("| measure | libredlock (C) | node-redlock | ratio |")
     w("|---|---:|---:|---:|")
-    for m, key in (("bytes of RSS per held lock (10 000 held)", "bytes_per_lock"),
+    for m, key in (("bytes of RSS per held lock (10 000 held)",
+                    "bytes_per_lock"),
                    ("resource name bytes", "resource_bytes"),
                    ("RSS of one more client (kB)", "baseline_rss_kb"),
                    ("process RSS with one idle client (kB)", "process_rss_kb"),
@@ -327,7 +334,8 @@ def render(out, previous, T):
         w("| workload | cycles/s | cycle p50 µs | cycle p99 µs | client CPU "
           "µs/cycle |")
         w("|---|---:|---:|---:|---:|")
-        for name, ph, n in (("semaphore K=1", "s", 1), ("semaphore K=4", "s", 4),
+        for name, ph, n in (("semaphore K=1", "s", 1),
+                            ("semaphore K=4", "s", 4),
                             ("semaphore K=16", "s", 16), ("8 readers", "r", 8),
                             ("writer among 8 readers", "h", 9)):
             w("| %s | %s | %s | %s | %s |" % (
@@ -372,10 +380,12 @@ def render(out, previous, T):
         if ("set_nx_px", p) in srv and ("evalsha_release", p) in srv:
             node_cycles = 1 / (1 / srv[("set_nx_px", p)] +
                                1 / srv[("evalsha_release", p)])
-            w("%s pipelining: one node sustains about %s lock cycles/s (a cycle "
+            w("%s pipelining: one node sustains about %s lock cycles/s (a "
+              "cycle "
               "costs each node one SET and one EVALSHA); five nodes sharing %d "
               "CPUs, even with the client taking none, about %s cycles/s." % (
-                  "Without" if p == 1 else "With -P 16", fmt(node_cycles), nproc,
+                  "Without" if p == 1 else "With -P 16", fmt(node_cycles),
+                  nproc,
                   fmt(node_cycles * nproc / 5)))
             w("")
     b64c = values(ours["main"], "b", "main", 64, "cpu_us_per_cycle")
@@ -397,7 +407,8 @@ def render(out, previous, T):
                       ("SET NX PX, 3 of 5", "set_quorum_us"),
                       ("SET NX PX, 5 of 5", "set_all_us")):
         w("| %s | %s |" % (name, " | ".join(
-            cell(values(ours["main"], "floor", "floor", None, "%s.%s" % (key, p)))
+            cell(values(ours["main"], "floor", "floor", None,
+                        "%s.%s" % (key, p)))
             for p in ("p50", "p90", "p99", "max"))))
     w("")
 
@@ -416,7 +427,8 @@ def render(out, previous, T):
               "Renewals: ours "
               "from `rl_client_stats`, node-redlock's successful "
               "`redlock.extend` calls. Client CPU: the process over the "
-              "renewal window only; server CPU: the 5 nodes' `INFO cpu`, summed. "
+              "renewal window only; server CPU: the 5 nodes' `INFO cpu`, "
+              "summed. "
               "Bytes per held lock: RSS (and heap in use, glibc's mallinfo2) "
               "after acquiring minus before, over N. "
               "Run `%s` for %s interleaved rounds; generated %s." % (
@@ -496,7 +508,8 @@ def render(out, previous, T):
     knee_parts = ["renewals on time (≥ 95 %% of due) up to %s locks" % (
         "{:,}".format(on_time) if on_time else "–")]
     if late:
-        knee_parts.append("from %s late, without refusals" % "{:,}".format(late))
+        knee_parts.append("from %s late, without refusals" %
+                          "{:,}".format(late))
     if refusing:
         knee_parts.append("from %s new watched acquires refused (the watchdog "
                           "behind) while the held locks kept being renewed" %
@@ -513,7 +526,8 @@ def render(out, previous, T):
     tf_path = os.path.join(out, "touch-floor.txt")
     if os.path.exists(tf_path):
         wl.append("")
-        wl.append("What one renewal costs a node, per key (`tools/touch-floor.py`: "
+        wl.append("What one renewal costs a node, per key "
+                  "(`tools/touch-floor.py`: "
                   "one redis-server of its own, 10,000 keys renewed in batches "
                   "of 256; the goal of %s µs per renewal over 5 nodes is "
                   "%s µs per key per node). `touch-batch` is ours; the others "
@@ -532,7 +546,8 @@ def render(out, previous, T):
     if m_rss and m_heap and m_name:
         limit = T["bytes_per_lock"] + med(m_name)
         wl.append("")
-        wl.append("Memory per held watched lock at 100,000: %s bytes of heap in "
+        wl.append("Memory per held watched lock at 100,000: %s bytes of heap "
+                  "in "
                   "use, %s of RSS (goal: ≤ %s + the name, here %s bytes: %s). "
                   "The heap figure is what the library keeps (the lock's block "
                   "and its share of fixed buffers); RSS adds the allocator's "
@@ -551,7 +566,8 @@ def render(out, previous, T):
     tl = [T_BEGIN, "## t: TLS against plaintext (issue 11)", ""]
     t = tl.append
     t("The same 5 `redis-server` processes, each listening on its plaintext "
-      "port and on a TLS port (port + 1000; `--tls-auth-clients no`; a P-256 CA "
+      "port and on a TLS port (port + 1000; `--tls-auth-clients no`; a P-256 "
+      "CA "
       "and server certificate with SANs 127.0.0.1 and localhost, made by the "
       "script with the openssl CLI). Ours: `redlock-cli --cacert ca.pem -n "
       "rediss://127.0.0.1:8501,...`; node-redlock: one ioredis client per node "
@@ -580,7 +596,8 @@ def render(out, previous, T):
                           ("b", 64, "client CPU µs/cycle", "cpu_us_per_cycle"),
                           ("b", 64, "failures", "failures")):
         op, ot, np_, nt = (values(d["t"], ph, lab, n, key)
-                           for d in (ours, node) for lab in ("t:plain", "t:tls"))
+                           for d in (ours, node)
+                           for lab in ("t:plain", "t:tls"))
         tv[(ph, key)] = (op, ot, np_, nt)
         t("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
             "a sequential" if ph == "a" else "b 64 in flight", m, cell(op),
@@ -588,8 +605,9 @@ def render(out, previous, T):
     t("")
     op, ot, np_, nt = tv[("b", "cycles_per_s")]
     t("b 64 in flight, cycles/s per round (round 1, 2, ...): ours plaintext "
-      "%s; ours TLS %s; node-redlock plaintext %s; node-redlock TLS %s." % tuple(
-          ", ".join(fmt(x) for x in v) or "–" for v in (op, ot, np_, nt)))
+      "%s; ours TLS %s; node-redlock plaintext %s; node-redlock TLS %s." %
+      tuple(", ".join(fmt(x) for x in v) or "–"
+            for v in (op, ot, np_, nt)))
     t("")
 
 
@@ -608,7 +626,8 @@ def render(out, previous, T):
     t("| target (issue 11) | measured | met |")
     t("|---|---|---|")
     for text, a, b, key in (
-            ("ours over TLS ≥ %s× ours plaintext (b 64)", ot, op, "tls_vs_plain"),
+            ("ours over TLS ≥ %s× ours plaintext (b 64)", ot, op,
+             "tls_vs_plain"),
             ("ours over TLS ≥ %s× node-redlock over TLS (b 64)", ot, nt,
              "tls_vs_node_tls"),
             ("ours plaintext ≥ %s× node-redlock plaintext (b 64)", op, np_,
@@ -623,7 +642,8 @@ def render(out, previous, T):
                               else "**no**")))
     t("")
     if op and ot and np_ and nt and med(nt) > med(np_):
-        t("node-redlock runs faster over TLS than in plaintext in this run; not "
+        t("node-redlock runs faster over TLS than in plaintext in this run; "
+          "not "
           "investigated (Node's TLS socket may coalesce ioredis's small writes "
           "into fewer records and system calls than its plain socket does).")
         t("")
@@ -641,7 +661,8 @@ def render(out, previous, T):
       "TYPE normal` (`conn`: the server stays up). The client reconnects by "
       "itself (backoff 25 ms doubling to 1 s, ±25 %%); it runs with "
       "`--no-quarantine`, so the node votes as soon as its handshake (TCP, "
-      "TLS, then the handshake commands) is done. *Event → vote*: from the kill "
+      "TLS, then the handshake commands) is done. *Event → vote*: from the "
+      "kill "
       "(or the restart's start) to the node voting; *accepting → vote*: from "
       "the restarted server accepting connections (the script's TCP probe) to "
       "the node voting (the probe is a shell loop, every few ms, and can see "
@@ -707,8 +728,9 @@ def render(out, previous, T):
 
 
     def target(text, measured, ok):
-        w("| %s | %s | %s |" % (text, measured,
-                                "–" if ok is None else ("yes" if ok else "**no**")))
+        w("| %s | %s | %s |" % (
+            text, measured,
+            "–" if ok is None else ("yes" if ok else "**no**")))
 
 
     o64 = values(ours["main"], "b", "main", 64, "cycles_per_s")
@@ -725,7 +747,8 @@ def render(out, previous, T):
            num(T["b64_client_cpu_us"]),
            "%s µs (1: %s, 16: %s, 256: %s)" % (
                fmt(med(c64)),
-               fmt(med(values(ours["main"], "b", "main", 1, "cpu_us_per_cycle"))),
+               fmt(med(values(ours["main"], "b", "main", 1,
+                              "cpu_us_per_cycle"))),
                fmt(med(values(ours["main"], "b", "main", 16,
                               "cpu_us_per_cycle"))),
                fmt(med(values(ours["main"], "b", "main", 256,
@@ -744,7 +767,8 @@ def render(out, previous, T):
     for n in conts:
         h = values(ours["main"], "c", "main", n, "handoff_us.p50")
         fa = values(ours["main"], "c", "main", n, "fairness")
-        target("hand-off p50 ≤ %s ms, fair (%d contenders; fair = Jain ≥ %s)" % (
+        target("hand-off p50 ≤ %s ms, fair (%d contenders; "
+               "fair = Jain ≥ %s)" % (
             num(T["handoff_p50_us"] / 1000), n, num(T["fairness"])),
                "%s µs, fairness %s" % (fmt(med(h)), fmt(med(fa))),
                h != [] and fa != [] and med(h) <= T["handoff_p50_us"] and
@@ -770,7 +794,8 @@ def render(out, previous, T):
     target("≤ %s bytes per held lock + the resource name" %
            num(T["bytes_per_lock"]),
            "%s bytes (limit %s with %s-byte names)" % (
-               fmt(med(bp)), fmt(T["bytes_per_lock"] + med(rb_)) if rb_ else "–",
+               fmt(med(bp)),
+               fmt(T["bytes_per_lock"] + med(rb_)) if rb_ else "–",
                fmt(med(rb_)) if rb_ else "–"),
            bp != [] and rb_ != [] and med(bp) <= T["bytes_per_lock"] + med(rb_))
     w("")
