@@ -2,10 +2,11 @@
  *
  * Owns: one-line error output, strict number parsing, JSON string
  * escaping, the defaults and the environment, the global options (also
- * accepted after the command name) and building the rl_client from them. Invariants: every error is one line on
- * stderr that names the option or URI at fault; a password never reaches
- * stdout or stderr (URIs are shown through the library's rl_uri_describe,
- * its messages never hold one). */
+ * accepted after the command name) and building the rl_client from them.
+ * Also used by tools/bench/redlock-bench. Invariants: every error is one
+ * line on stderr that names the option or URI at fault; a password never
+ * reaches stdout or stderr (URIs are shown through the library's
+ * rl_uri_describe, its messages never hold one). */
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
