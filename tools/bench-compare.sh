@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Benchmarks side by side (DESIGN §9, issue 6): redlock-cli bench against
-# node-redlock (bench/peers/node-redlock, pinned) on the same local nodes,
-# interleaved (A B A B ...), plus node counts, degraded nodes, memory, the
-# servers' own limit (redis-benchmark), the fan-out round-trip floor and a
-# node's restart (tools/bench/redlock-bench), TLS against plaintext on the
-# same servers. Starts the nodes, runs the loops and saves their JSON
-# lines; tools/bench_report.py renders docs/benchmarks.md from them (and
-# again later: python3 tools/bench_report.py OUT_DIR docs/benchmarks.md),
+# Benchmarks side by side: redlock-cli bench against node-redlock
+# (bench/peers/node-redlock, pinned) on the same local nodes, interleaved
+# (A B A B ...), plus node counts, degraded nodes, memory, the servers' own
+# limit (redis-benchmark), the fan-out round-trip floor and a node's
+# restart (tools/bench/redlock-bench), TLS against plaintext on the same
+# servers. Starts the nodes, runs the loops and saves their JSON lines;
+# tools/bench_report.py renders docs/benchmarks.md from them (and again
+# later: python3 tools/bench_report.py OUT_DIR docs/benchmarks.md),
 # tools/bench-plot.sh docs/benchmarks.png.
 #   tools/bench-compare.sh [--rounds N] [--duration S] [--base-port P]
 #                          [--no-install] [--no-docs] [--watched-only]
@@ -18,12 +18,12 @@
 #   --no-install   do not apt-get / npm ci (they are skipped anyway when
 #                  everything is present)
 #   --no-docs      print the tables only
-#   --watched-only only the watched-locks rows (issue 16: 1,000, 10,000
+#   --watched-only only the watched-locks rows (1,000, 10,000
 #                  and 100,000 locks held with the watchdog, node-redlock's
 #                  `using` at 1,000 and 10,000, ours from 50,000 to 600,000
 #                  at a 3 s TTL to find the knee); their section of
 #                  docs/benchmarks.md is replaced, the rest kept
-#   --tls-only     only the TLS rows (issue 11: a and b at 64 in flight,
+#   --tls-only     only the TLS rows (a and b at 64 in flight,
 #                  both clients, over TLS and plaintext to the same
 #                  servers) and the node-restart measurement; their
 #                  section of docs/benchmarks.md is replaced, the rest kept
@@ -55,7 +55,7 @@ while [ $# -gt 0 ]; do
     --no-docs) docs=0 ;;
     --watched-only) watched_only=1 ;;
     --tls-only) tls_only=1 ;;
-    -h|--help) sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^set /{/^#/p;}' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-compare: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -169,7 +169,7 @@ dur=(--duration "$duration")
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 t_start=$(date +%s)
 
-# ---- w: watched locks (issue 16), interleaved -------------------------------
+# ---- w: watched locks, interleaved ----------------------------------------
 # N locks held with the watchdog, renewed for a while: 3 s TTL (renewed
 # every second) at 1,000 and 10,000 locks, 30 s TTL at 100,000 (10,000
 # renewals/s), node-redlock's `using` at 1,000 and 10,000; each window
@@ -217,14 +217,14 @@ for ((r = 1; r <= rounds_main; r++)); do
     theirs "$n5" --phases a,b,c "${dur[@]}" --label main >"$out/node.main.$r.jsonl"
 done
 
-# ---- k: lock kinds (issue 13), ours only: semaphore at K = 1, 4, 16,
+# ---- k: lock kinds, ours only: semaphore at K = 1, 4, 16,
 # readers, a writer among 8 readers -------------------------------------------
 for ((r = 1; r <= rounds_main; r++)); do
     say "round $r/$rounds: redlock lock kinds (k)"
     ours "$n5" --phases k "${dur[@]}" --label k >"$out/ours.k.$r.jsonl"
 done
 
-# ---- t: TLS against plaintext, same servers, interleaved (issue 11) --------
+# ---- t: TLS against plaintext, same servers, interleaved -----------------
 [ "$watched_only" = 1 ] && rounds_t=0 || rounds_t=$rounds
 for ((r = 1; r <= rounds_t; r++)); do
     say "round $r/$rounds: TLS and plaintext (a, b 64), both clients"
@@ -340,7 +340,7 @@ for p in 1 16; do
 done
 fi
 
-# ---- r: a node's way back, plaintext and TLS (issue 11) --------------------
+# ---- r: a node's way back, plaintext and TLS -------------------------------
 # One `redlock-bench restart` client on the 5 nodes watches
 # the 5th (rl_client_stats, every ms) while the script either kills that
 # node (SIGKILL) and starts it again on the same ports (`restart`: a new

@@ -3,7 +3,7 @@
 tools/bench-compare.sh reads, for every phase (a, b, c, f; redlock-bench's
 floor and restart), against 3 real redis-server nodes, in about 10 s.
 Checks shapes and invariants, never speeds: benchmarks are not timed tests
-(STYLE §3.8).
+(see STYLE).
 
 Usage: REDLOCK_BENCH=PATH-TO-redlock-bench test_bench.py PATH-TO-redlock-cli
        [unittest args]
@@ -140,7 +140,7 @@ class TestBench(unittest.TestCase):
     def test_direct_connections_use_the_library_uri_parser(self):
         """Server CPU and the floor reach the nodes with the URI as the
         library reads it: a password holding '@', '/', ':', '?' and '#',
-        and a db (issue 10 §4)."""
+        and a db."""
         pw = "p@ss/w:rd?#x"
         nodes = start_nodes(3, ["--requirepass", pw])
         try:

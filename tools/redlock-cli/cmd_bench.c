@@ -1,7 +1,7 @@
-/* cmd_bench.c -- "redlock-cli bench": the built-in load generator
- * (DESIGN §7, §9). What only tools/bench-compare.sh needs (the fan-out
- * floor, a node's restart) is tools/bench/redlock-bench, which shares
- * bench_common.c with this file.
+/* cmd_bench.c -- "redlock-cli bench": the built-in load generator. What
+ * only tools/bench-compare.sh needs (the fan-out floor, a node's restart)
+ * is tools/bench/redlock-bench, which shares bench_common.c with this
+ * file.
  *
  * Phases:
  *   a  sequential acquire+release on fresh resources (one in flight):
@@ -16,13 +16,13 @@
  *      count that must be 0;
  *   f  memory: RSS of a fresh client (its baseline), then RSS with
  *      --locks (10 000) locks held minus RSS with none: bytes per lock;
- *   watched (--watched N, issue 16): N locks held with the watchdog
+ *   watched (--watched N): N locks held with the watchdog
  *      (auto_extend, acquired F_INFLIGHT at a time), then renewed for
  *      --duration: renewals/s (rl_client_stats), client CPU per renewal
  *      (getrusage over the renewal window only), server CPU per renewal
  *      (INFO cpu), bytes per held lock (RSS before and after acquiring)
  *      and the number of locks lost;
- *   k  lock kinds (issue 13): s, a semaphore with K permits (K = 1, 4,
+ *   k  lock kinds: s, a semaphore with K permits (K = 1, 4,
  *      16) cycled by K slots at once on one resource (acquire with limit
  *      K + release: cycles/s); r, 8 slots cycling readers of one
  *      read-write lock; h, one writer and 8 reader threads on one
@@ -1034,7 +1034,7 @@ static int parse_list(const char *s, uint32_t lo, uint32_t hi, uint32_t *out,
 
 enum { P_A, P_B, P_C, P_F, P_K, P_COUNT };
 
-/* Phase k (issue 13): semaphores at K = 1, 4, 16 (phase s, K slots at
+/* Phase k: semaphores at K = 1, 4, 16 (phase s, K slots at
  * once), 8 readers (r), a writer among 8 readers (h). */
 static int phase_kinds(struct bench *b, double duration, bool header)
 {
