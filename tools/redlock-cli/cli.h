@@ -37,6 +37,8 @@ struct cli_opts {
     bool quiet;
     int verbose;                /* -v count */
     const char *cmd;            /* command name, for messages */
+    const char *prog;           /* program name, for messages; NULL:
+                                   "redlock-cli" */
 };
 
 /* One command: parses its own arguments (argv[0] is the command name) and
@@ -168,6 +170,10 @@ int cli_status_exit(const struct cli_opts *o, rl_status st, const char *what);
 /* The same with the detail text given (e.g. copied in a callback). */
 int cli_status_exit_detail(const struct cli_opts *o, rl_status st,
                            const char *what, const char *detail);
+/* The library's defaults (rl_config_init), then the environment
+ * ($REDLOCK_NODES and the other $REDLOCK_* variables), into a zeroed *o.
+ * -1 (message printed) on a bad value. */
+int cli_opts_load(struct cli_opts *o);
 /* Free what the options own (wipes the password). */
 void cli_opts_free(struct cli_opts *o);
 

@@ -1,8 +1,9 @@
-/* main.c -- redlock-cli entry point: environment, global options,
- * dispatch, --help and --version.
+/* main.c -- redlock-cli entry point: global options, dispatch, --help
+ * and --version.
  *
  * Order of precedence: the library's defaults (rl_config_init), then the
- * environment ($REDLOCK_NODES, $REDLOCK_PASSWORD, $REDLOCK_MAX_TTL,
+ * environment (both loaded by cli_opts_load, cli.c)
+ * ($REDLOCK_NODES, $REDLOCK_PASSWORD, $REDLOCK_MAX_TTL,
  * $REDLOCK_QUARANTINE, $REDLOCK_NO_QUARANTINE,
  * $REDLOCK_ALLOW_EVICTING_NODES, $REDLOCK_CACERT, $REDLOCK_CERT,
  * $REDLOCK_KEY),
@@ -51,7 +52,8 @@ static const char usage_text[] =
 "      --prefix P            prepended to every resource name (empty)\n"
 "      --password-file FILE  password for nodes whose URI has none, first\n"
 "                            line of FILE [REDLOCK_PASSWORD]\n"
-"      --max-ttl MS          largest TTL in use (%{max_ttl}) [REDLOCK_MAX_TTL];\n"
+"      --max-ttl MS          largest TTL in use (%{max_ttl})"
+" [REDLOCK_MAX_TTL];\n"
 "                            --ttl must not exceed it. A node whose uptime\n"
 "                            is below it does not vote (restart quarantine:\n"
 "                            it may have lost keys when it restarted)\n"
@@ -134,80 +136,6 @@ static cli_cmd_fn find_command(const char *name)
     return NULL;
 }
 
-/* A yes/no variable: 1/true/yes sets *flag, 0/false/no clears it, unset
- * or empty leaves it. -1 (message printed) on anything else. */
-static int env_flag(const struct cli_opts *o, const char *name, bool *flag)
-{
-    const char *v = getenv(name);
-
-    if (v == NULL || v[0] == '\0')
-        return 0;
-    if (strcmp(v, "1") == 0 || strcmp(v, "true") == 0 ||
-        strcmp(v, "yes") == 0)
-        *flag = true;
-    else if (strcmp(v, "0") == 0 || strcmp(v, "false") == 0 ||
-             strcmp(v, "no") == 0)
-        *flag = false;
-    else
-        return cli_fail(o, -1, "%s: '%s' is not 1 or 0", name, v);
-    return 0;
-}
-
-/* The library's defaults (rl_config_init), then the environment. -1 (message printed) on a bad value. */
-static int load_env(struct cli_opts *o)
-{
-    const char *v;
-    bool flag;
-    char *fake[3];
-    int i = 1;
-
-    rl_config_init(&o->cfg);
-
-    v = getenv("REDLOCK_NODES");
-    if (v != NULL && v[0] != '\0') {
-        /* Parse it through the same code as -n (replaced by any -n). */
-        fake[0] = "redlock-cli";
-        fake[1] = "--nodes";
-        fake[2] = (char *)v;
-        if (cli_global_option(o, 3, fake, &i) != 1)
-            return -1;
-        o->nodes_from_cli = false;
-    }
-    v = getenv("REDLOCK_PASSWORD");
-    if (v != NULL && v[0] != '\0') {
-        o->password = strdup(v);
-        if (o->password == NULL)
-            return cli_fail(o, -1, "out of memory");
-        o->cfg.password = o->password;
-    }
-    v = getenv("REDLOCK_CACERT");
-    if (v != NULL && v[0] != '\0')
-        o->cfg.tls_ca_file = v;
-    v = getenv("REDLOCK_CERT");
-    if (v != NULL && v[0] != '\0')
-        o->cfg.tls_cert_file = v;
-    v = getenv("REDLOCK_KEY");
-    if (v != NULL && v[0] != '\0')
-        o->cfg.tls_key_file = v;
-    v = getenv("REDLOCK_MAX_TTL");
-    if (v != NULL && v[0] != '\0' &&
-        cli_parse_u32(v, 1, INT32_MAX, &o->cfg.max_ttl_ms) != 0)
-        return cli_fail(o, -1, "REDLOCK_MAX_TTL: '%s' is not a whole number "
-                        "of milliseconds in 1..%d", v, INT32_MAX);
-    v = getenv("REDLOCK_QUARANTINE");
-    if (v != NULL && v[0] != '\0' &&
-        cli_parse_quarantine(o, "REDLOCK_QUARANTINE", v, &o->cfg.restart_trust)
-            != 0)
-        return -1;
-    flag = false;
-    if (env_flag(o, "REDLOCK_NO_QUARANTINE", &flag) != 0)
-        return -1;
-    if (flag)
-        o->cfg.restart_trust = RL_RESTART_TRUST;
-    return env_flag(o, "REDLOCK_ALLOW_EVICTING_NODES",
-                    &o->cfg.allow_evicting_nodes);
-}
-
 int main(int argc, char **argv)
 {
     struct cli_opts o;
@@ -217,7 +145,7 @@ int main(int argc, char **argv)
     int i;
 
     memset(&o, 0, sizeof(o));
-    if (load_env(&o) != 0) {
+    if (cli_opts_load(&o) != 0) {
         code = CLI_EXIT_USAGE;
         goto out;
     }
