@@ -599,6 +599,36 @@ RL_API rl_status rl_campaign_async(rl_client *c, const char *name,
                                    const rl_acquire_opts *o,
                                    rl_acquire_cb cb, void *privdata);
 
+/* Publish owner as the leader's value (what rl_resource_inspect and
+ * observers report as its owner) without giving the leadership up. l must
+ * have been acquired with an owner (rl_acquire_opts.owner; a campaign of
+ * `redlock-cli elect` always has one), not adopted, not shared. One round
+ * over the nodes: each node where l's key still holds l's token (with any
+ * owner) gets the same token with the new owner, keeping its expiry, and
+ * announces it on the release channel (a waiting acquire retries once).
+ * It succeeds when a quorum changed it while l was valid; then a node
+ * restarted later gets the new value back with l's next renewal. Nodes
+ * that did not change it keep the old value: extend, release and the
+ * watchdog work on either (they match the token's 40 digits), and
+ * rl_resource_inspect reports the value most nodes hold. Not while a
+ * release of l is in flight; l must outlive the call (async: until cb).
+ * rl_lock_token keeps the acquired value. Returns (rl_proclaim; the
+ * async form calls back with the same codes, or returns the first four):
+ *   - RL_OK: a quorum publishes owner;
+ *   - RL_EINVAL: l NULL, owner NULL, empty or invalid (see
+ *     rl_acquire_opts.owner), cb NULL, or l has no owner to change;
+ *   - RL_ECANCELED: l's client was freed (or is being freed);
+ *   - RL_EMISUSE: rl_proclaim on an external loop or the loop thread;
+ *   - RL_ENOMEM;
+ *   - RL_ELOST: l is no longer held (lost, validity over, or a majority
+ *     holds no key of l's);
+ *   - RL_ENOQUORUM: fewer than a quorum answered yes; l is still held,
+ *     the nodes that answered yes publish owner (call again). */
+typedef void (*rl_proclaim_cb)(rl_lock *l, rl_status st, void *privdata);
+RL_API rl_status rl_proclaim(rl_lock *l, const char *owner);
+RL_API rl_status rl_proclaim_async(rl_lock *l, const char *owner,
+                                   rl_proclaim_cb cb, void *privdata);
+
 /* ---- Inspection (blocking, thread-safe; not with cfg.loop) ---------------*/
 
 #define RL_NAME_LEN 128
@@ -710,7 +740,8 @@ typedef struct rl_resource_info {
     char owner[RL_OWNER_MAX + 1]; /* its owner (rl_acquire_opts.owner);
                                  "" when unknown: taken without an owner,
                                  or by another client (redsync, ...) */
-    uint32_t nodes_holding;   /* nodes whose key holds token */
+    uint32_t nodes_holding;   /* nodes whose key holds token's lock
+                                 (after a proclaim, with either owner) */
     uint32_t node_count;
     int64_t validity_ms;      /* held: how long a quorum still holds it,
                                  the smallest PTTL among the quorum of

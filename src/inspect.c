@@ -494,11 +494,25 @@ static void sort_desc(int64_t *v, size_t n)
     }
 }
 
+/* Nodes whose value is the lock of h[i] (any owner: lockrec_same_lock)
+ * or, exact, whose value is h[i]'s. */
+static size_t count_holding(const rl_holder_info *h, size_t n, size_t i,
+                            bool exact)
+{
+    size_t j, m = 0;
+
+    for (j = 0; j < n; j++)
+        m += h[j].reachable && h[j].token[0] != '\0' &&
+             (exact ? strcmp(h[i].token, h[j].token) == 0
+                    : lockrec_same_lock(h[i].token, h[j].token));
+    return m;
+}
+
 void inspect_summarize(const rl_holder_info *h, size_t n,
                        rl_resource_info *out)
 {
     int64_t pttl[RL_MAX_NODES];
-    size_t i, j, best = 0, m, quorum = n / 2 + 1;
+    size_t i, best = 0, most = 0, m, quorum = n / 2 + 1;
     const char *value = NULL;
 
     memset(out, 0, sizeof(*out));
@@ -506,13 +520,19 @@ void inspect_summarize(const rl_holder_info *h, size_t n,
     for (i = 0; i < n; i++) {
         if (h[i].reachable && h[i].fence > out->fence)
             out->fence = h[i].fence;
+    }
+    /* The lock the most nodes hold; then, of its values (a leader's
+     * proclaim may have reached only some nodes), the one most hold. */
+    for (i = 0; i < n; i++) {
         if (!h[i].reachable || h[i].token[0] == '\0')
             continue;
-        for (j = 0, m = 0; j < n; j++)
-            m += h[j].reachable && strcmp(h[i].token, h[j].token) == 0;
-        if (m > best) {
+        m = count_holding(h, n, i, false);
+        if (m > best || (m == best && value != NULL &&
+                         lockrec_same_lock(value, h[i].token) &&
+                         count_holding(h, n, i, true) > most)) {
             best = m;
             value = h[i].token;
+            most = count_holding(h, n, i, true);
         }
     }
     if (value == NULL)
@@ -524,7 +544,8 @@ void inspect_summarize(const rl_holder_info *h, size_t n,
     if (!out->held)
         return;
     for (i = 0, m = 0; i < n && m < RL_MAX_NODES; i++) {
-        if (h[i].reachable && strcmp(h[i].token, value) == 0)
+        if (h[i].reachable && h[i].token[0] != '\0' &&
+            lockrec_same_lock(h[i].token, value))
             pttl[m++] = h[i].pttl_ms < 0 ? INT64_MAX : h[i].pttl_ms;
     }
     /* The quorum of nodes that hold it longest: until the shortest of

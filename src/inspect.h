@@ -13,9 +13,11 @@
  * are unreachable. */
 rl_status inspect_wait_connected(rl_client *c);
 
-/* Summarize per-node answers (rl_resource_inspect): the value held by
- * the most reachable nodes, its owner, whether a quorum of n holds it,
- * the quorum's remaining PTTL and the largest fence counter. Pure. */
+/* Summarize per-node answers (rl_resource_inspect): the lock held by
+ * the most reachable nodes (values with the same token digits and
+ * different owners are one lock: lockrec_same_lock), the value of it most
+ * of them hold and its owner, whether a quorum of n holds the lock, the
+ * quorum's remaining PTTL and the largest fence counter. Pure. */
 void inspect_summarize(const rl_holder_info *h, size_t n,
                        rl_resource_info *out);
 

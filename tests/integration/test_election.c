@@ -3,7 +3,12 @@
  * occupancy counter in the critical section), every term greater than
  * the one before, the published owner and the term read back by
  * rl_resource_inspect; a campaign is abandoned with a cancel token; lock
- * kinds other than exclusive are refused. */
+ * kinds other than exclusive are refused. Proclaim: the published owner
+ * changes on every node (the token does not), a node that still holds
+ * the old value is a minority that changes nothing observers read, and
+ * extend, a second proclaim and release work on either value; a proclaim
+ * reaching a quorum succeeds with a node paused, one whose keys are gone
+ * from a majority is RL_ELOST, and locks without an owner are refused. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -186,6 +191,145 @@ static void test_campaign_abandoned_and_kinds_refused(void **state)
     assert_true(harness_key_gone(f->r, NODES, "seat"));
 }
 
+/* Every node's key holds value within a scaled deadline (a round ends at
+ * the quorum; the last node may answer later). */
+static bool all_hold(struct fx *f, const char *key, const char *value)
+{
+    int64_t deadline = harness_now_ms() + harness_scale_ms(3000);
+    int i, n;
+
+    do {
+        for (i = 0, n = 0; i < NODES; i++)
+            n += harness_key_holds(&f->r[i], key, value);
+        if (n == NODES)
+            return true;
+        harness_sleep_ms(5);
+    } while (harness_now_ms() < deadline);
+    return false;
+}
+
+static void expect_owner(rl_client *c, const char *name, const char *owner,
+                         uint64_t term)
+{
+    rl_resource_info info;
+
+    assert_int_equal(rl_resource_inspect(c, name, &info, NULL, 0, NULL),
+                     RL_OK);
+    assert_true(info.held);
+    assert_string_equal(info.owner, owner);
+    assert_int_equal(info.nodes_holding, NODES);
+    assert_true(info.fence == term);
+}
+
+static void proclaimed_cb(rl_lock *l, rl_status st, void *privdata)
+{
+    atomic_int *result = privdata;
+
+    (void)l;
+    atomic_store(result, st == RL_OK ? 1 : (int)st);
+}
+
+static void test_proclaim_changes_the_owner_not_the_lock(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = {0};
+    atomic_int result = 0;
+    char old[132], want[132];
+    redisReply *rep;
+    int64_t deadline;
+    rl_lock *l = NULL;
+    int i;
+
+    o.owner = "first";
+    o.ttl_ms = 10000;
+    assert_int_equal(rl_campaign(f->c[0], "throne", &o, &l), RL_OK);
+    snprintf(old, sizeof(old), "%s", rl_lock_token(l));
+    assert_true(all_hold(f, "throne", old));
+    assert_int_equal(rl_proclaim(l, "second"), RL_OK);
+    assert_string_equal(rl_lock_token(l), old); /* the acquired value */
+    snprintf(want, sizeof(want), "%.40s.second", old);
+    assert_true(all_hold(f, "throne", want));
+    expect_owner(f->c[1], "throne", "second", rl_lock_fence(l));
+
+    /* Node 0 missed it: a minority with the old value (and a short
+     * expiry) changes nothing observers read... */
+    rep = harness_cmd(&f->r[0], "SET throne %s PX 2000", old);
+    assert_true(harness_ok(rep));
+    expect_owner(f->c[1], "throne", "second", rl_lock_fence(l));
+    /* ...and the lock is still ours there: extend renews both values. */
+    assert_int_equal(rl_extend(l, 10000), RL_OK);
+    assert_true(harness_pttl(&f->r[0], "throne") > 5000);
+    assert_true(harness_key_holds(&f->r[0], "throne", old));
+
+    /* The async form; it reaches node 0 too. */
+    assert_int_equal(rl_proclaim_async(l, "third", proclaimed_cb, &result),
+                     RL_OK);
+    deadline = harness_now_ms() + harness_scale_ms(5000);
+    while (atomic_load(&result) == 0 && harness_now_ms() < deadline)
+        harness_sleep_ms(1);
+    assert_int_equal(atomic_load(&result), 1);
+    snprintf(want, sizeof(want), "%.40s.third", old);
+    assert_true(all_hold(f, "throne", want));
+    expect_owner(f->c[2], "throne", "third", rl_lock_fence(l));
+
+    /* Release deletes either value. */
+    rep = harness_cmd(&f->r[1], "SET throne %s PX 10000", old);
+    assert_true(harness_ok(rep));
+    assert_int_equal(rl_release(l), RL_OK);
+    assert_true(harness_key_gone(f->r, NODES, "throne"));
+    for (i = 0; i < NODES; i++)
+        assert_true(harness_key_absent(&f->r[i], "throne"));
+}
+
+static void test_proclaim_quorum_loss_and_refusals(void **state)
+{
+    struct fx *f = *state;
+    rl_acquire_opts o = {0};
+    rl_lock *plain = NULL;
+    rl_lock *l = NULL;
+    char old[132], want[132];
+    redisReply *rep;
+    int i;
+
+    /* Refused: no owner to change, bad owners, NULL arguments. */
+    assert_int_equal(rl_acquire(f->c[0], "crown", NULL, &plain), RL_OK);
+    assert_int_equal(rl_proclaim(plain, "x"), RL_EINVAL);
+    assert_non_null(strstr(rl_last_error(), "owner"));
+    assert_int_equal(rl_release(plain), RL_OK);
+    o.owner = "king";
+    o.ttl_ms = 10000;
+    assert_int_equal(rl_campaign(f->c[0], "crown", &o, &l), RL_OK);
+    assert_int_equal(rl_proclaim(l, ""), RL_EINVAL);
+    assert_int_equal(rl_proclaim(l, NULL), RL_EINVAL);
+    assert_int_equal(rl_proclaim(l, "two words"), RL_EINVAL);
+    assert_int_equal(rl_proclaim(NULL, "x"), RL_EINVAL);
+    assert_int_equal(rl_proclaim_async(l, "x", NULL, NULL), RL_EINVAL);
+
+    /* A paused node: a quorum still swaps; it keeps the old value. */
+    snprintf(old, sizeof(old), "%s", rl_lock_token(l));
+    assert_true(all_hold(f, "crown", old));
+    assert_int_equal(harness_pause(&f->r[2]), 0);
+    assert_int_equal(rl_proclaim(l, "regent"), RL_OK);
+    assert_int_equal(harness_resume(&f->r[2]), 0);
+    snprintf(want, sizeof(want), "%.40s.regent", old);
+    assert_true(harness_key_holds(&f->r[0], "crown", want));
+    assert_true(harness_key_holds(&f->r[1], "crown", want));
+    expect_owner(f->c[1], "crown", "regent", rl_lock_fence(l));
+
+    /* Gone from a majority: lost, and nothing is recreated. */
+    for (i = 0; i < 2; i++) {
+        rep = harness_cmd(&f->r[i], "DEL crown");
+        assert_non_null(rep);
+        freeReplyObject(rep);
+    }
+    assert_int_equal(rl_proclaim(l, "usurper"), RL_ELOST);
+    assert_true(harness_key_absent(&f->r[0], "crown"));
+    assert_true(harness_key_absent(&f->r[1], "crown"));
+    rl_lock_free(l);
+    rep = harness_cmd(&f->r[2], "DEL crown");
+    freeReplyObject(rep);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -193,6 +337,10 @@ int main(void)
             test_one_leader_at_a_time_terms_increase, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_campaign_abandoned_and_kinds_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_proclaim_changes_the_owner_not_the_lock, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_proclaim_quorum_loss_and_refusals, setup, teardown),
     };
 
     harness_require_redis();
