@@ -769,6 +769,34 @@ RL_API rl_status rl_resource_inspect(rl_client *c, const char *resource,
                                      rl_holder_info *nodes, size_t cap,
                                      size_t *count);
 
+/* Observe the leader of name: cb runs on the client's loop thread with
+ * the leader as rl_resource_inspect reports it (info->held false: none;
+ * info->owner its published value, info->fence its term,
+ * info->validity_ms how long a majority still holds it) -- once at the
+ * start and then at every change (another leader, none, or another
+ * owner after a proclaim), in the order read. The nodes are read again
+ * when a release or proclaim is announced on the release channel, when
+ * the validity read has run out (a leader that crashed is noticed within
+ * its TTL), and every retry_delay_ms while there is no leader (or a read
+ * did not reach a quorum). When the client is freed first, cb gets
+ * RL_ECANCELED once (info NULL) and nothing after; likewise RL_ENOMEM
+ * if the observer could not start. Stop it with rl_observe_stop (also
+ * after those). Returns:
+ *   - RL_OK: *out is the observer;
+ *   - RL_EINVAL: c, cb or out NULL, or a bad name;
+ *   - RL_ECANCELED: the client is being freed;
+ *   - RL_ENOMEM. */
+typedef struct rl_observer rl_observer;
+typedef void (*rl_observe_cb)(rl_observer *o, rl_status st,
+                              const rl_resource_info *info, void *privdata);
+RL_API rl_status rl_observe(rl_client *c, const char *name,
+                            rl_observe_cb cb, void *privdata,
+                            rl_observer **out);
+/* Stop and free o: no callback runs after it returns. Any thread (also
+ * inside o's callback); not while its client is being freed. NULL:
+ * no-op. */
+RL_API void rl_observe_stop(rl_observer *o);
+
 /* ---- Statistics (blocking, thread-safe; not with cfg.loop) ---------------*/
 
 #define RL_STATS_MAX_NODES 64

@@ -101,16 +101,14 @@ static enum vote classify_ping(struct inspect_op *op, size_t slot,
     return VOTE_YES;
 }
 
-static enum vote classify_status(struct inspect_op *op, size_t slot,
-                                 const struct node_reply *r)
+enum vote inspect_read_holder(struct node *n, rl_holder_info *h,
+                              const struct node_reply *r)
 {
-    rl_holder_info *h = &op->holders[slot];
-
     if (r->kind != REPLY_ARRAY || r->elements < 2 || r->elements > 4 ||
         r->element[1].kind != REPLY_INTEGER) {
         if (r->kind == REPLY_ERROR)
             snprintf(h->error, sizeof(h->error), "%s: %.*s",
-                     node_name(op->round.nodes[slot]), (int)r->len, r->str);
+                     node_name(n), (int)r->len, r->str);
         else if (r->kind == REPLY_ARRAY)
             snprintf(h->error, sizeof(h->error), "unexpected reply");
         else
@@ -118,8 +116,7 @@ static enum vote classify_status(struct inspect_op *op, size_t slot,
         return VOTE_ERROR;
     }
     h->reachable = true;
-    h->voting = node_voting(op->round.nodes[slot]);
-    op->answered++;
+    h->voting = node_voting(n);
     if (r->element[0].kind == REPLY_STRING)
         copy_text(h->token, sizeof(h->token), &r->element[0]);
     h->pttl_ms = r->element[1].integer;
@@ -133,6 +130,16 @@ static enum vote classify_status(struct inspect_op *op, size_t slot,
         h->fence = strtoull(num, NULL, 10);
     }
     return VOTE_YES;
+}
+
+static enum vote classify_status(struct inspect_op *op, size_t slot,
+                                 const struct node_reply *r)
+{
+    enum vote v = inspect_read_holder(op->round.nodes[slot],
+                                      &op->holders[slot], r);
+
+    op->answered += v == VOTE_YES;
+    return v;
 }
 
 static enum vote classify(void *owner, size_t slot,

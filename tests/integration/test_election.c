@@ -8,9 +8,16 @@
  * the old value is a minority that changes nothing observers read, and
  * extend, a second proclaim and release work on either value; a proclaim
  * reaching a quorum succeeds with a node paused, one whose keys are gone
- * from a majority is RL_ELOST, and locks without an owner are refused. */
+ * from a majority is RL_ELOST, and locks without an owner are refused.
+ * Observe: an observer sees every change in order (leader, proclaimed
+ * owner, none after the resignation, the next leader with a greater
+ * term), and a leader in another process that is SIGKILLed is replaced
+ * and noticed within its TTL plus a retry (scaled deadline). */
 #include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -330,8 +337,193 @@ static void test_proclaim_quorum_loss_and_refusals(void **state)
     freeReplyObject(rep);
 }
 
-int main(void)
+#define MAX_SEEN 64
+
+/* What an observer reported, in order. */
+struct seen {
+    pthread_mutex_t mutex;
+    int n;
+    int canceled;
+    struct {
+        bool held;
+        char owner[RL_OWNER_MAX + 1];
+        uint64_t term;
+        int64_t at_ms;
+    } e[MAX_SEEN];
+};
+
+static void on_change(rl_observer *o, rl_status st,
+                      const rl_resource_info *info, void *privdata)
 {
+    struct seen *s = privdata;
+
+    (void)o;
+    pthread_mutex_lock(&s->mutex);
+    if (st != RL_OK)
+        s->canceled++;
+    else if (s->n < MAX_SEEN) {
+        s->e[s->n].held = info->held;
+        snprintf(s->e[s->n].owner, sizeof(s->e[s->n].owner), "%s",
+                 info->owner);
+        s->e[s->n].term = info->held ? info->fence : 0;
+        s->e[s->n].at_ms = harness_now_ms();
+        s->n++;
+    }
+    pthread_mutex_unlock(&s->mutex);
+}
+
+/* The last event is (held, owner) within ms; returns its index or -1. */
+static int wait_seen(struct seen *s, bool held, const char *owner, int64_t ms)
+{
+    int64_t deadline = harness_now_ms() + harness_scale_ms(ms);
+    int k = -1;
+
+    do {
+        pthread_mutex_lock(&s->mutex);
+        if (s->n > 0 && s->e[s->n - 1].held == held &&
+            (!held || strcmp(s->e[s->n - 1].owner, owner) == 0))
+            k = s->n - 1;
+        pthread_mutex_unlock(&s->mutex);
+        if (k >= 0)
+            return k;
+        harness_sleep_ms(1);
+    } while (harness_now_ms() < deadline);
+    return -1;
+}
+
+static void test_observers_see_every_change_in_order(void **state)
+{
+    struct fx *f = *state;
+    struct seen s = {.mutex = PTHREAD_MUTEX_INITIALIZER};
+    rl_acquire_opts o = {0};
+    rl_observer *obs = NULL;
+    rl_lock *l = NULL;
+    uint64_t first;
+
+    assert_int_equal(rl_observe(f->c[4], "realm", on_change, &s, &obs),
+                     RL_OK);
+    assert_int_equal(wait_seen(&s, false, "", 3000), 0);
+    o.ttl_ms = 5000;
+    o.owner = "alpha";
+    assert_int_equal(rl_campaign(f->c[0], "realm", &o, &l), RL_OK);
+    first = rl_lock_fence(l);
+    /* A new leader announces nothing: the observer polls. */
+    assert_int_equal(wait_seen(&s, true, "alpha", 3000), 1);
+    assert_int_equal(rl_proclaim(l, "alpha-2"), RL_OK);
+    assert_int_equal(wait_seen(&s, true, "alpha-2", 3000), 2);
+    assert_int_equal(rl_release(l), RL_OK);
+    assert_int_equal(wait_seen(&s, false, "", 3000), 3);
+    o.owner = "beta";
+    assert_int_equal(rl_campaign(f->c[1], "realm", &o, &l), RL_OK);
+    assert_int_equal(wait_seen(&s, true, "beta", 3000), 4);
+    rl_observe_stop(obs);
+    assert_int_equal(rl_release(l), RL_OK);
+    harness_sleep_ms(100);
+    pthread_mutex_lock(&s.mutex);
+    assert_int_equal(s.n, 5); /* nothing after the stop */
+    assert_int_equal(s.canceled, 0);
+    assert_true(s.e[1].term == first && s.e[2].term == first);
+    assert_true(s.e[4].term > first);
+    pthread_mutex_unlock(&s.mutex);
+}
+
+/* The leader process (test_a_killed_leader_is_replaced_and_noticed):
+ * campaign, say so on stdout, hold until killed. */
+static int leader_main(int argc, char **argv)
+{
+    rl_acquire_opts o = {0};
+    rl_config cfg;
+    rl_client *c;
+    rl_lock *l;
+
+    rl_config_init(&cfg);
+    cfg.nodes = (const char *const *)argv + 3;
+    cfg.node_count = (size_t)(argc - 3);
+    cfg.trust_restarted_nodes = true; /* the nodes just started */
+    c = rl_client_new(&cfg, NULL);
+    o.ttl_ms = (uint32_t)atoi(argv[2]);
+    o.owner = "doomed";
+    if (c == NULL || rl_campaign(c, argv[1], &o, &l) != RL_OK)
+        return 1;
+    printf("leading\n");
+    fflush(stdout);
+    for (;;)
+        pause();
+}
+
+static void heir_cb(rl_client *c, rl_status st, rl_lock *lock,
+                    void *privdata)
+{
+    (void)c;
+    *(rl_lock *_Atomic *)privdata = st == RL_OK ? lock : NULL;
+}
+
+static void test_a_killed_leader_is_replaced_and_noticed(void **state)
+{
+    struct fx *f = *state;
+    struct seen s = {.mutex = PTHREAD_MUTEX_INITIALIZER};
+    char *args[3 + NODES + 1];
+    char ttl[16];
+    rl_acquire_opts o = {0};
+    rl_lock *_Atomic heir = NULL;
+    rl_observer *obs = NULL;
+    int64_t killed;
+    char line[16] = "";
+    FILE *out;
+    pid_t pid;
+    int fds[2];
+    int i, k;
+
+    snprintf(ttl, sizeof(ttl), "%d", 1000);
+    args[0] = "--leader";
+    args[1] = "dynasty";
+    args[2] = ttl;
+    for (i = 0; i < NODES; i++)
+        args[3 + i] = (char *)f->hn.ptr[i];
+    args[3 + NODES] = NULL;
+    assert_int_equal(pipe(fds), 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        char *argv[3 + NODES + 2];
+
+        dup2(fds[1], 1);
+        argv[0] = "test_election";
+        memcpy(argv + 1, args, sizeof(args));
+        execv("/proc/self/exe", argv);
+        _exit(127);
+    }
+    close(fds[1]);
+    out = fdopen(fds[0], "r");
+    assert_non_null(fgets(line, sizeof(line), out));
+    assert_string_equal(line, "leading\n");
+    assert_int_equal(rl_observe(f->c[4], "dynasty", on_change, &s, &obs),
+                     RL_OK);
+    assert_true(wait_seen(&s, true, "doomed", 3000) >= 0);
+    o.owner = "heir";
+    o.ttl_ms = 1000;
+    assert_int_equal(rl_campaign_async(f->c[1], "dynasty", &o, heir_cb,
+                                       (void *)&heir), RL_OK);
+    killed = harness_now_ms();
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    fclose(out);
+    /* Its key expires within its TTL; the heir takes over within a retry
+     * and the observer sees it within another. */
+    k = wait_seen(&s, true, "heir", 1000 + 500);
+    assert_true(k >= 1);
+    assert_true(s.e[k].at_ms - killed <= harness_scale_ms(1000 + 500));
+    assert_true(s.e[k].term > s.e[0].term);
+    rl_observe_stop(obs);
+    while (atomic_load(&heir) == NULL)
+        harness_sleep_ms(1);
+    assert_int_equal(rl_release(atomic_load(&heir)), RL_OK);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 3 && strcmp(argv[1], "--leader") == 0)
+        return leader_main(argc - 1, argv + 1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(
             test_one_leader_at_a_time_terms_increase, setup, teardown),
@@ -341,6 +533,10 @@ int main(void)
             test_proclaim_changes_the_owner_not_the_lock, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_proclaim_quorum_loss_and_refusals, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_observers_see_every_change_in_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_killed_leader_is_replaced_and_noticed, setup, teardown),
     };
 
     harness_require_redis();
