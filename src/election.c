@@ -42,6 +42,9 @@
 
 /* A read's timer after the validity it read ran out. */
 #define OBSERVE_MARGIN_US 2000
+/* Reads of a new leader whose term is not above the last one's before it
+ * is reported anyway (see observe_decided). */
+#define UNSETTLED_READS 3
 
 struct proclaim_op {
     struct op base;
@@ -212,6 +215,9 @@ struct rl_observer {
     struct loop_timer *timer;
     rl_resource_info last;       /* last reported */
     bool reported;               /* last is set */
+    uint64_t term;               /* the greatest term reported */
+    unsigned unsettled;          /* reads of a new leader whose term was
+                                    not above it yet */
     bool reading;                /* a round is in flight */
     bool again;                  /* re-read once the round is over */
     bool dead;                   /* stopped or canceled (loop thread) */
@@ -263,6 +269,14 @@ static void observe_decided(void *owner, enum verdict v)
 
     o->reading = false;
     inspect_summarize(o->holders, o->client->node_count, &info);
+    /* A new leader's key is set a round trip before its term (the fence
+     * counter): read again before reporting it with the old term, a few
+     * times (a leader without fencing never raises it). */
+    if (v == VERDICT_SUCCESS && info.held && info.fence <= o->term &&
+        leader_changed(&o->last, &info) && o->unsettled < UNSETTLED_READS) {
+        o->unsettled++;
+        v = VERDICT_FAILURE;
+    }
     if (v != VERDICT_SUCCESS) {
         loop_timer_arm(o->timer, o->again ? 0 : retry_us);
         o->again = false;
@@ -281,6 +295,9 @@ static void observe_decided(void *owner, enum verdict v)
     changed = !o->reported || leader_changed(&o->last, &info);
     o->last = info;
     o->reported = true;
+    o->unsettled = 0;
+    if (info.held && info.fence > o->term)
+        o->term = info.fence;
     rl_error_clear();
     if (changed)
         o->cb(o, RL_OK, &info, o->privdata); /* may stop o: last */
