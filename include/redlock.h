@@ -780,8 +780,8 @@ RL_API rl_status rl_resource_inspect(rl_client *c, const char *resource,
  * its TTL), and every retry_delay_ms while there is no leader (or a read
  * did not reach a quorum). When the client is freed first, cb gets
  * RL_ECANCELED once (info NULL) and nothing after; likewise RL_ENOMEM
- * if the observer could not start. Stop it with rl_observe_stop (also
- * after those). Returns:
+ * if the observer could not start. info is valid during the call only.
+ * Stop it with rl_observe_stop (also after those). Returns:
  *   - RL_OK: *out is the observer;
  *   - RL_EINVAL: c, cb or out NULL, or a bad name;
  *   - RL_ECANCELED: the client is being freed;

@@ -1,4 +1,4 @@
-/* election.c -- leader election on top of the lock (DESIGN §7): proclaim
+/* election.c -- leader election on top of the lock: proclaim
  * and observe.
  *
  * A leader is the holder of the lock on its name, acquired with an owner
