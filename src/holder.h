@@ -1,4 +1,4 @@
-/* holder.h -- the life of a held lock (DESIGN §3 "holder"): what the
+/* holder.h -- the life of a held lock : what the
  * facade (blocking.c) and rl_client_new/free (client.c) use. The public
  * async API and the lock getters are implemented in holder.c too. */
 #ifndef REDLOCK_HOLDER_H

@@ -1,10 +1,11 @@
 /* inspect.c -- rl_client_ping, rl_resource_status and
- * rl_resource_force_unlock (DESIGN §7 "ping", "status", "release
- * --force"), and rl_client_stats.
+ * rl_resource_force_unlock (the CLI's ping, status and release --force),
+ * and rl_client_stats.
  *
  * Force unlock runs the force-release script (the key's value and PTTL
  * before a delete, and a release notification so waiters wake) where
- * status runs the read-only one; both answer {value or false, pttl}. It
+ * status runs the read-only inspect; both answer {value or false, pttl,
+ * ...}. It
  * goes to every node, voting or quarantined alike (a key on a quarantined
  * node blocks others as much as any), and its outcome counts answers, not
  * votes: a quorum of answers means no holder keeps a majority. The holder
@@ -121,7 +122,7 @@ enum vote inspect_read_holder(struct node *n, rl_holder_info *h,
         copy_text(h->token, sizeof(h->token), &r->element[0]);
     h->pttl_ms = r->element[1].integer;
     if (r->elements >= 3 && r->element[2].kind == REPLY_INTEGER)
-        h->readers = (uint32_t)r->element[2].integer; /* issue 13 */
+        h->readers = (uint32_t)r->element[2].integer; /* live readers */
     if (r->elements == 4 && r->element[3].kind == REPLY_STRING &&
         r->element[3].len < 24) {
         char num[24];
@@ -372,7 +373,7 @@ rl_status inspect_wait_connected(rl_client *c)
     if (scratch == NULL)
         return rl_fail(RL_ENOMEM, "out of memory");
     inspect_run(c, scratch, NULL, NULL, NULL, SCRIPT_INSPECT, false);
-    /* Clock guard (issue 15): the first round rode the handshake, so its
+    /* Clock guard: the first round rode the handshake, so its
      * clock samples are bracketed from the connect on. A second round
      * over the warm connections takes one bracketed by a round trip, at
      * least a round trip before the caller's first request: a clock far

@@ -1,7 +1,7 @@
-/* lockrec.c -- lock keys and token (DESIGN §6). Key layout: K = prefix +
- * resource, value = token, the same as redsync and node-redlock. The
- * record lives inside the memory of its rl_lock (one allocation per held
- * lock); see lockrec.h. Lock kinds (issue 13): a semaphore permit is the
+/* lockrec.c -- lock keys and token (docs/protocol.md). Key layout: K =
+ * prefix + resource, value = token, the same as redsync and node-redlock.
+ * The record lives inside the memory of its rl_lock (one allocation per
+ * held lock); see lockrec.h. Lock kinds: a semaphore permit is the
  * key K + ":slot:<i>" (an ordinary lock), a reader lives in K as a hash
  * field (its record says shared), a lock-delay lengthens every PX. */
 #include <ctype.h>

@@ -1,7 +1,7 @@
 /* lockrec.h -- what identifies a lock in Redis: its keys (prefix +
- * resource) and its token (DESIGN §6). The holder layer embeds one in each
- * rl_lock; operations borrow it to build their commands and never change
- * it. */
+ * resource) and its token (docs/protocol.md). The holder layer embeds one
+ * in each rl_lock; operations borrow it to build their commands and never
+ * change it. */
 #ifndef REDLOCK_LOCKREC_H
 #define REDLOCK_LOCKREC_H
 
@@ -30,7 +30,7 @@ struct lock_rec {
     uint8_t token_len;           /* 1..RL_MAX_TOKEN_LEN */
     bool adopted;                /* token from elsewhere (rl_lock_adopt) */
     bool shared;                 /* a reader of a read-write lock: its
-                                    scripts are the reader ones (issue 13) */
+                                    scripts are the reader ones */
 };
 
 /* Bytes lockrec_init needs after the record for these names and token

@@ -1,4 +1,4 @@
-/* cli.c -- shared helpers of redlock-cli (DESIGN §7).
+/* cli.c -- shared helpers of redlock-cli.
  *
  * Owns: one-line error output, strict number parsing, JSON string
  * escaping, the global options (also accepted after the command name) and

@@ -1,4 +1,4 @@
-/* cmd_leader.c -- "redlock-cli leader NAME [--watch]" (DESIGN §7): who
+/* cmd_leader.c -- "redlock-cli leader NAME [--watch]": who
  * leads NAME (see elect), from rl_resource_inspect: the value a majority
  * holds, its owner (the published value), its term (the fencing token)
  * and how long a majority still holds it.

@@ -1,5 +1,5 @@
 /* main.c -- redlock-cli entry point: environment, global options,
- * dispatch, --help and --version (DESIGN §7).
+ * dispatch, --help and --version.
  *
  * Order of precedence: built-in defaults, then the environment
  * ($REDLOCK_NODES, $REDLOCK_PASSWORD, $REDLOCK_MAX_TTL,
