@@ -96,6 +96,7 @@ static void *campaign_thread(void *arg)
     rl_resource_info info;
     char owner[16];
     rl_lock *l;
+    rl_status st;
     uint64_t term;
     int k;
 
@@ -103,25 +104,40 @@ static void *campaign_thread(void *arg)
     o.ttl_ms = 3000;
     o.owner = owner;
     for (k = 0; k < TERMS_EACH; k++) {
-        if (rl_campaign(c, "leader", &o, &l) != RL_OK) {
+        st = rl_campaign(c, "leader", &o, &l);
+        if (st != RL_OK) {
+            fprintf(stderr, "%s: campaign: %s\n", owner, rl_last_error());
             atomic_fetch_add(&sh->bad, 1);
             continue;
         }
         if (atomic_fetch_add(&sh->inside, 1) != 0)
             atomic_fetch_add(&sh->overlaps, 1);
         term = rl_lock_fence(l);
-        if (term <= atomic_load(&sh->last_term))
+        if (term <= atomic_load(&sh->last_term)) {
+            fprintf(stderr, "%s: term %llu after %llu\n", owner,
+                    (unsigned long long)term,
+                    (unsigned long long)atomic_load(&sh->last_term));
             atomic_fetch_add(&sh->bad, 1);
+        }
         atomic_store(&sh->last_term, term);
-        if (rl_resource_inspect(c, "leader", &info, NULL, 0, NULL) != RL_OK ||
-            !info.held || strcmp(info.owner, owner) != 0 ||
-            info.fence != term)
+        st = rl_resource_inspect(c, "leader", &info, NULL, 0, NULL);
+        if (st != RL_OK || !info.held || strcmp(info.owner, owner) != 0 ||
+            info.fence != term) {
+            fprintf(stderr, "%s: inspect %s (%s): held %d owner %s fence "
+                    "%llu, term %llu\n", owner, rl_status_name(st),
+                    rl_last_error(), info.held, info.owner,
+                    (unsigned long long)info.fence,
+                    (unsigned long long)term);
             atomic_fetch_add(&sh->bad, 1);
+        }
         atomic_fetch_add(&sh->elected, 1);
         harness_sleep_ms(3);
         atomic_fetch_sub(&sh->inside, 1);
-        if (rl_release(l) != RL_OK) /* resign */
+        st = rl_release(l); /* resign */
+        if (st != RL_OK) {
+            fprintf(stderr, "%s: release: %s\n", owner, rl_last_error());
             atomic_fetch_add(&sh->bad, 1);
+        }
     }
     return NULL;
 }
