@@ -649,9 +649,10 @@ RL_API rl_status rl_release_async(rl_lock *l, rl_release_cb cb,
  * A leader of NAME is the holder of the lock on NAME, taken with fencing
  * and kept by the watchdog: its term is rl_lock_fence(lock), strictly
  * greater than every earlier leader's; its published value is
- * o->owner. Resign with rl_release (or lose it: rl_lock_lost, the lost
- * fd, o->lost_cb); anybody reads the current leader with
- * rl_resource_inspect (owner, term = fence, validity). A leader that
+ * o->owner, changed with rl_proclaim. Resign with rl_release (or lose
+ * it: rl_lock_lost, the lost fd, o->lost_cb); anybody reads the current
+ * leader with rl_resource_inspect (owner, term = fence, validity) or
+ * follows it with rl_observe (below rl_resource_inspect). A leader that
  * dies is replaced once its TTL has run out. */
 
 /* Wait until leader of name, then hold it renewed: rl_acquire with o's
