@@ -651,9 +651,10 @@ RL_API rl_status rl_release_async(rl_lock *l, rl_release_cb cb,
  * A leader of NAME is the holder of the lock on NAME, taken with fencing
  * and kept by the watchdog: its term is rl_lock_fence(lock), strictly
  * greater than every earlier leader's; its published value is
- * o->owner. Resign with rl_release (or lose it: rl_lock_lost, the lost
- * fd, o->lost_cb); anybody reads the current leader with
- * rl_resource_inspect (owner, term = fence, validity). A leader that
+ * o->owner, changed with rl_proclaim. Resign with rl_release (or lose
+ * it: rl_lock_lost, the lost fd, o->lost_cb); anybody reads the current
+ * leader with rl_resource_inspect (owner, term = fence, validity) or
+ * follows it with rl_observe (below rl_resource_inspect). A leader that
  * dies is replaced once its TTL has run out. */
 
 /* Wait until leader of name, then hold it renewed: rl_acquire with o's
@@ -669,6 +670,36 @@ RL_API rl_status rl_campaign(rl_client *c, const char *name,
 RL_API rl_status rl_campaign_async(rl_client *c, const char *name,
                                    const rl_acquire_opts *o,
                                    rl_acquire_cb cb, void *privdata);
+
+/* Publish owner as the leader's value (what rl_resource_inspect and
+ * observers report as its owner) without giving the leadership up. l must
+ * have been acquired with an owner (rl_acquire_opts.owner; a campaign of
+ * `redlock-cli elect` always has one), not adopted, not shared. One round
+ * over the nodes: each node where l's key still holds l's token (with any
+ * owner) gets the same token with the new owner, keeping its expiry, and
+ * announces it on the release channel (a waiting acquire retries once).
+ * It succeeds when a quorum changed it while l was valid; then a node
+ * restarted later gets the new value back with l's next renewal. Nodes
+ * that did not change it keep the old value: extend, release and the
+ * watchdog work on either (they match the token's 40 digits), and
+ * rl_resource_inspect reports the value most nodes hold. Not while a
+ * release of l is in flight; l must outlive the call (async: until cb).
+ * rl_lock_token keeps the acquired value. Returns (rl_proclaim; the
+ * async form calls back with the same codes, or returns the first four):
+ *   - RL_OK: a quorum publishes owner;
+ *   - RL_EINVAL: l NULL, owner NULL, empty or invalid (see
+ *     rl_acquire_opts.owner), cb NULL, or l has no owner to change;
+ *   - RL_ECANCELED: l's client was freed (or is being freed);
+ *   - RL_EMISUSE: rl_proclaim on an external loop or the loop thread;
+ *   - RL_ENOMEM;
+ *   - RL_ELOST: l is no longer held (lost, validity over, or a majority
+ *     holds no key of l's);
+ *   - RL_ENOQUORUM: fewer than a quorum answered yes; l is still held,
+ *     the nodes that answered yes publish owner (call again). */
+typedef void (*rl_proclaim_cb)(rl_lock *l, rl_status st, void *privdata);
+RL_API rl_status rl_proclaim(rl_lock *l, const char *owner);
+RL_API rl_status rl_proclaim_async(rl_lock *l, const char *owner,
+                                   rl_proclaim_cb cb, void *privdata);
 
 /* ---- Inspection (blocking, thread-safe; not with cfg.loop) ---------------*/
 
@@ -791,7 +822,8 @@ typedef struct rl_resource_info {
     char owner[RL_OWNER_MAX + 1]; /* its owner (rl_acquire_opts.owner);
                                  "" when unknown: taken without an owner,
                                  or by another client (redsync, ...) */
-    uint32_t nodes_holding;   /* nodes whose key holds token */
+    uint32_t nodes_holding;   /* nodes whose key holds token's lock
+                                 (after a proclaim, with either owner) */
     uint32_t node_count;
     int64_t validity_ms;      /* held: how long a quorum still holds it,
                                  the smallest PTTL among the quorum of
@@ -822,6 +854,34 @@ RL_API rl_status rl_resource_inspect(rl_client *c, const char *resource,
                                      rl_resource_info *info,
                                      rl_holder_info *nodes, size_t cap,
                                      size_t *count);
+
+/* Observe the leader of name: cb runs on the client's loop thread with
+ * the leader as rl_resource_inspect reports it (info->held false: none;
+ * info->owner its published value, info->fence its term,
+ * info->validity_ms how long a majority still holds it) -- once at the
+ * start and then at every change (another leader, none, or another
+ * owner after a proclaim), in the order read. The nodes are read again
+ * when a release or proclaim is announced on the release channel, when
+ * the validity read has run out (a leader that crashed is noticed within
+ * its TTL), and every retry_delay_ms while there is no leader (or a read
+ * did not reach a quorum). When the client is freed first, cb gets
+ * RL_ECANCELED once (info NULL) and nothing after; likewise RL_ENOMEM
+ * if the observer could not start. info is valid during the call only.
+ * Stop it with rl_observe_stop (also after those). Returns:
+ *   - RL_OK: *out is the observer;
+ *   - RL_EINVAL: c, cb or out NULL, or a bad name;
+ *   - RL_ECANCELED: the client is being freed;
+ *   - RL_ENOMEM. */
+typedef struct rl_observer rl_observer;
+typedef void (*rl_observe_cb)(rl_observer *o, rl_status st,
+                              const rl_resource_info *info, void *privdata);
+RL_API rl_status rl_observe(rl_client *c, const char *name,
+                            rl_observe_cb cb, void *privdata,
+                            rl_observer **out);
+/* Stop and free o: no callback runs after it returns. Any thread (also
+ * inside o's callback); not while its client is being freed. NULL:
+ * no-op. */
+RL_API void rl_observe_stop(rl_observer *o);
 
 /* ---- Statistics (blocking, thread-safe; not with cfg.loop) ---------------*/
 

@@ -165,7 +165,8 @@ static void restore_on_restarted_nodes(rl_client *c,
                                        uint32_t ttl_ms)
 {
     char ttl[LOCKREC_PX_LEN] = "";
-    const char *argv[6] = {"SET", NULL, r->token, "NX", "PX", ttl};
+    const char *argv[6] = {"SET", NULL, lockrec_published(r), "NX", "PX",
+                           ttl};
     size_t lens[6];
     size_t i, k;
     int j;

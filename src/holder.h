@@ -27,6 +27,15 @@ rl_status holder_extend(rl_lock *l, uint32_t ttl_ms, rl_extend_cb cb,
 rl_status holder_release(rl_lock *l, rl_release_cb cb, void *privdata,
                          const char *blocking);
 
+/* For operations on a held lock outside this module (election.c): hand
+ * op to l's client's loop. blocking as for holder_extend. RL_ECANCELED
+ * once the client was freed or is closing. */
+rl_status holder_submit(rl_lock *l, struct op *op, const char *blocking);
+/* l's record: its keys, token and published value (loop thread). */
+struct lock_rec *holder_rec(rl_lock *l);
+/* l's client (on its loop thread, while an op of l runs: not NULL). */
+rl_client *holder_client(rl_lock *l);
+
 /* A campaign's acquire options from o (may be NULL): wait forever
  * unless o->wait_ms says otherwise, fenced (the term), watched. RL_EINVAL
  * for a lock kind other than an exclusive one. */

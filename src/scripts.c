@@ -6,7 +6,13 @@
  * - Every script compares the whole stored value with the caller's token
  *   and nothing else; a plain SET NX holder (redsync, node-redlock) and
  *   ours exclude each other, and single-key acquire is SET NX PX itself,
- *   not a script, so its key layout is theirs.
+ *   not a script, so its key layout is theirs. One allowance: release,
+ *   extend, touch-batch and proclaim match our keys with ours() (below),
+ *   so a value with an owner also matches the same 40 hex digits with
+ *   another owner (a leader's proclaim reached that node).
+ * - proclaim sets a key that still holds our lock to the same digits with
+ *   a new owner, keeping its expiry, and publishes the new value on
+ *   redlock:release:<key> so observers re-read.
  * - Absent keys are never recreated by extend, touch-batch or
  *   reader-extend: that would hide a lapse.
  * - Deleting releases (release, reader-release, force-release) publish
@@ -34,6 +40,30 @@
 
 #include "scripts.h"
 
+/* ours(v, t): v is the value of the lock whose token is t -- equal, or
+ * both carry an owner (40 hex digits, '.', owner) and the 40 digits are
+ * the same: proclaim changed the owner on that node. Only a value with
+ * an owner can differ, so plain tokens (redsync, node-redlock, ours
+ * without an owner) compare exactly as before. touch-batch tests v == t
+ * before calling it: its common case costs no call. */
+#define OURS_LUA                                                          \
+    "local function ours(v, t)\n"                                         \
+    "  if v == t then return true end\n"                                  \
+    "  if #t < 42 or #v < 42 then return false end\n"                     \
+    "  local p = t:sub(1, 41)\n"                                          \
+    "  return v:sub(1, 41) == p and p:match('^%x+%.$') ~= nil\n"           \
+    "end\n"
+
+/* The first half of extend and proclaim: return 0 when a key is absent,
+ * -1 when one holds another lock. */
+#define ALL_OURS_LUA                                                      \
+    OURS_LUA                                                              \
+    "for _, k in ipairs(KEYS) do\n"                                       \
+    "  local v = redis.call('get', k)\n"                                  \
+    "  if not v then return 0 end\n"                                      \
+    "  if not ours(v, ARGV[1]) then return -1 end\n"                      \
+    "end\n"
+
 static struct script scripts[SCRIPT_COUNT] = {
     [SCRIPT_ACQUIRE_MULTI] = {
         "acquire-multi",
@@ -47,10 +77,11 @@ static struct script scripts[SCRIPT_COUNT] = {
         "", true},
     [SCRIPT_RELEASE] = {
         "release",
+        OURS_LUA
         "local r = 0\n"
         "for _, k in ipairs(KEYS) do\n"
         "  local v = redis.call('get', k)\n"
-        "  if v == ARGV[1] then\n"
+        "  if v and ours(v, ARGV[1]) then\n"
         "    redis.call('del', k)\n"
         "    redis.call('publish', 'redlock:release:' .. k, ARGV[1])\n"
         "    if r == 0 then r = 1 end\n"
@@ -62,11 +93,7 @@ static struct script scripts[SCRIPT_COUNT] = {
         ""},
     [SCRIPT_EXTEND] = {
         "extend",
-        "for _, k in ipairs(KEYS) do\n"
-        "  local v = redis.call('get', k)\n"
-        "  if not v then return 0 end\n"
-        "  if v ~= ARGV[1] then return -1 end\n"
-        "end\n"
+        ALL_OURS_LUA
         "for _, k in ipairs(KEYS) do\n"
         "  redis.call('pexpire', k, ARGV[2])\n"
         "end\n"
@@ -74,6 +101,7 @@ static struct script scripts[SCRIPT_COUNT] = {
         ""},
     [SCRIPT_TOUCH_BATCH] = {
         "touch-batch",
+        OURS_LUA
         "local vals = redis.call('mget', unpack(KEYS))\n"
         "local out = {}\n"
         "local t = redis.call('time')\n"
@@ -85,7 +113,9 @@ static struct script scripts[SCRIPT_COUNT] = {
         "  for i = 1, n do\n"
         "    local v = vals[k + i]\n"
         "    if not v then out[k + i] = '0'\n"
-        "    elseif v ~= ARGV[a + 1 + i] then out[k + i] = '2'\n"
+        "    elseif v ~= ARGV[a + 1 + i] and not ours(v, ARGV[a + 1 + i])"
+        " then\n"
+        "      out[k + i] = '2'\n"
         "    else\n"
         "      redis.call('pexpireat', KEYS[k + i], at)\n"
         "      out[k + i] = '1'\n"
@@ -208,6 +238,17 @@ static struct script scripts[SCRIPT_COUNT] = {
         "writer-intent",
         "if redis.call('type', KEYS[1]).ok ~= 'hash' then return 0 end\n"
         "redis.call('set', KEYS[2], ARGV[1], 'PX', ARGV[2])\n"
+        "return 1\n",
+        ""},
+    [SCRIPT_PROCLAIM] = {
+        "proclaim",
+        ALL_OURS_LUA
+        "for _, k in ipairs(KEYS) do\n"
+        "  local t = redis.call('pttl', k)\n"
+        "  if t <= 0 then return 0 end\n"
+        "  redis.call('set', k, ARGV[2], 'PX', t)\n"
+        "  redis.call('publish', 'redlock:release:' .. k, ARGV[2])\n"
+        "end\n"
         "return 1\n",
         ""},
     [SCRIPT_INTENT_CLEAR] = {

@@ -26,6 +26,8 @@ enum script_id {
                              -> 1 set (readers hold k) | 0 */
     SCRIPT_INTENT_CLEAR,  /* KEYS: writer intent; ARGV: token -> 1 deleted
                              (it was ours) | 0 */
+    SCRIPT_PROCLAIM,      /* KEYS: k1..kn; ARGV: token, new value
+                             -> 1 | 0 | -1 */
     SCRIPT_COUNT,
 };
 

@@ -15,7 +15,7 @@ layer_of() {
     quorum|fence|lockrec|core)                echo 3 quorum ;;
     acquire|extend|release|inspect|semaphore) echo 4 operations ;;
     holder)                                   echo 5 holder ;;
-    client|blocking|metrics)                  echo 6 facade ;;
+    client|blocking|metrics|election)         echo 6 facade ;;
     *)                                        echo "- none" ;;
     esac
 }
