@@ -12,7 +12,9 @@
  *   acquire-fenced: like acquire-multi over all keys but the last two,
  *     the fence counter and its run_id marker; returns {granted (1 or 0),
  *     counter or nil, trusted (1 when the marker is this server's run_id)}
- *     on refusals too (fence.c).
+ *     on refusals too (fence.c). With ARGV[3] a writer that waits: the
+ *     last key is its writer intent, set PX ARGV[3] where readers hold
+ *     KEYS[1], as writer-acquire does.
  *   fence-write: if the lock key still holds our token, raise the counter
  *     to ARGV[2] and set the marker to this server's run_id (1), else 0.
  *     Compared as decimal strings (length, then bytes): Lua numbers are
@@ -49,14 +51,19 @@
  *     key); release removes ours (1; 0 absent, -1 exclusive holder),
  *     deletes the key when it was the last, and publishes as release
  *     does so waiting writers wake.
- *   writer-intent (issue 13): a refused exclusive acquire marks that it
- *     waits, where readers hold the key, with <key>:wintent PX ARGV[2]:
- *     new readers are refused until it expires (writer preference).
+ *   writer-acquire: SET NX PX as a single-key acquire, for a writer
+ *     refused before; refused where readers hold the key, it marks that
+ *     it waits with <key>:wintent PX ARGV[3] in the same step (1 set, 0
+ *     refused): new readers are refused until it expires or its writer
+ *     wins (writer preference). Marked in a later step, the intent could
+ *     land after the refusing readers left and miss the ones that came
+ *     next, every time.
  *   intent-clear (issue 13): the writer that wins deletes the intent only
  *     if it is its own; another writer's (it refreshed the intent last)
  *     keeps refusing readers while that writer waits.
  * Single-key acquire does not use a script: plain SET NX PX keeps the key
- * layout identical to redsync and node-redlock (§6).
+ * layout identical to redsync and node-redlock (§6); writer-acquire
+ * stores the same string, so both exclude each other as before.
  * The digests are computed once with OpenSSL; node.c sends EVALSHA and
  * falls back to EVAL on NOSCRIPT. */
 #include <openssl/sha.h>
@@ -145,6 +152,7 @@ static struct script scripts[SCRIPT_COUNT] = {
     [SCRIPT_ACQUIRE_FENCED] = {
         "acquire-fenced",
         "local n = #KEYS - 2\n"
+        "if ARGV[3] then n = n - 1 end\n"
         "local cur = redis.call('get', KEYS[n + 1])\n"
         "local id = string.match(redis.call('info', 'server'),\n"
         "                        'run_id:(%x+)')\n"
@@ -154,6 +162,9 @@ static struct script scripts[SCRIPT_COUNT] = {
         "end\n"
         "for i = 1, n do\n"
         "  if redis.call('exists', KEYS[i]) == 1 then\n"
+        "    if ARGV[3] and redis.call('type', KEYS[1]).ok == 'hash' then\n"
+        "      redis.call('set', KEYS[n + 3], ARGV[1], 'PX', ARGV[3])\n"
+        "    end\n"
         "    return {0, cur, t}\n"
         "  end\n"
         "end\n"
@@ -235,12 +246,16 @@ static struct script scripts[SCRIPT_COUNT] = {
         "redis.call('publish', 'redlock:release:' .. KEYS[1], ARGV[1])\n"
         "return 1\n",
         ""},
-    [SCRIPT_WRITER_INTENT] = {
-        "writer-intent",
-        "if redis.call('type', KEYS[1]).ok ~= 'hash' then return 0 end\n"
-        "redis.call('set', KEYS[2], ARGV[1], 'PX', ARGV[2])\n"
-        "return 1\n",
-        ""},
+    [SCRIPT_WRITER_ACQUIRE] = {
+        "writer-acquire",
+        "if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
+        "  return 1\n"
+        "end\n"
+        "if redis.call('type', KEYS[1]).ok == 'hash' then\n"
+        "  redis.call('set', KEYS[2], ARGV[1], 'PX', ARGV[3])\n"
+        "end\n"
+        "return 0\n",
+        "", true},
     [SCRIPT_INTENT_CLEAR] = {
         "intent-clear",
         "if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end\n"

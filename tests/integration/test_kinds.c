@@ -346,13 +346,14 @@ static void on_acquired(rl_client *c, rl_status st, rl_lock *l, void *arg)
     atomic_store(&r->done, 1);
 }
 
-/* Nodes holding kr:intent's writer intent, polled for up to 1 s until
- * there are want of them (at least, or none when want is 0). */
+/* Nodes holding kr:intent's writer intent, polled for up to 3 s (scaled)
+ * until there are want of them (at least, or none when want is 0). */
 static int intent_nodes(struct fx *f, int want)
 {
+    int64_t until = harness_now_ms() + harness_scale_ms(3000);
     int i, n = 0;
 
-    for (int t = 0; t < 100; t++) {
+    while (harness_now_ms() < until) {
         for (i = 0, n = 0; i < N; i++) {
             redisReply *r = harness_cmd(&f->r[i], "EXISTS kr:intent:wintent");
 
@@ -366,22 +367,24 @@ static int intent_nodes(struct fx *f, int want)
     return n;
 }
 
-/* A writer (client wc) waits for a reader; the reader leaves; the writer
- * wins. */
+/* A writer (client wc, fenced or not) waits for a reader; the reader
+ * leaves; the writer wins. */
 static rl_lock *writer_waits_then_wins(struct fx *f, rl_client *wc,
                                        rl_lock *reader,
-                                       const char *other_intent)
+                                       const char *other_intent, bool fenced)
 {
     rl_acquire_opts wo = opts_ttl(5000);
     struct async_result a = {0};
     int i;
 
     wo.wait_ms = 8000;
+    wo.fencing = fenced;
     assert_int_equal(rl_acquire_async(wc, "kr:intent", &wo, on_acquired,
                                       &a),
                      RL_OK);
-    /* Its intent, on the nodes that refused it before the attempt was
-     * decided: a majority at least. */
+    /* Its intent, marked by its second attempt (a retry period after
+     * the first refusal) where the reader holds the key: a majority at
+     * least. */
     assert_true(intent_nodes(f, N / 2 + 1) >= N / 2 + 1);
     /* Another writer refreshes the intent with its token, as its next
      * refused attempt would. */
@@ -396,7 +399,7 @@ static rl_lock *writer_waits_then_wins(struct fx *f, rl_client *wc,
 }
 
 /* Two writers wait for the readers; the one that wins takes its own
- * intent away, never the other's: writer B's intent still refuses new
+ * intent away (a fenced one as well), never the other's: writer B's intent still refuses new
  * readers after writer A won (an unconditional DEL let a reader in ahead
  * of B, whose next refresh came up to a retry period later). */
 static void test_a_winning_writer_leaves_another_writers_intent(void **state)
@@ -407,36 +410,45 @@ static void test_a_winning_writer_leaves_another_writers_intent(void **state)
     rl_config cfg;
     rl_client *wc;
     char *v;
-    int i;
+    int i, kept;
 
-    /* The writer retries only after 4 s (the reader's release wakes it
-     * at once): no refused retry of its own rewrites the intent while
-     * the test replaces it. */
+    /* The writer retries every second (the reader's release wakes it at
+     * once): its second attempt marks the intent, and no refused retry of
+     * its own rewrites it while the test replaces it. */
     fixture_config(&cfg, &f->hn);
-    cfg.retry_delay_ms = 4000;
+    cfg.retry_delay_ms = (uint32_t)harness_scale_ms(1000);
     cfg.retry_jitter_ms = 0;
     wc = fixture_client(&cfg);
     assert_non_null(wc);
     /* Connected before the test: a node still connecting would fail the
-     * first attempt instead of refusing it (no intent there for 4 s). */
+     * first attempt instead of refusing it (no intent there for a while). */
     assert_int_equal(rl_acquire(wc, "kr:intent:warm", NULL, &w), RL_OK);
     assert_int_equal(rl_release(w), RL_OK);
     ro.mode = RL_MODE_SHARED;
     assert_int_equal(rl_acquire(f->c, "kr:intent", &ro, &r), RL_OK);
-    w = writer_waits_then_wins(f, wc, r, "writer-b");
-    for (i = 0; i < N; i++) {
+    w = writer_waits_then_wins(f, wc, r, "writer-b", false);
+    /* On a majority at least, enough to refuse every reader (a node the
+     * reader's release missed on a busy machine got the winner's own
+     * intent from its refused attempt there, which it then cleared). */
+    for (i = 0, kept = 0; i < N; i++) {
         v = harness_get(&f->r[i], "kr:intent:wintent");
         print_message("node %d: intent %s\n", i, v != NULL ? v : "(none)");
-        assert_non_null(v);
-        assert_string_equal(v, "writer-b");
+        kept += v != NULL && strcmp(v, "writer-b") == 0;
         free(v);
     }
+    assert_true(kept >= N / 2 + 1);
     assert_int_equal(rl_release(w), RL_OK);
     /* Alone, a winning writer's own intent is taken away. */
     for (i = 0; i < N; i++)
         freeReplyObject(harness_cmd(&f->r[i], "DEL kr:intent:wintent"));
     assert_int_equal(rl_acquire(f->c, "kr:intent", &ro, &r), RL_OK);
-    w = writer_waits_then_wins(f, wc, r, NULL);
+    w = writer_waits_then_wins(f, wc, r, NULL, false);
+    assert_int_equal(intent_nodes(f, 0), 0);
+    assert_int_equal(rl_release(w), RL_OK);
+    /* A fenced writer marks its intent too (in its fenced acquire). */
+    assert_int_equal(rl_acquire(f->c, "kr:intent", &ro, &r), RL_OK);
+    w = writer_waits_then_wins(f, wc, r, NULL, true);
+    assert_true(rl_lock_fence(w) > 0);
     assert_int_equal(intent_nodes(f, 0), 0);
     assert_int_equal(rl_release(w), RL_OK);
     rl_client_free(wc);
