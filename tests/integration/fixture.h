@@ -52,4 +52,13 @@ rl_status fixture_acquire_until_ok(rl_client *c, const char *resource,
                                    int64_t since_ms, int64_t limit_ms,
                                    int64_t sleep_ms, int *attempts);
 
+/* tools/faultproxy in front of 127.0.0.1:upstream, holding every chunk
+ * delay_ms in each direction (a distant node). *pid gets its process
+ * (stop it with fixture_proxy_stop). Returns the port it listens on, or
+ * -1 with a message on stderr; -1 and "SKIP" when the tests were built
+ * without tools/faultproxy (RL_FAULTPROXY). */
+int fixture_proxy_start(pid_t *pid, int upstream, int delay_ms);
+/* SIGTERM and wait; *pid becomes 0. Nothing when *pid is 0. */
+void fixture_proxy_stop(pid_t *pid);
+
 #endif
