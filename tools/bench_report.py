@@ -655,7 +655,7 @@ def render(out, previous, T):
     t("### r: a node's way back (restart, killed connection)")
     t("")
     t("One client (`tools/bench/redlock-bench restart`, 5 nodes) watches the "
-      "5th node through `rl_client_stats` every millisecond while the script "
+      "5th node through `rl_client_node_stats` every millisecond while the script "
       "either kills that node (SIGKILL) and starts it again on the same ports "
       "(`restart`), or kills only the client's connections with `CLIENT KILL "
       "TYPE normal` (`conn`: the server stays up). The client reconnects by "
