@@ -425,7 +425,7 @@ def render(out, previous, T):
               "intervals; ours starts its window half an interval after the "
               "last acquire, so its edges fall between renewal rounds). "
               "Renewals: ours "
-              "from `rl_client_stats`, node-redlock's successful "
+              "from `rl_client_totals`, node-redlock's successful "
               "`redlock.extend` calls. Client CPU: the process over the "
               "renewal window only; server CPU: the 5 nodes' `INFO cpu`, "
               "summed. "
