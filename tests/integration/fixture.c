@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <ev.h>
+
 void fixture_log(int level, const char *msg, void *privdata)
 {
     if (getenv("RL_TEST_LOG") == NULL)
@@ -106,4 +108,96 @@ rl_status fixture_acquire_until_ok(rl_client *c, const char *resource,
             harness_sleep_ms(sleep_ms);
     }
     return st;
+}
+
+static const struct fixture_opts default_opts = { .nodes = 3 };
+
+rl_client *fixture_client_on(const struct fixture *f, struct ev_loop *loop,
+                             void (*tune)(rl_config *cfg))
+{
+    rl_config cfg;
+
+    fixture_config(&cfg, &f->hn);
+    cfg.loop = loop;
+    if (f->opts->tune != NULL)
+        f->opts->tune(&cfg);
+    if (tune != NULL)
+        tune(&cfg);
+    return fixture_client(&cfg);
+}
+
+static int setup_clients(struct fixture *f)
+{
+    const struct fixture_opts *o = f->opts;
+
+    if (o->nodes == 0 || o->no_client)
+        return 0;
+    if (o->external_loop) {
+        f->loop = ev_loop_new(0);
+        if (f->loop == NULL)
+            return -1;
+    }
+    f->c = fixture_client_on(f, f->loop, NULL);
+    if (f->c == NULL || (o->all_voting && !fixture_all_voting(f->c)))
+        return -1;
+    if (o->second_client) {
+        f->c2 = fixture_client_on(f, NULL, NULL);
+        if (f->c2 == NULL)
+            return -1;
+    }
+    return 0;
+}
+
+int fixture_setup(void **state)
+{
+    const struct fixture_opts *o = *state != NULL ? *state : &default_opts;
+    struct fixture *f = calloc(1, sizeof(*f));
+
+    *state = f;
+    if (f == NULL)
+        return -1;
+    f->opts = o;
+    if (o->priv_size > 0) {
+        f->priv = calloc(1, o->priv_size);
+        if (f->priv == NULL)
+            return -1;
+    }
+    if (o->nodes > FIXTURE_MAX_NODES) {
+        fprintf(stderr, "fixture: %d nodes, at most %d\n", o->nodes,
+                FIXTURE_MAX_NODES);
+        return -1;
+    }
+    if (o->nodes > 0) {
+        if (harness_cluster_start_nodes(f->r, o->nodes, o->server,
+                                        &f->hn) != 0)
+            return -1;
+        f->n = o->nodes;
+    }
+    return setup_clients(f);
+}
+
+int fixture_teardown(void **state)
+{
+    struct fixture *f = *state;
+
+    if (f == NULL)
+        return 0;
+    if (f->opts->cleanup != NULL)
+        f->opts->cleanup(f);
+    for (int i = 0; i < FIXTURE_MAX_NODES; i++) {
+        if (f->r[i].paused)
+            harness_resume(&f->r[i]);
+    }
+    rl_client_free(f->c);
+    rl_client_free(f->c2);
+    rl_lock_free(f->l);
+    rl_lock_free(f->l2);
+    for (int i = 0; i < FIXTURE_MAX_LOCKS; i++)
+        rl_lock_free(f->locks[i]);
+    if (f->loop != NULL)
+        ev_loop_destroy(f->loop);
+    harness_cluster_stop(f->r, FIXTURE_MAX_NODES);
+    free(f->priv);
+    free(f);
+    return 0;
 }

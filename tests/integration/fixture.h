@@ -1,7 +1,15 @@
-/* fixture.h -- library-aware helpers shared by the integration tests: the
- * fast client configuration every test starts from, client creation that
+/* fixture.h -- what every integration test starts from: one fixture
+ * (servers, clients, locks, a loop) made by fixture_setup and undone by
+ * fixture_teardown, the fast client configuration, client creation that
  * says why it failed, and a retried acquire. harness.h runs the servers;
  * this file adds what needs <redlock.h>.
+ *
+ * A test program names its options once and registers its cases with
+ *
+ *     static const struct fixture_opts five = { .nodes = 5 };
+ *     FIXTURE_TEST(test_something, &five),
+ *
+ * and each case gets a fresh struct fixture in *state.
  *
  * Environment:
  *   RL_TEST_LOG   print the library's log lines (debug level) on stderr
@@ -9,6 +17,7 @@
 #ifndef REDLOCK_TEST_FIXTURE_H
 #define REDLOCK_TEST_FIXTURE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "harness.h"
@@ -51,5 +60,61 @@ rl_status fixture_acquire_until_ok(rl_client *c, const char *resource,
                                    const rl_acquire_opts *o, rl_lock **lock,
                                    int64_t since_ms, int64_t limit_ms,
                                    int64_t sleep_ms, int *attempts);
+
+#define FIXTURE_MAX_NODES 8
+#define FIXTURE_MAX_LOCKS 8
+
+struct ev_loop;
+struct fixture;
+
+/* What fixture_setup makes. Zero fields mean "no", NULL "none". */
+struct fixture_opts {
+    int nodes;                     /* servers to start (0: none, and no
+                                      client; the test starts its own) */
+    const struct harness_opts *server; /* their options */
+    bool no_client;                /* start servers only: f->c stays NULL */
+    bool second_client;            /* also f->c2, with the same config */
+    bool external_loop;            /* f->loop, and f->c runs on it (f->c2
+                                      runs its own thread) */
+    bool all_voting;               /* wait until every node of f->c votes */
+    void (*tune)(rl_config *cfg);  /* adjusts the clients' config after
+                                      fixture_config */
+    size_t priv_size;              /* f->priv: this many zeroed bytes */
+    void (*cleanup)(struct fixture *f); /* first thing teardown does */
+};
+
+/* One test case's world. Teardown frees what is not NULL here, whatever
+ * the test left behind. */
+struct fixture {
+    const struct fixture_opts *opts;
+    struct rl_redis r[FIXTURE_MAX_NODES];
+    int n;                         /* servers in r (set by a test that
+                                      starts its own) */
+    struct harness_nodes hn;       /* their URIs */
+    rl_client *c;
+    rl_client *c2;
+    rl_lock *l;
+    rl_lock *l2;
+    rl_lock *locks[FIXTURE_MAX_LOCKS];
+    struct ev_loop *loop;
+    void *priv;                    /* the test's own state (priv_size) */
+};
+
+/* cmocka setup: *state is the struct fixture_opts (NULL: 3 nodes, one
+ * client) and becomes the struct fixture. 0, or -1 with a message. */
+int fixture_setup(void **state);
+/* cmocka teardown: opts->cleanup, resume paused servers, free the clients
+ * and then the locks, destroy the loop, stop every server, free priv. */
+int fixture_teardown(void **state);
+/* A case of fn with a fresh fixture made with opts (a pointer). */
+#define FIXTURE_TEST(fn, opts)                                              \
+    cmocka_unit_test_prestate_setup_teardown(fn, fixture_setup,             \
+                                             fixture_teardown, (void *)(opts))
+
+/* A client on f's nodes with fixture_config, then opts->tune, then tune
+ * (may be NULL) applied; on loop (NULL: its own thread). NULL on
+ * failure, with a message. */
+rl_client *fixture_client_on(const struct fixture *f, struct ev_loop *loop,
+                             void (*tune)(rl_config *cfg));
 
 #endif
