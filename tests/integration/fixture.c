@@ -182,8 +182,6 @@ int fixture_teardown(void **state)
 
     if (f == NULL)
         return 0;
-    if (f->opts->cleanup != NULL)
-        f->opts->cleanup(f);
     for (int i = 0; i < FIXTURE_MAX_NODES; i++) {
         if (f->r[i].paused)
             harness_resume(&f->r[i]);
@@ -194,6 +192,8 @@ int fixture_teardown(void **state)
     rl_lock_free(f->l2);
     for (int i = 0; i < FIXTURE_MAX_LOCKS; i++)
         rl_lock_free(f->locks[i]);
+    if (f->opts->cleanup != NULL)
+        f->opts->cleanup(f);
     if (f->loop != NULL)
         ev_loop_destroy(f->loop);
     harness_cluster_stop(f->r, FIXTURE_MAX_NODES);

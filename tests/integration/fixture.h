@@ -80,7 +80,8 @@ struct fixture_opts {
     void (*tune)(rl_config *cfg);  /* adjusts the clients' config after
                                       fixture_config */
     size_t priv_size;              /* f->priv: this many zeroed bytes */
-    void (*cleanup)(struct fixture *f); /* first thing teardown does */
+    void (*cleanup)(struct fixture *f); /* teardown's, once the clients
+                                      and locks are freed */
 };
 
 /* One test case's world. Teardown frees what is not NULL here, whatever
@@ -103,8 +104,8 @@ struct fixture {
 /* cmocka setup: *state is the struct fixture_opts (NULL: 3 nodes, one
  * client) and becomes the struct fixture. 0, or -1 with a message. */
 int fixture_setup(void **state);
-/* cmocka teardown: opts->cleanup, resume paused servers, free the clients
- * and then the locks, destroy the loop, stop every server, free priv. */
+/* cmocka teardown: resume paused servers, free the clients and then the
+ * locks, opts->cleanup, destroy the loop, stop every server, free priv. */
 int fixture_teardown(void **state);
 /* A case of fn with a fresh fixture made with opts (a pointer). */
 #define FIXTURE_TEST(fn, opts)                                              \
