@@ -173,7 +173,9 @@ int fixture_setup(void **state)
             return -1;
         f->n = o->nodes;
     }
-    return setup_clients(f);
+    if (setup_clients(f) != 0)
+        return -1;
+    return o->setup != NULL ? o->setup(f) : 0;
 }
 
 int fixture_teardown(void **state)

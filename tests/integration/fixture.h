@@ -80,6 +80,8 @@ struct fixture_opts {
     void (*tune)(rl_config *cfg);  /* adjusts the clients' config after
                                       fixture_config */
     size_t priv_size;              /* f->priv: this many zeroed bytes */
+    int (*setup)(struct fixture *f); /* fixture_setup's last step: 0, or
+                                      -1 (the case fails) */
     void (*cleanup)(struct fixture *f); /* teardown's, once the clients
                                       and locks are freed */
 };

@@ -61,18 +61,20 @@ static void cleanup(struct fixture *f)
 
 /* Servers and a client running its own loop thread, or (external) one
  * on a loop of ours that the test runs. */
-static const struct fixture_opts owned = { .nodes = NODES,
+static int setup(struct fixture *f)
+{
+    (void)f;
+    main_thread = pthread_self();
+    reset_recs();
+    return 0;
+}
+
+static const struct fixture_opts owned = { .nodes = NODES, .setup = setup,
                                            .cleanup = cleanup };
 static const struct fixture_opts external = { .nodes = NODES,
                                               .external_loop = true,
+                                              .setup = setup,
                                               .cleanup = cleanup };
-
-static int setup(void **state)
-{
-    main_thread = pthread_self();
-    reset_recs();
-    return fixture_setup(state);
-}
 
 /* ---- Callbacks: record, never assert ---- */
 
@@ -458,33 +460,22 @@ static void test_external_loop_client_free_cancels_pending_ops(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_prestate_setup_teardown(
-            test_200_acquires_in_flight_each_call_back_once, setup,
-            fixture_teardown, (void *)&owned),
-        cmocka_unit_test_prestate_setup_teardown(
-            test_client_free_with_ops_in_flight_calls_each_back_once, setup,
-            fixture_teardown, (void *)&owned),
-        cmocka_unit_test_prestate_setup_teardown(
-            test_release_async_without_callback_still_releases, setup,
-            fixture_teardown, (void *)&owned),
-        cmocka_unit_test_prestate_setup_teardown(
-            test_extend_async_refreshes_and_a_second_one_is_misuse, setup,
-            fixture_teardown, (void *)&owned),
-        cmocka_unit_test_prestate_setup_teardown(
-            test_release_async_cancels_an_extend_in_flight_first, setup,
-            fixture_teardown, (void *)&owned),
-        cmocka_unit_test_prestate_setup_teardown(
-            test_blocking_calls_inside_a_callback_are_misuse, setup,
-            fixture_teardown, (void *)&owned),
-        cmocka_unit_test_prestate_setup_teardown(
-            test_failed_async_acquire_reports_detail_in_the_callback, setup,
-            fixture_teardown, (void *)&owned),
-        cmocka_unit_test_prestate_setup_teardown(
-            test_external_loop_runs_callbacks_on_the_callers_thread, setup,
-            fixture_teardown, (void *)&external),
-        cmocka_unit_test_prestate_setup_teardown(
-            test_external_loop_client_free_cancels_pending_ops, setup,
-            fixture_teardown, (void *)&external),
+        FIXTURE_TEST(test_200_acquires_in_flight_each_call_back_once, &owned),
+        FIXTURE_TEST(
+            test_client_free_with_ops_in_flight_calls_each_back_once, &owned),
+        FIXTURE_TEST(
+            test_release_async_without_callback_still_releases, &owned),
+        FIXTURE_TEST(
+            test_extend_async_refreshes_and_a_second_one_is_misuse, &owned),
+        FIXTURE_TEST(
+            test_release_async_cancels_an_extend_in_flight_first, &owned),
+        FIXTURE_TEST(test_blocking_calls_inside_a_callback_are_misuse, &owned),
+        FIXTURE_TEST(
+            test_failed_async_acquire_reports_detail_in_the_callback, &owned),
+        FIXTURE_TEST(
+            test_external_loop_runs_callbacks_on_the_callers_thread, &external),
+        FIXTURE_TEST(
+            test_external_loop_client_free_cancels_pending_ops, &external),
     };
 
     harness_require_redis();

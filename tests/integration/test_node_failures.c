@@ -103,15 +103,17 @@ static void free_recs(struct fixture *f)
     }
 }
 
-/* No servers: each test starts its own. */
-static const struct fixture_opts fx = { .cleanup = free_recs };
-
-static int setup(void **state)
+static int setup(struct fixture *f)
 {
+    (void)f;
     forbidden_text = NULL;
     atomic_store(&forbidden_seen, 0);
-    return fixture_setup(state);
+    return 0;
 }
+
+/* No servers: each test starts its own. */
+static const struct fixture_opts fx = { .setup = setup,
+                                        .cleanup = free_recs };
 
 /* Empty within ms, and then still allowed the usual 200 ms for replies
  * on their way. */
@@ -567,51 +569,23 @@ static void test_unreachable_node_does_not_fail_client_creation(
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_prestate_setup_teardown(
-            test_acquire_succeeds_with_two_of_five_nodes_down, setup,
-            fixture_teardown, (void *)&fx),
-        cmocka_unit_test_prestate_setup_teardown(
-            test_acquire_without_quorum_fails_fast, setup,
-            fixture_teardown, (void *)&fx),
-        cmocka_unit_test_prestate_setup_teardown(
-            test_failed_acquire_leaves_no_keys_on_live_nodes, setup,
-            fixture_teardown, (void *)&fx),
-        cmocka_unit_test_prestate_setup_teardown(
-            test_acquire_does_not_wait_for_a_paused_node, setup,
-            fixture_teardown, (void *)&fx),
-        cmocka_unit_test_prestate_setup_teardown(
-            test_paused_node_holds_no_key_once_it_resumes, setup,
-            fixture_teardown, (void *)&fx),
-        cmocka_unit_test_prestate_setup_teardown(
-            test_acquire_without_quorum_ends_when_majority_is_paused, setup,
-            fixture_teardown, (void *)&fx),
-        cmocka_unit_test_prestate_setup_teardown(
-            test_paused_majority_holds_no_key_once_it_resumes, setup,
-            fixture_teardown, (void *)&fx),
-        cmocka_unit_test_prestate_setup_teardown(
-            test_ops_in_flight_survive_a_node_kill, setup,
-            fixture_teardown, (void *)&fx),
-        cmocka_unit_test_prestate_setup_teardown(
-            test_restarted_node_is_used_again_after_reconnect, setup,
-            fixture_teardown, (void *)&fx),
-        cmocka_unit_test_prestate_setup_teardown(
-            test_restarted_node_does_not_vote_during_quarantine, setup,
-            fixture_teardown, (void *)&fx),
-        cmocka_unit_test_prestate_setup_teardown(
-            test_wrong_password_counts_as_failed_and_is_never_printed, setup,
-            fixture_teardown, (void *)&fx),
-        cmocka_unit_test_prestate_setup_teardown(
-            test_missing_password_counts_as_failed_node, setup,
-            fixture_teardown, (void *)&fx),
-        cmocka_unit_test_prestate_setup_teardown(
-            test_config_password_is_used_for_nodes_without_one, setup,
-            fixture_teardown, (void *)&fx),
-        cmocka_unit_test_prestate_setup_teardown(
-            test_acl_user_and_password_in_uri_work, setup,
-            fixture_teardown, (void *)&fx),
-        cmocka_unit_test_prestate_setup_teardown(
-            test_unreachable_node_does_not_fail_client_creation, setup,
-            fixture_teardown, (void *)&fx),
+        FIXTURE_TEST(test_acquire_succeeds_with_two_of_five_nodes_down, &fx),
+        FIXTURE_TEST(test_acquire_without_quorum_fails_fast, &fx),
+        FIXTURE_TEST(test_failed_acquire_leaves_no_keys_on_live_nodes, &fx),
+        FIXTURE_TEST(test_acquire_does_not_wait_for_a_paused_node, &fx),
+        FIXTURE_TEST(test_paused_node_holds_no_key_once_it_resumes, &fx),
+        FIXTURE_TEST(
+            test_acquire_without_quorum_ends_when_majority_is_paused, &fx),
+        FIXTURE_TEST(test_paused_majority_holds_no_key_once_it_resumes, &fx),
+        FIXTURE_TEST(test_ops_in_flight_survive_a_node_kill, &fx),
+        FIXTURE_TEST(test_restarted_node_is_used_again_after_reconnect, &fx),
+        FIXTURE_TEST(test_restarted_node_does_not_vote_during_quarantine, &fx),
+        FIXTURE_TEST(
+            test_wrong_password_counts_as_failed_and_is_never_printed, &fx),
+        FIXTURE_TEST(test_missing_password_counts_as_failed_node, &fx),
+        FIXTURE_TEST(test_config_password_is_used_for_nodes_without_one, &fx),
+        FIXTURE_TEST(test_acl_user_and_password_in_uri_work, &fx),
+        FIXTURE_TEST(test_unreachable_node_does_not_fail_client_creation, &fx),
     };
 
     harness_require_redis();

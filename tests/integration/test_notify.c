@@ -44,8 +44,6 @@ static int64_t woken_bound_ms(void)
     return b < B_RETRY_MS / 2 ? b : B_RETRY_MS / 2;
 }
 
-static const struct fixture_opts fx = { .nodes = NODES, .no_client = true };
-
 /* A fast client with this retry delay and jitter; its log lines are
  * tagged with name. */
 static rl_client *client_for(struct fixture *f, uint32_t retry_delay_ms,
@@ -62,17 +60,15 @@ static rl_client *client_for(struct fixture *f, uint32_t retry_delay_ms,
 
 /* The fixture with two clients: A (f->c) retries fast, B (f->c2) every
  * B_RETRY_MS. */
-static int setup(void **state)
+static int two_clients(struct fixture *f)
 {
-    struct fixture *f;
-
-    if (fixture_setup(state) != 0)
-        return -1;
-    f = *state;
     f->c = client_for(f, 20, 10, "A");
     f->c2 = client_for(f, B_RETRY_MS, 0, "B");
     return f->c != NULL && f->c2 != NULL ? 0 : -1;
 }
+
+static const struct fixture_opts fx = { .nodes = NODES, .no_client = true,
+                                        .setup = two_clients };
 
 /* B's side of one hand-off: a blocking acquire on its own thread. */
 struct waiter {
@@ -264,15 +260,9 @@ static void test_waiter_gets_crashed_holders_lock_after_ttl(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_prestate_setup_teardown(
-            test_waiter_acquires_right_after_release, setup,
-            fixture_teardown, (void *)&fx),
-        cmocka_unit_test_prestate_setup_teardown(
-            test_waiter_is_woken_with_two_nodes_down, setup,
-            fixture_teardown, (void *)&fx),
-        cmocka_unit_test_prestate_setup_teardown(
-            test_waiter_gets_crashed_holders_lock_after_ttl, setup,
-            fixture_teardown, (void *)&fx),
+        FIXTURE_TEST(test_waiter_acquires_right_after_release, &fx),
+        FIXTURE_TEST(test_waiter_is_woken_with_two_nodes_down, &fx),
+        FIXTURE_TEST(test_waiter_gets_crashed_holders_lock_after_ttl, &fx),
     };
 
     harness_require_redis();

@@ -103,26 +103,22 @@ static void free_many(struct fixture *f)
     free(m->tokens);
 }
 
-static const struct fixture_opts fx = { .nodes = NODES,
-                                        .tune = roomy_op_timeout,
-                                        .priv_size = sizeof(struct many),
-                                        .cleanup = free_many };
-
-static int setup(void **state)
+static int alloc_many(struct fixture *f)
 {
-    struct fixture *f;
-    struct many *m;
+    struct many *m = f->priv;
 
-    if (fixture_setup(state) != 0)
-        return -1;
-    f = *state;
-    m = f->priv;
     m->n = scale_n();
     m->cap = m->n > OVERLOAD_LOCKS ? m->n : OVERLOAD_LOCKS;
     m->locks = calloc((size_t)m->cap, sizeof(*m->locks));
     m->tokens = calloc((size_t)m->cap, sizeof(*m->tokens));
     return m->locks != NULL && m->tokens != NULL ? 0 : -1;
 }
+
+static const struct fixture_opts fx = { .nodes = NODES,
+                                        .tune = roomy_op_timeout,
+                                        .priv_size = sizeof(struct many),
+                                        .setup = alloc_many,
+                                        .cleanup = free_many };
 
 static void on_lost(rl_lock *l, void *privdata)
 {
@@ -649,27 +645,13 @@ static void test_releases_and_frees_race_batched_renewals(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_prestate_setup_teardown(
-            test_many_watched_locks_renewed_with_none_lost, setup,
-            fixture_teardown, (void *)&fx),
-        cmocka_unit_test_prestate_setup_teardown(
-            test_mixed_ttls_and_multi_key_locks_renewed, setup,
-            fixture_teardown, (void *)&fx),
-        cmocka_unit_test_prestate_setup_teardown(
-            test_renew_window_sets_how_renewals_coalesce, setup,
-            fixture_teardown, (void *)&fx),
-        cmocka_unit_test_prestate_setup_teardown(
-            test_node_killed_and_one_paused_none_lost, setup,
-            fixture_teardown, (void *)&fx),
-        cmocka_unit_test_prestate_setup_teardown(
-            test_majority_paused_reports_every_lock_lost_in_time, setup,
-            fixture_teardown, (void *)&fx),
-        cmocka_unit_test_prestate_setup_teardown(
-            test_behind_watchdog_refuses_new_watched_acquires, setup,
-            fixture_teardown, (void *)&fx),
-        cmocka_unit_test_prestate_setup_teardown(
-            test_releases_and_frees_race_batched_renewals, setup,
-            fixture_teardown, (void *)&fx),
+        FIXTURE_TEST(test_many_watched_locks_renewed_with_none_lost, &fx),
+        FIXTURE_TEST(test_mixed_ttls_and_multi_key_locks_renewed, &fx),
+        FIXTURE_TEST(test_renew_window_sets_how_renewals_coalesce, &fx),
+        FIXTURE_TEST(test_node_killed_and_one_paused_none_lost, &fx),
+        FIXTURE_TEST(test_majority_paused_reports_every_lock_lost_in_time, &fx),
+        FIXTURE_TEST(test_behind_watchdog_refuses_new_watched_acquires, &fx),
+        FIXTURE_TEST(test_releases_and_frees_race_batched_renewals, &fx),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
