@@ -94,13 +94,13 @@ def resp_read(f, decode=True):
 
 
 class Client:
-    """A blocking RESP connection to 127.0.0.1:port with a socket
-    timeout, authenticated when password is given."""
+    """A blocking RESP connection to host:port with a socket timeout,
+    authenticated when password is given."""
 
-    def __init__(self, port, timeout=2.0, password=None, decode=True):
+    def __init__(self, port, timeout=2.0, password=None, decode=True,
+                 host="127.0.0.1"):
         self.decode = decode
-        self.sock = socket.create_connection(("127.0.0.1", port),
-                                             timeout=timeout)
+        self.sock = socket.create_connection((host, port), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.f = self.sock.makefile("rb")
         if password is not None:
@@ -121,10 +121,10 @@ class Client:
         self.close()
 
 
-def redis_cmd(port, *args, password=None, timeout=1.0):
-    """Send one command to 127.0.0.1:port on a fresh connection and
-    return the decoded reply."""
-    with Client(port, timeout, password) as c:
+def redis_cmd(port, *args, password=None, timeout=1.0, host="127.0.0.1"):
+    """Send one command to host:port on a fresh connection and return the
+    decoded reply."""
+    with Client(port, timeout, password, host=host) as c:
         return c.call(*args)
 
 
