@@ -16,8 +16,9 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "pylib"))
 # Re-exported for the tests.
-from rlnodes import (REDIS_SERVER, Node, RedisError,  # noqa: E402,F401
-                     free_port, redis_cmd, scale, start_nodes, stop_all)
+from rlnodes import (Node, RedisError, free_port,  # noqa: E402,F401
+                     program_or_exit, redis_cmd, scale, start_nodes,
+                     stop_all)
 
 CLI = None
 
@@ -25,16 +26,7 @@ CLI = None
 def setup_or_skip():
     """Find the CLI binary and redis-server; exit 77 if redis is missing."""
     global CLI
-    if len(sys.argv) > 1 and not sys.argv[1].startswith("-"):
-        CLI = os.path.abspath(sys.argv.pop(1))
-    else:
-        CLI = os.environ.get("REDLOCK_CLI")
-    if not CLI or not os.access(CLI, os.X_OK):
-        print("usage: %s PATH-TO-redlock-cli [unittest args]" % sys.argv[0])
-        sys.exit(2)
-    if REDIS_SERVER is None:
-        print("SKIP: redis-server not found in PATH")
-        sys.exit(77)
+    CLI = program_or_exit("REDLOCK_CLI", "redlock-cli")
 
 
 def module_nodes(nodes, count):

@@ -432,16 +432,7 @@ class ProcessTest(unittest.TestCase):
 
 def main():
     global PROXY
-    if len(sys.argv) > 1 and not sys.argv[1].startswith("-"):
-        PROXY = os.path.abspath(sys.argv.pop(1))
-    else:
-        PROXY = os.environ.get("FAULTPROXY")
-    if not PROXY or not os.access(PROXY, os.X_OK):
-        print("usage: %s PATH-TO-faultproxy [unittest args]" % sys.argv[0])
-        sys.exit(2)
-    if rlnodes.REDIS_SERVER is None:
-        print("SKIP: redis-server not found")
-        sys.exit(77)
+    PROXY = rlnodes.program_or_exit("FAULTPROXY", "faultproxy")
     start_redis()
     try:
         unittest.main(verbosity=2)

@@ -18,6 +18,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -25,6 +26,23 @@ REDIS_SERVER = shutil.which("redis-server") or (
     "/usr/bin/redis-server" if os.access("/usr/bin/redis-server", os.X_OK)
     else None)
 _ALL_NODES = []
+
+
+def program_or_exit(env_var, name):
+    """The program under test: argv[1] (taken out of argv, so unittest
+    gets the rest) or $env_var. Exits 2 with a usage line when it is not
+    an executable, 77 with "SKIP: ..." when redis-server is missing."""
+    if len(sys.argv) > 1 and not sys.argv[1].startswith("-"):
+        path = os.path.abspath(sys.argv.pop(1))
+    else:
+        path = os.environ.get(env_var)
+    if not path or not os.access(path, os.X_OK):
+        print("usage: %s PATH-TO-%s [unittest args]" % (sys.argv[0], name))
+        sys.exit(2)
+    if REDIS_SERVER is None:
+        print("SKIP: redis-server not found in PATH")
+        sys.exit(77)
+    return path
 
 
 def scale(seconds):
