@@ -1,9 +1,12 @@
 /* fixture.c -- see fixture.h. */
 #include "fixture.h"
 
+#include <setjmp.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <cmocka.h>
 #include <ev.h>
 
 void fixture_log(int level, const char *msg, void *privdata)
@@ -112,8 +115,7 @@ rl_status fixture_acquire_until_ok(rl_client *c, const char *resource,
 
 static const struct fixture_opts default_opts = { .nodes = 3 };
 
-rl_client *fixture_client_on(const struct fixture *f, struct ev_loop *loop,
-                             void (*tune)(rl_config *cfg))
+rl_client *fixture_client_on(const struct fixture *f, struct ev_loop *loop)
 {
     rl_config cfg;
 
@@ -121,8 +123,6 @@ rl_client *fixture_client_on(const struct fixture *f, struct ev_loop *loop,
     cfg.loop = loop;
     if (f->opts->tune != NULL)
         f->opts->tune(&cfg);
-    if (tune != NULL)
-        tune(&cfg);
     return fixture_client(&cfg);
 }
 
@@ -137,11 +137,11 @@ static int setup_clients(struct fixture *f)
         if (f->loop == NULL)
             return -1;
     }
-    f->c = fixture_client_on(f, f->loop, NULL);
+    f->c = fixture_client_on(f, f->loop);
     if (f->c == NULL || (o->all_voting && !fixture_all_voting(f->c)))
         return -1;
     if (o->second_client) {
-        f->c2 = fixture_client_on(f, NULL, NULL);
+        f->c2 = fixture_client_on(f, NULL);
         if (f->c2 == NULL)
             return -1;
     }
@@ -168,8 +168,7 @@ int fixture_setup(void **state)
         return -1;
     }
     if (o->nodes > 0) {
-        if (harness_cluster_start_nodes(f->r, o->nodes, o->server,
-                                        &f->hn) != 0)
+        if (harness_cluster_start_nodes(f->r, o->nodes, NULL, &f->hn) != 0)
             return -1;
         f->n = o->nodes;
     }
@@ -202,4 +201,26 @@ int fixture_teardown(void **state)
     free(f->priv);
     free(f);
     return 0;
+}
+
+int fixture_run(const char *name, const struct fixture_opts *opts,
+                const struct CMUnitTest *tests, size_t count)
+{
+    struct CMUnitTest *all = calloc(count, sizeof(*all));
+    int rc;
+
+    if (all == NULL)
+        return 1;
+    for (size_t i = 0; i < count; i++) {
+        all[i] = tests[i];
+        if (all[i].setup_func == NULL) {
+            all[i].setup_func = fixture_setup;
+            all[i].teardown_func = fixture_teardown;
+            all[i].initial_state = (void *)opts;
+        }
+    }
+    harness_require_redis();
+    rc = _cmocka_run_group_tests(name, all, count, NULL, NULL);
+    free(all);
+    return rc;
 }

@@ -4,10 +4,14 @@
  * says why it failed, and a retried acquire. harness.h runs the servers;
  * this file adds what needs <redlock.h>.
  *
- * A test program names its options once and registers its cases with
+ * A test program names its options once and runs its cases with them:
  *
  *     static const struct fixture_opts five = { .nodes = 5 };
- *     FIXTURE_TEST(test_something, &five),
+ *     const struct CMUnitTest tests[] = {
+ *         cmocka_unit_test(test_something),
+ *         FIXTURE_TEST(test_on_three_nodes, &three),
+ *     };
+ *     return FIXTURE_RUN("name", &five, tests);
  *
  * and each case gets a fresh struct fixture in *state.
  *
@@ -64,6 +68,7 @@ rl_status fixture_acquire_until_ok(rl_client *c, const char *resource,
 #define FIXTURE_MAX_NODES 8
 #define FIXTURE_MAX_LOCKS 8
 
+struct CMUnitTest;
 struct ev_loop;
 struct fixture;
 
@@ -71,7 +76,6 @@ struct fixture;
 struct fixture_opts {
     int nodes;                     /* servers to start (0: none, and no
                                       client; the test starts its own) */
-    const struct harness_opts *server; /* their options */
     bool no_client;                /* start servers only: f->c stays NULL */
     bool second_client;            /* also f->c2, with the same config */
     bool external_loop;            /* f->loop, and f->c runs on it (f->c2
@@ -109,15 +113,21 @@ int fixture_setup(void **state);
 /* cmocka teardown: resume paused servers, free the clients and then the
  * locks, opts->cleanup, destroy the loop, stop every server, free priv. */
 int fixture_teardown(void **state);
-/* A case of fn with a fresh fixture made with opts (a pointer). */
+/* main() of an integration program: skip (exit 77) without redis-server,
+ * then run the count tests as group name; a case registered without a
+ * setup (cmocka_unit_test) gets a fresh fixture made with opts. */
+int fixture_run(const char *name, const struct fixture_opts *opts,
+                const struct CMUnitTest *tests, size_t count);
+#define FIXTURE_RUN(name, opts, tests)                                      \
+    fixture_run(name, opts, tests, sizeof(tests) / sizeof((tests)[0]))
+/* A case of fn with a fresh fixture made with opts (a pointer), for a
+ * case whose options differ from the program's. */
 #define FIXTURE_TEST(fn, opts)                                              \
     cmocka_unit_test_prestate_setup_teardown(fn, fixture_setup,             \
                                              fixture_teardown, (void *)(opts))
 
-/* A client on f's nodes with fixture_config, then opts->tune, then tune
- * (may be NULL) applied; on loop (NULL: its own thread). NULL on
- * failure, with a message. */
-rl_client *fixture_client_on(const struct fixture *f, struct ev_loop *loop,
-                             void (*tune)(rl_config *cfg));
+/* A client on f's nodes with fixture_config and then opts->tune, on loop
+ * (NULL: its own thread). NULL on failure, with a message. */
+rl_client *fixture_client_on(const struct fixture *f, struct ev_loop *loop);
 
 #endif

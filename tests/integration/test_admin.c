@@ -405,20 +405,19 @@ static void test_bad_arguments_are_refused(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        FIXTURE_TEST(test_a_held_lock_is_removed_on_every_node, &fx),
-        FIXTURE_TEST(test_a_free_resource_reports_nothing_removed, &fx),
-        FIXTURE_TEST(test_stale_keys_on_a_minority_are_removed, &fx),
-        FIXTURE_TEST(test_the_prefix_is_applied, &fx),
-        FIXTURE_TEST(test_the_removed_token_is_published, &fx),
-        FIXTURE_TEST(test_a_waiter_gets_the_lock_after_a_force_unlock, &fx),
-        FIXTURE_TEST(test_a_watchdog_holder_is_reported_lost, &fx),
-        FIXTURE_TEST(test_no_quorum_with_a_majority_down, &fx),
-        FIXTURE_TEST(
-            test_fence_counters_and_reserved_keys_are_never_touched, &fx),
-        FIXTURE_TEST(test_a_key_that_is_not_a_string_is_left_alone, &fx),
-        FIXTURE_TEST(test_bad_arguments_are_refused, &fx),
+        cmocka_unit_test(test_a_held_lock_is_removed_on_every_node),
+        cmocka_unit_test(test_a_free_resource_reports_nothing_removed),
+        cmocka_unit_test(test_stale_keys_on_a_minority_are_removed),
+        cmocka_unit_test(test_the_prefix_is_applied),
+        cmocka_unit_test(test_the_removed_token_is_published),
+        cmocka_unit_test(test_a_waiter_gets_the_lock_after_a_force_unlock),
+        cmocka_unit_test(test_a_watchdog_holder_is_reported_lost),
+        cmocka_unit_test(test_no_quorum_with_a_majority_down),
+        cmocka_unit_test(
+            test_fence_counters_and_reserved_keys_are_never_touched),
+        cmocka_unit_test(test_a_key_that_is_not_a_string_is_left_alone),
+        cmocka_unit_test(test_bad_arguments_are_refused),
     };
 
-    harness_require_redis();
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return FIXTURE_RUN("tests", &fx, tests);
 }

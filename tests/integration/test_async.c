@@ -460,24 +460,21 @@ static void test_external_loop_client_free_cancels_pending_ops(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        FIXTURE_TEST(test_200_acquires_in_flight_each_call_back_once, &owned),
-        FIXTURE_TEST(
-            test_client_free_with_ops_in_flight_calls_each_back_once, &owned),
-        FIXTURE_TEST(
-            test_release_async_without_callback_still_releases, &owned),
-        FIXTURE_TEST(
-            test_extend_async_refreshes_and_a_second_one_is_misuse, &owned),
-        FIXTURE_TEST(
-            test_release_async_cancels_an_extend_in_flight_first, &owned),
-        FIXTURE_TEST(test_blocking_calls_inside_a_callback_are_misuse, &owned),
-        FIXTURE_TEST(
-            test_failed_async_acquire_reports_detail_in_the_callback, &owned),
+        cmocka_unit_test(test_200_acquires_in_flight_each_call_back_once),
+        cmocka_unit_test(
+            test_client_free_with_ops_in_flight_calls_each_back_once),
+        cmocka_unit_test(test_release_async_without_callback_still_releases),
+        cmocka_unit_test(
+            test_extend_async_refreshes_and_a_second_one_is_misuse),
+        cmocka_unit_test(test_release_async_cancels_an_extend_in_flight_first),
+        cmocka_unit_test(test_blocking_calls_inside_a_callback_are_misuse),
+        cmocka_unit_test(
+            test_failed_async_acquire_reports_detail_in_the_callback),
         FIXTURE_TEST(
             test_external_loop_runs_callbacks_on_the_callers_thread, &external),
         FIXTURE_TEST(
             test_external_loop_client_free_cancels_pending_ops, &external),
     };
 
-    harness_require_redis();
-    return cmocka_run_group_tests_name("async", tests, NULL, NULL);
+    return FIXTURE_RUN("async", &owned, tests);
 }

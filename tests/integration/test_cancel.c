@@ -365,16 +365,15 @@ static void test_fired_token_refuses_blocking_acquire(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        FIXTURE_TEST(test_canceled_mutex_wait_leaves_no_key, &owned),
-        FIXTURE_TEST(test_canceled_multi_resource_wait_leaves_no_key, &owned),
-        FIXTURE_TEST(test_canceled_semaphore_wait_leaves_no_key, &owned),
-        FIXTURE_TEST(test_canceled_reader_wait_leaves_no_key, &owned),
-        FIXTURE_TEST(test_canceled_writer_clears_its_intent, &owned),
-        FIXTURE_TEST(test_cancel_racing_the_grant_leaves_no_key, &owned),
+        cmocka_unit_test(test_canceled_mutex_wait_leaves_no_key),
+        cmocka_unit_test(test_canceled_multi_resource_wait_leaves_no_key),
+        cmocka_unit_test(test_canceled_semaphore_wait_leaves_no_key),
+        cmocka_unit_test(test_canceled_reader_wait_leaves_no_key),
+        cmocka_unit_test(test_canceled_writer_clears_its_intent),
+        cmocka_unit_test(test_cancel_racing_the_grant_leaves_no_key),
         FIXTURE_TEST(test_async_acquire_canceled_on_the_loop_thread, &external),
-        FIXTURE_TEST(test_fired_token_refuses_blocking_acquire, &owned),
+        cmocka_unit_test(test_fired_token_refuses_blocking_acquire),
     };
 
-    harness_require_redis();
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return FIXTURE_RUN("tests", &owned, tests);
 }

@@ -394,19 +394,18 @@ static void test_key_vanishing_loses_the_lock_without_guard(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        FIXTURE_TEST(test_x5_node_does_not_vote_from_the_first_acquire, &fx),
-        FIXTURE_TEST(test_x5_node_uptime_is_not_trusted, &fx),
-        FIXTURE_TEST(test_x5_node_votes_without_the_guard, &fx),
-        FIXTURE_TEST(test_x1_5_node_is_caught, &fx),
-        FIXTURE_TEST(test_x0_5_node_is_caught, &fx),
-        FIXTURE_TEST(test_step_forward_is_caught_and_recovers, &fx),
-        FIXTURE_TEST(test_step_backward_is_caught_and_recovers, &fx),
-        FIXTURE_TEST(test_key_vanishing_on_a_stepped_node_loses_the_lock, &fx),
-        FIXTURE_TEST(test_key_vanishing_loses_the_lock_without_guard, &fx),
-        FIXTURE_TEST(test_watchdog_loses_the_lock_at_the_renewal, &fx),
-        FIXTURE_TEST(test_a_server_without_time_needs_the_guard_off, &fx),
+        cmocka_unit_test(test_x5_node_does_not_vote_from_the_first_acquire),
+        cmocka_unit_test(test_x5_node_uptime_is_not_trusted),
+        cmocka_unit_test(test_x5_node_votes_without_the_guard),
+        cmocka_unit_test(test_x1_5_node_is_caught),
+        cmocka_unit_test(test_x0_5_node_is_caught),
+        cmocka_unit_test(test_step_forward_is_caught_and_recovers),
+        cmocka_unit_test(test_step_backward_is_caught_and_recovers),
+        cmocka_unit_test(test_key_vanishing_on_a_stepped_node_loses_the_lock),
+        cmocka_unit_test(test_key_vanishing_loses_the_lock_without_guard),
+        cmocka_unit_test(test_watchdog_loses_the_lock_at_the_renewal),
+        cmocka_unit_test(test_a_server_without_time_needs_the_guard_off),
     };
 
-    harness_require_redis();
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return FIXTURE_RUN("tests", &fx, tests);
 }

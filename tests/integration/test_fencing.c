@@ -679,16 +679,15 @@ static void test_multi_resource_acquire_returns_a_fence(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        FIXTURE_TEST(test_fence_strictly_increases_over_200_cycles, &fx),
-        FIXTURE_TEST(
-            test_fence_increases_across_processes_and_node_restarts, &fx),
-        FIXTURE_TEST(test_multi_resource_acquire_returns_a_fence, &fx),
+        cmocka_unit_test(test_fence_strictly_increases_over_200_cycles),
+        cmocka_unit_test(
+            test_fence_increases_across_processes_and_node_restarts),
+        cmocka_unit_test(test_multi_resource_acquire_returns_a_fence),
         FIXTURE_TEST(
             test_fence_across_one_restart_with_counters_ahead_of_wall_time,
             &fx3),
         FIXTURE_TEST(test_fence_trusted_quorum_needs_no_wall_clock, &fx3),
     };
 
-    harness_require_redis();
-    return cmocka_run_group_tests_name("fencing", tests, NULL, NULL);
+    return FIXTURE_RUN("fencing", &fx, tests);
 }

@@ -331,15 +331,14 @@ static void test_restore_happens_once_per_restart(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        FIXTURE_TEST(test_client_free_inside_a_callback_is_refused, &fx),
-        FIXTURE_TEST(test_options_from_a_newer_header_are_einval, &fx),
-        FIXTURE_TEST(test_rollback_outlives_a_set_stuck_in_a_paused_node, &fx),
-        FIXTURE_TEST(test_extend_completing_after_lost_does_not_renew, &fx),
-        FIXTURE_TEST(test_trusted_restarted_node_gets_no_key_back, &fx),
-        FIXTURE_TEST(test_reconnect_to_same_server_is_not_a_restart, &fx),
-        FIXTURE_TEST(test_restore_happens_once_per_restart, &fx),
+        cmocka_unit_test(test_client_free_inside_a_callback_is_refused),
+        cmocka_unit_test(test_options_from_a_newer_header_are_einval),
+        cmocka_unit_test(test_rollback_outlives_a_set_stuck_in_a_paused_node),
+        cmocka_unit_test(test_extend_completing_after_lost_does_not_renew),
+        cmocka_unit_test(test_trusted_restarted_node_gets_no_key_back),
+        cmocka_unit_test(test_reconnect_to_same_server_is_not_a_restart),
+        cmocka_unit_test(test_restore_happens_once_per_restart),
     };
 
-    harness_require_redis();
-    return cmocka_run_group_tests_name("lifetimes", tests, NULL, NULL);
+    return FIXTURE_RUN("lifetimes", &fx, tests);
 }

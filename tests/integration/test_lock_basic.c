@@ -462,6 +462,5 @@ int main(void)
         NODES_TEST(test_distinct_acquisitions_get_distinct_tokens, three),
     };
 
-    harness_require_redis();
-    return cmocka_run_group_tests_name("lock_basic", tests, NULL, NULL);
+    return FIXTURE_RUN("lock_basic", &three, tests);
 }

@@ -358,13 +358,12 @@ int main(void)
     const struct CMUnitTest tests[] = {
         FIXTURE_TEST(test_renewal_landing_after_lost_does_not_revive_the_lock,
                      &long_op),
-        FIXTURE_TEST(test_max_hold_ms_uint64_max_means_no_cap, &fx),
-        FIXTURE_TEST(
-            test_max_hold_ms_overflowing_microseconds_refused_or_no_cap, &fx),
-        FIXTURE_TEST(test_max_hold_ms_short_cap_stops_renewals, &fx),
-        FIXTURE_TEST(test_late_grant_still_counts_when_a_key_vanishes, &fx),
+        cmocka_unit_test(test_max_hold_ms_uint64_max_means_no_cap),
+        cmocka_unit_test(
+            test_max_hold_ms_overflowing_microseconds_refused_or_no_cap),
+        cmocka_unit_test(test_max_hold_ms_short_cap_stops_renewals),
+        cmocka_unit_test(test_late_grant_still_counts_when_a_key_vanishes),
     };
 
-    harness_require_redis();
-    return cmocka_run_group_tests_name("lost_and_caps", tests, NULL, NULL);
+    return FIXTURE_RUN("lost_and_caps", &fx, tests);
 }

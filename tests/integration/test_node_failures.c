@@ -569,25 +569,24 @@ static void test_unreachable_node_does_not_fail_client_creation(
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        FIXTURE_TEST(test_acquire_succeeds_with_two_of_five_nodes_down, &fx),
-        FIXTURE_TEST(test_acquire_without_quorum_fails_fast, &fx),
-        FIXTURE_TEST(test_failed_acquire_leaves_no_keys_on_live_nodes, &fx),
-        FIXTURE_TEST(test_acquire_does_not_wait_for_a_paused_node, &fx),
-        FIXTURE_TEST(test_paused_node_holds_no_key_once_it_resumes, &fx),
-        FIXTURE_TEST(
-            test_acquire_without_quorum_ends_when_majority_is_paused, &fx),
-        FIXTURE_TEST(test_paused_majority_holds_no_key_once_it_resumes, &fx),
-        FIXTURE_TEST(test_ops_in_flight_survive_a_node_kill, &fx),
-        FIXTURE_TEST(test_restarted_node_is_used_again_after_reconnect, &fx),
-        FIXTURE_TEST(test_restarted_node_does_not_vote_during_quarantine, &fx),
-        FIXTURE_TEST(
-            test_wrong_password_counts_as_failed_and_is_never_printed, &fx),
-        FIXTURE_TEST(test_missing_password_counts_as_failed_node, &fx),
-        FIXTURE_TEST(test_config_password_is_used_for_nodes_without_one, &fx),
-        FIXTURE_TEST(test_acl_user_and_password_in_uri_work, &fx),
-        FIXTURE_TEST(test_unreachable_node_does_not_fail_client_creation, &fx),
+        cmocka_unit_test(test_acquire_succeeds_with_two_of_five_nodes_down),
+        cmocka_unit_test(test_acquire_without_quorum_fails_fast),
+        cmocka_unit_test(test_failed_acquire_leaves_no_keys_on_live_nodes),
+        cmocka_unit_test(test_acquire_does_not_wait_for_a_paused_node),
+        cmocka_unit_test(test_paused_node_holds_no_key_once_it_resumes),
+        cmocka_unit_test(
+            test_acquire_without_quorum_ends_when_majority_is_paused),
+        cmocka_unit_test(test_paused_majority_holds_no_key_once_it_resumes),
+        cmocka_unit_test(test_ops_in_flight_survive_a_node_kill),
+        cmocka_unit_test(test_restarted_node_is_used_again_after_reconnect),
+        cmocka_unit_test(test_restarted_node_does_not_vote_during_quarantine),
+        cmocka_unit_test(
+            test_wrong_password_counts_as_failed_and_is_never_printed),
+        cmocka_unit_test(test_missing_password_counts_as_failed_node),
+        cmocka_unit_test(test_config_password_is_used_for_nodes_without_one),
+        cmocka_unit_test(test_acl_user_and_password_in_uri_work),
+        cmocka_unit_test(test_unreachable_node_does_not_fail_client_creation),
     };
 
-    harness_require_redis();
-    return cmocka_run_group_tests_name("node_failures", tests, NULL, NULL);
+    return FIXTURE_RUN("node_failures", &fx, tests);
 }

@@ -260,11 +260,10 @@ static void test_waiter_gets_crashed_holders_lock_after_ttl(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        FIXTURE_TEST(test_waiter_acquires_right_after_release, &fx),
-        FIXTURE_TEST(test_waiter_is_woken_with_two_nodes_down, &fx),
-        FIXTURE_TEST(test_waiter_gets_crashed_holders_lock_after_ttl, &fx),
+        cmocka_unit_test(test_waiter_acquires_right_after_release),
+        cmocka_unit_test(test_waiter_is_woken_with_two_nodes_down),
+        cmocka_unit_test(test_waiter_gets_crashed_holders_lock_after_ttl),
     };
 
-    harness_require_redis();
-    return cmocka_run_group_tests_name("notify", tests, NULL, NULL);
+    return FIXTURE_RUN("notify", &fx, tests);
 }

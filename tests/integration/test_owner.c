@@ -180,13 +180,12 @@ static void test_bad_owner_is_einval_naming_it(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        FIXTURE_TEST(test_owner_round_trip, &fx),
-        FIXTURE_TEST(test_no_owner_costs_nothing_and_reads_unknown, &fx),
-        FIXTURE_TEST(test_minority_value_does_not_change_the_holder, &fx),
-        FIXTURE_TEST(test_foreign_key_is_a_holder_with_unknown_owner, &fx),
-        FIXTURE_TEST(test_bad_owner_is_einval_naming_it, &fx),
+        cmocka_unit_test(test_owner_round_trip),
+        cmocka_unit_test(test_no_owner_costs_nothing_and_reads_unknown),
+        cmocka_unit_test(test_minority_value_does_not_change_the_holder),
+        cmocka_unit_test(test_foreign_key_is_a_holder_with_unknown_owner),
+        cmocka_unit_test(test_bad_owner_is_einval_naming_it),
     };
 
-    harness_require_redis();
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return FIXTURE_RUN("tests", &fx, tests);
 }

@@ -594,21 +594,20 @@ static void test_a_user_without_script_rights_gets_a_clear_error(
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        FIXTURE_TEST(test_eviction_never_lets_a_second_holder_in, &fx),
-        FIXTURE_TEST(test_same_server_on_two_addresses_is_refused, &fx),
-        FIXTURE_TEST(test_same_server_over_tcp_and_unix_socket_is_refused, &fx),
-        FIXTURE_TEST(test_replica_beside_its_master_is_refused, &fx),
-        FIXTURE_TEST(test_policy_turned_evicting_loses_a_held_lock, &fx),
-        FIXTURE_TEST(
-            test_a_node_that_stopped_evicting_does_not_vote_at_once, &fx),
-        FIXTURE_TEST(test_allow_evicting_nodes_lets_them_vote, &fx),
-        FIXTURE_TEST(test_a_node_turned_replica_stops_voting, &fx),
-        FIXTURE_TEST(
-            test_auto_trusts_fsync_always_and_quarantines_everysec, &fx),
-        FIXTURE_TEST(test_a_node_whose_name_moves_is_followed, &fx),
-        FIXTURE_TEST(test_a_user_without_script_rights_gets_a_clear_error, &fx),
+        cmocka_unit_test(test_eviction_never_lets_a_second_holder_in),
+        cmocka_unit_test(test_same_server_on_two_addresses_is_refused),
+        cmocka_unit_test(test_same_server_over_tcp_and_unix_socket_is_refused),
+        cmocka_unit_test(test_replica_beside_its_master_is_refused),
+        cmocka_unit_test(test_policy_turned_evicting_loses_a_held_lock),
+        cmocka_unit_test(
+            test_a_node_that_stopped_evicting_does_not_vote_at_once),
+        cmocka_unit_test(test_allow_evicting_nodes_lets_them_vote),
+        cmocka_unit_test(test_a_node_turned_replica_stops_voting),
+        cmocka_unit_test(
+            test_auto_trusts_fsync_always_and_quarantines_everysec),
+        cmocka_unit_test(test_a_node_whose_name_moves_is_followed),
+        cmocka_unit_test(test_a_user_without_script_rights_gets_a_clear_error),
     };
 
-    harness_require_redis();
-    return cmocka_run_group_tests_name("preconditions", tests, NULL, NULL);
+    return FIXTURE_RUN("preconditions", &fx, tests);
 }

@@ -210,10 +210,9 @@ static void test_trusted_restarted_node_votes_at_once(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        FIXTURE_TEST(test_restarted_node_does_not_vote_until_max_ttl, &fx),
-        FIXTURE_TEST(test_trusted_restarted_node_votes_at_once, &fx),
+        cmocka_unit_test(test_restarted_node_does_not_vote_until_max_ttl),
+        cmocka_unit_test(test_trusted_restarted_node_votes_at_once),
     };
 
-    harness_require_redis();
-    return cmocka_run_group_tests_name("quarantine", tests, NULL, NULL);
+    return FIXTURE_RUN("quarantine", &fx, tests);
 }

@@ -403,15 +403,14 @@ int main(void)
             &five),
         FIXTURE_TEST(test_oom_on_a_majority_is_no_quorum_quoting_the_error,
                      &five),
-        FIXTURE_TEST(test_oom_on_a_minority_still_acquires, &three),
-        FIXTURE_TEST(test_release_and_extend_work_after_script_flush, &three),
-        FIXTURE_TEST(test_rollback_after_script_flush_leaves_no_keys, &three),
-        FIXTURE_TEST(test_batched_renewals_go_on_after_script_flush, &three),
-        FIXTURE_TEST(test_readonly_replica_counts_as_a_failed_node, &three),
+        cmocka_unit_test(test_oom_on_a_minority_still_acquires),
+        cmocka_unit_test(test_release_and_extend_work_after_script_flush),
+        cmocka_unit_test(test_rollback_after_script_flush_leaves_no_keys),
+        cmocka_unit_test(test_batched_renewals_go_on_after_script_flush),
+        cmocka_unit_test(test_readonly_replica_counts_as_a_failed_node),
         FIXTURE_TEST(test_readonly_majority_is_no_quorum_quoting_the_error,
                      &five),
     };
 
-    harness_require_redis();
-    return cmocka_run_group_tests_name("redis_errors", tests, NULL, NULL);
+    return FIXTURE_RUN("redis_errors", &three, tests);
 }

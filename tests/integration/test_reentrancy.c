@@ -241,14 +241,13 @@ static void test_non_reentrant_or_other_client_on_same_thread_contends(
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        FIXTURE_TEST(
-            test_same_thread_gets_same_lock_and_redis_is_not_touched, &fx),
-        FIXTURE_TEST(test_three_deep_releases_only_on_the_last, &fx),
-        FIXTURE_TEST(test_other_thread_is_an_ordinary_contender, &fx),
-        FIXTURE_TEST(
-            test_non_reentrant_or_other_client_on_same_thread_contends, &fx),
+        cmocka_unit_test(
+            test_same_thread_gets_same_lock_and_redis_is_not_touched),
+        cmocka_unit_test(test_three_deep_releases_only_on_the_last),
+        cmocka_unit_test(test_other_thread_is_an_ordinary_contender),
+        cmocka_unit_test(
+            test_non_reentrant_or_other_client_on_same_thread_contends),
     };
 
-    harness_require_redis();
-    return cmocka_run_group_tests_name("reentrancy", tests, NULL, NULL);
+    return FIXTURE_RUN("reentrancy", &fx, tests);
 }

@@ -67,7 +67,7 @@ static void test_counters_match_what_was_done(void **state)
     }
     o.fencing = false;
     /* Three refused attempts (retry_count 0: one attempt each). */
-    f->c2 = fixture_client_on(f, NULL, NULL);
+    f->c2 = fixture_client_on(f, NULL);
     assert_non_null(f->c2);
     assert_int_equal(rl_acquire(f->c2, "st:busy", &o, &f->l2), RL_OK);
     for (int i = 0; i < 3; i++)
@@ -197,7 +197,7 @@ static void test_stats_rejects_bad_arguments_and_external_loop(void **state)
     assert_int_equal(rl_client_stats(NULL, NULL), RL_EINVAL);
     f->loop = ev_loop_new(0);
     assert_non_null(f->loop);
-    ext = fixture_client_on(f, f->loop, NULL);
+    ext = fixture_client_on(f, f->loop);
     assert_non_null(ext);
     assert_int_equal(rl_client_stats(ext, &s), RL_EMISUSE);
     fprintf(stderr, "  external loop: %s\n", rl_last_error());
@@ -207,12 +207,11 @@ static void test_stats_rejects_bad_arguments_and_external_loop(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        FIXTURE_TEST(test_counters_match_what_was_done, &fx),
-        FIXTURE_TEST(test_killed_node_shows_disconnected_and_failed, &fx),
-        FIXTURE_TEST(test_lost_lock_is_counted, &fx),
-        FIXTURE_TEST(test_stats_rejects_bad_arguments_and_external_loop, &fx),
+        cmocka_unit_test(test_counters_match_what_was_done),
+        cmocka_unit_test(test_killed_node_shows_disconnected_and_failed),
+        cmocka_unit_test(test_lost_lock_is_counted),
+        cmocka_unit_test(test_stats_rejects_bad_arguments_and_external_loop),
     };
 
-    harness_require_redis();
-    return cmocka_run_group_tests_name("stats", tests, NULL, NULL);
+    return FIXTURE_RUN("stats", &fx, tests);
 }

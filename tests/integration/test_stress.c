@@ -1129,13 +1129,11 @@ static void test_client_free_inside_callbacks_external_loop(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        FIXTURE_TEST(
-            test_releases_and_frees_racing_watchdog_renewals, &with_client),
-        FIXTURE_TEST(test_reentrant_acquires_racing_releases, &with_client),
+        cmocka_unit_test(test_releases_and_frees_racing_watchdog_renewals),
+        cmocka_unit_test(test_reentrant_acquires_racing_releases),
         FIXTURE_TEST(test_client_free_with_operations_in_flight, &servers),
         FIXTURE_TEST(test_client_free_inside_callbacks_external_loop, &servers),
     };
 
-    harness_require_redis();
-    return cmocka_run_group_tests_name("stress", tests, NULL, NULL);
+    return FIXTURE_RUN("stress", &with_client, tests);
 }

@@ -243,10 +243,9 @@ static void test_last_error_is_per_thread(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        FIXTURE_TEST(test_threads_sharing_a_client_never_share_a_lock, &fx),
-        FIXTURE_TEST(test_last_error_is_per_thread, &fx),
+        cmocka_unit_test(test_threads_sharing_a_client_never_share_a_lock),
+        cmocka_unit_test(test_last_error_is_per_thread),
     };
 
-    harness_require_redis();
-    return cmocka_run_group_tests_name("threads", tests, NULL, NULL);
+    return FIXTURE_RUN("threads", &fx, tests);
 }

@@ -49,15 +49,9 @@ static void start_tls(struct fixture *f, const char *server_cert,
                       bool auth_clients, const struct harness_opts *base,
                       const char *host)
 {
-    struct harness_opts o = {0};
+    struct harness_opts o = harness_tls_opts(base, server_cert, auth_clients);
     char uri[192];
 
-    if (base != NULL)
-        o = *base;
-    o.tls_cert = harness_cert(server_cert);
-    o.tls_key = harness_cert("server.key");
-    o.tls_ca = harness_cert("ca.pem");
-    o.tls_auth_clients = auth_clients;
     assert_int_equal(harness_cluster_start(f->r, NODES, &o), 0);
     memset(&f->hn, 0, sizeof(f->hn));
     for (int i = 0; i < NODES; i++) {
@@ -565,24 +559,22 @@ static void test_bad_files_are_einval_naming_the_file(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        FIXTURE_TEST(test_lock_cycle_over_tls_on_three_nodes, &fx),
-        FIXTURE_TEST(test_config_tls_applies_to_every_tcp_node, &fx),
-        FIXTURE_TEST(
-            test_mutual_tls_with_and_without_a_client_certificate, &fx),
-        FIXTURE_TEST(test_wrong_ca_fails_each_node_naming_it, &fx),
-        FIXTURE_TEST(test_host_name_mismatch_and_server_name, &fx),
-        FIXTURE_TEST(test_expired_certificate_fails_unless_insecure, &fx),
-        FIXTURE_TEST(test_tls_with_acl_user_and_password, &fx),
-        FIXTURE_TEST(test_protocol_mismatch_both_ways_fails_promptly, &fx),
-        FIXTURE_TEST(test_release_notification_wakes_a_waiter_over_tls, &fx),
-        FIXTURE_TEST(test_reconnect_resumes_the_tls_session, &fx),
-        FIXTURE_TEST(test_unix_socket_and_plaintext_nodes_still_work, &fx),
-        FIXTURE_TEST(test_bad_files_are_einval_naming_the_file, &fx),
-        FIXTURE_TEST(
-            test_slow_tls_connect_leaves_the_handshake_its_timeout, &fx),
+        cmocka_unit_test(test_lock_cycle_over_tls_on_three_nodes),
+        cmocka_unit_test(test_config_tls_applies_to_every_tcp_node),
+        cmocka_unit_test(test_mutual_tls_with_and_without_a_client_certificate),
+        cmocka_unit_test(test_wrong_ca_fails_each_node_naming_it),
+        cmocka_unit_test(test_host_name_mismatch_and_server_name),
+        cmocka_unit_test(test_expired_certificate_fails_unless_insecure),
+        cmocka_unit_test(test_tls_with_acl_user_and_password),
+        cmocka_unit_test(test_protocol_mismatch_both_ways_fails_promptly),
+        cmocka_unit_test(test_release_notification_wakes_a_waiter_over_tls),
+        cmocka_unit_test(test_reconnect_resumes_the_tls_session),
+        cmocka_unit_test(test_unix_socket_and_plaintext_nodes_still_work),
+        cmocka_unit_test(test_bad_files_are_einval_naming_the_file),
+        cmocka_unit_test(
+            test_slow_tls_connect_leaves_the_handshake_its_timeout),
     };
 
-    harness_require_redis();
     harness_require_certs();
-    return cmocka_run_group_tests_name("tls", tests, NULL, NULL);
+    return FIXTURE_RUN("tls", &fx, tests);
 }

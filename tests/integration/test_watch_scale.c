@@ -645,14 +645,14 @@ static void test_releases_and_frees_race_batched_renewals(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        FIXTURE_TEST(test_many_watched_locks_renewed_with_none_lost, &fx),
-        FIXTURE_TEST(test_mixed_ttls_and_multi_key_locks_renewed, &fx),
-        FIXTURE_TEST(test_renew_window_sets_how_renewals_coalesce, &fx),
-        FIXTURE_TEST(test_node_killed_and_one_paused_none_lost, &fx),
-        FIXTURE_TEST(test_majority_paused_reports_every_lock_lost_in_time, &fx),
-        FIXTURE_TEST(test_behind_watchdog_refuses_new_watched_acquires, &fx),
-        FIXTURE_TEST(test_releases_and_frees_race_batched_renewals, &fx),
+        cmocka_unit_test(test_many_watched_locks_renewed_with_none_lost),
+        cmocka_unit_test(test_mixed_ttls_and_multi_key_locks_renewed),
+        cmocka_unit_test(test_renew_window_sets_how_renewals_coalesce),
+        cmocka_unit_test(test_node_killed_and_one_paused_none_lost),
+        cmocka_unit_test(test_majority_paused_reports_every_lock_lost_in_time),
+        cmocka_unit_test(test_behind_watchdog_refuses_new_watched_acquires),
+        cmocka_unit_test(test_releases_and_frees_race_batched_renewals),
     };
 
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return FIXTURE_RUN("tests", &fx, tests);
 }

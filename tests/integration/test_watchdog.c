@@ -714,23 +714,21 @@ static void test_extend_interval_above_half_ttl_is_einval(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        FIXTURE_TEST(test_watchdog_holds_for_60s_on_a_loaded_machine, &fx),
-        FIXTURE_TEST(
-            test_watchdog_holds_1s_ttl_lock_for_10s_without_false_loss, &fx),
-        FIXTURE_TEST(test_kill_3_of_5_reports_lost_before_validity_ends, &fx),
-        FIXTURE_TEST(
-            test_sigstop_3_of_5_reports_lost_before_validity_ends, &fx),
-        FIXTURE_TEST(test_watchdog_start_renews_and_stop_lets_lock_expire, &fx),
-        FIXTURE_TEST(test_max_renewals_stops_renewing_and_reports_lost, &fx),
-        FIXTURE_TEST(test_max_hold_ms_stops_renewing_and_reports_lost, &fx),
-        FIXTURE_TEST(test_watchdog_start_caps_a_plain_and_a_fenced_lock, &fx),
-        FIXTURE_TEST(test_with_lock_runs_fn_while_key_holds_token, &fx),
-        FIXTURE_TEST(test_with_lock_releases_when_fn_fails, &fx),
-        FIXTURE_TEST(test_with_lock_keeps_lock_for_3x_ttl, &fx),
-        FIXTURE_TEST(test_with_lock_on_held_resource_does_not_call_fn, &fx),
-        FIXTURE_TEST(test_extend_interval_above_half_ttl_is_einval, &fx),
+        cmocka_unit_test(test_watchdog_holds_for_60s_on_a_loaded_machine),
+        cmocka_unit_test(
+            test_watchdog_holds_1s_ttl_lock_for_10s_without_false_loss),
+        cmocka_unit_test(test_kill_3_of_5_reports_lost_before_validity_ends),
+        cmocka_unit_test(test_sigstop_3_of_5_reports_lost_before_validity_ends),
+        cmocka_unit_test(test_watchdog_start_renews_and_stop_lets_lock_expire),
+        cmocka_unit_test(test_max_renewals_stops_renewing_and_reports_lost),
+        cmocka_unit_test(test_max_hold_ms_stops_renewing_and_reports_lost),
+        cmocka_unit_test(test_watchdog_start_caps_a_plain_and_a_fenced_lock),
+        cmocka_unit_test(test_with_lock_runs_fn_while_key_holds_token),
+        cmocka_unit_test(test_with_lock_releases_when_fn_fails),
+        cmocka_unit_test(test_with_lock_keeps_lock_for_3x_ttl),
+        cmocka_unit_test(test_with_lock_on_held_resource_does_not_call_fn),
+        cmocka_unit_test(test_extend_interval_above_half_ttl_is_einval),
     };
 
-    harness_require_redis();
-    return cmocka_run_group_tests_name("watchdog", tests, NULL, NULL);
+    return FIXTURE_RUN("watchdog", &fx, tests);
 }

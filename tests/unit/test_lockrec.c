@@ -80,12 +80,16 @@ static void test_keys_are_prefix_and_resource(void **state)
 
 static void test_no_prefix_keeps_the_name(void **state)
 {
-    const char *names[] = { "job" };
+    const char *names[] = { "job", "x:y" };
     void *tail;
-    struct lock_rec r = make("", names, 1, NULL, NULL, &tail);
+    struct lock_rec r = make("", names, 2, NULL, NULL, &tail);
 
     (void)state;
-    assert_string_equal(r.keys[0], "job");
+    for (size_t i = 0; i < 2; i++) {
+        assert_string_equal(r.keys[i], names[i]);
+        assert_ptr_not_equal(r.keys[i], names[i]);
+    }
+    assert_int_equal(r.key_lens[1], 3);
     assert_ptr_equal(r.resource, r.keys[0]);
     free(tail);
 }
