@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
 # Re-exported for the tests.
 from rlnodes import (Node, RedisError, free_port,  # noqa: E402,F401
                      program_or_exit, redis_cmd, scale, start_nodes,
-                     stop_all)
+                     stop_all, wait_for)
 
 CLI = None
 
@@ -100,15 +100,6 @@ def pids_with_arg(arg):
         if arg.encode() in args and alive(int(d)):
             found.append(int(d))
     return found
-
-
-def wait_for(pred, timeout, step=0.02):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if pred():
-            return True
-        time.sleep(step)
-    return pred()
 
 
 def read_file(path, timeout=5.0):

@@ -56,6 +56,17 @@ def scale(seconds):
     return seconds * max(m, 1.0)
 
 
+def wait_for(pred, timeout, step=0.02):
+    """Poll pred every step seconds until it is true or timeout seconds
+    have passed; its last value."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if pred():
+            return True
+        time.sleep(step)
+    return pred()
+
+
 def free_port():
     """A loopback TCP port nobody listens on right now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
