@@ -1441,6 +1441,30 @@ static rl_status orphaned(void)
                                  "handle with rl_lock_free");
 }
 
+rl_status holder_submit(rl_lock *l, struct op *op, const char *blocking)
+{
+    rl_client *c = pin_client(l);
+    rl_status st;
+
+    if (c == NULL)
+        return orphaned();
+    st = blocking != NULL ? waiter_check(c->loop, blocking) : RL_OK;
+    if (st == RL_OK)
+        st = loop_submit(c->loop, op);
+    unpin_client();
+    return st;
+}
+
+struct lock_rec *holder_rec(rl_lock *l)
+{
+    return &l->rec;
+}
+
+rl_client *holder_client(rl_lock *l)
+{
+    return atomic_load(&l->client);
+}
+
 rl_status holder_extend(rl_lock *l, uint32_t ttl_ms, rl_extend_cb cb,
                         void *privdata, const char *blocking)
 {

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Chaos suite (DESIGN §8, issue 5): builds what it needs in build/release
+# Chaos suite: builds what it needs in build/release
 # (incremental, so only if needed) and runs tests/chaos/chaos.py.
 #   tools/chaos.sh [--ci|--long] [--profile NAME]... [chaos.py options]
 #   --ci     every profile short, plus the negative controls (default;
-#            all of it within 6 minutes on a 2-core machine)
+#            all of it within 6 minutes on a 2-core machine), except
+#            election and neg-election-ignore-loss (name them: --profile)
 #   --long   every profile for >= 5 minutes, report in docs/chaos.md
 #            (about an hour)
 # Needs redis-server and redis-cli; the partition profile needs root and

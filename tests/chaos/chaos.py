@@ -82,6 +82,21 @@ majority stays healthy, except one short majority pause in `mixed`):
                    (--shared-pct): the same faults. Check 2 covers
                    writers; check 5 proves no writer overlaps a reader and
                    no reader saw the counter change while it held
+  election         candidates for the leadership of one name: library
+                   campaigners (rl_campaign, `contender --mode campaign`)
+                   and `redlock-cli elect NAME -- sh -c ...` (the section
+                   uses REDLOCK_TERM), leading 0.1-1.5 s, then resigning;
+                   kill, then pause, then restart-fast faults, and a
+                   leading `redlock-cli elect` is SIGKILLed now and then
+                   (its supervisor must stop the command before the
+                   leadership's validity ends, and the next candidate
+                   takes over). A leadership is a critical section: checks
+                   1-2 prove at most one leader at a time, check 3 that
+                   terms (= fencing tokens) strictly increase from leader
+                   to leader, and check 6 that every leader had a term
+
+`election` and `neg-election-ignore-loss` run with --long or --profile
+only (not in the default --ci set: about 20 s each).
 
 Negative controls run as expected failures: the suite passes only if the
 checker DOES see the violations they cause:
@@ -99,6 +114,10 @@ checker DOES see the violations they cause:
   neg-evict-allowed  the same with --allow-evicting-nodes: a held key is
                      evicted on the majority 0-2 and a second holder wins
                      there: overlaps expected
+  neg-election-ignore-loss  the election profile whose library
+                     campaigners keep leading after a loss
+                     (--ignore-loss) until their hold time is up:
+                     overlaps expected
 
 Python 3 stdlib only. Run `chaos.py --help`.
 """
@@ -125,11 +144,15 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 
 PROFILES = ["kill", "pause", "restart-fast", "restart-delayed", "partition",
             "slow", "skew", "holder-pause", "mixed", "tls", "semaphore",
-            "rwlock"]
+            "rwlock", "election"]
 NEG_SKEW_MIN_S = 22.0  # neg-skew-no-guard's shortest run (see run_negative)
+NEG_ELECTION_S = 18.0  # neg-election-ignore-loss's run
 NEGATIVE = ["neg-no-quarantine", "neg-quarantine", "neg-broken-client",
             "neg-skew-no-guard", "fence-restart", "evict",
-            "neg-evict-allowed"]
+            "neg-evict-allowed", "neg-election-ignore-loss"]
+# Not in the default --ci set (about 20 s each, over the CI's budget): run
+# them with --profile, or --long.
+LONG_ONLY = ["election", "neg-election-ignore-loss"]
 EVICT_ARGS = ["--maxmemory", "4mb", "--maxmemory-policy", "allkeys-lru"]
 FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 SKEW_RATE = "5"
@@ -616,11 +639,13 @@ class Proxy:
 
 # ---- CLI critical section (sh) -------------------------------------------
 
-# The critical section of a `redlock-cli run` contender: the same steps and
+# The critical section of a `redlock-cli run` contender (or of a leader
+# under `redlock-cli elect`: its token is REDLOCK_TERM): the same steps and
 # log lines as contender.c. Its validity is unknown here (VALID=1 in the
 # register lines): the CLI kills it before the validity ends.
 CLI_CS_SCRIPT = r'''
-R="$REDLOCK_RESOURCE"; T="$REDLOCK_TOKEN"; F="${REDLOCK_FENCE:-0}"
+R="$REDLOCK_RESOURCE"; T="$REDLOCK_TOKEN"
+F="${REDLOCK_TERM:-${REDLOCK_FENCE:-0}}"
 rc() { redis-cli -h 127.0.0.1 -p "$TP" "$@"; }
 reg() {
   rc EVALSHA "$FSHA" 4 "fence:max:$R" "fence:data:$R" "fence:stats:$R" \
@@ -650,11 +675,12 @@ class Contender:
     def __init__(self, env, cid, kind, resources, nodes, fence=False,
                  stale_write=False, extra=None, ttl=None, hold=None,
                  wait=None, cycles=0, duration=None, max_ttl=None,
-                 no_quarantine=None):
+                 no_quarantine=None, elect=False):
         self.no_clock_guard = env.no_clock_guard
         self.env = env
         self.cid = cid
-        self.kind = kind                # blocking | with_lock | cli
+        self.kind = kind        # blocking | with_lock | campaign | cli
+        self.elect = elect              # cli: `elect` rather than `run`
         self.resources = resources
         self.nodes = nodes
         self.fence = fence
@@ -726,9 +752,12 @@ class Contender:
                 args.append("--no-clock-guard")
             if env.tls_dir:
                 args += ["--cacert", os.path.join(env.tls_dir, "ca.pem")]
-            args += ["run", r, "--ttl", str(self.ttl), "--wait",
-                     str(self.wait)]
-            if self.fence:
+            if self.elect:
+                args += ["elect", r, "--owner", "c%d" % self.cid]
+            else:
+                args += ["run", r]
+            args += ["--ttl", str(self.ttl), "--wait", str(self.wait)]
+            if self.fence and not self.elect:
                 args.append("--fence")
             args += ["--", "sh", "-c", CLI_CS_SCRIPT]
             cenv = dict(os.environ, TP=str(env.truth_port), LOG=self.log,
@@ -754,6 +783,10 @@ class Contender:
                 st = CLI_STATUS[rc]
             elif rc >= 128:
                 st = "KILLED%d" % (rc - 128)
+            elif -64 <= rc < 0:
+                # redlock-cli itself was killed (election: a leader
+                # crash); its supervisor stopped the command.
+                st = "KILLED%d" % -rc
             else:
                 st = "RC%d" % rc
             with open(self.log, "a") as f:
@@ -985,7 +1018,8 @@ class Env:
         for k, kind in enumerate(kinds):
             cid = len(self.contenders) + 1
             if kind == "cli" and not self.cli:
-                kind = "blocking" if k % 2 == 0 else "with_lock"
+                kind = ("campaign" if kw.get("elect") else
+                        "blocking" if k % 2 == 0 else "with_lock")
             nodes = self.node_addrs()
             if per_node:
                 nodes = [nodes[k % len(nodes)]]
@@ -1313,6 +1347,58 @@ def faults_kinds(env, until):
             return
 
 
+def leader_faults(env, until):
+    """election, every 1-3 s: the current leader fails. A leading
+    `redlock-cli elect` dies (SIGKILL; not its supervisor or the command,
+    which the supervisor must stop before the leadership's validity ends);
+    a leading library campaigner is paused for 2.5 x TTL (once resumed it
+    must notice the loss; its fenced write after the loss must be rejected
+    once a newer term claimed the register). Both losses are expected:
+    recorded as pauses of that contender (not false losses)."""
+    while mono_ns() < until:
+        if not env.sleep(env.rng.uniform(1.0, 3.0)):
+            return
+        deadline = time.monotonic() + 2
+        leader = None
+        while leader is None and time.monotonic() < deadline:
+            leader = next((c for c in env.contenders
+                           if c.in_critical_section() and
+                           c.cid not in env.paused_now), None)
+            if leader is None and not env.sleep(0.005):
+                return
+        p = leader.cur if leader is not None else None
+        if leader is None or (leader.kind == "cli" and p is None):
+            continue
+        t = mono_ns()
+        if leader.kind == "cli":
+            try:
+                p.send_signal(signal.SIGKILL)  # not once reaped
+            except OSError:
+                continue
+            vlog("SIGKILL leader redlock-cli of contender %d" % leader.cid)
+            env.pauses.append((leader.cid, t, t + env.ttl * 1000000))
+            what = "leader-kill"
+        else:
+            if not env.pause_holder(leader):
+                continue
+            vlog("SIGSTOP leader contender %d" % leader.cid)
+            ok = env.sleep(2.5 * env.ttl / 1000.0)
+            env.resume_holder(leader.cid)
+            if not ok:
+                return
+            what = "leader-pause"
+        env.holder_pauses[what] = env.holder_pauses.get(what, 0) + 1
+
+
+def faults_election(env, until):
+    """Node faults as for the lock kinds, and leader faults meanwhile."""
+    t = threading.Thread(target=leader_faults, args=(env, until),
+                         daemon=True)
+    t.start()
+    faults_kinds(env, until)
+    t.join()
+
+
 FAULTS = {
     "kill": faults_kill,
     "pause": faults_pause,
@@ -1326,6 +1412,7 @@ FAULTS = {
     "tls": faults_mixed,    # kill, pause, restart, holder pause, majority
     "semaphore": faults_kinds,
     "rwlock": faults_kinds,
+    "election": faults_election,
 }
 
 
@@ -1631,7 +1718,33 @@ def check(env, t_begin, slack_ns, expect_cli_kills=False):
                 errs.append(c.summary.get("other_errors", 0))
     res["other_errors"] = sum(errs)
     check_kinds(env, sections, slack_ns, res)
+    if env.name == "election":
+        check_election(sections, res)
     return res
+
+
+def check_election(sections, res):
+    """6. Election: some leaders took office, each with a term (checks
+    1-3 do the rest: one leader at a time, terms strictly increasing in
+    the order leaders took office, the register never took an older
+    term's write)."""
+    V = res["violations"]
+    if not sections:
+        V.append("election: nobody became leader (see the contenders' "
+                 ".err files)")
+        return
+    for cs in sections:
+        if cs.fence <= 0:
+            V.append("election: contender %d (%s) led without a term" %
+                     (cs.cid, cs.kind))
+            res["overlaps"] += 1
+    order = sorted(sections, key=lambda cs: cs.enter)
+    changes = sum(1 for a, b in zip(order, order[1:]) if a.cid != b.cid)
+    res["notes"].append(
+        "election: %d terms (%d..%d), %d changes of leader among %d "
+        "candidates (availability: most campaigns wait behind a leader "
+        "until their --wait runs out)" % (len(order), order[0].fence, order[-1].fence,
+                        changes, len({cs.cid for cs in sections})))
 
 
 def check_kinds(env, sections, slack_ns, res):
@@ -1741,11 +1854,15 @@ def profile_settings(name, args):
         # first renewal (a third), so a second holder can overlap.
         return dict(duration=args.duration, ttl=max(ttl, args.max_ttl),
                     max_ttl=args.max_ttl, hold=(500, 2000))
+    if name == "election":
+        # Leaders keep office over several renewals, then resign.
+        return dict(duration=args.duration, ttl=ttl, max_ttl=args.max_ttl,
+                    hold=(100, 1500))
     return dict(duration=args.duration, ttl=ttl, max_ttl=args.max_ttl,
                 hold=(5, 40))
 
 
-def run_profile(args, name, no_clock_guard=False):
+def run_profile(args, name, no_clock_guard=False, ignore_loss=False):
     """Run one profile; -> result dict (with 'skip' when skipped)."""
     s = profile_settings(name, args)
     netns = False
@@ -1793,7 +1910,14 @@ def run_profile(args, name, no_clock_guard=False):
         resources = ["chaos:r%d" % (i + 1) for i in range(nres)]
         kinds = ["blocking", "with_lock", "cli", "blocking", "with_lock",
                  "cli", "blocking", "with_lock"]
-        if name in ("semaphore", "rwlock"):
+        if name == "election":
+            # One name; library campaigners and `redlock-cli elect`.
+            env.add_contenders(["campaign", "cli"] * 4, ["chaos:leader"],
+                               fence_ids="all", elect=True, stale=True,
+                               wait=3 * env.ttl,
+                               extra=["--ignore-loss"] if ignore_loss
+                               else None)
+        elif name in ("semaphore", "rwlock"):
             # Library contenders only (issue 13).
             if name == "semaphore":
                 env.limit = 3
@@ -1934,15 +2058,25 @@ def run_negative(args, name):
     """Scripted cases (NEGATIVE): negative controls that must show
     violations, and fence-restart, which must not. -> result dict; 'expect'
     says what passing is."""
-    if name == "neg-skew-no-guard":
-        # Its overlaps need a few skewed holds: at least NEG_SKEW_MIN_S
-        # even in the short CI run.
-        short = args.duration
-        args.duration = max(args.duration, NEG_SKEW_MIN_S)
+    # Negative controls that are a profile with one safeguard off:
+    # (profile, run_profile option, duration). neg-skew-no-guard's
+    # overlaps need a few skewed holds: at least NEG_SKEW_MIN_S even in
+    # the short CI run; a few leader pauses suffice for
+    # neg-election-ignore-loss: NEG_ELECTION_S even with --long.
+    broken = {
+        "neg-skew-no-guard": ("skew", "no_clock_guard",
+                              max(args.duration, NEG_SKEW_MIN_S)),
+        "neg-election-ignore-loss": ("election", "ignore_loss",
+                                     NEG_ELECTION_S),
+    }
+    if name in broken:
+        profile, option, duration = broken[name]
+        full = args.duration
+        args.duration = duration
         try:
-            r = run_profile(args, "skew", no_clock_guard=True)
+            r = run_profile(args, profile, **{option: True})
         finally:
-            args.duration = short
+            args.duration = full
         r["name"] = name
         r["expect"] = "violations"
         return r
@@ -2137,7 +2271,7 @@ def main():
         args.duration = 300.0 if args.long else 18.0
     if args.time_limit is None:
         args.time_limit = 580.0 if not args.long else \
-            (args.duration + 60) * 12 + 300
+            (args.duration + 60) * (len(PROFILES) + 1) + 300
     args.contender = find_binary(args.contender, ["tests/chaos/contender"])
     args.cli = find_binary(args.cli, ["tools/redlock-cli/redlock-cli"])
     args.faultproxy = find_binary(args.faultproxy,
@@ -2154,7 +2288,8 @@ def main():
     for p in args.profile:
         names += [x for x in p.split(",") if x]
     if not names:
-        names = PROFILES + ([] if args.no_negative else NEGATIVE)
+        names = [n for n in PROFILES + ([] if args.no_negative else NEGATIVE)
+                 if args.long or n not in LONG_ONLY]
     for n in names:
         if n not in PROFILES and n not in NEGATIVE:
             print("chaos.py: unknown profile %r (%s)" %

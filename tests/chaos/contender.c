@@ -6,7 +6,9 @@
  * never faults and that holds what the checker verifies.
  *
  * Each cycle picks a resource at random, acquires it (blocking API with the
- * watchdog, or rl_with_lock), and inside the critical section:
+ * watchdog, rl_with_lock, or with --mode campaign rl_campaign: leader of
+ * the resource with the owner "c<id>", the term being the fence), and
+ * inside the critical section:
  *   - appends "enter" to the log (CLOCK_MONOTONIC ns: one clock for every
  *     process on the machine, so logs of different processes merge);
  *   - with --fence, "claims" its fencing token on the fenced register;
@@ -24,6 +26,9 @@
  * reads counter:R at the start and at the end of its hold and logs
  * "rcheck" (a writer inside a reader's section changes it); it writes
  * nothing and takes no fencing token.
+ * --ignore-loss plays a broken candidate (a negative control): it keeps
+ * leading for its whole hold time after a loss and logs its exit stamp as
+ * its end.
  * Before every step it samples rl_lock_validity_ms(); the last positive
  * sample gives end_est = sample time + validity + 1 ms, the latest time
  * the lock was valid as far as this process could see (samples are at
@@ -66,7 +71,8 @@
 
 enum mode {
     MODE_BLOCKING,
-    MODE_WITH_LOCK
+    MODE_WITH_LOCK,
+    MODE_CAMPAIGN
 };
 
 /* The fenced register (see chaos.py for the checker side). Accepts a write
@@ -112,6 +118,7 @@ struct opts {
     enum mode mode;
     bool fence;
     bool stale_write;              /* fenced write even after the loss */
+    bool ignore_loss;              /* broken on purpose: see the top */
     bool no_quarantine;
     bool no_clock_guard;
     bool allow_evicting;  /* --allow-evicting-nodes (neg-evict-allowed) */
@@ -157,6 +164,9 @@ struct cs {
     int64_t last_pos_t;            /* last sample with validity > 0, ns */
     int64_t last_pos_ms;           /* its validity */
 };
+
+static const char *const mode_names[] = {"blocking", "with_lock",
+                                         "campaign"};
 
 static volatile sig_atomic_t stop_requested;
 
@@ -228,8 +238,10 @@ static void usage(FILE *f)
         "Usage: contender --nodes LIST --resources R1,R2 --truth HOST:PORT\n"
         "                 --log FILE [--id N] [--duration S] [--cycles N]\n"
         "                 [--ttl MS] [--wait MS] [--hold-ms MIN-MAX]\n"
-        "                 [--idle-ms MAX] [--mode blocking|with_lock]\n"
-        "                 [--fence] [--stale-write] [--no-quarantine]\n"
+        "                 [--idle-ms MAX]\n"
+        "                 [--mode blocking|with_lock|campaign]\n"
+        "                 [--fence] [--stale-write] [--ignore-loss]\n"
+        "                 [--no-quarantine]\n"
         "                 [--no-clock-guard] [--max-ttl MS] [--cacert FILE]\n"
         "                 [--limit K] [--shared-pct P]\n"
         "                 [--allow-evicting-nodes]\n"
@@ -276,6 +288,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         {"mode", required_argument, NULL, 'm'},
         {"fence", no_argument, NULL, 'f'},
         {"stale-write", no_argument, NULL, 'S'},
+        {"ignore-loss", no_argument, NULL, 'L'},
         {"limit", required_argument, NULL, 'K'},
         {"shared-pct", required_argument, NULL, 'P'},
         {"no-quarantine", no_argument, NULL, 'Q'},
@@ -356,6 +369,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
                 o->mode = MODE_BLOCKING;
             else if (strcmp(optarg, "with_lock") == 0)
                 o->mode = MODE_WITH_LOCK;
+            else if (strcmp(optarg, "campaign") == 0)
+                o->mode = MODE_CAMPAIGN;
             else
                 goto out_usage;
             break;
@@ -364,6 +379,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
             break;
         case 'S':
             o->stale_write = true;
+            break;
+        case 'L':
+            o->ignore_loss = true;
             break;
         case 'Q':
             o->no_quarantine = true;
@@ -549,9 +567,9 @@ static bool cs_still_held(struct cs *s, const rl_lock *l)
             s->lost_seen = true;
             s->lost_t = now;
         }
-        return false;
+        return s->o->ignore_loss;
     }
-    return v > 0;
+    return v > 0 || s->o->ignore_loss;
 }
 
 /* Hold the lock hold_ms, in 1 ms steps sampling it (samples stay dense
@@ -676,7 +694,7 @@ out_exit:
     /* Latest time the lock was valid as seen from here (+1 ms for the
      * millisecond truncation of rl_lock_validity_ms). */
     end_est = s->last_pos_t + (s->last_pos_ms + 1) * 1000000;
-    if (end_est > t_exit)
+    if (end_est > t_exit || o->ignore_loss)
         end_est = t_exit;
     log_line(s->log_fd, "exit %" PRId64 " %d %s %s %s %" PRId64 " %" PRId64,
              t_exit, o->id, res, token, status, end_est, s->lost_t);
@@ -715,6 +733,7 @@ static void run_cycle(rl_client *c, struct cs *s)
     rl_lock *l = NULL;
     rl_status st;
     rl_status rs;
+    char owner[16];
     int fn_result = 0;
 
     memset(&ao, 0, sizeof(ao));
@@ -730,6 +749,10 @@ static void run_cycle(rl_client *c, struct cs *s)
     s->entered = false;
     s->n->attempts++;
     s->t_try = mono_ns();
+    if (o->mode == MODE_CAMPAIGN) {
+        snprintf(owner, sizeof(owner), "c%d", o->id);
+        ao.owner = owner;
+    }
     if (o->mode == MODE_WITH_LOCK) {
         st = rl_with_lock(c, s->resource, &ao, with_lock_fn, s, &fn_result);
         if (!s->entered) {
@@ -746,7 +769,10 @@ static void run_cycle(rl_client *c, struct cs *s)
             s->n->release_errors++;
         return;
     }
-    st = rl_acquire(c, s->resource, &ao, &l);
+    if (o->mode == MODE_CAMPAIGN)
+        st = rl_campaign(c, s->resource, &ao, &l);
+    else
+        st = rl_acquire(c, s->resource, &ao, &l);
     log_line(s->log_fd, "try %" PRId64 " %" PRId64 " %s %s", s->t_try,
              mono_ns(), s->resource, rl_status_name(st));
     if (st != RL_OK) {
@@ -839,7 +865,7 @@ out_free:
            ", \"other_errors\": %" PRIu64 ", \"late_writes\": %" PRIu64
            ", \"fence_accepted\": %" PRIu64 ", \"fence_rejected\": %" PRIu64
            ", \"release_errors\": %" PRIu64 ", \"ok\": %s}\n",
-           o.id, o.mode == MODE_WITH_LOCK ? "with_lock" : "blocking",
+           o.id, mode_names[o.mode],
            n.attempts, n.acquired, n.completed, n.lost, n.expired,
            n.not_acquired, n.no_quorum, n.other_errors, n.late_writes,
            n.fence_accepted, n.fence_rejected, n.release_errors,
