@@ -40,8 +40,13 @@ static struct lock_rec make(const char *prefix, const char *const *names,
     memset(&r, 0xa5, sizeof(r));
     assert_int_equal(lockrec_init(&r, *tail, &cfg, names, count, token,
                                   owner), RL_OK);
-    /* The token is the last thing in the tail and ends at its end. */
-    assert_ptr_equal(r.token + r.token_len + 1, (char *)*tail + size);
+    /* The token is the last thing in the tail and ends at its end; a new
+     * token with an owner is followed by the value a proclaim publishes,
+     * inside the tail too. */
+    if (token != NULL || owner == NULL || owner[0] == '\0')
+        assert_ptr_equal(r.token + r.token_len + 1, (char *)*tail + size);
+    assert_true(lockrec_published(&r) + strlen(lockrec_published(&r)) + 1 <=
+                (char *)*tail + size);
     return r;
 }
 
@@ -122,6 +127,10 @@ static void test_new_token_carries_the_owner(void **state)
     assert_string_equal(r.token + TOKEN_HEX_LEN + 1, "web-1:4242");
     lockrec_owner_of(r.token, owner, sizeof(owner));
     assert_string_equal(owner, "web-1:4242");
+    /* What a proclaim publishes starts as a copy of the token. */
+    assert_true(lockrec_can_proclaim(&r));
+    assert_ptr_not_equal(lockrec_published(&r), r.token);
+    assert_string_equal(lockrec_published(&r), r.token);
     free(tail);
 }
 
