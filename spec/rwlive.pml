@@ -8,24 +8,29 @@
  * (each holds for a finite time: weak fairness on its release step); one
  * writer retries until it wins. Each attempt is one step: its request
  * lands on every node in any order, the verdict is taken at the quorum
- * as acquire.c does (ROUND_EARLY; the refusers counted by then are the
- * ones mark_intent writes to), the later answers land too, and a failed
- * attempt's grants are undone in the same step. So attempts never
- * overlap in flight: contention between partial attempts, which can
- * make any two Redlock contenders refuse each other forever under weak
- * fairness alone (only the randomised retry delays break it), is left
- * out on purpose; what is checked is starvation by readers that hold.
+ * as acquire.c does (ROUND_EARLY; with LATEINTENT the refusers counted
+ * by then are the ones the intent is sent to), the later answers land
+ * too, and a failed attempt's grants are undone in the same step. So
+ * attempts never overlap in flight: contention between partial attempts,
+ * which can make any two Redlock contenders refuse each other forever
+ * under weak fairness alone (only the randomised retry delays break it),
+ * is left out on purpose; what is checked is starvation by readers that
+ * hold.
  * What lands later, in any order and interleaved with everything else:
- * a reader's release on each node, and the writer intent that a refused
- * writer sends after its attempt (the writer-intent script, which sets
- * it only where readers still are). The intent's TTL (two retry
- * periods): `age` counts the writer's attempts since the node's intent
- * was last refreshed; it may lapse from the second attempt on (a writer
- * attempts at least once per retry period).
+ * a reader's release on each node (and, with LATEINTENT, the writer
+ * intent sent after a refused attempt). The writer's first attempt is a
+ * plain SET NX PX; once refused, its attempts are the writer-acquire
+ * script: SET NX PX, or where readers hold the key, set the intent, in
+ * the same step. The intent's TTL (two retry periods): `age` counts the
+ * writer's attempts since the node's intent was last refreshed; it may
+ * lapse from the second attempt on (a writer attempts at least once per
+ * retry period).
  *
- *   (default)      as in C: the intent is sent after the refused attempt
- *   REFUSALINTENT  the refusal itself marks the intent (one script: SET NX,
- *                  or where readers hold the key, set the intent)
+ *   (default)      as in C: a refused writer's next attempts mark the
+ *                  intent in the same step as their refusal
+ *   LATEINTENT     (control) as C was before: the intent is sent after
+ *                  each refused attempt (the writer-intent script, which
+ *                  sets it only where readers still are)
  *   NOINTENT       (control) readers ignore the intent */
 
 #define N   3
@@ -44,6 +49,7 @@ byte age[N];         /* writer attempts since it was refreshed (max 2) */
 byte q[NC * N];      /* connection c -> n: the request in flight, 0 none */
 
 bool won = false;    /* the writer acquired */
+bool wref = false;   /* the writer was refused once: writer-acquire */
 
 ltl writer_wins { <> won }
 
@@ -55,8 +61,8 @@ inline land(n)
     :: c == 0 ->                            /* SET NX PX */
         if
         :: !wkey[n] && readers[n] == 0 -> wkey[n] = true; ok = true
-#ifdef REFUSALINTENT
-        :: readers[n] != 0 -> intent[n] = true; age[n] = 0
+#ifndef LATEINTENT
+        :: readers[n] != 0 && wref -> intent[n] = true; age[n] = 0
 #endif
         :: else -> skip
         fi
@@ -156,8 +162,9 @@ try:
             if
             :: yes >= Q -> won = true
             :: else ->
-#ifndef REFUSALINTENT
-                /* mark_intent(): on the nodes that refused */
+                wref = true;
+#ifdef LATEINTENT
+                /* C before: mark_intent() on the nodes that refused */
                 for (i : 0 .. N - 1) {
                     if
                     :: (refm & (1 << i)) != 0 -> q[IX(c, i)] = OP_INT

@@ -18,9 +18,11 @@
  * Lock kinds: keys are written with PX ttl + the lock-delay
  * (validity still counts ttl); a reader runs the reader-acquire script
  * over its key and the writer-intent key; an exclusive single-key acquire
- * refused by readers marks its intent (writer-intent script) on the nodes
- * that refused, before each wait, and clears it once it wins; a semaphore
- * slot gets one attempt (semaphore.c waits and retries over the slots). */
+ * once refused runs its later attempts as writer-acquire (or
+ * acquire-fenced with the intent), which marks its intent where readers
+ * hold the key in the same step as the refusal, and clears it once it
+ * wins; a semaphore slot gets one attempt (semaphore.c waits and retries
+ * over the slots). */
 #include <stdio.h>
 #include <string.h>
 
@@ -47,7 +49,8 @@ struct acquire_op {
     char ttl_buf[LOCKREC_PX_LEN]; /* PX: ttl + lock-delay */
     char *intent_key;            /* <key>:wintent (readers, and writers
                                     once refused), or NULL */
-    bool intent_set;             /* we marked a writer intent */
+    char intent_px[16];          /* a writer's: the intent's PX */
+    bool intent_set;             /* we may have marked a writer intent */
     struct quorum_round round;
     struct loop_timer *retry_timer;
     enum acquire_phase phase;
@@ -114,39 +117,21 @@ static bool make_intent_key(struct acquire_op *op)
     return true;
 }
 
-/* A writer refused by readers: block new readers on the nodes that
- * refused (where they hold the key) for two retry periods; every failed
- * attempt refreshes it, so it lapses soon after a writer gives up. */
-static void mark_intent(struct acquire_op *op)
+/* A writer refused (by readers, maybe): its next attempts mark its
+ * intent where readers hold the key, blocking new readers there for two
+ * retry periods; every refused attempt refreshes it, so it lapses soon
+ * after the writer gives up. The first attempt is a plain SET NX PX: an
+ * acquire that is never refused costs what it did. Out of memory: plain
+ * attempts (no writer preference). */
+static void writer_waits(struct acquire_op *op)
 {
     rl_client *c = op->client;
-    struct node *targets[RL_MAX_NODES];
-    const char *argv[4];
-    size_t lens[4], i, n = 0;
-    char px[16];
-    struct round_cmd cmd;
 
     if (op->lock->shared || op->lock->nkeys != 1 || op->lock->slot >= 0 ||
         !make_intent_key(op))
         return;
-    snprintf(px, sizeof(px), "%u",
+    snprintf(op->intent_px, sizeof(op->intent_px), "%u",
              2 * (c->cfg.retry_delay_ms + c->cfg.retry_jitter_ms) + 100);
-    argv[0] = op->lock->keys[0];
-    lens[0] = op->lock->key_lens[0];
-    argv[1] = op->intent_key;
-    lens[1] = strlen(op->intent_key);
-    argv[2] = op->lock->token;
-    lens[2] = op->lock->token_len;
-    argv[3] = px;
-    lens[3] = strlen(px);
-    cmd = (struct round_cmd){script_get(SCRIPT_WRITER_INTENT), 2, 4, argv,
-                             lens};
-    for (i = 0; i < op->round.n; i++) {
-        if (op->round.slots[i].vote == VOTE_NO)
-            targets[n++] = op->round.nodes[i];
-    }
-    round_broadcast(targets, n, &cmd);
-    op->intent_set = true;
 }
 
 /* The writer won: let readers in again after its release (the key is a
@@ -311,7 +296,7 @@ static void attempt_failed(struct acquire_op *op, rl_status st)
                     released_elsewhere, op))
         delay_us = 0; /* released while our attempt was in flight */
     if (st == RL_ENOTACQUIRED)
-        mark_intent(op);
+        writer_waits(op);
     op->sleeping = true;
     op->wake_us = now + delay_us;
     loop_timer_arm(op->retry_timer, delay_us);
@@ -553,32 +538,24 @@ static enum vote classify(void *owner, size_t slot,
     struct acquire_op *op = owner;
     bool granted;
 
-    if (op->lock->shared) {
-        if (r->kind == REPLY_INTEGER)
-            return r->integer == 1 ? VOTE_YES : VOTE_NO;
-        return VOTE_ERROR;
-    }
     if (op->fence_key != NULL) {
         if (!fence_read_reply(&op->fence_read, r,
                               node_voting(op->round.nodes[slot]), &granted))
             return VOTE_ERROR;
         return granted ? VOTE_YES : VOTE_NO;
     }
-    if (op->lock->nkeys == 1) {
-        if (r->kind == REPLY_STATUS && r->len == 2 &&
-            memcmp(r->str, "OK", 2) == 0)
-            return VOTE_YES;
-        if (r->kind == REPLY_NIL)
-            return VOTE_NO;
-        return VOTE_ERROR;
-    }
+    if (r->kind == REPLY_STATUS && r->len == 2 && memcmp(r->str, "OK", 2) == 0)
+        return VOTE_YES; /* SET NX */
+    if (r->kind == REPLY_NIL)
+        return VOTE_NO;
     if (r->kind == REPLY_INTEGER)
-        return r->integer == 1 ? VOTE_YES : VOTE_NO;
+        return r->integer == 1 ? VOTE_YES : VOTE_NO; /* scripts */
     return VOTE_ERROR;
 }
 
-/* One attempt: SET NX PX on every node (a script for several keys or
- * with fencing; a fenced round waits for every node, fence.c). */
+/* One attempt: SET NX PX on every node (a script for several keys, with
+ * fencing, or for a writer once refused; a fenced round waits for every
+ * node, fence.c). */
 static void attempt(void *arg)
 {
     struct acquire_op *op = arg;
@@ -591,11 +568,13 @@ static void attempt(void *arg)
     enum round_mode mode = ROUND_EARLY;
     enum verdict v;
     size_t i;
+    int nkeys;
 
     op->sleeping = false;
     op->phase = PHASE_ACQUIRE;
     memset(&op->fence_read, 0, sizeof(op->fence_read));
-    if (l->shared) {
+    if (op->intent_key != NULL && op->fence_key == NULL) {
+        /* A reader, or a writer once refused (one key, no fencing). */
         argv[0] = l->keys[0];
         lens[0] = l->key_lens[0];
         argv[1] = op->intent_key;
@@ -604,8 +583,16 @@ static void attempt(void *arg)
         lens[2] = l->token_len;
         argv[3] = op->ttl_buf;
         lens[3] = strlen(op->ttl_buf);
-        set = (struct round_cmd){script_get(SCRIPT_READER_ACQUIRE), 2, 4,
-                                 argv, lens};
+        i = 4;
+        if (!l->shared) {
+            argv[i] = op->intent_px;
+            lens[i++] = strlen(op->intent_px);
+            op->intent_set = true;
+        }
+        set = (struct round_cmd){
+            script_get(l->shared ? SCRIPT_READER_ACQUIRE
+                                 : SCRIPT_WRITER_ACQUIRE),
+            2, (int)i, argv, lens};
     } else if (op->fence_key != NULL) {
         for (i = 0; i < l->nkeys; i++) {
             argv[i] = l->keys[i];
@@ -615,12 +602,22 @@ static void attempt(void *arg)
         lens[i++] = strlen(op->fence_key);
         argv[i] = op->fence_mark;
         lens[i++] = strlen(op->fence_mark);
+        if (op->intent_key != NULL) {
+            argv[i] = op->intent_key;
+            lens[i++] = strlen(op->intent_key);
+        }
+        nkeys = (int)i;
         argv[i] = l->token;
         lens[i++] = l->token_len;
         argv[i] = op->ttl_buf;
         lens[i++] = strlen(op->ttl_buf);
-        set = (struct round_cmd){script_get(SCRIPT_ACQUIRE_FENCED),
-                                 (int)l->nkeys + 2, (int)i, argv, lens};
+        if (op->intent_key != NULL) {
+            argv[i] = op->intent_px;
+            lens[i++] = strlen(op->intent_px);
+            op->intent_set = true;
+        }
+        set = (struct round_cmd){script_get(SCRIPT_ACQUIRE_FENCED), nkeys,
+                                 (int)i, argv, lens};
         mode = ROUND_ALL;
     } else if (l->nkeys == 1) {
         argv[0] = "SET";

@@ -6,7 +6,8 @@
  * - Every script compares the whole stored value with the caller's token
  *   and nothing else; a plain SET NX holder (redsync, node-redlock) and
  *   ours exclude each other, and single-key acquire is SET NX PX itself,
- *   not a script, so its key layout is theirs. One allowance: release,
+ *   not a script, so its key layout is theirs (writer-acquire, for a
+ *   writer refused once, stores the same string). One allowance: release,
  *   extend, touch-batch and proclaim match our keys with ours() (below),
  *   so a value with an owner also matches the same 40 hex digits with
  *   another owner (a leader's proclaim reached that node).
@@ -21,8 +22,10 @@
  *   leaves such a key (no lock) alone.
  * - Readers live at the key itself, a hash of token -> expiry in server
  *   ms, whose PEXPIRE is the latest reader's; so SET NX fails while they
- *   hold it. A writer refused by readers sets <key>:wintent; only its own
- *   writer clears it.
+ *   hold it. A writer refused once runs writer-acquire (or acquire-fenced
+ *   with the intent), which sets <key>:wintent in the same step as a
+ *   refusal by readers: marked later, it could land after they left and
+ *   miss the next ones, every time. Only its own writer clears it.
  * - Fence counters are compared as decimal strings (length, then bytes):
  *   Lua numbers are doubles. The fence scripts read the run_id from INFO
  *   server, and the reader scripts and touch-batch read TIME
@@ -144,6 +147,7 @@ static struct script scripts[SCRIPT_COUNT] = {
     [SCRIPT_ACQUIRE_FENCED] = {
         "acquire-fenced",
         "local n = #KEYS - 2\n"
+        "if ARGV[3] then n = n - 1 end\n"
         "local cur = redis.call('get', KEYS[n + 1])\n"
         "local id = string.match(redis.call('info', 'server'),\n"
         "                        'run_id:(%x+)')\n"
@@ -153,6 +157,9 @@ static struct script scripts[SCRIPT_COUNT] = {
         "end\n"
         "for i = 1, n do\n"
         "  if redis.call('exists', KEYS[i]) == 1 then\n"
+        "    if ARGV[3] and redis.call('type', KEYS[1]).ok == 'hash' then\n"
+        "      redis.call('set', KEYS[n + 3], ARGV[1], 'PX', ARGV[3])\n"
+        "    end\n"
         "    return {0, cur, t}\n"
         "  end\n"
         "end\n"
@@ -234,12 +241,16 @@ static struct script scripts[SCRIPT_COUNT] = {
         "redis.call('publish', 'redlock:release:' .. KEYS[1], ARGV[1])\n"
         "return 1\n",
         ""},
-    [SCRIPT_WRITER_INTENT] = {
-        "writer-intent",
-        "if redis.call('type', KEYS[1]).ok ~= 'hash' then return 0 end\n"
-        "redis.call('set', KEYS[2], ARGV[1], 'PX', ARGV[2])\n"
-        "return 1\n",
-        ""},
+    [SCRIPT_WRITER_ACQUIRE] = {
+        "writer-acquire",
+        "if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
+        "  return 1\n"
+        "end\n"
+        "if redis.call('type', KEYS[1]).ok == 'hash' then\n"
+        "  redis.call('set', KEYS[2], ARGV[1], 'PX', ARGV[3])\n"
+        "end\n"
+        "return 0\n",
+        "", true},
     [SCRIPT_PROCLAIM] = {
         "proclaim",
         ALL_OURS_LUA

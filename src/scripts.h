@@ -11,7 +11,8 @@ enum script_id {
     SCRIPT_EXTEND,        /* KEYS: k1..kn; ARGV: token, ttl_ms -> 1 | 0 | -1 */
     SCRIPT_INSPECT,       /* KEYS: k[, fence]; -> {value or false, pttl,
                              readers, fence or false} */
-    SCRIPT_ACQUIRE_FENCED,/* KEYS: k1..kn, fence, mark; ARGV: token, ttl_ms
+    SCRIPT_ACQUIRE_FENCED,/* KEYS: k1..kn, fence, mark[, writer intent];
+                             ARGV: token, ttl_ms[, intent px]
                              -> {1 | 0, counter or false, trusted} */
     SCRIPT_FENCE_WRITE,   /* KEYS: k, fence, mark; ARGV: token, value
                              -> 1 | 0 */
@@ -22,8 +23,9 @@ enum script_id {
                              -> 1 | 0 */
     SCRIPT_READER_EXTEND, /* KEYS: k; ARGV: token, px -> 1 | 0 | -1 */
     SCRIPT_READER_RELEASE,/* KEYS: k; ARGV: token -> 1 | 0 | -1 */
-    SCRIPT_WRITER_INTENT, /* KEYS: k, writer intent; ARGV: token, px
-                             -> 1 set (readers hold k) | 0 */
+    SCRIPT_WRITER_ACQUIRE,/* KEYS: k, writer intent; ARGV: token, px,
+                             intent px -> 1 set | 0 (intent set where
+                             readers hold k) */
     SCRIPT_INTENT_CLEAR,  /* KEYS: writer intent; ARGV: token -> 1 deleted
                              (it was ours) | 0 */
     SCRIPT_PROCLAIM,      /* KEYS: k1..kn; ARGV: token, new value

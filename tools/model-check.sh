@@ -78,9 +78,9 @@ jobs=(
 "ctl-rw-recreate|dead[n]|30|1|$RWS -DRRECREATE|reader-extend re-adds a lapsed reader|rwlock.pml"
 "rw-recreate-fixed|hold|5|1|$RWS|twin of ctl-rw-recreate|rwlock.pml"
 # writer starvation (spec/rwlive.pml): LTL under weak fairness, exhaustive
-"live-refusal-intent|hold|20|0|-DREFUSALINTENT|the refusal marks the intent in the same step: the writer wins|rwlive.pml"
-"ctl-live-nointent|acceptance cycle|20|0|-DREFUSALINTENT -DNOINTENT|readers ignore the intent: the writer starves|rwlive.pml"
-"ctl-live-c|acceptance cycle|20|0||as in C, the intent sent after the refusal: the writer can starve (docs/proof.md)|rwlive.pml"
+"live-c|hold|20|0||as in C: a refused writer's next attempts mark the intent in the same step: the writer wins|rwlive.pml"
+"ctl-live-nointent|acceptance cycle|20|0|-DNOINTENT|readers ignore the intent: the writer starves|rwlive.pml"
+"ctl-live-late|acceptance cycle|20|0|-DLATEINTENT|C before the fix: the intent sent after each refusal, the writer can starve (docs/proof.md finding 6)|rwlive.pml"
 # semaphore (spec/semaphore.pml)
 "sem-n3k3|hold|8|1|-DRST=1|3 clients, 2 permits, a restart|semaphore.pml"
 "ctl-sem-extraslot|<=2|30|1|$SM -DEXTRASLOT|one slot more than the limit|semaphore.pml"

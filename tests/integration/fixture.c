@@ -1,10 +1,14 @@
 /* fixture.c -- see fixture.h. */
 #include "fixture.h"
 
+#include <fcntl.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <ev.h>
@@ -223,4 +227,63 @@ int fixture_run(const char *name, const struct fixture_opts *opts,
     rc = _cmocka_run_group_tests(name, all, count, NULL, NULL);
     free(all);
     return rc;
+}
+
+int fixture_proxy_start(pid_t *pid, int upstream, int delay_ms)
+{
+#ifdef RL_FAULTPROXY
+    char up[32], delay[16], line[128];
+    size_t len = 0;
+    int fds[2], port = -1;
+
+    snprintf(up, sizeof(up), "127.0.0.1:%d", upstream);
+    snprintf(delay, sizeof(delay), "%d", delay_ms);
+    *pid = 0;
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+        perror("fixture_proxy_start: pipe2");
+        return -1;
+    }
+    *pid = fork();
+    if (*pid < 0) {
+        perror("fixture_proxy_start: fork");
+        close(fds[0]);
+        close(fds[1]);
+        *pid = 0;
+        return -1;
+    }
+    if (*pid == 0) {
+        dup2(fds[1], STDOUT_FILENO);
+        execl(RL_FAULTPROXY, "faultproxy", "--listen", "127.0.0.1:0",
+              "--upstream", up, "--delay", delay, "-q", (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    /* "listening 127.0.0.1:PORT control ..." */
+    while (len + 1 < sizeof(line) && read(fds[0], line + len, 1) == 1 &&
+           line[len] != '\n')
+        len++;
+    line[len] = '\0';
+    close(fds[0]);
+    if (sscanf(line, "listening 127.0.0.1:%d", &port) != 1) {
+        fprintf(stderr, "fixture_proxy_start: faultproxy said '%s'\n", line);
+        fixture_proxy_stop(pid);
+        return -1;
+    }
+    return port;
+#else
+    (void)upstream;
+    (void)delay_ms;
+    *pid = 0;
+    fprintf(stderr, "SKIP: built without tools/faultproxy\n");
+    return -1;
+#endif
+}
+
+void fixture_proxy_stop(pid_t *pid)
+{
+    if (*pid <= 0)
+        return;
+    kill(*pid, SIGTERM);
+    waitpid(*pid, NULL, 0);
+    *pid = 0;
 }

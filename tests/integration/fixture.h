@@ -130,4 +130,13 @@ int fixture_run(const char *name, const struct fixture_opts *opts,
  * (NULL: its own thread). NULL on failure, with a message. */
 rl_client *fixture_client_on(const struct fixture *f, struct ev_loop *loop);
 
+/* tools/faultproxy in front of 127.0.0.1:upstream, holding every chunk
+ * delay_ms in each direction (a distant node). *pid gets its process
+ * (stop it with fixture_proxy_stop). Returns the port it listens on, or
+ * -1 with a message on stderr; -1 and "SKIP" when the tests were built
+ * without tools/faultproxy (RL_FAULTPROXY). */
+int fixture_proxy_start(pid_t *pid, int upstream, int delay_ms);
+/* SIGTERM and wait; *pid becomes 0. Nothing when *pid is 0. */
+void fixture_proxy_stop(pid_t *pid);
+
 #endif

@@ -16,9 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -33,10 +30,7 @@ static void stop_proxies(struct fixture *f)
     pid_t *proxies = f->priv;
 
     for (int i = 0; i < NODES; i++)
-        if (proxies[i] > 0) {
-            kill(proxies[i], SIGTERM);
-            waitpid(proxies[i], NULL, 0);
-        }
+        fixture_proxy_stop(&proxies[i]);
 }
 
 /* No servers: each test starts its own (start_tls). */
@@ -288,41 +282,6 @@ static void test_protocol_mismatch_both_ways_fails_promptly(void **state)
 
 /* ---- A distant node: the handshake's time starts after TLS ------------*/
 
-#ifdef RL_FAULTPROXY
-/* tools/faultproxy in front of a server, holding every chunk delay_ms in
- * each direction (a long round trip); *pid is stopped by the teardown.
- * Returns its port. */
-static int proxy_start(pid_t *pid, int upstream, int delay_ms)
-{
-    char up[32], delay[16], line[128];
-    size_t len = 0;
-    int fds[2], port = 0;
-
-    snprintf(up, sizeof(up), "127.0.0.1:%d", upstream);
-    snprintf(delay, sizeof(delay), "%d", delay_ms);
-    assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
-    *pid = fork();
-    assert_true(*pid >= 0);
-    if (*pid == 0) {
-        dup2(fds[1], STDOUT_FILENO);
-        close(fds[0]);
-        close(fds[1]);
-        execl(RL_FAULTPROXY, "faultproxy", "--listen", "127.0.0.1:0",
-              "--upstream", up, "--delay", delay, "-q", (char *)NULL);
-        _exit(127);
-    }
-    close(fds[1]);
-    /* "listening 127.0.0.1:PORT control ..." */
-    while (len + 1 < sizeof(line) && read(fds[0], line + len, 1) == 1 &&
-           line[len] != '\n')
-        len++;
-    line[len] = '\0';
-    close(fds[0]);
-    assert_int_equal(sscanf(line, "listening 127.0.0.1:%d", &port), 1);
-    return port;
-}
-#endif
-
 /* Nodes 300 ms away each way: TCP + TLS take about 600 ms of a 900 ms
  * connect timeout, then AUTH-less INFO, SCRIPT LOAD and TIME another
  * 600 ms. The handshake's deadline counts from the end of the TLS
@@ -346,8 +305,10 @@ static void test_slow_tls_connect_leaves_the_handshake_its_timeout(
 
     start_tls(f, "server.pem", false, NULL, "127.0.0.1");
     for (int i = 0; i < NODES; i++) {
-        snprintf(uri, sizeof(uri), "rediss://127.0.0.1:%d",
-                 proxy_start(&proxies[i], f->r[i].tls_port, 300));
+        int port = fixture_proxy_start(&proxies[i], f->r[i].tls_port, 300);
+
+        assert_true(port > 0);
+        snprintf(uri, sizeof(uri), "rediss://127.0.0.1:%d", port);
         harness_nodes_set(&f->hn, i, uri);
     }
     tls_config(f, &cfg);
