@@ -108,7 +108,8 @@ static void test_only_acquiring_scripts_create_keys(void **state)
     for (int i = 0; i < SCRIPT_COUNT; i++) {
         bool acquiring = i == SCRIPT_ACQUIRE_MULTI ||
                          i == SCRIPT_ACQUIRE_FENCED ||
-                         i == SCRIPT_READER_ACQUIRE;
+                         i == SCRIPT_READER_ACQUIRE ||
+                         i == SCRIPT_WRITER_ACQUIRE;
 
         assert_int_equal(script_get((enum script_id)i)->creates_keys,
                          acquiring);
