@@ -59,9 +59,7 @@ void extend_abort(struct extend_round *e)
         extend_free(e);
 }
 
-/* The status of a decided lock (rl_last_error set), shared by rounds and
- * batches. */
-static rl_status outcome(enum verdict v, const char *resource, size_t n,
+rl_status extend_outcome(enum verdict v, const char *resource, size_t n,
                          size_t yes, size_t refused, const char *detail)
 {
     if (v == VERDICT_SUCCESS) {
@@ -78,31 +76,48 @@ static rl_status outcome(enum verdict v, const char *resource, size_t n,
                    resource, yes, n, quorum_size(n), detail);
 }
 
-/* Nodes of holders (bit i: node i) whose keys count: not clock-suspect,
+/* The nodes of bits (bit i: node i) whose keys count: not clock-suspect,
  * not a duplicate, a replica or an evicting node (node_keeps_keys). */
-static size_t holders_left(uint64_t holders, struct node **nodes, size_t n)
+static uint64_t keeping(uint64_t bits, struct node **nodes, size_t n)
 {
-    size_t j, left = 0;
+    uint64_t keeps = 0;
+    size_t j;
 
-    for (j = 0; j < n; j++)
-        left += (holders >> j & 1u) && node_keeps_keys(nodes[j]);
-    return left;
+    for (j = 0; j < n; j++) {
+        if ((bits >> j & 1u) && node_keeps_keys(nodes[j]))
+            keeps |= UINT64_C(1) << j;
+    }
+    return keeps;
 }
 
-/* Apply node i's answer v to a lock's holders; true when fewer than a
- * quorum of nodes whose keys count still hold it, counting the
- * nodes that have not answered this round yet (unanswered, without i):
- * their YES would make them holders again, so a withdrawal waits for
- * them (a node whose grant came after the acquire was decided is not in
- * holders but may hold our key). */
+uint64_t extend_holders_after(uint64_t holders, size_t i, enum vote v,
+                              bool voting)
+{
+    if (v == VOTE_YES && voting)
+        return holders | UINT64_C(1) << i;
+    if (v == VOTE_NO)
+        return holders & ~(UINT64_C(1) << i);
+    return holders;
+}
+
+bool extend_lost_now(uint64_t holders, uint64_t unanswered, uint64_t keeps,
+                     size_t n)
+{
+    uint64_t nodes = n >= 64 ? ~UINT64_C(0) : (UINT64_C(1) << n) - 1;
+
+    return (size_t)__builtin_popcountll((holders | unanswered) & keeps &
+                                        nodes) < quorum_size(n);
+}
+
+/* Apply node i's answer v to a lock's holders; true when the lock is
+ * lost now (extend_lost_now over the nodes' facts). */
 static bool withdraw(uint64_t *holders, struct node **nodes, size_t n,
                      size_t i, enum vote v, uint64_t unanswered)
 {
-    if (v == VOTE_YES && node_voting(nodes[i]))
-        *holders |= UINT64_C(1) << i;
-    else if (v == VOTE_NO)
-        *holders &= ~(UINT64_C(1) << i);
-    return holders_left(*holders | unanswered, nodes, n) < quorum_size(n);
+    *holders = extend_holders_after(*holders, i, v,
+                                    v == VOTE_YES && node_voting(nodes[i]));
+    return extend_lost_now(*holders, unanswered,
+                           keeping(*holders | unanswered, nodes, n), n);
 }
 
 static rl_status withdrawn(const char *resource, uint64_t holders,
@@ -113,7 +128,9 @@ static rl_status withdrawn(const char *resource, uint64_t holders,
                    "hold it with a vote that counts (need %zu); a key "
                    "vanished early, or a node's clock is suspect, or a "
                    "node may evict keys or is not an independent master",
-                   resource, holders_left(holders, nodes, n), n,
+                   resource,
+                   (size_t)__builtin_popcountll(keeping(holders, nodes, n)),
+                   n,
                    quorum_size(n));
 }
 
@@ -144,7 +161,7 @@ static void decided(void *owner, enum verdict v)
     unsigned voters = (unsigned)q->yes;
     rl_status st = q->abort ? withdrawn(e->rec->resource, *e->holders,
                                         q->nodes, q->n)
-                            : outcome(v, e->rec->resource, q->n, q->yes,
+                            : extend_outcome(v, e->rec->resource, q->n, q->yes,
                                       q->refused, q->detail);
 
     extend_free(e);
@@ -408,8 +425,8 @@ static void batch_vote(struct extend_batch *b, size_t slot, size_t node,
     v = quorum_verdict(nodes, it->yes, it->no);
     if (v == VERDICT_PENDING)
         return;
-    batch_decided(b, it, outcome(v, rec->resource, nodes, it->yes,
-                                 it->refused, b->detail));
+    batch_decided(b, it, extend_outcome(v, rec->resource, nodes, it->yes,
+                                        it->refused, b->detail));
 }
 
 /* One node answered (or failed): every open lock gets its vote. */

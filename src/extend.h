@@ -34,6 +34,29 @@ void extend_run(struct extend_round *e);
  * still in flight land on node-owned records. */
 void extend_abort(struct extend_round *e);
 
+/* One lock's decision, the same in a round and in a batch, apart from
+ * the nodes: their facts come in as bits (bit i: node i). */
+
+/* Node i answered v: a YES from a node whose vote counts (voting) makes
+ * it a holder again, a NO (our key absent, or another token) withdraws
+ * it, anything else (an error, a timeout) changes nothing. Returns the
+ * new holders. */
+uint64_t extend_holders_after(uint64_t holders, size_t i, enum vote v,
+                              bool voting);
+/* True when the lock is lost now: fewer than a quorum of the n nodes are
+ * holders or still unanswered (their YES would make them holders again,
+ * so a withdrawal waits for them: a node whose grant came after the
+ * acquire was decided is not in holders but may hold our key) and keep
+ * their keys (keeps). Bits at or above n are ignored. */
+bool extend_lost_now(uint64_t holders, uint64_t unanswered, uint64_t keeps,
+                     size_t n);
+/* The status of a decided lock, rl_last_error set: RL_OK for
+ * VERDICT_SUCCESS; RL_ELOST when more nodes refused (key absent or
+ * another token) than a quorum of n can spare; else RL_ENOQUORUM, with
+ * yes and detail in the message. */
+rl_status extend_outcome(enum verdict v, const char *resource, size_t n,
+                         size_t yes, size_t refused, const char *detail);
+
 /* A batch of renewals: many locks, one touch-batch script call per node
  * (the watchdog's renewals). Each lock's outcome is its own and is
  * reported through the batch's done with the lock's owner, exactly like a

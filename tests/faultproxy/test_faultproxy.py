@@ -4,143 +4,54 @@
 Usage: test_faultproxy.py PATH-TO-faultproxy [unittest args]
 
 One redis-server runs for the whole module on a free loopback port, in a
-temporary directory, persistence off; it is always stopped (atexit too).
-Every test starts its own proxy in front of it and stops it with `quit`,
-which must exit 0. Exits 77 with "SKIP: ..." when redis-server is missing.
+temporary directory, persistence off; it is always stopped (atexit too:
+tests/pylib/rlnodes.py). Every test starts its own proxy in front of it
+and stops it with `quit`, which must exit 0. Exits 77 with "SKIP: ..."
+when redis-server is missing.
 
 FAULTPROXY_WRAPPER (environment) prefixes the proxy command, e.g.
   FAULTPROXY_WRAPPER="valgrind -q --leak-check=full --errors-for-leak-kinds=all
   --error-exitcode=99"
 so that every `quit`/SIGTERM exit-status check also proves zero leaks.
 """
-import atexit
-import errno
 import os
 import select
 import shlex
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "pylib"))
+import rlnodes  # noqa: E402
+from rlnodes import (Client, free_port, resp_encode,  # noqa: E402
+                     resp_read, scale)
+
 PROXY = None
 WRAPPER = shlex.split(os.environ.get("FAULTPROXY_WRAPPER", ""))
-REDIS_SERVER = shutil.which("redis-server") or (
-    "/usr/bin/redis-server" if os.access("/usr/bin/redis-server", os.X_OK)
-    else None)
 REDIS_PORT = None
-_redis = None
-_redis_dir = None
 START_TIMEOUT = 10.0 if WRAPPER else 3.0
-
-
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-# ---- tiny RESP client ----
-
-class RedisError(Exception):
-    pass
-
-
-def resp_encode(*args):
-    out = [b"*%d\r\n" % len(args)]
-    for a in args:
-        if not isinstance(a, bytes):
-            a = str(a).encode()
-        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-    return b"".join(out)
-
-
-def resp_read(f):
-    line = f.readline()
-    if not line:
-        raise EOFError("connection closed")
-    kind, rest = line[:1], line[1:-2]
-    if kind == b"+":
-        return rest.decode()
-    if kind == b"-":
-        raise RedisError(rest.decode())
-    if kind == b":":
-        return int(rest)
-    if kind == b"$":
-        n = int(rest)
-        if n < 0:
-            return None
-        data = f.read(n + 2)
-        if len(data) != n + 2:
-            raise EOFError("short bulk reply")
-        return data[:-2]
-    if kind == b"*":
-        n = int(rest)
-        return None if n < 0 else [resp_read(f) for _ in range(n)]
-    raise ValueError("bad RESP line %r" % line)
-
-
-class Client:
-    """A blocking RESP connection with a socket timeout."""
-
-    def __init__(self, port, timeout=2.0):
-        self.sock = socket.create_connection(("127.0.0.1", port),
-                                             timeout=timeout)
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.f = self.sock.makefile("rb")
-
-    def call(self, *args):
-        self.sock.sendall(resp_encode(*args))
-        return resp_read(self.f)
-
-    def close(self):
-        self.f.close()
-        self.sock.close()
 
 
 # ---- redis-server for the whole module ----
 
+_redis = None
+
+
 def start_redis():
-    global _redis, _redis_dir, REDIS_PORT
-    _redis_dir = tempfile.mkdtemp(prefix="faultproxy-test-")
-    REDIS_PORT = free_port()
-    _redis = subprocess.Popen(
-        [REDIS_SERVER, "--port", str(REDIS_PORT), "--bind", "127.0.0.1",
-         "--save", "", "--appendonly", "no", "--dir", _redis_dir],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    atexit.register(stop_redis)
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        try:
-            c = Client(REDIS_PORT, timeout=0.5)
-            try:
-                if c.call("PING") == "PONG":
-                    if c.call("DBSIZE") != 0:
-                        raise RuntimeError("redis instance is not empty")
-                    return
-            finally:
-                c.close()
-        except (OSError, EOFError):
-            time.sleep(0.05)
-    raise RuntimeError("redis-server did not start on port %d" % REDIS_PORT)
+    global _redis, REDIS_PORT
+    _redis = rlnodes.Node()
+    REDIS_PORT = _redis.port
 
 
 def stop_redis():
     global _redis
     if _redis is not None:
-        _redis.terminate()
-        try:
-            _redis.wait(5)
-        except subprocess.TimeoutExpired:
-            _redis.kill()
-            _redis.wait()
+        _redis.stop()
         _redis = None
-    if _redis_dir is not None:
-        shutil.rmtree(_redis_dir, ignore_errors=True)
 
 
 # ---- the proxy ----
@@ -199,7 +110,7 @@ class Proxy:
         return {k: int(v) for k, v in (w.split("=") for w in words[1:])}
 
     def client(self, timeout=2.0):
-        return Client(self.port, timeout)
+        return Client(self.port, timeout, decode=False)
 
     def quit(self):
         """Sends quit; returns the exit status."""
@@ -227,16 +138,6 @@ class Proxy:
             self.proc.wait()
         for f in (self.proc.stdout, self.proc.stderr):
             f.close()
-
-
-def scale(seconds):
-    """seconds scaled by $RL_TEST_TIMEOUT_MULTIPLIER (default 1), for
-    generous upper bounds (as tests/cli/clitest.py's scale)."""
-    try:
-        m = float(os.environ.get("RL_TEST_TIMEOUT_MULTIPLIER", "1"))
-    except ValueError:
-        m = 1.0
-    return seconds * max(m, 1.0)
 
 
 def ping_rtt(client):
@@ -311,7 +212,7 @@ class ProxyTest(unittest.TestCase):
             c.sock.sendall(resp_encode("INCR", "fp:ctr"))
             if i % 10 == 0:
                 time.sleep(0.002)
-        got = [resp_read(c.f) for _ in range(n)]
+        got = [resp_read(c.f, decode=False) for _ in range(n)]
         self.assertEqual(got, list(range(1, n + 1)))
         c.call("DEL", "fp:ctr")
 
@@ -531,16 +432,7 @@ class ProcessTest(unittest.TestCase):
 
 def main():
     global PROXY
-    if len(sys.argv) > 1 and not sys.argv[1].startswith("-"):
-        PROXY = os.path.abspath(sys.argv.pop(1))
-    else:
-        PROXY = os.environ.get("FAULTPROXY")
-    if not PROXY or not os.access(PROXY, os.X_OK):
-        print("usage: %s PATH-TO-faultproxy [unittest args]" % sys.argv[0])
-        sys.exit(2)
-    if REDIS_SERVER is None:
-        print("SKIP: redis-server not found")
-        sys.exit(77)
+    PROXY = rlnodes.program_or_exit("FAULTPROXY", "faultproxy")
     start_redis()
     try:
         unittest.main(verbosity=2)

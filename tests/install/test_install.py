@@ -32,8 +32,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "cli"))
-import clitest  # noqa: E402  (the redis-server nodes of the CLI tests)
+                                "..", "pylib"))
+import rlnodes  # noqa: E402  (redis-server nodes)
 
 README_ADDRS = ["127.0.0.1:700%d" % i for i in range(1, 6)]
 MAX_TTL_S = 10      # cfg.max_ttl_ms of the README example, in seconds
@@ -154,7 +154,7 @@ def main():
     ap.add_argument("--cc", required=True)
     ap.add_argument("--flags", default="")
     args = ap.parse_args()
-    if clitest.REDIS_SERVER is None:
+    if rlnodes.REDIS_SERVER is None:
         print("SKIP: redis-server not found in PATH")
         return 77
     if shutil.which("pkg-config") is None:
@@ -174,7 +174,7 @@ def main():
             assert prefix not in text and "/usr/local" not in text, (
                 "%s names an absolute install path" % rel)
 
-        nodes = clitest.start_nodes(5)
+        nodes = rlnodes.start_nodes(5)
         src = os.path.join(tmp, "example.c")
         with open(src, "w") as f:
             f.write(readme_example(args.source, nodes))
@@ -195,7 +195,7 @@ def main():
 
         exes = build_both(args, prefix, src, os.path.join(tmp, "first"))
         log("waiting until the nodes are older than %d s" % MAX_TTL_S)
-        assert clitest.wait_for(lambda: oldest_ok(nodes), MAX_TTL_S + 30,
+        assert rlnodes.wait_for(lambda: oldest_ok(nodes), MAX_TTL_S + 30,
                                 step=0.2), "nodes did not age"
         for name, exe in exes.items():
             check_success(name, exe, nodes)

@@ -2,11 +2,16 @@
 #include "fixture.h"
 
 #include <fcntl.h>
+#include <setjmp.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <cmocka.h>
+#include <ev.h>
 
 void fixture_log(int level, const char *msg, void *privdata)
 {
@@ -110,6 +115,118 @@ rl_status fixture_acquire_until_ok(rl_client *c, const char *resource,
             harness_sleep_ms(sleep_ms);
     }
     return st;
+}
+
+static const struct fixture_opts default_opts = { .nodes = 3 };
+
+rl_client *fixture_client_on(const struct fixture *f, struct ev_loop *loop)
+{
+    rl_config cfg;
+
+    fixture_config(&cfg, &f->hn);
+    cfg.loop = loop;
+    if (f->opts->tune != NULL)
+        f->opts->tune(&cfg);
+    return fixture_client(&cfg);
+}
+
+static int setup_clients(struct fixture *f)
+{
+    const struct fixture_opts *o = f->opts;
+
+    if (o->nodes == 0 || o->no_client)
+        return 0;
+    if (o->external_loop) {
+        f->loop = ev_loop_new(0);
+        if (f->loop == NULL)
+            return -1;
+    }
+    f->c = fixture_client_on(f, f->loop);
+    if (f->c == NULL || (o->all_voting && !fixture_all_voting(f->c)))
+        return -1;
+    if (o->second_client) {
+        f->c2 = fixture_client_on(f, NULL);
+        if (f->c2 == NULL)
+            return -1;
+    }
+    return 0;
+}
+
+int fixture_setup(void **state)
+{
+    const struct fixture_opts *o = *state != NULL ? *state : &default_opts;
+    struct fixture *f = calloc(1, sizeof(*f));
+
+    *state = f;
+    if (f == NULL)
+        return -1;
+    f->opts = o;
+    if (o->priv_size > 0) {
+        f->priv = calloc(1, o->priv_size);
+        if (f->priv == NULL)
+            return -1;
+    }
+    if (o->nodes > FIXTURE_MAX_NODES) {
+        fprintf(stderr, "fixture: %d nodes, at most %d\n", o->nodes,
+                FIXTURE_MAX_NODES);
+        return -1;
+    }
+    if (o->nodes > 0) {
+        if (harness_cluster_start_nodes(f->r, o->nodes, NULL, &f->hn) != 0)
+            return -1;
+        f->n = o->nodes;
+    }
+    if (setup_clients(f) != 0)
+        return -1;
+    return o->setup != NULL ? o->setup(f) : 0;
+}
+
+int fixture_teardown(void **state)
+{
+    struct fixture *f = *state;
+
+    if (f == NULL)
+        return 0;
+    for (int i = 0; i < FIXTURE_MAX_NODES; i++) {
+        if (f->r[i].paused)
+            harness_resume(&f->r[i]);
+    }
+    rl_client_free(f->c);
+    rl_client_free(f->c2);
+    rl_lock_free(f->l);
+    rl_lock_free(f->l2);
+    for (int i = 0; i < FIXTURE_MAX_LOCKS; i++)
+        rl_lock_free(f->locks[i]);
+    if (f->opts->cleanup != NULL)
+        f->opts->cleanup(f);
+    if (f->loop != NULL)
+        ev_loop_destroy(f->loop);
+    harness_cluster_stop(f->r, FIXTURE_MAX_NODES);
+    free(f->priv);
+    free(f);
+    return 0;
+}
+
+int fixture_run(const char *name, const struct fixture_opts *opts,
+                const struct CMUnitTest *tests, size_t count)
+{
+    struct CMUnitTest *all = calloc(count, sizeof(*all));
+    int rc;
+
+    if (all == NULL)
+        return 1;
+    for (size_t i = 0; i < count; i++) {
+        all[i] = tests[i];
+        if (all[i].setup_func == NULL) {
+            all[i].setup_func = fixture_setup;
+            all[i].teardown_func = fixture_teardown;
+            all[i].initial_state = (void *)opts;
+        }
+    }
+    harness_require_redis();
+    rc = _cmocka_run_group_tests(name, all, count, NULL, NULL);
+    free(all);
+    return rc;
 }
 
 int fixture_proxy_start(pid_t *pid, int upstream, int delay_ms)

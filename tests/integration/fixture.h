@@ -1,7 +1,19 @@
-/* fixture.h -- library-aware helpers shared by the integration tests: the
- * fast client configuration every test starts from, client creation that
+/* fixture.h -- what every integration test starts from: one fixture
+ * (servers, clients, locks, a loop) made by fixture_setup and undone by
+ * fixture_teardown, the fast client configuration, client creation that
  * says why it failed, and a retried acquire. harness.h runs the servers;
  * this file adds what needs <redlock.h>.
+ *
+ * A test program names its options once and runs its cases with them:
+ *
+ *     static const struct fixture_opts five = { .nodes = 5 };
+ *     const struct CMUnitTest tests[] = {
+ *         cmocka_unit_test(test_something),
+ *         FIXTURE_TEST(test_on_three_nodes, &three),
+ *     };
+ *     return FIXTURE_RUN("name", &five, tests);
+ *
+ * and each case gets a fresh struct fixture in *state.
  *
  * Environment:
  *   RL_TEST_LOG   print the library's log lines (debug level) on stderr
@@ -9,6 +21,7 @@
 #ifndef REDLOCK_TEST_FIXTURE_H
 #define REDLOCK_TEST_FIXTURE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "harness.h"
@@ -51,6 +64,71 @@ rl_status fixture_acquire_until_ok(rl_client *c, const char *resource,
                                    const rl_acquire_opts *o, rl_lock **lock,
                                    int64_t since_ms, int64_t limit_ms,
                                    int64_t sleep_ms, int *attempts);
+
+#define FIXTURE_MAX_NODES 8
+#define FIXTURE_MAX_LOCKS 8
+
+struct CMUnitTest;
+struct ev_loop;
+struct fixture;
+
+/* What fixture_setup makes. Zero fields mean "no", NULL "none". */
+struct fixture_opts {
+    int nodes;                     /* servers to start (0: none, and no
+                                      client; the test starts its own) */
+    bool no_client;                /* start servers only: f->c stays NULL */
+    bool second_client;            /* also f->c2, with the same config */
+    bool external_loop;            /* f->loop, and f->c runs on it (f->c2
+                                      runs its own thread) */
+    bool all_voting;               /* wait until every node of f->c votes */
+    void (*tune)(rl_config *cfg);  /* adjusts the clients' config after
+                                      fixture_config */
+    size_t priv_size;              /* f->priv: this many zeroed bytes */
+    int (*setup)(struct fixture *f); /* fixture_setup's last step: 0, or
+                                      -1 (the case fails) */
+    void (*cleanup)(struct fixture *f); /* teardown's, once the clients
+                                      and locks are freed */
+};
+
+/* One test case's world. Teardown frees what is not NULL here, whatever
+ * the test left behind. */
+struct fixture {
+    const struct fixture_opts *opts;
+    struct rl_redis r[FIXTURE_MAX_NODES];
+    int n;                         /* servers in r (set by a test that
+                                      starts its own) */
+    struct harness_nodes hn;       /* their URIs */
+    rl_client *c;
+    rl_client *c2;
+    rl_lock *l;
+    rl_lock *l2;
+    rl_lock *locks[FIXTURE_MAX_LOCKS];
+    struct ev_loop *loop;
+    void *priv;                    /* the test's own state (priv_size) */
+};
+
+/* cmocka setup: *state is the struct fixture_opts (NULL: 3 nodes, one
+ * client) and becomes the struct fixture. 0, or -1 with a message. */
+int fixture_setup(void **state);
+/* cmocka teardown: resume paused servers, free the clients and then the
+ * locks, opts->cleanup, destroy the loop, stop every server, free priv. */
+int fixture_teardown(void **state);
+/* main() of an integration program: skip (exit 77) without redis-server,
+ * then run the count tests as group name; a case registered without a
+ * setup (cmocka_unit_test) gets a fresh fixture made with opts. */
+int fixture_run(const char *name, const struct fixture_opts *opts,
+                const struct CMUnitTest *tests, size_t count);
+#define FIXTURE_RUN(name, opts, tests)                                      \
+    fixture_run(name, opts, tests, sizeof(tests) / sizeof((tests)[0]))
+/* A case of fn with a fresh fixture made with opts (a pointer), for a
+ * case whose options differ from the program's. */
+#define FIXTURE_TEST(fn, opts)                                              \
+    cmocka_unit_test_prestate_setup_teardown(fn, fixture_setup,             \
+                                             fixture_teardown, (void *)(opts))
+
+/* A client on f's nodes with fixture_config and then opts->tune, on loop
+ * (NULL: its own thread). NULL on failure, with a message. */
+rl_client *fixture_client_on(const struct fixture *f, struct ev_loop *loop);
 
 /* tools/faultproxy in front of 127.0.0.1:upstream, holding every chunk
  * delay_ms in each direction (a distant node). *pid gets its process

@@ -307,6 +307,21 @@ const char *harness_cert(const char *name)
     return p;
 }
 
+struct harness_opts harness_tls_opts(const struct harness_opts *base,
+                                     const char *server_cert,
+                                     bool auth_clients)
+{
+    struct harness_opts o = {0};
+
+    if (base != NULL)
+        o = *base;
+    o.tls_cert = harness_cert(server_cert);
+    o.tls_key = harness_cert("server.key");
+    o.tls_ca = harness_cert("ca.pem");
+    o.tls_auth_clients = auth_clients;
+    return o;
+}
+
 /* A port nobody uses right now, picked at random below the kernel's
  * ephemeral range (32768 and up by default): a port the kernel hands out
  * for outgoing connections could be taken by a client's socket while a

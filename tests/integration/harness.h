@@ -98,6 +98,12 @@ void harness_require_redis(void);
 void harness_require_certs(void);
 /* The path of one of those files (a few static buffers, reused). */
 const char *harness_cert(const char *name);
+/* base (may be NULL) with TLS on: certificate server_cert (a name for
+ * harness_cert) with server.key, clients checked against ca.pem and
+ * required to show a certificate when auth_clients. */
+struct harness_opts harness_tls_opts(const struct harness_opts *base,
+                                     const char *server_cert,
+                                     bool auth_clients);
 
 /* Start a fresh server (see top of file). o may be NULL. Returns 0 on
  * success, -1 with a message on stderr otherwise (nothing left behind). */

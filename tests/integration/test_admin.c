@@ -34,45 +34,9 @@
 
 #define NODES 5
 
-struct fx {
-    struct rl_redis r[NODES];
-    struct harness_nodes hn;
-    rl_client *c;      /* the operator */
-    rl_client *c2;     /* a holder or waiter */
-    rl_lock *l;
-    struct ev_loop *loop;
-};
+static const struct fixture_opts fx = { .nodes = NODES, .second_client = true };
 
-static int setup(void **state)
-{
-    struct fx *f = calloc(1, sizeof(*f));
-
-    if (f == NULL)
-        return -1;
-    *state = f;
-    if (fixture_start(f->r, NODES, &f->hn, &f->c) != 0)
-        return -1;
-    f->c2 = fixture_fast_client(&f->hn);
-    return f->c2 != NULL ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    struct fx *f = *state;
-
-    if (f == NULL)
-        return 0;
-    rl_lock_free(f->l);
-    rl_client_free(f->c);
-    rl_client_free(f->c2);
-    if (f->loop != NULL)
-        ev_loop_destroy(f->loop);
-    harness_cluster_stop(f->r, NODES);
-    free(f);
-    return 0;
-}
-
-static rl_status force(struct fx *f, const char *resource,
+static rl_status force(struct fixture *f, const char *resource,
                        rl_holder_info *out, size_t *removed)
 {
     size_t count = 0;
@@ -89,7 +53,7 @@ static rl_status force(struct fx *f, const char *resource,
 
 static void test_a_held_lock_is_removed_on_every_node(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = {0};
     rl_holder_info out[NODES];
     size_t removed = 99;
@@ -119,7 +83,7 @@ static void test_a_held_lock_is_removed_on_every_node(void **state)
 
 static void test_a_free_resource_reports_nothing_removed(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_holder_info out[NODES];
     size_t removed = 99;
     int i;
@@ -139,7 +103,7 @@ static void test_a_free_resource_reports_nothing_removed(void **state)
 
 static void test_stale_keys_on_a_minority_are_removed(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_holder_info out[NODES];
     size_t removed = 0;
 
@@ -158,7 +122,7 @@ static void test_stale_keys_on_a_minority_are_removed(void **state)
 
 static void test_the_prefix_is_applied(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_holder_info out[NODES];
     size_t removed = 0;
     rl_config cfg;
@@ -182,7 +146,7 @@ static void test_the_prefix_is_applied(void **state)
 
 static void test_the_removed_token_is_published(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = {0};
     rl_holder_info out[NODES];
     redisContext *sub;
@@ -232,7 +196,7 @@ static void *wait_for_lock(void *p)
 
 static void test_a_waiter_gets_the_lock_after_a_force_unlock(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = {0};
     rl_holder_info out[NODES];
     struct waiter_arg w = {0};
@@ -278,7 +242,7 @@ static void on_lost(rl_lock *l, void *privdata)
 
 static void test_a_watchdog_holder_is_reported_lost(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = {0};
     rl_holder_info out[NODES];
     struct lost_rec rec = {0};
@@ -313,7 +277,7 @@ static void test_a_watchdog_holder_is_reported_lost(void **state)
 
 static void test_no_quorum_with_a_majority_down(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_holder_info out[NODES];
     size_t removed = 0;
     int i;
@@ -338,7 +302,7 @@ static void test_no_quorum_with_a_majority_down(void **state)
 static void test_fence_counters_and_reserved_keys_are_never_touched(
     void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = {0};
     rl_holder_info out[NODES];
     size_t removed = 0;
@@ -383,7 +347,7 @@ static void test_fence_counters_and_reserved_keys_are_never_touched(
 
 static void test_a_key_that_is_not_a_string_is_left_alone(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_holder_info out[NODES];
     size_t removed = 0;
     redisReply *rep = harness_cmd(&f->r[0], "LPUSH admin:list x");
@@ -400,7 +364,7 @@ static void test_a_key_that_is_not_a_string_is_left_alone(void **state)
 
 static void test_bad_arguments_are_refused(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_holder_info out[NODES];
     size_t count = 0;
     size_t removed = 7;
@@ -441,32 +405,19 @@ static void test_bad_arguments_are_refused(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(
-            test_a_held_lock_is_removed_on_every_node, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_a_free_resource_reports_nothing_removed, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_stale_keys_on_a_minority_are_removed, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_the_prefix_is_applied, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(
-            test_the_removed_token_is_published, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_a_waiter_gets_the_lock_after_a_force_unlock, setup,
-            teardown),
-        cmocka_unit_test_setup_teardown(
-            test_a_watchdog_holder_is_reported_lost, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_no_quorum_with_a_majority_down, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_fence_counters_and_reserved_keys_are_never_touched, setup,
-            teardown),
-        cmocka_unit_test_setup_teardown(
-            test_a_key_that_is_not_a_string_is_left_alone, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bad_arguments_are_refused,
-                                        setup, teardown),
+        cmocka_unit_test(test_a_held_lock_is_removed_on_every_node),
+        cmocka_unit_test(test_a_free_resource_reports_nothing_removed),
+        cmocka_unit_test(test_stale_keys_on_a_minority_are_removed),
+        cmocka_unit_test(test_the_prefix_is_applied),
+        cmocka_unit_test(test_the_removed_token_is_published),
+        cmocka_unit_test(test_a_waiter_gets_the_lock_after_a_force_unlock),
+        cmocka_unit_test(test_a_watchdog_holder_is_reported_lost),
+        cmocka_unit_test(test_no_quorum_with_a_majority_down),
+        cmocka_unit_test(
+            test_fence_counters_and_reserved_keys_are_never_touched),
+        cmocka_unit_test(test_a_key_that_is_not_a_string_is_left_alone),
+        cmocka_unit_test(test_bad_arguments_are_refused),
     };
 
-    harness_require_redis();
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return FIXTURE_RUN("tests", &fx, tests);
 }

@@ -22,13 +22,6 @@
 #define NODES 3
 #define MAX_OPS 200
 
-struct fx {
-    struct rl_redis r[NODES];
-    struct harness_nodes hn;
-    rl_client *c;
-    struct ev_loop *loop; /* external loop, or NULL */
-};
-
 /* One record per operation: what its callback saw. */
 struct rec {
     atomic_int calls;
@@ -60,63 +53,28 @@ static void reset_recs(void)
     atomic_store(&seq, 0);
 }
 
-static int start(struct fx *f, bool external)
+static void cleanup(struct fixture *f)
 {
-    rl_config cfg;
-
-    if (harness_cluster_start_nodes(f->r, NODES, NULL, &f->hn) != 0)
-        return -1;
-    if (external) {
-        f->loop = ev_loop_new(0);
-        if (f->loop == NULL)
-            return -1;
-    }
-    fixture_config(&cfg, &f->hn);
-    cfg.loop = f->loop;
-    f->c = fixture_client(&cfg);
-    return f->c == NULL ? -1 : 0;
-}
-
-static int teardown(void **state)
-{
-    struct fx *f = *state;
-
-    rl_client_free(f->c);
+    (void)f;
     reset_recs();
-    if (f->loop != NULL)
-        ev_loop_destroy(f->loop);
-    harness_cluster_stop(f->r, NODES);
-    free(f);
-    return 0;
 }
 
 /* Servers and a client running its own loop thread, or (external) one
  * on a loop of ours that the test runs. */
-static int setup_with(void **state, bool external)
+static int setup(struct fixture *f)
 {
-    struct fx *f = calloc(1, sizeof(*f));
-
+    (void)f;
     main_thread = pthread_self();
     reset_recs();
-    *state = f;
-    if (f == NULL)
-        return -1;
-    if (start(f, external) != 0) {
-        teardown(state);
-        return -1;
-    }
     return 0;
 }
 
-static int setup_owned(void **state)
-{
-    return setup_with(state, false);
-}
-
-static int setup_external(void **state)
-{
-    return setup_with(state, true);
-}
+static const struct fixture_opts owned = { .nodes = NODES, .setup = setup,
+                                           .cleanup = cleanup };
+static const struct fixture_opts external = { .nodes = NODES,
+                                              .external_loop = true,
+                                              .setup = setup,
+                                              .cleanup = cleanup };
 
 /* ---- Callbacks: record, never assert ---- */
 
@@ -182,7 +140,7 @@ static void acq_cb_calls_blocking(rl_client *c, rl_status st, rl_lock *lock,
 }
 
 /* Wait (owned loop: sleep; external loop: run it) until *counter >= want. */
-static bool wait_for(struct fx *f, atomic_int *counter, int want, int64_t ms)
+static bool wait_for(struct fixture *f, atomic_int *counter, int want, int64_t ms)
 {
     int64_t deadline = harness_now_ms() + harness_scale_ms(ms);
 
@@ -219,7 +177,7 @@ static bool pttl_above(const struct rl_redis *r, const char *key,
 }
 
 /* Acquire n distinct resources async, wait, check each call and Redis. */
-static void acquire_many(struct fx *f, int n, uint32_t ttl_ms)
+static void acquire_many(struct fixture *f, int n, uint32_t ttl_ms)
 {
     rl_acquire_opts o = { 0 };
     char name[32];
@@ -247,7 +205,7 @@ static void acquire_many(struct fx *f, int n, uint32_t ttl_ms)
 }
 
 /* Release recs[0..n) async, wait, check each call and Redis. */
-static void release_many(struct fx *f, int n)
+static void release_many(struct fixture *f, int n)
 {
     for (int i = 0; i < n; i++) {
         rl_lock *l = recs[i].lock;
@@ -285,7 +243,7 @@ static bool extend_until_ok(rl_lock *l, int64_t ms)
 
 static void test_200_acquires_in_flight_each_call_back_once(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
 
     acquire_many(f, MAX_OPS, 10000);
     release_many(f, MAX_OPS);
@@ -298,7 +256,7 @@ static void test_200_acquires_in_flight_each_call_back_once(void **state)
 static void test_client_free_with_ops_in_flight_calls_each_back_once(
     void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
     char name[32];
     int ok = 0;
@@ -333,7 +291,7 @@ static void test_client_free_with_ops_in_flight_calls_each_back_once(
 
 static void test_release_async_without_callback_still_releases(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
     rl_lock *l = NULL;
 
@@ -346,7 +304,7 @@ static void test_release_async_without_callback_still_releases(void **state)
 static void test_extend_async_refreshes_and_a_second_one_is_misuse(
     void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
     rl_lock *l = NULL;
 
@@ -386,7 +344,7 @@ static void test_extend_async_refreshes_and_a_second_one_is_misuse(
 static void test_release_async_cancels_an_extend_in_flight_first(
     void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
     rl_lock *l = NULL;
 
@@ -411,7 +369,7 @@ static void test_release_async_cancels_an_extend_in_flight_first(
 
 static void test_blocking_calls_inside_a_callback_are_misuse(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
 
     o.ttl_ms = 5000;
@@ -431,7 +389,7 @@ static void test_blocking_calls_inside_a_callback_are_misuse(void **state)
 static void test_failed_async_acquire_reports_detail_in_the_callback(
     void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
     rl_lock *l = NULL;
 
@@ -453,7 +411,7 @@ static void test_failed_async_acquire_reports_detail_in_the_callback(
 static void test_external_loop_runs_callbacks_on_the_callers_thread(
     void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
     rl_lock *l = NULL;
 
@@ -475,7 +433,7 @@ static void test_external_loop_runs_callbacks_on_the_callers_thread(
 
 static void test_external_loop_client_free_cancels_pending_ops(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
     char name[32];
 
@@ -502,35 +460,21 @@ static void test_external_loop_client_free_cancels_pending_ops(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(
-            test_200_acquires_in_flight_each_call_back_once, setup_owned,
-            teardown),
-        cmocka_unit_test_setup_teardown(
-            test_client_free_with_ops_in_flight_calls_each_back_once,
-            setup_owned, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_release_async_without_callback_still_releases, setup_owned,
-            teardown),
-        cmocka_unit_test_setup_teardown(
-            test_extend_async_refreshes_and_a_second_one_is_misuse,
-            setup_owned, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_release_async_cancels_an_extend_in_flight_first,
-            setup_owned, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_blocking_calls_inside_a_callback_are_misuse, setup_owned,
-            teardown),
-        cmocka_unit_test_setup_teardown(
-            test_failed_async_acquire_reports_detail_in_the_callback,
-            setup_owned, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_external_loop_runs_callbacks_on_the_callers_thread,
-            setup_external, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_external_loop_client_free_cancels_pending_ops,
-            setup_external, teardown),
+        cmocka_unit_test(test_200_acquires_in_flight_each_call_back_once),
+        cmocka_unit_test(
+            test_client_free_with_ops_in_flight_calls_each_back_once),
+        cmocka_unit_test(test_release_async_without_callback_still_releases),
+        cmocka_unit_test(
+            test_extend_async_refreshes_and_a_second_one_is_misuse),
+        cmocka_unit_test(test_release_async_cancels_an_extend_in_flight_first),
+        cmocka_unit_test(test_blocking_calls_inside_a_callback_are_misuse),
+        cmocka_unit_test(
+            test_failed_async_acquire_reports_detail_in_the_callback),
+        FIXTURE_TEST(
+            test_external_loop_runs_callbacks_on_the_callers_thread, &external),
+        FIXTURE_TEST(
+            test_external_loop_client_free_cancels_pending_ops, &external),
     };
 
-    harness_require_redis();
-    return cmocka_run_group_tests_name("async", tests, NULL, NULL);
+    return FIXTURE_RUN("async", &owned, tests);
 }

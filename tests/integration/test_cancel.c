@@ -23,65 +23,23 @@
 #define NODES 3
 #define RACE_ROUNDS 300
 
-struct fx {
-    struct rl_redis r[NODES];
-    struct harness_nodes hn;
-    rl_client *c;              /* the waiter's client */
-    rl_client *other;          /* the holders' client */
-    struct ev_loop *loop;      /* external loop of c, or NULL */
-    rl_lock *held[4];          /* the holders' locks */
-};
-
-static int setup_with(void **state, bool external)
+/* The waiter's client f->c (on f->loop with external) and the holders'
+ * f->c2, holding f->locks. Writer intents live 2 x (delay + jitter) +
+ * 100 ms: long enough to see one that a canceled writer failed to
+ * clear. */
+static void slow_retries(rl_config *cfg)
 {
-    struct fx *f = calloc(1, sizeof(*f));
-    rl_config cfg;
-
-    *state = f;
-    if (f == NULL ||
-        harness_cluster_start_nodes(f->r, NODES, NULL, &f->hn) != 0)
-        return -1;
-    fixture_config(&cfg, &f->hn);
-    /* Writer intents live 2 x (delay + jitter) + 100 ms: long enough to
-     * see one that a canceled writer failed to clear. */
-    cfg.retry_delay_ms = 1000;
-    cfg.retry_jitter_ms = 10;
-    f->other = fixture_client(&cfg);
-    if (external) {
-        f->loop = ev_loop_new(0);
-        cfg.loop = f->loop;
-    }
-    f->c = fixture_client(&cfg);
-    return f->c != NULL && f->other != NULL ? 0 : -1;
+    cfg->retry_delay_ms = 1000;
+    cfg->retry_jitter_ms = 10;
 }
 
-static int setup(void **state)
-{
-    return setup_with(state, false);
-}
-
-static int setup_external(void **state)
-{
-    return setup_with(state, true);
-}
-
-static int teardown(void **state)
-{
-    struct fx *f = *state;
-    size_t i;
-
-    if (f == NULL)
-        return 0;
-    for (i = 0; i < 4; i++)
-        rl_lock_free(f->held[i]);
-    rl_client_free(f->c);
-    rl_client_free(f->other);
-    if (f->loop != NULL)
-        ev_loop_destroy(f->loop);
-    harness_cluster_stop(f->r, NODES);
-    free(f);
-    return 0;
-}
+static const struct fixture_opts owned = { .nodes = NODES,
+                                           .second_client = true,
+                                           .tune = slow_retries };
+static const struct fixture_opts external = { .nodes = NODES,
+                                              .second_client = true,
+                                              .external_loop = true,
+                                              .tune = slow_retries };
 
 /* ---- A waiting acquire, canceled from another thread --------------------- */
 
@@ -122,7 +80,7 @@ static bool dbsize_becomes(const struct rl_redis *r, long long want)
 /* Start a forever-waiting acquire of resources with o on a thread, fire
  * its token once it waits, and check that it ends with RL_EABORTED and
  * that each node holds only the holders' `held_keys` keys. */
-static void cancel_a_wait(struct fx *f, const char *const *resources,
+static void cancel_a_wait(struct fixture *f, const char *const *resources,
                           size_t count, rl_acquire_opts o,
                           long long held_keys)
 {
@@ -157,62 +115,62 @@ static void cancel_a_wait(struct fx *f, const char *const *resources,
 }
 
 /* The holders' locks go; then every node must be empty. */
-static void release_holders(struct fx *f)
+static void release_holders(struct fixture *f)
 {
     size_t i;
 
     for (i = 0; i < 4; i++) {
-        if (f->held[i] != NULL)
-            assert_int_equal(rl_release(f->held[i]), RL_OK);
-        f->held[i] = NULL;
+        if (f->locks[i] != NULL)
+            assert_int_equal(rl_release(f->locks[i]), RL_OK);
+        f->locks[i] = NULL;
     }
     assert_true(harness_all_empty_within(f->r, NODES, 1000));
 }
 
 static void test_canceled_mutex_wait_leaves_no_key(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     const char *r = "cancel:mutex";
     rl_acquire_opts o = {0};
 
-    assert_int_equal(rl_acquire(f->other, r, &o, &f->held[0]), RL_OK);
+    assert_int_equal(rl_acquire(f->c2, r, &o, &f->locks[0]), RL_OK);
     cancel_a_wait(f, &r, 1, o, 1);
-    assert_true(harness_key_holds(&f->r[0], r, rl_lock_token(f->held[0])));
+    assert_true(harness_key_holds(&f->r[0], r, rl_lock_token(f->locks[0])));
     release_holders(f);
 }
 
 static void test_canceled_multi_resource_wait_leaves_no_key(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     const char *rs[] = {"cancel:multi:a", "cancel:multi:b"};
     rl_acquire_opts o = {0};
 
     /* b is held: a would be free, but all or none on each node. */
-    assert_int_equal(rl_acquire(f->other, rs[1], &o, &f->held[0]), RL_OK);
+    assert_int_equal(rl_acquire(f->c2, rs[1], &o, &f->locks[0]), RL_OK);
     cancel_a_wait(f, rs, 2, o, 1);
     release_holders(f);
 }
 
 static void test_canceled_semaphore_wait_leaves_no_key(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     const char *r = "cancel:sem";
     rl_acquire_opts o = {0};
 
     o.limit = 2;
-    assert_int_equal(rl_acquire(f->other, r, &o, &f->held[0]), RL_OK);
-    assert_int_equal(rl_acquire(f->other, r, &o, &f->held[1]), RL_OK);
+    assert_int_equal(rl_acquire(f->c2, r, &o, &f->locks[0]), RL_OK);
+    assert_int_equal(rl_acquire(f->c2, r, &o, &f->locks[1]), RL_OK);
     cancel_a_wait(f, &r, 1, o, 2);
     release_holders(f);
 }
 
 static void test_canceled_reader_wait_leaves_no_key(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     const char *r = "cancel:reader";
     rl_acquire_opts o = {0};
 
-    assert_int_equal(rl_acquire(f->other, r, &o, &f->held[0]), RL_OK);
+    assert_int_equal(rl_acquire(f->c2, r, &o, &f->locks[0]), RL_OK);
     o.mode = RL_MODE_SHARED;
     cancel_a_wait(f, &r, 1, o, 1);
     release_holders(f);
@@ -222,13 +180,13 @@ static void test_canceled_reader_wait_leaves_no_key(void **state)
  * (else the intent would keep new readers out for 2 s). */
 static void test_canceled_writer_clears_its_intent(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     const char *r = "cancel:writer";
     rl_acquire_opts o = {0};
     rl_acquire_opts reader = {0};
 
     reader.mode = RL_MODE_SHARED;
-    assert_int_equal(rl_acquire(f->other, r, &reader, &f->held[0]), RL_OK);
+    assert_int_equal(rl_acquire(f->c2, r, &reader, &f->locks[0]), RL_OK);
     cancel_a_wait(f, &r, 1, o, 1);
     assert_true(harness_key_absent(&f->r[0], "cancel:writer:wintent"));
     release_holders(f);
@@ -237,7 +195,7 @@ static void test_canceled_writer_clears_its_intent(void **state)
 /* ---- Cancel racing the grant ---------------------------------------------- */
 
 struct racer {
-    struct fx *f;
+    struct fixture *f;
     rl_cancel *token;
     atomic_int go;
     atomic_int done;
@@ -280,7 +238,7 @@ static void *race_thread(void *arg)
  * and no key of the attempt survives on any node. */
 static void test_cancel_racing_the_grant_leaves_no_key(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     int granted = 0, aborted = 0;
     unsigned seed = 12345;
     struct racer x;
@@ -335,7 +293,7 @@ static void acquired(rl_client *c, rl_status st, rl_lock *lock,
     atomic_fetch_add(&a->calls, 1);
 }
 
-static void run_loop_until(struct fx *f, atomic_int *calls, int64_t ms)
+static void run_loop_until(struct fixture *f, atomic_int *calls, int64_t ms)
 {
     int64_t deadline = harness_now_ms() + harness_scale_ms(ms);
 
@@ -347,12 +305,12 @@ static void run_loop_until(struct fx *f, atomic_int *calls, int64_t ms)
 
 static void test_async_acquire_canceled_on_the_loop_thread(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     const char *r = "cancel:async";
     struct async_rec a = {0};
     rl_acquire_opts o = {0};
 
-    assert_int_equal(rl_acquire(f->other, r, &o, &f->held[0]), RL_OK);
+    assert_int_equal(rl_acquire(f->c2, r, &o, &f->locks[0]), RL_OK);
     o.wait_ms = RL_WAIT_FOREVER;
     o.cancel = rl_cancel_new();
     assert_non_null(o.cancel);
@@ -372,9 +330,9 @@ static void test_async_acquire_canceled_on_the_loop_thread(void **state)
     run_loop_until(f, &a.calls, 50);
     assert_int_equal(atomic_load(&a.calls), 1);
     rl_cancel_free(o.cancel);
-    assert_true(harness_key_holds(&f->r[1], r, rl_lock_token(f->held[0])));
-    rl_lock_free(f->held[0]);
-    f->held[0] = NULL;
+    assert_true(harness_key_holds(&f->r[1], r, rl_lock_token(f->locks[0])));
+    rl_lock_free(f->locks[0]);
+    f->locks[0] = NULL;
     for (int i = 0; i < NODES; i++) {
         assert_int_equal(harness_dbsize(&f->r[i]), 1);
         assert_true(harness_key_absent(&f->r[i], "cancel:async2"));
@@ -385,7 +343,7 @@ static void test_async_acquire_canceled_on_the_loop_thread(void **state)
 
 static void test_fired_token_refuses_blocking_acquire(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = {0};
     rl_lock *l = NULL;
 
@@ -407,26 +365,15 @@ static void test_fired_token_refuses_blocking_acquire(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(
-            test_canceled_mutex_wait_leaves_no_key, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_canceled_multi_resource_wait_leaves_no_key, setup,
-            teardown),
-        cmocka_unit_test_setup_teardown(
-            test_canceled_semaphore_wait_leaves_no_key, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_canceled_reader_wait_leaves_no_key, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_canceled_writer_clears_its_intent, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_cancel_racing_the_grant_leaves_no_key, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_async_acquire_canceled_on_the_loop_thread, setup_external,
-            teardown),
-        cmocka_unit_test_setup_teardown(
-            test_fired_token_refuses_blocking_acquire, setup, teardown),
+        cmocka_unit_test(test_canceled_mutex_wait_leaves_no_key),
+        cmocka_unit_test(test_canceled_multi_resource_wait_leaves_no_key),
+        cmocka_unit_test(test_canceled_semaphore_wait_leaves_no_key),
+        cmocka_unit_test(test_canceled_reader_wait_leaves_no_key),
+        cmocka_unit_test(test_canceled_writer_clears_its_intent),
+        cmocka_unit_test(test_cancel_racing_the_grant_leaves_no_key),
+        FIXTURE_TEST(test_async_acquire_canceled_on_the_loop_thread, &external),
+        cmocka_unit_test(test_fired_token_refuses_blocking_acquire),
     };
 
-    harness_require_redis();
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return FIXTURE_RUN("tests", &owned, tests);
 }

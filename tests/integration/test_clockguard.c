@@ -33,32 +33,23 @@
 #define NODES 3
 #define ODD 2 /* the node with the odd clock */
 
-struct fx {
-    struct rl_redis r[NODES];
-    struct harness_nodes hn;
-    rl_client *c;
-    rl_lock *l;
-    char tsfile[HARNESS_DIR_MAX + 16];
-};
+/* The offset file of the node with the odd clock ("" when none). */
+static char tsfile[HARNESS_DIR_MAX + 16];
 
-static int teardown(void **state)
+static void remove_tsfile(struct fixture *f)
 {
-    struct fx *f = *state;
-
-    if (f == NULL)
-        return 0;
-    rl_lock_free(f->l);
-    rl_client_free(f->c);
-    harness_cluster_stop(f->r, NODES);
-    if (f->tsfile[0] != '\0')
-        unlink(f->tsfile);
-    free(f);
-    return 0;
+    (void)f;
+    if (tsfile[0] != '\0')
+        unlink(tsfile);
+    tsfile[0] = '\0';
 }
 
-static void set_offset(struct fx *f, const char *offset)
+/* No servers: each test starts its own (start). */
+static const struct fixture_opts fx = { .cleanup = remove_tsfile };
+
+static void set_offset(const char *offset)
 {
-    FILE *fp = fopen(f->tsfile, "w");
+    FILE *fp = fopen(tsfile, "w");
 
     assert_non_null(fp);
     fprintf(fp, "%s\n", offset);
@@ -67,14 +58,12 @@ static void set_offset(struct fx *f, const char *offset)
 
 /* Nodes 0 and 1 plain; node ODD under libfaketime: rate (e.g. "5") or,
  * when rate is NULL, its offset read from a file (set_offset). */
-static struct fx *start(void **state, const char *rate)
+static struct fixture *start(void **state, const char *rate)
 {
-    struct fx *f = calloc(1, sizeof(*f));
+    struct fixture *f = *state;
     char spec[32];
     int i, rc = 0;
 
-    assert_non_null(f);
-    *state = f;
     if (access(FAKETIME_LIB, R_OK) != 0) {
         printf("SKIP: libfaketime not installed (%s)\n", FAKETIME_LIB);
         exit(77);
@@ -89,10 +78,10 @@ static struct fx *start(void **state, const char *rate)
             snprintf(spec, sizeof(spec), "+0 x%s", rate);
             setenv("FAKETIME", spec, 1);
         } else {
-            snprintf(f->tsfile, sizeof(f->tsfile), "/tmp/rl-faketime-%d",
+            snprintf(tsfile, sizeof(tsfile), "/tmp/rl-faketime-%d",
                      (int)getpid());
-            set_offset(f, "+0");
-            setenv("FAKETIME_TIMESTAMP_FILE", f->tsfile, 1);
+            set_offset("+0");
+            setenv("FAKETIME_TIMESTAMP_FILE", tsfile, 1);
             setenv("FAKETIME_NO_CACHE", "1", 1);
         }
         rc = harness_start(&f->r[i], NULL);
@@ -106,7 +95,7 @@ static struct fx *start(void **state, const char *rate)
     return f;
 }
 
-static void client(struct fx *f, uint32_t max_ttl_ms, bool guard)
+static void client(struct fixture *f, uint32_t max_ttl_ms, bool guard)
 {
     rl_config cfg;
 
@@ -117,7 +106,7 @@ static void client(struct fx *f, uint32_t max_ttl_ms, bool guard)
     assert_non_null(f->c);
 }
 
-static rl_node_stats node_stats(struct fx *f, int i)
+static rl_node_stats node_stats(struct fixture *f, int i)
 {
     static rl_stats s;
 
@@ -127,7 +116,7 @@ static rl_node_stats node_stats(struct fx *f, int i)
 
 /* Acquire (and release) a fresh resource that node 0 holds for someone
  * else: it takes the votes of node 1 and node ODD. */
-static rl_status cycle(struct fx *f, uint32_t ttl_ms)
+static rl_status cycle(struct fixture *f, uint32_t ttl_ms)
 {
     static int seq;
     rl_acquire_opts o = {0};
@@ -148,7 +137,7 @@ static rl_status cycle(struct fx *f, uint32_t ttl_ms)
 
 /* Lock traffic every 5 ms until node ODD is suspect or limit_ms passed;
  * the time it took, or -1. */
-static int64_t until_suspect(struct fx *f, int64_t limit_ms)
+static int64_t until_suspect(struct fixture *f, int64_t limit_ms)
 {
     int64_t t0 = harness_now_ms();
 
@@ -163,7 +152,7 @@ static int64_t until_suspect(struct fx *f, int64_t limit_ms)
 
 static void test_x5_node_does_not_vote_from_the_first_acquire(void **state)
 {
-    struct fx *f = start(state, "5");
+    struct fixture *f = start(state, "5");
     rl_node_stats s;
 
     client(f, 60000, true);
@@ -185,7 +174,7 @@ static void test_x5_node_does_not_vote_from_the_first_acquire(void **state)
  * INFO uptime is not trusted for the restart quarantine. */
 static void test_x5_node_uptime_is_not_trusted(void **state)
 {
-    struct fx *f = start(state, "5");
+    struct fixture *f = start(state, "5");
     rl_node_info info[NODES];
     rl_config cfg;
     size_t count = 0;
@@ -209,7 +198,7 @@ static void test_x5_node_uptime_is_not_trusted(void **state)
 
 static void test_x5_node_votes_without_the_guard(void **state)
 {
-    struct fx *f = start(state, "5");
+    struct fixture *f = start(state, "5");
 
     client(f, 60000, false);
     assert_int_equal(cycle(f, 1000), RL_OK);
@@ -218,7 +207,7 @@ static void test_x5_node_votes_without_the_guard(void **state)
 
 static void rate_is_caught(void **state, const char *rate, bool fast)
 {
-    struct fx *f = start(state, rate);
+    struct fixture *f = start(state, rate);
     int64_t took;
     rl_node_stats s;
 
@@ -252,7 +241,7 @@ static void test_x0_5_node_is_caught(void **state)
  * good behaviour the node votes again. */
 static void step(void **state, const char *offset)
 {
-    struct fx *f = start(state, NULL);
+    struct fixture *f = start(state, NULL);
     int64_t t0;
     int i;
 
@@ -260,7 +249,7 @@ static void step(void **state, const char *offset)
     for (i = 0; i < 5; i++)
         assert_int_equal(cycle(f, 200), RL_OK);
     assert_int_equal(node_stats(f, ODD).clock_state, RL_CLOCK_OK);
-    set_offset(f, offset);
+    set_offset(offset);
     /* The next request that carries a sample (one per
      * CLOCK_SAMPLE_INTERVAL_US at most). */
     harness_sleep_ms(CLOCK_SAMPLE_INTERVAL_US / 1000 + 5);
@@ -300,7 +289,7 @@ static void test_step_backward_is_caught_and_recovers(void **state)
  * alone would only say "no quorum" and leave it HELD until its margin. */
 static void vanish(void **state, bool guard)
 {
-    struct fx *f = start(state, NULL);
+    struct fixture *f = start(state, NULL);
     rl_acquire_opts o = {0};
     char name[64];
     redisReply *rp;
@@ -314,7 +303,7 @@ static void vanish(void **state, bool guard)
     assert_int_equal(rl_lock_nodes_ok(f->l), 2);
     harness_kill(&f->r[0]);
     if (guard) {
-        set_offset(f, "+10");
+        set_offset("+10");
         harness_sleep_ms(5); /* the extension carries a sample */
     } else {
         rp = harness_cmd(&f->r[ODD], "DEL %s", name);
@@ -339,7 +328,7 @@ static void on_lost(rl_lock *l, void *privdata)
  * 5 s TTL and renewals every 300 ms, long before its margin (4.5 s). */
 static void test_watchdog_loses_the_lock_at_the_renewal(void **state)
 {
-    struct fx *f = start(state, NULL);
+    struct fixture *f = start(state, NULL);
     rl_acquire_opts o = {0};
     static atomic_int lost;
     char name[64];
@@ -360,7 +349,7 @@ static void test_watchdog_loses_the_lock_at_the_renewal(void **state)
     harness_sleep_ms(700); /* renewed twice on nodes 1 and ODD */
     assert_false(rl_lock_lost(f->l));
     t0 = harness_now_ms();
-    set_offset(f, "+10");
+    set_offset("+10");
     assert_true(harness_wait_count(&lost, 1, 2500));
     printf("lost %lld ms after the jump\n",
            (long long)(harness_now_ms() - t0));
@@ -374,13 +363,11 @@ static void test_a_server_without_time_needs_the_guard_off(void **state)
     static const char *const no_time[] = {"--rename-command", "TIME", "",
                                           NULL};
     struct harness_opts ho = {0};
-    struct fx *f = calloc(1, sizeof(*f));
+    struct fixture *f = *state;
     rl_node_info info[NODES];
     rl_acquire_opts o = {0};
     size_t count = 0;
 
-    assert_non_null(f);
-    *state = f;
     ho.extra_args = no_time;
     assert_int_equal(harness_cluster_start_nodes(f->r, NODES, &ho, &f->hn),
                      0);
@@ -407,28 +394,18 @@ static void test_key_vanishing_loses_the_lock_without_guard(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(
-            test_x5_node_does_not_vote_from_the_first_acquire, teardown),
-        cmocka_unit_test_teardown(test_x5_node_uptime_is_not_trusted,
-                                  teardown),
-        cmocka_unit_test_teardown(test_x5_node_votes_without_the_guard,
-                                  teardown),
-        cmocka_unit_test_teardown(test_x1_5_node_is_caught, teardown),
-        cmocka_unit_test_teardown(test_x0_5_node_is_caught, teardown),
-        cmocka_unit_test_teardown(test_step_forward_is_caught_and_recovers,
-                                  teardown),
-        cmocka_unit_test_teardown(test_step_backward_is_caught_and_recovers,
-                                  teardown),
-        cmocka_unit_test_teardown(
-            test_key_vanishing_on_a_stepped_node_loses_the_lock, teardown),
-        cmocka_unit_test_teardown(
-            test_key_vanishing_loses_the_lock_without_guard, teardown),
-        cmocka_unit_test_teardown(test_watchdog_loses_the_lock_at_the_renewal,
-                                  teardown),
-        cmocka_unit_test_teardown(
-            test_a_server_without_time_needs_the_guard_off, teardown),
+        cmocka_unit_test(test_x5_node_does_not_vote_from_the_first_acquire),
+        cmocka_unit_test(test_x5_node_uptime_is_not_trusted),
+        cmocka_unit_test(test_x5_node_votes_without_the_guard),
+        cmocka_unit_test(test_x1_5_node_is_caught),
+        cmocka_unit_test(test_x0_5_node_is_caught),
+        cmocka_unit_test(test_step_forward_is_caught_and_recovers),
+        cmocka_unit_test(test_step_backward_is_caught_and_recovers),
+        cmocka_unit_test(test_key_vanishing_on_a_stepped_node_loses_the_lock),
+        cmocka_unit_test(test_key_vanishing_loses_the_lock_without_guard),
+        cmocka_unit_test(test_watchdog_loses_the_lock_at_the_renewal),
+        cmocka_unit_test(test_a_server_without_time_needs_the_guard_off),
     };
 
-    harness_require_redis();
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return FIXTURE_RUN("tests", &fx, tests);
 }

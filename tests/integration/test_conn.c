@@ -250,14 +250,8 @@ static void start_plain(struct fx *f, const struct harness_opts *o)
 static void start_tls(struct fx *f, const char *server_cert, bool auth_clients,
                       const struct harness_opts *base)
 {
-    struct harness_opts o = {0};
+    struct harness_opts o = harness_tls_opts(base, server_cert, auth_clients);
 
-    if (base != NULL)
-        o = *base;
-    o.tls_cert = harness_cert(server_cert);
-    o.tls_key = harness_cert("server.key");
-    o.tls_ca = harness_cert("ca.pem");
-    o.tls_auth_clients = auth_clients;
     assert_int_equal(harness_start(&f->r, &o), 0);
     tcp_addr(f, "127.0.0.1", f->r.tls_port);
 }

@@ -71,11 +71,8 @@ struct entry {
     long long validity;
 };
 
-struct fx {
-    struct rl_redis r[NODES];
-    struct harness_nodes hn;
-    rl_client *c;
-    rl_lock *l;
+/* What a test leaves behind besides the fixture's own. */
+struct leftovers {
     pid_t kids[CHILDREN];
     struct shared *sh;
     char log_path[256];
@@ -98,41 +95,28 @@ static void fast_config(rl_config *cfg, const struct harness_nodes *hn)
     cfg->log = test_log;
 }
 
-static int setup(void **state)
+static void cleanup(struct fixture *f)
 {
-    struct fx *f = calloc(1, sizeof(*f));
+    struct leftovers *lo = f->priv;
 
-    if (f == NULL)
-        return -1;
-    *state = f;
-    return fixture_start(f->r, NODES, &f->hn, NULL);
-}
-
-static int teardown(void **state)
-{
-    struct fx *f = *state;
-
-    if (f == NULL)
-        return 0;
     for (int i = 0; i < CHILDREN; i++) {
-        if (f->kids[i] > 0) {
-            kill(f->kids[i], SIGKILL);
-            waitpid(f->kids[i], NULL, 0);
+        if (lo->kids[i] > 0) {
+            kill(lo->kids[i], SIGKILL);
+            waitpid(lo->kids[i], NULL, 0);
         }
     }
-    rl_client_free(f->c);
-    rl_lock_free(f->l);
-    if (f->sh != NULL)
-        munmap(f->sh, sizeof(*f->sh));
-    free(f->e);
-    if (f->log_path[0] != '\0')
-        unlink(f->log_path);
-    harness_cluster_stop(f->r, NODES);
-    free(f);
-    return 0;
+    if (lo->sh != NULL)
+        munmap(lo->sh, sizeof(*lo->sh));
+    free(lo->e);
+    if (lo->log_path[0] != '\0')
+        unlink(lo->log_path);
 }
 
-static void start_client(struct fx *f)
+static const struct fixture_opts fx = { .nodes = NODES, .no_client = true,
+                                        .priv_size = sizeof(struct leftovers),
+                                        .cleanup = cleanup };
+
+static void start_client(struct fixture *f)
 {
     rl_config cfg;
 
@@ -155,7 +139,7 @@ static unsigned long long counter_on(const struct rl_redis *r,
 }
 
 /* Nodes whose counter key equals want and never expires. */
-static int counters_equal(struct fx *f, const char *key,
+static int counters_equal(struct fixture *f, const char *key,
                           unsigned long long want)
 {
     int n = 0;
@@ -181,7 +165,7 @@ static int counters_equal(struct fx *f, const char *key,
 
 static void test_fence_strictly_increases_over_200_cycles(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
     rl_stats s;
     uint64_t prev = 0;
@@ -249,8 +233,9 @@ static void quarantine_config(rl_config *cfg, const struct harness_nodes *hn)
  * parent sets stop, counting them in done[id]. Never returns; exit status 0 unless something went
  * wrong. Must not run the test's atexit handlers (they would kill the
  * servers). */
-static void child_main(struct fx *f, int id)
+static void child_main(struct fixture *f, int id)
 {
+    struct leftovers *lo = f->priv;
     rl_config cfg;
     rl_acquire_opts o = { 0 };
     rl_client *c;
@@ -261,13 +246,13 @@ static void child_main(struct fx *f, int id)
 
     quarantine_config(&cfg, &f->hn);
     c = fixture_client(&cfg);
-    fd = open(f->log_path, O_WRONLY | O_APPEND | O_CLOEXEC);
+    fd = open(lo->log_path, O_WRONLY | O_APPEND | O_CLOEXEC);
     if (c == NULL || fd < 0)
         _exit(2);
     o.ttl_ms = 1000;
     o.wait_ms = 10000;
     o.fencing = true;
-    while (!atomic_load(&f->sh->stop)) {
+    while (!atomic_load(&lo->sh->stop)) {
         rl_lock *l = NULL;
         rl_status st = rl_acquire(c, "fence:shared", &o, &l);
         int64_t entry;
@@ -295,7 +280,7 @@ static void child_main(struct fx *f, int id)
             fprintf(stderr, "  child %d: release %s: %s\n", id,
                     rl_status_name(st), rl_last_error());
         done++;
-        atomic_store(&f->sh->done[id], done);
+        atomic_store(&lo->sh->done[id], done);
         /* Give the other process a chance now and then. */
         if (done % 3 == 0)
             harness_sleep_ms(1);
@@ -313,24 +298,25 @@ static int by_entry(const void *a, const void *b)
     return (x->entry_ns > y->entry_ns) - (x->entry_ns < y->entry_ns);
 }
 
-static bool children_running(struct fx *f, int *status_bad)
+static bool children_running(struct fixture *f, int *status_bad)
 {
+    struct leftovers *lo = f->priv;
     bool any = false;
 
     for (int i = 0; i < CHILDREN; i++) {
         int status;
         pid_t w;
 
-        if (f->kids[i] <= 0)
+        if (lo->kids[i] <= 0)
             continue;
-        w = waitpid(f->kids[i], &status, WNOHANG);
-        if (w == f->kids[i]) {
+        w = waitpid(lo->kids[i], &status, WNOHANG);
+        if (w == lo->kids[i]) {
             if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
                 fprintf(stderr, "  child %d ended with status %#x\n", i,
                         status);
                 (*status_bad)++;
             }
-            f->kids[i] = 0;
+            lo->kids[i] = 0;
         } else {
             any = true;
         }
@@ -338,21 +324,23 @@ static bool children_running(struct fx *f, int *status_bad)
     return any;
 }
 
-static long holders_total(const struct fx *f)
+static long holders_total(const struct fixture *f)
 {
+    const struct leftovers *lo = f->priv;
     long n = 0;
 
     for (int i = 0; i < CHILDREN; i++)
-        n += atomic_load(&f->sh->done[i]);
+        n += atomic_load(&lo->sh->done[i]);
     return n;
 }
 
-static long holders_min(const struct fx *f)
+static long holders_min(const struct fixture *f)
 {
+    const struct leftovers *lo = f->priv;
     long n = LONG_MAX;
 
     for (int i = 0; i < CHILDREN; i++) {
-        long d = atomic_load(&f->sh->done[i]);
+        long d = atomic_load(&lo->sh->done[i]);
 
         if (d < n)
             n = d;
@@ -363,7 +351,7 @@ static long holders_min(const struct fx *f)
 /* Waits until the children have logged at least total holders in all and
  * each at least each; fails the test past the deadline or when a child
  * ends early. */
-static void wait_for_holders(struct fx *f, long total, long each,
+static void wait_for_holders(struct fixture *f, long total, long each,
                              int64_t deadline_ms, const char *what)
 {
     int bad = 0;
@@ -380,13 +368,14 @@ static void wait_for_holders(struct fx *f, long total, long each,
     }
 }
 
-/* Reads the holders' log into f->e (sorted by entry time); returns the
+/* Reads the holders' log into lo->e (sorted by entry time); returns the
  * number of entries. */
-static size_t read_holders_log(struct fx *f)
+static size_t read_holders_log(struct fixture *f)
 {
+    struct leftovers *lo = f->priv;
     size_t n = 0;
     size_t cap = 0;
-    FILE *in = fopen(f->log_path, "r");
+    FILE *in = fopen(lo->log_path, "r");
     char line[160];
 
     assert_non_null(in);
@@ -402,25 +391,26 @@ static size_t read_holders_log(struct fx *f)
             struct entry *grown;
 
             cap = cap ? cap * 2 : 1024;
-            grown = realloc(f->e, cap * sizeof(*f->e));
+            grown = realloc(lo->e, cap * sizeof(*lo->e));
             if (grown == NULL) {
                 fclose(in);
                 fail_msg("out of memory reading the holders' log");
             }
-            f->e = grown;
+            lo->e = grown;
         }
-        f->e[n++] = x;
+        lo->e[n++] = x;
     }
     fclose(in);
     if (n > 0)
-        qsort(f->e, n, sizeof(*f->e), by_entry);
+        qsort(lo->e, n, sizeof(*lo->e), by_entry);
     return n;
 }
 
 static void test_fence_increases_across_processes_and_node_restarts(
     void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
+    struct leftovers *lo = f->priv;
     const char *tmp = getenv("TMPDIR");
     struct entry *e;
     size_t n;
@@ -435,18 +425,18 @@ static void test_fence_increases_across_processes_and_node_restarts(
 
     if (tmp == NULL || tmp[0] == '\0')
         tmp = "/tmp";
-    snprintf(f->log_path, sizeof(f->log_path), "%s/rl-fence-XXXXXX", tmp);
-    fd = mkstemp(f->log_path);
+    snprintf(lo->log_path, sizeof(lo->log_path), "%s/rl-fence-XXXXXX", tmp);
+    fd = mkstemp(lo->log_path);
     assert_true(fd >= 0);
     close(fd);
     /* Nodes younger than max_ttl_ms do not vote: let them age first. */
     assert_true(harness_wait_uptime(f->r, NODES, 2));
-    f->sh = mmap(NULL, sizeof(*f->sh), PROT_READ | PROT_WRITE,
+    lo->sh = mmap(NULL, sizeof(*lo->sh), PROT_READ | PROT_WRITE,
                  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    assert_true(f->sh != MAP_FAILED);
-    atomic_store(&f->sh->stop, 0);
+    assert_true(lo->sh != MAP_FAILED);
+    atomic_store(&lo->sh->stop, 0);
     for (int i = 0; i < CHILDREN; i++)
-        atomic_store(&f->sh->done[i], 0);
+        atomic_store(&lo->sh->done[i], 0);
 
     fflush(NULL);
     for (int i = 0; i < CHILDREN; i++) {
@@ -455,7 +445,7 @@ static void test_fence_increases_across_processes_and_node_restarts(
         assert_true(pid >= 0);
         if (pid == 0)
             child_main(f, i);
-        f->kids[i] = pid;
+        lo->kids[i] = pid;
     }
     /* Meanwhile: kill -9 one node, keep it down until KILL_HOLDERS more
      * holders have come and gone, restart it empty, move on to the next.
@@ -479,7 +469,7 @@ static void test_fence_increases_across_processes_and_node_restarts(
         harness_sleep_ms(1000);
     }
     wait_for_holders(f, 0, HOLDERS_EACH, deadline, "holders per child");
-    atomic_store(&f->sh->stop, 1);
+    atomic_store(&lo->sh->stop, 1);
     while (children_running(f, &bad) && harness_now_ms() < deadline)
         harness_sleep_ms(20);
     if (children_running(f, &bad))
@@ -488,7 +478,7 @@ static void test_fence_increases_across_processes_and_node_restarts(
     assert_int_equal(bad, 0);
 
     n = read_holders_log(f);
-    e = f->e;
+    e = lo->e;
     for (size_t i = 0; i < n; i++) {
         if (e[i].id >= 0 && e[i].id < CHILDREN)
             per_child[e[i].id]++;
@@ -530,17 +520,12 @@ static void test_fence_increases_across_processes_and_node_restarts(
 
 #define RESTART_NODES 3
 
-static int setup3(void **state)
-{
-    struct fx *f = calloc(1, sizeof(*f));
+static const struct fixture_opts fx3 = {
+    .nodes = RESTART_NODES, .no_client = true,
+    .priv_size = sizeof(struct leftovers), .cleanup = cleanup
+};
 
-    if (f == NULL)
-        return -1;
-    *state = f;
-    return fixture_start(f->r, RESTART_NODES, &f->hn, NULL);
-}
-
-static rl_client *restart_client(struct fx *f)
+static rl_client *restart_client(struct fixture *f)
 {
     rl_config cfg;
 
@@ -554,7 +539,7 @@ static rl_client *restart_client(struct fx *f)
 static void test_fence_across_one_restart_with_counters_ahead_of_wall_time(
     void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
     rl_client *c2;
     rl_lock *l2 = NULL;
@@ -622,7 +607,7 @@ static void test_fence_across_one_restart_with_counters_ahead_of_wall_time(
 
 static void test_fence_trusted_quorum_needs_no_wall_clock(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
     uint64_t t0;
     uint64_t t1;
@@ -660,7 +645,7 @@ static void test_fence_trusted_quorum_needs_no_wall_clock(void **state)
 
 static void test_multi_resource_acquire_returns_a_fence(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     const char *res[] = { "fence:m1", "fence:m2", "fence:m3" };
     rl_acquire_opts o = { 0 };
     uint64_t f1;
@@ -694,20 +679,15 @@ static void test_multi_resource_acquire_returns_a_fence(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(
-            test_fence_strictly_increases_over_200_cycles, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_fence_increases_across_processes_and_node_restarts, setup,
-            teardown),
-        cmocka_unit_test_setup_teardown(
-            test_multi_resource_acquire_returns_a_fence, setup, teardown),
-        cmocka_unit_test_setup_teardown(
+        cmocka_unit_test(test_fence_strictly_increases_over_200_cycles),
+        cmocka_unit_test(
+            test_fence_increases_across_processes_and_node_restarts),
+        cmocka_unit_test(test_multi_resource_acquire_returns_a_fence),
+        FIXTURE_TEST(
             test_fence_across_one_restart_with_counters_ahead_of_wall_time,
-            setup3, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_fence_trusted_quorum_needs_no_wall_clock, setup3, teardown),
+            &fx3),
+        FIXTURE_TEST(test_fence_trusted_quorum_needs_no_wall_clock, &fx3),
     };
 
-    harness_require_redis();
-    return cmocka_run_group_tests_name("fencing", tests, NULL, NULL);
+    return FIXTURE_RUN("fencing", &fx, tests);
 }

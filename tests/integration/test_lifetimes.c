@@ -29,37 +29,7 @@
 
 #define NODES 3
 
-struct fx {
-    struct rl_redis r[NODES];
-    struct harness_nodes hn;
-    rl_client *c;
-    rl_lock *lock;               /* freed by teardown if a test failed */
-};
-
-static int setup(void **state)
-{
-    struct fx *f = calloc(1, sizeof(*f));
-
-    if (f == NULL)
-        return -1;
-    *state = f;
-    return fixture_start(f->r, NODES, &f->hn, NULL);
-}
-
-static int teardown(void **state)
-{
-    struct fx *f = *state;
-
-    for (int i = 0; i < NODES; i++) {
-        if (f->r[i].paused)
-            harness_resume(&f->r[i]);
-    }
-    rl_lock_free(f->lock);
-    rl_client_free(f->c);
-    harness_cluster_stop(f->r, NODES);
-    free(f);
-    return 0;
-}
+static const struct fixture_opts fx = { .nodes = NODES, .no_client = true };
 
 /* ---- rl_client_free inside a callback (external loop) ------------------ */
 
@@ -102,7 +72,7 @@ static void run_until(struct ev_loop *loop, const int *calls, int want)
 
 static void test_client_free_inside_a_callback_is_refused(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     struct ev_loop *loop = ev_loop_new(0);
     struct inside in = {0};
     rl_config cfg;
@@ -133,7 +103,7 @@ static void test_client_free_inside_a_callback_is_refused(void **state)
 
 static void test_options_from_a_newer_header_are_einval(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = {0};
 
     f->c = fixture_fast_client(&f->hn);
@@ -141,7 +111,7 @@ static void test_options_from_a_newer_header_are_einval(void **state)
     o.auto_extend = true;
     /* a field of a newer header: the last reserved word */
     o.reserved_[sizeof(o.reserved_) / sizeof(o.reserved_[0]) - 1] = 1;
-    assert_int_equal(rl_acquire(f->c, "cap", &o, &f->lock), RL_EINVAL);
+    assert_int_equal(rl_acquire(f->c, "cap", &o, &f->l), RL_EINVAL);
     assert_non_null(strstr(rl_last_error(), "reserved"));
     assert_true(harness_key_gone(f->r, NODES, "cap"));
 }
@@ -150,7 +120,7 @@ static void test_options_from_a_newer_header_are_einval(void **state)
 
 static void test_rollback_outlives_a_set_stuck_in_a_paused_node(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = {0};
     rl_lock *l = NULL;
 
@@ -190,7 +160,7 @@ static void on_lost(rl_lock *l, void *privdata)
 
 static void test_extend_completing_after_lost_does_not_renew(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     struct lost_rec rec = {0};
     rl_acquire_opts o = {0};
     rl_stats st;
@@ -209,7 +179,7 @@ static void test_extend_completing_after_lost_does_not_renew(void **state)
     o.lost_cb = on_lost;
     o.lost_privdata = &rec;
     t0 = harness_now_ms();
-    assert_int_equal(rl_acquire(f->c, "after-lost", &o, &f->lock), RL_OK);
+    assert_int_equal(rl_acquire(f->c, "after-lost", &o, &f->l), RL_OK);
     harness_sleep_ms(3700 - (harness_now_ms() - t0));
     assert_int_equal(harness_pause(&f->r[1]), 0);
     assert_int_equal(harness_pause(&f->r[2]), 0);
@@ -219,16 +189,16 @@ static void test_extend_completing_after_lost_does_not_renew(void **state)
     while (atomic_load(&rec.calls) == 0 && harness_now_ms() - t0 < 7900)
         harness_sleep_ms(5);
     assert_int_equal(atomic_load(&rec.calls), 1);
-    assert_true(rl_lock_lost(f->lock));
+    assert_true(rl_lock_lost(f->l));
     assert_int_equal(rl_client_stats(f->c, &st), RL_OK);
     renewals = st.renewals;
     /* Resume before the keys expire: the stuck renewal would succeed. */
     assert_int_equal(harness_resume(&f->r[1]), 0);
     assert_int_equal(harness_resume(&f->r[2]), 0);
     harness_sleep_ms(8200 - (harness_now_ms() - t0));
-    assert_true(rl_lock_lost(f->lock));
-    assert_int_equal(rl_lock_validity_ms(f->lock), 0);
-    assert_int_equal(rl_extend(f->lock, 0), RL_ELOST);
+    assert_true(rl_lock_lost(f->l));
+    assert_int_equal(rl_lock_validity_ms(f->l), 0);
+    assert_int_equal(rl_extend(f->l, 0), RL_ELOST);
     assert_int_equal(rl_client_stats(f->c, &st), RL_OK);
     assert_int_equal(st.renewals, renewals);
     assert_int_equal(atomic_load(&rec.calls), 1);
@@ -267,16 +237,16 @@ static bool wait_reachable(rl_client *c, int i)
 
 static void test_trusted_restarted_node_gets_no_key_back(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = {0};
 
     f->c = fixture_fast_client(&f->hn); /* trusts restarted nodes */
     assert_non_null(f->c);
     o.ttl_ms = 5000;
-    assert_int_equal(rl_acquire(f->c, "trusted", &o, &f->lock), RL_OK);
+    assert_int_equal(rl_acquire(f->c, "trusted", &o, &f->l), RL_OK);
     assert_int_equal(harness_restart(&f->r[0]), 0);
     assert_true(wait_reachable(f->c, 0));
-    assert_int_equal(rl_extend(f->lock, 0), RL_OK);
+    assert_int_equal(rl_extend(f->l, 0), RL_OK);
     /* Trusted nodes keep their keys: an absent one is a real lapse and
      * must not be papered over. */
     assert_true(harness_key_absent(&f->r[0], "trusted"));
@@ -295,7 +265,7 @@ static int64_t sleep_to_next_wall_second(void)
 
 static void test_reconnect_to_same_server_is_not_a_restart(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = {0};
     rl_config cfg;
     int64_t second;
@@ -312,7 +282,7 @@ static void test_reconnect_to_same_server_is_not_a_restart(void **state)
     assert_int_equal(harness_restart(&f->r[0]), 0);
     assert_true(wait_reachable(f->c, 0));
     o.ttl_ms = 3000;
-    assert_int_equal(rl_acquire(f->c, "same-server", &o, &f->lock), RL_OK);
+    assert_int_equal(rl_acquire(f->c, "same-server", &o, &f->l), RL_OK);
     /* The key vanishes from node 0 (a lapse there); then our connection
      * drops and comes back to the same server late in its second "1": a
      * start computed as now - 1 s would fall after the acquire. */
@@ -321,7 +291,7 @@ static void test_reconnect_to_same_server_is_not_a_restart(void **state)
     check_reply(harness_cmd(&f->r[0], "CLIENT KILL TYPE normal"));
     harness_sleep_ms(50);
     assert_true(wait_reachable(f->c, 0));
-    assert_int_equal(rl_extend(f->lock, 0), RL_OK);
+    assert_int_equal(rl_extend(f->l, 0), RL_OK);
     assert_true(harness_key_absent(&f->r[0], "same-server"));
 }
 
@@ -330,7 +300,7 @@ static void test_reconnect_to_same_server_is_not_a_restart(void **state)
  * again at the next extension (restore once per restart). */
 static void test_restore_happens_once_per_restart(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = {0};
     rl_config cfg;
     char *v;
@@ -342,43 +312,33 @@ static void test_restore_happens_once_per_restart(void **state)
     f->c = fixture_client(&cfg);
     assert_non_null(f->c);
     o.ttl_ms = 3000;
-    assert_int_equal(rl_acquire(f->c, "once", &o, &f->lock), RL_OK);
+    assert_int_equal(rl_acquire(f->c, "once", &o, &f->l), RL_OK);
     /* Whole-second uptimes: a start is provably after ours only when it
      * is more than a second later. */
     harness_sleep_ms(1100);
     assert_int_equal(harness_restart(&f->r[0]), 0);
     assert_true(wait_reachable(f->c, 0));
-    assert_int_equal(rl_extend(f->lock, 0), RL_OK);
+    assert_int_equal(rl_extend(f->l, 0), RL_OK);
     v = harness_get(&f->r[0], "once");
     assert_non_null(v); /* restored once, after the restart */
-    assert_string_equal(v, rl_lock_token(f->lock));
+    assert_string_equal(v, rl_lock_token(f->l));
     free(v);
     check_reply(harness_cmd(&f->r[0], "DEL once")); /* a lapse there */
-    assert_int_equal(rl_extend(f->lock, 0), RL_OK);
+    assert_int_equal(rl_extend(f->l, 0), RL_OK);
     assert_true(harness_key_absent(&f->r[0], "once"));
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(
-            test_client_free_inside_a_callback_is_refused, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_options_from_a_newer_header_are_einval, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_rollback_outlives_a_set_stuck_in_a_paused_node, setup,
-            teardown),
-        cmocka_unit_test_setup_teardown(
-            test_extend_completing_after_lost_does_not_renew, setup,
-            teardown),
-        cmocka_unit_test_setup_teardown(
-            test_trusted_restarted_node_gets_no_key_back, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_reconnect_to_same_server_is_not_a_restart, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_restore_happens_once_per_restart, setup, teardown),
+        cmocka_unit_test(test_client_free_inside_a_callback_is_refused),
+        cmocka_unit_test(test_options_from_a_newer_header_are_einval),
+        cmocka_unit_test(test_rollback_outlives_a_set_stuck_in_a_paused_node),
+        cmocka_unit_test(test_extend_completing_after_lost_does_not_renew),
+        cmocka_unit_test(test_trusted_restarted_node_gets_no_key_back),
+        cmocka_unit_test(test_reconnect_to_same_server_is_not_a_restart),
+        cmocka_unit_test(test_restore_happens_once_per_restart),
     };
 
-    harness_require_redis();
-    return cmocka_run_group_tests_name("lifetimes", tests, NULL, NULL);
+    return FIXTURE_RUN("lifetimes", &fx, tests);
 }

@@ -14,68 +14,37 @@
 
 #include "fixture.h"
 
-#define MAX_NODES 5
 
-struct fx {
-    struct rl_redis r[MAX_NODES];
-    int n;
-    struct harness_nodes hn;
-    rl_client *c;
-};
+/* The tests check what each node stores, so no healthy node may be
+ * dropped for a slow reply on a busy machine (no test here waits for a
+ * node to time out). */
+static void generous_op_timeout(rl_config *cfg)
+{
+    cfg->op_timeout_ms = (uint32_t)harness_scale_ms(2000);
+}
 
-static const int one = 1;
-static const int three = 3;
-static const int five = 5;
+#define NODES_OPTS(count)                                                     \
+    { .nodes = (count), .all_voting = true, .tune = generous_op_timeout }
+static const struct fixture_opts one = NODES_OPTS(1);
+static const struct fixture_opts three = NODES_OPTS(3);
+static const struct fixture_opts five = NODES_OPTS(5);
 
-/* A client on f's nodes, every one of them connected and voting, with a
- * generous op timeout: the tests check what each node stores, so no
- * healthy node may be dropped for a slow reply on a busy machine (no test
- * here waits for a node to time out). */
-static rl_client *new_client(const struct fx *f, const char *prefix)
+/* A client on f's nodes, every one of them connected and voting, keys
+ * prefixed with prefix (may be NULL). */
+static rl_client *new_client(const struct fixture *f, const char *prefix)
 {
     rl_config cfg;
     rl_client *c;
 
     fixture_config(&cfg, &f->hn);
     cfg.prefix = prefix;
-    cfg.op_timeout_ms = (uint32_t)harness_scale_ms(2000);
+    generous_op_timeout(&cfg);
     c = fixture_client(&cfg);
     if (c != NULL && !fixture_all_voting(c)) {
         rl_client_free(c);
         return NULL;
     }
     return c;
-}
-
-static int setup_cluster(void **state)
-{
-    struct fx *f = calloc(1, sizeof(*f));
-
-    if (f == NULL)
-        return -1;
-    f->n = *(const int *)*state;
-    if (fixture_start(f->r, f->n, &f->hn, NULL) != 0) {
-        free(f);
-        return -1;
-    }
-    f->c = new_client(f, NULL);
-    if (f->c == NULL) {
-        harness_cluster_stop(f->r, f->n);
-        free(f);
-        return -1;
-    }
-    *state = f;
-    return 0;
-}
-
-static int teardown_cluster(void **state)
-{
-    struct fx *f = *state;
-
-    rl_client_free(f->c);
-    harness_cluster_stop(f->r, f->n);
-    free(f);
-    return 0;
 }
 
 /* ---- Checks (those on what Redis holds are in harness.h) ---- */
@@ -96,7 +65,7 @@ static bool is_hex_token(const char *t)
     return true;
 }
 
-static void set_on_all(const struct fx *f, const char *key, const char *val,
+static void set_on_all(const struct fixture *f, const char *key, const char *val,
                        int ttl_ms)
 {
     for (int i = 0; i < f->n; i++)
@@ -108,7 +77,7 @@ static void set_on_all(const struct fx *f, const char *key, const char *val,
 
 static void test_acquire_stores_the_token_on_every_node(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
     rl_lock *l = NULL;
 
@@ -132,7 +101,7 @@ static void test_acquire_stores_the_token_on_every_node(void **state)
 
 static void test_validity_is_at_most_ttl_minus_drift(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
     rl_lock *l = NULL;
     /* default drift factor 0.01: drift = 10000 * 0.01 + 2 ms */
@@ -151,7 +120,7 @@ static void test_validity_is_at_most_ttl_minus_drift(void **state)
 static void test_second_acquire_of_a_held_resource_is_not_acquired(
     void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
     rl_lock *l = NULL;
     rl_lock *l2 = NULL;
@@ -182,7 +151,7 @@ static void test_second_acquire_of_a_held_resource_is_not_acquired(
 
 static void test_release_deletes_the_keys_on_every_node(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
     rl_lock *l = NULL;
 
@@ -196,7 +165,7 @@ static void test_release_deletes_the_keys_on_every_node(void **state)
 
 static void test_extend_refreshes_the_pttl_on_every_node(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
     rl_lock *l = NULL;
     char token[128];
@@ -226,7 +195,7 @@ static void test_extend_refreshes_the_pttl_on_every_node(void **state)
 
 static void test_expired_lock_can_be_taken_by_another_client(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
     rl_lock *l = NULL;
     rl_lock *l2 = NULL;
@@ -256,7 +225,7 @@ static void test_expired_lock_can_be_taken_by_another_client(void **state)
 
 static void test_release_of_an_expired_lock_is_lost(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
     rl_lock *l = NULL;
 
@@ -269,7 +238,7 @@ static void test_release_of_an_expired_lock_is_lost(void **state)
 
 static void test_extend_of_an_expired_lock_is_lost(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
     rl_lock *l = NULL;
 
@@ -285,7 +254,7 @@ static void test_extend_of_an_expired_lock_is_lost(void **state)
 
 static void test_adopted_token_can_be_extended_and_released(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
     rl_lock *l = NULL;
     rl_lock *a = NULL;
@@ -314,7 +283,7 @@ static void test_adopted_token_can_be_extended_and_released(void **state)
 
 static void test_adopting_a_wrong_token_releases_nothing(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
     rl_lock *l = NULL;
     rl_lock *a = NULL;
@@ -334,7 +303,7 @@ static void test_adopting_a_wrong_token_releases_nothing(void **state)
 
 static void test_prefix_is_prepended_to_the_key(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
     rl_lock *l = NULL;
     rl_client *pc = new_client(f, "app1:");
@@ -356,7 +325,7 @@ static void test_prefix_is_prepended_to_the_key(void **state)
 static void test_multi_acquire_sets_every_key_and_release_clears_them(
     void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     const char *res[] = { "multi:a", "multi:b", "multi:c" };
     rl_acquire_opts o = { 0 };
     rl_lock *l = NULL;
@@ -381,7 +350,7 @@ static void test_multi_acquire_sets_every_key_and_release_clears_them(
 
 static void test_multi_acquire_is_all_or_nothing(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     const char *res[] = { "aon:a", "aon:b", "aon:c" };
     rl_acquire_opts o = { 0 };
     rl_lock *l = NULL;
@@ -403,7 +372,7 @@ static void test_multi_acquire_is_all_or_nothing(void **state)
 static void test_key_set_by_plain_set_nx_px_is_respected_and_adoptable(
     void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     /* How redsync / node-redlock store a lock: SET key token NX PX ttl. */
     const char *foreign = "f00dfeedf00dfeedf00dfeedf00dfeed";
     rl_acquire_opts o = { 0 };
@@ -425,7 +394,7 @@ static void test_key_set_by_plain_set_nx_px_is_respected_and_adoptable(
 static void test_lock_is_released_by_a_plain_compare_and_delete(
     void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     /* redsync's / node-redlock's release script. */
     const char *cad = "if redis.call('get', KEYS[1]) == ARGV[1] then "
                       "return redis.call('del', KEYS[1]) else return 0 end";
@@ -449,7 +418,7 @@ static void test_lock_is_released_by_a_plain_compare_and_delete(
 
 static void test_distinct_acquisitions_get_distinct_tokens(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
     char seen[20][128];
 
@@ -467,7 +436,7 @@ static void test_distinct_acquisitions_get_distinct_tokens(void **state)
 }
 
 #define NODES_TEST(fn, n)                                                     \
-    { #fn "/" #n, fn, setup_cluster, teardown_cluster, (void *)&n }
+    { #fn "/" #n, fn, fixture_setup, fixture_teardown, (void *)&n }
 #define ALL_SIZES(fn)                                                         \
     NODES_TEST(fn, one), NODES_TEST(fn, three), NODES_TEST(fn, five)
 
@@ -493,6 +462,5 @@ int main(void)
         NODES_TEST(test_distinct_acquisitions_get_distinct_tokens, three),
     };
 
-    harness_require_redis();
-    return cmocka_run_group_tests_name("lock_basic", tests, NULL, NULL);
+    return FIXTURE_RUN("lock_basic", &three, tests);
 }

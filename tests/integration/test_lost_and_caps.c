@@ -27,47 +27,7 @@
 #define NODES 3
 #define QUORUM 2
 
-struct fx {
-    struct rl_redis r[NODES];
-    struct harness_nodes hn;
-    rl_client *c;
-    rl_lock *l;    /* the lock under test, freed by teardown on failure */
-};
-
-static int start(void **state, uint32_t op_timeout_ms)
-{
-    struct fx *f = calloc(1, sizeof(*f));
-    rl_config cfg;
-
-    if (f == NULL)
-        return -1;
-    *state = f;
-    if (harness_cluster_start_nodes(f->r, NODES, NULL, &f->hn) != 0)
-        return -1;
-    fixture_config(&cfg, &f->hn);
-    if (op_timeout_ms != 0)
-        cfg.op_timeout_ms = op_timeout_ms;
-    f->c = fixture_client(&cfg);
-    return f->c == NULL ? -1 : 0;
-}
-
-static int setup(void **state)
-{
-    return start(state, 0);
-}
-
-static int teardown(void **state)
-{
-    struct fx *f = *state;
-
-    if (f == NULL)
-        return 0;
-    rl_lock_free(f->l);
-    rl_client_free(f->c);
-    harness_cluster_stop(f->r, NODES);
-    free(f);
-    return 0;
-}
+static const struct fixture_opts fx = { .nodes = NODES };
 
 static bool fd_readable(int fd, int timeout_ms)
 {
@@ -123,15 +83,18 @@ static void on_lost(rl_lock *l, void *privdata)
  * the renewal round sent to it is still waiting for them when the margin
  * is reached and the lock is reported LOST. The lost callback resumes
  * them, their replies complete the round -- after LOST. */
-static int setup_long_op_timeout(void **state)
+static void long_op_timeout(rl_config *cfg)
 {
-    return start(state, (uint32_t)scaled(5 * LOST_TTL_MS / 2));
+    cfg->op_timeout_ms = (uint32_t)scaled(5 * LOST_TTL_MS / 2);
 }
+
+static const struct fixture_opts long_op = { .nodes = NODES,
+                                             .tune = long_op_timeout };
 
 static void test_renewal_landing_after_lost_does_not_revive_the_lock(
     void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     struct lost_rec rec = { 0 };
     rl_acquire_opts o = { 0 };
     rl_lock *l = NULL;
@@ -223,7 +186,7 @@ static void test_renewal_landing_after_lost_does_not_revive_the_lock(
 /* Acquire key into f->l with a watchdog capped at max_hold_ms (through
  * opts.auto_extend, or rl_watchdog_start on a plain lock). Returns the
  * acquire / start status, its detail in err; f->l is NULL unless RL_OK. */
-static rl_status acquire_capped(struct fx *f, const char *key,
+static rl_status acquire_capped(struct fixture *f, const char *key,
                                 uint64_t max_hold_ms, bool via_start,
                                 char *err, size_t errlen)
 {
@@ -248,7 +211,7 @@ static rl_status acquire_capped(struct fx *f, const char *key,
 
 /* f->l held for four TTLs: never lost, renewed meanwhile, a majority
  * holds the token at the end; then released. */
-static void assert_renewed_for_4_ttls(struct fx *f, const char *key)
+static void assert_renewed_for_4_ttls(struct fixture *f, const char *key)
 {
     uint64_t before = stat_renewals(f->c);
     rl_lock *l = f->l;
@@ -271,7 +234,7 @@ static void assert_renewed_for_4_ttls(struct fx *f, const char *key)
 
 static void test_max_hold_ms_uint64_max_means_no_cap(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     char err[256];
 
     assert_int_equal(acquire_capped(f, "lt:cap:max", UINT64_MAX, false, err,
@@ -290,7 +253,7 @@ static void test_max_hold_ms_uint64_max_means_no_cap(void **state)
 static void test_max_hold_ms_overflowing_microseconds_refused_or_no_cap(
     void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     const uint64_t huge[] = {
         UINT64_MAX / 1000u + 1u,
         (uint64_t)INT64_MAX + 1u,
@@ -329,7 +292,7 @@ static void test_max_hold_ms_overflowing_microseconds_refused_or_no_cap(
  * reported lost before its validity ends. */
 static void test_max_hold_ms_short_cap_stops_renewals(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     int64_t ttl = scaled(CAP_TTL_MS);
     char err[256];
     rl_lock *l;
@@ -368,7 +331,7 @@ static bool wait_for_key(const struct rl_redis *r, const char *key,
  * node 2's SET lands when it resumes; then node 0 loses the key. */
 static void test_late_grant_still_counts_when_a_key_vanishes(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = {0};
     const char *key = "late:grant";
     redisReply *reply;
@@ -393,21 +356,14 @@ static void test_late_grant_still_counts_when_a_key_vanishes(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(
-            test_renewal_landing_after_lost_does_not_revive_the_lock,
-            setup_long_op_timeout, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_max_hold_ms_uint64_max_means_no_cap, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_max_hold_ms_overflowing_microseconds_refused_or_no_cap,
-            setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_max_hold_ms_short_cap_stops_renewals, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_late_grant_still_counts_when_a_key_vanishes, setup,
-            teardown),
+        FIXTURE_TEST(test_renewal_landing_after_lost_does_not_revive_the_lock,
+                     &long_op),
+        cmocka_unit_test(test_max_hold_ms_uint64_max_means_no_cap),
+        cmocka_unit_test(
+            test_max_hold_ms_overflowing_microseconds_refused_or_no_cap),
+        cmocka_unit_test(test_max_hold_ms_short_cap_stops_renewals),
+        cmocka_unit_test(test_late_grant_still_counts_when_a_key_vanishes),
     };
 
-    harness_require_redis();
-    return cmocka_run_group_tests_name("lost_and_caps", tests, NULL, NULL);
+    return FIXTURE_RUN("lost_and_caps", &fx, tests);
 }

@@ -16,15 +16,6 @@
 
 #include "fixture.h"
 
-#define MAX_NODES 5
-
-struct fx {
-    struct rl_redis r[MAX_NODES];
-    int n;
-    struct harness_nodes hn;
-    rl_client *c;
-};
-
 /* Set by the log sink when a message contains forbidden text. */
 static const char *forbidden_text;
 static atomic_int forbidden_seen;
@@ -48,7 +39,7 @@ static void fast_config(rl_config *cfg, const struct harness_nodes *hn)
 }
 
 /* A fast client on f->hn; password is cfg.password (may be NULL). */
-static void start_client(struct fx *f, const char *password)
+static void start_client(struct fixture *f, const char *password)
 {
     rl_config cfg;
 
@@ -59,7 +50,7 @@ static void start_client(struct fx *f, const char *password)
 }
 
 /* Start n plain servers and a fast client on them. */
-static void start_cluster(struct fx *f, int n)
+static void start_cluster(struct fixture *f, int n)
 {
     f->n = n;
     assert_int_equal(harness_cluster_start_nodes(f->r, n, NULL, &f->hn), 0);
@@ -67,7 +58,7 @@ static void start_cluster(struct fx *f, int n)
 }
 
 /* 5 servers and a client, then nodes 0, 2 and 4 killed: no quorum. */
-static void start_with_majority_dead(struct fx *f)
+static void start_with_majority_dead(struct fixture *f)
 {
     start_cluster(f, 5);
     harness_kill(&f->r[0]);
@@ -101,31 +92,28 @@ static void acq_cb(rl_client *c, rl_status st, rl_lock *lock, void *privdata)
     atomic_fetch_add(&recs_done, 1);
 }
 
-static int setup(void **state)
+/* Locks a failed test did not get to release (handles outlive the
+ * client; their keys die with the servers). */
+static void free_recs(struct fixture *f)
 {
-    struct fx *f = calloc(1, sizeof(*f));
-
-    forbidden_text = NULL;
-    atomic_store(&forbidden_seen, 0);
-    *state = f;
-    return f == NULL ? -1 : 0;
-}
-
-static int teardown(void **state)
-{
-    struct fx *f = *state;
-
-    rl_client_free(f->c);
-    /* Locks a failed test did not get to release (handles outlive the
-     * client; their keys die with the servers). */
+    (void)f;
     for (int i = 0; i < INFLIGHT; i++) {
         rl_lock_free(recs[i].lock);
         recs[i].lock = NULL;
     }
-    harness_cluster_stop(f->r, MAX_NODES);
-    free(f);
+}
+
+static int setup(struct fixture *f)
+{
+    (void)f;
+    forbidden_text = NULL;
+    atomic_store(&forbidden_seen, 0);
     return 0;
 }
+
+/* No servers: each test starts its own. */
+static const struct fixture_opts fx = { .setup = setup,
+                                        .cleanup = free_recs };
 
 /* Empty within ms, and then still allowed the usual 200 ms for replies
  * on their way. */
@@ -135,7 +123,7 @@ static bool node_empty_within(const struct rl_redis *r, int64_t ms)
 }
 
 /* Node i of f->hn is 127.0.0.1:port, without the server's password. */
-static void plain_node(struct fx *f, int i, int port)
+static void plain_node(struct fixture *f, int i, int port)
 {
     char uri[32];
 
@@ -146,7 +134,7 @@ static void plain_node(struct fx *f, int i, int port)
 /* On the 3 nodes of f->hn (client password: password, may be NULL): a
  * lock held on all of them, then released; the client never logs
  * forbidden. */
-static void lock_on_three_quietly(struct fx *f, const char *password,
+static void lock_on_three_quietly(struct fixture *f, const char *password,
                                   const char *forbidden, const char *key)
 {
     rl_acquire_opts o = { 0 };
@@ -168,7 +156,7 @@ static void lock_on_three_quietly(struct fx *f, const char *password,
 
 static void test_acquire_succeeds_with_two_of_five_nodes_down(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
     rl_lock *l = NULL;
 
@@ -191,7 +179,7 @@ static void test_acquire_succeeds_with_two_of_five_nodes_down(void **state)
 
 static void test_acquire_without_quorum_fails_fast(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
     rl_lock *l = NULL;
     int64_t t0;
@@ -219,7 +207,7 @@ static void test_acquire_without_quorum_fails_fast(void **state)
 
 static void test_failed_acquire_leaves_no_keys_on_live_nodes(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     const char *multi[] = { "nf:m1", "nf:m2" };
     rl_acquire_opts o = { 0 };
     rl_lock *l = NULL;
@@ -237,7 +225,7 @@ static void test_failed_acquire_leaves_no_keys_on_live_nodes(void **state)
 
 static void test_acquire_does_not_wait_for_a_paused_node(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
     rl_lock *l = NULL;
     int64_t t0;
@@ -271,7 +259,7 @@ static void test_acquire_does_not_wait_for_a_paused_node(void **state)
 
 static void test_paused_node_holds_no_key_once_it_resumes(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
     rl_lock *l = NULL;
 
@@ -290,7 +278,7 @@ static void test_paused_node_holds_no_key_once_it_resumes(void **state)
 static void test_acquire_without_quorum_ends_when_majority_is_paused(
     void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
     rl_lock *l = NULL;
     int64_t t0;
@@ -315,7 +303,7 @@ static void test_acquire_without_quorum_ends_when_majority_is_paused(
 
 static void test_paused_majority_holds_no_key_once_it_resumes(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
     rl_lock *l = NULL;
 
@@ -334,7 +322,7 @@ static void test_paused_majority_holds_no_key_once_it_resumes(void **state)
 
 static void test_ops_in_flight_survive_a_node_kill(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
     char name[64];
 
@@ -375,7 +363,7 @@ static void test_ops_in_flight_survive_a_node_kill(void **state)
 
 static void test_restarted_node_is_used_again_after_reconnect(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
     rl_lock *l = NULL;
     rl_status st;
@@ -407,7 +395,7 @@ static void test_restarted_node_is_used_again_after_reconnect(void **state)
 
 static void test_restarted_node_does_not_vote_during_quarantine(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
     rl_config cfg;
     rl_lock *l = NULL;
@@ -473,7 +461,7 @@ static void test_restarted_node_does_not_vote_during_quarantine(void **state)
 static void test_wrong_password_counts_as_failed_and_is_never_printed(
     void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     struct harness_opts ho = { 0 };
     rl_acquire_opts o = { 0 };
     rl_lock *l = NULL;
@@ -502,7 +490,7 @@ static void test_wrong_password_counts_as_failed_and_is_never_printed(
 
 static void test_missing_password_counts_as_failed_node(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     struct harness_opts ho = { 0 };
     rl_acquire_opts o = { 0 };
     rl_lock *l = NULL;
@@ -523,7 +511,7 @@ static void test_missing_password_counts_as_failed_node(void **state)
 
 static void test_config_password_is_used_for_nodes_without_one(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     struct harness_opts ho = { 0 };
 
     ho.requirepass = "shared-pass";
@@ -536,7 +524,7 @@ static void test_config_password_is_used_for_nodes_without_one(void **state)
 
 static void test_acl_user_and_password_in_uri_work(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     struct harness_opts ho = { 0 };
     char uri[192];
 
@@ -557,7 +545,7 @@ static void test_acl_user_and_password_in_uri_work(void **state)
 static void test_unreachable_node_does_not_fail_client_creation(
     void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
     rl_lock *l = NULL;
     int port = harness_free_port();
@@ -581,47 +569,24 @@ static void test_unreachable_node_does_not_fail_client_creation(
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(
-            test_acquire_succeeds_with_two_of_five_nodes_down, setup,
-            teardown),
-        cmocka_unit_test_setup_teardown(
-            test_acquire_without_quorum_fails_fast, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_failed_acquire_leaves_no_keys_on_live_nodes, setup,
-            teardown),
-        cmocka_unit_test_setup_teardown(
-            test_acquire_does_not_wait_for_a_paused_node, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_paused_node_holds_no_key_once_it_resumes, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_acquire_without_quorum_ends_when_majority_is_paused, setup,
-            teardown),
-        cmocka_unit_test_setup_teardown(
-            test_paused_majority_holds_no_key_once_it_resumes, setup,
-            teardown),
-        cmocka_unit_test_setup_teardown(
-            test_ops_in_flight_survive_a_node_kill, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_restarted_node_is_used_again_after_reconnect, setup,
-            teardown),
-        cmocka_unit_test_setup_teardown(
-            test_restarted_node_does_not_vote_during_quarantine, setup,
-            teardown),
-        cmocka_unit_test_setup_teardown(
-            test_wrong_password_counts_as_failed_and_is_never_printed, setup,
-            teardown),
-        cmocka_unit_test_setup_teardown(
-            test_missing_password_counts_as_failed_node, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_config_password_is_used_for_nodes_without_one, setup,
-            teardown),
-        cmocka_unit_test_setup_teardown(
-            test_acl_user_and_password_in_uri_work, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_unreachable_node_does_not_fail_client_creation, setup,
-            teardown),
+        cmocka_unit_test(test_acquire_succeeds_with_two_of_five_nodes_down),
+        cmocka_unit_test(test_acquire_without_quorum_fails_fast),
+        cmocka_unit_test(test_failed_acquire_leaves_no_keys_on_live_nodes),
+        cmocka_unit_test(test_acquire_does_not_wait_for_a_paused_node),
+        cmocka_unit_test(test_paused_node_holds_no_key_once_it_resumes),
+        cmocka_unit_test(
+            test_acquire_without_quorum_ends_when_majority_is_paused),
+        cmocka_unit_test(test_paused_majority_holds_no_key_once_it_resumes),
+        cmocka_unit_test(test_ops_in_flight_survive_a_node_kill),
+        cmocka_unit_test(test_restarted_node_is_used_again_after_reconnect),
+        cmocka_unit_test(test_restarted_node_does_not_vote_during_quarantine),
+        cmocka_unit_test(
+            test_wrong_password_counts_as_failed_and_is_never_printed),
+        cmocka_unit_test(test_missing_password_counts_as_failed_node),
+        cmocka_unit_test(test_config_password_is_used_for_nodes_without_one),
+        cmocka_unit_test(test_acl_user_and_password_in_uri_work),
+        cmocka_unit_test(test_unreachable_node_does_not_fail_client_creation),
     };
 
-    harness_require_redis();
-    return cmocka_run_group_tests_name("node_failures", tests, NULL, NULL);
+    return FIXTURE_RUN("node_failures", &fx, tests);
 }

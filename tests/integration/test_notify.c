@@ -44,18 +44,9 @@ static int64_t woken_bound_ms(void)
     return b < B_RETRY_MS / 2 ? b : B_RETRY_MS / 2;
 }
 
-struct fx {
-    struct rl_redis r[NODES];
-    struct harness_nodes hn;
-    rl_client *a;
-    rl_client *b;
-    rl_lock *la;
-    rl_lock *lb;
-};
-
 /* A fast client with this retry delay and jitter; its log lines are
  * tagged with name. */
-static rl_client *client_for(struct fx *f, uint32_t retry_delay_ms,
+static rl_client *client_for(struct fixture *f, uint32_t retry_delay_ms,
                              uint32_t jitter_ms, const char *name)
 {
     rl_config cfg;
@@ -67,34 +58,17 @@ static rl_client *client_for(struct fx *f, uint32_t retry_delay_ms,
     return fixture_client(&cfg);
 }
 
-static int setup(void **state)
+/* The fixture with two clients: A (f->c) retries fast, B (f->c2) every
+ * B_RETRY_MS. */
+static int two_clients(struct fixture *f)
 {
-    struct fx *f = calloc(1, sizeof(*f));
-
-    if (f == NULL)
-        return -1;
-    *state = f;
-    if (fixture_start(f->r, NODES, &f->hn, NULL) != 0)
-        return -1;
-    f->a = client_for(f, 20, 10, "A");
-    f->b = client_for(f, B_RETRY_MS, 0, "B");
-    return f->a != NULL && f->b != NULL ? 0 : -1;
+    f->c = client_for(f, 20, 10, "A");
+    f->c2 = client_for(f, B_RETRY_MS, 0, "B");
+    return f->c != NULL && f->c2 != NULL ? 0 : -1;
 }
 
-static int teardown(void **state)
-{
-    struct fx *f = *state;
-
-    if (f == NULL)
-        return 0;
-    rl_client_free(f->a);
-    rl_client_free(f->b);
-    rl_lock_free(f->la);
-    rl_lock_free(f->lb);
-    harness_cluster_stop(f->r, NODES);
-    free(f);
-    return 0;
-}
+static const struct fixture_opts fx = { .nodes = NODES, .no_client = true,
+                                        .setup = two_clients };
 
 /* B's side of one hand-off: a blocking acquire on its own thread. */
 struct waiter {
@@ -131,7 +105,7 @@ static int cmp_i64(const void *a, const void *b)
 }
 
 /* Nodes (running) where key holds token. */
-static int holders(struct fx *f, const char *key, const char *token)
+static int holders(struct fixture *f, const char *key, const char *token)
 {
     int n = 0;
 
@@ -149,7 +123,7 @@ static int holders(struct fx *f, const char *key, const char *token)
 }
 
 /* count hand-offs A -> B on resource; fills lat_us (sorted). */
-static void handoffs(struct fx *f, const char *resource, int count,
+static void handoffs(struct fixture *f, const char *resource, int count,
                      int64_t *lat_us)
 {
     rl_acquire_opts o = { 0 };
@@ -159,10 +133,10 @@ static void handoffs(struct fx *f, const char *resource, int count,
     uint64_t max_refused = 0;
     int done = 0;
 
-    assert_int_equal(rl_client_stats(f->b, &s0), RL_OK);
+    assert_int_equal(rl_client_stats(f->c2, &s0), RL_OK);
     o.ttl_ms = B_RETRY_MS;
     for (int i = 0; i < count; i++) {
-        struct waiter w = { .c = f->b, .resource = resource,
+        struct waiter w = { .c = f->c2, .resource = resource,
                             .wait_ms = 2 * B_RETRY_MS };
         int64_t deadline;
         pthread_t th;
@@ -171,34 +145,34 @@ static void handoffs(struct fx *f, const char *resource, int count,
         rl_status st;
         uint64_t before;
 
-        assert_int_equal(rl_acquire(f->a, resource, &o, &f->la), RL_OK);
-        assert_int_equal(rl_client_stats(f->b, &si), RL_OK);
+        assert_int_equal(rl_acquire(f->c, resource, &o, &f->l), RL_OK);
+        assert_int_equal(rl_client_stats(f->c2, &si), RL_OK);
         before = si.contended;
         assert_int_equal(pthread_create(&th, NULL, waiter_main, &w), 0);
         /* B is waiting once its first attempt was refused. */
         deadline = harness_now_ms() + harness_scale_ms(5000);
         do {
             harness_sleep_ms(5);
-            assert_int_equal(rl_client_stats(f->b, &si), RL_OK);
+            assert_int_equal(rl_client_stats(f->c2, &si), RL_OK);
         } while (si.contended == before && harness_now_ms() < deadline);
-        la = f->la;
-        f->la = NULL;
+        la = f->l;
+        f->l = NULL;
         st = rl_release(la);
         t_rel = harness_now_us();
         pthread_join(th, NULL);
-        f->lb = w.lock;
+        f->l2 = w.lock;
         assert_int_equal(st, RL_OK);
         if (w.st != RL_OK)
             fail_msg("hand-off %d: B got %s: %s", i, rl_status_name(w.st),
                      w.err);
         lat_us[i] = w.t_done_us - t_rel;
         done++;
-        assert_int_equal(rl_client_stats(f->b, &si), RL_OK);
+        assert_int_equal(rl_client_stats(f->c2, &si), RL_OK);
         if (si.contended - before > max_refused)
             max_refused = si.contended - before;
         /* B really held it afterwards. */
-        assert_true(holders(f, resource, rl_lock_token(f->lb)) >= 3);
-        f->lb = NULL;
+        assert_true(holders(f, resource, rl_lock_token(f->l2)) >= 3);
+        f->l2 = NULL;
         assert_int_equal(rl_release(w.lock), RL_OK);
         /* Woken by the release, not by the fallback: one miss fails
          * (the next would cost another 30 s). */
@@ -208,7 +182,7 @@ static void handoffs(struct fx *f, const char *resource, int count,
                      i, (long long)(lat_us[i] / 1000),
                      (long long)((w.t_done_us - w.t_start_us) / 1000));
     }
-    assert_int_equal(rl_client_stats(f->b, &s1), RL_OK);
+    assert_int_equal(rl_client_stats(f->c2, &s1), RL_OK);
     qsort(lat_us, (size_t)done, sizeof(*lat_us), cmp_i64);
     fprintf(stderr, "  %s: %d hand-offs, latency p50 %.3f ms, p99 %.3f ms, "
                     "min %.3f ms, max %.3f ms; B refused %llu times (at "
@@ -228,7 +202,7 @@ static void handoffs(struct fx *f, const char *resource, int count,
 
 static void test_waiter_acquires_right_after_release(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     int64_t lat[HANDOFFS];
 
     handoffs(f, "notify:handoff", HANDOFFS, lat);
@@ -236,7 +210,7 @@ static void test_waiter_acquires_right_after_release(void **state)
 
 static void test_waiter_is_woken_with_two_nodes_down(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     int64_t lat[5];
 
     harness_kill(&f->r[0]);
@@ -246,9 +220,9 @@ static void test_waiter_is_woken_with_two_nodes_down(void **state)
 
 static void test_waiter_gets_crashed_holders_lock_after_ttl(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
-    struct waiter w = { .c = f->b, .resource = "notify:crash",
+    struct waiter w = { .c = f->c2, .resource = "notify:crash",
                         .wait_ms = 10000 };
     pthread_t th;
     int64_t t_a;
@@ -257,16 +231,16 @@ static void test_waiter_gets_crashed_holders_lock_after_ttl(void **state)
 
     o.ttl_ms = 1500;
     t_a = harness_now_us();
-    assert_int_equal(rl_acquire(f->a, "notify:crash", &o, &f->la), RL_OK);
+    assert_int_equal(rl_acquire(f->c, "notify:crash", &o, &f->l), RL_OK);
     /* The holder "crashes": its handle goes, nothing is released or
      * published. */
-    rl_lock_free(f->la);
-    f->la = NULL;
+    rl_lock_free(f->l);
+    f->l = NULL;
     pttl = harness_pttl(&f->r[0], "notify:crash");
     assert_true(pttl > 1000);
     assert_int_equal(pthread_create(&th, NULL, waiter_main, &w), 0);
     pthread_join(th, NULL);
-    f->lb = w.lock;
+    f->l2 = w.lock;
     took_ms = (w.t_done_us - t_a) / 1000;
     fprintf(stderr, "  crashed holder (TTL 1500 ms): B acquired %lld ms "
                     "after A did (%s)\n",
@@ -278,23 +252,18 @@ static void test_waiter_gets_crashed_holders_lock_after_ttl(void **state)
     /* ... and soon after it: the wait is capped by the holder's PTTL
      * (§5.2), not the 30 s retry delay. */
     assert_true(took_ms < 1500 + woken_bound_ms());
-    assert_true(holders(f, "notify:crash", rl_lock_token(f->lb)) >= 3);
-    assert_int_equal(rl_release(f->lb), RL_OK);
-    f->lb = NULL;
+    assert_true(holders(f, "notify:crash", rl_lock_token(f->l2)) >= 3);
+    assert_int_equal(rl_release(f->l2), RL_OK);
+    f->l2 = NULL;
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(
-            test_waiter_acquires_right_after_release, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_waiter_is_woken_with_two_nodes_down, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_waiter_gets_crashed_holders_lock_after_ttl, setup,
-            teardown),
+        cmocka_unit_test(test_waiter_acquires_right_after_release),
+        cmocka_unit_test(test_waiter_is_woken_with_two_nodes_down),
+        cmocka_unit_test(test_waiter_gets_crashed_holders_lock_after_ttl),
     };
 
-    harness_require_redis();
-    return cmocka_run_group_tests_name("notify", tests, NULL, NULL);
+    return FIXTURE_RUN("notify", &fx, tests);
 }

@@ -18,37 +18,11 @@
 
 #define NODES 3
 
-struct fx {
-    struct rl_redis r[NODES];
-    struct harness_nodes hn;
-    rl_client *c;
-};
-
-static int setup(void **state)
-{
-    struct fx *f = calloc(1, sizeof(*f));
-
-    *state = f;
-    if (f == NULL || fixture_start(f->r, NODES, &f->hn, &f->c) != 0)
-        return -1;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct fx *f = *state;
-
-    if (f == NULL)
-        return 0;
-    rl_client_free(f->c);
-    harness_cluster_stop(f->r, NODES);
-    free(f);
-    return 0;
-}
+static const struct fixture_opts fx = { .nodes = NODES };
 
 static void test_owner_round_trip(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = {0};
     rl_holder_info nodes[NODES];
     rl_resource_info info;
@@ -91,7 +65,7 @@ static void test_owner_round_trip(void **state)
 
 static void test_no_owner_costs_nothing_and_reads_unknown(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = {0};
     rl_resource_info info;
     rl_lock *l = NULL;
@@ -111,7 +85,7 @@ static void test_no_owner_costs_nothing_and_reads_unknown(void **state)
  * still reported, with its own owner and the quorum's validity. */
 static void test_minority_value_does_not_change_the_holder(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = {0};
     rl_holder_info nodes[NODES];
     rl_resource_info info;
@@ -143,7 +117,7 @@ static void test_minority_value_does_not_change_the_holder(void **state)
 /* A redsync / node-redlock holder: a plain random value. */
 static void test_foreign_key_is_a_holder_with_unknown_owner(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = {0};
     rl_resource_info info;
     rl_lock *l = NULL;
@@ -171,7 +145,7 @@ static void test_foreign_key_is_a_holder_with_unknown_owner(void **state)
 
 static void test_bad_owner_is_einval_naming_it(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = {0};
     char longer[RL_OWNER_MAX + 2];
     rl_resource_info info;
@@ -206,19 +180,12 @@ static void test_bad_owner_is_einval_naming_it(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_owner_round_trip, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(
-            test_no_owner_costs_nothing_and_reads_unknown, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_minority_value_does_not_change_the_holder, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_foreign_key_is_a_holder_with_unknown_owner, setup,
-            teardown),
-        cmocka_unit_test_setup_teardown(test_bad_owner_is_einval_naming_it,
-                                        setup, teardown),
+        cmocka_unit_test(test_owner_round_trip),
+        cmocka_unit_test(test_no_owner_costs_nothing_and_reads_unknown),
+        cmocka_unit_test(test_minority_value_does_not_change_the_holder),
+        cmocka_unit_test(test_foreign_key_is_a_holder_with_unknown_owner),
+        cmocka_unit_test(test_bad_owner_is_einval_naming_it),
     };
 
-    harness_require_redis();
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return FIXTURE_RUN("tests", &fx, tests);
 }

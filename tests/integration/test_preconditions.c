@@ -39,42 +39,21 @@
 
 #define MAX_NODES 4
 
-struct fx {
-    struct rl_redis r[MAX_NODES];
-    char hosts[256];   /* our /etc/hosts, bind-mounted; "" when none */
-    struct harness_nodes hn;
-    rl_client *a;
-    rl_client *b;
-    rl_lock *la;
-    rl_lock *lb;
-};
+/* Our /etc/hosts, bind-mounted; "" when none. */
+static char hosts[256];
 
-static int setup(void **state)
+static void unmount_hosts(struct fixture *f)
 {
-    struct fx *f = calloc(1, sizeof(*f));
-
-    if (f == NULL)
-        return -1;
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct fx *f = *state;
-
-    if (f->hosts[0] != '\0') {
+    (void)f;
+    if (hosts[0] != '\0') {
         umount2("/etc/hosts", MNT_DETACH);
-        unlink(f->hosts);
+        unlink(hosts);
     }
-    rl_lock_free(f->la);
-    rl_lock_free(f->lb);
-    rl_client_free(f->a);
-    rl_client_free(f->b);
-    harness_cluster_stop(f->r, MAX_NODES);
-    free(f);
-    return 0;
+    hosts[0] = '\0';
 }
+
+/* No servers: each test starts its own. */
+static const struct fixture_opts fx = { .cleanup = unmount_hosts };
 
 /* What another application does to a Redis that also serves as a cache:
  * n keys of size bytes, each with a TTL (so volatile-* policies may evict
@@ -156,19 +135,19 @@ static const char *const evicting_args[] = {
  * nodes do not vote) or B is. */
 static void test_eviction_never_lets_a_second_holder_in(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     struct harness_opts o = {.extra_args = evicting_args};
     rl_acquire_opts ao = {0};
     rl_status sa, sb;
     long long evicted = 0;
 
     assert_int_equal(harness_cluster_start_nodes(f->r, 3, &o, &f->hn), 0);
-    f->a = fixture_fast_client(&f->hn);
-    f->b = fixture_fast_client(&f->hn);
-    assert_non_null(f->a);
-    assert_non_null(f->b);
+    f->c = fixture_fast_client(&f->hn);
+    f->c2 = fixture_fast_client(&f->hn);
+    assert_non_null(f->c);
+    assert_non_null(f->c2);
     ao.ttl_ms = 30000;
-    sa = rl_acquire(f->a, "evict-me", &ao, &f->la);
+    sa = rl_acquire(f->c, "evict-me", &ao, &f->l);
     fprintf(stderr, "  holder A: %s (%s)\n", rl_status_name(sa),
             sa == RL_OK ? "" : rl_last_error());
     for (int i = 0; i < 3; i++) {
@@ -177,12 +156,12 @@ static void test_eviction_never_lets_a_second_holder_in(void **state)
     }
     fprintf(stderr, "  evicted %lld keys on 3 nodes\n", evicted);
     assert_true(evicted > 0);
-    sb = rl_acquire(f->b, "evict-me", &ao, &f->lb);
+    sb = rl_acquire(f->c2, "evict-me", &ao, &f->l2);
     fprintf(stderr, "  holder B: %s (%s)\n", rl_status_name(sb),
             sb == RL_OK ? "" : rl_last_error());
     if (sa == RL_OK && sb == RL_OK)
         fail_msg("two holders: A with %lld ms of validity left, and B",
-                 (long long)rl_lock_validity_ms(f->la));
+                 (long long)rl_lock_validity_ms(f->l));
     /* The nodes may evict: none votes, A is refused with the reason. */
     assert_int_equal(sa, RL_ENOQUORUM);
     assert_int_equal(sb, RL_ENOQUORUM);
@@ -193,18 +172,18 @@ static void test_eviction_never_lets_a_second_holder_in(void **state)
 
 /* rl_client_new on these node URIs must fail with RL_EINVAL naming both
  * entries dup and orig. */
-static void expect_refused(struct fx *f, const char *orig, const char *dup)
+static void expect_refused(struct fixture *f, const char *orig, const char *dup)
 {
     rl_config cfg;
     rl_status st = RL_OK;
 
     fixture_config(&cfg, &f->hn);
-    f->a = rl_client_new(&cfg, &st);
-    if (f->a != NULL) {
+    f->c = rl_client_new(&cfg, &st);
+    if (f->c != NULL) {
         rl_node_info info[MAX_NODES];
         size_t count = 0;
 
-        rl_client_ping(f->a, info, MAX_NODES, &count);
+        rl_client_ping(f->c, info, MAX_NODES, &count);
         fail_msg("the client took %zu nodes, two of them the same server "
                  "(%s, %s)", count, orig, dup);
     }
@@ -217,7 +196,7 @@ static void expect_refused(struct fx *f, const char *orig, const char *dup)
 
 static void test_same_server_on_two_addresses_is_refused(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     static const char *const two_addrs[] = {"--bind", "127.0.0.1",
                                             "127.0.0.2", NULL};
     struct harness_opts o = {.extra_args = two_addrs};
@@ -236,7 +215,7 @@ static void test_same_server_on_two_addresses_is_refused(void **state)
 static void test_same_server_over_tcp_and_unix_socket_is_refused(
     void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     struct harness_opts o = {.unix_socket = true};
     char uri[3][HARNESS_DIR_MAX + 32];
     char name[HARNESS_DIR_MAX + 32];
@@ -270,7 +249,7 @@ static bool replica_linked(const struct rl_redis *r)
 
 static void test_replica_beside_its_master_is_refused(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     char port[16];
     const char *replica_args[] = {"--replicaof", "127.0.0.1", port, NULL};
     static const char *const master_args[] = {
@@ -296,17 +275,17 @@ static void test_replica_beside_its_master_is_refused(void **state)
  * validity remains. */
 static void test_policy_turned_evicting_loses_a_held_lock(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts ao = {0};
     rl_node_info info[3];
 
     assert_int_equal(harness_cluster_start_nodes(f->r, 3, NULL, &f->hn), 0);
-    f->a = fixture_fast_client(&f->hn);
-    assert_non_null(f->a);
+    f->c = fixture_fast_client(&f->hn);
+    assert_non_null(f->c);
     ao.ttl_ms = 10000;
     ao.auto_extend = true;
-    assert_int_equal(rl_acquire(f->a, "evict-later", &ao, &f->la), RL_OK);
-    ping(f->a, info, 3);
+    assert_int_equal(rl_acquire(f->c, "evict-later", &ao, &f->l), RL_OK);
+    ping(f->c, info, 3);
     for (int i = 0; i < 3; i++) {
         assert_int_equal(info[i].may_evict, RL_FACT_NO);
         assert_int_equal(info[i].vote_bar, RL_VOTES);
@@ -317,11 +296,11 @@ static void test_policy_turned_evicting_loses_a_held_lock(void **state)
         assert_true(harness_ok(harness_cmd(
             &f->r[i], "CONFIG SET maxmemory-policy allkeys-lru")));
     }
-    assert_true(wait_vote_bar(f->a, 3, 0, RL_BAR_EVICTS));
+    assert_true(wait_vote_bar(f->c, 3, 0, RL_BAR_EVICTS));
     /* Renewals every ttl/3: lost at the next one, before the TTL. */
-    assert_true(fd_readable(rl_lock_lost_fd(f->la), 9000));
-    assert_true(rl_lock_lost(f->la));
-    ping(f->a, info, 3);
+    assert_true(fd_readable(rl_lock_lost_fd(f->l), 9000));
+    assert_true(rl_lock_lost(f->l));
+    ping(f->c, info, 3);
     assert_int_equal(info[1].may_evict, RL_FACT_YES);
     assert_string_equal(info[1].maxmemory_policy, "allkeys-lru");
     assert_int_equal(info[1].maxmemory, 100 * 1024 * 1024);
@@ -331,7 +310,7 @@ static void test_policy_turned_evicting_loses_a_held_lock(void **state)
     assert_true(harness_ok(
         harness_cmd(&f->r[0], "CONFIG SET maxmemory-policy noeviction")));
     harness_sleep_ms(1500);
-    ping(f->a, info, 3);
+    ping(f->c, info, 3);
     assert_int_equal(info[0].may_evict, RL_FACT_NO);
     assert_int_equal(info[0].vote_bar, RL_BAR_EVICTS);
 }
@@ -343,19 +322,19 @@ static void test_policy_turned_evicting_loses_a_held_lock(void **state)
 static void test_a_node_that_stopped_evicting_does_not_vote_at_once(
     void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts ao = {0};
     rl_config cfg;
     rl_status st;
 
     assert_int_equal(harness_cluster_start_nodes(f->r, 3, NULL, &f->hn), 0);
     fixture_config(&cfg, &f->hn);
-    f->a = fixture_client(&cfg);
-    f->b = fixture_client(&cfg);
-    assert_non_null(f->a);
-    assert_non_null(f->b);
+    f->c = fixture_client(&cfg);
+    f->c2 = fixture_client(&cfg);
+    assert_non_null(f->c);
+    assert_non_null(f->c2);
     ao.ttl_ms = 30000;
-    assert_int_equal(rl_acquire(f->a, "evicted", &ao, &f->la), RL_OK);
+    assert_int_equal(rl_acquire(f->c, "evicted", &ao, &f->l), RL_OK);
     for (int i = 0; i < 2; i++) {
         assert_true(harness_ok(harness_cmd(
             &f->r[i], "CONFIG SET maxmemory-policy allkeys-lru")));
@@ -367,13 +346,13 @@ static void test_a_node_that_stopped_evicting_does_not_vote_at_once(
         assert_true(harness_key_absent(&f->r[i], "evicted"));
     }
     harness_sleep_ms(1500); /* every client has checked the nodes since */
-    st = rl_acquire(f->b, "evicted", &ao, &f->lb);
+    st = rl_acquire(f->c2, "evicted", &ao, &f->l2);
     fprintf(stderr, "  contender: %s (%s); holder's validity %lld ms\n",
             rl_status_name(st), st == RL_OK ? "" : rl_last_error(),
-            (long long)rl_lock_validity_ms(f->la));
+            (long long)rl_lock_validity_ms(f->l));
     if (st == RL_OK)
         fail_msg("a second holder while the first has %lld ms left",
-                 (long long)rl_lock_validity_ms(f->la));
+                 (long long)rl_lock_validity_ms(f->l));
     /* Refused: by the node that still holds the key, the two others not
      * voting. */
     assert_true(st == RL_ENOTACQUIRED || st == RL_ENOQUORUM);
@@ -382,7 +361,7 @@ static void test_a_node_that_stopped_evicting_does_not_vote_at_once(
 
 static void test_allow_evicting_nodes_lets_them_vote(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     struct harness_opts o = {.extra_args = evicting_args};
     rl_acquire_opts ao = {0};
     rl_node_info info[3];
@@ -391,18 +370,18 @@ static void test_allow_evicting_nodes_lets_them_vote(void **state)
     assert_int_equal(harness_cluster_start_nodes(f->r, 3, &o, &f->hn), 0);
     fixture_config(&cfg, &f->hn);
     cfg.allow_evicting_nodes = true;
-    f->a = fixture_client(&cfg);
-    assert_non_null(f->a);
-    ping(f->a, info, 3);
+    f->c = fixture_client(&cfg);
+    assert_non_null(f->c);
+    ping(f->c, info, 3);
     assert_int_equal(info[0].may_evict, RL_FACT_YES);
     assert_string_equal(info[0].maxmemory_policy, "volatile-lru");
     assert_true(info[0].voting);
-    assert_int_equal(rl_acquire(f->a, "accepted", &ao, &f->la), RL_OK);
+    assert_int_equal(rl_acquire(f->c, "accepted", &ao, &f->l), RL_OK);
 }
 
 static void test_a_node_turned_replica_stops_voting(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     static const char *const fast_sync[] = {"--repl-diskless-sync-delay",
                                             "0", NULL};
     struct harness_opts o = {.extra_args = fast_sync};
@@ -412,13 +391,13 @@ static void test_a_node_turned_replica_stops_voting(void **state)
     assert_int_equal(harness_cluster_start_nodes(f->r, 3, &o, &f->hn), 0);
     fixture_config(&cfg, &f->hn);
     cfg.max_ttl_ms = 2000;
-    f->a = fixture_client(&cfg);
-    assert_non_null(f->a);
+    f->c = fixture_client(&cfg);
+    assert_non_null(f->c);
     assert_true(harness_ok(harness_cmd(&f->r[1], "REPLICAOF %s %d",
                                        HARNESS_HOST, f->r[0].port)));
     assert_true(replica_linked(&f->r[1]));
-    assert_true(wait_vote_bar(f->a, 3, 1, RL_BAR_TWIN));
-    ping(f->a, info, 3);
+    assert_true(wait_vote_bar(f->c, 3, 1, RL_BAR_TWIN));
+    ping(f->c, info, 3);
     assert_int_equal(info[1].twin_of, 0);
     assert_string_equal(info[1].role, "slave");
     assert_true(info[0].voting);
@@ -426,8 +405,8 @@ static void test_a_node_turned_replica_stops_voting(void **state)
      * the keys it granted before the resync are gone: it votes once they
      * would have expired (max_ttl_ms 2 s here). */
     assert_true(harness_ok(harness_cmd(&f->r[1], "REPLICAOF NO ONE")));
-    assert_true(wait_vote_bar(f->a, 3, 1, RL_BAR_EVICTS));
-    assert_true(wait_vote_bar(f->a, 3, 1, RL_VOTES));
+    assert_true(wait_vote_bar(f->c, 3, 1, RL_BAR_EVICTS));
+    assert_true(wait_vote_bar(f->c, 3, 1, RL_VOTES));
 }
 
 /* ---- Restart trust --------------------------------------------------------*/
@@ -435,7 +414,7 @@ static void test_a_node_turned_replica_stops_voting(void **state)
 static void test_auto_trusts_fsync_always_and_quarantines_everysec(
     void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     static const char *const always[] = {"--appendonly", "yes",
                                          "--appendfsync", "always", NULL};
     static const char *const everysec[] = {"--appendonly", "yes",
@@ -454,9 +433,9 @@ static void test_auto_trusts_fsync_always_and_quarantines_everysec(
     fixture_config(&cfg, &f->hn);
     cfg.trust_restarted_nodes = false; /* the default: restart_trust auto */
     cfg.max_ttl_ms = 60000;            /* the servers are seconds old */
-    f->a = fixture_client(&cfg);
-    assert_non_null(f->a);
-    ping(f->a, info, 3);
+    f->c = fixture_client(&cfg);
+    assert_non_null(f->c);
+    ping(f->c, info, 3);
     for (int i = 0; i < 2; i++) {
         assert_int_equal(info[i].fsync_always, RL_FACT_YES);
         assert_string_equal(info[i].appendfsync, "always");
@@ -465,14 +444,14 @@ static void test_auto_trusts_fsync_always_and_quarantines_everysec(
     assert_int_equal(info[2].fsync_always, RL_FACT_NO);
     assert_string_equal(info[2].appendfsync, "everysec");
     assert_int_equal(info[2].vote_bar, RL_BAR_QUARANTINE);
-    assert_int_equal(rl_acquire(f->a, "auto", &ao, &f->la), RL_OK);
-    assert_int_equal(rl_release(f->la), RL_OK);
-    f->la = NULL;
+    assert_int_equal(rl_acquire(f->c, "auto", &ao, &f->l), RL_OK);
+    assert_int_equal(rl_release(f->l), RL_OK);
+    f->l = NULL;
     /* The same nodes with quarantine on: nobody votes yet. */
     cfg.restart_trust = RL_RESTART_QUARANTINE;
-    f->b = fixture_client(&cfg);
-    assert_non_null(f->b);
-    assert_int_equal(rl_acquire(f->b, "auto", &ao, &f->lb), RL_ENOQUORUM);
+    f->c2 = fixture_client(&cfg);
+    assert_non_null(f->c2);
+    assert_int_equal(rl_acquire(f->c2, "auto", &ao, &f->l2), RL_ENOQUORUM);
     assert_non_null(strstr(rl_last_error(), "3 quarantined"));
 }
 
@@ -490,8 +469,7 @@ static void rewrite(const char *path, const char *text)
 
 /* A private /etc/hosts for this process, or false (with why) when the
  * machine does not allow it. */
-static bool private_hosts(struct fx *f, const char *text, char *why,
-                          size_t len)
+static bool private_hosts(const char *text, char *why, size_t len)
 {
     const char *tmp = getenv("TMPDIR");
     int fd;
@@ -507,17 +485,17 @@ static bool private_hosts(struct fx *f, const char *text, char *why,
                  strerror(errno));
         return false;
     }
-    snprintf(f->hosts, sizeof(f->hosts), "%s/rl-hosts-XXXXXX",
+    snprintf(hosts, sizeof(hosts), "%s/rl-hosts-XXXXXX",
              tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp");
-    fd = mkstemp(f->hosts);
+    fd = mkstemp(hosts);
     assert_true(fd >= 0);
     close(fd);
-    rewrite(f->hosts, text);
-    if (mount(f->hosts, "/etc/hosts", "none", MS_BIND, NULL) != 0) {
+    rewrite(hosts, text);
+    if (mount(hosts, "/etc/hosts", "none", MS_BIND, NULL) != 0) {
         snprintf(why, len, "cannot bind-mount /etc/hosts: %s",
                  strerror(errno));
-        unlink(f->hosts);
-        f->hosts[0] = '\0';
+        unlink(hosts);
+        hosts[0] = '\0';
         return false;
     }
     return true;
@@ -525,7 +503,7 @@ static bool private_hosts(struct fx *f, const char *text, char *why,
 
 static void test_a_node_whose_name_moves_is_followed(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     char why[128];
     char uri[3][64];
     rl_acquire_opts ao = {0};
@@ -541,7 +519,7 @@ static void test_a_node_whose_name_moves_is_followed(void **state)
     assert_int_equal(harness_start(&f->r[3], NULL), 0); /* the new one */
     snprintf(line, sizeof(line), "127.0.0.1 localhost\n"
                                  "127.0.0.1 rl-moving-node.test\n");
-    if (!private_hosts(f, line, why, sizeof(why))) {
+    if (!private_hosts(line, why, sizeof(why))) {
         printf("SKIP: %s\n", why);
         skip();
     }
@@ -550,8 +528,8 @@ static void test_a_node_whose_name_moves_is_followed(void **state)
     snprintf(uri[2], sizeof(uri[2]), "127.0.0.1:%d", f->r[2].port);
     for (int i = 0; i < 3; i++)
         harness_nodes_set(&f->hn, i, uri[i]);
-    f->a = fixture_fast_client(&f->hn);
-    assert_non_null(f->a);
+    f->c = fixture_fast_client(&f->hn);
+    assert_non_null(f->c);
     /* The new home: server 3 moves to 127.0.0.2 on the old one's port
      * (CONFIG SET keeps this connection open). */
     b = harness_connect(&f->r[3]);
@@ -562,18 +540,18 @@ static void test_a_node_whose_name_moves_is_followed(void **state)
     assert_true(harness_ok(reply));
     snprintf(line, sizeof(line), "127.0.0.1 localhost\n"
                                  "127.0.0.2 rl-moving-node.test\n");
-    rewrite(f->hosts, line);
+    rewrite(hosts, line);
     harness_kill(&f->r[0]);
     /* The client looks the name up again after the failure. */
     deadline = harness_now_ms() + harness_scale_ms(10000);
     do {
-        ping(f->a, info, 3);
+        ping(f->c, info, 3);
         if (info[0].voting)
             break;
         harness_sleep_ms(50);
     } while (harness_now_ms() < deadline);
     assert_true(info[0].voting);
-    assert_int_equal(rl_acquire(f->a, "moved", &ao, &f->la), RL_OK);
+    assert_int_equal(rl_acquire(f->c, "moved", &ao, &f->l), RL_OK);
     reply = redisCommand(b, "GET moved");
     assert_non_null(reply);
     assert_int_equal(reply->type, REDIS_REPLY_STRING);
@@ -586,7 +564,7 @@ static void test_a_node_whose_name_moves_is_followed(void **state)
 static void test_a_user_without_script_rights_gets_a_clear_error(
     void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     char uri[3][192];
     rl_acquire_opts ao = {0};
     rl_config cfg;
@@ -600,12 +578,12 @@ static void test_a_user_without_script_rights_gets_a_clear_error(
         harness_nodes_set(&f->hn, i, uri[i]);
     }
     fixture_config(&cfg, &f->hn);
-    f->a = fixture_client(&cfg);
-    assert_non_null(f->a);
+    f->c = fixture_client(&cfg);
+    assert_non_null(f->c);
     /* A plain SET NX PX needs no script; the release does. */
-    assert_int_equal(rl_acquire(f->a, "denied", &ao, &f->la), RL_OK);
-    st = rl_release(f->la);
-    f->la = NULL;
+    assert_int_equal(rl_acquire(f->c, "denied", &ao, &f->l), RL_OK);
+    st = rl_release(f->l);
+    f->l = NULL;
     fprintf(stderr, "  %s: %s\n", rl_status_name(st), rl_last_error());
     assert_int_equal(st, RL_ENOQUORUM);
     assert_non_null(strstr(rl_last_error(), "NOPERM"));
@@ -616,34 +594,20 @@ static void test_a_user_without_script_rights_gets_a_clear_error(
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(
-            test_eviction_never_lets_a_second_holder_in, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_same_server_on_two_addresses_is_refused, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_same_server_over_tcp_and_unix_socket_is_refused, setup,
-            teardown),
-        cmocka_unit_test_setup_teardown(
-            test_replica_beside_its_master_is_refused, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_policy_turned_evicting_loses_a_held_lock, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_a_node_that_stopped_evicting_does_not_vote_at_once, setup,
-            teardown),
-        cmocka_unit_test_setup_teardown(
-            test_allow_evicting_nodes_lets_them_vote, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_a_node_turned_replica_stops_voting, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_auto_trusts_fsync_always_and_quarantines_everysec, setup,
-            teardown),
-        cmocka_unit_test_setup_teardown(
-            test_a_node_whose_name_moves_is_followed, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_a_user_without_script_rights_gets_a_clear_error, setup,
-            teardown),
+        cmocka_unit_test(test_eviction_never_lets_a_second_holder_in),
+        cmocka_unit_test(test_same_server_on_two_addresses_is_refused),
+        cmocka_unit_test(test_same_server_over_tcp_and_unix_socket_is_refused),
+        cmocka_unit_test(test_replica_beside_its_master_is_refused),
+        cmocka_unit_test(test_policy_turned_evicting_loses_a_held_lock),
+        cmocka_unit_test(
+            test_a_node_that_stopped_evicting_does_not_vote_at_once),
+        cmocka_unit_test(test_allow_evicting_nodes_lets_them_vote),
+        cmocka_unit_test(test_a_node_turned_replica_stops_voting),
+        cmocka_unit_test(
+            test_auto_trusts_fsync_always_and_quarantines_everysec),
+        cmocka_unit_test(test_a_node_whose_name_moves_is_followed),
+        cmocka_unit_test(test_a_user_without_script_rights_gets_a_clear_error),
     };
 
-    harness_require_redis();
-    return cmocka_run_group_tests_name("preconditions", tests, NULL, NULL);
+    return FIXTURE_RUN("preconditions", &fx, tests);
 }

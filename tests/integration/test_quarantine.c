@@ -25,16 +25,11 @@
  * trusted vote (at most half of it). */
 #define TRUST_MAX_TTL_MS 30000
 
-struct fx {
-    struct rl_redis r[NODES];
-    struct harness_nodes hn;
-    rl_client *c;
-    rl_lock *l;
-};
+static const struct fixture_opts fx = { .nodes = NODES, .no_client = true };
 
 /* A fast client with max_ttl_ms MAX_TTL_MS; trust: trust_restarted_nodes
  * and max_ttl_ms TRUST_MAX_TTL_MS. */
-static void start_client(struct fx *f, bool trust)
+static void start_client(struct fixture *f, bool trust)
 {
     rl_config cfg;
 
@@ -45,30 +40,7 @@ static void start_client(struct fx *f, bool trust)
     assert_non_null(f->c);
 }
 
-static int setup(void **state)
-{
-    struct fx *f = calloc(1, sizeof(*f));
-
-    if (f == NULL)
-        return -1;
-    *state = f;
-    return fixture_start(f->r, NODES, &f->hn, NULL);
-}
-
-static int teardown(void **state)
-{
-    struct fx *f = *state;
-
-    if (f == NULL)
-        return 0;
-    rl_client_free(f->c);
-    rl_lock_free(f->l);
-    harness_cluster_stop(f->r, NODES);
-    free(f);
-    return 0;
-}
-
-static void ping(struct fx *f, rl_node_info *info, rl_status want)
+static void ping(struct fixture *f, rl_node_info *info, rl_status want)
 {
     size_t count = 0;
 
@@ -76,14 +48,14 @@ static void ping(struct fx *f, rl_node_info *info, rl_status want)
     assert_int_equal(count, NODES);
 }
 
-static void stats(struct fx *f, rl_stats *s)
+static void stats(struct fixture *f, rl_stats *s)
 {
     assert_int_equal(rl_client_stats(f->c, s), RL_OK);
     assert_int_equal(s->node_count, NODES);
 }
 
 /* One lock on key, released at once. */
-static void acquire_release(struct fx *f, const char *key,
+static void acquire_release(struct fixture *f, const char *key,
                             const rl_acquire_opts *o)
 {
     assert_int_equal(rl_acquire(f->c, key, o, &f->l), RL_OK);
@@ -93,7 +65,7 @@ static void acquire_release(struct fx *f, const char *key,
 
 /* Node 0 restarts empty, node 1 dies: a quorum needs node 0. Returns when
  * node 0 was restarted (harness_now_ms). */
-static int64_t restart_0_kill_1(struct fx *f)
+static int64_t restart_0_kill_1(struct fixture *f)
 {
     int64_t t_restart;
 
@@ -106,7 +78,7 @@ static int64_t restart_0_kill_1(struct fx *f)
 /* f->l was taken with node 0's vote (2 nodes): release it; node 0 votes
  * in rl_client_ping and rl_client_stats too (info, s left for more
  * checks). */
-static void node0_voted(struct fx *f, rl_node_info *info, rl_stats *s)
+static void node0_voted(struct fixture *f, rl_node_info *info, rl_stats *s)
 {
     assert_int_equal(rl_lock_nodes_ok(f->l), 2);
     assert_int_equal(rl_release(f->l), RL_OK);
@@ -119,7 +91,7 @@ static void node0_voted(struct fx *f, rl_node_info *info, rl_stats *s)
 
 static void test_restarted_node_does_not_vote_until_max_ttl(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
     rl_node_info info[NODES];
     rl_stats s;
@@ -201,7 +173,7 @@ static void test_restarted_node_does_not_vote_until_max_ttl(void **state)
 
 static void test_trusted_restarted_node_votes_at_once(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
     rl_node_info info[NODES];
     rl_stats s;
@@ -238,13 +210,9 @@ static void test_trusted_restarted_node_votes_at_once(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(
-            test_restarted_node_does_not_vote_until_max_ttl, setup,
-            teardown),
-        cmocka_unit_test_setup_teardown(
-            test_trusted_restarted_node_votes_at_once, setup, teardown),
+        cmocka_unit_test(test_restarted_node_does_not_vote_until_max_ttl),
+        cmocka_unit_test(test_trusted_restarted_node_votes_at_once),
     };
 
-    harness_require_redis();
-    return cmocka_run_group_tests_name("quarantine", tests, NULL, NULL);
+    return FIXTURE_RUN("quarantine", &fx, tests);
 }

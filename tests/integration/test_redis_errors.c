@@ -14,44 +14,8 @@
 
 #include "fixture.h"
 
-#define MAX_NODES 5
-
-struct fx {
-    struct rl_redis r[MAX_NODES];
-    int n;
-    struct harness_nodes hn;
-    rl_client *c;
-};
-
-static const int three = 3;
-static const int five = 5;
-
-static int setup_cluster(void **state)
-{
-    struct fx *f = calloc(1, sizeof(*f));
-
-    if (f == NULL)
-        return -1;
-    f->n = *(const int *)*state;
-    *state = f;
-    if (fixture_start(f->r, f->n, &f->hn, &f->c) != 0) {
-        free(f);
-        return -1;
-    }
-    return 0;
-}
-
-static int teardown_cluster(void **state)
-{
-    struct fx *f = *state;
-
-    if (f == NULL)
-        return 0;
-    rl_client_free(f->c);
-    harness_cluster_stop(f->r, MAX_NODES);
-    free(f);
-    return 0;
-}
+static const struct fixture_opts three = { .nodes = 3 };
+static const struct fixture_opts five = { .nodes = 5 };
 
 /* key is still the list ["x"] we created, without expiry. */
 static bool list_untouched(const struct rl_redis *r, const char *key)
@@ -85,7 +49,7 @@ static void make_list(const struct rl_redis *r, const char *key)
 static void test_wrongtype_key_on_a_majority_fails_acquire_and_stays(
     void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     const char *multi[] = { "we:free", "we:list" };
     rl_acquire_opts o = { 0 };
     rl_lock *l = NULL;
@@ -119,7 +83,7 @@ static void test_wrongtype_key_on_a_majority_fails_acquire_and_stays(
 static void test_wrongtype_replies_to_extend_and_release_are_node_failures(
     void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
     rl_lock *l = NULL;
     char token[128];
@@ -170,7 +134,7 @@ static void set_maxmemory(const struct rl_redis *r, const char *bytes)
 static void test_oom_on_a_majority_is_no_quorum_quoting_the_error(
     void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     const char *multi[] = { "oom:a", "oom:b" };
     rl_acquire_opts o = { 0 };
     rl_lock *l = NULL;
@@ -202,7 +166,7 @@ static void test_oom_on_a_majority_is_no_quorum_quoting_the_error(
 
 static void test_oom_on_a_minority_still_acquires(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
     rl_lock *l = NULL;
 
@@ -220,7 +184,7 @@ static void test_oom_on_a_minority_still_acquires(void **state)
 
 /* ---- NOSCRIPT ---- */
 
-static void flush_scripts(const struct fx *f)
+static void flush_scripts(const struct fixture *f)
 {
     for (int i = 0; i < f->n; i++)
         assert_true(harness_ok(harness_cmd(&f->r[i], "SCRIPT FLUSH")));
@@ -228,7 +192,7 @@ static void flush_scripts(const struct fx *f)
 
 /* Replace f->c with a client whose op timeout is 2 s (scaled), once every
  * node votes. */
-static void generous_client(struct fx *f)
+static void generous_client(struct fixture *f)
 {
     rl_config cfg;
 
@@ -242,7 +206,7 @@ static void generous_client(struct fx *f)
 
 static void test_release_and_extend_work_after_script_flush(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     const char *multi[] = { "ns:a", "ns:b", "ns:c" };
     rl_acquire_opts o = { 0 };
     rl_lock *l = NULL;
@@ -301,7 +265,7 @@ static void test_release_and_extend_work_after_script_flush(void **state)
 
 static void test_rollback_after_script_flush_leaves_no_keys(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     const char *multi[] = { "nsr:a", "nsr:b" };
     rl_acquire_opts o = { 0 };
     rl_lock *l = NULL;
@@ -334,7 +298,7 @@ static void test_rollback_after_script_flush_leaves_no_keys(void **state)
 static void test_batched_renewals_go_on_after_script_flush(void **state)
 {
     enum { LOCKS = 200 };
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
     rl_lock *l[LOCKS];
     rl_stats before, after;
@@ -394,7 +358,7 @@ static void make_replica(const struct rl_redis *r,
 
 static void test_readonly_replica_counts_as_a_failed_node(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
     rl_lock *l = NULL;
 
@@ -413,7 +377,7 @@ static void test_readonly_replica_counts_as_a_failed_node(void **state)
 static void test_readonly_majority_is_no_quorum_quoting_the_error(
     void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
     rl_lock *l = NULL;
 
@@ -429,28 +393,24 @@ static void test_readonly_majority_is_no_quorum_quoting_the_error(
         assert_true(harness_empty_within(&f->r[i], 1000));
 }
 
-#define NODES_TEST(fn, n)                                                     \
-    { #fn, fn, setup_cluster, teardown_cluster, (void *)&n }
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        NODES_TEST(test_wrongtype_key_on_a_majority_fails_acquire_and_stays,
-                   five),
-        NODES_TEST(
+        FIXTURE_TEST(test_wrongtype_key_on_a_majority_fails_acquire_and_stays,
+                     &five),
+        FIXTURE_TEST(
             test_wrongtype_replies_to_extend_and_release_are_node_failures,
-            five),
-        NODES_TEST(test_oom_on_a_majority_is_no_quorum_quoting_the_error,
-                   five),
-        NODES_TEST(test_oom_on_a_minority_still_acquires, three),
-        NODES_TEST(test_release_and_extend_work_after_script_flush, three),
-        NODES_TEST(test_rollback_after_script_flush_leaves_no_keys, three),
-        NODES_TEST(test_batched_renewals_go_on_after_script_flush, three),
-        NODES_TEST(test_readonly_replica_counts_as_a_failed_node, three),
-        NODES_TEST(test_readonly_majority_is_no_quorum_quoting_the_error,
-                   five),
+            &five),
+        FIXTURE_TEST(test_oom_on_a_majority_is_no_quorum_quoting_the_error,
+                     &five),
+        cmocka_unit_test(test_oom_on_a_minority_still_acquires),
+        cmocka_unit_test(test_release_and_extend_work_after_script_flush),
+        cmocka_unit_test(test_rollback_after_script_flush_leaves_no_keys),
+        cmocka_unit_test(test_batched_renewals_go_on_after_script_flush),
+        cmocka_unit_test(test_readonly_replica_counts_as_a_failed_node),
+        FIXTURE_TEST(test_readonly_majority_is_no_quorum_quoting_the_error,
+                     &five),
     };
 
-    harness_require_redis();
-    return cmocka_run_group_tests_name("redis_errors", tests, NULL, NULL);
+    return FIXTURE_RUN("redis_errors", &three, tests);
 }

@@ -22,44 +22,12 @@
 #include "fixture.h"
 
 #define NODES 3
-#define MAX_LOCKS 4
 
-struct fx {
-    struct rl_redis r[NODES];
-    struct harness_nodes hn;
-    rl_client *c;
-    rl_client *c2;
-    rl_lock *locks[MAX_LOCKS]; /* distinct handles, freed by teardown */
-};
-
-static int setup(void **state)
-{
-    struct fx *f = calloc(1, sizeof(*f));
-
-    if (f == NULL)
-        return -1;
-    *state = f;
-    return fixture_start(f->r, NODES, &f->hn, &f->c);
-}
-
-static int teardown(void **state)
-{
-    struct fx *f = *state;
-
-    if (f == NULL)
-        return 0;
-    rl_client_free(f->c);
-    rl_client_free(f->c2);
-    for (int i = 0; i < MAX_LOCKS; i++)
-        rl_lock_free(f->locks[i]);
-    harness_cluster_stop(f->r, NODES);
-    free(f);
-    return 0;
-}
+static const struct fixture_opts fx = { .nodes = NODES };
 
 /* Sum of calls= of the commands that write a lock key (INFO
  * commandstats), over every node. */
-static long long write_calls(struct fx *f)
+static long long write_calls(struct fixture *f)
 {
     static const char *const cmds[] = { "cmdstat_set:", "cmdstat_eval:",
                                         "cmdstat_evalsha:",
@@ -88,13 +56,13 @@ static long long write_calls(struct fx *f)
 }
 
 /* Nodes where key holds token with PTTL > 0; also the largest PTTL. */
-static int holders(struct fx *f, const char *key, const char *token,
+static int holders(struct fixture *f, const char *key, const char *token,
                    long long *max_pttl)
 {
     return harness_holders(f->r, NODES, key, token, max_pttl);
 }
 
-static bool key_gone(struct fx *f, const char *key)
+static bool key_gone(struct fixture *f, const char *key)
 {
     return harness_key_gone(f->r, NODES, key);
 }
@@ -102,7 +70,7 @@ static bool key_gone(struct fx *f, const char *key)
 static void test_same_thread_gets_same_lock_and_redis_is_not_touched(
     void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
     rl_lock *l1 = NULL;
     rl_lock *l2 = NULL;
@@ -150,7 +118,7 @@ static void test_same_thread_gets_same_lock_and_redis_is_not_touched(
 
 static void test_three_deep_releases_only_on_the_last(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
     rl_lock *l[3] = { NULL, NULL, NULL };
     char token[200];
@@ -204,7 +172,7 @@ static void *other_thread(void *arg)
 
 static void test_other_thread_is_an_ordinary_contender(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
     struct other t = { .c = f->c, .resource = "re:thr", .reentrant = true };
     struct other t2 = { .c = f->c, .resource = "re:thr-other",
@@ -238,7 +206,7 @@ static void test_other_thread_is_an_ordinary_contender(void **state)
 static void test_non_reentrant_or_other_client_on_same_thread_contends(
     void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
     rl_lock *l = NULL;
     char token[200];
@@ -273,18 +241,13 @@ static void test_non_reentrant_or_other_client_on_same_thread_contends(
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(
-            test_same_thread_gets_same_lock_and_redis_is_not_touched, setup,
-            teardown),
-        cmocka_unit_test_setup_teardown(
-            test_three_deep_releases_only_on_the_last, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_other_thread_is_an_ordinary_contender, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_non_reentrant_or_other_client_on_same_thread_contends,
-            setup, teardown),
+        cmocka_unit_test(
+            test_same_thread_gets_same_lock_and_redis_is_not_touched),
+        cmocka_unit_test(test_three_deep_releases_only_on_the_last),
+        cmocka_unit_test(test_other_thread_is_an_ordinary_contender),
+        cmocka_unit_test(
+            test_non_reentrant_or_other_client_on_same_thread_contends),
     };
 
-    harness_require_redis();
-    return cmocka_run_group_tests_name("reentrancy", tests, NULL, NULL);
+    return FIXTURE_RUN("reentrancy", &fx, tests);
 }

@@ -21,52 +21,7 @@
 
 #define NODES 5
 
-struct fx {
-    struct rl_redis r[NODES];
-    struct harness_nodes hn;
-    rl_client *c;
-    rl_client *c2;
-    rl_lock *l;
-    rl_lock *l2;
-    struct ev_loop *loop;
-};
-
-/* A fast client; loop: cfg.loop (NULL: its own thread). */
-static rl_client *client_for(struct fx *f, struct ev_loop *loop)
-{
-    rl_config cfg;
-
-    fixture_config(&cfg, &f->hn);
-    cfg.loop = loop;
-    return fixture_client(&cfg);
-}
-
-static int setup(void **state)
-{
-    struct fx *f = calloc(1, sizeof(*f));
-
-    if (f == NULL)
-        return -1;
-    *state = f;
-    return fixture_start(f->r, NODES, &f->hn, &f->c);
-}
-
-static int teardown(void **state)
-{
-    struct fx *f = *state;
-
-    if (f == NULL)
-        return 0;
-    rl_client_free(f->c);
-    rl_client_free(f->c2);
-    rl_lock_free(f->l);
-    rl_lock_free(f->l2);
-    if (f->loop != NULL)
-        ev_loop_destroy(f->loop);
-    harness_cluster_stop(f->r, NODES);
-    free(f);
-    return 0;
-}
+static const struct fixture_opts fx = { .nodes = NODES };
 
 static void print_node(const rl_node_stats *n)
 {
@@ -83,7 +38,7 @@ static void print_node(const rl_node_stats *n)
 
 static void test_counters_match_what_was_done(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
     rl_stats s;
     uint64_t against = 0;
@@ -114,7 +69,7 @@ static void test_counters_match_what_was_done(void **state)
     }
     o.fencing = false;
     /* Three refused attempts (retry_count 0: one attempt each). */
-    f->c2 = client_for(f, NULL);
+    f->c2 = fixture_client_on(f, NULL);
     assert_non_null(f->c2);
     assert_int_equal(rl_acquire(f->c2, "st:busy", &o, &f->l2), RL_OK);
     for (int i = 0; i < 3; i++)
@@ -173,7 +128,7 @@ static void test_counters_match_what_was_done(void **state)
 
 static void test_killed_node_shows_disconnected_and_failed(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
     rl_stats s;
     int64_t deadline;
@@ -211,7 +166,7 @@ static void test_killed_node_shows_disconnected_and_failed(void **state)
 
 static void test_lost_lock_is_counted(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
     struct pollfd p;
     rl_stats s;
@@ -235,7 +190,7 @@ static void test_lost_lock_is_counted(void **state)
 
 static void test_stats_rejects_bad_arguments_and_external_loop(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_stats s;
     rl_client *ext;
 
@@ -244,7 +199,7 @@ static void test_stats_rejects_bad_arguments_and_external_loop(void **state)
     assert_int_equal(rl_client_stats(NULL, NULL), RL_EINVAL);
     f->loop = ev_loop_new(0);
     assert_non_null(f->loop);
-    ext = client_for(f, f->loop);
+    ext = fixture_client_on(f, f->loop);
     assert_non_null(ext);
     assert_int_equal(rl_client_stats(ext, &s), RL_EMISUSE);
     fprintf(stderr, "  external loop: %s\n", rl_last_error());
@@ -254,7 +209,7 @@ static void test_stats_rejects_bad_arguments_and_external_loop(void **state)
 /* The small statistics calls give what rl_client_stats gives. */
 static void test_totals_and_one_node_match_the_whole_snapshot(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
     rl_stats *s = malloc(sizeof(*s));
     rl_node_stats n;
@@ -298,7 +253,7 @@ static void test_totals_and_one_node_match_the_whole_snapshot(void **state)
 
 static void test_small_stats_calls_reject_bad_arguments(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_node_stats n;
     rl_totals t;
     rl_client *ext;
@@ -313,7 +268,7 @@ static void test_small_stats_calls_reject_bad_arguments(void **state)
      * node's counters live on that loop's thread. */
     f->loop = ev_loop_new(0);
     assert_non_null(f->loop);
-    ext = client_for(f, f->loop);
+    ext = fixture_client_on(f, f->loop);
     assert_non_null(ext);
     assert_int_equal(rl_client_totals(ext, &t), RL_OK);
     assert_int_equal(t.node_count, NODES);
@@ -325,22 +280,13 @@ static void test_small_stats_calls_reject_bad_arguments(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_counters_match_what_was_done,
-                                        setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_killed_node_shows_disconnected_and_failed, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_lost_lock_is_counted, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(
-            test_stats_rejects_bad_arguments_and_external_loop, setup,
-            teardown),
-        cmocka_unit_test_setup_teardown(
-            test_totals_and_one_node_match_the_whole_snapshot, setup,
-            teardown),
-        cmocka_unit_test_setup_teardown(
-            test_small_stats_calls_reject_bad_arguments, setup, teardown),
+        cmocka_unit_test(test_counters_match_what_was_done),
+        cmocka_unit_test(test_killed_node_shows_disconnected_and_failed),
+        cmocka_unit_test(test_lost_lock_is_counted),
+        cmocka_unit_test(test_stats_rejects_bad_arguments_and_external_loop),
+        cmocka_unit_test(test_totals_and_one_node_match_the_whole_snapshot),
+        cmocka_unit_test(test_small_stats_calls_reject_bad_arguments),
     };
 
-    harness_require_redis();
-    return cmocka_run_group_tests_name("stats", tests, NULL, NULL);
+    return FIXTURE_RUN("stats", &fx, tests);
 }

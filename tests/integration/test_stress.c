@@ -45,12 +45,6 @@
 #define STRESS_MS 2000
 #define MAX_THREADS 8
 
-struct fx {
-    struct rl_redis r[NODES];
-    struct harness_nodes hn;
-    rl_client *c;
-};
-
 /* The first unexpected outcome, kept for the report. */
 struct first_error {
     atomic_int set;
@@ -123,52 +117,25 @@ static void sleep_us(uint32_t us)
     nanosleep(&ts, NULL);
 }
 
-static int setup(void **state)
+/* Contended resources: quick retries, bounded by opts.wait_ms. */
+static void quick_retries(rl_config *cfg)
 {
-    struct fx *f = calloc(1, sizeof(*f));
-
-    if (f == NULL)
-        return -1;
-    if (harness_cluster_start_nodes(f->r, NODES, NULL, &f->hn) != 0) {
-        free(f);
-        return -1;
-    }
-    *state = f;
-    return 0;
+    cfg->retry_delay_ms = 2;
+    cfg->retry_jitter_ms = 1;
 }
 
-static int setup_client(void **state)
-{
-    struct fx *f;
-    rl_config cfg;
-
-    if (setup(state) != 0)
-        return -1;
-    f = *state;
-    fixture_config(&cfg, &f->hn);
-    /* Contended resources: quick retries, bounded by opts.wait_ms. */
-    cfg.retry_delay_ms = 2;
-    cfg.retry_jitter_ms = 1;
-    f->c = fixture_client(&cfg);
-    return f->c == NULL ? -1 : 0;
-}
-
-static int teardown(void **state)
-{
-    struct fx *f = *state;
-
-    rl_client_free(f->c);
-    harness_cluster_stop(f->r, NODES);
-    free(f);
-    return 0;
-}
+/* Servers only (the test makes its clients), or with a client. */
+static const struct fixture_opts servers = { .nodes = NODES,
+                                             .no_client = true };
+static const struct fixture_opts with_client = { .nodes = NODES,
+                                                 .tune = quick_retries };
 
 /* One blocking connection per node, for one thread. */
 struct conns {
     redisContext *rc[NODES];
 };
 
-static bool conns_open(struct conns *k, const struct fx *f)
+static bool conns_open(struct conns *k, const struct fixture *f)
 {
     for (int i = 0; i < NODES; i++) {
         k->rc[i] = harness_connect(&f->r[i]);
@@ -267,7 +234,7 @@ static void rec_wait(struct rec *r, const char *what)
 #define S1_TTL_MS 40
 
 struct s1_shared {
-    struct fx *f;
+    struct fixture *f;
     atomic_long acquired;
     atomic_long acquire_failed;  /* RL_ENOQUORUM / RL_ETIMEOUT: allowed */
     atomic_long released_ok;
@@ -432,7 +399,7 @@ static void *s1_main(void *arg)
 
 static void test_releases_and_frees_racing_watchdog_renewals(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     struct s1_shared shared;
     struct s1_shared *sh = &shared;
     struct s1_worker w[MAX_THREADS];
@@ -497,7 +464,7 @@ static const enum s2_role s2_roles[] = {
 #define S2_MIN_SECTIONS 20
 
 struct s2_shared {
-    struct fx *f;
+    struct fixture *f;
     long mem_counter;             /* plain: guarded by the lock only */
     atomic_int inside;            /* holders in the section now */
     atomic_long overlaps;
@@ -694,7 +661,7 @@ static void *s2_main(void *arg)
 
 static void test_reentrant_acquires_racing_releases(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     struct s2_shared shared;
     struct s2_shared *sh = &shared;
     struct s2_worker w[S2_THREADS];
@@ -818,7 +785,7 @@ static bool s3_status_ok(rl_status st)
 
 /* One round: a fresh client, everything in flight, then rl_client_free
  * from the main thread while another thread frees watched locks. */
-static void s3_round(struct fx *f, int round, uint32_t *seed)
+static void s3_round(struct fixture *f, int round, uint32_t *seed)
 {
     struct s3_round rd;
     struct s3_blocker b[MAX_THREADS];
@@ -936,7 +903,7 @@ static void s3_round(struct fx *f, int round, uint32_t *seed)
 }
 
 /* Keys matching pattern on every node: gone within ms (scaled)? */
-static bool keys_gone_within(const struct fx *f, const char *pattern,
+static bool keys_gone_within(const struct fixture *f, const char *pattern,
                              int64_t ms)
 {
     int64_t deadline = harness_now_ms() + harness_scale_ms(ms);
@@ -956,7 +923,7 @@ static bool keys_gone_within(const struct fx *f, const char *pattern,
 
 static void test_client_free_with_operations_in_flight(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_config cfg;
     rl_acquire_opts o = { 0 };
     rl_client *holder;
@@ -1060,7 +1027,7 @@ static void run_until(struct ev_loop *loop, rl_lock **slot, int64_t ms)
     }
 }
 
-static void free_in_callback_round(struct fx *f, enum s3_kind kind, int round)
+static void free_in_callback_round(struct fixture *f, enum s3_kind kind, int round)
 {
     struct ev_loop *loop = ev_loop_new(0);
     struct s3_ext *x = calloc(1, sizeof(*x));
@@ -1149,7 +1116,7 @@ static void free_in_callback_round(struct fx *f, enum s3_kind kind, int round)
 
 static void test_client_free_inside_callbacks_external_loop(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     int reps = under_valgrind() ? 1 : 5;
 
     for (int i = 0; i < reps; i++) {
@@ -1162,18 +1129,11 @@ static void test_client_free_inside_callbacks_external_loop(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(
-            test_releases_and_frees_racing_watchdog_renewals, setup_client,
-            teardown),
-        cmocka_unit_test_setup_teardown(
-            test_reentrant_acquires_racing_releases, setup_client, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_client_free_with_operations_in_flight, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_client_free_inside_callbacks_external_loop, setup,
-            teardown),
+        cmocka_unit_test(test_releases_and_frees_racing_watchdog_renewals),
+        cmocka_unit_test(test_reentrant_acquires_racing_releases),
+        FIXTURE_TEST(test_client_free_with_operations_in_flight, &servers),
+        FIXTURE_TEST(test_client_free_inside_callbacks_external_loop, &servers),
     };
 
-    harness_require_redis();
-    return cmocka_run_group_tests_name("stress", tests, NULL, NULL);
+    return FIXTURE_RUN("stress", &with_client, tests);
 }

@@ -24,14 +24,8 @@
 #define CYCLES 500
 #define RESOURCES 3
 
-struct fx {
-    struct rl_redis r[NODES];
-    struct harness_nodes hn;
-    rl_client *c;
-};
-
 struct shared {
-    struct fx *f;
+    struct fixture *f;
     long mem_counter[RESOURCES];     /* plain, guarded by the lock only */
     atomic_int inside[RESOURCES];    /* holders in the section now */
     atomic_long overlaps;            /* times inside was not 0 on entry */
@@ -49,41 +43,16 @@ struct worker {
     int id;
 };
 
-static int setup(void **state)
+/* Contended: a few quick retries. */
+static void quick_retries(rl_config *cfg)
 {
-    struct fx *f = calloc(1, sizeof(*f));
-    rl_config cfg;
-
-    if (f == NULL)
-        return -1;
-    if (harness_cluster_start_nodes(f->r, NODES, NULL, &f->hn) != 0) {
-        free(f);
-        return -1;
-    }
-    fixture_config(&cfg, &f->hn);
-    /* Contended: a few quick retries. */
-    cfg.retry_count = 3;
-    cfg.retry_delay_ms = 2;
-    cfg.retry_jitter_ms = 1;
-    f->c = fixture_client(&cfg);
-    if (f->c == NULL) {
-        harness_cluster_stop(f->r, NODES);
-        free(f);
-        return -1;
-    }
-    *state = f;
-    return 0;
+    cfg->retry_count = 3;
+    cfg->retry_delay_ms = 2;
+    cfg->retry_jitter_ms = 1;
 }
 
-static int teardown(void **state)
-{
-    struct fx *f = *state;
-
-    rl_client_free(f->c);
-    harness_cluster_stop(f->r, NODES);
-    free(f);
-    return 0;
-}
+static const struct fixture_opts fx = { .nodes = NODES,
+                                        .tune = quick_retries };
 
 static void note_error(struct shared *sh, rl_status st, const char *what)
 {
@@ -176,7 +145,7 @@ static long long redis_counter(const struct rl_redis *r, int k)
 
 static void test_threads_sharing_a_client_never_share_a_lock(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     struct shared *sh = calloc(1, sizeof(*sh));
     struct worker w[THREADS];
     pthread_t t[THREADS];
@@ -254,7 +223,7 @@ static void *err_worker_main(void *arg)
 
 static void test_last_error_is_per_thread(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     struct err_worker w[THREADS];
     pthread_t t[THREADS];
 
@@ -274,13 +243,9 @@ static void test_last_error_is_per_thread(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(
-            test_threads_sharing_a_client_never_share_a_lock, setup,
-            teardown),
-        cmocka_unit_test_setup_teardown(test_last_error_is_per_thread, setup,
-                                        teardown),
+        cmocka_unit_test(test_threads_sharing_a_client_never_share_a_lock),
+        cmocka_unit_test(test_last_error_is_per_thread),
     };
 
-    harness_require_redis();
-    return cmocka_run_group_tests_name("threads", tests, NULL, NULL);
+    return FIXTURE_RUN("threads", &fx, tests);
 }

@@ -24,54 +24,28 @@
 
 #define NODES 3
 
-struct fx {
-    struct rl_redis r[NODES];
-    struct harness_nodes hn;
-    rl_client *c;
-    rl_client *c2;
-    rl_lock *l;
-    rl_lock *l2;
-    pid_t proxies[NODES];        /* faultproxy processes, 0: none */
-};
-
-static int setup(void **state)
+/* The faultproxy processes in front of the nodes (f->priv), 0: none. */
+static void stop_proxies(struct fixture *f)
 {
-    struct fx *f = calloc(1, sizeof(*f));
+    pid_t *proxies = f->priv;
 
-    *state = f;
-    return f != NULL ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    struct fx *f = *state;
-
-    rl_lock_free(f->l);
-    rl_lock_free(f->l2);
-    rl_client_free(f->c);
-    rl_client_free(f->c2);
     for (int i = 0; i < NODES; i++)
-        fixture_proxy_stop(&f->proxies[i]);
-    harness_cluster_stop(f->r, NODES);
-    free(f);
-    return 0;
+        fixture_proxy_stop(&proxies[i]);
 }
+
+/* No servers: each test starts its own (start_tls). */
+static const struct fixture_opts fx = { .priv_size = NODES * sizeof(pid_t),
+                                        .cleanup = stop_proxies };
 
 /* NODES TLS servers; hn gets "rediss://host:tls_port" (with the
  * credentials of o, if any). */
-static void start_tls(struct fx *f, const char *server_cert,
+static void start_tls(struct fixture *f, const char *server_cert,
                       bool auth_clients, const struct harness_opts *base,
                       const char *host)
 {
-    struct harness_opts o = {0};
+    struct harness_opts o = harness_tls_opts(base, server_cert, auth_clients);
     char uri[192];
 
-    if (base != NULL)
-        o = *base;
-    o.tls_cert = harness_cert(server_cert);
-    o.tls_key = harness_cert("server.key");
-    o.tls_ca = harness_cert("ca.pem");
-    o.tls_auth_clients = auth_clients;
     assert_int_equal(harness_cluster_start(f->r, NODES, &o), 0);
     memset(&f->hn, 0, sizeof(f->hn));
     for (int i = 0; i < NODES; i++) {
@@ -86,7 +60,7 @@ static void start_tls(struct fx *f, const char *server_cert,
 }
 
 /* The fast test configuration on hn, trusting the test CA. */
-static void tls_config(struct fx *f, rl_config *cfg)
+static void tls_config(struct fixture *f, rl_config *cfg)
 {
     fixture_config(cfg, &f->hn);
     cfg->tls_ca_file = harness_cert("ca.pem");
@@ -96,7 +70,7 @@ static void tls_config(struct fx *f, rl_config *cfg)
 
 /* acquire, check the token on every node (plaintext port), extend,
  * release, check the keys are gone. */
-static void lock_cycle(struct fx *f, rl_client *c, const char *resource)
+static void lock_cycle(struct fixture *f, rl_client *c, const char *resource)
 {
     rl_acquire_opts o = {0};
     const char *key = resource; /* fixture_config sets no prefix */
@@ -116,7 +90,7 @@ static void lock_cycle(struct fx *f, rl_client *c, const char *resource)
 
 /* Every node of a client that cannot talk to any of them: the acquire
  * fails (promptly), and ping names each node with the reason. */
-static void expect_nodes_fail(struct fx *f, const rl_config *cfg,
+static void expect_nodes_fail(struct fixture *f, const rl_config *cfg,
                               const char *reason)
 {
     rl_node_info info[NODES];
@@ -152,7 +126,7 @@ static void expect_nodes_fail(struct fx *f, const rl_config *cfg,
 
 static void test_lock_cycle_over_tls_on_three_nodes(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_node_info info[NODES];
     size_t count = 0;
     rl_config cfg;
@@ -173,7 +147,7 @@ static void test_lock_cycle_over_tls_on_three_nodes(void **state)
 
 static void test_config_tls_applies_to_every_tcp_node(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     char uri[64];
     rl_config cfg;
 
@@ -193,7 +167,7 @@ static void test_config_tls_applies_to_every_tcp_node(void **state)
 static void test_mutual_tls_with_and_without_a_client_certificate(
     void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_config cfg;
 
     start_tls(f, "server.pem", true, NULL, "127.0.0.1");
@@ -208,7 +182,7 @@ static void test_mutual_tls_with_and_without_a_client_certificate(
 
 static void test_wrong_ca_fails_each_node_naming_it(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_config cfg;
 
     start_tls(f, "server.pem", false, NULL, "127.0.0.1");
@@ -225,7 +199,7 @@ static void test_wrong_ca_fails_each_node_naming_it(void **state)
 
 static void test_host_name_mismatch_and_server_name(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_config cfg;
 
     start_tls(f, "server.pem", false, NULL, "localhost");
@@ -245,7 +219,7 @@ static void test_host_name_mismatch_and_server_name(void **state)
 
 static void test_expired_certificate_fails_unless_insecure(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_config cfg;
 
     start_tls(f, "expired.pem", false, NULL, "127.0.0.1");
@@ -260,7 +234,7 @@ static void test_expired_certificate_fails_unless_insecure(void **state)
 
 static void test_tls_with_acl_user_and_password(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     struct harness_opts o = {0};
     char uri[192];
     rl_config cfg;
@@ -284,7 +258,7 @@ static void test_tls_with_acl_user_and_password(void **state)
 
 static void test_protocol_mismatch_both_ways_fails_promptly(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     char uri[64];
     rl_config cfg;
 
@@ -322,7 +296,8 @@ static void test_slow_tls_connect_leaves_the_handshake_its_timeout(
     fprintf(stderr, "SKIP: built without tools/faultproxy\n");
     skip();
 #else
-    struct fx *f = *state;
+    struct fixture *f = *state;
+    pid_t *proxies = f->priv;
     rl_acquire_opts o = {0};
     rl_config cfg;
     rl_stats s;
@@ -330,8 +305,7 @@ static void test_slow_tls_connect_leaves_the_handshake_its_timeout(
 
     start_tls(f, "server.pem", false, NULL, "127.0.0.1");
     for (int i = 0; i < NODES; i++) {
-        int port = fixture_proxy_start(&f->proxies[i], f->r[i].tls_port,
-                                       300);
+        int port = fixture_proxy_start(&proxies[i], f->r[i].tls_port, 300);
 
         assert_true(port > 0);
         snprintf(uri, sizeof(uri), "rediss://127.0.0.1:%d", port);
@@ -381,7 +355,7 @@ static void *wait_for_lock(void *arg)
 static void test_release_notification_wakes_a_waiter_over_tls(
     void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     struct waiter w = {0};
     pthread_t t;
     rl_config cfg;
@@ -444,7 +418,7 @@ static rl_node_stats wait_handshakes(rl_client *c, int i, uint64_t want)
  * (issue 11: session resumption on reconnect); the stats count it. */
 static void test_reconnect_resumes_the_tls_session(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_node_stats ns;
     redisReply *reply;
     rl_config cfg;
@@ -474,7 +448,7 @@ static void test_reconnect_resumes_the_tls_session(void **state)
 
 static void test_unix_socket_and_plaintext_nodes_still_work(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     struct harness_opts o = {.unix_socket = true};
     char uri[HARNESS_DIR_MAX + 32];
     rl_config cfg;
@@ -519,7 +493,7 @@ static void expect_config_error(const rl_config *cfg, const char *want)
 
 static void test_bad_files_are_einval_naming_the_file(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_config cfg;
 
     start_tls(f, "server.pem", false, NULL, "127.0.0.1");
@@ -547,41 +521,22 @@ static void test_bad_files_are_einval_naming_the_file(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(
-            test_lock_cycle_over_tls_on_three_nodes, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_config_tls_applies_to_every_tcp_node, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_mutual_tls_with_and_without_a_client_certificate, setup,
-            teardown),
-        cmocka_unit_test_setup_teardown(
-            test_wrong_ca_fails_each_node_naming_it, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_host_name_mismatch_and_server_name, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_expired_certificate_fails_unless_insecure, setup,
-            teardown),
-        cmocka_unit_test_setup_teardown(
-            test_tls_with_acl_user_and_password, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_protocol_mismatch_both_ways_fails_promptly, setup,
-            teardown),
-        cmocka_unit_test_setup_teardown(
-            test_release_notification_wakes_a_waiter_over_tls, setup,
-            teardown),
-        cmocka_unit_test_setup_teardown(
-            test_reconnect_resumes_the_tls_session, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_unix_socket_and_plaintext_nodes_still_work, setup,
-            teardown),
-        cmocka_unit_test_setup_teardown(
-            test_bad_files_are_einval_naming_the_file, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_slow_tls_connect_leaves_the_handshake_its_timeout, setup,
-            teardown),
+        cmocka_unit_test(test_lock_cycle_over_tls_on_three_nodes),
+        cmocka_unit_test(test_config_tls_applies_to_every_tcp_node),
+        cmocka_unit_test(test_mutual_tls_with_and_without_a_client_certificate),
+        cmocka_unit_test(test_wrong_ca_fails_each_node_naming_it),
+        cmocka_unit_test(test_host_name_mismatch_and_server_name),
+        cmocka_unit_test(test_expired_certificate_fails_unless_insecure),
+        cmocka_unit_test(test_tls_with_acl_user_and_password),
+        cmocka_unit_test(test_protocol_mismatch_both_ways_fails_promptly),
+        cmocka_unit_test(test_release_notification_wakes_a_waiter_over_tls),
+        cmocka_unit_test(test_reconnect_resumes_the_tls_session),
+        cmocka_unit_test(test_unix_socket_and_plaintext_nodes_still_work),
+        cmocka_unit_test(test_bad_files_are_einval_naming_the_file),
+        cmocka_unit_test(
+            test_slow_tls_connect_leaves_the_handshake_its_timeout),
     };
 
-    harness_require_redis();
     harness_require_certs();
-    return cmocka_run_group_tests_name("tls", tests, NULL, NULL);
+    return FIXTURE_RUN("tls", &fx, tests);
 }

@@ -41,10 +41,8 @@
  * take (4 x 256), so renewals must wait for room. */
 #define OVERLOAD_LOCKS 2048
 
-struct fx {
-    struct rl_redis r[NODES];
-    struct harness_nodes hn;
-    rl_client *c;
+/* The locks of a test (f->priv). */
+struct many {
     rl_lock **locks;
     char (*tokens)[64];
     int n;
@@ -59,7 +57,7 @@ struct lost_tally {
 
 /* Acquisitions in flight, and their outcome. */
 struct acquiring {
-    struct fx *f;
+    struct many *m;
     atomic_int in_flight;
     atomic_int first_failure;   /* status of the first refused acquire */
     atomic_int sent;
@@ -91,44 +89,39 @@ static int scale_n(void)
 #endif
 }
 
-static int setup(void **state)
+/* A loaded 2-core machine runs five servers and this test: give a batch
+ * of 256 keys room before it counts as a timeout. */
+static void roomy_op_timeout(rl_config *cfg)
 {
-    struct fx *f = calloc(1, sizeof(*f));
-    rl_config cfg;
-
-    assert_non_null(f);
-    harness_require_redis();
-    f->n = scale_n();
-    f->cap = f->n > OVERLOAD_LOCKS ? f->n : OVERLOAD_LOCKS;
-    f->locks = calloc((size_t)f->cap, sizeof(*f->locks));
-    f->tokens = calloc((size_t)f->cap, sizeof(*f->tokens));
-    assert_non_null(f->locks);
-    assert_non_null(f->tokens);
-    assert_int_equal(harness_cluster_start_nodes(f->r, NODES, NULL, &f->hn),
-                     0);
-    fixture_config(&cfg, &f->hn);
-    /* A loaded 2-core machine runs five servers and this test: give a
-     * batch of 256 keys room before it counts as a timeout. */
-    cfg.op_timeout_ms = (uint32_t)harness_scale_ms(500);
-    f->c = fixture_client(&cfg);
-    assert_non_null(f->c);
-    *state = f;
-    return 0;
+    cfg->op_timeout_ms = (uint32_t)harness_scale_ms(500);
 }
 
-static int teardown(void **state)
+static void free_many(struct fixture *f)
 {
-    struct fx *f = *state;
+    struct many *m = f->priv;
 
-    for (int i = 0; i < f->cap; i++)
-        rl_lock_free(f->locks[i]);
-    rl_client_free(f->c);
-    harness_cluster_stop(f->r, NODES);
-    free(f->locks);
-    free(f->tokens);
-    free(f);
-    return 0;
+    for (int i = 0; i < m->cap; i++)
+        rl_lock_free(m->locks[i]);
+    free(m->locks);
+    free(m->tokens);
 }
+
+static int alloc_many(struct fixture *f)
+{
+    struct many *m = f->priv;
+
+    m->n = scale_n();
+    m->cap = m->n > OVERLOAD_LOCKS ? m->n : OVERLOAD_LOCKS;
+    m->locks = calloc((size_t)m->cap, sizeof(*m->locks));
+    m->tokens = calloc((size_t)m->cap, sizeof(*m->tokens));
+    return m->locks != NULL && m->tokens != NULL ? 0 : -1;
+}
+
+static const struct fixture_opts fx = { .nodes = NODES,
+                                        .tune = roomy_op_timeout,
+                                        .priv_size = sizeof(struct many),
+                                        .setup = alloc_many,
+                                        .cleanup = free_many };
 
 static void on_lost(rl_lock *l, void *privdata)
 {
@@ -147,8 +140,8 @@ static void on_acquired(rl_client *c, rl_status st, rl_lock *l,
 
     (void)c;
     if (st == RL_OK) {
-        a->f->locks[s->i] = l;
-        snprintf(a->f->tokens[s->i], sizeof(a->f->tokens[s->i]), "%s",
+        a->m->locks[s->i] = l;
+        snprintf(a->m->tokens[s->i], sizeof(a->m->tokens[s->i]), "%s",
                  rl_lock_token(l));
     } else {
         int none = RL_OK;
@@ -163,25 +156,26 @@ static void on_acquired(rl_client *c, rl_status st, rl_lock *l,
     atomic_fetch_sub(&a->in_flight, 1);
 }
 
-/* Acquire f->n watched locks "<prefix>:<i>" with the async API, at most
+/* Acquire m->n watched locks "<prefix>:<i>" with the async API, at most
  * IN_FLIGHT at once. RL_EOVERLOAD is the watchdog asking for time (a busy
  * machine runs late): those acquires are made again after a pause, as a
  * caller would, until every lock is held (a scaled 60 s at most). Any
  * other refusal fails the test. */
-static void acquire_all(struct fx *f, const char *prefix,
+static void acquire_all(struct fixture *f, const char *prefix,
                         const rl_acquire_opts *o)
 {
+    struct many *m = f->priv;
     char name[64];
     int64_t t0 = harness_now_ms();
     int overloaded = 0;
 
     for (;;) {
-        struct acquiring a = { .f = f };
+        struct acquiring a = { .m = m };
 
-        for (int i = 0; i < f->n; i++) {
+        for (int i = 0; i < m->n; i++) {
             struct slot *s;
 
-            if (f->locks[i] != NULL)
+            if (m->locks[i] != NULL)
                 continue;
             s = malloc(sizeof(*s));
             assert_non_null(s);
@@ -209,15 +203,16 @@ static void acquire_all(struct fx *f, const char *prefix,
         harness_sleep_ms(200);
     }
     fprintf(stderr, "  %d watched locks acquired in %lld ms (%d acquires "
-                    "made again after RL_EOVERLOAD)\n", f->n,
+                    "made again after RL_EOVERLOAD)\n", m->n,
             (long long)(harness_now_ms() - t0), overloaded);
 }
 
 /* How many of the running nodes hold each lock's token; the minimum over
  * all locks (pipelined GETs). */
-static int min_holders(struct fx *f, const char *prefix)
+static int min_holders(struct fixture *f, const char *prefix)
 {
-    int *held = calloc((size_t)f->n, sizeof(*held));
+    struct many *m = f->priv;
+    int *held = calloc((size_t)m->n, sizeof(*held));
     int min = NODES;
 
     assert_non_null(held);
@@ -228,20 +223,20 @@ static int min_holders(struct fx *f, const char *prefix)
             continue;
         ctx = harness_connect(&f->r[k]);
         assert_non_null(ctx);
-        for (int i = 0; i < f->n; i++)
+        for (int i = 0; i < m->n; i++)
             redisAppendCommand(ctx, "GET %s:%d", prefix, i);
-        for (int i = 0; i < f->n; i++) {
+        for (int i = 0; i < m->n; i++) {
             redisReply *r = NULL;
 
             assert_int_equal(redisGetReply(ctx, (void **)&r), REDIS_OK);
             if (r->type == REDIS_REPLY_STRING &&
-                strcmp(r->str, f->tokens[i]) == 0)
+                strcmp(r->str, m->tokens[i]) == 0)
                 held[i]++;
             freeReplyObject(r);
         }
         redisFree(ctx);
     }
-    for (int i = 0; i < f->n; i++)
+    for (int i = 0; i < m->n; i++)
         if (held[i] < min)
             min = held[i];
     free(held);
@@ -256,12 +251,13 @@ static rl_stats stats(rl_client *c)
     return s;
 }
 
-static int lost_locks(const struct fx *f)
+static int lost_locks(const struct fixture *f)
 {
+    const struct many *m = f->priv;
     int lost = 0;
 
-    for (int i = 0; i < f->n; i++)
-        lost += rl_lock_lost(f->locks[i]);
+    for (int i = 0; i < m->n; i++)
+        lost += rl_lock_lost(m->locks[i]);
     return lost;
 }
 
@@ -279,11 +275,12 @@ static void watched_opts(rl_acquire_opts *o, uint32_t ttl_ms,
 
 static void test_many_watched_locks_renewed_with_none_lost(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
+    struct many *m = f->priv;
     struct lost_tally t = { 0 };
     rl_acquire_opts o;
     uint64_t before, renewals;
-    const uint64_t want = (uint64_t)f->n * 3;
+    const uint64_t want = (uint64_t)m->n * 3;
     int64_t hold_ms = 5000;
     int64_t t0;
     int held;
@@ -303,7 +300,7 @@ static void test_many_watched_locks_renewed_with_none_lost(void **state)
     held = min_holders(f, "ws:ok");
     fprintf(stderr, "  %d locks, %lld ms: %llu renewals, %d lost, every "
                     "key on >= %d nodes\n",
-            f->n, (long long)(harness_now_ms() - t0),
+            m->n, (long long)(harness_now_ms() - t0),
             (unsigned long long)renewals, atomic_load(&t.calls), held);
     assert_int_equal(atomic_load(&t.calls), 0);
     assert_int_equal(lost_locks(f), 0);
@@ -317,7 +314,7 @@ static void test_many_watched_locks_renewed_with_none_lost(void **state)
 
 /* Largest and smallest PTTL of "<prefix>:<i>" (i = first, first + step,
  * ... below count) over every node; each key must hold its token. */
-static void pttl_range(struct fx *f, rl_lock **l, const char *prefix,
+static void pttl_range(struct fixture *f, rl_lock **l, const char *prefix,
                        int first, int step, int count, long long *lo,
                        long long *hi)
 {
@@ -345,7 +342,7 @@ static void pttl_range(struct fx *f, rl_lock **l, const char *prefix,
 static void test_mixed_ttls_and_multi_key_locks_renewed(void **state)
 {
     enum { LOCKS = 300, MULTI = 4 };
-    struct fx *f = *state;
+    struct fixture *f = *state;
     struct lost_tally t = { 0 };
     rl_acquire_opts o;
     rl_lock *l[LOCKS], *m[MULTI];
@@ -417,7 +414,7 @@ static uint64_t node_script_calls(const struct rl_redis *r)
  * other with renew_window_pct = pct, were each renewed twice on average
  * (2 x count renewals: a fixed amount of work, about 2.5 s on an idle
  * machine; at most a scaled 10 s). */
-static uint64_t batches_with_window(struct fx *f, uint8_t pct, int count)
+static uint64_t batches_with_window(struct fixture *f, uint8_t pct, int count)
 {
     struct lost_tally t = { 0 };
     rl_config cfg;
@@ -463,7 +460,7 @@ static uint64_t batches_with_window(struct fx *f, uint8_t pct, int count)
  * due, so many times more calls. */
 static void test_renew_window_sets_how_renewals_coalesce(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     uint64_t wide = batches_with_window(f, 24, 100);
     uint64_t none = batches_with_window(f, 0, 100);
 
@@ -478,7 +475,7 @@ static void test_renew_window_sets_how_renewals_coalesce(void **state)
 
 static void test_node_killed_and_one_paused_none_lost(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     struct lost_tally t = { 0 };
     rl_acquire_opts o;
     int held;
@@ -514,7 +511,8 @@ static void test_node_killed_and_one_paused_none_lost(void **state)
 static void test_majority_paused_reports_every_lock_lost_in_time(
     void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
+    struct many *m = f->priv;
     struct lost_tally t = { 0 };
     rl_acquire_opts o;
     int64_t t0;
@@ -525,27 +523,28 @@ static void test_majority_paused_reports_every_lock_lost_in_time(
     t0 = harness_now_ms();
     for (int k = 0; k < 3; k++)
         assert_int_equal(harness_pause(&f->r[k]), 0);
-    assert_true(harness_wait_count(&t.calls, f->n, 5000));
+    assert_true(harness_wait_count(&t.calls, m->n, 5000));
     fprintf(stderr, "  majority paused: %d of %d locks reported lost "
                     "within %lld ms, %d of them after validity ended\n",
-            atomic_load(&t.calls), f->n,
+            atomic_load(&t.calls), m->n,
             (long long)(harness_now_ms() - t0), atomic_load(&t.late));
     for (int k = 0; k < 3; k++)
         assert_int_equal(harness_resume(&f->r[k]), 0);
     assert_int_equal(atomic_load(&t.late), 0);
-    assert_int_equal(lost_locks(f), f->n);
-    assert_int_equal((int)stats(f->c).lost, f->n);
+    assert_int_equal(lost_locks(f), m->n);
+    assert_int_equal((int)stats(f->c).lost, m->n);
 }
 
 /* ---- Overload: new watched acquires refused while renewals wait ---------*/
 
 /* The most validity any of the n locks has left, in ms. */
-static int64_t max_validity_ms(const struct fx *f)
+static int64_t max_validity_ms(const struct fixture *f)
 {
+    const struct many *m = f->priv;
     int64_t max = 0;
 
-    for (int i = 0; i < f->n; i++) {
-        int64_t v = rl_lock_validity_ms(f->locks[i]);
+    for (int i = 0; i < m->n; i++) {
+        int64_t v = rl_lock_validity_ms(m->locks[i]);
 
         if (v > max)
             max = v;
@@ -555,7 +554,8 @@ static int64_t max_validity_ms(const struct fx *f)
 
 static void test_behind_watchdog_refuses_new_watched_acquires(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
+    struct many *m = f->priv;
     struct lost_tally t = { 0 };
     rl_client *fast = f->c;
     rl_acquire_opts o;
@@ -573,7 +573,7 @@ static void test_behind_watchdog_refuses_new_watched_acquires(void **state)
     cfg.op_timeout_ms = (uint32_t)harness_scale_ms(1500);
     f->c = fixture_client(&cfg);
     assert_non_null(f->c);
-    f->n = OVERLOAD_LOCKS;
+    m->n = OVERLOAD_LOCKS;
     watched_opts(&o, 2000, &t);
     acquire_all(f, "ws:behind", &o);
     for (int k = 0; k < 3; k++)
@@ -589,7 +589,7 @@ static void test_behind_watchdog_refuses_new_watched_acquires(void **state)
     snprintf(why, sizeof(why), "%s", rl_last_error());
     fprintf(stderr, "  %d locks, majority paused, %llu renewals waiting: "
                     "watched acquire -> %s (%s)\n",
-            f->n, (unsigned long long)stats(f->c).renewals_waiting,
+            m->n, (unsigned long long)stats(f->c).renewals_waiting,
             rl_status_name(st), why);
     assert_int_equal(st, RL_EOVERLOAD);
     assert_null(extra);
@@ -607,7 +607,7 @@ static void test_behind_watchdog_refuses_new_watched_acquires(void **state)
 
     /* Every lock is reported lost in time; the backlog empties and
      * watched acquires work again. */
-    assert_true(harness_wait_count(&t.calls, f->n, 5000));
+    assert_true(harness_wait_count(&t.calls, m->n, 5000));
     for (int k = 0; k < 3; k++)
         assert_int_equal(harness_resume(&f->r[k]), 0);
     assert_int_equal(atomic_load(&t.late), 0);
@@ -616,9 +616,9 @@ static void test_behind_watchdog_refuses_new_watched_acquires(void **state)
     o.wait_ms = harness_scale_ms(5000); /* the resumed nodes reconnect */
     assert_int_equal(rl_acquire(f->c, "ws:behind:after", &o, &extra), RL_OK);
     assert_int_equal(rl_release(extra), RL_OK);
-    for (int i = 0; i < f->n; i++) {
-        rl_lock_free(f->locks[i]);
-        f->locks[i] = NULL;
+    for (int i = 0; i < m->n; i++) {
+        rl_lock_free(m->locks[i]);
+        m->locks[i] = NULL;
     }
     rl_client_free(f->c);
     f->c = fast;
@@ -643,7 +643,8 @@ static void on_released(rl_client *c, rl_status st, void *privdata)
 
 static void test_releases_and_frees_race_batched_renewals(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
+    struct many *m = f->priv;
     struct lost_tally t = { 0 };
     struct releasing rel = { 0 };
     rl_acquire_opts o;
@@ -660,25 +661,25 @@ static void test_releases_and_frees_race_batched_renewals(void **state)
 
         snprintf(prefix, sizeof(prefix), "ws:race%d", round);
         acquire_all(f, prefix, &o);
-        for (int i = 0; i < f->n; i++) {
+        for (int i = 0; i < m->n; i++) {
             if (i % 10 == 0) /* spread over several renewal ticks */
                 harness_sleep_ms(1);
             if (i % 2 == 0) {
                 assert_int_equal(
-                    rl_release_async(f->locks[i], on_released, &rel),
+                    rl_release_async(m->locks[i], on_released, &rel),
                     RL_OK);
                 released++;
             } else {
-                rl_lock_free(f->locks[i]);
+                rl_lock_free(m->locks[i]);
             }
-            f->locks[i] = NULL;
+            m->locks[i] = NULL;
         }
     }
     while (atomic_load(&rel.done) < released)
         harness_sleep_ms(5);
     fprintf(stderr, "  %d releases and %d frees raced renewals: %d "
                     "releases failed, %d lost\n",
-            released, 3 * f->n - released, atomic_load(&rel.failed),
+            released, 3 * m->n - released, atomic_load(&rel.failed),
             atomic_load(&t.calls));
     assert_int_equal(atomic_load(&rel.failed), 0);
     assert_int_equal(atomic_load(&t.calls), 0);
@@ -688,23 +689,14 @@ static void test_releases_and_frees_race_batched_renewals(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(
-            test_many_watched_locks_renewed_with_none_lost, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_mixed_ttls_and_multi_key_locks_renewed, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_renew_window_sets_how_renewals_coalesce, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_node_killed_and_one_paused_none_lost, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_majority_paused_reports_every_lock_lost_in_time, setup,
-            teardown),
-        cmocka_unit_test_setup_teardown(
-            test_behind_watchdog_refuses_new_watched_acquires, setup,
-            teardown),
-        cmocka_unit_test_setup_teardown(
-            test_releases_and_frees_race_batched_renewals, setup, teardown),
+        cmocka_unit_test(test_many_watched_locks_renewed_with_none_lost),
+        cmocka_unit_test(test_mixed_ttls_and_multi_key_locks_renewed),
+        cmocka_unit_test(test_renew_window_sets_how_renewals_coalesce),
+        cmocka_unit_test(test_node_killed_and_one_paused_none_lost),
+        cmocka_unit_test(test_majority_paused_reports_every_lock_lost_in_time),
+        cmocka_unit_test(test_behind_watchdog_refuses_new_watched_acquires),
+        cmocka_unit_test(test_releases_and_frees_race_batched_renewals),
     };
 
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return FIXTURE_RUN("tests", &fx, tests);
 }

@@ -30,15 +30,8 @@
 #include "fixture.h"
 
 #define NODES 5
-#define MAX_LOCKS 4
 
-struct fx {
-    struct rl_redis r[NODES];
-    struct harness_nodes hn;
-    rl_client *c;
-    rl_client *c2;
-    rl_lock *locks[MAX_LOCKS]; /* freed by teardown if a test failed */
-};
+static const struct fixture_opts fx = { .nodes = NODES };
 
 /* What the lost callback saw. */
 struct lost_rec {
@@ -74,42 +67,13 @@ static void on_lost(rl_lock *l, void *privdata)
     atomic_fetch_add(&r->calls, 1);
 }
 
-static int setup(void **state)
-{
-    struct fx *f = calloc(1, sizeof(*f));
-
-    if (f == NULL)
-        return -1;
-    *state = f;
-    return fixture_start(f->r, NODES, &f->hn, &f->c);
-}
-
-static int teardown(void **state)
-{
-    struct fx *f = *state;
-
-    if (f == NULL)
-        return 0;
-    for (int i = 0; i < NODES; i++) {
-        if (f->r[i].paused)
-            harness_resume(&f->r[i]);
-    }
-    rl_client_free(f->c);
-    rl_client_free(f->c2);
-    for (int i = 0; i < MAX_LOCKS; i++)
-        rl_lock_free(f->locks[i]);
-    harness_cluster_stop(f->r, NODES);
-    free(f);
-    return 0;
-}
-
 /* Nodes (running, not paused) where key holds token with PTTL > 0. */
-static int holders(struct fx *f, const char *key, const char *token)
+static int holders(struct fixture *f, const char *key, const char *token)
 {
     return harness_holders(f->r, NODES, key, token, NULL);
 }
 
-static bool key_gone_within(struct fx *f, const char *key, int64_t ms)
+static bool key_gone_within(struct fixture *f, const char *key, int64_t ms)
 {
     return harness_key_gone_within(f->r, NODES, key, ms);
 }
@@ -117,7 +81,7 @@ static bool key_gone_within(struct fx *f, const char *key, int64_t ms)
 /* A 1 s-TTL lock on key renewed by the watchdog (with the caps the
  * caller set in o), its loss recorded in rec; kept in f->locks[0] for the
  * teardown, its token copied to token. */
-static rl_lock *acquire_watched(struct fx *f, const char *key,
+static rl_lock *acquire_watched(struct fixture *f, const char *key,
                                 rl_acquire_opts *o, struct lost_rec *rec,
                                 char *token, size_t len)
 {
@@ -180,7 +144,7 @@ static void *cpu_hog(void *arg)
  * duration_ms / 200 checks. A slow machine (valgrind, sanitizers) holds
  * longer instead of failing; only a watchdog that stops renewing (or a
  * loop that stops looking) runs into the scaled deadline. */
-static void hold_without_false_loss(struct fx *f, const char *resource,
+static void hold_without_false_loss(struct fixture *f, const char *resource,
                                     int64_t duration_ms, int hogs)
 {
     struct lost_rec rec = { 0 };
@@ -285,7 +249,7 @@ static void test_watchdog_holds_for_60s_on_a_loaded_machine(void **state)
 
 /* ---- A majority fails during the hold: lost before validity ends --------*/
 
-static void lost_before_validity_end(struct fx *f, bool pause,
+static void lost_before_validity_end(struct fixture *f, bool pause,
                                      const char *key)
 {
     struct lost_rec rec = { 0 };
@@ -375,7 +339,7 @@ static void test_sigstop_3_of_5_reports_lost_before_validity_ends(
 static void test_watchdog_start_renews_and_stop_lets_lock_expire(
     void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     struct lost_rec rec = { 0 };
     rl_acquire_opts o = { 0 };
     rl_acquire_opts wo = { 0 };
@@ -432,7 +396,7 @@ static void test_watchdog_start_renews_and_stop_lets_lock_expire(
 
 static void test_max_renewals_stops_renewing_and_reports_lost(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     struct lost_rec rec = { 0 };
     rl_acquire_opts o = { 0 };
     rl_lock *l = NULL;
@@ -472,7 +436,7 @@ static void test_max_renewals_stops_renewing_and_reports_lost(void **state)
  * without caps renews on. */
 static void test_watchdog_start_caps_a_plain_and_a_fenced_lock(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     const bool fenced[] = {false, true};
 
     for (size_t i = 0; i < 2; i++) {
@@ -535,7 +499,7 @@ static void test_watchdog_start_caps_a_plain_and_a_fenced_lock(void **state)
 
 static void test_max_hold_ms_stops_renewing_and_reports_lost(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     struct lost_rec rec = { 0 };
     rl_acquire_opts o = { 0 };
     rl_lock *l = NULL;
@@ -574,7 +538,7 @@ static void test_max_hold_ms_stops_renewing_and_reports_lost(void **state)
 /* ---- rl_with_lock --------------------------------------------------------*/
 
 struct section {
-    struct fx *f;
+    struct fixture *f;
     const char *key;
     int calls;
     int ret;
@@ -613,7 +577,7 @@ static int section_fn(rl_lock *l, void *arg)
 
 static void test_with_lock_runs_fn_while_key_holds_token(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     struct section s = { .f = f, .key = "wd:with", .ret = 0 };
     rl_acquire_opts o = { 0 };
     int result = -12345;
@@ -630,7 +594,7 @@ static void test_with_lock_runs_fn_while_key_holds_token(void **state)
 
 static void test_with_lock_releases_when_fn_fails(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     struct section s = { .f = f, .key = "wd:with-err", .ret = 42 };
     rl_acquire_opts o = { 0 };
     int result = 0;
@@ -661,7 +625,7 @@ static void test_with_lock_releases_when_fn_fails(void **state)
 
 static void test_with_lock_keeps_lock_for_3x_ttl(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     struct section s = { .f = f, .key = "wd:with-long", .run_ms = 3000,
                          .min_renewals = 6 };
     rl_acquire_opts o = { 0 };
@@ -684,7 +648,7 @@ static void test_with_lock_keeps_lock_for_3x_ttl(void **state)
 
 static void test_with_lock_on_held_resource_does_not_call_fn(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     struct section s = { .f = f, .key = "wd:with-busy" };
     rl_acquire_opts o = { 0 };
     rl_lock *other = NULL;
@@ -712,7 +676,7 @@ static void test_with_lock_on_held_resource_does_not_call_fn(void **state)
 
 static void test_extend_interval_above_half_ttl_is_einval(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     struct section s = { .f = f, .key = "wd:inval" };
     rl_acquire_opts o = { 0 };
     rl_acquire_opts wo = { 0 };
@@ -750,43 +714,21 @@ static void test_extend_interval_above_half_ttl_is_einval(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(
-            test_watchdog_holds_for_60s_on_a_loaded_machine, setup,
-            teardown),
-        cmocka_unit_test_setup_teardown(
-            test_watchdog_holds_1s_ttl_lock_for_10s_without_false_loss,
-            setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_kill_3_of_5_reports_lost_before_validity_ends, setup,
-            teardown),
-        cmocka_unit_test_setup_teardown(
-            test_sigstop_3_of_5_reports_lost_before_validity_ends, setup,
-            teardown),
-        cmocka_unit_test_setup_teardown(
-            test_watchdog_start_renews_and_stop_lets_lock_expire, setup,
-            teardown),
-        cmocka_unit_test_setup_teardown(
-            test_max_renewals_stops_renewing_and_reports_lost, setup,
-            teardown),
-        cmocka_unit_test_setup_teardown(
-            test_max_hold_ms_stops_renewing_and_reports_lost, setup,
-            teardown),
-        cmocka_unit_test_setup_teardown(
-            test_watchdog_start_caps_a_plain_and_a_fenced_lock, setup,
-            teardown),
-        cmocka_unit_test_setup_teardown(
-            test_with_lock_runs_fn_while_key_holds_token, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_with_lock_releases_when_fn_fails, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_with_lock_keeps_lock_for_3x_ttl,
-                                        setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_with_lock_on_held_resource_does_not_call_fn, setup,
-            teardown),
-        cmocka_unit_test_setup_teardown(
-            test_extend_interval_above_half_ttl_is_einval, setup, teardown),
+        cmocka_unit_test(test_watchdog_holds_for_60s_on_a_loaded_machine),
+        cmocka_unit_test(
+            test_watchdog_holds_1s_ttl_lock_for_10s_without_false_loss),
+        cmocka_unit_test(test_kill_3_of_5_reports_lost_before_validity_ends),
+        cmocka_unit_test(test_sigstop_3_of_5_reports_lost_before_validity_ends),
+        cmocka_unit_test(test_watchdog_start_renews_and_stop_lets_lock_expire),
+        cmocka_unit_test(test_max_renewals_stops_renewing_and_reports_lost),
+        cmocka_unit_test(test_max_hold_ms_stops_renewing_and_reports_lost),
+        cmocka_unit_test(test_watchdog_start_caps_a_plain_and_a_fenced_lock),
+        cmocka_unit_test(test_with_lock_runs_fn_while_key_holds_token),
+        cmocka_unit_test(test_with_lock_releases_when_fn_fails),
+        cmocka_unit_test(test_with_lock_keeps_lock_for_3x_ttl),
+        cmocka_unit_test(test_with_lock_on_held_resource_does_not_call_fn),
+        cmocka_unit_test(test_extend_interval_above_half_ttl_is_einval),
     };
 
-    harness_require_redis();
-    return cmocka_run_group_tests_name("watchdog", tests, NULL, NULL);
+    return FIXTURE_RUN("watchdog", &fx, tests);
 }

@@ -1,0 +1,170 @@
+/* test_scripts.c -- the scripts' table (src/scripts.c): names, digests,
+ * which scripts may create lock keys, and the parts of the wire contract
+ * a source shows without running it. No Redis (the integration tests run
+ * them). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <openssl/evp.h>
+
+#include "scripts.h"
+
+#define THREADS 4
+
+static void test_every_script_has_a_distinct_name_and_a_source(
+    void **state)
+{
+    (void)state;
+    for (int i = 0; i < SCRIPT_COUNT; i++) {
+        const struct script *s = script_get((enum script_id)i);
+
+        assert_non_null(s->name);
+        assert_true(strlen(s->name) > 0);
+        assert_null(strchr(s->name, ' '));
+        assert_non_null(s->source);
+        assert_true(strlen(s->source) > 0);
+        for (int j = 0; j < i; j++)
+            assert_string_not_equal(s->name,
+                                    script_get((enum script_id)j)->name);
+    }
+    assert_string_equal(script_get(SCRIPT_ACQUIRE_MULTI)->name,
+                        "acquire-multi");
+    assert_string_equal(script_get(SCRIPT_TOUCH_BATCH)->name,
+                        "touch-batch");
+}
+
+/* The SHA1 Redis names a script by (EVALSHA): lowercase hex of the
+ * digest of the source, computed here on its own. */
+static void test_digest_is_the_lowercase_sha1_of_the_source(void **state)
+{
+    (void)state;
+    for (int i = 0; i < SCRIPT_COUNT; i++) {
+        const struct script *s = script_get((enum script_id)i);
+        unsigned char md[EVP_MAX_MD_SIZE];
+        unsigned int len = 0;
+        char hex[2 * EVP_MAX_MD_SIZE + 1];
+
+        assert_int_equal(EVP_Digest(s->source, strlen(s->source), md, &len,
+                                    EVP_sha1(), NULL), 1);
+        assert_int_equal(len, 20);
+        for (unsigned int j = 0; j < len; j++)
+            snprintf(hex + 2 * j, 3, "%02x", md[j]);
+        assert_string_equal(s->sha1, hex);
+    }
+}
+
+/* No two scripts share a digest (a node would run the wrong one). */
+static void test_digests_are_distinct(void **state)
+{
+    (void)state;
+    for (int i = 0; i < SCRIPT_COUNT; i++) {
+        for (int j = 0; j < i; j++)
+            assert_string_not_equal(script_get((enum script_id)i)->sha1,
+                                    script_get((enum script_id)j)->sha1);
+    }
+}
+
+static void *get_all(void *arg)
+{
+    const struct script **out = arg;
+
+    for (int i = 0; i < SCRIPT_COUNT; i++)
+        out[i] = script_get((enum script_id)i);
+    return NULL;
+}
+
+/* The first calls race from several threads: all see one table with its
+ * digests filled in. */
+static void test_first_calls_from_threads_see_one_table(void **state)
+{
+    const struct script *seen[THREADS][SCRIPT_COUNT];
+    pthread_t th[THREADS];
+
+    (void)state;
+    for (int t = 0; t < THREADS; t++)
+        assert_int_equal(pthread_create(&th[t], NULL, get_all, seen[t]), 0);
+    for (int t = 0; t < THREADS; t++)
+        assert_int_equal(pthread_join(th[t], NULL), 0);
+    for (int t = 0; t < THREADS; t++) {
+        for (int i = 0; i < SCRIPT_COUNT; i++) {
+            assert_ptr_equal(seen[t][i], seen[0][i]);
+            assert_int_equal(strlen(seen[t][i]->sha1), 40);
+        }
+    }
+}
+
+/* Only the acquiring scripts set lock keys: node.c never resends those
+ * late, so the flag must be exactly theirs. */
+static void test_only_acquiring_scripts_create_keys(void **state)
+{
+    (void)state;
+    for (int i = 0; i < SCRIPT_COUNT; i++) {
+        bool acquiring = i == SCRIPT_ACQUIRE_MULTI ||
+                         i == SCRIPT_ACQUIRE_FENCED ||
+                         i == SCRIPT_READER_ACQUIRE ||
+                         i == SCRIPT_WRITER_ACQUIRE;
+
+        assert_int_equal(script_get((enum script_id)i)->creates_keys,
+                         acquiring);
+    }
+}
+
+/* Renewals never recreate an absent key (that would hide a lapse): the
+ * extend scripts set no key, they only move expiries. */
+static void test_renewals_never_set_a_key(void **state)
+{
+    static const enum script_id renewals[] = { SCRIPT_EXTEND,
+                                               SCRIPT_TOUCH_BATCH };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(renewals) / sizeof(renewals[0]); i++) {
+        const char *src = script_get(renewals[i])->source;
+
+        assert_null(strstr(src, "'set'"));
+        assert_null(strstr(src, "'hset'"));
+    }
+}
+
+/* Every script that deletes a lock key tells the waiters on
+ * redlock:release:<key>. */
+static void test_deleting_scripts_publish_the_release(void **state)
+{
+    (void)state;
+    for (int i = 0; i < SCRIPT_COUNT; i++) {
+        const char *src = script_get((enum script_id)i)->source;
+        bool deletes = strstr(src, "'del', k") != NULL ||
+                       strstr(src, "'del', KEYS[1])") != NULL;
+
+        if (!deletes || i == SCRIPT_INTENT_CLEAR)
+            continue;
+        assert_non_null(strstr(src, "'publish', 'redlock:release:' .."));
+    }
+    assert_non_null(strstr(script_get(SCRIPT_RELEASE)->source, "publish"));
+    assert_non_null(
+        strstr(script_get(SCRIPT_READER_RELEASE)->source, "publish"));
+    assert_non_null(
+        strstr(script_get(SCRIPT_FORCE_RELEASE)->source, "publish"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_first_calls_from_threads_see_one_table),
+        cmocka_unit_test(
+            test_every_script_has_a_distinct_name_and_a_source),
+        cmocka_unit_test(test_digest_is_the_lowercase_sha1_of_the_source),
+        cmocka_unit_test(test_digests_are_distinct),
+        cmocka_unit_test(test_only_acquiring_scripts_create_keys),
+        cmocka_unit_test(test_renewals_never_set_a_key),
+        cmocka_unit_test(test_deleting_scripts_publish_the_release),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
