@@ -84,9 +84,6 @@ struct lock_req {
 static pthread_mutex_t orphan_mutex = PTHREAD_MUTEX_INITIALIZER;
 
 static void unwatch(struct rl_lock *l);
-static void renewed(void *owner, rl_status st, rl_mono_us t0,
-                    unsigned voters);
-static void start_renewal(struct rl_lock *l, struct lock_req *user);
 static void resume_waiting(struct rl_lock *l);
 
 /* ---- Handles and the registry ------------------------------------------- */
@@ -1143,34 +1140,27 @@ rl_status rl_lock_adopt_opts(rl_client *c, const char *resource,
     return RL_OK;
 }
 
-/* rl_watchdog_start on l's client c (orphan_mutex held by the caller). */
+/* The watchdog start request for l, queued on c (orphan_mutex held by
+ * the caller). */
 static rl_status queue_watch(rl_client *c, rl_lock *l,
                              const rl_acquire_opts *o)
 {
     static const rl_acquire_opts defaults;
-    struct lock_req *r;
-    rl_status st;
+    struct lock_req *r = req_new(c, REQ_WATCH, l, NULL);
+    rl_status st = RL_OK;
 
-    if (atomic_exchange(&l->watch_claimed, true))
-        return rl_fail(RL_EMISUSE, "'%s': the watchdog is already running",
-                       l->rec.resource);
-    r = req_new(c, REQ_WATCH, l, NULL);
-    st = r != NULL ? RL_OK : RL_ENOMEM;
-    if (r != NULL) {
-        r->opts = o != NULL ? *o : defaults;
-        /* Caps need the extra block: made here, where failing is allowed
-         * (the loop thread keeps it if l has none). */
-        if (watchdog_needs_extra(&r->opts) && (r->extra = extra_new()) == NULL)
-            st = RL_ENOMEM;
-        if (st == RL_OK)
-            st = watchdog_start(registry(c)->watchdog);
-        if (st != RL_OK)
-            req_free(r);
-        else
-            st = submit(r);
-    }
-    if (st != RL_OK)
-        atomic_store(&l->watch_claimed, false);
+    if (r == NULL)
+        return RL_ENOMEM;
+    r->opts = o != NULL ? *o : defaults;
+    /* Caps need the extra block: made here, where failing is allowed (the
+     * loop thread keeps it if l has none). */
+    if (watchdog_needs_extra(&r->opts) && (r->extra = extra_new()) == NULL)
+        st = RL_ENOMEM;
+    if (st == RL_OK)
+        st = watchdog_start(registry(c)->watchdog);
+    if (st == RL_OK)
+        return submit(r);
+    req_free(r);
     return st;
 }
 
@@ -1202,7 +1192,13 @@ rl_status rl_watchdog_start(rl_lock *l, const rl_acquire_opts *o)
         return st;
     pthread_mutex_lock(&orphan_mutex);
     c = atomic_load(&l->client);
-    st = c != NULL ? queue_watch(c, l, o) : orphaned();
+    if (c == NULL)
+        st = orphaned();
+    else if (atomic_exchange(&l->watch_claimed, true))
+        st = rl_fail(RL_EMISUSE, "'%s': the watchdog is already running",
+                     l->rec.resource);
+    else if ((st = queue_watch(c, l, o)) != RL_OK)
+        atomic_store(&l->watch_claimed, false);
     pthread_mutex_unlock(&orphan_mutex);
     return st;
 }

@@ -287,8 +287,8 @@ static void flush_batch(struct extend_batch **b)
 }
 
 /* A batch is over: kept for the next tick (a batch and its arguments are
- * tens of KB: allocating them each tick made the allocator return and
- * refault that memory every time), and renewals waiting for room may go. */
+ * large; allocating them each tick makes the allocator return and refault
+ * that memory every time), and renewals waiting for room may go. */
 static void batch_over(void *arg, struct extend_batch *b)
 {
     struct watchdog *w = arg;

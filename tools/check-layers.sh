@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fails when a file in src/ includes a header of a layer above its own
-# (DESIGN §3: every file calls only down). Each module's .c and .h share a
+# (every file calls only down). Each module's .c and .h share a
 # layer; a file may include headers of its own layer or below. A module not
 # in the table is an error too, so a new file must be placed on purpose.
 #   tools/check-layers.sh [SRC_DIR]
