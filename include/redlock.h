@@ -28,7 +28,8 @@
  *   reaches zero, or extend the lock first.
  * - Every function returns an rl_status (RL_OK == 0, errors negative) and
  *   leaves a one-line detail in rl_last_error() (per thread): which node,
- *   which option, what Redis replied. Passwords never appear in it.
+ *   which option, what Redis replied. Passwords never appear in it. Each
+ *   function's paragraph ends with the codes it returns ("Returns:").
  * - By default the client runs its own event loop on a private thread and
  *   every function is thread-safe. With cfg.loop set, the client uses the
  *   caller's libev loop instead, starts no thread, and only the *_async
@@ -46,7 +47,8 @@
  * - Calls on a lock may race rl_client_free of its client: they then end
  *   with RL_ECANCELED (rl_lock_free still frees the handle).
  *
- * Guarantees and assumptions: see README.md ("Guarantees").
+ * Guarantees and assumptions: see README.md ("Guarantees"); the keys,
+ * values and scripts on the nodes: docs/protocol.md.
  */
 #ifndef REDLOCK_H
 #define REDLOCK_H
@@ -127,9 +129,13 @@ RL_API size_t rl_uri_describe(const char *uri, char *buf, size_t len);
 /* A parsed node URI; opaque, read with the getters below. */
 typedef struct rl_uri rl_uri;
 
-/* Parse uri (no DNS lookup). RL_OK with *out (free with rl_uri_free);
- * RL_EINVAL with rl_last_error() naming the problem and quoting the URI as
- * rl_uri_describe shows it; RL_ENOMEM. Thread-safe, never blocks. */
+/* Parse uri (no DNS lookup) into *out; free it with rl_uri_free.
+ * Thread-safe, never blocks.
+ * Returns:
+ *   RL_OK      *out is set.
+ *   RL_EINVAL  not a node URI: rl_last_error() names the problem and
+ *              quotes the URI as rl_uri_describe shows it.
+ *   RL_ENOMEM */
 RL_API rl_status rl_uri_parse(const char *uri, rl_uri **out);
 /* Free u, wiping the password. NULL is a no-op. */
 RL_API void rl_uri_free(rl_uri *u);
@@ -178,8 +184,10 @@ typedef struct rl_cancel rl_cancel;
  * (rl_last_error says so). Any thread. */
 RL_API rl_cancel *rl_cancel_new(void);
 /* Fire t: idempotent, thread-safe, never blocks on the nodes (it queues
- * the cancellations to each client's loop). RL_OK, or RL_EINVAL when t is
- * NULL. */
+ * the cancellations to each client's loop).
+ * Returns:
+ *   RL_OK
+ *   RL_EINVAL  t is NULL. */
 RL_API rl_status rl_cancel_fire(rl_cancel *t);
 /* True once t was fired (false for NULL). Any thread. */
 RL_API bool rl_cancel_fired(const rl_cancel *t);
@@ -234,7 +242,7 @@ typedef struct rl_config {
     void *log_privdata;
     int log_level;               /* enum rl_log_level, default RL_LOG_WARN */
     struct ev_loop *loop;        /* external libev loop, or NULL (own thread) */
-    /* TLS (issue 11). A node uses TLS when its URI is rediss:// or tls is
+    /* TLS. A node uses TLS when its URI is rediss:// or tls is
      * true (then for every TCP node; unix sockets stay plaintext). TLS 1.2
      * at least; the server certificate is verified against the system
      * trust store (or tls_ca_file / tls_ca_dir) and the node's host name
@@ -256,13 +264,13 @@ typedef struct rl_config {
     bool tls_insecure;           /* no certificate verification at all (the
                                     traffic is encrypted but anybody can
                                     pose as the server). def. false */
-    /* Clock guard (issue 15), on by default: lock-path requests take the
+    /* Clock guard, on by default: lock-path requests take the
      * node's TIME along (pipelined, no extra round trip); a node whose
      * clock runs outside 1 +- drift_factor of ours or steps does not vote
      * until it has behaved for max_ttl_ms, and its uptime is not trusted
      * meanwhile. Turn it off only for servers that refuse TIME. */
     bool no_clock_guard;         /* def. false (the guard is on) */
-    /* Watchdog (issue 16): renewals that fall due within this percentage
+    /* Watchdog: renewals that fall due within this percentage
      * of their renewal interval (at most 100 ms) go out together, that
      * much early, never late; fewer wake-ups and script calls at the cost
      * of renewing a little sooner. 0..24 (below the retry pause), default
@@ -306,10 +314,12 @@ RL_API void rl_config_init(rl_config *cfg);
 /* Create a client: validates and copies cfg, resolves host names, starts the
  * connections (and, without cfg->loop, the loop thread), and waits up to
  * connect_timeout_ms for the nodes to answer. Unreachable nodes do not make
- * it fail: they are retried in the background with backoff.
- * Returns NULL on error with *st (if st is not NULL) set to RL_EINVAL (bad
- * configuration, rl_last_error() names the field or URI), RL_ENOMEM or
- * RL_ESYSTEM. Blocks; call from any thread but the client's loop thread. */
+ * it fail: they are retried in the background with backoff. Blocks; call
+ * from any thread but the client's loop thread.
+ * Returns the client, or NULL with *st (if st is not NULL) set to:
+ *   RL_EINVAL   bad configuration: rl_last_error() names the field or URI.
+ *   RL_ENOMEM
+ *   RL_ESYSTEM  a thread, descriptor or loop could not be made. */
 RL_API rl_client *rl_client_new(const rl_config *cfg, rl_status *st);
 
 /* Free the client. Operations still in flight end with RL_ECANCELED (their
@@ -349,7 +359,7 @@ typedef struct rl_acquire_opts {
     uint32_t max_renewals;    /* watchdog cap: 0 = no cap */
     uint64_t max_hold_ms;     /* watchdog cap on total hold time: 0 or
                                  UINT64_MAX = none; else at most a century */
-    /* Lock kinds (issue 13; README "Lock kinds"). */
+    /* Lock kinds (README "Lock kinds"). */
     uint32_t lock_delay_ms;   /* lock-delay: keys live ttl + this after each
                                  acquire and extend (validity still counts
                                  ttl only), so a crashed or paused holder
@@ -401,50 +411,73 @@ enum rl_mode {
 
 /* ---- Blocking API (thread-safe; not with cfg.loop; not in callbacks) ------*/
 
-/* Acquire resource (1..512 bytes, no "redlock:" prefix) on a majority.
- * On RL_OK *out is a lock the caller owns (free with rl_release or
- * rl_lock_free). Errors: RL_ENOTACQUIRED (held by another client, retries
- * and wait ran out), RL_ENOQUORUM (too few nodes answered), RL_ETIMEOUT
- * (quorum reached with less validity than asked), RL_EOVERLOAD (with
- * auto_extend: the client's watchdog is behind -- a renewal waiting for the
- * nodes is late by half the time from its due moment to its safety margin
- * -- so no watched lock is taken until it has caught up; nothing was
- * sent), RL_EABORTED (o->cancel was fired first: nothing of it is left
- * on the nodes), RL_EINVAL, RL_EMISUSE, RL_ENOMEM, RL_ERANDOM,
- * RL_ECANCELED. Blocks. */
+/* Acquire resource (1..512 bytes, no "redlock:" prefix) on a majority of
+ * the nodes, retrying as o says. Blocks.
+ * Returns:
+ *   RL_OK            *out is a lock the caller owns (free it with
+ *                    rl_release or rl_lock_free).
+ *   RL_ENOTACQUIRED  held by another client; the retries and the wait ran
+ *                    out.
+ *   RL_ENOQUORUM     too few nodes answered.
+ *   RL_ETIMEOUT      a quorum granted, but with less validity than asked.
+ *   RL_EOVERLOAD     with auto_extend: the client's watchdog is behind (a
+ *                    renewal waiting for the nodes is late by half the
+ *                    time from its due moment to its safety margin), so no
+ *                    watched lock is taken until it has caught up; nothing
+ *                    was sent.
+ *   RL_EABORTED      o->cancel was fired first; nothing of it is left on
+ *                    the nodes.
+ *   RL_EINVAL        bad argument or option (rl_last_error() names it).
+ *   RL_EMISUSE       external loop, or called from a callback.
+ *   RL_ENOMEM
+ *   RL_ERANDOM       no random token could be made.
+ *   RL_ECANCELED     the client is being freed. */
 RL_API rl_status rl_acquire(rl_client *c, const char *resource,
                             const rl_acquire_opts *o, rl_lock **out);
 
 /* Acquire several resources at once: on each node all of them or none
- * (one script call per node). count 1..64. Otherwise as rl_acquire. */
+ * (one script call per node). count 1..64. Otherwise as rl_acquire.
+ * Returns: the codes of rl_acquire. */
 RL_API rl_status rl_acquire_multi(rl_client *c, const char *const *resources,
                                   size_t count, const rl_acquire_opts *o,
                                   rl_lock **out);
 
 /* Extend the lock to ttl_ms (1..max_ttl_ms; 0 = the TTL it was acquired
  * with) by re-quorum: on each node the key's expiry is reset only where it
- * still holds this lock's token; an absent key is never recreated. RL_OK:
- * validity renewed from the round's start. RL_ELOST: a majority says the
- * lock is gone or taken, or validity ran out first, or the lock was
- * already lost (once lost, always lost). RL_ENOQUORUM: too few answers
- * (validity unchanged; you may retry). RL_EMISUSE: another extend of this
- * lock is in flight, the client was freed, or the call comes from a
- * callback. RL_ECANCELED: the lock was released or its client freed
- * meanwhile. RL_EINVAL, RL_ENOMEM. On a watched lock it waits for the
- * watchdog's renewal in flight, then runs. Blocks. */
+ * still holds this lock's token; an absent key is never recreated. On a
+ * watched lock it waits for the watchdog's renewal in flight, then runs.
+ * Blocks.
+ * Returns:
+ *   RL_OK         validity renewed from the round's start.
+ *   RL_ELOST      a majority says the lock is gone or taken, or the
+ *                 validity ran out first, or the lock was already lost
+ *                 (once lost, always lost).
+ *   RL_ENOQUORUM  too few answers; the validity is unchanged (you may
+ *                 retry).
+ *   RL_EMISUSE    another extend of this lock is in flight, the client was
+ *                 freed, or the call comes from a callback.
+ *   RL_ECANCELED  the lock was released or its client freed meanwhile.
+ *   RL_EINVAL
+ *   RL_ENOMEM */
 RL_API rl_status rl_extend(rl_lock *l, uint32_t ttl_ms);
 
 /* Release the lock on all nodes and free l (consumes l: the pointer is dead
  * after the call, whatever the result -- except RL_EINVAL and RL_EMISUSE,
  * which leave l untouched). A reentrant lock held n > 1 times only drops
  * one hold (RL_OK, l stays valid, Redis untouched). A renewal in flight is
- * dropped first. RL_OK: released (or, for an adopted token, released or
- * already free). RL_ELOST: the validity had already run out before the
- * release (keys deleted where still ours). RL_ENOTACQUIRED: a majority
- * holds another token. RL_ENOQUORUM: too few nodes answered (keys expire
- * by themselves). RL_ECANCELED: the client was freed first (l is freed).
- * RL_ENOMEM. NULL returns RL_EINVAL; a call from a callback RL_EMISUSE.
- * Blocks. */
+ * dropped first. Blocks.
+ * Returns:
+ *   RL_OK            released (or, for an adopted token, released or
+ *                    already free).
+ *   RL_ELOST         the validity had already run out before the release
+ *                    (keys deleted where still ours).
+ *   RL_ENOTACQUIRED  a majority holds another token.
+ *   RL_ENOQUORUM     too few nodes answered (the keys expire by
+ *                    themselves).
+ *   RL_ECANCELED     the client was freed first (l is freed).
+ *   RL_ENOMEM
+ *   RL_EINVAL        l is NULL.
+ *   RL_EMISUSE       called from a callback. */
 RL_API rl_status rl_release(rl_lock *l);
 
 /* Free the handle without touching Redis (the keys expire); its watchdog
@@ -457,16 +490,24 @@ RL_API void rl_lock_free(rl_lock *l);
 
 /* Make a handle for a lock known only by its token (e.g. from another
  * process or the CLI), so it can be extended or released. Its validity is
- * unknown (0) until a successful rl_extend. Does not touch Redis. */
+ * unknown (0) until a successful rl_extend. Does not touch Redis.
+ * Returns:
+ *   RL_OK      *out is a handle the caller owns.
+ *   RL_EINVAL  NULL client or out, bad resource, or a token that is empty
+ *              or longer than 128 bytes.
+ *   RL_ENOMEM */
 RL_API rl_status rl_lock_adopt(rl_client *c, const char *resource,
                                const char *token, rl_lock **out);
 /* rl_lock_adopt for a lock of another kind: o->mode RL_MODE_SHARED adopts
  * a reader (released and extended as one), o->lock_delay_ms is the delay
  * it was taken with (kept by rl_extend). A semaphore slot is adopted by
  * its slot's name ("<resource>:slot:<i>"): o->limit must be 0. o may be
- * NULL (rl_lock_adopt); its other fields are ignored. RL_EINVAL as
- * rl_lock_adopt, or a bad mode, a lock-delay not below max_ttl_ms,
- * reserved bytes not zero. */
+ * NULL (rl_lock_adopt); its other fields are ignored.
+ * Returns:
+ *   RL_OK
+ *   RL_EINVAL  as rl_lock_adopt, or a bad mode, a limit, a lock-delay not
+ *              below max_ttl_ms, reserved bytes not zero.
+ *   RL_ENOMEM */
 RL_API rl_status rl_lock_adopt_opts(rl_client *c, const char *resource,
                                     const char *token,
                                     const rl_acquire_opts *o,
@@ -505,8 +546,8 @@ RL_API int rl_lock_mode(const rl_lock *l);
 
 /* ---- Watchdog ---------------------------------------------------------------
  * Renews the lock by re-quorum every o->extend_interval_ms (0: ttl/3;
- * o may be NULL for all defaults) while the
- * caller works; a failed round is retried quickly while validity remains.
+ * o may be NULL for all defaults) while the caller works; a failed round
+ * is retried quickly while validity remains.
  * When a majority says the lock is gone, or the remaining validity falls
  * below the safety margin (min(ttl/10, 1 s)) without a successful renewal,
  * the lock is LOST: rl_lock_lost() turns true, rl_lock_lost_fd() becomes
@@ -516,8 +557,12 @@ RL_API int rl_lock_mode(const rl_lock *l);
  * as lost when the margin is reached). While the client's watchdog is
  * behind, new watched acquires fail with RL_EOVERLOAD (see rl_acquire);
  * starting it on a lock already held is not refused. Any thread; with
- * cfg.loop only from the loop's thread. RL_EINVAL, RL_EMISUSE (already
- * running, client freed), RL_ENOMEM. Never blocks. */
+ * cfg.loop only from the loop's thread. Never blocks.
+ * Returns:
+ *   RL_OK
+ *   RL_EINVAL   NULL lock, or bad options.
+ *   RL_EMISUSE  already running, or the client was freed.
+ *   RL_ENOMEM */
 RL_API rl_status rl_watchdog_start(rl_lock *l, const rl_acquire_opts *o);
 /* Stop renewing (the lock stays held until its validity ends). A renewal
  * in flight completes but is not followed by another; no lost callback
@@ -527,10 +572,16 @@ RL_API void rl_watchdog_stop(rl_lock *l);
 /* Critical section: acquire resource (opts as rl_acquire; the watchdog is
  * always on), run fn(lock, arg) on the calling thread while the lock is
  * held and renewed, then release -- also when fn fails. fn should poll
- * rl_lock_lost() (or the fd) and stop early when the lock is lost.
- * Returns the acquire error, else RL_ELOST if the lock was lost while fn
- * ran, else RL_OK; fn's own return value is stored in *fn_result when
- * fn_result is not NULL. Blocks. */
+ * rl_lock_lost() (or the fd) and stop early when the lock is lost. fn's
+ * own return value is stored in *fn_result when fn_result is not NULL.
+ * Blocks.
+ * Returns:
+ *   RL_OK        fn ran with the lock held throughout, then it was
+ *                released.
+ *   RL_ELOST     the lock was lost while fn ran.
+ *   RL_EINVAL    fn is NULL, or as rl_acquire.
+ *   other codes  rl_acquire's (fn did not run), or, after fn, rl_release's
+ *                (e.g. RL_ENOQUORUM: the keys expire by themselves). */
 RL_API rl_status rl_with_lock(rl_client *c, const char *resource,
                               const rl_acquire_opts *o,
                               int (*fn)(rl_lock *l, void *arg), void *arg,
@@ -552,10 +603,16 @@ typedef void (*rl_extend_cb)(rl_lock *l, rl_status st, void *privdata);
 /* The lock is already freed when this runs. */
 typedef void (*rl_release_cb)(rl_client *c, rl_status st, void *privdata);
 
-/* Returns RL_OK (cb runs once: the outcomes of rl_acquire, RL_EABORTED
- * when o->cancel fires first), or an error without calling back:
- * RL_EINVAL, RL_EMISUSE, RL_ENOMEM, RL_ECANCELED (client being freed),
- * RL_EABORTED (o->cancel already fired). */
+/* rl_acquire without blocking: cb gets rl_acquire's outcome (RL_EABORTED
+ * when o->cancel fires first). rl_acquire_multi_async is the same for
+ * rl_acquire_multi.
+ * Returns (an error return never calls back):
+ *   RL_OK         cb runs once.
+ *   RL_EINVAL
+ *   RL_EMISUSE
+ *   RL_ENOMEM
+ *   RL_ECANCELED  the client is being freed.
+ *   RL_EABORTED   o->cancel was already fired. */
 RL_API rl_status rl_acquire_async(rl_client *c, const char *resource,
                                   const rl_acquire_opts *o, rl_acquire_cb cb,
                                   void *privdata);
@@ -564,17 +621,27 @@ RL_API rl_status rl_acquire_multi_async(rl_client *c,
                                         size_t count,
                                         const rl_acquire_opts *o,
                                         rl_acquire_cb cb, void *privdata);
-/* At most one extend of yours may be in flight per lock (else
- * RL_EMISUSE); on a watched lock it runs after the watchdog's renewal in
- * flight. cb gets RL_OK, RL_ELOST, RL_ENOQUORUM, RL_ENOMEM, or
- * RL_ECANCELED (released, freed, or client freed meanwhile). */
+/* rl_extend without blocking. At most one extend of yours may be in
+ * flight per lock; on a watched lock it runs after the watchdog's renewal
+ * in flight. cb gets RL_OK, RL_ELOST, RL_ENOQUORUM, RL_ENOMEM, or
+ * RL_ECANCELED (released, freed, or client freed meanwhile).
+ * Returns (an error return never calls back):
+ *   RL_OK         cb runs once.
+ *   RL_EMISUSE    another extend of yours is in flight.
+ *   RL_ECANCELED  the lock's client was freed.
+ *   RL_EINVAL     NULL lock or cb, or a bad ttl_ms.
+ *   RL_ENOMEM */
 RL_API rl_status rl_extend_async(rl_lock *l, uint32_t ttl_ms, rl_extend_cb cb,
                                  void *privdata);
-/* Consumes l once it returns RL_OK (not on an error return: then l is
- * untouched; RL_ECANCELED means its client was freed, free it with
- * rl_lock_free). cb may be NULL (fire and forget). An extend in flight is
- * reported as RL_ECANCELED first. cb gets the codes of rl_release. No lost
- * callback of l starts after this returns (one running is waited for). */
+/* rl_release without blocking. cb may be NULL (fire and forget) and gets
+ * the codes of rl_release. An extend in flight is reported as RL_ECANCELED
+ * first. No lost callback of l starts after this returns (one running is
+ * waited for).
+ * Returns (an error return never calls back and leaves l untouched):
+ *   RL_OK         l is consumed; cb runs once.
+ *   RL_ECANCELED  its client was freed: free l with rl_lock_free.
+ *   RL_EINVAL
+ *   RL_ENOMEM */
 RL_API rl_status rl_release_async(rl_lock *l, rl_release_cb cb,
                                   void *privdata);
 
@@ -582,29 +649,62 @@ RL_API rl_status rl_release_async(rl_lock *l, rl_release_cb cb,
  * A leader of NAME is the holder of the lock on NAME, taken with fencing
  * and kept by the watchdog: its term is rl_lock_fence(lock), strictly
  * greater than every earlier leader's; its published value is
- * o->owner. Resign with rl_release (or lose it: rl_lock_lost, the lost
- * fd, o->lost_cb); anybody reads the current leader with
- * rl_resource_inspect (owner, term = fence, validity). A leader that
+ * o->owner, changed with rl_proclaim. Resign with rl_release (or lose
+ * it: rl_lock_lost, the lost fd, o->lost_cb); anybody reads the current
+ * leader with rl_resource_inspect (owner, term = fence, validity) or
+ * follows it with rl_observe (below rl_resource_inspect). A leader that
  * dies is replaced once its TTL has run out. */
 
 /* Wait until leader of name, then hold it renewed: rl_acquire with o's
  * fields (o may be NULL) and wait_ms RL_WAIT_FOREVER unless o->wait_ms
  * is set, fencing and auto_extend on. o->cancel abandons the campaign
- * (RL_EABORTED). Returns rl_acquire's codes; RL_EINVAL also for limit,
- * RL_MODE_SHARED or reentrant. Blocks. */
+ * (RL_EABORTED). Blocks.
+ * Returns: rl_acquire's codes, and
+ *   RL_EINVAL  also for limit, RL_MODE_SHARED or reentrant. */
 RL_API rl_status rl_campaign(rl_client *c, const char *name,
                              const rl_acquire_opts *o, rl_lock **out);
-/* The same through rl_acquire_async: cb gets the lock once leader. */
+/* The same through rl_acquire_async: cb gets the lock once leader.
+ * Returns: rl_acquire_async's codes, and RL_EINVAL as rl_campaign. */
 RL_API rl_status rl_campaign_async(rl_client *c, const char *name,
                                    const rl_acquire_opts *o,
                                    rl_acquire_cb cb, void *privdata);
+
+/* Publish owner as the leader's value (what rl_resource_inspect and
+ * observers report as its owner) without giving the leadership up. l must
+ * have been acquired with an owner (rl_acquire_opts.owner; a campaign of
+ * `redlock-cli elect` always has one), not adopted, not shared. One round
+ * over the nodes: each node where l's key still holds l's token (with any
+ * owner) gets the same token with the new owner, keeping its expiry, and
+ * announces it on the release channel (a waiting acquire retries once).
+ * It succeeds when a quorum changed it while l was valid; then a node
+ * restarted later gets the new value back with l's next renewal. Nodes
+ * that did not change it keep the old value: extend, release and the
+ * watchdog work on either (they match the token's 40 digits), and
+ * rl_resource_inspect reports the value most nodes hold. Not while a
+ * release of l is in flight; l must outlive the call (async: until cb).
+ * rl_lock_token keeps the acquired value. Returns (rl_proclaim; the
+ * async form calls back with the same codes, or returns the first four):
+ *   - RL_OK: a quorum publishes owner;
+ *   - RL_EINVAL: l NULL, owner NULL, empty or invalid (see
+ *     rl_acquire_opts.owner), cb NULL, or l has no owner to change;
+ *   - RL_ECANCELED: l's client was freed (or is being freed);
+ *   - RL_EMISUSE: rl_proclaim on an external loop or the loop thread;
+ *   - RL_ENOMEM;
+ *   - RL_ELOST: l is no longer held (lost, validity over, or a majority
+ *     holds no key of l's);
+ *   - RL_ENOQUORUM: fewer than a quorum answered yes; l is still held,
+ *     the nodes that answered yes publish owner (call again). */
+typedef void (*rl_proclaim_cb)(rl_lock *l, rl_status st, void *privdata);
+RL_API rl_status rl_proclaim(rl_lock *l, const char *owner);
+RL_API rl_status rl_proclaim_async(rl_lock *l, const char *owner,
+                                   rl_proclaim_cb cb, void *privdata);
 
 /* ---- Inspection (blocking, thread-safe; not with cfg.loop) ---------------*/
 
 #define RL_NAME_LEN 128
 #define RL_ERROR_LEN 256
 
-/* A node's clock as the clock guard sees it (issue 15; see
+/* A node's clock as the clock guard sees it (see
  * rl_config.no_clock_guard). */
 typedef enum rl_clock_state {
     RL_CLOCK_OFF = 0,     /* the guard is off, or the node is unknown */
@@ -618,8 +718,8 @@ typedef enum rl_clock_state {
 typedef struct rl_node_info {
     char name[RL_NAME_LEN];   /* "host:port" or "unix:/path"; no password */
     bool reachable;           /* answered PING */
-    bool voting;              /* its vote counts (not quarantined, §5.7,
-                                 nor clock-suspect) */
+    bool voting;              /* its vote counts (not quarantined after a
+                                 restart, nor clock-suspect) */
     int64_t latency_us;       /* PING round trip; -1 when unreachable */
     int64_t uptime_ms;        /* server uptime; -1 when unknown */
     char version[32];         /* redis_version; "" when unknown */
@@ -670,9 +770,14 @@ typedef enum rl_vote_bar {
 } rl_vote_bar;
 
 /* PING every node at once and describe each (out[i] for node i, up to cap;
- * *count = number of nodes). RL_OK when a quorum of nodes is reachable and
- * voting, RL_ENOQUORUM otherwise; RL_EINVAL, RL_EMISUSE. Blocks up to
- * about op_timeout_ms (connect_timeout_ms while connecting). */
+ * *count = number of nodes). Blocks up to about op_timeout_ms
+ * (connect_timeout_ms while connecting).
+ * Returns:
+ *   RL_OK         a quorum of nodes is reachable and voting.
+ *   RL_ENOQUORUM  fewer are (out is filled all the same).
+ *   RL_EINVAL     NULL client, out or count, or cap 0.
+ *   RL_EMISUSE    external loop, or called from a callback.
+ *   RL_ENOMEM */
 RL_API rl_status rl_client_ping(rl_client *c, rl_node_info *out, size_t cap,
                                 size_t *count);
 
@@ -683,10 +788,10 @@ typedef struct rl_holder_info {
     char token[132];          /* holder's token, "" when free */
     int64_t pttl_ms;          /* remaining TTL; -2 when free, -1 no expiry */
     char error[RL_ERROR_LEN];
-    bool voting;              /* its vote counts (not quarantined, §5.7,
-                                 nor clock-suspect) */
-    uint32_t readers;         /* live readers of a read-write lock (issue
-                                 13; token is then ""), else 0 */
+    bool voting;              /* its vote counts (not quarantined after a
+                                 restart, nor clock-suspect) */
+    uint32_t readers;         /* live readers of a read-write lock (token
+                                 is then ""), else 0 */
     uint32_t reserved32_;     /* zeroed (see "ABI" above) */
     uint64_t fence;           /* the node's fencing counter for the
                                  resource (the latest token issued), 0
@@ -695,8 +800,13 @@ typedef struct rl_holder_info {
 } rl_holder_info;
 
 /* Read the resource's key on every node (out[i] for node i, up to cap;
- * *count = number of nodes). RL_OK when a quorum answered, else
- * RL_ENOQUORUM; RL_EINVAL, RL_EMISUSE. Blocks. */
+ * *count = number of nodes). Blocks.
+ * Returns:
+ *   RL_OK         a quorum answered.
+ *   RL_ENOQUORUM  fewer did (out is filled all the same).
+ *   RL_EINVAL     NULL client, out or count, cap 0, or bad resource.
+ *   RL_EMISUSE    external loop, or called from a callback.
+ *   RL_ENOMEM */
 RL_API rl_status rl_resource_status(rl_client *c, const char *resource,
                                     rl_holder_info *out, size_t cap,
                                     size_t *count);
@@ -710,7 +820,8 @@ typedef struct rl_resource_info {
     char owner[RL_OWNER_MAX + 1]; /* its owner (rl_acquire_opts.owner);
                                  "" when unknown: taken without an owner,
                                  or by another client (redsync, ...) */
-    uint32_t nodes_holding;   /* nodes whose key holds token */
+    uint32_t nodes_holding;   /* nodes whose key holds token's lock
+                                 (after a proclaim, with either owner) */
     uint32_t node_count;
     int64_t validity_ms;      /* held: how long a quorum still holds it,
                                  the smallest PTTL among the quorum of
@@ -728,15 +839,47 @@ typedef struct rl_resource_info {
  * its owner, its remaining validity and the fence. A node holding another
  * value does not change the holder a quorum agrees on. nodes (cap
  * entries; *count = number of nodes) may be NULL with cap 0 and count
- * NULL. RL_OK when a quorum answered (info is then filled; also when the
- * resource is free), RL_ENOQUORUM (info filled from the nodes that
- * answered), RL_EINVAL (NULL client or info, nodes NULL with cap > 0,
- * nodes without count, bad resource), RL_EMISUSE, RL_ENOMEM. Blocks
- * about op_timeout_ms; thread-safe. */
+ * NULL. Blocks about op_timeout_ms; thread-safe.
+ * Returns:
+ *   RL_OK         a quorum answered; info is filled (also when the
+ *                 resource is free).
+ *   RL_ENOQUORUM  fewer did; info is filled from the nodes that answered.
+ *   RL_EINVAL     NULL client or info, nodes NULL with cap > 0, nodes
+ *                 without count, or bad resource.
+ *   RL_EMISUSE    external loop, or called from a callback.
+ *   RL_ENOMEM */
 RL_API rl_status rl_resource_inspect(rl_client *c, const char *resource,
                                      rl_resource_info *info,
                                      rl_holder_info *nodes, size_t cap,
                                      size_t *count);
+
+/* Observe the leader of name: cb runs on the client's loop thread with
+ * the leader as rl_resource_inspect reports it (info->held false: none;
+ * info->owner its published value, info->fence its term,
+ * info->validity_ms how long a majority still holds it) -- once at the
+ * start and then at every change (another leader, none, or another
+ * owner after a proclaim), in the order read. The nodes are read again
+ * when a release or proclaim is announced on the release channel, when
+ * the validity read has run out (a leader that crashed is noticed within
+ * its TTL), and every retry_delay_ms while there is no leader (or a read
+ * did not reach a quorum). When the client is freed first, cb gets
+ * RL_ECANCELED once (info NULL) and nothing after; likewise RL_ENOMEM
+ * if the observer could not start. info is valid during the call only.
+ * Stop it with rl_observe_stop (also after those). Returns:
+ *   - RL_OK: *out is the observer;
+ *   - RL_EINVAL: c, cb or out NULL, or a bad name;
+ *   - RL_ECANCELED: the client is being freed;
+ *   - RL_ENOMEM. */
+typedef struct rl_observer rl_observer;
+typedef void (*rl_observe_cb)(rl_observer *o, rl_status st,
+                              const rl_resource_info *info, void *privdata);
+RL_API rl_status rl_observe(rl_client *c, const char *name,
+                            rl_observe_cb cb, void *privdata,
+                            rl_observer **out);
+/* Stop and free o: no callback runs after it returns. Any thread (also
+ * inside o's callback); not while its client is being freed. NULL:
+ * no-op. */
+RL_API void rl_observe_stop(rl_observer *o);
 
 /* ---- Statistics (blocking, thread-safe; not with cfg.loop) ---------------*/
 
@@ -761,7 +904,7 @@ typedef struct rl_node_stats {
                                  (the first and every reconnect) */
     uint64_t tls_resumed;     /* of those, over TLS with a resumed session
                                  (no full TLS handshake) */
-    double clock_rate;        /* as in rl_node_info (issue 15) */
+    double clock_rate;        /* as in rl_node_info */
     uint64_t clock_incidents; /* times it became clock-suspect */
     int32_t clock_state;      /* rl_clock_state */
     /* What the node says of itself, as in rl_node_info. */
@@ -788,33 +931,45 @@ typedef struct rl_stats {
     uint64_t reserved_[6];    /* zeroed (see "ABI" above) */
 } rl_stats;
 
-/* Snapshot the counters since rl_client_new. RL_EINVAL, RL_EMISUSE.
- * Blocks briefly (reads them on the loop thread). */
+/* Snapshot the counters since rl_client_new. Blocks briefly (reads them on
+ * the loop thread).
+ * Returns:
+ *   RL_OK
+ *   RL_EINVAL   NULL client or out.
+ *   RL_EMISUSE  external loop, or called from a callback. */
 RL_API rl_status rl_client_stats(rl_client *c, rl_stats *out);
 
-/* ---- Administration and metrics (issue 14) --------------------------------*/
+/* ---- Administration and metrics ------------------------------------------*/
 
 /* Force unlock (admin; Redisson's forceUnlock): delete resource's key on
  * every node whatever token it holds, publishing a release notification
- * so waiters retry at once. The current holder LOSES its lock without
- * being asked: its next renewal fails, so with the watchdog it is
- * reported lost (callback, rl_lock_lost, fd); without one it learns it
- * from rl_extend / rl_release (RL_ELOST). Use it to clear a lock left by
- * a holder that is gone, not to take a lock from a live one. Fence
- * counters and "redlock:" keys are never touched (resource, and prefix +
- * resource, must not be in that namespace); a key that is not a string is
- * no lock and is left alone (error for that node).
+ * so waiters retry at once. Blocks up to about op_timeout_ms;
+ * thread-safe.
+ *
+ * The current holder LOSES its lock without being asked: its next renewal
+ * fails, so with the watchdog it is reported lost (callback, rl_lock_lost,
+ * fd); without one it learns it from rl_extend / rl_release (RL_ELOST).
+ * Use it to clear a lock left by a holder that is gone, not to take a lock
+ * from a live one.
+ *
+ * Fence counters and "redlock:" keys are never touched (resource, and
+ * prefix + resource, must not be in that namespace); a key that is not a
+ * string is no lock and is left alone (error for that node).
+ *
  * out[i] says what node i held just before the delete (up to cap entries;
  * *count = number of nodes): token and pttl_ms of the key removed, "" and
  * -2 when it held none, or unreachable with error. *removed (may be NULL):
  * nodes on which a key was deleted.
- * RL_OK: a quorum of nodes answered, so nobody holds the resource now; it
- * was locked (and its holder has lost it) when *removed >= *count / 2 + 1,
- * otherwise it was already free (stale keys on a minority were removed
- * too). RL_ENOQUORUM: too few nodes answered (keys were deleted where they
- * did; the others expire by themselves). RL_EINVAL (NULL client, out or
- * count, cap 0, bad resource), RL_EMISUSE (external loop, callback),
- * RL_ENOMEM. Blocks up to about op_timeout_ms; thread-safe. */
+ * Returns:
+ *   RL_OK         a quorum of nodes answered, so nobody holds the resource
+ *                 now. It was locked (and its holder has lost it) when
+ *                 *removed >= *count / 2 + 1; otherwise it was already
+ *                 free (stale keys on a minority were removed too).
+ *   RL_ENOQUORUM  too few nodes answered (keys were deleted where they
+ *                 did; the others expire by themselves).
+ *   RL_EINVAL     NULL client, out or count, cap 0, or bad resource.
+ *   RL_EMISUSE    external loop, or called from a callback.
+ *   RL_ENOMEM */
 RL_API rl_status rl_resource_force_unlock(rl_client *c, const char *resource,
                                           rl_holder_info *out, size_t cap,
                                           size_t *count, size_t *removed);
@@ -839,11 +994,14 @@ RL_API rl_status rl_resource_force_unlock(rl_client *c, const char *resource,
  * label_count is 0. Names match [a-zA-Z_][a-zA-Z0-9_]*, do not start with
  * "__" and are not node, vote or quantile; values are UTF-8 (escaped
  * here). The text is written NUL-terminated into buf (cap bytes) and
- * *needed is always set to its size including the NUL. buf NULL with cap
- * 0 asks for the size only (RL_OK). RL_EINVAL: NULL s or needed, buf NULL
- * with cap > 0, bad label, s->node_count above RL_STATS_MAX_NODES, or cap
- * below *needed ("buffer too small": buf then holds ""). Any thread,
- * never blocks, touches no client. */
+ * *needed is always set to its size including the NUL; buf NULL with cap
+ * 0 asks for the size only. Any thread, never blocks, touches no client.
+ * Returns:
+ *   RL_OK      the text is in buf (or, with buf NULL and cap 0, only
+ *              *needed is set).
+ *   RL_EINVAL  NULL s or needed, buf NULL with cap > 0, bad label,
+ *              s->node_count above RL_STATS_MAX_NODES, or cap below
+ *              *needed ("buffer too small": buf then holds ""). */
 RL_API rl_status rl_stats_format_prometheus(const rl_stats *s,
                                             const char *const *labels,
                                             size_t label_count, char *buf,

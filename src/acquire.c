@@ -1,4 +1,4 @@
-/* acquire.c -- acquire one or several resources on a majority (§5.1, §5.2).
+/* acquire.c -- acquire one or several resources on a majority.
  *
  * One acquire operation owns a quorum round, a retry timer and its
  * notification wait; it borrows the holder's lock record (keys + token).
@@ -12,10 +12,10 @@
  * and the release is queued behind it on the same connection. Then we
  * wait retry_delay +- jitter -- capped by the wait deadline and by the
  * holder's remaining PTTL, and cut short by a release notification
- * (§5.2, §5.5) -- and try again, until the retries or the wait run out.
+ * -- and try again, until the retries or the wait run out.
  * Every path ends in finish(): done runs exactly once, unless the holder
  * aborts the acquisition first (client freed).
- * Lock kinds (issue 13): keys are written with PX ttl + the lock-delay
+ * Lock kinds: keys are written with PX ttl + the lock-delay
  * (validity still counts ttl); a reader runs the reader-acquire script
  * over its key and the writer-intent key; an exclusive single-key acquire
  * refused by readers marks its intent (writer-intent script) on the nodes
@@ -33,7 +33,7 @@
 
 enum acquire_phase {
     PHASE_ACQUIRE, /* SET NX on every node */
-    PHASE_FENCE,   /* fencing: write the token to a quorum (§5.6) */
+    PHASE_FENCE,   /* fencing: write the token to a quorum (fence.c) */
 };
 
 struct acquire_op {
@@ -536,7 +536,7 @@ static void acquire_decided(void *owner, enum verdict v)
             finish(op, RL_OK);
         return;
     }
-    /* Nodes that could not vote at all: failed, or quarantined (§5.7). */
+    /* Nodes that could not vote at all: failed, or quarantined. */
     unavailable = q->no - q->refused;
     if (unavailable > q->n - quorum_size(q->n) || q->refused == 0) {
         no_quorum_detail(op);
@@ -641,7 +641,7 @@ static void attempt(void *arg)
         acquire_decided(op, v);
 }
 
-/* The lock-kind options (issue 13): each kind alone, on one resource. */
+/* The lock-kind options: each kind alone, on one resource. */
 static rl_status check_kind(rl_client *c, size_t count,
                             const rl_acquire_opts *o, uint32_t ttl)
 {

@@ -1,5 +1,5 @@
 /* acquire.h -- acquire one or several resources on a majority, with
- * retries and waits (DESIGN §5.1, §5.2, §5.6). Loop thread, except
+ * retries, waits and fencing. Loop thread, except
  * acquire_check and acquire_new. */
 #ifndef REDLOCK_ACQUIRE_H
 #define REDLOCK_ACQUIRE_H
@@ -18,7 +18,7 @@ struct acquire_grant {
                                     our key from this round) */
 };
 
-/* How long an acquisition keeps trying (§5.2): retry_count more
+/* How long an acquisition keeps trying: retry_count more
  * attempts, or until opts.wait_ms has passed, or forever. Also used by
  * semaphore.c over its rounds of slots. */
 struct retry_budget {

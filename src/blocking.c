@@ -1,5 +1,5 @@
 /* blocking.c -- the thread-safe blocking API, built on the async core the
- * way curl_easy_perform is built on the multi interface (DESIGN §3).
+ * way curl_easy_perform is built on the multi interface.
  *
  * Each call submits the async operation with a struct waiter on the
  * caller's stack and sleeps on its condition variable; the loop thread

@@ -1,5 +1,5 @@
 /* client.c -- rl_client_new / rl_client_free: the top layer that builds
- * and tears down everything below it (DESIGN §3).
+ * and tears down everything below it.
  *
  * Build: validated config -> TLS context (every file checked now) and one
  * TLS target per TLS node -> loop -> nodes and the notification

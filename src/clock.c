@@ -1,4 +1,4 @@
-/* clock.c -- monotonic time and validity math (DESIGN §5.1).
+/* clock.c -- monotonic time and validity math.
  *
  * All internal time is integer microseconds on CLOCK_BOOTTIME (typedef
  * rl_mono_us). A lock's validity ends at t0 + ttl - drift, where t0 is read

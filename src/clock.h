@@ -1,4 +1,4 @@
-/* clock.h -- monotonic time and the validity math of DESIGN §5.1. */
+/* clock.h -- monotonic time and the validity math. */
 #ifndef REDLOCK_CLOCK_H
 #define REDLOCK_CLOCK_H
 

@@ -1,4 +1,4 @@
-/* clockguard.c -- the clock-suspect rule (issue 15, DESIGN §5.1).
+/* clockguard.c -- the clock-suspect rule.
  *
  * Redlock's validity assumes every node's clock runs at our rate within
  * drift_factor. Each sample brackets one reading of the server's TIME

@@ -1,4 +1,4 @@
-/* config.c -- rl_config defaults, validation and the owned copy (§4, §7).
+/* config.c -- rl_config defaults, validation and the owned copy.
  *
  * Everything the caller passes is checked here, once, with a message that
  * names the field or the URI (never the password), and copied, so the

@@ -26,8 +26,8 @@ struct config {
     uint32_t max_ttl_ms;
     uint8_t restart_trust;       /* enum rl_restart_trust */
     bool allow_evicting_nodes;
-    bool clock_guard;            /* issue 15: see rl_config.no_clock_guard */
-    uint8_t renew_window_pct;    /* issue 16: see rl_config */
+    bool clock_guard;            /* see rl_config.no_clock_guard */
+    uint8_t renew_window_pct;    /* see rl_config */
     rl_log_fn log;
     void *log_privdata;
     int log_level;

@@ -1,7 +1,7 @@
-/* conn.c -- one Redis connection on a libev loop (DESIGN §3 "conn",
- * issue 11 item 1): the socket I/O that hiredis async used to own, with
- * TLS (tls.c), while hiredis keeps what it is good at (redisReader parses
- * replies, redisFormatCommandArgv formats commands).
+/* conn.c -- one Redis connection on a libev loop: the socket I/O that
+ * hiredis async used to own, with TLS (tls.c), while hiredis keeps what it
+ * is good at (redisReader parses replies, redisFormatCommandArgv formats
+ * commands).
  *
  * States (enum conn_state):
  *   CONNECTING -(writable, SO_ERROR 0)-> HANDSHAKE (TLS) or OPEN
@@ -13,22 +13,6 @@
  * failure is reported from the timer too (armed at 0), so every failure
  * reaches the owner the same way: from the loop, through on_close.
  *
- * Writes: requests queue their bytes (not copied; released once written
- * or dropped). One ev_prepare per connection writes the whole queue once
- * per loop iteration: sendmsg(MSG_NOSIGNAL) over an iovec (plaintext), or
- * one SSL_write of the queue gathered into one buffer (TLS, so records
- * are full). The write watcher runs only while the kernel buffer is full
- * (or TLS needs writability to make progress).
- *
- * Reads go to a redisReader; each reply goes to the oldest request (FIFO,
- * Redis answers in order), or in subscriber mode, when it is a push, to
- * on_push. A reply with no request, a parse error, more than
- * max_reply_bytes of one unfinished reply, or arrays announcing more
- * elements than that many bytes can hold (hiredis allocates them up
- * front) fail the connection. TLS reads
- * loop while OpenSSL holds buffered data (SSL_has_pending), so nothing
- * waits for a readiness event that will never come.
- *
  * Teardown answers every queued request exactly once (reply NULL + the
  * reason), then runs on_close once. Callbacks may call anything,
  * conn_free included: every entry point (libev callbacks, conn_close,
@@ -36,7 +20,8 @@
  * the outermost one returns. Loop thread only.
  *
  * Reconnecting is the owner's (node.c, notify.c), with the shared delay
- * policy at the end of this file (struct conn_backoff). */
+ * policy at the end of this file (struct conn_backoff). Replies and
+ * writes are described at their sections. */
 #include <errno.h>
 #include <limits.h>
 #include <ev.h>
@@ -209,6 +194,15 @@ static void teardown(struct conn *c, const char *fmt, ...)
 }
 
 /* ---- Replies ------------------------------------------------------------ */
+
+/* Reads go to a redisReader; each reply goes to the oldest request (FIFO,
+ * Redis answers in order), or in subscriber mode, when it is a push, to
+ * on_push. A reply with no request, a parse error, more than
+ * max_reply_bytes of one unfinished reply, or arrays announcing more
+ * elements than that many bytes can hold (hiredis allocates them up
+ * front) fail the connection. TLS reads loop while OpenSSL holds
+ * buffered data (SSL_has_pending), so nothing waits for a readiness event
+ * that will never come. */
 
 static bool is_push(const redisReply *r)
 {
@@ -393,6 +387,13 @@ static void do_read(struct conn *c)
 }
 
 /* ---- Writes ------------------------------------------------------------- */
+
+/* Writes: requests queue their bytes (not copied; released once written
+ * or dropped). One ev_prepare per connection writes the whole queue once
+ * per loop iteration: sendmsg(MSG_NOSIGNAL) over an iovec (plaintext), or
+ * one SSL_write of the queue gathered into one buffer (TLS, so records
+ * are full). The write watcher runs only while the kernel buffer is full
+ * (or TLS needs writability to make progress). */
 
 /* n bytes of the queue went out: release what was written in full. */
 static void consume(struct conn *c, size_t n)

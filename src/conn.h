@@ -1,6 +1,6 @@
 /* conn.h -- one Redis connection on a libev loop: connect (TCP or unix,
  * with a timeout), optional TLS, batched writes, replies matched in order,
- * pub/sub pushes (issue 11). Loop thread only. See conn.c for the state
+ * pub/sub pushes. Loop thread only. See conn.c for the state
  * machine. */
 #ifndef REDLOCK_CONN_H
 #define REDLOCK_CONN_H

@@ -1,6 +1,6 @@
 /* error.c -- status texts generated from RL_STATUS_MAP and the per-thread
  * detail message behind rl_last_error(). The detail is thread-local because
- * the blocking API is used from many threads at once (STYLE 3.2). Also
+ * the blocking API is used from many threads at once. Also
  * the per-thread count of user callbacks running (callback_enter). */
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,6 +1,5 @@
-/* extend.c -- re-quorum extension rounds (DESIGN §5.4): one lock (a
- * user's extend), or a batch of locks (the watchdog's coalesced renewals,
- * issue 16).
+/* extend.c -- re-quorum extension rounds: one lock (a user's
+ * extend), or a batch of locks (the watchdog's coalesced renewals).
  *
  * The extend script resets the expiry only on nodes where every key still
  * holds our token, and never recreates an absent key: a key that vanished
@@ -15,7 +14,7 @@
  * hides nothing; it gets SET NX again first so it blocks others -- unless
  * restarted node is trusted to keep its keys (node_restart_trusted),
  * where an absent key is a real lapse.
- * Vote withdrawal (issue 15): the holder keeps the set of nodes whose
+ * Vote withdrawal: the holder keeps the set of nodes whose
  * vote counts for its lock. A node that answers that our key is gone
  * (absent, or another token) no longer blocks anybody: its vote is
  * withdrawn the moment the answer arrives; a clock-suspect node's vote
@@ -24,24 +23,13 @@
  * quorum, the lock is lost now (RL_ELOST), not at its safety margin. A
  * voting node that renewed our key counts again. Keys are never
  * recreated.
- * Lock kinds (issue 13): keys get PX ttl + the record's lock-delay; a
+ * Lock kinds: keys get PX ttl + the record's lock-delay; a
  * reader's round runs reader-extend (lockrec_script_cmd), is never put
  * back on a restarted node (SET NX would make it an exclusive holder;
  * the restart quarantine covers it) and is never batched (holder.c).
  * A round is owned by its caller (the holder) and lives on the loop
- * thread from extend_new to done or extend_abort.
- *
- * A batch sends one touch-batch script call per node for up to
- * EXTEND_BATCH_MAX_LOCKS one-key locks; each node answers one code per
- * lock. Every lock is decided on its own, by the same rule as a single
- * round, over the nodes' answers for that lock only: a lock's key failing
- * on a node never affects another lock. Every lock of a batch gets the
- * batch's start as t0. A lock's owner may drop it at any time (release,
- * free, lost): its outcome is then never reported. The batch lives until
- * every node answered (or failed: a node's timeout bounds it) and every
- * lock was decided or dropped, so its owner can bound the work queued on
- * the nodes by the number of batches alive; then it is empty again and
- * goes back to its owner for reuse. */
+ * thread from extend_new to done or extend_abort. The watchdog's batches
+ * are described at "Batches" below. */
 #include <stdio.h>
 #include <string.h>
 
@@ -169,14 +157,16 @@ static void decided(void *owner, enum verdict v)
  * again. Once per restart: a node that started before that round either
  * got our key then or refused it, so an absent key there is a lapse and
  * stays absent (the SPIN model found the every-extend restore hiding
- * one). It only votes once it is older than max_ttl_ms (§5.7). */
+ * one). It only votes once it is older than max_ttl_ms (restart
+ * quarantine). */
 static void restore_on_restarted_nodes(rl_client *c,
                                        const struct lock_rec *r,
                                        rl_mono_us confirmed_us,
                                        uint32_t ttl_ms)
 {
     char ttl[LOCKREC_PX_LEN] = "";
-    const char *argv[6] = {"SET", NULL, r->token, "NX", "PX", ttl};
+    const char *argv[6] = {"SET", NULL, lockrec_published(r), "NX", "PX",
+                           ttl};
     size_t lens[6];
     size_t i, k;
     int j;
@@ -237,12 +227,24 @@ void extend_run(struct extend_round *e)
 
 /* ---- Batches ------------------------------------------------------------ */
 
+/* A batch sends one touch-batch script call per node for up to
+ * EXTEND_BATCH_MAX_LOCKS one-key locks; each node answers one code per
+ * lock. Every lock is decided on its own, by the same rule as a single
+ * round, over the nodes' answers for that lock only: a lock's key failing
+ * on a node never affects another lock. Every lock of a batch gets the
+ * batch's start as t0. A lock's owner may drop it at any time (release,
+ * free, lost): its outcome is then never reported. The batch lives until
+ * every node answered (or failed: a node's timeout bounds it) and every
+ * lock was decided or dropped, so its owner can bound the work queued on
+ * the nodes by the number of batches alive; then it is empty again and
+ * goes back to its owner for reuse. */
+
 struct batch_item {
     const struct lock_rec *rec; /* NULL once dropped or decided */
     void *owner;
     uint32_t ttl_ms;
     rl_mono_us confirmed_us;
-    uint64_t *holders;          /* the holder's (issue 15) */
+    uint64_t *holders;          /* the holder's voting nodes */
     uint8_t yes, no, refused;   /* this lock's votes so far */
 };
 

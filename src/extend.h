@@ -1,4 +1,4 @@
-/* extend.h -- one re-quorum extension round (DESIGN §5.4), loop thread. */
+/* extend.h -- one re-quorum extension round, loop thread. */
 #ifndef REDLOCK_EXTEND_H
 #define REDLOCK_EXTEND_H
 
@@ -17,8 +17,8 @@ typedef void extend_done_fn(void *owner, rl_status st, rl_mono_us t0,
 /* Prepare a round over rec's keys with ttl_ms. confirmed_us is the start
  * of the lock's last round a quorum granted (0: unknown, adopted): nodes
  * started after it get the keys back first. holders (bit i: node i holds
- * our key and its vote counts; the caller's, updated as replies come,
- * issue 15): a node that answers that our key is gone (absent or another
+ * our key and its vote counts; the caller's, updated as replies come):
+ * a node that answers that our key is gone (absent or another
  * token) loses its bit at once, a voting node that renewed it gets it;
  * once the bits of nodes that are not clock-suspect are fewer than a
  * quorum the round ends at once with RL_ELOST. NULL on out of memory. rec
@@ -35,10 +35,10 @@ void extend_run(struct extend_round *e);
 void extend_abort(struct extend_round *e);
 
 /* A batch of renewals: many locks, one touch-batch script call per node
- * (issue 16). Each lock's outcome is its own and is reported through the
- * batch's done with the lock's owner, exactly like a round's (t0 = the
- * batch's start). A batch is reusable: once over it is empty again and
- * goes back to its owner. Loop thread. */
+ * (the watchdog's renewals). Each lock's outcome is its own and is
+ * reported through the batch's done with the lock's owner, exactly like a
+ * round's (t0 = the batch's start). A batch is reusable: once over it is
+ * empty again and goes back to its owner. Loop thread. */
 #define EXTEND_BATCH_MAX_LOCKS 256
 
 struct extend_batch;

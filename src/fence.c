@@ -1,6 +1,6 @@
-/* fence.c -- fencing tokens (DESIGN §5.6, issue 12); the protocol is
- * driven by acquire.c, the argument for why it is safe is here and in
- * docs/fencing.md, and it is model-checked in spec/redlock.pml (FENCEFIX).
+/* fence.c -- fencing tokens. The protocol is driven by acquire.c; why it
+ * is safe is argued above fence_candidate and in docs/fencing.md, and it
+ * is model-checked in spec/redlock.pml (FENCEFIX).
  *
  * Each node keeps, per resource, a counter redlock:fence:<key> and beside
  * it a marker redlock:fencerun:<key>: the run_id of the server that last
@@ -12,34 +12,13 @@
  * timeout) returns, from every node that answers, granting or refusing,
  * its counter and whether it is trusted. max_read is the largest counter
  * of any reply. Token: max_read + 1 when the counters of a quorum of the
- * GRANTING, voting nodes are trusted (a node whose clock is suspect,
- * §5.8, may lose keys early: it proves nothing about the order of reads); else max(max_read + 1, wall clock µs), the
- * wall-clock fallback. Round 2 raises the counter to the token and sets
- * the marker to the current run_id on every node where the lock key still
- * holds our token, and must reach a quorum of voting nodes inside the
- * validity before the token is handed out.
- *
- * Why tokens strictly increase (docs/fencing.md has the long form): let T
- * be granted, i.e. written to a quorum W(T), before T'. The granting
- * quorum G' of T' meets W(T). A node of G' answered T' after T was
- * written there (keys of two holders never coexist on a node, and ours
- * outlive our grant). If the counters of a quorum of G' are trusted, one
- * of them is in W(T) (quorums intersect) and has not restarted since its
- * marker was written; that counter is >= T (counters only rise, and a
- * repair after a restart writes a token derived by this same rule after
- * T's writes: induction over write rounds; a repair made through the
- * fallback inherits its assumption), so max_read >= T and T' > T with no
- * clock at all, whatever restarted. Otherwise some granting node
- * may have lost T with a restart, and the token rests on the wall-clock
- * term: client wall clocks agree within the time between two grants, and
- * no token ran ahead of wall time. Refusals only raise max_read (best
- * effort): a refusing node may answer before a concurrent holder's write
- * lands there, so it may not count toward the trusted quorum (the model
- * finds a violation when it does: control ctl-trustrefused). Persistence
- * does not make a counter trusted: a restarted server has a new run_id
- * (an fsync-lagged counter may be stale); its counter counts for max_read
- * only. Round 2 must reach a quorum before the token is used, or W(T)
- * need not meet a later trusted quorum (control ctl-fwone).
+ * GRANTING, voting nodes are trusted (a node whose clock is suspect may
+ * lose keys early: it proves nothing about the order of reads); else
+ * max(max_read + 1, wall clock µs), the wall-clock fallback. Round 2
+ * raises the counter to the token and sets the marker to the current
+ * run_id on every node where the lock key still holds our token, and must
+ * reach a quorum of voting nodes inside the validity before the token is
+ * handed out.
  * Counters are compared as decimal strings by length, then lexically,
  * because Lua numbers are doubles (exact only to 2^53). */
 #include <errno.h>
@@ -103,6 +82,28 @@ bool fence_read_reply(struct fence_read *fr, const struct node_reply *r,
         fr->max_read = counter;
     return true;
 }
+
+/* Why tokens strictly increase (docs/fencing.md has the long form): let T
+ * be granted, i.e. written to a quorum W(T), before T'. The granting
+ * quorum G' of T' meets W(T). A node of G' answered T' after T was
+ * written there (keys of two holders never coexist on a node, and ours
+ * outlive our grant). If the counters of a quorum of G' are trusted, one
+ * of them is in W(T) (quorums intersect) and has not restarted since its
+ * marker was written; that counter is >= T (counters only rise, and a
+ * repair after a restart writes a token derived by this same rule after
+ * T's writes: induction over write rounds; a repair made through the
+ * fallback inherits its assumption), so max_read >= T and T' > T with no
+ * clock at all, whatever restarted. Otherwise some granting node
+ * may have lost T with a restart, and the token rests on the wall-clock
+ * term: client wall clocks agree within the time between two grants, and
+ * no token ran ahead of wall time. Refusals only raise max_read (best
+ * effort): a refusing node may answer before a concurrent holder's write
+ * lands there, so it may not count toward the trusted quorum (the model
+ * finds a violation when it does: control ctl-trustrefused). Persistence
+ * does not make a counter trusted: a restarted server has a new run_id
+ * (an fsync-lagged counter may be stale); its counter counts for max_read
+ * only. Round 2 must reach a quorum before the token is used, or W(T)
+ * need not meet a later trusted quorum (control ctl-fwone). */
 
 uint64_t fence_candidate(const struct fence_read *fr, size_t n,
                          uint64_t wall_us)

@@ -1,4 +1,4 @@
-/* fence.h -- fencing tokens (DESIGN §5.6, issue 12). */
+/* fence.h -- fencing tokens (docs/fencing.md, docs/protocol.md). */
 #ifndef REDLOCK_FENCE_H
 #define REDLOCK_FENCE_H
 

@@ -884,6 +884,32 @@ static rl_status orphaned(void)
                                  "handle with rl_lock_free");
 }
 
+rl_status holder_submit(rl_lock *l, struct op *op, const char *blocking)
+{
+    rl_client *c;
+    rl_status st;
+
+    pthread_mutex_lock(&orphan_mutex);
+    c = atomic_load(&l->client);
+    st = c == NULL           ? orphaned()
+         : blocking != NULL ? waiter_check(c->loop, blocking)
+                            : RL_OK;
+    if (st == RL_OK)
+        st = loop_submit(c->loop, op);
+    pthread_mutex_unlock(&orphan_mutex);
+    return st;
+}
+
+struct lock_rec *holder_rec(rl_lock *l)
+{
+    return &l->rec;
+}
+
+rl_client *holder_client(rl_lock *l)
+{
+    return atomic_load(&l->client);
+}
+
 /* holder_extend on l's client c (orphan_mutex held by the caller). */
 static rl_status queue_extend(rl_client *c, rl_lock *l, uint32_t ttl_ms,
                               rl_extend_cb cb, void *privdata,

@@ -1,4 +1,4 @@
-/* holder.h -- the life of a held lock (DESIGN §3 "holder"): what the
+/* holder.h -- the life of a held lock : what the
  * facade (blocking.c) and rl_client_new/free (client.c) use. The public
  * async API and the lock getters are implemented in holder.c too. */
 #ifndef REDLOCK_HOLDER_H
@@ -26,6 +26,15 @@ rl_status holder_extend(rl_lock *l, uint32_t ttl_ms, rl_extend_cb cb,
                         void *privdata, const char *blocking);
 rl_status holder_release(rl_lock *l, rl_release_cb cb, void *privdata,
                          const char *blocking);
+
+/* For operations on a held lock outside this module (election.c): hand
+ * op to l's client's loop. blocking as for holder_extend. RL_ECANCELED
+ * once the client was freed or is closing. */
+rl_status holder_submit(rl_lock *l, struct op *op, const char *blocking);
+/* l's record: its keys, token and published value (loop thread). */
+struct lock_rec *holder_rec(rl_lock *l);
+/* l's client (on its loop thread, while an op of l runs: not NULL). */
+rl_client *holder_client(rl_lock *l);
 
 /* A campaign's acquire options from o (may be NULL): wait forever
  * unless o->wait_ms says otherwise, fenced (the term), watched. RL_EINVAL

@@ -1,10 +1,11 @@
 /* inspect.c -- rl_client_ping, rl_resource_status and
- * rl_resource_force_unlock (DESIGN §7 "ping", "status", "release
- * --force"), and rl_client_stats.
+ * rl_resource_force_unlock (the CLI's ping, status and release --force),
+ * and rl_client_stats.
  *
  * Force unlock runs the force-release script (the key's value and PTTL
  * before a delete, and a release notification so waiters wake) where
- * status runs the read-only one; both answer {value or false, pttl}. It
+ * status runs the read-only inspect; both answer {value or false, pttl,
+ * ...}. It
  * goes to every node, voting or quarantined alike (a key on a quarantined
  * node blocks others as much as any), and its outcome counts answers, not
  * votes: a quorum of answers means no holder keeps a majority. The holder
@@ -101,16 +102,14 @@ static enum vote classify_ping(struct inspect_op *op, size_t slot,
     return VOTE_YES;
 }
 
-static enum vote classify_status(struct inspect_op *op, size_t slot,
-                                 const struct node_reply *r)
+enum vote inspect_read_holder(struct node *n, rl_holder_info *h,
+                              const struct node_reply *r)
 {
-    rl_holder_info *h = &op->holders[slot];
-
     if (r->kind != REPLY_ARRAY || r->elements < 2 || r->elements > 4 ||
         r->element[1].kind != REPLY_INTEGER) {
         if (r->kind == REPLY_ERROR)
             snprintf(h->error, sizeof(h->error), "%s: %.*s",
-                     node_name(op->round.nodes[slot]), (int)r->len, r->str);
+                     node_name(n), (int)r->len, r->str);
         else if (r->kind == REPLY_ARRAY)
             snprintf(h->error, sizeof(h->error), "unexpected reply");
         else
@@ -118,13 +117,12 @@ static enum vote classify_status(struct inspect_op *op, size_t slot,
         return VOTE_ERROR;
     }
     h->reachable = true;
-    h->voting = node_voting(op->round.nodes[slot]);
-    op->answered++;
+    h->voting = node_voting(n);
     if (r->element[0].kind == REPLY_STRING)
         copy_text(h->token, sizeof(h->token), &r->element[0]);
     h->pttl_ms = r->element[1].integer;
     if (r->elements >= 3 && r->element[2].kind == REPLY_INTEGER)
-        h->readers = (uint32_t)r->element[2].integer; /* issue 13 */
+        h->readers = (uint32_t)r->element[2].integer; /* live readers */
     if (r->elements == 4 && r->element[3].kind == REPLY_STRING &&
         r->element[3].len < 24) {
         char num[24];
@@ -133,6 +131,16 @@ static enum vote classify_status(struct inspect_op *op, size_t slot,
         h->fence = strtoull(num, NULL, 10);
     }
     return VOTE_YES;
+}
+
+static enum vote classify_status(struct inspect_op *op, size_t slot,
+                                 const struct node_reply *r)
+{
+    enum vote v = inspect_read_holder(op->round.nodes[slot],
+                                      &op->holders[slot], r);
+
+    op->answered += v == VOTE_YES;
+    return v;
 }
 
 static enum vote classify(void *owner, size_t slot,
@@ -365,7 +373,7 @@ rl_status inspect_wait_connected(rl_client *c)
     if (scratch == NULL)
         return rl_fail(RL_ENOMEM, "out of memory");
     inspect_run(c, scratch, NULL, NULL, NULL, SCRIPT_INSPECT, false);
-    /* Clock guard (issue 15): the first round rode the handshake, so its
+    /* Clock guard: the first round rode the handshake, so its
      * clock samples are bracketed from the connect on. A second round
      * over the warm connections takes one bracketed by a round trip, at
      * least a round trip before the caller's first request: a clock far
@@ -494,11 +502,25 @@ static void sort_desc(int64_t *v, size_t n)
     }
 }
 
+/* Nodes whose value is the lock of h[i] (any owner: lockrec_same_lock)
+ * or, exact, whose value is h[i]'s. */
+static size_t count_holding(const rl_holder_info *h, size_t n, size_t i,
+                            bool exact)
+{
+    size_t j, m = 0;
+
+    for (j = 0; j < n; j++)
+        m += h[j].reachable && h[j].token[0] != '\0' &&
+             (exact ? strcmp(h[i].token, h[j].token) == 0
+                    : lockrec_same_lock(h[i].token, h[j].token));
+    return m;
+}
+
 void inspect_summarize(const rl_holder_info *h, size_t n,
                        rl_resource_info *out)
 {
     int64_t pttl[RL_MAX_NODES];
-    size_t i, j, best = 0, m, quorum = n / 2 + 1;
+    size_t i, best = 0, most = 0, m, quorum = n / 2 + 1;
     const char *value = NULL;
 
     memset(out, 0, sizeof(*out));
@@ -506,13 +528,19 @@ void inspect_summarize(const rl_holder_info *h, size_t n,
     for (i = 0; i < n; i++) {
         if (h[i].reachable && h[i].fence > out->fence)
             out->fence = h[i].fence;
+    }
+    /* The lock the most nodes hold; then, of its values (a leader's
+     * proclaim may have reached only some nodes), the one most hold. */
+    for (i = 0; i < n; i++) {
         if (!h[i].reachable || h[i].token[0] == '\0')
             continue;
-        for (j = 0, m = 0; j < n; j++)
-            m += h[j].reachable && strcmp(h[i].token, h[j].token) == 0;
-        if (m > best) {
+        m = count_holding(h, n, i, false);
+        if (m > best || (m == best && value != NULL &&
+                         lockrec_same_lock(value, h[i].token) &&
+                         count_holding(h, n, i, true) > most)) {
             best = m;
             value = h[i].token;
+            most = count_holding(h, n, i, true);
         }
     }
     if (value == NULL)
@@ -524,7 +552,8 @@ void inspect_summarize(const rl_holder_info *h, size_t n,
     if (!out->held)
         return;
     for (i = 0, m = 0; i < n && m < RL_MAX_NODES; i++) {
-        if (h[i].reachable && strcmp(h[i].token, value) == 0)
+        if (h[i].reachable && h[i].token[0] != '\0' &&
+            lockrec_same_lock(h[i].token, value))
             pttl[m++] = h[i].pttl_ms < 0 ? INT64_MAX : h[i].pttl_ms;
     }
     /* The quorum of nodes that hold it longest: until the shortest of

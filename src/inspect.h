@@ -13,9 +13,16 @@
  * are unreachable. */
 rl_status inspect_wait_connected(rl_client *c);
 
-/* Summarize per-node answers (rl_resource_inspect): the value held by
- * the most reachable nodes, its owner, whether a quorum of n holds it,
- * the quorum's remaining PTTL and the largest fence counter. Pure. */
+/* Node n's answer to the inspect script, into h (reachable, voting,
+ * token, pttl, readers, fence; error otherwise): VOTE_YES when it
+ * answered. */
+enum vote inspect_read_holder(struct node *n, rl_holder_info *h,
+                              const struct node_reply *r);
+/* Summarize per-node answers (rl_resource_inspect): the lock held by
+ * the most reachable nodes (values with the same token digits and
+ * different owners are one lock: lockrec_same_lock), the value of it most
+ * of them hold and its owner, whether a quorum of n holds the lock, the
+ * quorum's remaining PTTL and the largest fence counter. Pure. */
 void inspect_summarize(const rl_holder_info *h, size_t n,
                        rl_resource_info *out);
 

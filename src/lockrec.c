@@ -1,9 +1,10 @@
-/* lockrec.c -- lock keys and token (DESIGN §6). Key layout: K = prefix +
- * resource, value = token, the same as redsync and node-redlock. The
- * record lives inside the memory of its rl_lock (one allocation per held
- * lock); see lockrec.h. Lock kinds (issue 13): a semaphore permit is the
+/* lockrec.c -- lock keys and token (docs/protocol.md). Key layout: K =
+ * prefix + resource, value = token, the same as redsync and node-redlock.
+ * The record lives inside the memory of its rl_lock (one allocation per
+ * held lock); see lockrec.h. Lock kinds: a semaphore permit is the
  * key K + ":slot:<i>" (an ordinary lock), a reader lives in K as a hash
  * field (its record says shared), a lock-delay lengthens every PX. */
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -21,6 +22,10 @@ _Static_assert(RL_MAX_LIMIT <= INT16_MAX, "slot is an int16_t");
 _Static_assert(2 * RL_MAX_RESOURCE_LEN + LOCKREC_SLOT_SUFFIX_MAX <= UINT16_MAX,
                "key_lens are uint16_t");
 
+/* A new token with an owner is followed by room for the value a proclaim
+ * publishes (the same digits, another owner), NUL-terminated. */
+#define PUBLISHED_SIZE (TOKEN_HEX_LEN + 1 + RL_OWNER_MAX + 1)
+
 /* The token's length: token's, or a new one with owner's. */
 static size_t token_size(const char *token, const char *owner)
 {
@@ -37,6 +42,9 @@ size_t lockrec_tail_size(const struct config *cfg,
 {
     size_t size = count * (sizeof(char *) + sizeof(uint16_t)) +
                   token_size(token, owner) + 1;
+
+    if (token == NULL && owner != NULL && owner[0] != '\0')
+        size += PUBLISHED_SIZE;
     size_t i;
 
     for (i = 0; i < count; i++)
@@ -79,8 +87,41 @@ rl_status lockrec_init(struct lock_rec *r, void *tail,
     if (st == RL_OK && r->token_len > TOKEN_HEX_LEN) {
         r->token[TOKEN_HEX_LEN] = LOCKREC_OWNER_SEP;
         strcpy(r->token + TOKEN_HEX_LEN + 1, owner);
+        strcpy(r->token + r->token_len + 1, r->token);
     }
     return st;
+}
+
+bool lockrec_can_proclaim(const struct lock_rec *r)
+{
+    return !r->adopted && !r->shared && r->token_len > TOKEN_HEX_LEN;
+}
+
+const char *lockrec_published(const struct lock_rec *r)
+{
+    return lockrec_can_proclaim(r) ? r->token + r->token_len + 1 : r->token;
+}
+
+void lockrec_publish(struct lock_rec *r, const char *value)
+{
+    snprintf(r->token + r->token_len + 1, PUBLISHED_SIZE, "%s", value);
+}
+
+bool lockrec_same_lock(const char *a, const char *b)
+{
+    size_t i;
+
+    if (strcmp(a, b) == 0)
+        return true;
+    if (strlen(a) <= TOKEN_HEX_LEN + 1 || strlen(b) <= TOKEN_HEX_LEN + 1 ||
+        a[TOKEN_HEX_LEN] != LOCKREC_OWNER_SEP ||
+        memcmp(a, b, TOKEN_HEX_LEN + 1) != 0)
+        return false;
+    for (i = 0; i < TOKEN_HEX_LEN; i++) {
+        if (!isxdigit((unsigned char)a[i]))
+            return false;
+    }
+    return true;
 }
 
 rl_status lockrec_check_owner(const char *owner)

@@ -1,7 +1,7 @@
 /* lockrec.h -- what identifies a lock in Redis: its keys (prefix +
- * resource) and its token (DESIGN §6). The holder layer embeds one in each
- * rl_lock; operations borrow it to build their commands and never change
- * it. */
+ * resource) and its token (docs/protocol.md). The holder layer embeds one
+ * in each rl_lock; operations borrow it to build their commands and never
+ * change it. */
 #ifndef REDLOCK_LOCKREC_H
 #define REDLOCK_LOCKREC_H
 
@@ -30,7 +30,7 @@ struct lock_rec {
     uint8_t token_len;           /* 1..RL_MAX_TOKEN_LEN */
     bool adopted;                /* token from elsewhere (rl_lock_adopt) */
     bool shared;                 /* a reader of a read-write lock: its
-                                    scripts are the reader ones (issue 13) */
+                                    scripts are the reader ones */
 };
 
 /* Bytes lockrec_init needs after the record for these names and token
@@ -55,6 +55,20 @@ rl_status lockrec_init(struct lock_rec *r, void *tail,
 rl_status lockrec_check_owner(const char *owner);
 /* The owner a stored value carries, or "" (written into out, len bytes). */
 void lockrec_owner_of(const char *value, char *out, size_t len);
+/* Proclaim (election): a lock whose token was made with an owner may
+ * publish another owner with the same token digits. Nodes may hold
+ * either value: release, extend and proclaim match both (the scripts'
+ * ours(); lockrec_same_lock is the same rule in C: equal, or both carry
+ * an owner after the same TOKEN_HEX_LEN hex digits). */
+bool lockrec_can_proclaim(const struct lock_rec *r);
+bool lockrec_same_lock(const char *a, const char *b);
+/* The value the lock publishes now: its token, or (lockrec_can_proclaim)
+ * the value of its last successful proclaim. What a restarted node gets
+ * back. Loop thread. */
+const char *lockrec_published(const struct lock_rec *r);
+/* Loop thread, lockrec_can_proclaim: publish value (the token's digits,
+ * LOCKREC_OWNER_SEP, an owner checked by lockrec_check_owner). */
+void lockrec_publish(struct lock_rec *r, const char *value);
 
 /* The PX its keys are written with for ttl_ms: ttl + the lock-delay;
  * lockrec_px writes it in decimal into buf (LOCKREC_PX_LEN bytes). */

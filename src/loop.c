@@ -1,4 +1,4 @@
-/* loop.c -- the event loop layer (DESIGN §3 "Threading").
+/* loop.c -- the event loop layer.
  *
  * Own loop (default): a libev loop and a thread that runs it; everything
  * above this layer (nodes, requests, timers, operations, held locks) lives

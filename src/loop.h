@@ -1,7 +1,7 @@
 /* loop.h -- the event loop a client runs on: its own thread or the
  * caller's libev loop, the queue that hands operations to it, one-shot
  * timers, a hook that runs before the loop blocks, and the waiter a
- * blocking caller sleeps on. The lowest layer above base (DESIGN §3). */
+ * blocking caller sleeps on. The lowest layer above base. */
 #ifndef REDLOCK_LOOP_H
 #define REDLOCK_LOOP_H
 

@@ -1,5 +1,5 @@
-/* metrics.c -- rl_stats as Prometheus text exposition format, version 0.0.4
- * (issue 14 §4).
+/* metrics.c -- rl_stats as Prometheus text exposition format, version
+ * 0.0.4.
  *
  * A pure function of an rl_stats snapshot: no client, no lock, no
  * allocation. Each metric family is written once, HELP then TYPE then its

@@ -1,5 +1,5 @@
 /* node.c -- one Redis node over our own connection layer (conn.c, with
- * optional TLS) on libev (DESIGN §3, §5.7, issue 11).
+ * optional TLS) on libev.
  *
  * States (enum node_state):
  *   IDLE -> CONNECTING -> READY -> (error, EOF, stuck request) -> BACKOFF
@@ -7,66 +7,14 @@
  * CONNECTING queues AUTH, SELECT and INFO server on the new connection
  * before anything else, so every later command runs authenticated, in the
  * right db, and after we know the server's version and uptime
- * (quarantine, §5.7). The connection's own timer bounds the TCP connect
+ * (restart quarantine). The connection's own timer bounds the TCP connect
  * and the TLS handshake by connect_timeout_ms; the handshake commands are
  * bounded by it too (their request deadline).
  * A node that has failed before fails new requests at once until its
  * handshake succeeds again ("known down": the quorum does not wait for it).
  *
- * Commands are formatted once per round (struct wire, refcounted) and the
- * same bytes are queued on every node's connection without copying: each
- * queued write holds a wire reference, dropped by conn's release callback
- * once the bytes are written or dropped.
- *
- * Requests. The privdata handed to conn is a struct request owned by the
- * node, never an operation: conn may call back after the operation
- * finished (late reply) or with reply == NULL while the connection dies.
- * The owner (operation) may detach at any time; the record is freed only
- * in the conn reply callback, which conn runs exactly once per request.
- * Records are kept in send order (Redis answers in order) and one ev_timer
- * per node is armed for the oldest deadline. A request still unanswered at
- * its deadline means the connection is stuck (e.g. SIGSTOPped server): it
- * is torn down with conn_close, which answers every pending request with
- * NULL (reported as REPLY_DOWN with the timeout as reason), and the node
- * backs off. A connection that dies by itself (EOF, I/O or TLS error,
- * connect timeout) is handled at its first NULL reply or at its close
- * callback, whichever comes first, so owners reacting to REPLY_DOWN
- * already see the node down.
- *
- * Writes: conn writes everything queued in one loop iteration at its end
- * (one write per node per iteration); sockets are close-on-exec from
- * their creation.
- *
- * Rollbacks (releases after a failed acquire) that cannot be sent because
- * the node is down are kept, bounded, until the next handshake, however
- * late: a SET stuck in a paused node's socket buffer lands when it
- * resumes and lives a whole TTL from then, and a compare-and-delete of
- * our own token is harmless at any time.
- *
- * Server start: INFO's uptime_in_seconds is the difference of two
- * wall-clock whole seconds, so the real uptime is within 1 s of it either
- * way. up_since_us is the latest possible start (the quarantine never
- * trusts a node too early); started_after() uses the earliest
- * (start_min_us: it never mistakes an older server for one restarted
- * after a given instant). A reconnect to the same run_id keeps them.
- *
- * Clock guard (issue 15): the handshake reads TIME, and a lock-path
- * command (marked by wire_sample_time) gets a TIME pipelined right before
- * it, in the same write, whenever clockguard_due says the node needs a
- * sample (the first few on a connection, then at most one per
- * CLOCK_SAMPLE_INTERVAL_US). Each reading is a sample bracketed by the
- * request's send time (queue time, or the connection's open for the
- * handshake) and its receipt; clockguard.c decides from them. The TIME
- * reply is handled before the reply of the command behind it, so a node
- * whose sample is inconsistent never has that reply counted as a vote. While a
- * node is clock-suspect its INFO uptime is not trusted: its latest
- * possible start becomes the handshake of the current connection (it has
- * answered on it since) and its earliest is unknown.
- *
- * Connection ownership: n->conn is the current connection or NULL; it is
- * cleared before the node frees it (conn_free defers the memory while one
- * of its callbacks runs), so callbacks of an old connection are
- * recognised and never touch the node's state. */
+ * Notes on requests, server start, the clock guard, commands, writes,
+ * rollbacks and connection ownership open the sections below. */
 #include <ev.h>
 #include <hiredis/hiredis.h>
 #include <stdio.h>
@@ -160,7 +108,7 @@ struct node {
     rl_mono_us start_min_us;    /* earliest possible server start */
     char last_error[RL_ERRLEN];
     struct node_stats stats;
-    struct clockguard clock;    /* issue 15 */
+    struct clockguard clock;    /* the clock guard's samples */
     struct wire *time_wire;     /* "TIME", shared by the node's samples */
     rl_mono_us ready_us;        /* last handshake done, boottime */
 };
@@ -174,6 +122,21 @@ static void connection_fail(struct node *n, const char *fmt, ...)
     RL_PRINTF(2, 3);
 
 /* ---- Request records ---------------------------------------------------- */
+
+/* Requests. The privdata handed to conn is a struct request owned by the
+ * node, never an operation: conn may call back after the operation
+ * finished (late reply) or with reply == NULL while the connection dies.
+ * The owner (operation) may detach at any time; the record is freed only
+ * in the conn reply callback, which conn runs exactly once per request.
+ * Records are kept in send order (Redis answers in order) and one ev_timer
+ * per node is armed for the oldest deadline. A request still unanswered at
+ * its deadline means the connection is stuck (e.g. SIGSTOPped server): it
+ * is torn down with conn_close, which answers every pending request with
+ * NULL (reported as REPLY_DOWN with the timeout as reason), and the node
+ * backs off. A connection that dies by itself (EOF, I/O or TLS error,
+ * connect timeout) is handled at its first NULL reply or at its close
+ * callback, whichever comes first, so owners reacting to REPLY_DOWN
+ * already see the node down. */
 
 static void queue_push(struct node *n, struct request *r)
 {
@@ -328,6 +291,13 @@ static void deliver(struct request *r, const redisReply *reply)
     request_report(r, &out);
 }
 
+/* Server start: INFO's uptime_in_seconds is the difference of two
+ * wall-clock whole seconds, so the real uptime is within 1 s of it either
+ * way. up_since_us is the latest possible start (the quarantine never
+ * trusts a node too early); started_after() uses the earliest
+ * (start_min_us: it never mistakes an older server for one restarted
+ * after a given instant). A reconnect to the same run_id keeps them. */
+
 /* Record which server instance answered and when it started. */
 static void learn_server(struct node *n, const char *info)
 {
@@ -389,6 +359,19 @@ static void clock_sample(struct node *n, rl_mono_us send_us,
         break;
     }
 }
+
+/* Clock guard: the handshake reads TIME, and a lock-path command (marked
+ * by wire_sample_time) gets a TIME pipelined right before it, in the same
+ * write, whenever clockguard_due says the node needs a sample (the first
+ * few on a connection, then at most one per CLOCK_SAMPLE_INTERVAL_US).
+ * Each reading is a sample bracketed by the
+ * request's send time (queue time, or the connection's open for the
+ * handshake) and its receipt; clockguard.c decides from them. The TIME
+ * reply is handled before the reply of the command behind it, so a node
+ * whose sample is inconsistent never has that reply counted as a vote.
+ * While a node is clock-suspect its INFO uptime is not trusted: its latest
+ * possible start becomes the handshake of the current connection (it has
+ * answered on it since) and its earliest is unknown. */
 
 /* Parse TIME's {seconds, microseconds} (two bulk strings). */
 static bool parse_time(const redisReply *sec, const redisReply *usec,
@@ -784,6 +767,11 @@ static void on_reply(struct conn *c, const redisReply *reply,
 
 /* ---- Commands ----------------------------------------------------------- */
 
+/* Commands are formatted once per round (struct wire, refcounted) and the
+ * same bytes are queued on every node's connection without copying: each
+ * queued write holds a wire reference, dropped by conn's release callback
+ * once the bytes are written or dropped. */
+
 void wire_unref(struct wire *w)
 {
     if (w == NULL || --w->refs > 0)
@@ -889,6 +877,16 @@ static struct wire *wire_eval_form(const struct wire *sha)
 }
 
 /* ---- Sending ------------------------------------------------------------ */
+
+/* Writes: conn writes everything queued in one loop iteration at its end
+ * (one write per node per iteration); sockets are close-on-exec from
+ * their creation. */
+
+/* Rollbacks (releases after a failed acquire) that cannot be sent because
+ * the node is down are kept, bounded, until the next handshake, however
+ * late: a SET stuck in a paused node's socket buffer lands when it
+ * resumes and lives a whole TTL from then, and a compare-and-delete of
+ * our own token is harmless at any time. */
 
 /* conn is done with the bytes of a queued write. */
 static void release_wire(void *arg)
@@ -1088,6 +1086,11 @@ static void free_deferred(struct node *n)
 }
 
 /* ---- Connection lifecycle ----------------------------------------------- */
+
+/* Connection ownership: n->conn is the current connection or NULL; it is
+ * cleared before the node frees it (conn_free defers the memory while one
+ * of its callbacks runs), so callbacks of an old connection are
+ * recognised and never touch the node's state. */
 
 static void schedule_reconnect(struct node *n)
 {

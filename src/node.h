@@ -157,7 +157,7 @@ int64_t node_uptime_ms(const struct node *n);
 bool node_started_after(const struct node *n, rl_mono_us t);
 const struct node_stats *node_get_stats(const struct node *n);
 
-/* Clock guard (issue 15). A command w marked here gets a TIME sent right
+/* Clock guard. A command w marked here gets a TIME sent right
  * before it (same write) on each node that needs a clock sample, when
  * the guard is on. */
 void wire_sample_time(struct wire *w);

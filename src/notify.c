@@ -1,4 +1,4 @@
-/* notify.c -- release notifications (DESIGN §5.5).
+/* notify.c -- release notifications.
  *
  * The release script publishes on redlock:release:<key>. A waiting acquire
  * (one that was refused and sleeps before its next attempt) registers a

@@ -1,4 +1,4 @@
-/* notify.h -- wake waiting acquires when a lock is released (§5.5). */
+/* notify.h -- wake waiting acquires when a lock is released. */
 #ifndef REDLOCK_NOTIFY_H
 #define REDLOCK_NOTIFY_H
 

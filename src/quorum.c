@@ -1,4 +1,4 @@
-/* quorum.c -- parallel fan-out and the majority decision (DESIGN §5.1).
+/* quorum.c -- parallel fan-out and the majority decision.
  *
  * A round sends one command to all N nodes at once and counts the replies
  * as they come. In ROUND_EARLY mode it decides the moment the outcome is
@@ -6,10 +6,10 @@
  * than N - quorum nodes can no longer say yes; stragglers are detached and
  * their late replies dropped by node.c. Nodes that are known down answer
  * at once (node_send returns NULL) so they never make a round wait.
- * A YES from a node that is not voting (restart quarantine, §5.7) counts
+ * A YES from a node that is not voting (restart quarantine) counts
  * as a NO for the decision: its key still blocks others, but it cannot
  * make us the holder.
- * With the clock guard on (issue 15) a round's command takes a clock
+ * With the clock guard on a round's command takes a clock
  * sample along: node.c pipelines a TIME before it on each node that
  * needs one (same write). node.c takes the sample before
  * it hands over the reply, so a node whose clock just turned suspect
@@ -136,7 +136,7 @@ static void on_node_reply(void *owner, size_t slot,
         note_failure(q, slot, r);
     v = count_vote(q, slot, vote);
     if (q->abort)
-        v = VERDICT_FAILURE; /* the owner saw enough (issue 15) */
+        v = VERDICT_FAILURE; /* the owner saw enough */
     if (v == VERDICT_PENDING)
         return;
     round_cancel(q);

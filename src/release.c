@@ -1,7 +1,7 @@
-/* release.c -- compare-and-delete on all nodes (DESIGN §5.3).
+/* release.c -- compare-and-delete on all nodes.
  *
  * The release script deletes each key only where it still holds our token
- * and publishes on redlock:release:<key> so waiters wake at once (§5.5).
+ * and publishes on redlock:release:<key> so waiters wake at once (notify.c).
  * It goes to every node; the outcome (release.h) tells the caller the
  * truth about the lock it held. Our own lock decides once a majority
  * deleted it (or cannot have); an adopted token waits for every node, so

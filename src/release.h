@@ -1,4 +1,4 @@
-/* release.h -- one compare-and-delete round on all nodes (DESIGN §5.3),
+/* release.h -- one compare-and-delete round on all nodes,
  * loop thread. */
 #ifndef REDLOCK_RELEASE_H
 #define REDLOCK_RELEASE_H

@@ -1,62 +1,37 @@
-/* scripts.c -- Lua sources and SHA1 digests (DESIGN §5.1, §5.3, §5.4).
+/* scripts.c -- Lua sources and SHA1 digests; docs/protocol.md states their
+ * contract.
  *
- * Node replies, per script:
- *   acquire-multi: 1 = every key set to our token, 0 = some key exists (none
- *     set: all-or-nothing on each node).
- *   release: 1 = every key held our token and was deleted, 0 = absent
- *     (nothing of ours left), -1 = some key holds another token. Each
- *     delete publishes on redlock:release:<key> so waiters wake (§5.5).
- *   extend: 1 = every key holds our token and got the new expiry, 0 = some
- *     key is absent, -1 = some key holds another token. It never recreates
- *     an absent key: that would hide a lapse (§5.4).
- *   acquire-fenced: like acquire-multi over all keys but the last two,
- *     the fence counter and its run_id marker; returns {granted (1 or 0),
- *     counter or nil, trusted (1 when the marker is this server's run_id)}
- *     on refusals too (fence.c).
- *   fence-write: if the lock key still holds our token, raise the counter
- *     to ARGV[2] and set the marker to this server's run_id (1), else 0.
- *     Compared as decimal strings (length, then bytes): Lua numbers are
- *     doubles. Both fence scripts read the run_id from INFO server (a
- *     nondeterministic command: scripts replicate their effects, Redis 5+).
- *   force-release (admin, issue 14): whatever token the key holds, return
- *     {value, pttl} and delete it, publishing the removed token on
- *     redlock:release:<key> as a release does; {false, -2} when absent.
- *     GET fails on a key that is not a string: such a key is no lock and
- *     is left alone.
- *   inspect: {value or false, pttl}; for a read-write lock's readers
- *     (a hash, issue 13) {false, pttl, live readers}.
- *   touch-batch (issue 16): the extend script for many one-key locks in
- *     one call. KEYS holds one key per lock; ARGV holds, for each run of
- *     locks with the same PX, the PX, how many locks, then their tokens
- *     in KEYS' order (a batch of equal TTLs is one run: two arguments per
- *     lock, not four). Returns a string with one code per lock, with
- *     extend's meaning: '1' extended, '0' absent (or not a string), '2'
- *     holds another token (nothing changed for that lock). Each lock's
- *     fate is its own; absent keys are never recreated. One MGET reads
- *     every key: a call from Lua costs about as much as the work of a
- *     PEXPIRE, so each key costs one call. The expiry is absolute
- *     (PEXPIREAT from one TIME per call, at most the PX from now): Redis
- *     rewrites every PEXPIRE into a PEXPIREAT for propagation, an
- *     allocation per key; tools/touch-floor.py measures both forms.
- *   reader-acquire, reader-extend, reader-release (issue 13): a
- *     read-write lock's readers live at the key itself, a hash of reader
- *     token -> expiry (server time, ms), whose PEXPIRE is the latest
- *     reader's expiry; so a plain SET NX (ours, redsync, node-redlock)
- *     fails while readers hold it, and a reader is refused (0) while a
- *     string (an exclusive holder) or a writer's intent key exists.
- *     Expired readers are pruned on acquire; extend never re-adds an
- *     absent or expired reader (0; -1 when an exclusive holder has the
- *     key); release removes ours (1; 0 absent, -1 exclusive holder),
- *     deletes the key when it was the last, and publishes as release
- *     does so waiting writers wake.
- *   writer-intent (issue 13): a refused exclusive acquire marks that it
- *     waits, where readers hold the key, with <key>:wintent PX ARGV[2]:
- *     new readers are refused until it expires (writer preference).
- *   intent-clear (issue 13): the writer that wins deletes the intent only
- *     if it is its own; another writer's (it refreshed the intent last)
- *     keeps refusing readers while that writer waits.
- * Single-key acquire does not use a script: plain SET NX PX keeps the key
- * layout identical to redsync and node-redlock (§6).
+ * Arguments and replies are listed in scripts.h and specified, script by
+ * script, in docs/protocol.md section 3. What the sources rely on:
+ * - Every script compares the whole stored value with the caller's token
+ *   and nothing else; a plain SET NX holder (redsync, node-redlock) and
+ *   ours exclude each other, and single-key acquire is SET NX PX itself,
+ *   not a script, so its key layout is theirs. One allowance: release,
+ *   extend, touch-batch and proclaim match our keys with ours() (below),
+ *   so a value with an owner also matches the same 40 hex digits with
+ *   another owner (a leader's proclaim reached that node).
+ * - proclaim sets a key that still holds our lock to the same digits with
+ *   a new owner, keeping its expiry, and publishes the new value on
+ *   redlock:release:<key> so observers re-read.
+ * - Absent keys are never recreated by extend, touch-batch or
+ *   reader-extend: that would hide a lapse.
+ * - Deleting releases (release, reader-release, force-release) publish
+ *   the removed token on redlock:release:<key> so waiters wake
+ *   (notify.c). GET fails on a key that is not a string: force-release
+ *   leaves such a key (no lock) alone.
+ * - Readers live at the key itself, a hash of token -> expiry in server
+ *   ms, whose PEXPIRE is the latest reader's; so SET NX fails while they
+ *   hold it. A writer refused by readers sets <key>:wintent; only its own
+ *   writer clears it.
+ * - Fence counters are compared as decimal strings (length, then bytes):
+ *   Lua numbers are doubles. The fence scripts read the run_id from INFO
+ *   server, and the reader scripts and touch-batch read TIME
+ *   (nondeterministic: scripts replicate their effects, Redis 5+).
+ * - touch-batch reads every key with one MGET, so each key costs one call
+ *   from Lua (its PEXPIREAT). The expiry is absolute (one TIME per call,
+ *   at most the PX from now): Redis rewrites every PEXPIRE into a
+ *   PEXPIREAT for propagation, an allocation per key;
+ *   tools/touch-floor.py compares both forms.
  * The digests are computed once with OpenSSL; node.c sends EVALSHA and
  * falls back to EVAL on NOSCRIPT. */
 #include <openssl/sha.h>
@@ -64,6 +39,30 @@
 #include <string.h>
 
 #include "scripts.h"
+
+/* ours(v, t): v is the value of the lock whose token is t -- equal, or
+ * both carry an owner (40 hex digits, '.', owner) and the 40 digits are
+ * the same: proclaim changed the owner on that node. Only a value with
+ * an owner can differ, so plain tokens (redsync, node-redlock, ours
+ * without an owner) compare exactly as before. touch-batch tests v == t
+ * before calling it: its common case costs no call. */
+#define OURS_LUA                                                          \
+    "local function ours(v, t)\n"                                         \
+    "  if v == t then return true end\n"                                  \
+    "  if #t < 42 or #v < 42 then return false end\n"                     \
+    "  local p = t:sub(1, 41)\n"                                          \
+    "  return v:sub(1, 41) == p and p:match('^%x+%.$') ~= nil\n"           \
+    "end\n"
+
+/* The first half of extend and proclaim: return 0 when a key is absent,
+ * -1 when one holds another lock. */
+#define ALL_OURS_LUA                                                      \
+    OURS_LUA                                                              \
+    "for _, k in ipairs(KEYS) do\n"                                       \
+    "  local v = redis.call('get', k)\n"                                  \
+    "  if not v then return 0 end\n"                                      \
+    "  if not ours(v, ARGV[1]) then return -1 end\n"                      \
+    "end\n"
 
 static struct script scripts[SCRIPT_COUNT] = {
     [SCRIPT_ACQUIRE_MULTI] = {
@@ -78,10 +77,11 @@ static struct script scripts[SCRIPT_COUNT] = {
         "", true},
     [SCRIPT_RELEASE] = {
         "release",
+        OURS_LUA
         "local r = 0\n"
         "for _, k in ipairs(KEYS) do\n"
         "  local v = redis.call('get', k)\n"
-        "  if v == ARGV[1] then\n"
+        "  if v and ours(v, ARGV[1]) then\n"
         "    redis.call('del', k)\n"
         "    redis.call('publish', 'redlock:release:' .. k, ARGV[1])\n"
         "    if r == 0 then r = 1 end\n"
@@ -93,11 +93,7 @@ static struct script scripts[SCRIPT_COUNT] = {
         ""},
     [SCRIPT_EXTEND] = {
         "extend",
-        "for _, k in ipairs(KEYS) do\n"
-        "  local v = redis.call('get', k)\n"
-        "  if not v then return 0 end\n"
-        "  if v ~= ARGV[1] then return -1 end\n"
-        "end\n"
+        ALL_OURS_LUA
         "for _, k in ipairs(KEYS) do\n"
         "  redis.call('pexpire', k, ARGV[2])\n"
         "end\n"
@@ -105,6 +101,7 @@ static struct script scripts[SCRIPT_COUNT] = {
         ""},
     [SCRIPT_TOUCH_BATCH] = {
         "touch-batch",
+        OURS_LUA
         "local vals = redis.call('mget', unpack(KEYS))\n"
         "local out = {}\n"
         "local t = redis.call('time')\n"
@@ -116,7 +113,9 @@ static struct script scripts[SCRIPT_COUNT] = {
         "  for i = 1, n do\n"
         "    local v = vals[k + i]\n"
         "    if not v then out[k + i] = '0'\n"
-        "    elseif v ~= ARGV[a + 1 + i] then out[k + i] = '2'\n"
+        "    elseif v ~= ARGV[a + 1 + i] and not ours(v, ARGV[a + 1 + i])"
+        " then\n"
+        "      out[k + i] = '2'\n"
         "    else\n"
         "      redis.call('pexpireat', KEYS[k + i], at)\n"
         "      out[k + i] = '1'\n"
@@ -239,6 +238,17 @@ static struct script scripts[SCRIPT_COUNT] = {
         "writer-intent",
         "if redis.call('type', KEYS[1]).ok ~= 'hash' then return 0 end\n"
         "redis.call('set', KEYS[2], ARGV[1], 'PX', ARGV[2])\n"
+        "return 1\n",
+        ""},
+    [SCRIPT_PROCLAIM] = {
+        "proclaim",
+        ALL_OURS_LUA
+        "for _, k in ipairs(KEYS) do\n"
+        "  local t = redis.call('pttl', k)\n"
+        "  if t <= 0 then return 0 end\n"
+        "  redis.call('set', k, ARGV[2], 'PX', t)\n"
+        "  redis.call('publish', 'redlock:release:' .. k, ARGV[2])\n"
+        "end\n"
         "return 1\n",
         ""},
     [SCRIPT_INTENT_CLEAR] = {

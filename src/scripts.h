@@ -1,4 +1,5 @@
-/* scripts.h -- the Lua scripts every node runs, with their SHA1 digests. */
+/* scripts.h -- the Lua scripts every node runs, with their SHA1 digests
+ * (their contract: docs/protocol.md). */
 #ifndef REDLOCK_SCRIPTS_H
 #define REDLOCK_SCRIPTS_H
 
@@ -18,13 +19,15 @@ enum script_id {
     SCRIPT_TOUCH_BATCH,   /* KEYS: one per lock; ARGV: per run of equal
                              PX: px, n, n tokens -> "1"|"0"|"2" per lock */
     SCRIPT_READER_ACQUIRE,/* KEYS: k, writer intent; ARGV: token, px
-                             -> 1 | 0 (issue 13) */
+                             -> 1 | 0 */
     SCRIPT_READER_EXTEND, /* KEYS: k; ARGV: token, px -> 1 | 0 | -1 */
     SCRIPT_READER_RELEASE,/* KEYS: k; ARGV: token -> 1 | 0 | -1 */
     SCRIPT_WRITER_INTENT, /* KEYS: k, writer intent; ARGV: token, px
                              -> 1 set (readers hold k) | 0 */
     SCRIPT_INTENT_CLEAR,  /* KEYS: writer intent; ARGV: token -> 1 deleted
                              (it was ours) | 0 */
+    SCRIPT_PROCLAIM,      /* KEYS: k1..kn; ARGV: token, new value
+                             -> 1 | 0 | -1 */
     SCRIPT_COUNT,
 };
 

@@ -1,5 +1,5 @@
 /* semaphore.c -- a semaphore with K permits built from K slot locks
- * (issue 13; README "Lock kinds").
+ * (README "Lock kinds").
  *
  * Slot i is an ordinary Redlock mutex on the key "<resource>:slot:<i>"
  * (prefix applied), so at most K holders exist by construction: each slot
@@ -12,16 +12,13 @@
  * each with one acquire attempt (acquire.c: a slot record gets no
  * retries), and stops at the first slot won. Tried one at a time, nothing
  * won needs rolling back, and an uncontended semaphore costs what a mutex
- * does; a full one costs K refused attempts per round. (Probing 4 slots
- * at once after a refusal was measured too: with K = 16 holders cycling,
- * 13 000 instead of 21 000 cycles/s and 28 instead of 18 us of client
- * CPU per cycle, the extra wins it had to release costing the servers
- * work.) When every slot
- * refused, the operation waits the retry delay (+- jitter, capped by the
- * wait deadline), cut short by a release notification on any slot's
- * channel; a round started by slot i's release tries slot i first (the
- * one known to be free) -- until the retries or the wait run out, with
- * the same policy as a mutex.
+ * does; a full one costs K refused attempts per round. (Probing several
+ * slots at once after a refusal was slower: the extra wins it has to
+ * release cost the servers work.) When every slot refused, the operation
+ * waits the retry delay (+- jitter, capped by the wait deadline), cut
+ * short by a release notification on any slot's channel; a round started
+ * by slot i's release tries slot i first (the one known to be free) --
+ * until the retries or the wait run out, with the same policy as a mutex.
  * The record being acquired is the holder's: rewritten to each slot tried
  * (lockrec_set_slot), it names the slot won at the end, so the handle is
  * an ordinary lock on that slot (release, extend, watchdog, fencing per

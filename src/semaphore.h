@@ -1,5 +1,5 @@
 /* semaphore.h -- acquire one of K permits, each an ordinary mutex on its
- * slot key "<resource>:slot:<i>" (issue 13). Loop thread. */
+ * slot key "<resource>:slot:<i>". Loop thread. */
 #ifndef REDLOCK_SEMAPHORE_H
 #define REDLOCK_SEMAPHORE_H
 

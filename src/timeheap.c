@@ -1,5 +1,5 @@
-/* timeheap.c -- intrusive pairing heap of instants (issue 16: one timer
- * structure for every watched lock of a client).
+/* timeheap.c -- intrusive pairing heap of instants (one timer structure
+ * for every watched lock of a client).
  *
  * Invariants: every node's key is >= its parent's; a queued node other
  * than the root has prev set (its previous sibling, or its parent when it

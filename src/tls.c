@@ -1,5 +1,5 @@
 /* tls.c -- OpenSSL client contexts, targets and per-connection SSL objects
- * (DESIGN §3 "conn", issue 11 item 2).
+ * (the TLS half of conn.c).
  *
  * Owns:
  *   struct tls_ctx     one SSL_CTX per configuration: TLS 1.2 minimum,

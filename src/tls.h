@@ -1,4 +1,4 @@
-/* tls.h -- OpenSSL client contexts and per-target TLS state (issue 11).
+/* tls.h -- OpenSSL client contexts and per-target TLS state.
  * conn.c is the only user of the per-connection half; the configuration
  * layer creates a tls_ctx per configuration and a tls_target per node. */
 #ifndef REDLOCK_TLS_H

@@ -1,4 +1,4 @@
-/* token.c -- lock tokens from OpenSSL's CSPRNG (DESIGN §6).
+/* token.c -- lock tokens from OpenSSL's CSPRNG.
  *
  * A token identifies one holder on every node; compare-and-delete and
  * touch-only extension trust it, so it must be unguessable and unique:

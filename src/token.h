@@ -1,4 +1,4 @@
-/* token.h -- random lock tokens (DESIGN §6: >= 128 random bits, hex). */
+/* token.h -- random lock tokens (>= 128 random bits, hex). */
 #ifndef REDLOCK_TOKEN_H
 #define REDLOCK_TOKEN_H
 

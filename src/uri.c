@@ -1,8 +1,8 @@
-/* uri.c -- node addresses: parsing the URI forms of DESIGN §7 (also listed
- * above rl_config.nodes) and resolving host names (STYLE 3.5).
+/* uri.c -- node addresses: parsing the URI forms listed above
+ * rl_config.nodes and resolving host names.
  *
  * Owns struct node_addr and every string in it, and the public rl_uri_*
- * calls (issue 10 §4: one URI parser, for the library and its tools).
+ * calls (one URI parser, for the library and its tools).
  * uri_parse() works in two passes: the first only validates and records
  * pointers into the input, the second allocates. So a bad URI never allocates, and an allocation failure
  * frees what the second pass built; either way *out is left zeroed.

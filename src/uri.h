@@ -1,4 +1,5 @@
-/* uri.h -- parse one node address (DESIGN §7 URI forms) and resolve its
+/* uri.h -- parse one node address (the URI forms listed
+ * above rl_config.nodes) and resolve its
  * host name to a numeric address, so the event loop never blocks in DNS. */
 #ifndef REDLOCK_URI_H
 #define REDLOCK_URI_H

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Chaos suite (DESIGN §8, issue 5): builds what it needs in build/release
+# Chaos suite: builds what it needs in build/release
 # (incremental, so only if needed) and runs tests/chaos/chaos.py.
 #   tools/chaos.sh [--ci|--long] [--profile NAME]... [chaos.py options]
 #   --ci     every profile short, plus the negative controls (default;

@@ -17,7 +17,7 @@ layer_of() {
     lock)                                     echo 5 lock ;;
     watchdog)                                 echo 6 watchdog ;;
     holder)                                   echo 7 holder ;;
-    client|blocking|metrics)                  echo 8 facade ;;
+    client|blocking|metrics|election)         echo 8 facade ;;
     *)                                        echo "- none" ;;
     esac
 }

@@ -206,9 +206,10 @@ def base_env():
     return env
 
 
-def run_cli(args, env=None, timeout=30, input=None):
-    """Run the CLI to completion: (exit code, stdout, stderr)."""
-    p = subprocess.run([CLI] + list(args), env=env if env is not None
+def run_cli(args, env=None, timeout=30, input=None, prog=None):
+    """Run the CLI (or the program prog) to completion: (exit code, stdout,
+    stderr)."""
+    p = subprocess.run([prog or CLI] + list(args), env=env if env is not None
                        else base_env(), capture_output=True, text=True,
                        timeout=timeout, input=input)
     return p.returncode, p.stdout, p.stderr

@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""redlock-cli bench --json: the fields tools/bench-compare.sh reads, for
-every phase (a, b, c, f and the hidden floor), against 3 real redis-server
-nodes, in about 10 s (issue 6). Checks shapes and invariants, never
-speeds: benchmarks are not timed tests (STYLE §3.8).
+"""redlock-cli bench --json and tools/bench/redlock-bench: the fields
+tools/bench-compare.sh reads, for every phase (a, b, c, f; redlock-bench's
+floor and restart), against 3 real redis-server nodes, in about 10 s.
+Checks shapes and invariants, never speeds: benchmarks are not timed tests
+(see STYLE).
 
-Usage: test_bench.py PATH-TO-redlock-cli [unittest args]
+Usage: REDLOCK_BENCH=PATH-TO-redlock-bench test_bench.py PATH-TO-redlock-cli
+       [unittest args]
 """
 import json
 import os
@@ -16,6 +18,7 @@ from clitest import run_cli, nodes_arg, start_nodes
 
 NODES = []
 PW = "b3nch-pw"
+BENCH = os.environ.get("REDLOCK_BENCH")
 
 
 setUpModule, tearDownModule = clitest.module_nodes(NODES, 3)
@@ -34,6 +37,18 @@ def bench(*args, nodes=None, pre=(), timeout=60):
     return rc, lines, err
 
 
+def rbench(phase, *args, nodes=None, pre=(), timeout=60):
+    """redlock-bench PHASE with the CLI's global options: (rc, the JSON
+    object or None, stderr)."""
+    assert BENCH, "REDLOCK_BENCH: the path of tools/bench/redlock-bench"
+    n = nodes if isinstance(nodes, str) else nodes_arg(
+        nodes if nodes is not None else NODES)
+    rc, out, err = run_cli([phase, "-n", n, "--no-quarantine", "--json"]
+                           + list(pre) + list(args), timeout=timeout,
+                           prog=BENCH)
+    return rc, json.loads(out) if rc == 0 else None, err
+
+
 class TestBench(unittest.TestCase):
     def assertPct(self, p, positive=True):
         self.assertEqual(sorted(p), ["max", "p50", "p90", "p99"])
@@ -42,14 +57,14 @@ class TestBench(unittest.TestCase):
             self.assertGreater(p["p50"], 0, p)
 
     def test_every_phase_prints_its_fields(self):
-        rc, lines, err = bench("--phases", "a,b,c,f,floor", "--concurrency",
+        rc, lines, err = bench("--phases", "a,b,c,f", "--concurrency",
                                "1,8", "--contenders", "2,3", "--duration",
                                "0.5", "--locks", "500", "--ttl", "10000",
                                "--label", "smoke \"1\"")
         self.assertEqual(rc, 0, err)
         self.assertEqual([(l["phase"], l["concurrency"]) for l in lines],
                          [("a", 1), ("b", 1), ("b", 8), ("c", 2), ("c", 3),
-                          ("f", 256), ("floor", 1)])
+                          ("f", 256)])
         for l in lines:
             self.assertEqual(l["label"], "smoke \"1\"")
             self.assertEqual(l["nodes"], 3)
@@ -83,7 +98,11 @@ class TestBench(unittest.TestCase):
             self.assertIsInstance(f[k], (int, float), k)
         self.assertGreater(f["process_rss_kb"], 0)
         self.assertGreaterEqual(f["rss_kb_held"], 0)
-        fl = lines[6]
+        rc, fl, err = rbench("floor", "--duration", "0.5", "--label",
+                             "smoke \"1\"")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual((fl["phase"], fl["label"], fl["nodes"]),
+                         ("floor", "smoke \"1\"", 3))
         self.assertEqual(fl["quorum"], 2)
         self.assertGreater(fl["rounds"], 0)
         self.assertPct(fl["quorum_us"])
@@ -101,13 +120,18 @@ class TestBench(unittest.TestCase):
         try:
             with tempfile.NamedTemporaryFile("w", delete=False) as f:
                 f.write(PW + "\n")
-            rc, lines, err = bench("--phases", "b,floor", "--concurrency",
+            rc, lines, err = bench("--phases", "b", "--concurrency",
                                    "4", "--duration", "0.3", nodes=nodes,
                                    pre=["--password-file", f.name])
+            self.assertEqual(rc, 0, err)
+            self.assertEqual([l["phase"] for l in lines], ["b"])
+            self.assertGreater(lines[0]["server_cpu_us_per_cycle"], 0)
+            self.assertNotIn(PW, err)
+            rc, fl, err = rbench("floor", "--duration", "0.3", nodes=nodes,
+                                 pre=["--password-file", f.name])
             os.unlink(f.name)
             self.assertEqual(rc, 0, err)
-            self.assertEqual([l["phase"] for l in lines], ["b", "floor"])
-            self.assertGreater(lines[0]["server_cpu_us_per_cycle"], 0)
+            self.assertGreater(fl["rounds"], 0)
             self.assertNotIn(PW, err)
         finally:
             for n in nodes:
@@ -116,22 +140,25 @@ class TestBench(unittest.TestCase):
     def test_direct_connections_use_the_library_uri_parser(self):
         """Server CPU and the floor reach the nodes with the URI as the
         library reads it: a password holding '@', '/', ':', '?' and '#',
-        and a db (issue 10 §4)."""
+        and a db."""
         pw = "p@ss/w:rd?#x"
         nodes = start_nodes(3, ["--requirepass", pw])
         try:
             uris = ",".join("redis://:%s@%s/1" % (pw, n.addr)
                             for n in nodes)
             rc, out, err = run_cli(["-n", uris, "--no-quarantine", "--json",
-                                    "bench", "--phases", "b,floor",
+                                    "bench", "--phases", "b",
                                     "--concurrency", "4", "--duration",
                                     "0.3"], timeout=60)
             self.assertEqual(rc, 0, err)
             lines = [json.loads(l) for l in out.splitlines()]
-            self.assertEqual([l["phase"] for l in lines], ["b", "floor"])
+            self.assertEqual([l["phase"] for l in lines], ["b"])
             self.assertGreater(lines[0]["server_cpu_us_per_cycle"], 0)
-            self.assertGreater(lines[1]["rounds"], 0)
             self.assertNotIn("w:rd", out + err)
+            rc, fl, err2 = rbench("floor", "--duration", "0.3", nodes=uris)
+            self.assertEqual(rc, 0, err2)
+            self.assertGreater(fl["rounds"], 0)
+            self.assertNotIn("w:rd", json.dumps(fl) + err2)
             # The floor's SET keys went to the URI's db, like the locks.
             self.assertEqual(nodes[0].cmd("DBSIZE"), 0)
         finally:
@@ -141,12 +168,34 @@ class TestBench(unittest.TestCase):
     def test_bad_options_are_usage_errors(self):
         for args, word in ((["--phases", "a,x"], "--phases"),
                            (["--phases", "d"], "--phases"),
+                           (["--phases", "floor"], "--phases"),
+                           (["--phases", "restart"], "--phases"),
                            (["--contenders", "2,,8"], "--contenders"),
                            (["--locks", "0"], "--locks")):
             rc, lines, err = bench(*args)
             self.assertEqual(rc, 2, (args, err))
             self.assertIn(word, err)
             self.assertEqual(len(err.strip().splitlines()), 1, err)
+
+    def test_restart_reports_a_node_that_stays_up(self):
+        rc, r, err = rbench("restart", "--duration", "0.2", "--label", "r")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual((r["phase"], r["label"]), ("restart", "r"))
+        self.assertEqual(r["node"], NODES[-1].addr)
+        self.assertEqual((r["down_unix_ms"], r["vote_unix_ms"],
+                          r["reconnect_ms"]), (-1, -1, -1))
+
+    def test_redlock_bench_usage(self):
+        rc, out, err = run_cli(["--help"], prog=BENCH)
+        self.assertEqual(rc, 0, err)
+        self.assertIn("floor|restart", out)
+        for args, word in ((["a"], "unknown phase 'a'"),
+                           (["floor", "--duration", "0"], "--duration"),
+                           (["floor", "--phases", "a"], "--phases")):
+            rc, out, err = run_cli(args, prog=BENCH)
+            self.assertEqual(rc, 2, (args, err))
+            self.assertIn(word, err)
+            self.assertTrue(err.startswith("redlock-bench: "), err)
 
 
 if __name__ == "__main__":

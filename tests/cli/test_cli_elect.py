@@ -4,7 +4,8 @@ name; one leader at a time (every tick its command logs belongs to one
 term, and the terms' tick ranges do not overlap), terms increase from
 leader to leader, a leader stopped with SIGTERM hands over, and a
 SIGKILLed leader is replaced within the TTL plus one retry (a generous
-deadline, scaled by RL_TEST_TIMEOUT_MULTIPLIER). Real redis-server nodes.
+deadline, scaled by RL_TEST_TIMEOUT_MULTIPLIER); leader --watch prints a
+line per change, in order. Real redis-server nodes.
 
 Usage: test_cli_elect.py PATH-TO-redlock-cli [unittest args]
 """
@@ -134,6 +135,36 @@ class ElectTest(unittest.TestCase):
         self.assertGreaterEqual(len(terms), 4, terms)
         self.assertIn(first["term"], terms)
         self.assertIn(prev["term"], terms)
+
+    def test_leader_watch_prints_every_change_in_order(self):
+        name = "elect:watch:%d" % os.getpid()
+        out = open(os.path.join(self.tmp.name, "watch"), "w+")
+        watcher = subprocess.Popen(
+            [clitest.CLI] + args_for("--json", "leader", name, "--watch"),
+            env=base_env(), stdout=out, stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL)
+        self.procs["watcher"] = watcher
+
+        def lines():
+            out.seek(0)
+            return [json.loads(ln) for ln in out.read().splitlines()]
+
+        self.assertTrue(wait_for(lambda: len(lines()) >= 1, 10 * MULT, 0.02))
+        for owner in ("w1", "w2"):
+            rc, _, err = run_cli(args_for("elect", name, "--owner", owner,
+                                          "--", "sleep", "0.5"))
+            self.assertEqual(rc, 0, err)
+            want = 3 if owner == "w1" else 5
+            self.assertTrue(wait_for(lambda: len(lines()) >= want,
+                                     10 * MULT, 0.02), lines())
+        watcher.send_signal(signal.SIGINT)
+        self.assertEqual(watcher.wait(timeout=10 * MULT), 0)
+        seen = lines()
+        self.assertEqual([(x["leader"], x["owner"]) for x in seen],
+                         [(False, None), (True, "w1"), (False, None),
+                          (True, "w2"), (False, None)], seen)
+        self.assertGreater(seen[3]["term"], seen[1]["term"])
+        out.close()
 
     def test_leader_exit_codes(self):
         name = "elect:none:%d" % os.getpid()

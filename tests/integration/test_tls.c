@@ -349,11 +349,12 @@ static int proxy_start(pid_t *pid, int upstream, int delay_ms)
 }
 #endif
 
-/* Nodes 100 ms away each way: TCP + TLS take about 200 ms of a 300 ms
+/* Nodes 300 ms away each way: TCP + TLS take about 600 ms of a 900 ms
  * connect timeout, then AUTH-less INFO, SCRIPT LOAD and TIME another
- * 200 ms. The handshake's deadline counts from the end of the TLS
+ * 600 ms. The handshake's deadline counts from the end of the TLS
  * handshake, so the client connects (once) and locks; when it counted
- * from the start, every handshake timed out and no lock was ever had. */
+ * from the start, every handshake timed out and no lock was ever had.
+ * (At 100 ms and 300 ms the 100 ms to spare ran out on a busy machine.) */
 static void test_slow_tls_connect_leaves_the_handshake_its_timeout(
     void **state)
 {
@@ -371,12 +372,12 @@ static void test_slow_tls_connect_leaves_the_handshake_its_timeout(
     start_tls(f, "server.pem", false, NULL, "127.0.0.1");
     for (int i = 0; i < NODES; i++) {
         snprintf(uri, sizeof(uri), "rediss://127.0.0.1:%d",
-                 proxy_start(&f->proxies[i], f->r[i].tls_port, 100));
+                 proxy_start(&f->proxies[i], f->r[i].tls_port, 300));
         harness_nodes_set(&f->hn, i, uri);
     }
     tls_config(f, &cfg);
-    cfg.connect_timeout_ms = (uint32_t)harness_scale_ms(300);
-    cfg.op_timeout_ms = (uint32_t)harness_scale_ms(1000);
+    cfg.connect_timeout_ms = (uint32_t)harness_scale_ms(900);
+    cfg.op_timeout_ms = (uint32_t)harness_scale_ms(3000);
     f->c = fixture_client(&cfg);
     assert_non_null(f->c);
     o.ttl_ms = 10000;

@@ -61,8 +61,11 @@ struct lost_tally {
 struct acquiring {
     struct fx *f;
     atomic_int in_flight;
+    atomic_int first_failure;   /* status of the first refused acquire */
+    atomic_int sent;
     atomic_int done;
     atomic_int failed;
+    atomic_int overloaded;      /* refused with RL_EOVERLOAD */
 };
 
 struct slot {
@@ -148,6 +151,11 @@ static void on_acquired(rl_client *c, rl_status st, rl_lock *l,
         snprintf(a->f->tokens[s->i], sizeof(a->f->tokens[s->i]), "%s",
                  rl_lock_token(l));
     } else {
+        int none = RL_OK;
+
+        atomic_compare_exchange_strong(&a->first_failure, &none, (int)st);
+        if (st == RL_EOVERLOAD)
+            atomic_fetch_add(&a->overloaded, 1);
         atomic_fetch_add(&a->failed, 1);
     }
     free(s);
@@ -156,32 +164,53 @@ static void on_acquired(rl_client *c, rl_status st, rl_lock *l,
 }
 
 /* Acquire f->n watched locks "<prefix>:<i>" with the async API, at most
- * IN_FLIGHT at once. */
+ * IN_FLIGHT at once. RL_EOVERLOAD is the watchdog asking for time (a busy
+ * machine runs late): those acquires are made again after a pause, as a
+ * caller would, until every lock is held (a scaled 60 s at most). Any
+ * other refusal fails the test. */
 static void acquire_all(struct fx *f, const char *prefix,
                         const rl_acquire_opts *o)
 {
-    struct acquiring a = { .f = f };
     char name[64];
     int64_t t0 = harness_now_ms();
+    int overloaded = 0;
 
-    for (int i = 0; i < f->n; i++) {
-        struct slot *s = malloc(sizeof(*s));
+    for (;;) {
+        struct acquiring a = { .f = f };
 
-        assert_non_null(s);
-        s->a = &a;
-        s->i = i;
-        while (atomic_load(&a.in_flight) >= IN_FLIGHT)
+        for (int i = 0; i < f->n; i++) {
+            struct slot *s;
+
+            if (f->locks[i] != NULL)
+                continue;
+            s = malloc(sizeof(*s));
+            assert_non_null(s);
+            s->a = &a;
+            s->i = i;
+            while (atomic_load(&a.in_flight) >= IN_FLIGHT)
+                harness_sleep_ms(1);
+            atomic_fetch_add(&a.in_flight, 1);
+            atomic_fetch_add(&a.sent, 1);
+            snprintf(name, sizeof(name), "%s:%d", prefix, i);
+            assert_int_equal(rl_acquire_async(f->c, name, o, on_acquired, s),
+                             RL_OK);
+        }
+        while (atomic_load(&a.done) < atomic_load(&a.sent))
             harness_sleep_ms(1);
-        atomic_fetch_add(&a.in_flight, 1);
-        snprintf(name, sizeof(name), "%s:%d", prefix, i);
-        assert_int_equal(rl_acquire_async(f->c, name, o, on_acquired, s),
-                         RL_OK);
+        if (atomic_load(&a.failed) == 0)
+            break;
+        if (atomic_load(&a.failed) != atomic_load(&a.overloaded))
+            fprintf(stderr, "  %d refused, the first with %s\n",
+                    atomic_load(&a.failed),
+                    rl_status_name((rl_status)atomic_load(&a.first_failure)));
+        assert_int_equal(atomic_load(&a.failed), atomic_load(&a.overloaded));
+        assert_true(harness_now_ms() - t0 < harness_scale_ms(60000));
+        overloaded += atomic_load(&a.overloaded);
+        harness_sleep_ms(200);
     }
-    while (atomic_load(&a.done) < f->n)
-        harness_sleep_ms(1);
-    fprintf(stderr, "  %d watched locks acquired in %lld ms\n", f->n,
-            (long long)(harness_now_ms() - t0));
-    assert_int_equal(atomic_load(&a.failed), 0);
+    fprintf(stderr, "  %d watched locks acquired in %lld ms (%d acquires "
+                    "made again after RL_EOVERLOAD)\n", f->n,
+            (long long)(harness_now_ms() - t0), overloaded);
 }
 
 /* How many of the running nodes hold each lock's token; the minimum over
@@ -369,6 +398,21 @@ static void test_mixed_ttls_and_multi_key_locks_renewed(void **state)
 
 /* ---- The coalescing window is the client's setting -------------------*/
 
+/* Script calls (EVALSHA) node 0 executed: counted by the server, so the
+ * client's once-a-second INFO and CONFIG checks, which a slow run sends
+ * more of, are not mistaken for renewal batches. */
+static uint64_t node_script_calls(const struct rl_redis *r)
+{
+    char buf[256];
+    unsigned long long calls = 0;
+
+    if (harness_info_field(r, "commandstats", "cmdstat_evalsha", buf,
+                           sizeof(buf)) != 0)
+        return 0; /* none yet */
+    assert_int_equal(sscanf(buf, "calls=%llu", &calls), 1);
+    return calls;
+}
+
 /* Script calls node 0 got while `count` locks, acquired one after the
  * other with renew_window_pct = pct, were each renewed twice on average
  * (2 x count renewals: a fixed amount of work, about 2.5 s on an idle
@@ -395,13 +439,13 @@ static uint64_t batches_with_window(struct fx *f, uint8_t pct, int count)
         snprintf(name, sizeof(name), "wwin:%u:%d", pct, i);
         assert_int_equal(rl_acquire(c, name, &o, &l[i]), RL_OK);
     }
-    before = stats(c).nodes[0].requests;
+    before = node_script_calls(&f->r[0]);
     r0 = stats(c).renewals;
     t0 = harness_now_ms();
     while (stats(c).renewals - r0 < 2 * (uint64_t)count &&
            harness_now_ms() - t0 < harness_scale_ms(10000))
         harness_sleep_ms(20);
-    calls = stats(c).nodes[0].requests - before;
+    calls = node_script_calls(&f->r[0]) - before;
     assert_true(stats(c).renewals - r0 >= 2 * (uint64_t)count);
     assert_int_equal(atomic_load(&t.calls), 0);
     for (int i = 0; i < count; i++)

@@ -1,5 +1,5 @@
-/* faultproxy.c -- a fault-injecting TCP proxy for the chaos tests
- * (DESIGN §8, issue 5): entry point, options, listening sockets, signals.
+/* faultproxy.c -- a fault-injecting TCP proxy for the chaos tests:
+ * entry point, options, listening sockets, signals.
  *
  * faultproxy sits between Redis clients and one redis-server and relays
  * bytes both ways, adding the faults a chaos profile asks for: latency with

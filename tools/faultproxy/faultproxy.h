@@ -1,4 +1,4 @@
-/* faultproxy.h -- state shared by the faultproxy modules (DESIGN §8).
+/* faultproxy.h -- state shared by the faultproxy modules.
  *
  * faultproxy is a single-threaded libev program. Its whole state is one
  * struct proxy owned by main() (faultproxy.c): the loop, the fault settings

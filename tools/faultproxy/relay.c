@@ -1,5 +1,5 @@
 /* relay.c -- one relayed connection: a client socket, an upstream socket
- * and the two byte queues between them (DESIGN §8, chaos "slow" profile).
+ * and the two byte queues between them (the chaos "slow" profile).
  *
  * Owns every struct conn (linked on proxy->conns), its two sockets, its
  * four io watchers, its three timers and every chunk queued on it.

@@ -1,11 +1,12 @@
-/* cli.c -- shared helpers of redlock-cli (DESIGN §7).
+/* cli.c -- shared helpers of redlock-cli.
  *
  * Owns: one-line error output, strict number parsing, JSON string
- * escaping, the global options (also accepted after the command name) and
- * building the rl_client from them. Invariants: every error is one line on
- * stderr that names the option or URI at fault; a password never reaches
- * stdout or stderr (URIs are shown through the library's rl_uri_describe,
- * its messages never hold one). */
+ * escaping, the defaults and the environment, the global options (also
+ * accepted after the command name) and building the rl_client from them.
+ * Also used by tools/bench/redlock-bench. Invariants: every error is one
+ * line on stderr that names the option or URI at fault; a password never
+ * reaches stdout or stderr (URIs are shown through the library's
+ * rl_uri_describe, its messages never hold one). */
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +27,8 @@
 
 static void vline(const struct cli_opts *o, const char *fmt, va_list ap)
 {
+    const char *prog = o != NULL && o->prog != NULL ? o->prog
+                                                    : "redlock-cli";
     char buf[1024];
     char *p;
 
@@ -35,9 +38,9 @@ static void vline(const struct cli_opts *o, const char *fmt, va_list ap)
             *p = ' ';
     }
     if (o != NULL && o->cmd != NULL)
-        fprintf(stderr, "redlock-cli: %s: %s\n", o->cmd, buf);
+        fprintf(stderr, "%s: %s: %s\n", prog, o->cmd, buf);
     else
-        fprintf(stderr, "redlock-cli: %s\n", buf);
+        fprintf(stderr, "%s: %s\n", prog, buf);
     fflush(stderr);
 }
 
@@ -789,6 +792,86 @@ int cli_status_exit_detail(const struct cli_opts *o, rl_status st,
             cli_fail(o, code, "%s: %s", what, rl_strerror(st));
     }
     return code;
+}
+
+/* A yes/no variable: 1/true/yes sets *flag, 0/false/no clears it, unset
+ * or empty leaves it. -1 (message printed) on anything else. */
+static int env_flag(const struct cli_opts *o, const char *name, bool *flag)
+{
+    const char *v = getenv(name);
+
+    if (v == NULL || v[0] == '\0')
+        return 0;
+    if (strcmp(v, "1") == 0 || strcmp(v, "true") == 0 ||
+        strcmp(v, "yes") == 0)
+        *flag = true;
+    else if (strcmp(v, "0") == 0 || strcmp(v, "false") == 0 ||
+             strcmp(v, "no") == 0)
+        *flag = false;
+    else
+        return cli_fail(o, -1, "%s: '%s' is not 1 or 0", name, v);
+    return 0;
+}
+
+int cli_opts_load(struct cli_opts *o)
+{
+    const char *v;
+    bool flag;
+    char *fake[3];
+    int i = 1;
+
+    o->connect_timeout_ms = 200;
+    o->op_timeout_ms = 50;
+    o->drift_factor = 0.01;
+    o->retry_count = 3;
+    o->retry_delay_ms = 200;
+    o->retry_jitter_ms = 100;
+    o->max_ttl_ms = 60000;
+    o->renew_window_pct = 12;
+    o->restart_trust = RL_RESTART_AUTO;
+
+    v = getenv("REDLOCK_NODES");
+    if (v != NULL && v[0] != '\0') {
+        /* Parse it through the same code as -n (replaced by any -n). */
+        fake[0] = "redlock-cli";
+        fake[1] = "--nodes";
+        fake[2] = (char *)v;
+        if (cli_global_option(o, 3, fake, &i) != 1)
+            return -1;
+        o->nodes_from_cli = false;
+    }
+    v = getenv("REDLOCK_PASSWORD");
+    if (v != NULL && v[0] != '\0') {
+        o->password = strdup(v);
+        if (o->password == NULL)
+            return cli_fail(o, -1, "out of memory");
+    }
+    v = getenv("REDLOCK_CACERT");
+    if (v != NULL && v[0] != '\0')
+        o->tls_ca_file = v;
+    v = getenv("REDLOCK_CERT");
+    if (v != NULL && v[0] != '\0')
+        o->tls_cert_file = v;
+    v = getenv("REDLOCK_KEY");
+    if (v != NULL && v[0] != '\0')
+        o->tls_key_file = v;
+    v = getenv("REDLOCK_MAX_TTL");
+    if (v != NULL && v[0] != '\0' &&
+        cli_parse_u32(v, 1, INT32_MAX, &o->max_ttl_ms) != 0)
+        return cli_fail(o, -1, "REDLOCK_MAX_TTL: '%s' is not a whole number "
+                        "of milliseconds in 1..%d", v, INT32_MAX);
+    v = getenv("REDLOCK_QUARANTINE");
+    if (v != NULL && v[0] != '\0' &&
+        cli_parse_quarantine(o, "REDLOCK_QUARANTINE", v, &o->restart_trust)
+            != 0)
+        return -1;
+    flag = false;
+    if (env_flag(o, "REDLOCK_NO_QUARANTINE", &flag) != 0)
+        return -1;
+    if (flag)
+        o->restart_trust = RL_RESTART_TRUST;
+    return env_flag(o, "REDLOCK_ALLOW_EVICTING_NODES",
+                    &o->allow_evicting_nodes);
 }
 
 void cli_opts_free(struct cli_opts *o)

@@ -1,9 +1,9 @@
-/* cli.h -- what the redlock-cli files share (DESIGN §7).
+/* cli.h -- what the redlock-cli files share.
  *
  * The global options (parsed once by main.c), the exit codes of the
  * contract, strict number parsing, JSON string output, and the helpers
  * that turn the options into an rl_client. The CLI uses the public API
- * only (STYLE §3.6): nothing here includes a src/ header. */
+ * only: nothing here includes a src/ header. */
 #ifndef REDLOCK_CLI_H
 #define REDLOCK_CLI_H
 
@@ -14,7 +14,7 @@
 
 #include <redlock.h>
 
-/* Exit codes (contract, DESIGN §7). */
+/* Exit codes (contract: README "Command line"). */
 enum cli_exit {
     CLI_EXIT_OK = 0,
     CLI_EXIT_NOT_ACQUIRED = 1,  /* or: not held, held by another token */
@@ -40,8 +40,8 @@ struct cli_opts {
                                    auto (AUTO), on (QUARANTINE), off
                                    (TRUST) */
     bool allow_evicting_nodes;  /* rl_config.allow_evicting_nodes */
-    bool no_clock_guard;        /* rl_config.no_clock_guard (issue 15) */
-    uint32_t renew_window_pct;  /* rl_config.renew_window_pct (issue 16) */
+    bool no_clock_guard;        /* rl_config.no_clock_guard */
+    uint32_t renew_window_pct;  /* rl_config.renew_window_pct */
     bool tls;                   /* --tls: TLS for every TCP node */
     bool tls_insecure;          /* --insecure */
     const char *tls_ca_file;    /* --cacert / $REDLOCK_CACERT (borrowed) */
@@ -54,6 +54,8 @@ struct cli_opts {
     bool quiet;
     int verbose;                /* -v count */
     const char *cmd;            /* command name, for messages */
+    const char *prog;           /* program name, for messages; NULL:
+                                   "redlock-cli" */
 };
 
 /* One command: parses its own arguments (argv[0] is the command name) and
@@ -181,9 +183,13 @@ int cli_status_exit(const struct cli_opts *o, rl_status st, const char *what);
 int cli_status_exit_detail(const struct cli_opts *o, rl_status st,
                            const char *what, const char *detail);
 /* Free what the options own (wipes the password). */
+/* The built-in defaults, then the environment ($REDLOCK_NODES and the
+ * other $REDLOCK_* variables), into a zeroed *o. -1 (message printed) on a
+ * bad value. */
+int cli_opts_load(struct cli_opts *o);
 void cli_opts_free(struct cli_opts *o);
 
-/* ---- Lock kinds (kinds.c, issue 13) -------------------------------------- */
+/* ---- Lock kinds (kinds.c) ----------------------------------------------- */
 
 /* The raw values of --limit K, --shared, --lock-delay MS and --owner S
  * (the options of the commands that acquire). */

@@ -1,5 +1,5 @@
 /* cmd_acquire.c -- "redlock-cli acquire R [--ttl MS] [--wait MS] [--fence]
- * [--limit K | --shared] [--lock-delay MS]" (DESIGN §7, issue 13).
+ * [--limit K | --shared] [--lock-delay MS]".
  *
  * Takes the lock once (with the retry policy, or waiting up to --wait),
  * prints the token on stdout line 1 (or one JSON object) and leaves the

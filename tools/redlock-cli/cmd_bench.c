@@ -1,5 +1,7 @@
-/* cmd_bench.c -- "redlock-cli bench": the built-in load generator
- * (DESIGN §7, §9; issue 6).
+/* cmd_bench.c -- "redlock-cli bench": the built-in load generator. What
+ * only tools/bench-compare.sh needs (the fan-out floor, a node's restart)
+ * is tools/bench/redlock-bench, which shares bench_common.c with this
+ * file.
  *
  * Phases:
  *   a  sequential acquire+release on fresh resources (one in flight):
@@ -14,19 +16,13 @@
  *      count that must be 0;
  *   f  memory: RSS of a fresh client (its baseline), then RSS with
  *      --locks (10 000) locks held minus RSS with none: bytes per lock;
- *   watched (--watched N, issue 16): N locks held with the watchdog
+ *   watched (--watched N): N locks held with the watchdog
  *      (auto_extend, acquired F_INFLIGHT at a time), then renewed for
  *      --duration: renewals/s (rl_client_stats), client CPU per renewal
  *      (getrusage over the renewal window only), server CPU per renewal
  *      (INFO cpu), bytes per held lock (RSS before and after acquiring)
  *      and the number of locks lost;
- *   floor (hidden, for tools/bench-compare.sh): the fan-out round-trip
- *      floor, PING to every node at once over direct connections, time
- *      until a quorum and until all have answered;
- *   restart (hidden, for tools/bench-compare.sh; issue 11): the last node
- *      watched through rl_client_stats while the script kills it (or its
- *      connection): when it was seen down and when it voted again.
- *   k  lock kinds (issue 13): s, a semaphore with K permits (K = 1, 4,
+ *   k  lock kinds: s, a semaphore with K permits (K = 1, 4,
  *      16) cycled by K slots at once on one resource (acquire with limit
  *      K + release: cycles/s); r, 8 slots cycling readers of one
  *      read-write lock; h, one writer and 8 reader threads on one
@@ -43,14 +39,11 @@
  * the lock means sleeping, which a loop-thread callback must not do.
  * Latency samples are µs on CLOCK_MONOTONIC, kept under a mutex.
  *
- * What the library does not expose (server CPU, the bare PING/SET floor)
- * goes through hiredis over direct connections, at the bottom of this
- * file; they reach each node as the library does, from its URI parsed by
- * the library (rl_uri_parse), never by a parser of this file's own. */
-#include <fcntl.h>
+ * What the library does not expose (server CPU) goes through direct
+ * connections (bench_common.c), which reach each node as the library
+ * does, from its URI parsed by the library (rl_uri_parse). */
 #include <malloc.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -60,15 +53,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <hiredis/hiredis.h>
-
+#include "bench_common.h"
 #include "cli.h"
 
 #define MAX_CONCURRENCY 4096
 #define MAX_CONTENDERS 1024
 #define MAX_LIST 32
 #define MAX_LOCKS 1000000
-#define DIRECT_TIMEOUT_MS 300   /* per connect / exchange, floor and CPU */
 #define F_INFLIGHT 256          /* phase f: acquisitions in flight */
 
 static const char usage[] =
@@ -124,12 +115,6 @@ static const char usage[] =
 "  redlock-cli --retry-delay 5 --retry-jitter 2 bench --phases c\n"
 "  redlock-cli bench --watched 10000 --ttl 3000 --duration 10\n";
 
-struct samples {
-    uint64_t *v;                /* µs */
-    size_t n;
-    size_t cap;
-};
-
 struct bench {
     rl_client *c;
     struct cli_opts *o;
@@ -143,11 +128,11 @@ struct bench {
     uint32_t ttl_ms;
     uint32_t hold_ms;
     unsigned long seq;          /* fresh-resource counter (mu) */
-    struct samples acq;         /* all samples: mu */
-    struct samples rel;
-    struct samples cyc;
-    struct samples wait;
-    struct samples handoff;
+    struct bench_samples acq;         /* all samples: mu */
+    struct bench_samples rel;
+    struct bench_samples cyc;
+    struct bench_samples wait;
+    struct bench_samples handoff;
     uint64_t cycles;            /* mu */
     uint64_t failures;          /* mu */
     uint64_t handoffs;          /* phase c (mu) */
@@ -159,7 +144,6 @@ struct bench {
     uint32_t limit;             /* phase s: the semaphore's permits */
     uint64_t reader_cycles;     /* phase h (mu) */
     rl_uri **uris;              /* o->node_count parsed node URIs */
-    redisContext **direct;      /* floor: a connection per node */
     /* phases f and watched ('w') */
     atomic_uint lost;           /* watched: lost callbacks */
     rl_lock **held;             /* locks held, f_target of them */
@@ -175,62 +159,6 @@ struct slot {
     size_t f_idx;               /* phase f: index of the lock in flight */
     char res[96];
 };
-
-static int node_cpu(const struct bench *b, size_t i, double *cpu_s);
-static bool direct_is_tls(const struct bench *b, size_t i);
-
-/* ---- Samples ------------------------------------------------------------ */
-
-static void samples_add(struct samples *s, uint64_t us)
-{
-    uint64_t *grown;
-
-    if (s->n == s->cap) {
-        size_t cap = s->cap != 0 ? s->cap * 2 : 4096;
-
-        grown = realloc(s->v, cap * sizeof(*grown));
-        if (grown == NULL)
-            return;             /* drop the sample rather than fail */
-        s->v = grown;
-        s->cap = cap;
-    }
-    s->v[s->n++] = us;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a;
-    uint64_t y = *(const uint64_t *)b;
-
-    return x < y ? -1 : x > y;
-}
-
-/* p50, p90, p99, max (nearest rank); zeros when empty. */
-static void percentiles(struct samples *s, uint64_t out[4])
-{
-    static const double q[3] = {0.50, 0.90, 0.99};
-    size_t i;
-
-    memset(out, 0, 4 * sizeof(out[0]));
-    if (s->n == 0)
-        return;
-    qsort(s->v, s->n, sizeof(s->v[0]), cmp_u64);
-    for (i = 0; i < 3; i++) {
-        size_t rank = (size_t)(q[i] * (double)s->n + 0.999999);
-
-        out[i] = s->v[rank > 0 ? rank - 1 : 0];
-    }
-    out[3] = s->v[s->n - 1];
-}
-
-static void json_pct(const char *name, struct samples *s)
-{
-    uint64_t p[4];
-
-    percentiles(s, p);
-    printf(",\"%s\":{\"p50\":%" PRIu64 ",\"p90\":%" PRIu64 ",\"p99\":%" PRIu64
-           ",\"max\":%" PRIu64 "}", name, p[0], p[1], p[2], p[3]);
-}
 
 /* ---- Phases a, b and f: async slots ------------------------------------- */
 
@@ -261,8 +189,8 @@ static void on_released(rl_client *c, rl_status st, void *privdata)
 
     (void)c;
     pthread_mutex_lock(&b->mu);
-    samples_add(&b->rel, now - s->t_rel);
-    samples_add(&b->cyc, now - s->t_acq);
+    bench_samples_add(&b->rel, now - s->t_rel);
+    bench_samples_add(&b->cyc, now - s->t_acq);
     b->cycles++;
     if (st != RL_OK)
         b->failures++;
@@ -306,7 +234,7 @@ static void on_acquired(rl_client *c, rl_status st, rl_lock *lock,
         return;
     }
     pthread_mutex_lock(&b->mu);
-    samples_add(&b->acq, now - s->t_acq);
+    bench_samples_add(&b->acq, now - s->t_acq);
     pthread_mutex_unlock(&b->mu);
     s->t_rel = cli_mono_us();
     if (rl_release_async(lock, on_released, s) != RL_OK) {
@@ -408,12 +336,12 @@ static void *contender(void *arg)
             /* From the moment the previous holder began its release to
              * the moment this one has the lock. */
             if (b->t_free != 0 && t1 >= b->t_free)
-                samples_add(&b->handoff, t1 - b->t_free);
+                bench_samples_add(&b->handoff, t1 - b->t_free);
         }
         b->last_holder = s->idx;
         b->shares[s->idx]++;
-        samples_add(&b->wait, t1 - t0);
-        samples_add(&b->acq, t1 - t0);
+        bench_samples_add(&b->wait, t1 - t0);
+        bench_samples_add(&b->acq, t1 - t0);
         pthread_mutex_unlock(&b->mu);
         nanosleep(&hold, NULL);
         t2 = cli_mono_us();
@@ -423,8 +351,8 @@ static void *contender(void *arg)
         pthread_mutex_unlock(&b->mu);
         st = rl_release(l);
         pthread_mutex_lock(&b->mu);
-        samples_add(&b->rel, cli_mono_us() - t2);
-        samples_add(&b->cyc, cli_mono_us() - t0);
+        bench_samples_add(&b->rel, cli_mono_us() - t2);
+        bench_samples_add(&b->cyc, cli_mono_us() - t0);
         b->cycles++;
         if (st != RL_OK)
             b->failures++;
@@ -469,8 +397,8 @@ static void *rw_contender(void *arg)
         st = rl_release(l);
         pthread_mutex_lock(&b->mu);
         if (writer) {
-            samples_add(&b->acq, t1 - t0);
-            samples_add(&b->cyc, cli_mono_us() - t0);
+            bench_samples_add(&b->acq, t1 - t0);
+            bench_samples_add(&b->cyc, cli_mono_us() - t0);
             b->cycles++;
         } else {
             b->reader_cycles++;
@@ -529,15 +457,15 @@ static uint64_t heap_in_use(void)
 }
 
 /* used_cpu_sys + used_cpu_user of each node; ok[i] says which answered.
- * A stopped node costs DIRECT_TIMEOUT_MS here. */
+ * A stopped node costs BENCH_DIRECT_TIMEOUT_MS here. */
 static void server_cpu(struct bench *b, double *cpu_s, bool *ok)
 {
     static bool told;
     size_t i;
 
     for (i = 0; i < b->o->node_count; i++) {
-        ok[i] = node_cpu(b, i, &cpu_s[i]) == 0;
-        if (!ok[i] && direct_is_tls(b, i) && !told) {
+        ok[i] = bench_node_cpu(b->o, b->uris[i], &cpu_s[i]) == 0;
+        if (!ok[i] && bench_direct_is_tls(b->o, b->uris[i]) && !told) {
             told = true;
             fprintf(stderr, "redlock-cli: bench: server CPU is not "
                             "measured on TLS nodes (plaintext INFO only)\n");
@@ -588,16 +516,6 @@ static void reset(struct bench *b)
     b->holding = -1;
     b->t_free = 0;
     atomic_store(&b->stop, false);
-}
-
-static void sleep_s(double s)
-{
-    struct timespec ts;
-
-    ts.tv_sec = (time_t)s;
-    ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
-    while (nanosleep(&ts, &ts) != 0)
-        ;
 }
 
 /* Wait up to 30 s for every slot to finish. 0, or -2 when some are stuck
@@ -659,7 +577,7 @@ static int measure(struct bench *b, char phase, int n, double duration)
                 break;
             started++;
         }
-        sleep_s(duration);
+        bench_sleep_s(duration);
         atomic_store(&b->stop, true);
         for (i = 0; i < started; i++)
             pthread_join(threads[i], NULL);
@@ -669,7 +587,7 @@ static int measure(struct bench *b, char phase, int n, double duration)
     }
     for (i = 0; i < n; i++)
         start_acquire(&slots[i]);
-    sleep_s(duration);
+    bench_sleep_s(duration);
     atomic_store(&b->stop, true);
     if (drain(b) != 0)
         return -2;
@@ -709,9 +627,9 @@ static void report(struct bench *b, char phase, int n, double elapsed_s,
         printf(",\"nodes\":%zu,\"concurrency\":%d,"
                "\"duration_s\":%.3f,\"cycles\":%" PRIu64 ",\"cycles_per_s\":"
                "%.1f", o->node_count, n, elapsed_s, b->cycles, per_s);
-        json_pct("acquire_us", &b->acq);
-        json_pct("release_us", &b->rel);
-        json_pct("cycle_us", &b->cyc);
+        bench_json_pct("acquire_us", &b->acq);
+        bench_json_pct("release_us", &b->rel);
+        bench_json_pct("cycle_us", &b->cyc);
         printf(",\"cpu_us_per_cycle\":%.2f", cpu_per);
         if (srv_per >= 0)
             printf(",\"server_cpu_us_per_cycle\":%.2f", srv_per);
@@ -724,8 +642,8 @@ static void report(struct bench *b, char phase, int n, double elapsed_s,
                    b->hold_ms, per_s,
                    elapsed_s > 0 ? (double)b->handoffs / elapsed_s : 0,
                    b->overlaps);
-            json_pct("wait_us", &b->wait);
-            json_pct("handoff_us", &b->handoff);
+            bench_json_pct("wait_us", &b->wait);
+            bench_json_pct("handoff_us", &b->handoff);
             printf(",\"shares\":[");
             for (i = 0; i < n; i++)
                 printf("%s%" PRIu64, i > 0 ? "," : "", b->shares[i]);
@@ -740,11 +658,11 @@ static void report(struct bench *b, char phase, int n, double elapsed_s,
         fflush(stdout);
         return;
     }
-    percentiles(&b->acq, a);
-    percentiles(&b->rel, r);
-    percentiles(&b->cyc, c);
-    percentiles(&b->wait, w);
-    percentiles(&b->handoff, h);
+    bench_percentiles(&b->acq, a);
+    bench_percentiles(&b->rel, r);
+    bench_percentiles(&b->cyc, c);
+    bench_percentiles(&b->wait, w);
+    bench_percentiles(&b->handoff, h);
     if (header)
         printf("%-5s %5s %10s %8s %8s %8s %8s %8s %8s %9s %7s %7s %5s\n",
                "PHASE", "CONC", "CYCLES/S", "ACQ_P50", "ACQ_P99", "REL_P50",
@@ -980,7 +898,7 @@ static uint64_t watch_window(const struct bench *b, double duration)
 
         if (waiting > most)
             most = waiting;
-        sleep_s(end - now < 1000000 ? (double)(end - now) / 1e6 : 1.0);
+        bench_sleep_s(end - now < 1000000 ? (double)(end - now) / 1e6 : 1.0);
     }
     return most;
 }
@@ -1021,7 +939,7 @@ static int phase_watched(struct bench *b, uint32_t locks, double duration)
     /* Half a renewal interval (ttl/6) first: locks acquired together are
      * renewed in rounds, and a window whose edges fall between rounds
      * counts whole rounds (starting at once, it missed one in five). */
-    sleep_s((double)b->ttl_ms / 6000.0);
+    bench_sleep_s((double)b->ttl_ms / 6000.0);
     server_cpu(b, s0, ok0);
     r1 = stats_now(b).renewals;
     lost1 = atomic_load(&b->lost);
@@ -1089,336 +1007,6 @@ out:
     return code;
 }
 
-/* ---- Direct connections (hiredis): server CPU and the fan-out floor ------ */
-
-/* Server CPU of a node in seconds (used_cpu_sys + used_cpu_user), read by
- * the server itself from its INFO text and returned as a number, so this
- * file reads no INFO text. */
-static const char cpu_script[] =
-    "local i = redis.call('INFO', 'cpu') "
-    "return tostring(tonumber(i:match('used_cpu_sys:([%d.]+)')) + "
-    "tonumber(i:match('used_cpu_user:([%d.]+)')))";
-
-/* A reply of the given type (an error reply never matches); frees it. */
-static bool reply_is(redisReply *r, int type)
-{
-    bool ok = r != NULL && r->type == type;
-
-    freeReplyObject(r);
-    return ok;
-}
-
-/* Node i is reached over TLS (rediss://, or --tls for a TCP node): the
- * direct hiredis connections are plaintext only. */
-static bool direct_is_tls(const struct bench *b, size_t i)
-{
-    const rl_uri *u = b->uris[i];
-
-    return u != NULL &&
-           (rl_uri_tls(u) || (b->o->tls && rl_uri_path(u) == NULL));
-}
-
-/* Connect to node i the way the library does: its parsed URI (rl_uri),
- * its password or else the global one, its db. Blocking, every wait
- * bounded by DIRECT_TIMEOUT_MS, close-on-exec. NULL when it fails or the
- * node is reached over TLS. */
-static redisContext *direct_connect(const struct bench *b, size_t i)
-{
-    const rl_uri *u = b->uris[i];
-    const struct timeval tv = {0, DIRECT_TIMEOUT_MS * 1000};
-    const char *pw;
-    redisContext *ctx;
-    bool ok;
-
-    if (u == NULL || direct_is_tls(b, i))
-        return NULL;
-    if (rl_uri_path(u) != NULL)
-        ctx = redisConnectUnixWithTimeout(rl_uri_path(u), tv);
-    else
-        ctx = redisConnectWithTimeout(rl_uri_host(u), rl_uri_port(u), tv);
-    if (ctx == NULL || ctx->err != 0)
-        goto fail;
-    if (fcntl(ctx->fd, F_SETFD, FD_CLOEXEC) != 0 ||
-        redisSetTimeout(ctx, tv) != REDIS_OK)
-        goto fail;
-    pw = rl_uri_password(u) != NULL ? rl_uri_password(u) : b->o->password;
-    if (pw != NULL) {
-        if (rl_uri_user(u) != NULL)
-            ok = reply_is(redisCommand(ctx, "AUTH %s %s", rl_uri_user(u),
-                                       pw), REDIS_REPLY_STATUS);
-        else
-            ok = reply_is(redisCommand(ctx, "AUTH %s", pw),
-                          REDIS_REPLY_STATUS);
-        if (!ok)
-            goto fail;
-    }
-    if (rl_uri_db(u) != 0 &&
-        !reply_is(redisCommand(ctx, "SELECT %d", rl_uri_db(u)),
-                  REDIS_REPLY_STATUS))
-        goto fail;
-    return ctx;
-
-fail:
-    if (ctx != NULL)
-        redisFree(ctx);
-    return NULL;
-}
-
-/* used_cpu_sys + used_cpu_user of node i, in seconds. 0 or -1. */
-static int node_cpu(const struct bench *b, size_t i, double *cpu_s)
-{
-    redisContext *ctx = direct_connect(b, i);
-    redisReply *r;
-    char *end;
-    int rc = -1;
-
-    if (ctx == NULL)
-        return -1;
-    r = redisCommand(ctx, "EVAL %s 0", cpu_script);
-    if (r != NULL && r->type == REDIS_REPLY_STRING) {
-        *cpu_s = strtod(r->str, &end);
-        if (end != r->str && *end == '\0')
-            rc = 0;
-    }
-    freeReplyObject(r);
-    redisFree(ctx);
-    return rc;
-}
-
-/* One fan-out round: send the formatted command cmd to every node at
- * once, poll until each has answered. *tq: µs until a quorum had answered,
- * *tall: until all had. 0, or -1 when a node failed, replied with an
- * error or stayed silent. */
-static int floor_round(struct bench *b, struct pollfd *pfd, const char *cmd,
-                       size_t len, uint64_t *tq, uint64_t *tall)
-{
-    size_t nn = b->o->node_count;
-    size_t quorum = nn / 2 + 1;
-    uint64_t t0 = cli_mono_us();
-    size_t done = 0;
-    size_t i;
-    int wdone;
-
-    *tq = 0;
-    for (i = 0; i < nn; i++) {
-        pfd[i].events = POLLIN;
-        if (redisAppendFormattedCommand(b->direct[i], cmd, len) != REDIS_OK)
-            return -1;
-        do {
-            if (redisBufferWrite(b->direct[i], &wdone) != REDIS_OK)
-                return -1;
-        } while (!wdone);
-    }
-    while (done < nn) {
-        if (poll(pfd, (nfds_t)nn, DIRECT_TIMEOUT_MS) <= 0)
-            return -1;
-        for (i = 0; i < nn; i++) {
-            void *reply = NULL;
-
-            if ((pfd[i].revents & (POLLIN | POLLERR | POLLHUP)) == 0)
-                continue;
-            if (redisBufferRead(b->direct[i]) != REDIS_OK ||
-                redisGetReplyFromReader(b->direct[i], &reply) != REDIS_OK)
-                return -1;
-            if (reply == NULL)
-                continue;           /* partial reply: poll again */
-            if (reply_is(reply, REDIS_REPLY_ERROR))
-                return -1;
-            pfd[i].events = 0;
-            done++;
-            if (done == quorum)
-                *tq = cli_mono_us() - t0;
-        }
-    }
-    *tall = cli_mono_us() - t0;
-    return 0;
-}
-
-/* Fan-out floor: PING every node at once over direct connections, record
- * the time until a quorum (N/2+1) and until every node has answered, next
- * round once all have: what a Redlock round cannot beat on this machine.
- * Alternating with it, the same fan-out of SET key NX PX 1000 on a fresh
- * key (what an acquire sends, with no lock library around it). */
-static int phase_floor(struct bench *b, double duration)
-{
-    struct cli_opts *o = b->o;
-    size_t nn = o->node_count;
-    struct pollfd *pfd;
-    struct samples q = {0}, all = {0}, sq = {0}, sall = {0};
-    uint64_t rounds = 0;
-    uint64_t tq, tall, tend, start;
-    char *ping = NULL;
-    char *set = NULL;
-    char key[64];
-    int ping_len;
-    int set_len;
-    size_t i;
-    int code = 0;
-
-    pfd = calloc(nn, sizeof(*pfd));
-    ping_len = redisFormatCommand(&ping, "PING");
-    if (pfd == NULL || ping_len < 0) {
-        code = cli_fail(o, CLI_EXIT_NO_QUORUM, "floor: out of memory");
-        goto out;
-    }
-    for (i = 0; i < nn; i++) {
-        if (direct_is_tls(b, i)) {
-            code = cli_fail(o, CLI_EXIT_USAGE, "floor: node %zu (%s) uses "
-                            "TLS; the floor's direct connections are "
-                            "plaintext only", i, rl_uri_name(b->uris[i]));
-            goto out;
-        }
-        b->direct[i] = direct_connect(b, i);
-        if (b->direct[i] == NULL) {
-            const char *name = rl_uri_name(b->uris[i]);
-
-            code = cli_fail(o, CLI_EXIT_NO_QUORUM, "floor: cannot reach "
-                            "node %zu (%s)", i, name != NULL ? name : "?");
-            goto out;
-        }
-        pfd[i].fd = b->direct[i]->fd;
-    }
-    start = cli_mono_us();
-    tend = start + (uint64_t)(duration * 1e6);
-    while (cli_mono_us() < tend) {
-        if (floor_round(b, pfd, ping, (size_t)ping_len, &tq, &tall) != 0)
-            break;
-        samples_add(&q, tq);
-        samples_add(&all, tall);
-        snprintf(key, sizeof(key), "bench:%ld:floor:%" PRIu64,
-                 (long)getpid(), rounds);
-        set_len = redisFormatCommand(&set, "SET %s tk NX PX 1000", key);
-        if (set_len < 0)
-            break;
-        /* "+OK" or a nil reply (the key exists): both answer the round */
-        if (floor_round(b, pfd, set, (size_t)set_len, &tq, &tall) != 0)
-            break;
-        redisFreeCommand(set);
-        set = NULL;
-        samples_add(&sq, tq);
-        samples_add(&sall, tall);
-        rounds++;
-    }
-    if (cli_mono_us() < tend) {
-        code = cli_fail(o, CLI_EXIT_NO_QUORUM, "floor: a node failed or did "
-                        "not answer within %d ms", DIRECT_TIMEOUT_MS);
-        goto out;
-    }
-    if (o->json) {
-        printf("{\"phase\":\"floor\",\"label\":");
-        cli_json_str(stdout, b->label);
-        printf(",\"nodes\":%zu,\"concurrency\":1,\"duration_s\":%.3f,"
-               "\"rounds\":%" PRIu64 ",\"quorum\":%zu", nn,
-               (double)(cli_mono_us() - start) / 1e6, rounds, nn / 2 + 1);
-        json_pct("quorum_us", &q);
-        json_pct("all_us", &all);
-        json_pct("set_quorum_us", &sq);
-        json_pct("set_all_us", &sall);
-        printf(",\"failures\":0}\n");
-    } else {
-        uint64_t pq[4], pa[4], psq[4], psa[4];
-
-        percentiles(&q, pq);
-        percentiles(&all, pa);
-        percentiles(&sq, psq);
-        percentiles(&sall, psa);
-        printf("floor: %zu nodes, %" PRIu64 " rounds: PING %zu of %zu p50 %"
-               PRIu64 " p99 %" PRIu64 " us, all p50 %" PRIu64 " p99 %" PRIu64
-               " us; SET NX PX %zu of %zu p50 %" PRIu64 " p99 %" PRIu64
-               " us, all p50 %" PRIu64 " p99 %" PRIu64 " us\n", nn, rounds,
-               nn / 2 + 1, nn, pq[0], pq[2], pa[0], pa[2], nn / 2 + 1, nn,
-               psq[0], psq[2], psa[0], psa[2]);
-    }
-    fflush(stdout);
-
-out:
-    for (i = 0; i < nn; i++) {
-        if (b->direct[i] != NULL)
-            redisFree(b->direct[i]);
-        b->direct[i] = NULL;
-    }
-    redisFreeCommand(set);
-    redisFreeCommand(ping);
-    free(q.v);
-    free(all.v);
-    free(sq.v);
-    free(sall.v);
-    free(pfd);
-    return code;
-}
-
-/* ---- Restart: one node's way back ---------------------------------------- */
-
-static int64_t unix_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Poll rl_client_stats every millisecond for up to `duration` seconds:
- * the first moment the last node is not connected, then the first moment
- * it votes again. Prints one object: phase "restart", node, down_unix_ms,
- * vote_unix_ms (CLOCK_REALTIME, to compare with the script's own clock;
- * -1 when not seen), reconnect_ms (down to voting, -1 when it did not
- * vote again in time), and the handshakes (and TLS resumptions among them)
- * the node's connection made meanwhile. */
-static int phase_restart(struct bench *b, double duration)
-{
-    struct cli_opts *o = b->o;
-    size_t i = o->node_count - 1;
-    rl_stats *st = malloc(sizeof(*st));
-    uint64_t t_end = cli_mono_us() + (uint64_t)(duration * 1e6);
-    uint64_t t_down = 0, t_vote = 0;
-    int64_t down_unix = -1, vote_unix = -1;
-    uint64_t hs0 = 0, res0 = 0, hs = 0, res = 0;
-
-    if (st == NULL)
-        return cli_fail(o, CLI_EXIT_NO_QUORUM, "restart: out of memory");
-    while (t_vote == 0 && cli_mono_us() < t_end) {
-        if (rl_client_stats(b->c, st) == RL_OK && i < st->node_count) {
-            const rl_node_stats *ns = &st->nodes[i];
-
-            if (t_down == 0) {
-                hs0 = ns->handshakes;
-                res0 = ns->tls_resumed;
-            }
-            hs = ns->handshakes - hs0;
-            res = ns->tls_resumed - res0;
-            if (t_down == 0 && !ns->connected) {
-                t_down = cli_mono_us();
-                down_unix = unix_ms();
-            } else if (t_down != 0 && ns->voting) {
-                t_vote = cli_mono_us();
-                vote_unix = unix_ms();
-            }
-        }
-        sleep_s(0.001);
-    }
-    free(st);
-    if (o->json) {
-        printf("{\"phase\":\"restart\",\"label\":");
-        cli_json_str(stdout, b->label);
-        printf(",\"node\":");
-        cli_json_str(stdout, o->nodes[i]);
-        printf(",\"down_unix_ms\":%" PRId64 ",\"vote_unix_ms\":%" PRId64
-               ",\"reconnect_ms\":%.1f,\"handshakes\":%" PRIu64
-               ",\"tls_resumed\":%" PRIu64 "}\n", down_unix, vote_unix,
-               t_vote != 0 ? (double)(t_vote - t_down) / 1e3 : -1.0, hs,
-               res);
-    } else {
-        printf("restart %s: ", o->nodes[i]);
-        if (t_vote != 0)
-            printf("down to voting in %.1f ms (%" PRIu64 " handshakes, %"
-                   PRIu64 " TLS resumed)\n",
-                   (double)(t_vote - t_down) / 1e3, hs, res);
-        else
-            printf("did not go down and vote again in time\n");
-    }
-    return CLI_EXIT_OK;
-}
-
 /* ---- Command ------------------------------------------------------------- */
 
 /* Parse "1,16,64" into values in [lo, hi]. Returns the count, -1 on error. */
@@ -1444,9 +1032,9 @@ static int parse_list(const char *s, uint32_t lo, uint32_t hi, uint32_t *out,
     }
 }
 
-enum { P_A, P_B, P_C, P_F, P_FLOOR, P_RESTART, P_K, P_COUNT };
+enum { P_A, P_B, P_C, P_F, P_K, P_COUNT };
 
-/* Phase k (issue 13): semaphores at K = 1, 4, 16 (phase s, K slots at
+/* Phase k: semaphores at K = 1, 4, 16 (phase s, K slots at
  * once), 8 readers (r), a writer among 8 readers (h). */
 static int phase_kinds(struct bench *b, double duration, bool header)
 {
@@ -1474,11 +1062,10 @@ static int phase_kinds(struct bench *b, double duration, bool header)
     return 0;
 }
 
-/* "a,b,floor" -> want[]. -1 on an unknown name. */
+/* "a,b,k" -> want[]. -1 on an unknown name. */
 static int parse_phases(const char *s, bool want[P_COUNT])
 {
-    static const char *names[P_COUNT] = {"a", "b", "c", "f", "floor",
-                                         "restart", "k"};
+    static const char *names[P_COUNT] = {"a", "b", "c", "f", "k"};
     int k;
 
     for (;;) {
@@ -1592,9 +1179,8 @@ int cmd_bench(struct cli_opts *o, int argc, char **argv)
     pthread_mutex_init(&b.mu, NULL);
     pthread_cond_init(&b.cv, NULL);
     b.uris = calloc(o->node_count, sizeof(*b.uris));
-    b.direct = calloc(o->node_count, sizeof(*b.direct));
     ping = calloc(o->node_count, sizeof(*ping));
-    if (b.uris == NULL || b.direct == NULL || ping == NULL) {
+    if (b.uris == NULL || ping == NULL) {
         code = cli_fail(o, CLI_EXIT_NO_QUORUM, "out of memory");
         goto out;
     }
@@ -1664,16 +1250,6 @@ int cmd_bench(struct cli_opts *o, int argc, char **argv)
             goto out;
         }
     }
-    if (want[P_FLOOR]) {
-        code = phase_floor(&b, duration);
-        if (code != 0)
-            goto out;
-    }
-    if (want[P_RESTART]) {
-        code = phase_restart(&b, duration);
-        if (code != 0)
-            goto out;
-    }
     code = CLI_EXIT_OK;
 
 out:
@@ -1684,7 +1260,6 @@ out:
     for (i = 0; b.uris != NULL && i < o->node_count; i++)
         rl_uri_free(b.uris[i]);
     free(b.uris);
-    free(b.direct);
     pthread_mutex_destroy(&b.mu);
     pthread_cond_destroy(&b.cv);
     return code;

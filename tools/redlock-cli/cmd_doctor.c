@@ -1,4 +1,4 @@
-/* cmd_doctor.c -- "redlock-cli doctor" (DESIGN §7): is every node fit to
+/* cmd_doctor.c -- "redlock-cli doctor": is every node fit to
  * hold Redlock's keys, and if not, what to change.
  *
  * Public API only: three rl_client_ping rounds (the node's facts from the

@@ -1,4 +1,4 @@
-/* cmd_extend.c -- "redlock-cli extend R TOKEN [--ttl MS]" (DESIGN §7).
+/* cmd_extend.c -- "redlock-cli extend R TOKEN [--ttl MS]".
  *
  * Adopts the lock by its token (rl_lock_adopt) and extends it by
  * re-quorum (rl_extend): the expiry is reset only on nodes whose key still

@@ -1,5 +1,5 @@
 /* cmd_hold.c -- "redlock-cli hold R [--ttl MS] [--wait MS] [--fence]
- * [--limit K | --shared] [--lock-delay MS]" (DESIGN §7).
+ * [--limit K | --shared] [--lock-delay MS]".
  *
  * A lock held by a process, for shells: acquire (waiting with --wait),
  * print what acquire prints and flush, keep the lock renewed by the

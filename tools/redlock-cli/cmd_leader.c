@@ -1,12 +1,14 @@
-/* cmd_leader.c -- "redlock-cli leader NAME [--watch]" (DESIGN §7): who
+/* cmd_leader.c -- "redlock-cli leader NAME [--watch]": who
  * leads NAME (see elect), from rl_resource_inspect: the value a majority
  * holds, its owner (the published value), its term (the fencing token)
  * and how long a majority still holds it.
  *
- * --watch prints a line per change of leader (a new token, or none) until
- * SIGINT/SIGTERM/SIGHUP (exit 0). It polls every WATCH_TICK_MS: a crashed
- * leader publishes no release, and the public API has no subscription to
- * release notifications. Exit 0 a leader, 1 none, 2 usage. */
+ * --watch prints a line per change of leader (another leader, none, or a
+ * proclaimed owner) until SIGINT/SIGTERM/SIGHUP (exit 0), from
+ * rl_observe: the lines are printed on the client's loop thread while
+ * this one waits for the signal (or for the observer's failure, told
+ * over a pipe). Exit 0 a leader, 1 none, 2 usage. */
+#include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <string.h>
@@ -15,9 +17,6 @@
 
 #include "cli.h"
 
-/* How often --watch reads the nodes, ms. */
-#define WATCH_TICK_MS 100
-
 static const char usage[] =
 "Usage: redlock-cli [GLOBAL OPTIONS] leader NAME [--watch]\n"
 "\n"
@@ -25,8 +24,10 @@ static const char usage[] =
 "value), its term (strictly increasing from leader to leader) and how\n"
 "long a majority of the nodes still holds its lock.\n"
 "\n"
-"  --watch   print a line per change of leader (or of 'none') until\n"
-"            SIGINT/SIGTERM; the nodes are read every 100 ms\n"
+"  --watch   print a line per change of leader (another leader, none, or\n"
+"            a proclaimed owner) until SIGINT/SIGTERM; the nodes are read\n"
+"            again on every release, when the leader's validity runs out\n"
+"            and every retry delay while there is none\n"
 "\n"
 "With --json: one object (a line per change with --watch): name, leader\n"
 "(true/false), owner, term, validity_ms, holder (8 characters of the\n"
@@ -67,30 +68,61 @@ static void print_leader(const struct cli_opts *o, const char *name,
     fflush(stdout);
 }
 
+struct watch {
+    const struct cli_opts *o;
+    const char *name;
+    int fail_fd;                 /* write end: the observer failed */
+};
+
+/* Loop thread: a change (or the observer's end). */
+static void changed(rl_observer *obs, rl_status st,
+                    const rl_resource_info *info, void *privdata)
+{
+    struct watch *w = privdata;
+    char byte = 1;
+
+    (void)obs;
+    if (st == RL_OK) {
+        print_leader(w->o, w->name, info);
+        return;
+    }
+    cli_status_exit(w->o, st, w->name);
+    if (write(w->fail_fd, &byte, 1) < 0) {
+        /* the pipe is ours and empty: cannot fail */
+    }
+}
+
 /* Print a line whenever the leader changes, until a signal. */
 static int watch(const struct cli_opts *o, rl_client *c, const char *name,
                  int sfd)
 {
-    char last[sizeof(((rl_resource_info *)0)->token)] = "\x01";
-    struct signalfd_siginfo si;
-    struct pollfd pfd;
-    rl_resource_info info;
+    struct watch w = {o, name, -1};
+    struct pollfd pfd[2];
+    rl_observer *obs = NULL;
+    rl_status st;
+    int fds[2];
+    int code;
 
-    for (;;) {
-        if (rl_resource_inspect(c, name, &info, NULL, 0, NULL) == RL_EINVAL)
-            return cli_status_exit(o, RL_EINVAL, name);
-        if (!info.held)
-            info.token[0] = '\0';
-        if (strcmp(last, info.token) != 0) {
-            snprintf(last, sizeof(last), "%s", info.token);
-            print_leader(o, name, &info);
-        }
-        pfd.fd = sfd;
-        pfd.events = POLLIN;
-        if (poll(&pfd, 1, WATCH_TICK_MS) > 0 &&
-            read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
-            return CLI_EXIT_OK;
+    if (pipe2(fds, O_CLOEXEC) != 0)
+        return cli_fail(o, CLI_EXIT_USAGE, "cannot make a pipe");
+    w.fail_fd = fds[1];
+    st = rl_observe(c, name, changed, &w, &obs);
+    if (st != RL_OK) {
+        code = cli_status_exit(o, st, name);
+        goto out;
     }
+    pfd[0].fd = sfd;
+    pfd[0].events = POLLIN;
+    pfd[1].fd = fds[0];
+    pfd[1].events = POLLIN;
+    while (poll(pfd, 2, -1) < 0)
+        ;
+    code = pfd[1].revents != 0 ? CLI_EXIT_USAGE : CLI_EXIT_OK;
+    rl_observe_stop(obs);
+out:
+    close(fds[0]);
+    close(fds[1]);
+    return code;
 }
 
 int cmd_leader(struct cli_opts *o, int argc, char **argv)

@@ -1,4 +1,4 @@
-/* cmd_ping.c -- "redlock-cli ping" (DESIGN §7), and the node facts it
+/* cmd_ping.c -- "redlock-cli ping", and the node facts it
  * shares with "doctor".
  *
  * PINGs every node at once (rl_client_ping) and shows, per node, the

@@ -1,5 +1,4 @@
-/* cmd_release.c -- "redlock-cli release R TOKEN" and "release --force R"
- * (DESIGN §7, issue 14 §3).
+/* cmd_release.c -- "redlock-cli release R TOKEN" and "release --force R".
  *
  * release R TOKEN adopts the lock by its token and releases it by
  * compare-and-delete on every node. Exit 0 when released or already free,

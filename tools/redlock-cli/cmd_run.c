@@ -1,4 +1,4 @@
-/* cmd_run.c -- "redlock-cli run R [...] -- CMD [ARG...]" (DESIGN §7, §2.4).
+/* cmd_run.c -- "redlock-cli run R [...] -- CMD [ARG...]".
  *
  * Holds R while CMD runs: acquire (with --wait), start CMD in its own
  * process group with REDLOCK_RESOURCE, REDLOCK_TOKEN and REDLOCK_FENCE (0
@@ -16,7 +16,7 @@
  *     CMD's process group when the last deadline it got passes. It does
  *     not depend on this process running: if redlock-cli is SIGSTOPped no
  *     new deadlines arrive, and if it dies the socket hits EOF and the
- *     last deadline is still enforced (issue 10 §5).
+ *     last deadline is still enforced.
  * The supervisor is CMD's parent: it forks and execs CMD itself when told
  * to (SUP_START), so no moment exists where CMD runs and the supervisor
  * does not hold its pid; and CMD dies with it (PR_SET_PDEATHSIG). It
@@ -29,7 +29,7 @@
  * Descriptors: everything both processes open is close-on-exec; the
  * supervisor gives CMD its copies of redlock-cli's stdin, stdout and
  * stderr as 0, 1, 2, and was forked before any library socket existed,
- * so CMD inherits nothing either opened (issue 10 §6).
+ * so CMD inherits nothing either opened.
  * The supervisor's own 0, 1, 2 are /dev/null, so a reader of redlock-cli's
  * output never waits for it. */
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* cmd_status.c -- "redlock-cli status R [--limit K]" (DESIGN §7).
+/* cmd_status.c -- "redlock-cli status R [--limit K]".
  *
  * Reads R's key and each node's vote on every node (rl_resource_status),
  * and shows per node: reachable, the holder's token
@@ -7,7 +7,7 @@
  * A summary (rl_resource_inspect) says whether one token holds a
  * majority, its owner, the majority's remaining validity and the fence. A read-write lock
  * held by readers shows how many each node has; --limit K shows each of
- * the semaphore's K slots in turn (issue 13). Exit 0 (2 usage). */
+ * the semaphore's K slots in turn. Exit 0 (2 usage). */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>

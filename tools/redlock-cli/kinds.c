@@ -1,5 +1,5 @@
 /* kinds.c -- the lock-kind options of acquire, run, extend, release and
- * status (issue 13): --limit K (semaphore), --shared (reader of a
+ * status: --limit K (semaphore), --shared (reader of a
  * read-write lock), --lock-delay MS, and the handle acquire prints for a
  * lock of another kind.
  *

@@ -1,7 +1,8 @@
-/* main.c -- redlock-cli entry point: environment, global options,
- * dispatch, --help and --version (DESIGN §7).
+/* main.c -- redlock-cli entry point: global options, dispatch, --help
+ * and --version.
  *
- * Order of precedence: built-in defaults, then the environment
+ * Order of precedence: built-in defaults, then the environment (both
+ * loaded by cli_opts_load, cli.c)
  * ($REDLOCK_NODES, $REDLOCK_PASSWORD, $REDLOCK_MAX_TTL,
  * $REDLOCK_QUARANTINE, $REDLOCK_NO_QUARANTINE,
  * $REDLOCK_ALLOW_EVICTING_NODES, $REDLOCK_CACERT, $REDLOCK_CERT,
@@ -134,87 +135,6 @@ static cli_cmd_fn find_command(const char *name)
     return NULL;
 }
 
-/* A yes/no variable: 1/true/yes sets *flag, 0/false/no clears it, unset
- * or empty leaves it. -1 (message printed) on anything else. */
-static int env_flag(const struct cli_opts *o, const char *name, bool *flag)
-{
-    const char *v = getenv(name);
-
-    if (v == NULL || v[0] == '\0')
-        return 0;
-    if (strcmp(v, "1") == 0 || strcmp(v, "true") == 0 ||
-        strcmp(v, "yes") == 0)
-        *flag = true;
-    else if (strcmp(v, "0") == 0 || strcmp(v, "false") == 0 ||
-             strcmp(v, "no") == 0)
-        *flag = false;
-    else
-        return cli_fail(o, -1, "%s: '%s' is not 1 or 0", name, v);
-    return 0;
-}
-
-/* Defaults, then the environment. -1 (message printed) on a bad value. */
-static int load_env(struct cli_opts *o)
-{
-    const char *v;
-    bool flag;
-    char *fake[3];
-    int i = 1;
-
-    o->connect_timeout_ms = 200;
-    o->op_timeout_ms = 50;
-    o->drift_factor = 0.01;
-    o->retry_count = 3;
-    o->retry_delay_ms = 200;
-    o->retry_jitter_ms = 100;
-    o->max_ttl_ms = 60000;
-    o->renew_window_pct = 12;
-    o->restart_trust = RL_RESTART_AUTO;
-
-    v = getenv("REDLOCK_NODES");
-    if (v != NULL && v[0] != '\0') {
-        /* Parse it through the same code as -n (replaced by any -n). */
-        fake[0] = "redlock-cli";
-        fake[1] = "--nodes";
-        fake[2] = (char *)v;
-        if (cli_global_option(o, 3, fake, &i) != 1)
-            return -1;
-        o->nodes_from_cli = false;
-    }
-    v = getenv("REDLOCK_PASSWORD");
-    if (v != NULL && v[0] != '\0') {
-        o->password = strdup(v);
-        if (o->password == NULL)
-            return cli_fail(o, -1, "out of memory");
-    }
-    v = getenv("REDLOCK_CACERT");
-    if (v != NULL && v[0] != '\0')
-        o->tls_ca_file = v;
-    v = getenv("REDLOCK_CERT");
-    if (v != NULL && v[0] != '\0')
-        o->tls_cert_file = v;
-    v = getenv("REDLOCK_KEY");
-    if (v != NULL && v[0] != '\0')
-        o->tls_key_file = v;
-    v = getenv("REDLOCK_MAX_TTL");
-    if (v != NULL && v[0] != '\0' &&
-        cli_parse_u32(v, 1, INT32_MAX, &o->max_ttl_ms) != 0)
-        return cli_fail(o, -1, "REDLOCK_MAX_TTL: '%s' is not a whole number "
-                        "of milliseconds in 1..%d", v, INT32_MAX);
-    v = getenv("REDLOCK_QUARANTINE");
-    if (v != NULL && v[0] != '\0' &&
-        cli_parse_quarantine(o, "REDLOCK_QUARANTINE", v, &o->restart_trust)
-            != 0)
-        return -1;
-    flag = false;
-    if (env_flag(o, "REDLOCK_NO_QUARANTINE", &flag) != 0)
-        return -1;
-    if (flag)
-        o->restart_trust = RL_RESTART_TRUST;
-    return env_flag(o, "REDLOCK_ALLOW_EVICTING_NODES",
-                    &o->allow_evicting_nodes);
-}
-
 int main(int argc, char **argv)
 {
     struct cli_opts o;
@@ -224,7 +144,7 @@ int main(int argc, char **argv)
     int i;
 
     memset(&o, 0, sizeof(o));
-    if (load_env(&o) != 0) {
+    if (cli_opts_load(&o) != 0) {
         code = CLI_EXIT_USAGE;
         goto out;
     }

@@ -1,4 +1,4 @@
-/* run_metrics.c -- "redlock-cli run --metrics-file FILE" (issue 14 §4).
+/* run_metrics.c -- "redlock-cli run --metrics-file FILE".
  *
  * Writes one run's figures in Prometheus text exposition format for
  * node_exporter's textfile collector: whether the lock was acquired, the
