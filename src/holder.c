@@ -1,73 +1,30 @@
-/* holder.c -- one held lock's life: the rl_lock handle, its state machine,
- * the watchdog, the lost signal, reentrant holds (DESIGN §3, §5.4, §5.10).
+/* holder.c -- the rl_lock handle and its life: the registry of a
+ * client's handles, the requests other threads queue to the loop thread,
+ * the lost signal, reentrant holds, renewals and releases, the public
+ * async API and the getters. The state machine is lock.c's; the watchdog
+ * that renews watched locks is watchdog.c's.
  *
- * Every transition of a lock happens here, on the loop thread:
+ * Requests from any thread (acquire, extend, release, free, watchdog
+ * start and stop) are queued to the loop thread as struct lock_req and
+ * run in submission order; the caller owns the handle and may not use it
+ * after a release or free it asked for. A release or free while a round
+ * is in flight drops that round first; a lock that becomes lost drops its
+ * round too, so no later reply can renew it.
  *
- *   ACQUIRING --won--> HELD <--------------------------+
- *      |                |  \--renewal starts--> RENEWING --ok/no quorum
- *    failed             |         (watchdog or user)   |
- *      v                |                              +--"not ours", ran
- *    freed              |                                 out, margin --> LOST
- *                       +--release--> RELEASING --done--> freed
- *   HELD, RENEWING, LOST --rl_lock_free--> freed
+ * The handle, its keys and token are one allocation; what few locks use
+ * (fence, reentrant holds, watchdog caps and interval) lives in struct
+ * lock_extra. A semaphore's handle is made for its last slot's name (the
+ * longest); semaphore.c rewrites it to each slot it tries.
  *
- * LOST is final (once lost, always lost): the round in flight, if any, is
- * dropped when the lock becomes lost, so no later reply can renew it. A
- * release or free while a renewal is in flight drops that round first (its
- * replies land on node-owned records). Requests from other threads
- * (acquire, extend, release, free, watchdog start/stop) are queued to the
- * loop thread as struct lock_req and run in submission order; the caller
- * owns the handle and may not use it after a release or free it asked for.
- * The watchdog never calls the public API: it starts its rounds here.
- *
- * Watchdog at scale (issue 16): a client has one timer for all its watched
- * locks, and each watched lock one intrusive heap node, queued in one of
- * two heaps. `timers` holds the lock at its next event: the next renewal
- * when it is HELD and renewals go on, else (a renewal in flight, or a cap
- * reached) the instant its safety margin starts (validity end -
- * min(ttl/10, 1 s)); a renewal due after the margin start is queued at
- * the margin. When the timer fires, locks past their margin become LOST;
- * then every lock due by now + the coalescing window is renewed in batches
- * (extend.c), at most EXTEND_BATCH_MAX_LOCKS per touch-batch call per
- * node. The window is the first due lock's min(interval x
- * renew_window_pct (default 12 %), 100 ms): renewals go out up to that
- * much early, never late, and the window is always shorter than both the
- * interval and the retry pause, so a tick never renews a lock twice. At
- * most BATCHES_MAX batches are alive at once (flow control): a lock due
- * when no batch can be started waits in `backlog`, ordered by its margin
- * start, and goes first (most urgent first) when a batch is over; there
- * its margin still runs, so nodes that cannot keep up make locks LOST in
- * time, never a silent lapse, and the timer never spins on them. A lock
- * in a batch is queued at its margin: a batch that cannot finish before
- * the margin never keeps its locks alive; the lock is dropped from the
- * batch when it becomes lost, is released or freed.
- * Each lock's outcome is applied by renewed(), the same as a single round.
- * Batches that are over are kept for the next tick. Batches take one-key
- * locks; a reader (issue 13; the touch-batch script knows only string
- * keys) and a lock on several resources are renewed by their own round
- * (own_renewal), so each one's fate stays its own.
- *
- * Memory (issue 16: at most 300 bytes plus the name per held lock): the
- * handle, its keys and token are one allocation; one timer node, one
- * in-flight slot (flight says what it holds) and one user-request slot
- * serve every state, and what few locks use (fence, reentrant holds,
- * watchdog caps and interval) lives in struct lock_extra, made with the
- * lock or by the watchdog start that needs it.
- *
- * Semaphores (issue 13): the handle's record is made for the last slot's
- * name (the longest); semaphore.c rewrites it to each slot it tries, so
- * the lock won is an ordinary lock on its slot's key.
- *
- * Threads: the state, the rounds and the watchdog fields are loop-thread
- * only. Getters read atomics (deadline, voters, lost, ttl). Reentrant hold
- * counts and the registry of live handles are guarded by the registry
- * mutex: the last hold's release sets holds to 0 under it before the
- * release is queued, so a concurrent re-entry never finds a lock that is
- * about to be freed.
- *
- * Client freed: queued and started requests are canceled first (each
- * reports RL_ECANCELED once), then holders_shutdown drops the watchdogs'
- * rounds and orphans the handles. */
+ * Threads: the state, the rounds and the watchdog are loop-thread only;
+ * the getters read atomics. Reentrant hold counts and the registry are
+ * guarded by the registry mutex: the last hold's release sets holds to 0
+ * under it before the release is queued, so a concurrent re-entry never
+ * finds a lock about to be freed. A call on a handle holds orphan_mutex
+ * while it uses the lock's client, so the client cannot be freed under
+ * it. Client freed: queued and started requests are canceled first (each
+ * reports RL_ECANCELED once), then holders_shutdown stops the watchdog
+ * and orphans the handles. */
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -80,122 +37,18 @@
 #include "cancel.h"
 #include "extend.h"
 #include "holder.h"
-#include "lockrec.h"
 #include "release.h"
 #include "semaphore.h"
-#include "timeheap.h"
+#include "watchdog.h"
 
-#define RETRY_PAUSE_MAX_MS 200 /* pause after a failed renewal round */
-#define WINDOW_MAX_US 100000   /* coalescing window: at most 100 ms */
-/* Watchdog batches alive at once per client: bounds the work queued on
- * each node (4 x 256 keys, about a millisecond of a node's time), so a
- * burst of renewals never makes a node miss op_timeout_ms. */
-#define BATCHES_MAX 4
 /* Largest max_hold_ms that is not "no cap" (a century). */
 #define MAX_HOLD_MS (UINT64_C(100) * 365 * 24 * 3600 * 1000)
-
-enum lock_state {
-    LOCK_ACQUIRING, /* acquisition in flight; not the caller's yet */
-    LOCK_HELD,      /* held as far as we know; no round in flight */
-    LOCK_RENEWING,  /* an extension round is in flight */
-    LOCK_RELEASING, /* the release round is in flight; handle consumed */
-    LOCK_LOST,      /* known lost: final */
-};
-
-struct lock_req;
 
 struct holders {
     pthread_mutex_t mutex;       /* guards the list and hold counts */
     struct rl_lock *head;
-    /* Watchdog (loop thread); the timer is made, under the mutex, by the
-     * first acquire or watchdog start that needs it. */
-    struct loop_timer *timer;
-    rl_mono_us armed_at;         /* when the timer fires; 0 not armed */
-    struct theap timers;         /* watched locks: next event */
-    struct theap backlog;        /* due, waiting for room: margin start */
-    atomic_uint_fast64_t *waiting; /* the client's gauge of the backlog */
-    unsigned batches;            /* watchdog batches alive */
-    bool behind;                 /* overloaded until the backlog empties:
-                                    see watchdog_behind() */
-    unsigned spares;             /* batches over, kept for reuse */
-    struct extend_batch *spare[BATCHES_MAX];
+    struct watchdog *watchdog;
 };
-
-/* What is in flight on a lock (loop thread): a round of its own (a
- * user's extend, or the watchdog's renewal of a lock no batch takes), its
- * place in a watchdog batch, or its release. */
-enum flight_kind {
-    FLIGHT_NONE,
-    FLIGHT_ROUND,   /* RENEWING */
-    FLIGHT_BATCH,   /* RENEWING */
-    FLIGHT_RELEASE, /* RELEASING */
-};
-
-/* What few locks need, made with the lock (or by the watchdog start that
- * needs it), so the others do not pay for it. */
-struct lock_extra {
-    uint64_t fence;              /* fencing token, 0 without fencing */
-    pthread_t owner;             /* reentrant: the holding thread */
-    rl_mono_us hold_end_us;      /* watchdog: stop renewing after this; 0:
-                                    no cap (loop thread) */
-    unsigned holds;              /* reentrant holds; 0 = not reentrant
-                                    (holders mutex) */
-    uint32_t max_renewals;       /* watchdog: 0 no cap (loop thread) */
-    uint32_t renewals;           /* watchdog renewals, for the cap */
-    uint32_t interval_ms;        /* watchdog: renewal period; 0: ttl / 3 */
-};
-
-struct rl_lock {
-    /* Ordered by size (no padding holes): thousands may be held. */
-    struct rl_lock *prev;        /* registry (holders mutex) */
-    struct rl_lock *next;
-    _Atomic(rl_client *) client; /* NULL once the client is freed */
-    struct lock_rec rec;         /* keys and token (tail of this block) */
-    rl_mono_us confirmed_us;     /* start of the last round a quorum
-                                    granted (acquire or renewal); 0 for an
-                                    adopted lock not yet extended */
-    _Atomic uint64_t deadline_us;/* validity end, boottime µs; 0 unknown */
-    uint64_t holders;            /* bit i: node i's vote counts (issue 15;
-                                    loop thread) */
-    /* What is in flight (loop thread), by flight. */
-    union {
-        struct extend_round *round;
-        struct extend_batch *batch;
-        struct release_round *release;
-    } in_flight;
-    /* The user request on the lock (loop thread): the extend whose round
-     * is in flight, the extend waiting behind the watchdog's renewal
-     * (user_waits), or the release in flight; NULL: none. */
-    struct lock_req *user;
-    _Atomic(struct lock_extra *) extra; /* NULL: no fence, not reentrant,
-                                           no watchdog caps or interval */
-    /* Watchdog (loop thread). */
-    struct theap_node timer;     /* in holders.timers or .backlog when
-                                    watched */
-    rl_lost_cb lost_cb;          /* called once, or NULL */
-    void *lost_privdata;
-    _Atomic uint32_t ttl_ms;     /* acquired with (adopted: first extended
-                                    with); 0 unknown */
-    atomic_uint voters;          /* voters of the last winning round */
-    atomic_int lost_fd;          /* eventfd made on demand, -1 none */
-    uint8_t state;               /* enum lock_state (loop thread) */
-    uint8_t flight;              /* enum flight_kind (loop thread) */
-    bool user_waits;             /* user waits behind the watchdog */
-    bool watching;               /* watchdog (loop thread) */
-    bool backlogged;             /* timer is in holders.backlog */
-    atomic_bool lost;
-    atomic_bool user_extending;  /* a user extend is queued or running */
-    atomic_bool watched;         /* a watchdog runs or is being started */
-    atomic_bool quiet;           /* given up: no more lost callbacks */
-    atomic_bool in_lost_cb;      /* the lost callback is running */
-    atomic_bool free_requested;  /* freed while the client was closing */
-};
-
-/* Issue 16's budget: a held lock costs at most 300 bytes plus its name,
- * and this struct is most of it (the rest: keys, token, malloc's header).
- * Growing it is a decision, not an accident. */
-_Static_assert(sizeof(struct rl_lock) <= 192,
-               "struct rl_lock outgrew the per-lock memory budget");
 
 enum req_kind {
     REQ_ACQUIRE,
@@ -231,11 +84,7 @@ struct lock_req {
  * a user callback runs. */
 static pthread_mutex_t orphan_mutex = PTHREAD_MUTEX_INITIALIZER;
 
-static void tick(void *arg);
 static void unwatch(struct rl_lock *l);
-static void renewed(void *owner, rl_status st, rl_mono_us t0,
-                    unsigned voters);
-static void start_renewal(struct rl_lock *l, struct lock_req *user);
 static void resume_waiting(struct rl_lock *l);
 
 /* ---- Handles and the registry ------------------------------------------- */
@@ -293,16 +142,8 @@ static rl_status lock_new(rl_client *c, const char *const *resources,
     }
     atomic_init(&l->client, c);
     atomic_init(&l->lost_fd, -1);
-    l->state = LOCK_ACQUIRING;
     *out = l;
     return RL_OK;
-}
-
-/* The watchdog options o need the extra block: a cap, an interval. */
-static bool watch_needs_extra(const rl_acquire_opts *o)
-{
-    return o->max_renewals != 0 || o->extend_interval_ms != 0 ||
-           (o->max_hold_ms != 0 && o->max_hold_ms != UINT64_MAX);
 }
 
 static struct lock_extra *extra_new(void)
@@ -312,11 +153,6 @@ static struct lock_extra *extra_new(void)
     if (e == NULL)
         rl_fail(RL_ENOMEM, "out of memory for a lock");
     return e;
-}
-
-static struct lock_extra *extra_of(const struct rl_lock *l)
-{
-    return atomic_load(&((struct rl_lock *)l)->extra);
 }
 
 /* lock_new for the kinds of o (may be NULL): a reader, the lock-delay, a
@@ -348,9 +184,9 @@ static rl_status lock_new_kind(rl_client *c, const char *const *resources,
         return st;
     (*out)->rec.shared = o->mode == RL_MODE_SHARED;
     (*out)->rec.delay_ms = o->lock_delay_ms;
-    if (o->fencing || o->reentrant || (o->auto_extend && watch_needs_extra(o))) {
+    if (o->fencing || o->reentrant || (o->auto_extend && watchdog_needs_extra(o))) {
         atomic_init(&(*out)->extra, extra_new());
-        if (extra_of(*out) == NULL) {
+        if (lock_extra_of(*out) == NULL) {
             free(*out);
             return RL_ENOMEM;
         }
@@ -364,24 +200,8 @@ static void lock_destroy(struct rl_lock *l)
 
     if (fd >= 0)
         close(fd);
-    free(extra_of(l));
+    free(lock_extra_of(l));
     free(l);
-}
-
-static int64_t remaining_us(const struct rl_lock *l)
-{
-    uint64_t deadline = atomic_load(&l->deadline_us);
-
-    if (deadline == 0)
-        return INT64_MAX;
-    return (int64_t)deadline - (int64_t)mono_now_us();
-}
-
-static uint64_t margin_us(const struct rl_lock *l)
-{
-    uint64_t tenth = (uint64_t)atomic_load(&l->ttl_ms) * 100u;
-
-    return tenth < 1000000u ? tenth : 1000000u;
 }
 
 static void signal_fd(int fd)
@@ -446,26 +266,6 @@ static void req_finish(struct lock_req *r, rl_status st, struct rl_lock *l)
 
 /* ---- Lost --------------------------------------------------------------- */
 
-/* Drop what is in flight, if anything: a round, l's place in a watchdog
- * batch, the release (their replies land on node-owned records). */
-static void drop_flight(struct rl_lock *l)
-{
-    switch ((enum flight_kind)l->flight) {
-    case FLIGHT_ROUND:
-        extend_abort(l->in_flight.round);
-        break;
-    case FLIGHT_BATCH:
-        extend_batch_drop(l->in_flight.batch, l);
-        break;
-    case FLIGHT_RELEASE:
-        release_abort(l->in_flight.release);
-        break;
-    case FLIGHT_NONE:
-        break;
-    }
-    l->flight = FLIGHT_NONE;
-}
-
 /* The lock is gone: final (never while RELEASING). Drop the round in
  * flight (a user extend, running or waiting, gets RL_ELOST), stop the
  * watchdog, raise the flag and the fd, call lost_cb once. reason has been
@@ -478,10 +278,10 @@ static void become_lost(struct rl_lock *l)
     char reason[RL_ERRLEN];
 
     snprintf(reason, sizeof(reason), "%s", rl_last_error());
-    drop_flight(l);
+    lock_drop_flight(l);
     l->user = NULL;
-    l->user_waits = false;
-    l->state = LOCK_LOST;
+    lock_put(l, LOCK_USER_WAITS, false);
+    lock_set_state(l, LOCK_LOST, NULL);
     l->lost_cb = NULL;
     unwatch(l);
     if (!atomic_exchange(&l->lost, true)) {
@@ -503,315 +303,7 @@ static void become_lost(struct rl_lock *l)
     }
 }
 
-/* ---- Watchdog ----------------------------------------------------------- */
-
-static bool capped(const struct rl_lock *l, rl_mono_us now)
-{
-    const struct lock_extra *e = extra_of(l);
-
-    return e != NULL &&
-           ((e->max_renewals != 0 && e->renewals >= e->max_renewals) ||
-            (e->hold_end_us != 0 && now >= e->hold_end_us));
-}
-
-static struct rl_lock *timer_lock(struct theap_node *n)
-{
-    return (struct rl_lock *)((char *)n - offsetof(struct rl_lock, timer));
-}
-
-static rl_mono_us interval_us(const struct rl_lock *l)
-{
-    const struct lock_extra *e = extra_of(l);
-    uint32_t ms = e != NULL && e->interval_ms != 0
-                      ? e->interval_ms
-                      : atomic_load(&l->ttl_ms) / 3;
-
-    return (rl_mono_us)(ms != 0 ? ms : 1) * 1000u;
-}
-
-/* The watchdog's pause after a failed renewal round. */
-static rl_mono_us retry_pause_us(const struct rl_lock *l)
-{
-    return interval_us(l) / 4 < RETRY_PAUSE_MAX_MS * 1000u
-               ? interval_us(l) / 4
-               : RETRY_PAUSE_MAX_MS * 1000u;
-}
-
-/* How early a renewal may go out to join a batch (renew_window_pct of
- * the interval, at most WINDOW_MAX_US): shorter than the retry pause, so
- * never twice in a tick. */
-static rl_mono_us window_us(const rl_client *c, const struct rl_lock *l)
-{
-    rl_mono_us w = interval_us(l) * c->cfg.renew_window_pct / 100;
-
-    return w < WINDOW_MAX_US ? w : WINDOW_MAX_US;
-}
-
-/* When the safety margin starts: past it, the lock is LOST. */
-static rl_mono_us margin_at(const struct rl_lock *l)
-{
-    return atomic_load(&l->deadline_us) - margin_us(l);
-}
-
-/* The watchdog renews l (when its renewal is due). */
-static bool renews(const struct rl_lock *l, rl_mono_us now)
-{
-    return l->watching && l->state == LOCK_HELD && !capped(l, now);
-}
-
-/* Arm the client's timer at the earliest event (at once when locks wait
- * for room and there is room), unless it already fires no later (an early
- * wake-up finds nothing to do). */
-static void arm(struct holders *h)
-{
-    struct theap_node *t = theap_min(&h->timers);
-    struct theap_node *w = theap_min(&h->backlog);
-    rl_mono_us at = UINT64_MAX, now = mono_now_us();
-
-    if (h->timer == NULL || (t == NULL && w == NULL))
-        return;
-    if (t != NULL)
-        at = t->key;
-    if (w != NULL && h->batches < BATCHES_MAX)
-        at = now;
-    else if (w != NULL && w->key < at)
-        at = w->key;
-    if (at == 0)
-        at = 1;
-    if (h->armed_at != 0 && h->armed_at <= at)
-        return;
-    h->armed_at = at;
-    loop_timer_arm(h->timer, at > now ? at - now : 0);
-}
-
-/* The backlog grew or shrank: publish its size (rl_stats). */
-static void backlog_count_changed(struct holders *h)
-{
-    atomic_store_explicit(h->waiting, h->backlog.count,
-                          memory_order_relaxed);
-}
-
-/* Take l's timer out of whichever heap holds it (no-op when none). */
-static void timer_out(struct holders *h, struct rl_lock *l)
-{
-    if (!l->backlogged) {
-        theap_remove(&h->timers, &l->timer);
-        return;
-    }
-    theap_remove(&h->backlog, &l->timer);
-    l->backlogged = false;
-    backlog_count_changed(h);
-}
-
-/* No renewal time: the lock is queued at its margin. */
-#define NO_RENEWAL UINT64_MAX
-
-/* Queue l at its next event: its renewal at renew_at when it renews (and
- * that comes before the margin), else its margin; out of the heaps when
- * not watched or lost. A timer already queued there stays where it is. */
-static void schedule(struct rl_lock *l, rl_mono_us renew_at)
-{
-    rl_client *c = atomic_load(&l->client);
-    struct holders *h = registry(c);
-    rl_mono_us at = margin_at(l);
-
-    if (!l->watching || l->state == LOCK_LOST) {
-        timer_out(h, l);
-        return;
-    }
-    if (renew_at < at && renews(l, mono_now_us()))
-        at = renew_at;
-    if (l->backlogged || !theap_queued(&h->timers, &l->timer) ||
-        l->timer.key != at) {
-        timer_out(h, l);
-        theap_insert(&h->timers, &l->timer, at);
-    }
-    arm(h);
-}
-
-/* l is due but no batch can be started: wait for room, in margin order. */
-static void backlog_put(struct holders *h, struct rl_lock *l)
-{
-    timer_out(h, l);
-    theap_insert(&h->backlog, &l->timer, margin_at(l));
-    l->backlogged = true;
-    backlog_count_changed(h);
-}
-
-/* Overload is told (issue 16): the watchdog is behind when the most
- * urgent lock waiting for room is past the midpoint between its renewal's
- * due time and its margin (with a 3 s TTL: 0.83 s late of its 1.67 s of
- * slack), or one was lost waiting; it stays behind until the backlog is
- * empty. A burst waits milliseconds for room, so this means the nodes do
- * not renew the locks as fast as they fall due: new watched acquires are
- * refused (RL_EOVERLOAD) while the locks already held can still be
- * renewed, rather than adding renewals that would make them LOST. */
-static bool watchdog_behind(struct holders *h, rl_mono_us now)
-{
-    struct theap_node *w = theap_min(&h->backlog);
-    const struct rl_lock *l;
-    rl_mono_us due;
-
-    if (w == NULL) {
-        h->behind = false;
-        return false;
-    }
-    l = timer_lock(w);
-    due = l->confirmed_us + interval_us(l);
-    if (w->key <= due || now >= due + (w->key - due) / 2)
-        h->behind = true;
-    return h->behind;
-}
-
-/* The watchdog could not start a renewal (out of memory): try again after
- * the retry pause. */
-static void renewal_retry(struct rl_lock *l)
-{
-    schedule(l, mono_now_us() + retry_pause_us(l));
-}
-
-/* Run the batch being filled (if any). */
-static void flush_batch(struct extend_batch **b)
-{
-    if (*b != NULL)
-        extend_batch_run(*b);
-    *b = NULL;
-}
-
-/* A batch is over: kept for the next tick (a batch and its arguments
- * are tens of KB: allocating them each tick made the allocator return
- * and refault that memory every time), and renewals waiting for room may
- * go. */
-static void batch_over(void *arg, struct extend_batch *b)
-{
-    struct holders *h = arg;
-
-    h->batches--;
-    h->spare[h->spares++] = b;
-    arm(h);
-}
-
-/* A batch to fill: a spare one, else a new one (NULL on OOM). */
-static struct extend_batch *batch_get(rl_client *c, struct holders *h)
-{
-    if (h->spares > 0)
-        return h->spare[--h->spares];
-    return extend_batch_new(c, renewed, batch_over, h);
-}
-
-/* Put l (HELD, due) into batch b: HELD -> RENEWING. */
-static void batch_renewal(struct rl_lock *l, struct extend_batch *b)
-{
-    l->in_flight.batch = b;
-    l->flight = FLIGHT_BATCH;
-    extend_batch_add(b, &l->rec, atomic_load(&l->ttl_ms), l->confirmed_us,
-                     &l->holders, l);
-    l->state = LOCK_RENEWING;
-    schedule(l, NO_RENEWAL); /* at its margin until the outcome */
-}
-
-/* A lock no batch takes (a reader, several keys; HELD, due): its own
- * round, HELD -> RENEWING. */
-static void own_renewal(struct rl_lock *l)
-{
-    rl_client *c = atomic_load(&l->client);
-    struct extend_round *round =
-        extend_new(c, &l->rec, atomic_load(&l->ttl_ms), l->confirmed_us,
-                   &l->holders, renewed, l);
-
-    if (round == NULL) {
-        renewal_retry(l);
-        return;
-    }
-    l->in_flight.round = round;
-    l->flight = FLIGHT_ROUND;
-    l->state = LOCK_RENEWING;
-    schedule(l, NO_RENEWAL);
-    extend_run(round);
-}
-
-static void lose_at_margin(struct rl_lock *l)
-{
-    rl_fail(RL_ELOST, "'%s': no renewal succeeded before the safety margin",
-            l->rec.resource);
-    become_lost(l);
-}
-
-/* Renew l (HELD, due): in batch *b (a new one when *b is full or NULL)
- * or by its own round. False when it must wait: BATCHES_MAX batches are
- * alive. */
-static bool renew(rl_client *c, struct holders *h, struct rl_lock *l,
-                  struct extend_batch **b)
-{
-    if (remaining_us(l) <= 0) {
-        rl_fail(RL_ELOST, "'%s': validity ran out before the extension",
-                l->rec.resource);
-        become_lost(l);
-    } else if (!extend_batch_takes(&l->rec)) {
-        own_renewal(l);
-    } else {
-        if (*b == NULL || extend_batch_full(*b)) {
-            flush_batch(b);
-            if (h->batches >= BATCHES_MAX)
-                return false; /* batch_over re-arms the timer */
-            *b = batch_get(c, h);
-            if (*b == NULL) { /* out of memory: try again later */
-                renewal_retry(l);
-                return true;
-            }
-            h->batches++;
-        }
-        batch_renewal(l, *b);
-    }
-    return true;
-}
-
-/* The client's watchdog timer: locks past their margin are lost; locks
- * waiting for room go first; then every renewal due within the window,
- * in batches. */
-static void tick(void *arg)
-{
-    rl_client *c = arg;
-    struct holders *h = registry(c);
-    rl_mono_us now = mono_now_us(), horizon = now;
-    struct extend_batch *b = NULL;
-    struct theap_node *n;
-    struct rl_lock *l;
-
-    h->armed_at = 0;
-    while ((n = theap_min(&h->backlog)) != NULL) {
-        l = timer_lock(n);
-        if (n->key <= now) {
-            h->behind = true;
-            lose_at_margin(l);
-        } else if (!renews(l, now)) {
-            schedule(l, NO_RENEWAL); /* capped meanwhile: only its margin
-                                        is left */
-        } else if (!renew(c, h, l, &b)) {
-            break;
-        }
-    }
-    while ((n = theap_min(&h->timers)) != NULL && n->key <= horizon) {
-        l = timer_lock(n);
-        if (margin_at(l) <= now) {
-            lose_at_margin(l);
-        } else if (!renews(l, now)) {
-            if (n->key > now)
-                break; /* a margin ahead, inside the window */
-            schedule(l, NO_RENEWAL); /* capped: only its margin is left */
-        } else {
-            if (horizon == now)
-                horizon = now + window_us(c, l);
-            if (!renew(c, h, l, &b)) {
-                if (n->key > now)
-                    break; /* only early renewals are left */
-                backlog_put(h, l);
-            }
-        }
-    }
-    flush_batch(&b);
-    arm(h);
-}
+/* ---- Watching ------------------------------------------------------------ */
 
 static rl_status check_watch_opts(const rl_acquire_opts *o, uint32_t ttl_ms)
 {
@@ -833,67 +325,38 @@ static rl_status check_watch_opts(const rl_acquire_opts *o, uint32_t ttl_ms)
     return RL_OK;
 }
 
-/* Start watching l (the client's timer exists: this cannot fail). Caps in
- * o go into l's extra block: made with the lock, or handed over in
+static struct watchdog *watchdog_of(const struct rl_lock *l)
+{
+    rl_client *c = atomic_load(&((struct rl_lock *)l)->client);
+
+    return c != NULL ? registry(c)->watchdog : NULL;
+}
+
+/* Start watching l (the watchdog's timer exists: this cannot fail). Caps
+ * in o go into l's extra block: made with the lock, or handed over in
  * *extra (then taken) by a watchdog start. */
 static void watch(struct rl_lock *l, const rl_acquire_opts *o,
                   struct lock_extra **extra)
 {
     rl_client *c = atomic_load(&l->client);
-    rl_mono_us now = mono_now_us();
-    struct lock_extra *e = extra_of(l);
 
-    if (e == NULL && extra != NULL && *extra != NULL) {
-        e = *extra;
-        *extra = NULL;
+    if (lock_extra_of(l) == NULL && extra != NULL && *extra != NULL) {
         pthread_mutex_lock(&registry(c)->mutex); /* reenter() reads it */
-        atomic_store(&l->extra, e);
+        atomic_store(&l->extra, *extra);
         pthread_mutex_unlock(&registry(c)->mutex);
-    }
-    l->watching = true;
-    if (e != NULL) {
-        e->interval_ms = o->extend_interval_ms;
-        e->max_renewals = o->max_renewals;
-        e->renewals = 0;
-        e->hold_end_us = 0;
-        if (o->max_hold_ms != 0 && o->max_hold_ms != UINT64_MAX)
-            e->hold_end_us = now + o->max_hold_ms * 1000u;
+        *extra = NULL;
     }
     l->lost_cb = o->lost_cb;
     l->lost_privdata = o->lost_privdata;
-    schedule(l, now + interval_us(l));
+    watchdog_watch(registry(c)->watchdog, l, o);
 }
 
-/* Stop watching: out of the heaps and out of a batch in flight (a user's
- * round goes on). */
+/* Stop watching: no lost callback, out of the watchdog (a user's round
+ * goes on). */
 static void unwatch(struct rl_lock *l)
 {
-    rl_client *c = atomic_load(&l->client);
-
-    l->watching = false;
     l->lost_cb = NULL;
-    if (l->flight == FLIGHT_BATCH) {
-        drop_flight(l);
-        if (l->state == LOCK_RENEWING)
-            l->state = LOCK_HELD;
-    }
-    if (c != NULL)
-        timer_out(registry(c), l);
-}
-
-/* The client's watchdog timer, made on first need (any thread). */
-static rl_status ensure_timer(rl_client *c)
-{
-    struct holders *h = registry(c);
-    rl_status st = RL_OK;
-
-    pthread_mutex_lock(&h->mutex);
-    if (h->timer == NULL)
-        h->timer = loop_timer_new(c->loop, tick, c);
-    if (h->timer == NULL)
-        st = rl_fail(RL_ENOMEM, "out of memory for a watchdog");
-    pthread_mutex_unlock(&h->mutex);
-    return st;
+    watchdog_unwatch(watchdog_of(l), l);
 }
 
 /* ---- Renewal ------------------------------------------------------------ */
@@ -905,15 +368,15 @@ static void renewed(void *owner, rl_status st, rl_mono_us t0,
                     unsigned voters)
 {
     struct rl_lock *l = owner;
-    struct lock_req *user = l->user_waits ? NULL : l->user; /* the round's */
+    struct lock_req *user = /* the round's */
+        lock_has(l, LOCK_USER_WAITS) ? NULL : l->user;
     rl_client *c = atomic_load(&l->client);
     uint32_t ttl = user != NULL ? user->ttl_ms : atomic_load(&l->ttl_ms);
     uint64_t old_deadline = atomic_load(&l->deadline_us);
-    struct lock_extra *e = extra_of(l);
+    struct lock_extra *e = lock_extra_of(l);
     rl_mono_us deadline;
 
-    l->flight = FLIGHT_NONE;
-    l->state = LOCK_HELD;
+    lock_set_state(l, LOCK_HELD, NULL);
     if (st == RL_OK) {
         deadline = validity_deadline(ttl, c->cfg.drift_factor, t0);
         if (old_deadline != 0 && t0 >= old_deadline)
@@ -949,8 +412,7 @@ static void renewed(void *owner, rl_status st, rl_mono_us t0,
      * queued requests, so l is still here. */
     resume_waiting(l);
     /* After a failed round (not lost yet): again after the retry pause. */
-    schedule(l, mono_now_us() +
-                    (st == RL_OK ? interval_us(l) : retry_pause_us(l)));
+    watchdog_renewed(c->holders->watchdog, l, st == RL_OK);
 }
 
 /* HELD -> RENEWING for a user extend (the watchdog renews in batches). */
@@ -962,8 +424,8 @@ static void start_renewal(struct rl_lock *l, struct lock_req *user)
     struct extend_round *round;
 
     l->user = user;
-    l->user_waits = false;
-    if (remaining_us(l) <= 0) {
+    lock_put(l, LOCK_USER_WAITS, false);
+    if (lock_remaining_us(l) <= 0) {
         rl_fail(RL_ELOST, "'%s': validity ran out before the extension",
                 l->rec.resource);
         become_lost(l);
@@ -976,10 +438,8 @@ static void start_renewal(struct rl_lock *l, struct lock_req *user)
         req_finish(user, RL_ENOMEM, l);
         return;
     }
-    l->in_flight.round = round;
-    l->flight = FLIGHT_ROUND;
-    l->state = LOCK_RENEWING;
-    schedule(l, NO_RENEWAL); /* at its margin while renewing */
+    lock_set_state(l, LOCK_RENEWING, round);
+    watchdog_at_margin(c->holders->watchdog, l);
     extend_run(round);
 }
 
@@ -987,7 +447,7 @@ static void start_renewal(struct rl_lock *l, struct lock_req *user)
  * dropped (watchdog stopped or restarted): start it now. */
 static void resume_waiting(struct rl_lock *l)
 {
-    if (l->user_waits && l->state == LOCK_HELD)
+    if (lock_has(l, LOCK_USER_WAITS) && l->state == LOCK_HELD)
         start_renewal(l, l->user);
 }
 
@@ -999,10 +459,10 @@ static void drop_all(struct rl_lock *l, const char *why)
 {
     struct lock_req *user = l->user;
 
-    drop_flight(l);
+    lock_drop_flight(l);
     unwatch(l);
     l->user = NULL;
-    l->user_waits = false;
+    lock_put(l, LOCK_USER_WAITS, false);
     if (user != NULL) {
         rl_fail(RL_ECANCELED, "'%s': %s", l->rec.resource, why);
         req_finish(user, RL_ECANCELED, user->kind == REQ_RELEASE ? NULL : l);
@@ -1025,7 +485,7 @@ static void released(void *owner, rl_status st)
     struct rl_lock *l = owner;
     struct lock_req *r = l->user;
 
-    l->flight = FLIGHT_NONE;
+    lock_set_state(l, LOCK_RELEASED, NULL);
     l->user = NULL;
     lock_free_now(l);
     req_finish(r, st, NULL);
@@ -1036,7 +496,7 @@ static void released(void *owner, rl_status st)
 static void start_release(struct rl_lock *l, struct lock_req *r)
 {
     rl_client *c = atomic_load(&l->client);
-    bool expired = remaining_us(l) <= 0;
+    bool expired = lock_remaining_us(l) <= 0;
     struct release_round *release;
 
     drop_all(l, "released while extending");
@@ -1046,9 +506,7 @@ static void start_release(struct rl_lock *l, struct lock_req *r)
         req_finish(r, RL_ENOMEM, NULL);
         return;
     }
-    l->in_flight.release = release;
-    l->flight = FLIGHT_RELEASE;
-    l->state = LOCK_RELEASING;
+    lock_set_state(l, LOCK_RELEASING, release);
     l->user = r;
     release_run(release);
 }
@@ -1074,17 +532,17 @@ static void acquired(void *owner, rl_status st, const struct acquire_grant *g)
     atomic_store(&l->voters, g->voters);
     l->confirmed_us = g->t0;
     l->holders = g->holders;
-    l->state = LOCK_HELD;
-    if (extra_of(l) != NULL) { /* made for these options */
-        extra_of(l)->fence = g->fence;
+    lock_set_state(l, LOCK_HELD, NULL);
+    if (lock_extra_of(l) != NULL) { /* made for these options */
+        lock_extra_of(l)->fence = g->fence;
         if (r->opts.reentrant) {
-            extra_of(l)->owner = r->caller;
-            extra_of(l)->holds = 1;
+            lock_extra_of(l)->owner = r->caller;
+            lock_extra_of(l)->holds = 1;
         }
     }
     registry_add(c, l);
     if (r->opts.auto_extend) {
-        atomic_store(&l->watched, true);
+        atomic_store(&l->watch_claimed, true);
         watch(l, &r->opts, NULL);
     }
     req_finish(r, RL_OK, l);
@@ -1101,13 +559,14 @@ static void start_acquire(struct lock_req *r)
     if (cancel_fired(r->hook)) {
         st = rl_fail(RL_EABORTED, "'%s' not acquired: canceled before it "
                      "started", l->rec.resource);
-    } else if (r->opts.auto_extend && watchdog_behind(h, mono_now_us())) {
+    } else if (r->opts.auto_extend &&
+               watchdog_behind(h->watchdog, mono_now_us())) {
         st = rl_fail(RL_EOVERLOAD,
                      "'%s' not acquired: the watchdog is behind (%zu "
                      "renewals wait for the nodes, the most urgent late "
                      "by half its slack); hold fewer watched locks, use "
                      "longer TTLs or faster nodes",
-                     l->rec.resource, h->backlog.count);
+                     l->rec.resource, watchdog_backlog(h->watchdog));
         atomic_fetch_add(&r->client->stats[STAT_OVERLOAD_REFUSED], 1);
     } else if (r->opts.limit != 0) {
         r->sem = sem_new(r->client, &l->rec, r->opts.limit, r->ttl_ms,
@@ -1160,9 +619,10 @@ static void run_request(struct op *base)
         if (l->state == LOCK_LOST) {
             rl_fail(RL_ELOST, "'%s' was already lost", l->rec.resource);
             req_finish(r, RL_ELOST, l);
-        } else if (l->state == LOCK_RENEWING) {
+        } else if (l->state == LOCK_RENEWING ||
+                   l->state == LOCK_BATCHED) {
             l->user = r; /* after the watchdog's renewal */
-            l->user_waits = true;
+            lock_put(l, LOCK_USER_WAITS, true);
         } else {
             start_renewal(l, r);
         }
@@ -1175,7 +635,8 @@ static void run_request(struct op *base)
         break;
     case REQ_WATCH:
         atomic_store(&l->quiet, false);
-        if (l->state == LOCK_HELD || l->state == LOCK_RENEWING) {
+        if (l->state == LOCK_HELD || l->state == LOCK_RENEWING ||
+            l->state == LOCK_BATCHED) {
             unwatch(l);
             watch(l, &r->opts, &r->extra);
             resume_waiting(l);
@@ -1210,14 +671,12 @@ static void cancel_request(struct op *base)
         req_finish(r, RL_ECANCELED, NULL);
         return;
     case REQ_EXTEND:
-        if (l->user == r && !l->user_waits) {
-            drop_flight(l);
-            l->state = LOCK_HELD;
-        }
+        if (l->user == r && !lock_has(l, LOCK_USER_WAITS))
+            lock_drop_flight(l);
         if (l->user == r) {
             l->user = NULL;
-            l->user_waits = false;
-            schedule(l, mono_now_us());
+            lock_put(l, LOCK_USER_WAITS, false);
+            watchdog_renew_now(registry(r->client)->watchdog, l);
         }
         req_finish(r, RL_ECANCELED, l);
         return;
@@ -1290,10 +749,10 @@ static bool reenter(rl_client *c, const char *resource, rl_acquire_cb cb,
 
     pthread_mutex_lock(&h->mutex);
     for (l = h->head; l != NULL; l = l->next) {
-        e = extra_of(l);
+        e = lock_extra_of(l);
         if (e != NULL && e->holds > 0 && pthread_equal(e->owner, self) &&
             same_resource(c, l, resource) && !atomic_load(&l->lost) &&
-            remaining_us(l) > 0)
+            lock_remaining_us(l) > 0)
             break;
     }
     if (l != NULL)
@@ -1320,7 +779,7 @@ static bool drop_hold(rl_client *c, struct rl_lock *l, unsigned *was)
     bool nested = false;
 
     pthread_mutex_lock(&h->mutex);
-    e = extra_of(l);
+    e = lock_extra_of(l);
     *was = e != NULL ? e->holds : 0;
     if (e != NULL && e->holds > 0) {
         nested = e->holds > 1;
@@ -1335,8 +794,8 @@ static void restore_hold(rl_client *c, struct rl_lock *l, unsigned was)
     struct holders *h = registry(c);
 
     pthread_mutex_lock(&h->mutex);
-    if (extra_of(l) != NULL)
-        extra_of(l)->holds = was;
+    if (lock_extra_of(l) != NULL)
+        lock_extra_of(l)->holds = was;
     pthread_mutex_unlock(&h->mutex);
 }
 
@@ -1387,7 +846,7 @@ rl_status holder_acquire(rl_client *c, const char *const *resources,
             return RL_ENOMEM;
         }
     }
-    if (r->opts.auto_extend && ensure_timer(c) != RL_OK) {
+    if (r->opts.auto_extend && watchdog_start(registry(c)->watchdog) != RL_OK) {
         req_free(r);
         lock_destroy(l);
         return RL_ENOMEM;
@@ -1398,24 +857,6 @@ rl_status holder_acquire(rl_client *c, const char *const *resources,
     return st;
 }
 
-/* Pin l's client: with orphan_mutex held it cannot be orphaned (and so
- * not freed) under us. NULL, with the mutex released, once orphaned. */
-static rl_client *pin_client(struct rl_lock *l)
-{
-    rl_client *c;
-
-    pthread_mutex_lock(&orphan_mutex);
-    c = atomic_load(&l->client);
-    if (c == NULL)
-        pthread_mutex_unlock(&orphan_mutex);
-    return c;
-}
-
-static void unpin_client(void)
-{
-    pthread_mutex_unlock(&orphan_mutex);
-}
-
 /* Before a handle is given up (release, free, watchdog stop): no lost
  * callback may start after this returns, and one running on the loop
  * thread is waited for -- the caller may free what lost_privdata points
@@ -1423,13 +864,15 @@ static void unpin_client(void)
  * either below us on the stack or not running. */
 static void silence(struct rl_lock *l)
 {
-    rl_client *c = pin_client(l);
+    rl_client *c;
     bool wait;
 
+    pthread_mutex_lock(&orphan_mutex);
+    c = atomic_load(&l->client);
+    wait = c != NULL && loop_is_owned(c->loop) && !loop_on_thread(c->loop);
+    pthread_mutex_unlock(&orphan_mutex);
     if (c == NULL)
         return;
-    wait = loop_is_owned(c->loop) && !loop_on_thread(c->loop);
-    unpin_client();
     atomic_store(&l->quiet, true);
     while (wait && atomic_load(&l->in_lost_cb))
         sched_yield();
@@ -1443,15 +886,17 @@ static rl_status orphaned(void)
 
 rl_status holder_submit(rl_lock *l, struct op *op, const char *blocking)
 {
-    rl_client *c = pin_client(l);
+    rl_client *c;
     rl_status st;
 
-    if (c == NULL)
-        return orphaned();
-    st = blocking != NULL ? waiter_check(c->loop, blocking) : RL_OK;
+    pthread_mutex_lock(&orphan_mutex);
+    c = atomic_load(&l->client);
+    st = c == NULL           ? orphaned()
+         : blocking != NULL ? waiter_check(c->loop, blocking)
+                            : RL_OK;
     if (st == RL_OK)
         st = loop_submit(c->loop, op);
-    unpin_client();
+    pthread_mutex_unlock(&orphan_mutex);
     return st;
 }
 
@@ -1465,21 +910,15 @@ rl_client *holder_client(rl_lock *l)
     return atomic_load(&l->client);
 }
 
-rl_status holder_extend(rl_lock *l, uint32_t ttl_ms, rl_extend_cb cb,
-                        void *privdata, const char *blocking)
+/* holder_extend on l's client c (orphan_mutex held by the caller). */
+static rl_status queue_extend(rl_client *c, rl_lock *l, uint32_t ttl_ms,
+                              rl_extend_cb cb, void *privdata,
+                              const char *blocking)
 {
     struct lock_req *r;
-    rl_client *c;
     rl_status st;
     uint32_t ttl;
 
-    if (l == NULL)
-        return rl_fail(RL_EINVAL, "lock is NULL");
-    if (cb == NULL)
-        return rl_fail(RL_EINVAL, "callback is NULL");
-    c = pin_client(l);
-    if (c == NULL)
-        return orphaned();
     st = blocking != NULL ? waiter_check(c->loop, blocking) : RL_OK;
     if (st == RL_OK)
         st = config_effective_ttl(
@@ -1488,56 +927,67 @@ rl_status holder_extend(rl_lock *l, uint32_t ttl_ms, rl_extend_cb cb,
         st = rl_fail(RL_EINVAL,
                      "ttl_ms %u + the lock-delay %u is above max_ttl_ms %u",
                      ttl, l->rec.delay_ms, c->cfg.max_ttl_ms);
-    if (st == RL_OK && atomic_exchange(&l->user_extending, true))
-        st = rl_fail(RL_EMISUSE, "'%s': an extend is already in flight",
-                     l->rec.resource);
-    else if (st == RL_OK) {
-        r = req_new(c, REQ_EXTEND, l, privdata);
-        st = r != NULL ? RL_OK : RL_ENOMEM;
-        if (r != NULL) {
-            r->extend_cb = cb;
-            r->ttl_ms = ttl;
-            st = submit(r);
-        }
-        if (st != RL_OK)
-            atomic_store(&l->user_extending, false);
+    if (st != RL_OK)
+        return st;
+    if (atomic_exchange(&l->user_extending, true))
+        return rl_fail(RL_EMISUSE, "'%s': an extend is already in flight",
+                       l->rec.resource);
+    r = req_new(c, REQ_EXTEND, l, privdata);
+    st = r != NULL ? RL_OK : RL_ENOMEM;
+    if (r != NULL) {
+        r->extend_cb = cb;
+        r->ttl_ms = ttl;
+        st = submit(r);
     }
-    unpin_client();
+    if (st != RL_OK)
+        atomic_store(&l->user_extending, false);
     return st;
 }
 
-rl_status holder_release(rl_lock *l, rl_release_cb cb, void *privdata,
-                         const char *blocking)
+rl_status holder_extend(rl_lock *l, uint32_t ttl_ms, rl_extend_cb cb,
+                        void *privdata, const char *blocking)
 {
-    struct lock_req *r;
     rl_client *c;
     rl_status st;
-    unsigned was;
 
     if (l == NULL)
         return rl_fail(RL_EINVAL, "lock is NULL");
-    c = pin_client(l);
-    if (c == NULL)
-        return orphaned();
-    st = blocking != NULL ? waiter_check(c->loop, blocking) : RL_OK;
-    if (st != RL_OK) {
-        unpin_client();
-        return st;
-    }
-    if (drop_hold(c, l, &was)) {
-        st = queue_reentry(c, l, NULL, cb, privdata);
-        if (st != RL_OK)
-            restore_hold(c, l, was);
-        unpin_client();
-        return st;
-    }
-    unpin_client();
-    silence(l);
-    c = pin_client(l);
-    if (c == NULL)
-        return orphaned();
-    r = req_new(c, REQ_RELEASE, l, privdata);
-    st = r != NULL ? RL_OK : RL_ENOMEM;
+    if (cb == NULL)
+        return rl_fail(RL_EINVAL, "callback is NULL");
+    pthread_mutex_lock(&orphan_mutex);
+    c = atomic_load(&l->client);
+    st = c != NULL ? queue_extend(c, l, ttl_ms, cb, privdata, blocking)
+                   : orphaned();
+    pthread_mutex_unlock(&orphan_mutex);
+    return st;
+}
+
+/* The first part of a release on l's client c (orphan_mutex held by the
+ * caller): the blocking check, then one hold dropped. True when that ends
+ * the call (*st: its status): refused, or a nested hold released. */
+static bool release_nested(rl_client *c, rl_lock *l, rl_release_cb cb,
+                           void *privdata, const char *blocking,
+                           unsigned *was, rl_status *st)
+{
+    *st = blocking != NULL ? waiter_check(c->loop, blocking) : RL_OK;
+    if (*st != RL_OK)
+        return true;
+    if (!drop_hold(c, l, was))
+        return false;
+    *st = queue_reentry(c, l, NULL, cb, privdata);
+    if (*st != RL_OK)
+        restore_hold(c, l, *was);
+    return true;
+}
+
+/* The release of the last hold, queued on c (orphan_mutex held by the
+ * caller); was: the hold count to restore when it cannot be. */
+static rl_status queue_release(rl_client *c, rl_lock *l, rl_release_cb cb,
+                               void *privdata, unsigned was)
+{
+    struct lock_req *r = req_new(c, REQ_RELEASE, l, privdata);
+    rl_status st = r != NULL ? RL_OK : RL_ENOMEM;
+
     if (r != NULL) {
         r->release_cb = cb;
         st = submit(r);
@@ -1546,7 +996,33 @@ rl_status holder_release(rl_lock *l, rl_release_cb cb, void *privdata,
         restore_hold(c, l, was);
         atomic_store(&l->quiet, false);
     }
-    unpin_client();
+    return st;
+}
+
+rl_status holder_release(rl_lock *l, rl_release_cb cb, void *privdata,
+                         const char *blocking)
+{
+    rl_client *c;
+    rl_status st = RL_OK;
+    unsigned was = 0;
+    bool done;
+
+    if (l == NULL)
+        return rl_fail(RL_EINVAL, "lock is NULL");
+    pthread_mutex_lock(&orphan_mutex);
+    c = atomic_load(&l->client);
+    done = c == NULL ||
+           release_nested(c, l, cb, privdata, blocking, &was, &st);
+    pthread_mutex_unlock(&orphan_mutex);
+    if (c == NULL)
+        return orphaned();
+    if (done)
+        return st;
+    silence(l);
+    pthread_mutex_lock(&orphan_mutex);
+    c = atomic_load(&l->client);
+    st = c != NULL ? queue_release(c, l, cb, privdata, was) : orphaned();
+    pthread_mutex_unlock(&orphan_mutex);
     return st;
 }
 
@@ -1615,18 +1091,17 @@ void rl_lock_free(rl_lock *l)
     if (l == NULL)
         return;
     silence(l);
-    c = pin_client(l);
-    if (c == NULL) { /* orphaned: nothing else refers to it */
-        lock_destroy(l);
-        return;
-    }
+    pthread_mutex_lock(&orphan_mutex);
+    c = atomic_load(&l->client);
     /* A renewal may be running on the loop thread: free it there. If that
      * cannot be queued (the client is being freed, or out of memory), the
      * client's shutdown frees it. */
-    r = req_new(c, REQ_FREE, l, NULL);
-    if (r == NULL || submit(r) != RL_OK)
+    r = c != NULL ? req_new(c, REQ_FREE, l, NULL) : NULL;
+    if (c != NULL && (r == NULL || submit(r) != RL_OK))
         atomic_store(&l->free_requested, true);
-    unpin_client();
+    pthread_mutex_unlock(&orphan_mutex);
+    if (c == NULL) /* orphaned: nothing else refers to it */
+        lock_destroy(l);
 }
 
 rl_status rl_lock_adopt(rl_client *c, const char *resource, const char *token,
@@ -1682,16 +1157,38 @@ rl_status rl_lock_adopt_opts(rl_client *c, const char *resource,
     /* Unknown: every node may hold it until it answers otherwise. */
     l->holders = c->node_count < 64 ? (UINT64_C(1) << c->node_count) - 1
                                     : UINT64_MAX;
-    l->state = LOCK_HELD;
+    lock_set_state(l, LOCK_HELD, NULL);
     registry_add(c, l);
     *out = l;
     return RL_OK;
 }
 
-rl_status rl_watchdog_start(rl_lock *l, const rl_acquire_opts *o)
+/* The watchdog start request for l, queued on c (orphan_mutex held by
+ * the caller). */
+static rl_status queue_watch(rl_client *c, rl_lock *l,
+                             const rl_acquire_opts *o)
 {
     static const rl_acquire_opts defaults;
-    struct lock_req *r;
+    struct lock_req *r = req_new(c, REQ_WATCH, l, NULL);
+    rl_status st = RL_OK;
+
+    if (r == NULL)
+        return RL_ENOMEM;
+    r->opts = o != NULL ? *o : defaults;
+    /* Caps need the extra block: made here, where failing is allowed (the
+     * loop thread keeps it if l has none). */
+    if (watchdog_needs_extra(&r->opts) && (r->extra = extra_new()) == NULL)
+        st = RL_ENOMEM;
+    if (st == RL_OK)
+        st = watchdog_start(registry(c)->watchdog);
+    if (st == RL_OK)
+        return submit(r);
+    req_free(r);
+    return st;
+}
+
+rl_status rl_watchdog_start(rl_lock *l, const rl_acquire_opts *o)
+{
     rl_client *c;
     rl_status st;
 
@@ -1716,32 +1213,16 @@ rl_status rl_watchdog_start(rl_lock *l, const rl_acquire_opts *o)
                                                : "an exclusive one");
     if (st != RL_OK)
         return st;
-    c = pin_client(l);
+    pthread_mutex_lock(&orphan_mutex);
+    c = atomic_load(&l->client);
     if (c == NULL)
-        return orphaned();
-    if (atomic_exchange(&l->watched, true)) {
-        unpin_client();
-        return rl_fail(RL_EMISUSE, "'%s': the watchdog is already running",
-                       l->rec.resource);
-    }
-    r = req_new(c, REQ_WATCH, l, NULL);
-    st = r != NULL ? RL_OK : RL_ENOMEM;
-    if (r != NULL) {
-        r->opts = o != NULL ? *o : defaults;
-        /* Caps need the extra block: made here, where failing is allowed
-         * (the loop thread keeps it if l has none). */
-        if (watch_needs_extra(&r->opts) && (r->extra = extra_new()) == NULL)
-            st = RL_ENOMEM;
-        if (st == RL_OK)
-            st = ensure_timer(c);
-        if (st != RL_OK)
-            req_free(r);
-        else
-            st = submit(r);
-    }
-    if (st != RL_OK)
-        atomic_store(&l->watched, false);
-    unpin_client();
+        st = orphaned();
+    else if (atomic_exchange(&l->watch_claimed, true))
+        st = rl_fail(RL_EMISUSE, "'%s': the watchdog is already running",
+                     l->rec.resource);
+    else if ((st = queue_watch(c, l, o)) != RL_OK)
+        atomic_store(&l->watch_claimed, false);
+    pthread_mutex_unlock(&orphan_mutex);
     return st;
 }
 
@@ -1750,18 +1231,17 @@ void rl_watchdog_stop(rl_lock *l)
     struct lock_req *r;
     rl_client *c;
 
-    if (l == NULL || !atomic_exchange(&l->watched, false))
+    if (l == NULL || !atomic_exchange(&l->watch_claimed, false))
         return;
     silence(l);
-    c = pin_client(l);
-    if (c == NULL)
-        return;
-    r = req_new(c, REQ_UNWATCH, l, NULL);
-    if (r == NULL || submit(r) != RL_OK) {
-        atomic_store(&l->watched, true);
+    pthread_mutex_lock(&orphan_mutex);
+    c = atomic_load(&l->client);
+    r = c != NULL ? req_new(c, REQ_UNWATCH, l, NULL) : NULL;
+    if (c != NULL && (r == NULL || submit(r) != RL_OK)) {
+        atomic_store(&l->watch_claimed, true);
         atomic_store(&l->quiet, false);
     }
-    unpin_client();
+    pthread_mutex_unlock(&orphan_mutex);
 }
 
 /* ---- Registry lifecycle ------------------------------------------------- */
@@ -1771,8 +1251,13 @@ rl_status holders_new(rl_client *c)
     c->holders = calloc(1, sizeof(*c->holders));
     if (c->holders == NULL)
         return rl_fail(RL_ENOMEM, "out of memory for the client");
+    c->holders->watchdog = watchdog_new(c, renewed, become_lost);
+    if (c->holders->watchdog == NULL) {
+        free(c->holders);
+        c->holders = NULL;
+        return rl_fail(RL_ENOMEM, "out of memory for the client");
+    }
     pthread_mutex_init(&c->holders->mutex, NULL);
-    c->holders->waiting = &c->stats[STAT_RENEWALS_WAITING];
     return RL_OK;
 }
 
@@ -1785,9 +1270,7 @@ void holders_shutdown(rl_client *c)
     pthread_mutex_lock(&h->mutex);
     for (l = h->head; l != NULL; l = next) {
         next = l->next;
-        drop_flight(l);
-        if (l->state == LOCK_RENEWING)
-            l->state = LOCK_HELD;
+        lock_drop_flight(l);
         unwatch(l);
         l->prev = l->next = NULL;
         if (atomic_load(&l->free_requested))
@@ -1796,9 +1279,7 @@ void holders_shutdown(rl_client *c)
             atomic_store(&l->client, NULL);
     }
     h->head = NULL;
-    loop_timer_free(h->timer);
-    h->timer = NULL;
-    h->armed_at = 0;
+    watchdog_stop(h->watchdog);
     pthread_mutex_unlock(&h->mutex);
     pthread_mutex_unlock(&orphan_mutex);
 }
@@ -1807,9 +1288,7 @@ void holders_free(rl_client *c)
 {
     if (c->holders == NULL)
         return;
-    loop_timer_free(c->holders->timer); /* made after the shutdown: idle */
-    while (c->holders->spares > 0)
-        extend_batch_free(c->holders->spare[--c->holders->spares]);
+    watchdog_free(c->holders->watchdog);
     pthread_mutex_destroy(&c->holders->mutex);
     free(c->holders);
     c->holders = NULL;
@@ -1823,7 +1302,7 @@ int64_t rl_lock_validity_ms(const rl_lock *l)
 
     if (l == NULL || atomic_load(&l->deadline_us) == 0)
         return 0;
-    us = remaining_us(l);
+    us = lock_remaining_us(l);
     return us > 0 ? us / 1000 : 0;
 }
 
@@ -1885,5 +1364,5 @@ int rl_lock_mode(const rl_lock *l)
 
 uint64_t rl_lock_fence(const rl_lock *l)
 {
-    return l != NULL && extra_of(l) != NULL ? extra_of(l)->fence : 0;
+    return l != NULL && lock_extra_of(l) != NULL ? lock_extra_of(l)->fence : 0;
 }

@@ -14,8 +14,10 @@ layer_of() {
     node|notify)                              echo 2 node ;;
     quorum|fence|lockrec|core)                echo 3 quorum ;;
     acquire|extend|release|inspect|semaphore) echo 4 operations ;;
-    holder)                                   echo 5 holder ;;
-    client|blocking|metrics|election)         echo 6 facade ;;
+    lock)                                     echo 5 lock ;;
+    watchdog)                                 echo 6 watchdog ;;
+    holder)                                   echo 7 holder ;;
+    client|blocking|metrics|election)         echo 8 facade ;;
     *)                                        echo "- none" ;;
     esac
 }
