@@ -261,56 +261,30 @@ def on_signal(signum, frame):
     raise Interrupted("signal %d" % signum)
 
 
-# ---- tiny RESP client ----------------------------------------------------
+# ---- RESP: the shared test helper (tests/pylib/rlnodes.py) ---------------
 
-class RedisError(Exception):
-    pass
+sys.path.insert(0, os.path.join(ROOT, "tests", "pylib"))
+from rlnodes import Client, RedisError, free_port, resp_read  # noqa: E402
 
 
-class Redis:
+class Redis(Client):
+    """A connection to host:port (the order chaos uses), with cmd() and
+    _read() for pipelined writers such as the filler."""
+
     def __init__(self, host, port, timeout=5.0):
-        self.sock = socket.create_connection((host, port), timeout=timeout)
-        self.f = self.sock.makefile("rb")
+        super().__init__(port, timeout=timeout, host=host)
 
     def close(self):
         try:
-            self.f.close()
-            self.sock.close()
+            super().close()
         except OSError:
             pass
 
     def cmd(self, *args):
-        out = [b"*%d\r\n" % len(args)]
-        for a in args:
-            if not isinstance(a, bytes):
-                a = str(a).encode()
-            out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-        self.sock.sendall(b"".join(out))
-        return self._read()
+        return self.call(*args)
 
     def _read(self):
-        line = self.f.readline()
-        if not line:
-            raise ConnectionError("connection closed")
-        kind, rest = line[:1], line[1:-2]
-        if kind == b"+":
-            return rest.decode()
-        if kind == b"-":
-            raise RedisError(rest.decode())
-        if kind == b":":
-            return int(rest)
-        if kind == b"$":
-            n = int(rest)
-            if n < 0:
-                return None
-            data = self.f.read(n + 2)
-            return data[:-2].decode()
-        if kind == b"*":
-            n = int(rest)
-            if n < 0:
-                return None
-            return [self._read() for _ in range(n)]
-        raise RedisError("bad reply %r" % line)
+        return resp_read(self.f, self.decode)
 
 
 def redis_ping(host, port, timeout=0.3):
@@ -322,12 +296,6 @@ def redis_ping(host, port, timeout=0.3):
             r.close()
     except (OSError, RedisError, ConnectionError):
         return False
-
-
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # ---- clock skew ----------------------------------------------------------
