@@ -377,7 +377,11 @@ static rl_lock *writer_waits_then_wins(struct fx *f, rl_client *wc,
     struct async_result a = {0};
     int i;
 
-    wo.wait_ms = 8000;
+    /* Scaled like the retry delay: the intent comes with the second
+     * attempt, which an unscaled wait shorter than the scaled delay (10 s
+     * under valgrind) cut to a last attempt whose intent was cleared at
+     * once when the wait ran out. */
+    wo.wait_ms = (uint32_t)harness_scale_ms(8000);
     wo.fencing = fenced;
     assert_int_equal(rl_acquire_async(wc, "kr:intent", &wo, on_acquired,
                                       &a),
@@ -414,9 +418,13 @@ static void test_a_winning_writer_leaves_another_writers_intent(void **state)
 
     /* The writer retries every second (the reader's release wakes it at
      * once): its second attempt marks the intent, and no refused retry of
-     * its own rewrites it while the test replaces it. */
+     * its own rewrites it while the test replaces it. At most 2 s even
+     * under valgrind: the readers' 5 s TTL must not run out before that
+     * second attempt (the writer then simply won, and no intent came). */
     fixture_config(&cfg, &f->hn);
-    cfg.retry_delay_ms = (uint32_t)harness_scale_ms(1000);
+    cfg.retry_delay_ms = (uint32_t)(harness_scale_ms(1000) < 2000
+                                        ? harness_scale_ms(1000)
+                                        : 2000);
     cfg.retry_jitter_ms = 0;
     wc = fixture_client(&cfg);
     assert_non_null(wc);
