@@ -84,21 +84,6 @@ rl_client *fixture_fast_client(const struct harness_nodes *hn)
     return fixture_client(&cfg);
 }
 
-int fixture_start(struct rl_redis *arr, int n, struct harness_nodes *hn,
-                  rl_client **c)
-{
-    if (harness_cluster_start_nodes(arr, n, NULL, hn) != 0)
-        return -1;
-    if (c == NULL)
-        return 0;
-    *c = fixture_fast_client(hn);
-    if (*c == NULL) {
-        harness_cluster_stop(arr, n);
-        return -1;
-    }
-    return 0;
-}
-
 rl_status fixture_acquire_until_ok(rl_client *c, const char *resource,
                                    const rl_acquire_opts *o, rl_lock **lock,
                                    int64_t since_ms, int64_t limit_ms,

@@ -51,11 +51,6 @@ bool fixture_all_voting(rl_client *c);
 /* fixture_client with fixture_config(hn). */
 rl_client *fixture_fast_client(const struct harness_nodes *hn);
 
-/* Start n servers into arr (hn filled for them) and, if c is not NULL,
- * a fast client on them into *c. 0, or -1 with nothing left running. */
-int fixture_start(struct rl_redis *arr, int n, struct harness_nodes *hn,
-                  rl_client **c);
-
 /* Blocking acquires of resource on c, every sleep_ms, until one succeeds
  * or since_ms + limit_ms (harness_now_ms) has passed; none when it has
  * already. *lock is reset before each attempt. *attempts (may be NULL)

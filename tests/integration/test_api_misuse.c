@@ -17,55 +17,21 @@
 
 #include "fixture.h"
 
-struct fx {
-    struct rl_redis r;
-    char uri[192];
-    const char *nodes[1];
-    rl_client *c;
-    rl_lock *l;
-};
-
-static void base_config(rl_config *cfg, struct fx *f)
+/* One node; max_ttl_ms pinned (the extend test goes above it). */
+static void pin_max_ttl(rl_config *cfg)
 {
-    fixture_config(cfg, NULL);
-    cfg->nodes = f->nodes;
-    cfg->node_count = 1;
     cfg->max_ttl_ms = 60000;
 }
 
-static int setup(void **state)
+static const struct fixture_opts fx = { .nodes = 1, .tune = pin_max_ttl };
+/* No server: cases that never reach one. */
+static const struct fixture_opts bare = { .nodes = 0 };
+
+/* The fixture client's configuration, for a case to change. */
+static void base_config(rl_config *cfg, const struct fixture *f)
 {
-    struct fx *f = calloc(1, sizeof(*f));
-    rl_config cfg;
-
-    if (f == NULL)
-        return -1;
-    if (harness_start(&f->r, NULL) != 0) {
-        free(f);
-        return -1;
-    }
-    harness_uri(&f->r, f->uri, sizeof(f->uri));
-    f->nodes[0] = f->uri;
-    base_config(&cfg, f);
-    f->c = fixture_client(&cfg);
-    if (f->c == NULL) {
-        harness_stop(&f->r);
-        free(f);
-        return -1;
-    }
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct fx *f = *state;
-
-    rl_lock_free(f->l);
-    rl_client_free(f->c);
-    harness_stop(&f->r);
-    free(f);
-    return 0;
+    fixture_config(cfg, &f->hn);
+    pin_max_ttl(cfg);
 }
 
 /* rl_client_new(cfg) fails with RL_EINVAL and a message containing want
@@ -104,7 +70,7 @@ static bool rejects(const rl_config *cfg, const char *want,
     return ok;
 }
 
-static bool rejects_uri(struct fx *f, const char *uri, const char *secret)
+static bool rejects_uri(struct fixture *f, const char *uri, const char *secret)
 {
     rl_config cfg;
     const char *nodes[1] = { uri };
@@ -133,12 +99,12 @@ static void test_client_new_rejects_a_null_config(void **state)
 
 static void test_client_new_rejects_bad_node_lists(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_config cfg;
-    const char *two_null[2] = { f->uri, NULL };
-    const char *dup[2] = { f->uri, f->uri };
+    const char *two_null[2] = { f->hn.ptr[0], NULL };
+    const char *dup[2] = { f->hn.ptr[0], f->hn.ptr[0] };
     char same[192];
-    const char *dup2[2] = { f->uri, same };
+    const char *dup2[2] = { f->hn.ptr[0], same };
     const char *many[65];
 
     base_config(&cfg, f);
@@ -154,11 +120,11 @@ static void test_client_new_rejects_bad_node_lists(void **state)
     cfg.nodes = dup;
     assert_true(rejects(&cfg, "duplicate", NULL));
     /* The same endpoint written two ways is still a duplicate. */
-    snprintf(same, sizeof(same), "redis://127.0.0.1:%d/0", f->r.port);
+    snprintf(same, sizeof(same), "redis://127.0.0.1:%d/0", f->r[0].port);
     cfg.nodes = dup2;
     assert_true(rejects(&cfg, "duplicate", NULL));
     for (int i = 0; i < 65; i++)
-        many[i] = f->uri;
+        many[i] = f->hn.ptr[0];
     cfg.nodes = many;
     cfg.node_count = 65;
     assert_true(rejects(&cfg, "nodes", NULL));
@@ -166,7 +132,7 @@ static void test_client_new_rejects_bad_node_lists(void **state)
 
 static void test_client_new_rejects_malformed_uris(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     char huge[10001];
 
     assert_true(rejects_uri(f, "", NULL));
@@ -195,7 +161,7 @@ static void test_client_new_rejects_malformed_uris(void **state)
 
 static void test_client_new_rejects_out_of_range_numbers(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_config cfg;
 
     base_config(&cfg, f);
@@ -233,7 +199,7 @@ static void test_client_new_rejects_out_of_range_numbers(void **state)
 
 static void test_client_new_rejects_a_reserved_or_huge_prefix(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_config cfg;
     char *huge = malloc(10001);
 
@@ -282,7 +248,7 @@ static void expect_einval(rl_status st, const char *want)
 
 static void test_acquire_rejects_bad_arguments(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
     rl_lock *l = NULL;
     char *huge = malloc(10001);
@@ -314,32 +280,32 @@ static void test_acquire_rejects_bad_arguments(void **state)
     memset(over_name, 'm', 513);
     over_name[513] = '\0';
     expect_einval(rl_acquire(f->c, over_name, &o, &l), "resource");
-    assert_int_equal(harness_dbsize(&f->r), 0);
+    assert_int_equal(harness_dbsize(&f->r[0]), 0);
     assert_int_equal(rl_acquire(f->c, max_name, &o, &l), RL_OK);
     assert_int_equal(rl_release(l), RL_OK);
-    assert_int_equal(harness_dbsize(&f->r), 0);
+    assert_int_equal(harness_dbsize(&f->r[0]), 0);
     free(huge);
 }
 
 static void test_acquire_with_ttl_zero_uses_the_default(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
     rl_lock *l = NULL;
     long long pttl;
 
     assert_int_equal(rl_acquire(f->c, "misuse:default-ttl", &o, &l), RL_OK);
-    pttl = harness_pttl(&f->r, "misuse:default-ttl");
+    pttl = harness_pttl(&f->r[0], "misuse:default-ttl");
     assert_in_range(pttl, RL_DEFAULT_TTL_MS - 1000, RL_DEFAULT_TTL_MS);
     assert_in_range(rl_lock_validity_ms(l), RL_DEFAULT_TTL_MS - 1000,
                     RL_DEFAULT_TTL_MS - 300 - 2);
     assert_int_equal(rl_release(l), RL_OK);
-    assert_int_equal(harness_dbsize(&f->r), 0);
+    assert_int_equal(harness_dbsize(&f->r[0]), 0);
 }
 
 static void test_acquire_multi_rejects_bad_arguments(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     const char *with_null[] = { "a", NULL, "c" };
     const char *with_reserved[] = { "a", "redlock:b" };
     const char *with_empty[] = { "a", "" };
@@ -362,14 +328,14 @@ static void test_acquire_multi_rejects_bad_arguments(void **state)
                   "resource");
     expect_einval(rl_acquire_multi(f->c, ok, 2, &o, NULL), "out");
     assert_null(l);
-    assert_int_equal(harness_dbsize(&f->r), 0);
+    assert_int_equal(harness_dbsize(&f->r[0]), 0);
 }
 
 /* ---- Lock handles ---- */
 
 static void test_lock_functions_reject_null(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_lock *l = NULL;
 
     expect_einval(rl_extend(NULL, 1000), "l");
@@ -393,7 +359,7 @@ static void test_lock_functions_reject_null(void **state)
 static void test_extend_rejects_a_ttl_above_max_and_keeps_the_lock(
     void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
     rl_lock *l = NULL;
 
@@ -402,10 +368,10 @@ static void test_extend_rejects_a_ttl_above_max_and_keeps_the_lock(
     expect_einval(rl_extend(l, 60001), "ttl_ms");
     expect_einval(rl_extend(l, UINT32_MAX), "ttl_ms");
     assert_false(rl_lock_lost(l));
-    assert_true(harness_pttl(&f->r, "misuse:ext") > 4000);
-    assert_true(harness_pttl(&f->r, "misuse:ext") <= 5000);
+    assert_true(harness_pttl(&f->r[0], "misuse:ext") > 4000);
+    assert_true(harness_pttl(&f->r[0], "misuse:ext") <= 5000);
     assert_int_equal(rl_release(l), RL_OK);
-    assert_int_equal(harness_dbsize(&f->r), 0);
+    assert_int_equal(harness_dbsize(&f->r[0]), 0);
 }
 
 /* ---- Async: a rejected call never calls back ---- */
@@ -439,7 +405,7 @@ static void rel_cb(rl_client *c, rl_status st, void *privdata)
 
 static void test_rejected_async_calls_never_call_back(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     const char *ok[] = { "a", "b" };
     rl_acquire_opts o = { 0 };
     rl_lock *l = NULL;
@@ -470,7 +436,7 @@ static void test_rejected_async_calls_never_call_back(void **state)
     harness_sleep_ms(100);
     assert_int_equal(atomic_load(&callbacks), 0);
     assert_int_equal(rl_release(l), RL_OK);
-    assert_int_equal(harness_dbsize(&f->r), 0);
+    assert_int_equal(harness_dbsize(&f->r[0]), 0);
 }
 
 /* ---- Status texts ---- */
@@ -516,11 +482,11 @@ static void test_every_status_has_a_distinct_text_and_name(void **state)
  * every call that takes it. */
 
 /* One call that takes a caller's rl_acquire_opts. */
-typedef rl_status opts_call(struct fx *f, const rl_acquire_opts *o);
+typedef rl_status opts_call(struct fixture *f, const rl_acquire_opts *o);
 
 /* For every reserved byte of rl_acquire_opts, alone set to 1: call
  * returns RL_EINVAL naming the reserved fields. name labels a failure. */
-static void each_reserved_opts_byte(struct fx *f, opts_call *call,
+static void each_reserved_opts_byte(struct fixture *f, opts_call *call,
                                     const char *name)
 {
     static const struct {
@@ -564,7 +530,8 @@ static int never_run(rl_lock *l, void *arg)
     return 0;
 }
 
-static rl_status call_watchdog_start(struct fx *f, const rl_acquire_opts *o)
+static rl_status call_watchdog_start(struct fixture *f,
+                                     const rl_acquire_opts *o)
 {
     return rl_watchdog_start(f->l, o);
 }
@@ -573,7 +540,7 @@ static rl_status call_watchdog_start(struct fx *f, const rl_acquire_opts *o)
 static rl_status (*blocking_acquire)(rl_client *, const char *,
                                      const rl_acquire_opts *, rl_lock **);
 
-static rl_status call_blocking(struct fx *f, const rl_acquire_opts *o)
+static rl_status call_blocking(struct fixture *f, const rl_acquire_opts *o)
 {
     rl_lock *l = NULL;
     rl_status st = blocking_acquire(f->c, "abi", o, &l);
@@ -582,7 +549,8 @@ static rl_status call_blocking(struct fx *f, const rl_acquire_opts *o)
     return st;
 }
 
-static rl_status call_acquire_multi(struct fx *f, const rl_acquire_opts *o)
+static rl_status call_acquire_multi(struct fixture *f,
+                                    const rl_acquire_opts *o)
 {
     const char *res[] = { "abi:a", "abi:b" };
     rl_lock *l = NULL;
@@ -592,12 +560,13 @@ static rl_status call_acquire_multi(struct fx *f, const rl_acquire_opts *o)
     return st;
 }
 
-static rl_status call_acquire_async(struct fx *f, const rl_acquire_opts *o)
+static rl_status call_acquire_async(struct fixture *f,
+                                    const rl_acquire_opts *o)
 {
     return rl_acquire_async(f->c, "abi", o, never_called, NULL);
 }
 
-static rl_status call_acquire_multi_async(struct fx *f,
+static rl_status call_acquire_multi_async(struct fixture *f,
                                           const rl_acquire_opts *o)
 {
     const char *res[] = { "abi:a", "abi:b" };
@@ -605,7 +574,7 @@ static rl_status call_acquire_multi_async(struct fx *f,
     return rl_acquire_multi_async(f->c, res, 2, o, never_called, NULL);
 }
 
-static rl_status call_adopt(struct fx *f, const rl_acquire_opts *o)
+static rl_status call_adopt(struct fixture *f, const rl_acquire_opts *o)
 {
     rl_lock *l = NULL;
     rl_status st = rl_lock_adopt_opts(
@@ -615,12 +584,13 @@ static rl_status call_adopt(struct fx *f, const rl_acquire_opts *o)
     return st;
 }
 
-static rl_status call_with_lock(struct fx *f, const rl_acquire_opts *o)
+static rl_status call_with_lock(struct fixture *f, const rl_acquire_opts *o)
 {
     return rl_with_lock(f->c, "abi", o, never_run, NULL, NULL);
 }
 
-static rl_status call_campaign_async(struct fx *f, const rl_acquire_opts *o)
+static rl_status call_campaign_async(struct fixture *f,
+                                     const rl_acquire_opts *o)
 {
     return rl_campaign_async(f->c, "abi", o, never_called, NULL);
 }
@@ -630,7 +600,7 @@ static rl_status call_campaign_async(struct fx *f, const rl_acquire_opts *o)
  * not silently ignored. */
 static void test_watchdog_start_refuses_every_reserved_byte(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
 
     o.ttl_ms = 10000;
@@ -645,7 +615,7 @@ static void test_watchdog_start_refuses_every_reserved_byte(void **state)
 static void test_acquire_opts_reserved_bytes_are_einval_everywhere(
     void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
 
     blocking_acquire = rl_acquire;
     each_reserved_opts_byte(f, call_blocking, "rl_acquire");
@@ -658,12 +628,12 @@ static void test_acquire_opts_reserved_bytes_are_einval_everywhere(
     blocking_acquire = rl_campaign;
     each_reserved_opts_byte(f, call_blocking, "rl_campaign");
     each_reserved_opts_byte(f, call_campaign_async, "rl_campaign_async");
-    assert_true(harness_key_gone(&f->r, 1, "abi"));
+    assert_true(harness_key_gone(f->r, 1, "abi"));
 }
 
 static void test_config_reserved_bytes_are_einval(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
 
     for (size_t i = 0; i < sizeof(((rl_config *)0)->reserved_); i++) {
         rl_config cfg;
@@ -683,7 +653,7 @@ static void test_config_reserved_bytes_are_einval(void **state)
  * tail of every node it lists. */
 static void test_stats_reserved_bytes_are_einval(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_stats *good = malloc(sizeof(*good));
     rl_stats *s = malloc(sizeof(*s));
     size_t needed;
@@ -718,43 +688,26 @@ static void test_stats_reserved_bytes_are_einval(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_client_new_rejects_a_null_config),
-        cmocka_unit_test_setup_teardown(
-            test_client_new_rejects_bad_node_lists, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_client_new_rejects_malformed_uris, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_client_new_rejects_out_of_range_numbers, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_client_new_rejects_a_reserved_or_huge_prefix, setup,
-            teardown),
-        cmocka_unit_test(test_config_init_and_free_accept_null),
-        cmocka_unit_test_setup_teardown(test_acquire_rejects_bad_arguments,
-                                        setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_acquire_with_ttl_zero_uses_the_default, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_acquire_multi_rejects_bad_arguments, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_lock_functions_reject_null,
-                                        setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_extend_rejects_a_ttl_above_max_and_keeps_the_lock, setup,
-            teardown),
-        cmocka_unit_test_setup_teardown(
-            test_rejected_async_calls_never_call_back, setup, teardown),
-        cmocka_unit_test(test_every_status_has_a_distinct_text_and_name),
-        cmocka_unit_test_setup_teardown(
-            test_watchdog_start_refuses_every_reserved_byte, setup,
-            teardown),
-        cmocka_unit_test_setup_teardown(
-            test_acquire_opts_reserved_bytes_are_einval_everywhere, setup,
-            teardown),
-        cmocka_unit_test_setup_teardown(
-            test_config_reserved_bytes_are_einval, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_stats_reserved_bytes_are_einval, setup, teardown),
+        FIXTURE_TEST(test_client_new_rejects_a_null_config, &bare),
+        cmocka_unit_test(test_client_new_rejects_bad_node_lists),
+        cmocka_unit_test(test_client_new_rejects_malformed_uris),
+        cmocka_unit_test(test_client_new_rejects_out_of_range_numbers),
+        cmocka_unit_test(test_client_new_rejects_a_reserved_or_huge_prefix),
+        FIXTURE_TEST(test_config_init_and_free_accept_null, &bare),
+        cmocka_unit_test(test_acquire_rejects_bad_arguments),
+        cmocka_unit_test(test_acquire_with_ttl_zero_uses_the_default),
+        cmocka_unit_test(test_acquire_multi_rejects_bad_arguments),
+        cmocka_unit_test(test_lock_functions_reject_null),
+        cmocka_unit_test(
+            test_extend_rejects_a_ttl_above_max_and_keeps_the_lock),
+        cmocka_unit_test(test_rejected_async_calls_never_call_back),
+        FIXTURE_TEST(test_every_status_has_a_distinct_text_and_name, &bare),
+        cmocka_unit_test(test_watchdog_start_refuses_every_reserved_byte),
+        cmocka_unit_test(
+            test_acquire_opts_reserved_bytes_are_einval_everywhere),
+        cmocka_unit_test(test_config_reserved_bytes_are_einval),
+        cmocka_unit_test(test_stats_reserved_bytes_are_einval),
     };
 
-    harness_require_redis();
-    return cmocka_run_group_tests_name("api_misuse", tests, NULL, NULL);
+    return FIXTURE_RUN("api_misuse", &fx, tests);
 }

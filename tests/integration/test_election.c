@@ -34,14 +34,8 @@
 #define CANDIDATES 5
 #define TERMS_EACH 8
 
-struct fx {
-    struct rl_redis r[NODES];
-    struct harness_nodes hn;
-    rl_client *c[CANDIDATES];
-};
-
 struct shared {
-    struct fx *f;
+    struct fixture *f;
     atomic_int inside;
     atomic_int overlaps;
     atomic_int elected;
@@ -54,44 +48,48 @@ struct candidate {
     int id;
 };
 
-static int setup(void **state)
-{
-    struct fx *f = calloc(1, sizeof(*f));
-    rl_config cfg;
-    int i;
+/* The candidates' clients, one each, on the fixture's nodes. */
+struct candidates {
+    rl_client *c[CANDIDATES];
+};
 
-    *state = f;
-    if (f == NULL ||
-        harness_cluster_start_nodes(f->r, NODES, NULL, &f->hn) != 0)
-        return -1;
-    fixture_config(&cfg, &f->hn);
-    for (i = 0; i < CANDIDATES; i++) {
-        f->c[i] = fixture_client(&cfg);
-        if (f->c[i] == NULL)
+static int start_candidates(struct fixture *f)
+{
+    struct candidates *cs = f->priv;
+
+    for (int i = 0; i < CANDIDATES; i++) {
+        cs->c[i] = fixture_client_on(f, NULL);
+        if (cs->c[i] == NULL)
             return -1;
     }
     return 0;
 }
 
-static int teardown(void **state)
+static void stop_candidates(struct fixture *f)
 {
-    struct fx *f = *state;
-    int i;
+    struct candidates *cs = f->priv;
 
-    if (f == NULL)
-        return 0;
-    for (i = 0; i < CANDIDATES; i++)
-        rl_client_free(f->c[i]);
-    harness_cluster_stop(f->r, NODES);
-    free(f);
-    return 0;
+    for (int i = 0; i < CANDIDATES; i++)
+        rl_client_free(cs->c[i]);
+}
+
+static const struct fixture_opts fx = {
+    .nodes = NODES, .no_client = true,
+    .priv_size = sizeof(struct candidates),
+    .setup = start_candidates, .cleanup = stop_candidates
+};
+
+/* Candidate i's client. */
+static rl_client *cand(const struct fixture *f, int i)
+{
+    return ((const struct candidates *)f->priv)->c[i];
 }
 
 static void *campaign_thread(void *arg)
 {
     struct candidate *me = arg;
     struct shared *sh = me->sh;
-    rl_client *c = sh->f->c[me->id];
+    rl_client *c = cand(sh->f, me->id);
     rl_acquire_opts o = {0};
     rl_resource_info info;
     char owner[16];
@@ -144,7 +142,7 @@ static void *campaign_thread(void *arg)
 
 static void test_one_leader_at_a_time_terms_increase(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     struct candidate cand[CANDIDATES];
     pthread_t th[CANDIDATES];
     struct shared sh;
@@ -178,18 +176,18 @@ static void campaigned(rl_client *c, rl_status st, rl_lock *lock,
 
 static void test_campaign_abandoned_and_kinds_refused(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = {0};
     atomic_int result = 0;
     int64_t deadline;
     rl_lock *held = NULL;
     rl_lock *l = NULL;
 
-    assert_int_equal(rl_campaign(f->c[0], "seat", NULL, &held), RL_OK);
+    assert_int_equal(rl_campaign(cand(f, 0), "seat", NULL, &held), RL_OK);
     assert_true(rl_lock_fence(held) > 0);
     o.cancel = rl_cancel_new();
     assert_non_null(o.cancel);
-    assert_int_equal(rl_campaign_async(f->c[1], "seat", &o, campaigned,
+    assert_int_equal(rl_campaign_async(cand(f, 1), "seat", &o, campaigned,
                                        &result), RL_OK);
     harness_sleep_ms(200);
     assert_int_equal(atomic_load(&result), 0); /* still campaigning */
@@ -203,20 +201,20 @@ static void test_campaign_abandoned_and_kinds_refused(void **state)
 
     o.cancel = NULL;
     o.limit = 2;
-    assert_int_equal(rl_campaign(f->c[0], "seat", &o, &l), RL_EINVAL);
+    assert_int_equal(rl_campaign(cand(f, 0), "seat", &o, &l), RL_EINVAL);
     assert_null(l);
     o.limit = 0;
     o.mode = RL_MODE_SHARED;
-    assert_int_equal(rl_campaign(f->c[0], "seat", &o, &l), RL_EINVAL);
+    assert_int_equal(rl_campaign(cand(f, 0), "seat", &o, &l), RL_EINVAL);
     assert_non_null(strstr(rl_last_error(), "exclusive"));
-    assert_int_equal(rl_campaign(f->c[0], "seat", NULL, NULL), RL_EINVAL);
+    assert_int_equal(rl_campaign(cand(f, 0), "seat", NULL, NULL), RL_EINVAL);
     assert_int_equal(rl_campaign(NULL, "seat", NULL, &l), RL_EINVAL);
     assert_true(harness_key_gone(f->r, NODES, "seat"));
 }
 
 /* Every node's key holds value within a scaled deadline (a round ends at
  * the quorum; the last node may answer later). */
-static bool all_hold(struct fx *f, const char *key, const char *value)
+static bool all_hold(struct fixture *f, const char *key, const char *value)
 {
     int64_t deadline = harness_now_ms() + harness_scale_ms(3000);
     int i, n;
@@ -254,7 +252,7 @@ static void proclaimed_cb(rl_lock *l, rl_status st, void *privdata)
 
 static void test_proclaim_changes_the_owner_not_the_lock(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = {0};
     atomic_int result = 0;
     char old[132], want[132];
@@ -265,20 +263,20 @@ static void test_proclaim_changes_the_owner_not_the_lock(void **state)
 
     o.owner = "first";
     o.ttl_ms = 10000;
-    assert_int_equal(rl_campaign(f->c[0], "throne", &o, &l), RL_OK);
+    assert_int_equal(rl_campaign(cand(f, 0), "throne", &o, &l), RL_OK);
     snprintf(old, sizeof(old), "%s", rl_lock_token(l));
     assert_true(all_hold(f, "throne", old));
     assert_int_equal(rl_proclaim(l, "second"), RL_OK);
     assert_string_equal(rl_lock_token(l), old); /* the acquired value */
     snprintf(want, sizeof(want), "%.40s.second", old);
     assert_true(all_hold(f, "throne", want));
-    expect_owner(f->c[1], "throne", "second", rl_lock_fence(l));
+    expect_owner(cand(f, 1), "throne", "second", rl_lock_fence(l));
 
     /* Node 0 missed it: a minority with the old value (and a short
      * expiry) changes nothing observers read... */
     rep = harness_cmd(&f->r[0], "SET throne %s PX 2000", old);
     assert_true(harness_ok(rep));
-    expect_owner(f->c[1], "throne", "second", rl_lock_fence(l));
+    expect_owner(cand(f, 1), "throne", "second", rl_lock_fence(l));
     /* ...and the lock is still ours there: extend renews both values. */
     assert_int_equal(rl_extend(l, 10000), RL_OK);
     assert_true(harness_pttl(&f->r[0], "throne") > 5000);
@@ -293,7 +291,7 @@ static void test_proclaim_changes_the_owner_not_the_lock(void **state)
     assert_int_equal(atomic_load(&result), 1);
     snprintf(want, sizeof(want), "%.40s.third", old);
     assert_true(all_hold(f, "throne", want));
-    expect_owner(f->c[2], "throne", "third", rl_lock_fence(l));
+    expect_owner(cand(f, 2), "throne", "third", rl_lock_fence(l));
 
     /* Release deletes either value. */
     rep = harness_cmd(&f->r[1], "SET throne %s PX 10000", old);
@@ -306,7 +304,7 @@ static void test_proclaim_changes_the_owner_not_the_lock(void **state)
 
 static void test_proclaim_quorum_loss_and_refusals(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = {0};
     rl_lock *plain = NULL;
     rl_lock *l = NULL;
@@ -315,13 +313,13 @@ static void test_proclaim_quorum_loss_and_refusals(void **state)
     int i;
 
     /* Refused: no owner to change, bad owners, NULL arguments. */
-    assert_int_equal(rl_acquire(f->c[0], "crown", NULL, &plain), RL_OK);
+    assert_int_equal(rl_acquire(cand(f, 0), "crown", NULL, &plain), RL_OK);
     assert_int_equal(rl_proclaim(plain, "x"), RL_EINVAL);
     assert_non_null(strstr(rl_last_error(), "owner"));
     assert_int_equal(rl_release(plain), RL_OK);
     o.owner = "king";
     o.ttl_ms = 10000;
-    assert_int_equal(rl_campaign(f->c[0], "crown", &o, &l), RL_OK);
+    assert_int_equal(rl_campaign(cand(f, 0), "crown", &o, &l), RL_OK);
     assert_int_equal(rl_proclaim(l, ""), RL_EINVAL);
     assert_int_equal(rl_proclaim(l, NULL), RL_EINVAL);
     assert_int_equal(rl_proclaim(l, "two words"), RL_EINVAL);
@@ -337,7 +335,7 @@ static void test_proclaim_quorum_loss_and_refusals(void **state)
     snprintf(want, sizeof(want), "%.40s.regent", old);
     assert_true(harness_key_holds(&f->r[0], "crown", want));
     assert_true(harness_key_holds(&f->r[1], "crown", want));
-    expect_owner(f->c[1], "crown", "regent", rl_lock_fence(l));
+    expect_owner(cand(f, 1), "crown", "regent", rl_lock_fence(l));
 
     /* Gone from a majority: lost, and nothing is recreated. */
     for (i = 0; i < 2; i++) {
@@ -409,19 +407,19 @@ static int wait_seen(struct seen *s, bool held, const char *owner, int64_t ms)
 
 static void test_observers_see_every_change_in_order(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     struct seen s = {.mutex = PTHREAD_MUTEX_INITIALIZER};
     rl_acquire_opts o = {0};
     rl_observer *obs = NULL;
     rl_lock *l = NULL;
     uint64_t first;
 
-    assert_int_equal(rl_observe(f->c[4], "realm", on_change, &s, &obs),
+    assert_int_equal(rl_observe(cand(f, 4), "realm", on_change, &s, &obs),
                      RL_OK);
     assert_int_equal(wait_seen(&s, false, "", 3000), 0);
     o.ttl_ms = 5000;
     o.owner = "alpha";
-    assert_int_equal(rl_campaign(f->c[0], "realm", &o, &l), RL_OK);
+    assert_int_equal(rl_campaign(cand(f, 0), "realm", &o, &l), RL_OK);
     first = rl_lock_fence(l);
     /* A new leader announces nothing: the observer polls. */
     assert_int_equal(wait_seen(&s, true, "alpha", 3000), 1);
@@ -430,7 +428,7 @@ static void test_observers_see_every_change_in_order(void **state)
     assert_int_equal(rl_release(l), RL_OK);
     assert_int_equal(wait_seen(&s, false, "", 3000), 3);
     o.owner = "beta";
-    assert_int_equal(rl_campaign(f->c[1], "realm", &o, &l), RL_OK);
+    assert_int_equal(rl_campaign(cand(f, 1), "realm", &o, &l), RL_OK);
     assert_int_equal(wait_seen(&s, true, "beta", 3000), 4);
     rl_observe_stop(obs);
     assert_int_equal(rl_release(l), RL_OK);
@@ -478,7 +476,7 @@ static void heir_cb(rl_client *c, rl_status st, rl_lock *lock,
 
 static void test_a_killed_leader_is_replaced_and_noticed(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     struct seen s = {.mutex = PTHREAD_MUTEX_INITIALIZER};
     char *args[3 + NODES + 1];
     char ttl[16];
@@ -515,12 +513,12 @@ static void test_a_killed_leader_is_replaced_and_noticed(void **state)
     out = fdopen(fds[0], "r");
     assert_non_null(fgets(line, sizeof(line), out));
     assert_string_equal(line, "leading\n");
-    assert_int_equal(rl_observe(f->c[4], "dynasty", on_change, &s, &obs),
+    assert_int_equal(rl_observe(cand(f, 4), "dynasty", on_change, &s, &obs),
                      RL_OK);
     assert_true(wait_seen(&s, true, "doomed", 3000) >= 0);
     o.owner = "heir";
     o.ttl_ms = 1000;
-    assert_int_equal(rl_campaign_async(f->c[1], "dynasty", &o, heir_cb,
+    assert_int_equal(rl_campaign_async(cand(f, 1), "dynasty", &o, heir_cb,
                                        (void *)&heir), RL_OK);
     killed = harness_now_ms();
     kill(pid, SIGKILL);
@@ -544,20 +542,13 @@ int main(int argc, char **argv)
     if (argc > 3 && strcmp(argv[1], "--leader") == 0)
         return leader_main(argc - 1, argv + 1);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(
-            test_one_leader_at_a_time_terms_increase, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_campaign_abandoned_and_kinds_refused, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_proclaim_changes_the_owner_not_the_lock, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_proclaim_quorum_loss_and_refusals, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_observers_see_every_change_in_order, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_a_killed_leader_is_replaced_and_noticed, setup, teardown),
+        cmocka_unit_test(test_one_leader_at_a_time_terms_increase),
+        cmocka_unit_test(test_campaign_abandoned_and_kinds_refused),
+        cmocka_unit_test(test_proclaim_changes_the_owner_not_the_lock),
+        cmocka_unit_test(test_proclaim_quorum_loss_and_refusals),
+        cmocka_unit_test(test_observers_see_every_change_in_order),
+        cmocka_unit_test(test_a_killed_leader_is_replaced_and_noticed),
     };
 
-    harness_require_redis();
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return FIXTURE_RUN("election", &fx, tests);
 }

@@ -1,4 +1,4 @@
-/* test_kinds.c -- the lock kinds of issue 13 on three real redis-server
+/* test_kinds.c -- the lock kinds on three real redis-server
  * nodes: lock-delay (a crashed holder is succeeded only after ttl + delay,
  * a released one at once), read-write locks (readers share, exclude
  * writers and any plain SET NX holder, expire one by one, are renewed by
@@ -20,39 +20,11 @@
 
 #define N 3
 
-struct fx {
-    struct rl_redis r[N];
-    struct harness_nodes hn;
-    rl_client *c;
-};
-
-static int setup(void **state)
-{
-    struct fx *f = calloc(1, sizeof(*f));
-
-    if (f == NULL)
-        return -1;
-    if (fixture_start(f->r, N, &f->hn, &f->c) != 0) {
-        free(f);
-        return -1;
-    }
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct fx *f = *state;
-
-    rl_client_free(f->c);
-    harness_cluster_stop(f->r, N);
-    free(f);
-    return 0;
-}
+static const struct fixture_opts fx = { .nodes = N };
 
 /* Nodes on which "SET key v NX PX 5000" succeeds (a plain client such as
  * redsync or node-redlock taking the lock). */
-static int plain_set_nx(struct fx *f, const char *key)
+static int plain_set_nx(struct fixture *f, const char *key)
 {
     int i, won = 0;
 
@@ -67,8 +39,8 @@ static int plain_set_nx(struct fx *f, const char *key)
 }
 
 /* The TYPE of key on node i ("none", "string", "hash"...), in buf. */
-static const char *key_type(struct fx *f, int i, const char *key, char *buf,
-                            size_t len)
+static const char *key_type(struct fixture *f, int i, const char *key,
+                            char *buf, size_t len)
 {
     redisReply *r = harness_cmd(&f->r[i], "TYPE %s", key);
 
@@ -80,7 +52,8 @@ static const char *key_type(struct fx *f, int i, const char *key, char *buf,
 }
 
 /* Nodes whose reader hash key holds field token. */
-static int reader_entries(struct fx *f, const char *key, const char *token)
+static int reader_entries(struct fixture *f, const char *key,
+                          const char *token)
 {
     int i, n = 0;
 
@@ -107,7 +80,7 @@ static rl_acquire_opts opts_ttl(uint32_t ttl)
 static void test_lock_delay_holds_a_crashed_lock_for_ttl_plus_delay(
     void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = opts_ttl(400);
     rl_lock *l, *l2 = NULL;
     int64_t start = harness_now_ms();
@@ -146,7 +119,7 @@ static void test_lock_delay_holds_a_crashed_lock_for_ttl_plus_delay(
 
 static void test_lock_delay_release_frees_at_once(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = opts_ttl(2000);
     rl_lock *l, *l2;
 
@@ -165,7 +138,7 @@ static void test_lock_delay_release_frees_at_once(void **state)
 
 static void test_lock_delay_above_max_ttl_is_refused(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = opts_ttl(30000);
     rl_lock *l = NULL;
 
@@ -181,7 +154,7 @@ static void test_lock_delay_above_max_ttl_is_refused(void **state)
 static void test_readers_share_and_exclude_writers_and_plain_set_nx(
     void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts ro = opts_ttl(5000), wo = opts_ttl(5000);
     rl_lock *r1, *r2, *w = NULL;
     char type[16], token[RL_NAME_LEN];
@@ -215,7 +188,7 @@ static void test_readers_share_and_exclude_writers_and_plain_set_nx(
 static void test_reader_is_refused_while_an_exclusive_holder_is_there(
     void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts ro = opts_ttl(5000), wo = opts_ttl(5000);
     rl_lock *r = NULL, *w;
 
@@ -233,7 +206,7 @@ static void test_reader_is_refused_while_an_exclusive_holder_is_there(
 
 static void test_crashed_reader_expires_on_its_own_ttl(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts ro = opts_ttl(300), live = opts_ttl(3000);
     rl_acquire_opts wo = opts_ttl(2000);
     rl_lock *crashed, *r, *r3, *w = NULL;
@@ -299,7 +272,7 @@ static void *reader_main(void *arg)
 
 static void test_writer_is_not_starved_by_a_stream_of_readers(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     struct reader_stream s[2] = {{f->c, false, 0, 0}, {f->c, false, 0, 0}};
     rl_acquire_opts wo = opts_ttl(2000);
     pthread_t t[2];
@@ -348,7 +321,7 @@ static void on_acquired(rl_client *c, rl_status st, rl_lock *l, void *arg)
 
 /* Nodes holding kr:intent's writer intent, polled for up to 3 s (scaled)
  * until there are want of them (at least, or none when want is 0). */
-static int intent_nodes(struct fx *f, int want)
+static int intent_nodes(struct fixture *f, int want)
 {
     int64_t until = harness_now_ms() + harness_scale_ms(3000);
     int i, n = 0;
@@ -369,7 +342,7 @@ static int intent_nodes(struct fx *f, int want)
 
 /* A writer (client wc, fenced or not) waits for a reader; the reader
  * leaves; the writer wins. */
-static rl_lock *writer_waits_then_wins(struct fx *f, rl_client *wc,
+static rl_lock *writer_waits_then_wins(struct fixture *f, rl_client *wc,
                                        rl_lock *reader,
                                        const char *other_intent, bool fenced)
 {
@@ -403,12 +376,13 @@ static rl_lock *writer_waits_then_wins(struct fx *f, rl_client *wc,
 }
 
 /* Two writers wait for the readers; the one that wins takes its own
- * intent away (a fenced one as well), never the other's: writer B's intent still refuses new
- * readers after writer A won (an unconditional DEL let a reader in ahead
- * of B, whose next refresh came up to a retry period later). */
+ * intent away (a fenced one as well), never the other's: writer B's
+ * intent still refuses new readers after writer A won (an unconditional
+ * DEL let a reader in ahead of B, whose next refresh came up to a retry
+ * period later). */
 static void test_a_winning_writer_leaves_another_writers_intent(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts ro = opts_ttl(5000);
     rl_lock *r = NULL, *w;
     rl_config cfg;
@@ -494,7 +468,7 @@ static uint64_t refusals_after(rl_client *wc, uint64_t seen)
  * never finds readers, and the writer waits while readers come and go. */
 static void test_writer_gets_in_while_readers_hand_over(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     int64_t d = harness_scale_ms(150);
     rl_acquire_opts ro = opts_ttl(30000), wo = opts_ttl(5000);
     struct async_result a = {0};
@@ -567,7 +541,7 @@ static void test_writer_gets_in_while_readers_hand_over(void **state)
 static void test_reader_adopted_by_token_is_released_as_a_reader(
     void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts ro = opts_ttl(5000);
     rl_lock *r, *a;
 
@@ -585,7 +559,7 @@ static void test_reader_adopted_by_token_is_released_as_a_reader(
 
 static void test_bad_kind_options_are_refused_clearly(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     const char *two[2] = {"kb:a", "kb:b"};
     rl_acquire_opts o = opts_ttl(5000), w = {0};
     rl_lock *l = NULL;
@@ -635,7 +609,7 @@ static void test_bad_kind_options_are_refused_clearly(void **state)
 
 static void test_semaphore_admits_at_most_k_holders(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = opts_ttl(5000);
     rl_lock *l[4] = {NULL};
     char key[64], type[16];
@@ -675,7 +649,7 @@ static void test_semaphore_admits_at_most_k_holders(void **state)
 
 static void test_semaphore_slots_exclude_plain_set_nx(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = opts_ttl(5000);
     rl_lock *l = NULL;
 
@@ -694,7 +668,7 @@ static void test_semaphore_slots_exclude_plain_set_nx(void **state)
  * the two free slots, and only one (nothing else of ours stays held). */
 static void test_semaphore_takes_exactly_one_free_slot(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = opts_ttl(5000);
     char key[64];
     rl_lock *l;
@@ -748,7 +722,7 @@ static void *sem_waiter_main(void *arg)
  * half of it). */
 static void test_semaphore_waiter_gets_the_slot_released(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = opts_ttl(SEM_HOLD_TTL_MS);
     int64_t bound = harness_scale_ms(2000);
     struct sem_waiter w = {f->c, RL_EINVAL, -1};
@@ -781,7 +755,7 @@ static int in_section(rl_lock *l, void *arg)
 
 static void test_semaphore_works_with_rl_with_lock_and_fencing(void **state)
 {
-    struct fx *f = *state;
+    struct fixture *f = *state;
     rl_acquire_opts o = opts_ttl(3000);
     int slot = -1, fn_result = -1;
 
@@ -794,29 +768,31 @@ static void test_semaphore_works_with_rl_with_lock_and_fencing(void **state)
     assert_true(slot >= 0 && slot < 4);
 }
 
-#define KT(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        KT(test_lock_delay_holds_a_crashed_lock_for_ttl_plus_delay),
-        KT(test_lock_delay_release_frees_at_once),
-        KT(test_lock_delay_above_max_ttl_is_refused),
-        KT(test_readers_share_and_exclude_writers_and_plain_set_nx),
-        KT(test_reader_is_refused_while_an_exclusive_holder_is_there),
-        KT(test_crashed_reader_expires_on_its_own_ttl),
-        KT(test_writer_is_not_starved_by_a_stream_of_readers),
-        KT(test_a_winning_writer_leaves_another_writers_intent),
-        KT(test_writer_gets_in_while_readers_hand_over),
-        KT(test_reader_adopted_by_token_is_released_as_a_reader),
-        KT(test_bad_kind_options_are_refused_clearly),
-        KT(test_semaphore_admits_at_most_k_holders),
-        KT(test_semaphore_slots_exclude_plain_set_nx),
-        KT(test_semaphore_takes_exactly_one_free_slot),
-        KT(test_semaphore_waiter_gets_the_slot_released),
-        KT(test_semaphore_works_with_rl_with_lock_and_fencing),
+        cmocka_unit_test(
+            test_lock_delay_holds_a_crashed_lock_for_ttl_plus_delay),
+        cmocka_unit_test(test_lock_delay_release_frees_at_once),
+        cmocka_unit_test(test_lock_delay_above_max_ttl_is_refused),
+        cmocka_unit_test(
+            test_readers_share_and_exclude_writers_and_plain_set_nx),
+        cmocka_unit_test(
+            test_reader_is_refused_while_an_exclusive_holder_is_there),
+        cmocka_unit_test(test_crashed_reader_expires_on_its_own_ttl),
+        cmocka_unit_test(test_writer_is_not_starved_by_a_stream_of_readers),
+        cmocka_unit_test(test_a_winning_writer_leaves_another_writers_intent),
+        cmocka_unit_test(test_writer_gets_in_while_readers_hand_over),
+        cmocka_unit_test(
+            test_reader_adopted_by_token_is_released_as_a_reader),
+        cmocka_unit_test(test_bad_kind_options_are_refused_clearly),
+        cmocka_unit_test(test_semaphore_admits_at_most_k_holders),
+        cmocka_unit_test(test_semaphore_slots_exclude_plain_set_nx),
+        cmocka_unit_test(test_semaphore_takes_exactly_one_free_slot),
+        cmocka_unit_test(test_semaphore_waiter_gets_the_slot_released),
+        cmocka_unit_test(
+            test_semaphore_works_with_rl_with_lock_and_fencing),
     };
 
-    harness_require_redis();
-    return cmocka_run_group_tests_name("kinds", tests, NULL, NULL);
+    return FIXTURE_RUN("kinds", &fx, tests);
 }
