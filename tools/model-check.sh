@@ -19,15 +19,20 @@
 # a narrowed environment (spec/redlock.pml: LATE, RSTNODE, SOLO,
 # NOTIMEOUT, SHORTKEYS; with NOTIMEOUT pan -E, as a client waiting for a
 # reply that a restart dropped blocks for good) so that its trail is found
-# within its budget; its positive twin (NAME-fixed) runs in the same
+# within seconds; its positive twin (NAME-fixed) runs in the same
 # narrowed environment without the bug and must hold there.
 #   tools/model-check.sh            all models and controls
 #   tools/model-check.sh NAME...    only those
-#   MC_SCALE=F                      multiply every budget by F (default 1)
+#   MC_SCALE=F                      multiply every model's budget by F
+#                                   (default 1)
+#   MC_CONTROL_DEADLINE=S           a negative control's deadline in
+#                                   seconds (default 900; it stops at its
+#                                   trail, on an idle machine within 60 s)
 #   MC_KEEP=1                       keep the temp dir (trails)
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 scale=${MC_SCALE:-1}
+control_deadline=${MC_CONTROL_DEADLINE:-900}
 command -v spin >/dev/null || { echo "model-check: spin not installed (tools/setup-debian.sh)"; exit 1; }
 tmp=$(mktemp -d /tmp/redlock-mc.XXXXXX)
 [ "${MC_KEEP:-0}" = 1 ] || trap 'rm -rf "$tmp"' EXIT
@@ -42,7 +47,7 @@ SM="-DRST=0 -DNOTIMEOUT -DTMAX=2"
 RN="-DNOTIMEOUT -DTMAX=4"
 RN1="-DNOTIMEOUT -DONELOCK -DTMAX=0"
 # name | expect: hold, or the assertion text the trail must violate |
-# budget (s) | pan seed (0: SPIN's fixed order, no randomization) |
+# budget (s; "-" for a control: MC_CONTROL_DEADLINE) | pan seed (0: SPIN's fixed order, no randomization) |
 # spin -D options | what it shows | model file in spec/ (default
 # redlock.pml; a model with an ltl claim is searched exhaustively for
 # acceptance cycles under weak fairness, pan -a -f)
@@ -54,45 +59,45 @@ jobs=(
 "persist-n3k2|hold|20|1|-DN=3 -DK=2 -DATT=1 -DRST=1 -DPERSIST -DNOQUAR -DFENCE -DFENCEFIX -DNOWALL -DTMAX=8|persistence: no quarantine needed, fencing"
 "guard-n3k2|hold|20|1|-DN=3 -DK=2 -DATT=1 -DRST=0 -DFASTNODE -DGUARD -DTMAX=8|fast node, clock guard"
 "all-n5k3|hold|20|1|-DN=5 -DK=3 -DATT=1 -DRST=1 -DWATCH -DRESTOREONCE -DFENCE -DFENCEFIX -DNOWALL -DTMAX=7|N=5, K=3, everything"
-"ctl-noquar|holding[|120|1|$R1 -DNOQUAR|no quarantine with restarts"
+"ctl-noquar|holding[|-|1|$R1 -DNOQUAR|no quarantine with restarts"
 "noquar-fixed|hold|20|1|$R1|twin of ctl-noquar"
-"ctl-resurrect|dead[n]|120|1|$T2 -DRST=0 -DSOLO -DWATCH -DRESTOREONCE -DRESURRECT -DTMAX=8|extend re-SETs absent keys"
+"ctl-resurrect|dead[n]|-|1|$T2 -DRST=0 -DSOLO -DWATCH -DRESTOREONCE -DRESURRECT -DTMAX=8|extend re-SETs absent keys"
 "resurrect-fixed|hold|20|1|$T2 -DRST=0 -DSOLO -DWATCH -DRESTOREONCE -DTMAX=8|twin of ctl-resurrect"
-"ctl-nodrift|holding[|120|1|$T2 -DRST=0 -DNODRIFT -DTMAX=6|validity without drift"
+"ctl-nodrift|holding[|-|1|$T2 -DRST=0 -DNODRIFT -DTMAX=6|validity without drift"
 "nodrift-fixed|hold|20|1|$T2 -DRST=0 -DTMAX=6|twin of ctl-nodrift"
-"ctl-nowall|fv>lastfence|120|0|$F1 -DNOWALL|previous fencing rule without the wall clock, one restart"
+"ctl-nowall|fv>lastfence|-|0|$F1 -DNOWALL|previous fencing rule without the wall clock, one restart"
 "nowall-fixed|hold|60|0|$F1 -DFENCEFIX -DNOWALL|twin of ctl-nowall: trusted-quorum rule, no wall clock"
-"ctl-trustrefused|fv>lastfence|120|0|$F1 -DFENCEFIX -DNOWALL -DTRUSTREFUSED|refusals' counters trusted too"
-"ctl-fwone|fv>lastfence|120|0|$F1 -DFENCEFIX -DNOWALL -DFWONE|write round done at one node"
-"ctl-fastnode|holding[|120|1|$T2 -DRST=0 -DFASTNODE -DTMAX=6|fast node, no clock guard"
+"ctl-trustrefused|fv>lastfence|-|0|$F1 -DFENCEFIX -DNOWALL -DTRUSTREFUSED|refusals' counters trusted too"
+"ctl-fwone|fv>lastfence|-|0|$F1 -DFENCEFIX -DNOWALL -DFWONE|write round done at one node"
+"ctl-fastnode|holding[|-|1|$T2 -DRST=0 -DFASTNODE -DTMAX=6|fast node, no clock guard"
 "fastnode-fixed|hold|20|1|$T2 -DRST=0 -DFASTNODE -DGUARD -DTMAX=6|twin of ctl-fastnode: clock guard"
-"ctl-restore-every|dead[n]|120|1|$T2 -DRST=1 -DSOLO -DRSTNODE -DWATCH -DTMAX=8|extend restores on every round"
+"ctl-restore-every|dead[n]|-|1|$T2 -DRST=1 -DSOLO -DRSTNODE -DWATCH -DTMAX=8|extend restores on every round"
 "restore-fixed|hold|20|1|$T2 -DRST=1 -DSOLO -DRSTNODE -DWATCH -DRESTOREONCE -DTMAX=8|twin of ctl-restore-every"
 # read-write lock (spec/rwlock.pml)
 "rw-w1r2|hold|10|1|-DNW=1 -DRST=1 -DPAUSES=1 -DWATCH -DTMAX=7|1 writer, 2 readers renewing, a restart, a pause|rwlock.pml"
 "rw-w2r1|hold|5|1|-DNW=2 -DRST=1 -DWATCH -DTMAX=7|2 writers (intents), 1 reader renewing, a restart|rwlock.pml"
 "rw-nointent|hold|5|1|-DNW=1 -DRST=1 -DWATCH -DNOINTENT -DTMAX=7|readers ignore the writer intent: still safe|rwlock.pml"
-"ctl-rw-share|readers_share|20|1|-DNW=1 -DRST=0 -DSHARECHECK -DTMAX=6|two readers inside their validity at once (must be found)|rwlock.pml"
-"ctl-rw-wignore|holding[|20|1|$RW -DWIGNORE|writer ignores the readers' hash|rwlock.pml"
+"ctl-rw-share|readers_share|-|1|-DNW=1 -DRST=0 -DSHARECHECK -DTMAX=6|two readers inside their validity at once (must be found)|rwlock.pml"
+"ctl-rw-wignore|holding[|-|1|$RW -DWIGNORE|writer ignores the readers' hash|rwlock.pml"
 "rw-wignore-fixed|hold|5|1|$RW|twin of ctl-rw-wignore|rwlock.pml"
-"ctl-rw-recreate|dead[n]|30|1|$RWS -DRRECREATE|reader-extend re-adds a lapsed reader|rwlock.pml"
+"ctl-rw-recreate|dead[n]|-|1|$RWS -DRRECREATE|reader-extend re-adds a lapsed reader|rwlock.pml"
 "rw-recreate-fixed|hold|5|1|$RWS|twin of ctl-rw-recreate|rwlock.pml"
 # writer starvation (spec/rwlive.pml): LTL under weak fairness, exhaustive
 "live-c|hold|20|0||as in C: a refused writer's next attempts mark the intent in the same step: the writer wins|rwlive.pml"
-"ctl-live-nointent|acceptance cycle|20|0|-DNOINTENT|readers ignore the intent: the writer starves|rwlive.pml"
-"ctl-live-late|acceptance cycle|20|0|-DLATEINTENT|C before the fix: the intent sent after each refusal, the writer can starve (docs/proof.md finding 6)|rwlive.pml"
+"ctl-live-nointent|acceptance cycle|-|0|-DNOINTENT|readers ignore the intent: the writer starves|rwlive.pml"
+"ctl-live-late|acceptance cycle|-|0|-DLATEINTENT|C before the fix: the intent sent after each refusal, the writer can starve (docs/proof.md finding 6)|rwlive.pml"
 # semaphore (spec/semaphore.pml)
 "sem-n3k3|hold|8|1|-DRST=1|3 clients, 2 permits, a restart|semaphore.pml"
-"ctl-sem-extraslot|<=2|30|1|$SM -DEXTRASLOT|one slot more than the limit|semaphore.pml"
+"ctl-sem-extraslot|<=2|-|1|$SM -DEXTRASLOT|one slot more than the limit|semaphore.pml"
 "sem-extraslot-fixed|hold|5|1|$SM|twin of ctl-sem-extraslot|semaphore.pml"
 # renewals in batches, vote withdrawal, node preconditions (spec/renewal.pml)
 "renew-n3|hold|10|1|-DEVT=1 -DRST=1 -DAUTO|2 locks in one touch-batch, a contender, eviction on and off, a restart (auto trust)|renewal.pml"
-"ctl-renew-wronglock|gres[|20|1|$RN -DEVT=1 -DWRONGLOCK|a batch's answers counted for the other lock|renewal.pml"
-"ctl-evict-rule|held[0]|20|bfs|$RN1 -DEVSTART -DNOEVICTRULE|a node that may evict votes|renewal.pml"
+"ctl-renew-wronglock|gres[|-|1|$RN -DEVT=1 -DWRONGLOCK|a batch's answers counted for the other lock|renewal.pml"
+"ctl-evict-rule|held[0]|-|bfs|$RN1 -DEVSTART -DNOEVICTRULE|a node that may evict votes|renewal.pml"
 "evict-rule-fixed|hold|5|bfs|$RN1 -DEVSTART|twin of ctl-evict-rule|renewal.pml"
-"ctl-evict-back|held[0]|30|bfs|$RN1 -DATT=2 -DEVT=1 -DNOBEHAVE|a node votes again as soon as it stops evicting|renewal.pml"
+"ctl-evict-back|held[0]|-|bfs|$RN1 -DATT=2 -DEVT=1 -DNOBEHAVE|a node votes again as soon as it stops evicting|renewal.pml"
 "evict-back-fixed|hold|5|bfs|$RN1 -DATT=2 -DEVT=1|twin of ctl-evict-back: no vote until max_ttl after it evicted|renewal.pml"
-"ctl-auto-liar|held[0]|30|bfs|$RN1 -DATT=2 -DRST=1 -DAUTO -DLIAR|auto trust of a node that ran everysec before its restart|renewal.pml"
+"ctl-auto-liar|held[0]|-|bfs|$RN1 -DATT=2 -DRST=1 -DAUTO -DLIAR|auto trust of a node that ran everysec before its restart|renewal.pml"
 "auto-fixed|hold|5|bfs|$RN1 -DATT=2 -DRST=1 -DAUTO|twin of ctl-auto-liar: trusted only with appendfsync always|renewal.pml"
 )
 
@@ -122,7 +127,14 @@ run_one()
         return
     fi
     case " $defs " in *" -DNOTIMEOUT "*) eflag=-E ;; esac
-    budget=$(awk -v b="$budget" -v s="$scale" 'BEGIN { printf "%d", b * s }')
+    # A control's search order is fixed by its seed, so it meets its trail
+    # after the same number of states on any machine: it has a deadline,
+    # not a budget (a slow or busy machine takes longer, it must not fail).
+    if [ "$expect" = hold ]; then
+        budget=$(awk -v b="$budget" -v s="$scale" 'BEGIN { printf "%d", b * s }')
+    else
+        budget=$control_deadline
+    fi
     SECONDS=0
     # shellcheck disable=SC2086
     timeout -s INT "$budget" ./pan $eflag $pflags -m100000 -RS"$seed" \
