@@ -913,3 +913,16 @@ void cli_json_holders(FILE *f, const rl_holder_info *h, size_t count)
     }
     fputc(']', f);
 }
+
+void cli_pttl_text(char *buf, size_t len, const rl_holder_info *h,
+                   const char *free_word)
+{
+    if (!h->reachable)
+        snprintf(buf, len, "-");
+    else if (h->pttl_ms == -2)
+        snprintf(buf, len, "%s", free_word);
+    else if (h->pttl_ms == -1)
+        snprintf(buf, len, "no-expiry");
+    else
+        snprintf(buf, len, "%" PRId64, h->pttl_ms);
+}

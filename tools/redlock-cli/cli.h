@@ -72,6 +72,11 @@ void cli_json_str(FILE *f, const char *s);
  * reachable, voting, holder (the first 8 characters of the token, or
  * null), pttl_ms, error. */
 void cli_json_holders(FILE *f, const rl_holder_info *h, size_t count);
+/* A holder's PTTL_MS column (status, release --force) into buf: "-" when
+ * the node did not answer, free_word when it holds no key, "no-expiry",
+ * or the milliseconds left. */
+void cli_pttl_text(char *buf, size_t len, const rl_holder_info *h,
+                   const char *free_word);
 
 /* ---- Numbers ------------------------------------------------------------- */
 

@@ -10,7 +10,6 @@
  * release). Exit 0 when removed from a majority (R was locked; its holder
  * has lost it), 1 when R was already free (stale keys on a minority are
  * removed too), 3 when too few nodes answered. */
-#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,12 +64,7 @@ static void print_forced(const struct cli_opts *o, const char *resource,
         bool had = h[i].reachable && h[i].pttl_ms != -2;
 
         snprintf(tok, sizeof(tok), "%s", h[i].token);
-        if (!had)
-            snprintf(pttl, sizeof(pttl), "-");
-        else if (h[i].pttl_ms == -1)
-            snprintf(pttl, sizeof(pttl), "no-expiry");
-        else
-            snprintf(pttl, sizeof(pttl), "%" PRId64, h[i].pttl_ms);
+        cli_pttl_text(pttl, sizeof(pttl), &h[i], "-");
         printf("%-28s %-9s %-8s %10s  %s\n", h[i].name,
                h[i].reachable ? "yes" : "no", had ? tok : "-", pttl,
                h[i].error);
