@@ -293,19 +293,31 @@ const char *cli_sig_name(int sig);
 
 /* ---- Acquire arguments and output (cmd_acquire.c) ------------------------ */
 
+/* An acquire from the command line (acquire, hold). */
+struct cli_acquire {
+    const char *resource;
+    rl_acquire_opts ao;
+    bool fence;                 /* --fence: the fence on stdout line 2 */
+    struct cli_interrupt in;    /* in.sfd from cli_block_signals */
+    rl_client *c;
+    rl_lock *l;                 /* the lock, once acquired */
+};
 /* Parse "CMD R [--ttl MS] [--wait MS] [--fence] [--limit K] [--shared]
- * [--lock-delay MS] [--owner S]" (acquire, hold) into *resource and ao
- * (zeroed first). 0 to go on, 1 when help was printed, -1 on a usage
- * error (printed). */
-int cli_acquire_args(struct cli_opts *o, int argc, char **argv,
-                     const char *help, const char **resource,
-                     rl_acquire_opts *ao, bool *fence);
-
-/* Print what acquire prints for l, taken on resource with ao: the handle
- * (and the fence on line 2 with fence), or with --json one object. */
-void cli_print_acquired(const struct cli_opts *o, const char *resource,
-                        const rl_lock *l, const rl_acquire_opts *ao,
-                        bool fence);
+ * [--lock-delay MS] [--owner S]" (acquire, hold) into *a (zeroed first,
+ * no end of the wait but a signal), then block the signals
+ * (cli_block_signals: call it before any thread exists). CLI_EXIT_OK to
+ * go on, -1 when help was printed (exit 0), or an exit code after a
+ * message; cli_acquire_free(a) either way. */
+int cli_acquire_start(struct cli_opts *o, int argc, char **argv,
+                      const char *help, struct cli_acquire *a);
+/* Connect, acquire a->resource with a->ao (cli_acquire_or_exit) and
+ * print what acquire prints: the handle (and the fence on line 2 with
+ * --fence), or with --json one object. CLI_EXIT_OK with a->l, or the exit
+ * code after a message. */
+int cli_acquire_take(struct cli_opts *o, struct cli_acquire *a);
+/* Free a's lock handle (the key stays in Redis) and client, and close its
+ * signalfd. */
+void cli_acquire_free(struct cli_acquire *a);
 
 /* ---- run --metrics-file (run_metrics.c) ---------------------------------- */
 
