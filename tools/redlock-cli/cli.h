@@ -214,10 +214,24 @@ bool cli_kind_any(const rl_acquire_opts *ao);
 /* Print l's handle: "[slot<i>/][shared/][delay<MS>/]TOKEN" (a plain
  * mutex: the bare token). */
 void cli_print_handle(FILE *f, const rl_lock *l, uint32_t delay_ms);
-/* cli_adopt_token for a handle cli_print_handle printed (or a bare
- * token): adopts the slot's key, a reader, or the lock-delay. */
-int cli_adopt_handle(struct cli_opts *o, const char *resource,
-                     const char *handle, rl_client **c, rl_lock **l);
+/* The arguments "R TOKEN" of extend and release, after cli_parse_args
+ * (npos of them in pos): a missing one is named with synopsis ("missing
+ * TOKEN (usage: <synopsis>)"), and R is checked (cli_check_resource). 0,
+ * or -1 with the usage error printed. */
+int cli_check_handle_args(const struct cli_opts *o, const char *const *pos,
+                          int npos, const char *synopsis);
+/* What extend or release does to the lock it adopted: the exit code
+ * (after a message when not CLI_EXIT_OK). It may consume *l (and set it
+ * to NULL). */
+typedef int (*cli_handle_fn)(const struct cli_opts *o, const char *resource,
+                             rl_lock **l, void *arg);
+/* Connect, adopt resource's lock by a handle cli_print_handle printed (or
+ * a bare token: cli_adopt_token, for the slot's key, a reader or the
+ * lock-delay the handle names), run fn(o, resource, &l, arg) on it and
+ * free the lock handle and the client. fn's exit code, or the adoption's
+ * after a message. */
+int cli_on_handle(struct cli_opts *o, const char *resource,
+                  const char *handle, cli_handle_fn fn, void *arg);
 /* "<resource>:slot:<slot>" into buf; -1 when it does not fit. */
 #define CLI_SLOT_NAME_MAX 540
 int cli_slot_name(char *buf, size_t len, const char *resource,
