@@ -63,9 +63,9 @@ int cmd_extend(struct cli_opts *o, int argc, char **argv)
     if (code != 0)
         return code > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
     ttl = cli_default_ttl(o);
-    if (cli_check_handle_args(o, pos, npos, "extend R TOKEN [--ttl MS]") !=
-            0 ||
-        (ttl_s != NULL && cli_parse_ttl(o, "--ttl", ttl_s, &ttl) != 0))
+    if (cli_check_handle_args(o, pos, npos, "extend R TOKEN [--ttl MS]") != 0)
+        return CLI_EXIT_USAGE;
+    if (ttl_s != NULL && cli_parse_ttl(o, "--ttl", ttl_s, &ttl) != 0)
         return CLI_EXIT_USAGE;
     return cli_on_handle(o, pos[0], pos[1], extend_lock, &ttl);
 }

@@ -16,7 +16,6 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
-#include <string.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <unistd.h>

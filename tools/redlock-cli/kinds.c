@@ -1,7 +1,7 @@
 /* kinds.c -- the lock-kind options of acquire, run, extend, release and
  * status: --limit K (semaphore), --shared (reader of a
  * read-write lock), --lock-delay MS, and the handle acquire prints for a
- * lock of another kind.
+ * lock of another kind, which extend and release adopt again.
  *
  * Handle: the token, preceded by what release and extend need to find the
  * lock again: "slot<i>/" (the semaphore slot, key "<R>:slot:<i>"),
