@@ -424,6 +424,7 @@ static int apply_global(struct cli_opts *o, const struct gopt *g,
 int cli_global_option(struct cli_opts *o, int argc, char **argv, int *i)
 {
     rl_config *cfg = &o->cfg;
+    /* Built here: the entries point at the fields of o they set. */
     const struct gopt gopts[] = {
         {"nodes", 'n', G_CALL, .call = opt_nodes},
         {"connect-timeout", 0, G_U32, .u32 = &cfg->connect_timeout_ms,
