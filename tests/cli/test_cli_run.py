@@ -506,63 +506,68 @@ class TestRunLostLock(RunTest):
         self.assertLess(time.time(), t_kill + ttl + clitest.scale(1.0))
         self.assertFalse(alive(pid))
 
-    def test_child_gone_by_validity_end_when_cli_is_stopped(self):
-        r = res("stopped")
-        ttl = 2.0
-        p = self.start(self.nodes, "run", r, "--ttl", "2000", "--", "sh",
-                       "-c", STUBBORN_CHILD, "sh", self.dir)
-        pid = self.child_pid()
-        grandchild = self.child_pid("grandchild")
+    def start_stubborn(self, name, ttl):
+        """redlock-cli run on res(name) with a TTL of ttl seconds over
+        STUBBORN_CHILD, once the child runs: (resource, process, the
+        child's pid, its grandchild's pid)."""
+        r = res(name)
+        p = self.start(self.nodes, "run", r, "--ttl", str(int(ttl * 1000)),
+                       "--", "sh", "-c", STUBBORN_CHILD, "sh", self.dir)
+        return r, p, self.child_pid(), self.child_pid("grandchild")
+
+    def assert_child_gone_by(self, pid, deadline):
+        """The child is gone by deadline (a time.time()), looked at every
+        10 ms."""
+        self.assertTrue(wait_for(lambda: not alive(pid),
+                                 deadline - time.time(), 0.01),
+                        "child outlived the lock")
+
+    def stop_cli(self, p):
+        """Let the child run a while, then SIGSTOP redlock-cli (p): the
+        time it was stopped."""
         time.sleep(0.3)
         t_stop = time.time()
         p.send_signal(signal.SIGSTOP)
+        return t_stop
+
+    def assert_lost_when_resumed(self, p):
+        """p, SIGSTOPped, goes on and exits 4 (the lock was lost)."""
+        p.send_signal(signal.SIGCONT)
+        out, err = p.communicate(timeout=15)
+        self.assertEqual(p.returncode, 4, err)
+
+    def test_child_gone_by_validity_end_when_cli_is_stopped(self):
+        ttl = 2.0
+        r, p, pid, grandchild = self.start_stubborn("stopped", ttl)
+        t_stop = self.stop_cli(p)
         for n in self.nodes[:3]:
             n.kill()
         # The child must be gone by the end of the validity (at the latest
         # t_stop + ttl), with redlock-cli stopped the whole time.
-        self.assertTrue(wait_for(lambda: not alive(pid),
-                                 t_stop + ttl + 0.1 - time.time(), 0.01),
-                        "child outlived the lock")
+        self.assert_child_gone_by(pid, t_stop + ttl + 0.1)
         self.assertGreater(time.time(), t_stop + 0.5)   # not killed early
         self.assertTrue(wait_for(lambda: not alive(grandchild), 0.5))
-        p.send_signal(signal.SIGCONT)
-        out, err = p.communicate(timeout=15)
-        self.assertEqual(p.returncode, 4, err)
+        self.assert_lost_when_resumed(p)
 
     def test_child_gone_by_validity_end_when_cli_is_stopped_nodes_up(self):
-        r = res("stopped2")
         ttl = 1.5
-        p = self.start(self.nodes, "run", r, "--ttl", "1500", "--", "sh",
-                       "-c", STUBBORN_CHILD, "sh", self.dir)
-        pid = self.child_pid()
-        time.sleep(0.3)
-        t_stop = time.time()
-        p.send_signal(signal.SIGSTOP)
-        self.assertTrue(wait_for(lambda: not alive(pid),
-                                 t_stop + ttl + 0.1 - time.time(), 0.01),
-                        "child outlived the lock")
+        r, p, pid, _ = self.start_stubborn("stopped2", ttl)
+        t_stop = self.stop_cli(p)
+        self.assert_child_gone_by(pid, t_stop + ttl + 0.1)
         # The key expired in Redis by itself: nobody renewed it.
         self.assertTrue(wait_for(
             lambda: self.values(r, self.nodes) == [None] * 5, 1.0))
-        p.send_signal(signal.SIGCONT)
-        out, err = p.communicate(timeout=15)
-        self.assertEqual(p.returncode, 4, err)
+        self.assert_lost_when_resumed(p)
 
     def test_child_gone_by_validity_end_when_cli_is_killed(self):
-        r = res("killed")
         ttl = 1.5
-        p = self.start(self.nodes, "run", r, "--ttl", "1500", "--", "sh",
-                       "-c", STUBBORN_CHILD, "sh", self.dir)
-        pid = self.child_pid()
-        grandchild = self.child_pid("grandchild")
+        r, p, pid, grandchild = self.start_stubborn("killed", ttl)
         time.sleep(0.3)
         t_kill = time.time()
         p.kill()
         p.wait()
         self.assertTrue(alive(pid))      # still under a valid lock
-        self.assertTrue(wait_for(lambda: not alive(pid),
-                                 t_kill + ttl + 0.1 - time.time(), 0.01),
-                        "child outlived the lock")
+        self.assert_child_gone_by(pid, t_kill + ttl + 0.1)
         self.assertTrue(wait_for(lambda: not alive(grandchild), 0.5))
         # The orphaned supervisor (same command line) is gone too.
         self.assertTrue(wait_for(lambda: not clitest.pids_with_arg(r), 1.0),

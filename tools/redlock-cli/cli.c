@@ -67,32 +67,21 @@ void cli_info(const struct cli_opts *o, const char *fmt, ...)
 
 void cli_json_str(FILE *f, const char *s)
 {
+    /* The characters written as a backslash and a letter. */
+    static const char plain[] = "\"\\\n\r\t";
+    static const char escaped[] = "\"\\nrt";
     const unsigned char *p;
+    const char *e;
 
     fputc('"', f);
     for (p = (const unsigned char *)(s != NULL ? s : ""); *p != '\0'; p++) {
-        switch (*p) {
-        case '"':
-            fputs("\\\"", f);
-            break;
-        case '\\':
-            fputs("\\\\", f);
-            break;
-        case '\n':
-            fputs("\\n", f);
-            break;
-        case '\r':
-            fputs("\\r", f);
-            break;
-        case '\t':
-            fputs("\\t", f);
-            break;
-        default:
-            if (*p < 0x20 || *p == 0x7f)
-                fprintf(f, "\\u%04x", *p);
-            else
-                fputc(*p, f);
-        }
+        e = strchr(plain, *p);
+        if (e != NULL)
+            fprintf(f, "\\%c", escaped[e - plain]);
+        else if (*p < 0x20 || *p == 0x7f)
+            fprintf(f, "\\u%04x", *p);
+        else
+            fputc(*p, f);
     }
     fputc('"', f);
 }
@@ -348,155 +337,128 @@ static int opt_u32(struct cli_opts *o, const char *name, const char *v,
     return 0;
 }
 
-enum gopt {
-    G_NODES,
-    G_CONNECT_TIMEOUT,
-    G_OP_TIMEOUT,
-    G_DRIFT,
-    G_RETRY_COUNT,
-    G_RETRY_DELAY,
-    G_RETRY_JITTER,
-    G_MAX_TTL,
-    G_PREFIX,
-    G_PASSWORD_FILE,
-    G_QUARANTINE,
-    G_NO_QUARANTINE,
-    G_ALLOW_EVICTING,
-    G_NO_CLOCK_GUARD,
-    G_RENEW_WINDOW,
-    G_TLS,
-    G_CACERT,
-    G_CACERTDIR,
-    G_CERT,
-    G_KEY,
-    G_SNI,
-    G_INSECURE,
-    G_JSON,
-    G_QUIET,
-    G_VERBOSE
-};
+static int opt_nodes(struct cli_opts *o, const char *v)
+{
+    if (!o->nodes_from_cli)
+        clear_nodes(o);         /* the command line replaces $REDLOCK_NODES */
+    o->nodes_from_cli = true;
+    return add_nodes(o, v, "--nodes");
+}
 
-static const struct {
-    const char *name;
-    char c;
-    bool has_val;
-    enum gopt id;
-} gopts[] = {
-    {"nodes", 'n', true, G_NODES},
-    {"connect-timeout", 0, true, G_CONNECT_TIMEOUT},
-    {"op-timeout", 0, true, G_OP_TIMEOUT},
-    {"drift-factor", 0, true, G_DRIFT},
-    {"retry-count", 0, true, G_RETRY_COUNT},
-    {"retry-delay", 0, true, G_RETRY_DELAY},
-    {"retry-jitter", 0, true, G_RETRY_JITTER},
-    {"max-ttl", 0, true, G_MAX_TTL},
-    {"prefix", 0, true, G_PREFIX},
-    {"password-file", 0, true, G_PASSWORD_FILE},
-    {"quarantine", 0, true, G_QUARANTINE},
-    {"no-quarantine", 0, false, G_NO_QUARANTINE},
-    {"allow-evicting-nodes", 0, false, G_ALLOW_EVICTING},
-    {"no-clock-guard", 0, false, G_NO_CLOCK_GUARD},
-    {"renew-window", 0, true, G_RENEW_WINDOW},
-    {"tls", 0, false, G_TLS},
-    {"cacert", 0, true, G_CACERT},
-    {"cacertdir", 0, true, G_CACERTDIR},
-    {"cert", 0, true, G_CERT},
-    {"key", 0, true, G_KEY},
-    {"sni", 0, true, G_SNI},
-    {"insecure", 0, false, G_INSECURE},
-    {"json", 0, false, G_JSON},
-    {"quiet", 'q', false, G_QUIET},
-    {"verbose", 'v', false, G_VERBOSE},
-};
+static int opt_drift(struct cli_opts *o, const char *v)
+{
+    if (cli_parse_double(v, 0.0, 0.1, &o->cfg.drift_factor) != 0)
+        return cli_fail(o, -1, "--drift-factor: '%s' is not a number in "
+                        "[0, 0.1]", v);
+    return 0;
+}
 
-static int apply_global(struct cli_opts *o, enum gopt id, const char *v)
+static int opt_quarantine(struct cli_opts *o, const char *v)
+{
+    return cli_parse_quarantine(o, "--quarantine", v, &o->cfg.restart_trust);
+}
+
+static int opt_no_quarantine(struct cli_opts *o, const char *v)
+{
+    (void)v;
+    o->cfg.restart_trust = RL_RESTART_TRUST;
+    return 0;
+}
+
+static int opt_renew_window(struct cli_opts *o, const char *v)
 {
     uint32_t pct = 0;
 
-    switch (id) {
-    case G_NODES:
-        if (!o->nodes_from_cli)
-            clear_nodes(o);     /* the command line replaces $REDLOCK_NODES */
-        o->nodes_from_cli = true;
-        return add_nodes(o, v, "--nodes");
-    case G_CONNECT_TIMEOUT:
-        return opt_u32(o, "connect-timeout", v, 1, 60000,
-                       &o->cfg.connect_timeout_ms);
-    case G_OP_TIMEOUT:
-        return opt_u32(o, "op-timeout", v, 1, 60000, &o->cfg.op_timeout_ms);
-    case G_DRIFT:
-        if (cli_parse_double(v, 0.0, 0.1, &o->cfg.drift_factor) != 0)
-            return cli_fail(o, -1, "--drift-factor: '%s' is not a number in "
-                            "[0, 0.1]", v);
+    if (opt_u32(o, "renew-window", v, 0, 24, &pct) != 0)
+        return -1;
+    o->cfg.renew_window_pct = (uint8_t)pct;
+    return 0;
+}
+
+static int opt_verbose(struct cli_opts *o, const char *v)
+{
+    (void)v;
+    o->verbose++;
+    return 0;
+}
+
+/* How a global option is applied. */
+enum gkind {
+    G_FLAG,     /* no value: sets *flag */
+    G_TEXT,     /* *text = the value (borrowed from argv) */
+    G_U32,      /* *u32 = the value, a whole number in lo..hi */
+    G_CALL,     /* call(o, value) */
+    G_DO        /* no value: call(o, NULL) */
+};
+
+struct gopt {
+    const char *name;
+    char c;                     /* short option, or 0 */
+    enum gkind kind;
+    bool *flag;
+    const char **text;
+    uint32_t *u32;
+    uint32_t lo, hi;
+    int (*call)(struct cli_opts *o, const char *v);
+};
+
+static int apply_global(struct cli_opts *o, const struct gopt *g,
+                        const char *v)
+{
+    switch (g->kind) {
+    case G_FLAG:
+        *g->flag = true;
         return 0;
-    case G_RETRY_COUNT:
-        return opt_u32(o, "retry-count", v, 0, 1000000, &o->cfg.retry_count);
-    case G_RETRY_DELAY:
-        return opt_u32(o, "retry-delay", v, 1, 3600000,
-                       &o->cfg.retry_delay_ms);
-    case G_RETRY_JITTER:
-        return opt_u32(o, "retry-jitter", v, 0, 3600000,
-                       &o->cfg.retry_jitter_ms);
-    case G_MAX_TTL:
-        return opt_u32(o, "max-ttl", v, 1, INT32_MAX, &o->cfg.max_ttl_ms);
-    case G_PREFIX:
-        o->cfg.prefix = v;
+    case G_TEXT:
+        *g->text = v;
         return 0;
-    case G_PASSWORD_FILE:
-        return read_password_file(o, v);
-    case G_QUARANTINE:
-        return cli_parse_quarantine(o, "--quarantine", v,
-                                    &o->cfg.restart_trust);
-    case G_NO_QUARANTINE:
-        o->cfg.restart_trust = RL_RESTART_TRUST;
-        return 0;
-    case G_ALLOW_EVICTING:
-        o->cfg.allow_evicting_nodes = true;
-        return 0;
-    case G_NO_CLOCK_GUARD:
-        o->cfg.no_clock_guard = true;
-        return 0;
-    case G_RENEW_WINDOW:
-        if (opt_u32(o, "renew-window", v, 0, 24, &pct) != 0)
-            return -1;
-        o->cfg.renew_window_pct = (uint8_t)pct;
-        return 0;
-    case G_TLS:
-        o->cfg.tls = true;
-        return 0;
-    case G_CACERT:
-        o->cfg.tls_ca_file = v;
-        return 0;
-    case G_CACERTDIR:
-        o->cfg.tls_ca_dir = v;
-        return 0;
-    case G_CERT:
-        o->cfg.tls_cert_file = v;
-        return 0;
-    case G_KEY:
-        o->cfg.tls_key_file = v;
-        return 0;
-    case G_SNI:
-        o->cfg.tls_server_name = v;
-        return 0;
-    case G_INSECURE:
-        o->cfg.tls_insecure = true;
-        return 0;
-    case G_JSON:
-        o->json = true;
-        return 0;
-    case G_QUIET:
-        o->quiet = true;
-        return 0;
-    case G_VERBOSE:
-        o->verbose++;
-        return 0;
+    case G_U32:
+        return opt_u32(o, g->name, v, g->lo, g->hi, g->u32);
+    case G_CALL:
+    case G_DO:
+        return g->call(o, v);
     }
     return -1;
 }
 
 int cli_global_option(struct cli_opts *o, int argc, char **argv, int *i)
 {
+    rl_config *cfg = &o->cfg;
+    /* Built here: the entries point at the fields of o they set. */
+    const struct gopt gopts[] = {
+        {"nodes", 'n', G_CALL, .call = opt_nodes},
+        {"connect-timeout", 0, G_U32, .u32 = &cfg->connect_timeout_ms,
+         .lo = 1, .hi = 60000},
+        {"op-timeout", 0, G_U32, .u32 = &cfg->op_timeout_ms, .lo = 1,
+         .hi = 60000},
+        {"drift-factor", 0, G_CALL, .call = opt_drift},
+        {"retry-count", 0, G_U32, .u32 = &cfg->retry_count, .lo = 0,
+         .hi = 1000000},
+        {"retry-delay", 0, G_U32, .u32 = &cfg->retry_delay_ms, .lo = 1,
+         .hi = 3600000},
+        {"retry-jitter", 0, G_U32, .u32 = &cfg->retry_jitter_ms, .lo = 0,
+         .hi = 3600000},
+        {"max-ttl", 0, G_U32, .u32 = &cfg->max_ttl_ms, .lo = 1,
+         .hi = INT32_MAX},
+        {"prefix", 0, G_TEXT, .text = &cfg->prefix},
+        {"password-file", 0, G_CALL, .call = read_password_file},
+        {"quarantine", 0, G_CALL, .call = opt_quarantine},
+        {"no-quarantine", 0, G_DO, .call = opt_no_quarantine},
+        {"allow-evicting-nodes", 0, G_FLAG,
+         .flag = &cfg->allow_evicting_nodes},
+        {"no-clock-guard", 0, G_FLAG, .flag = &cfg->no_clock_guard},
+        {"renew-window", 0, G_CALL, .call = opt_renew_window},
+        {"tls", 0, G_FLAG, .flag = &cfg->tls},
+        {"cacert", 0, G_TEXT, .text = &cfg->tls_ca_file},
+        {"cacertdir", 0, G_TEXT, .text = &cfg->tls_ca_dir},
+        {"cert", 0, G_TEXT, .text = &cfg->tls_cert_file},
+        {"key", 0, G_TEXT, .text = &cfg->tls_key_file},
+        {"sni", 0, G_TEXT, .text = &cfg->tls_server_name},
+        {"insecure", 0, G_FLAG, .flag = &cfg->tls_insecure},
+        {"json", 0, G_FLAG, .flag = &o->json},
+        {"quiet", 'q', G_FLAG, .flag = &o->quiet},
+        {"verbose", 'v', G_DO, .call = opt_verbose},
+    };
     const char *v = NULL;
     size_t k;
     int m;
@@ -506,13 +468,15 @@ int cli_global_option(struct cli_opts *o, int argc, char **argv, int *i)
         return 1;
     }
     for (k = 0; k < sizeof(gopts) / sizeof(gopts[0]); k++) {
-        m = cli_match(o, argc, argv, i, gopts[k].name, gopts[k].c,
-                      gopts[k].has_val, &v);
+        bool has_val = gopts[k].kind != G_FLAG && gopts[k].kind != G_DO;
+
+        m = cli_match(o, argc, argv, i, gopts[k].name, gopts[k].c, has_val,
+                      &v);
         if (m == 0)
             continue;
         if (m < 0)
             return -1;
-        return apply_global(o, gopts[k].id, v) == 0 ? 1 : -1;
+        return apply_global(o, &gopts[k], v) == 0 ? 1 : -1;
     }
     return 0;
 }
@@ -949,4 +913,17 @@ void cli_json_holders(FILE *f, const rl_holder_info *h, size_t count)
         fputc('}', f);
     }
     fputc(']', f);
+}
+
+void cli_pttl_text(char *buf, size_t len, const rl_holder_info *h,
+                   const char *free_word)
+{
+    if (!h->reachable)
+        snprintf(buf, len, "-");
+    else if (h->pttl_ms == -2)
+        snprintf(buf, len, "%s", free_word);
+    else if (h->pttl_ms == -1)
+        snprintf(buf, len, "no-expiry");
+    else
+        snprintf(buf, len, "%" PRId64, h->pttl_ms);
 }

@@ -72,6 +72,11 @@ void cli_json_str(FILE *f, const char *s);
  * reachable, voting, holder (the first 8 characters of the token, or
  * null), pttl_ms, error. */
 void cli_json_holders(FILE *f, const rl_holder_info *h, size_t count);
+/* A holder's PTTL_MS column (status, release --force) into buf: "-" when
+ * the node did not answer, free_word when it holds no key, "no-expiry",
+ * or the milliseconds left. */
+void cli_pttl_text(char *buf, size_t len, const rl_holder_info *h,
+                   const char *free_word);
 
 /* ---- Numbers ------------------------------------------------------------- */
 
@@ -209,10 +214,24 @@ bool cli_kind_any(const rl_acquire_opts *ao);
 /* Print l's handle: "[slot<i>/][shared/][delay<MS>/]TOKEN" (a plain
  * mutex: the bare token). */
 void cli_print_handle(FILE *f, const rl_lock *l, uint32_t delay_ms);
-/* cli_adopt_token for a handle cli_print_handle printed (or a bare
- * token): adopts the slot's key, a reader, or the lock-delay. */
-int cli_adopt_handle(struct cli_opts *o, const char *resource,
-                     const char *handle, rl_client **c, rl_lock **l);
+/* The arguments "R TOKEN" of extend and release, after cli_parse_args
+ * (npos of them in pos): a missing one is named with synopsis ("missing
+ * TOKEN (usage: <synopsis>)"), and R is checked (cli_check_resource). 0,
+ * or -1 with the usage error printed. */
+int cli_check_handle_args(const struct cli_opts *o, const char *const *pos,
+                          int npos, const char *synopsis);
+/* What extend or release does to the lock it adopted: the exit code
+ * (after a message when not CLI_EXIT_OK). It may consume *l (and set it
+ * to NULL). */
+typedef int (*cli_handle_fn)(const struct cli_opts *o, const char *resource,
+                             rl_lock **l, void *arg);
+/* Connect, adopt resource's lock by a handle cli_print_handle printed (or
+ * a bare token: cli_adopt_token, for the slot's key, a reader or the
+ * lock-delay the handle names), run fn(o, resource, &l, arg) on it and
+ * free the lock handle and the client. fn's exit code, or the adoption's
+ * after a message. */
+int cli_on_handle(struct cli_opts *o, const char *resource,
+                  const char *handle, cli_handle_fn fn, void *arg);
 /* "<resource>:slot:<slot>" into buf; -1 when it does not fit. */
 #define CLI_SLOT_NAME_MAX 540
 int cli_slot_name(char *buf, size_t len, const char *resource,
@@ -288,19 +307,31 @@ const char *cli_sig_name(int sig);
 
 /* ---- Acquire arguments and output (cmd_acquire.c) ------------------------ */
 
+/* An acquire from the command line (acquire, hold). */
+struct cli_acquire {
+    const char *resource;
+    rl_acquire_opts ao;
+    bool fence;                 /* --fence: the fence on stdout line 2 */
+    struct cli_interrupt in;    /* in.sfd from cli_block_signals */
+    rl_client *c;
+    rl_lock *l;                 /* the lock, once acquired */
+};
 /* Parse "CMD R [--ttl MS] [--wait MS] [--fence] [--limit K] [--shared]
- * [--lock-delay MS] [--owner S]" (acquire, hold) into *resource and ao
- * (zeroed first). 0 to go on, 1 when help was printed, -1 on a usage
- * error (printed). */
-int cli_acquire_args(struct cli_opts *o, int argc, char **argv,
-                     const char *help, const char **resource,
-                     rl_acquire_opts *ao, bool *fence);
-
-/* Print what acquire prints for l, taken on resource with ao: the handle
- * (and the fence on line 2 with fence), or with --json one object. */
-void cli_print_acquired(const struct cli_opts *o, const char *resource,
-                        const rl_lock *l, const rl_acquire_opts *ao,
-                        bool fence);
+ * [--lock-delay MS] [--owner S]" (acquire, hold) into *a (zeroed first,
+ * no end of the wait but a signal), then block the signals
+ * (cli_block_signals: call it before any thread exists). CLI_EXIT_OK to
+ * go on, -1 when help was printed (exit 0), or an exit code after a
+ * message; cli_acquire_free(a) either way. */
+int cli_acquire_start(struct cli_opts *o, int argc, char **argv,
+                      const char *help, struct cli_acquire *a);
+/* Connect, acquire a->resource with a->ao (cli_acquire_or_exit) and
+ * print what acquire prints: the handle (and the fence on line 2 with
+ * --fence), or with --json one object. CLI_EXIT_OK with a->l, or the exit
+ * code after a message. */
+int cli_acquire_take(struct cli_opts *o, struct cli_acquire *a);
+/* Free a's lock handle (the key stays in Redis) and client, and close its
+ * signalfd. */
+void cli_acquire_free(struct cli_acquire *a);
 
 /* ---- run --metrics-file (run_metrics.c) ---------------------------------- */
 

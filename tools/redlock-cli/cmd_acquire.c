@@ -51,13 +51,17 @@ static const char usage[] =
 "  tok=$(redlock-cli acquire deploy --ttl 60000) || exit 1\n"
 "  redlock-cli --json acquire deploy --wait 10000 --fence\n";
 
-void cli_print_acquired(const struct cli_opts *o, const char *resource,
-                        const rl_lock *l, const rl_acquire_opts *ao,
-                        bool fence)
+/* What acquire prints for a's lock: the handle (and the fence on line 2
+ * with --fence), or with --json one object. */
+static void print_acquired(const struct cli_opts *o,
+                           const struct cli_acquire *a)
 {
+    const rl_acquire_opts *ao = &a->ao;
+    const rl_lock *l = a->l;
+
     if (o->json) {
         fputs("{\"resource\":", stdout);
-        cli_json_str(stdout, resource);
+        cli_json_str(stdout, a->resource);
         fputs(",\"token\":", stdout);
         cli_json_str(stdout, rl_lock_token(l));
         if (cli_kind_any(ao)) {
@@ -75,17 +79,18 @@ void cli_print_acquired(const struct cli_opts *o, const char *resource,
     } else {
         cli_print_handle(stdout, l, ao->lock_delay_ms);
         putchar('\n');
-        if (fence)
+        if (a->fence)
             printf("%" PRIu64 "\n", rl_lock_fence(l));
         cli_info(o, "acquired '%s': validity %" PRId64 " ms, %u of %zu "
-                 "nodes", resource, rl_lock_validity_ms(l),
+                 "nodes", a->resource, rl_lock_validity_ms(l),
                  rl_lock_nodes_ok(l), o->cfg.node_count);
     }
 }
 
-int cli_acquire_args(struct cli_opts *o, int argc, char **argv,
-                     const char *help, const char **resource,
-                     rl_acquire_opts *ao, bool *fence)
+/* Parse the arguments into *a. 0 to go on, 1 when help was printed, -1 on
+ * a usage error (printed). */
+static int acquire_args(struct cli_opts *o, int argc, char **argv,
+                        const char *help, struct cli_acquire *a)
 {
     const char *ttl_s = NULL;
     const char *wait_s = NULL;
@@ -93,59 +98,76 @@ int cli_acquire_args(struct cli_opts *o, int argc, char **argv,
     const struct cli_cmdopt opts[] = {
         {"ttl", &ttl_s, NULL},
         {"wait", &wait_s, NULL},
-        {"fence", NULL, fence},
+        {"fence", NULL, &a->fence},
         CLI_KIND_OPTS(kind),
     };
+    rl_acquire_opts *ao = &a->ao;
     int code;
 
-    *fence = false;
     code = cli_parse_resource(o, argc, argv, opts, 3 + CLI_KIND_NOPTS, help,
                               "resource", "R [--ttl MS] [--wait MS] "
-                              "[--fence]", resource);
+                              "[--fence]", &a->resource);
     if (code != 0)
         return code;
-    memset(ao, 0, sizeof(*ao));
     ao->ttl_ms = cli_default_ttl(o);
     if ((ttl_s != NULL && cli_parse_ttl(o, "--ttl", ttl_s, &ao->ttl_ms) != 0) ||
         (wait_s != NULL && cli_parse_wait(o, wait_s, &ao->wait_ms) != 0) ||
         cli_kind_apply(o, &kind, ao) != 0)
         return -1;
-    ao->fencing = *fence;
+    ao->fencing = a->fence;
     return 0;
+}
+
+int cli_acquire_start(struct cli_opts *o, int argc, char **argv,
+                      const char *help, struct cli_acquire *a)
+{
+    int code;
+
+    memset(a, 0, sizeof(*a));
+    a->in.sfd = -1;
+    a->in.eof_fd = -1;
+    code = acquire_args(o, argc, argv, help, a);
+    if (code != 0)
+        return code > 0 ? -1 : CLI_EXIT_USAGE;
+    /* Before any thread exists (the library's inherit the mask): a
+     * signal ends the wait and leaves no key behind. */
+    a->in.sfd = cli_block_signals(false);
+    if (a->in.sfd < 0)
+        return cli_fail(o, CLI_EXIT_NOT_ACQUIRED, "cannot set up: %s",
+                        strerror(errno));
+    return CLI_EXIT_OK;
+}
+
+int cli_acquire_take(struct cli_opts *o, struct cli_acquire *a)
+{
+    int code;
+
+    code = cli_client_new(o, &a->c);
+    if (code != CLI_EXIT_OK)
+        return code;
+    code = cli_acquire_or_exit(o, a->c, a->resource, &a->ao, &a->in, &a->l);
+    if (code == CLI_EXIT_OK)
+        print_acquired(o, a);
+    return code;
+}
+
+void cli_acquire_free(struct cli_acquire *a)
+{
+    rl_lock_free(a->l);
+    rl_client_free(a->c);
+    if (a->in.sfd >= 0)
+        close(a->in.sfd);
 }
 
 int cmd_acquire(struct cli_opts *o, int argc, char **argv)
 {
-    struct cli_interrupt in;
-    const char *pos[1];
-    rl_acquire_opts ao;
-    rl_client *c = NULL;
-    rl_lock *l = NULL;
-    bool fence;
+    struct cli_acquire a;
     int code;
 
-    code = cli_acquire_args(o, argc, argv, usage, &pos[0], &ao, &fence);
-    if (code != 0)
-        return code > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
-
-    /* Before any thread exists (the library's inherit the mask): a
-     * signal ends the wait and leaves no key behind. */
-    in.sfd = cli_block_signals(false);
-    in.eof_fd = -1;
-    if (in.sfd < 0)
-        return cli_fail(o, CLI_EXIT_NOT_ACQUIRED, "cannot set up: %s",
-                        strerror(errno));
-    code = cli_client_new(o, &c);
-    if (code != CLI_EXIT_OK)
-        goto out;
-    code = cli_acquire_or_exit(o, c, pos[0], &ao, &in, &l);
+    code = cli_acquire_start(o, argc, argv, usage, &a);
     if (code == CLI_EXIT_OK)
-        cli_print_acquired(o, pos[0], l, &ao, fence);
-
-out:
+        code = cli_acquire_take(o, &a);
     /* Keep the key in Redis: free the handle, do not release. */
-    rl_lock_free(l);
-    rl_client_free(c);
-    close(in.sfd);
-    return code;
+    cli_acquire_free(&a);
+    return code < 0 ? CLI_EXIT_OK : code;
 }

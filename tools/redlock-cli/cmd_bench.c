@@ -301,12 +301,32 @@ static void start_acquire(struct slot *s)
 
 /* ---- Phase c: contenders ------------------------------------------------ */
 
+/* One blocking acquire of a contender (phases c and h), timed: *t0 before
+ * it, *t1 after. */
+static rl_status timed_acquire(struct slot *s, const rl_acquire_opts *ao,
+                               rl_lock **l, uint64_t *t0, uint64_t *t1)
+{
+    rl_status st;
+
+    *t0 = cli_mono_us();
+    st = rl_acquire(s->b->c, s->res, ao, l);
+    *t1 = cli_mono_us();
+    return st;
+}
+
+/* After a contender's failed acquire: a short pause when the nodes are
+ * unreachable or the client is closing, rather than trying again at once. */
+static void back_off(rl_status st)
+{
+    if (st == RL_ENOQUORUM || st == RL_ECANCELED)
+        usleep(10000);
+}
+
 static void *contender(void *arg)
 {
     struct slot *s = arg;
     struct bench *b = s->b;
     rl_acquire_opts ao;
-    struct timespec hold;
     rl_lock *l;
     rl_status st;
     uint64_t t0, t1, t2;
@@ -314,17 +334,12 @@ static void *contender(void *arg)
     memset(&ao, 0, sizeof(ao));
     ao.ttl_ms = b->ttl_ms;
     ao.wait_ms = 1000;
-    hold.tv_sec = b->hold_ms / 1000;
-    hold.tv_nsec = (long)(b->hold_ms % 1000) * 1000000L;
     while (!atomic_load(&b->stop)) {
-        t0 = cli_mono_us();
-        st = rl_acquire(b->c, s->res, &ao, &l);
-        t1 = cli_mono_us();
+        st = timed_acquire(s, &ao, &l, &t0, &t1);
         if (st != RL_OK) {
             if (st != RL_ENOTACQUIRED || !atomic_load(&b->stop))
                 count_failure(b);
-            if (st == RL_ENOQUORUM || st == RL_ECANCELED)
-                usleep(10000);
+            back_off(st);
             continue;
         }
         pthread_mutex_lock(&b->mu);
@@ -343,7 +358,7 @@ static void *contender(void *arg)
         bench_samples_add(&b->wait, t1 - t0);
         bench_samples_add(&b->acq, t1 - t0);
         pthread_mutex_unlock(&b->mu);
-        nanosleep(&hold, NULL);
+        bench_sleep_s(b->hold_ms / 1000.0);
         t2 = cli_mono_us();
         pthread_mutex_lock(&b->mu);
         b->holding = -1;
@@ -371,7 +386,6 @@ static void *rw_contender(void *arg)
     struct bench *b = s->b;
     bool writer = s->idx == 0;
     rl_acquire_opts ao;
-    struct timespec hold;
     rl_lock *l;
     rl_status st;
     uint64_t t0, t1;
@@ -380,20 +394,15 @@ static void *rw_contender(void *arg)
     ao.ttl_ms = b->ttl_ms;
     ao.wait_ms = 5000;
     ao.mode = writer ? RL_MODE_EXCLUSIVE : RL_MODE_SHARED;
-    hold.tv_sec = b->hold_ms / 1000;
-    hold.tv_nsec = (long)(b->hold_ms % 1000) * 1000000L;
     while (!atomic_load(&b->stop)) {
-        t0 = cli_mono_us();
-        st = rl_acquire(b->c, s->res, &ao, &l);
-        t1 = cli_mono_us();
+        st = timed_acquire(s, &ao, &l, &t0, &t1);
         if (st != RL_OK) {
             if (!atomic_load(&b->stop))
                 count_failure(b);
-            if (st == RL_ENOQUORUM || st == RL_ECANCELED)
-                usleep(10000);
+            back_off(st);
             continue;
         }
-        nanosleep(&hold, NULL);
+        bench_sleep_s(b->hold_ms / 1000.0);
         st = rl_release(l);
         pthread_mutex_lock(&b->mu);
         if (writer) {

@@ -26,6 +26,28 @@ static const char usage[] =
 "  tok=$(redlock-cli acquire job --ttl 10000)\n"
 "  redlock-cli extend job \"$tok\" --ttl 10000\n";
 
+/* Extend l to *arg (uint32_t) ms and print its new validity. */
+static int extend_lock(const struct cli_opts *o, const char *resource,
+                       rl_lock **l, void *arg)
+{
+    uint32_t ttl = *(const uint32_t *)arg;
+    rl_status st;
+
+    st = rl_extend(*l, ttl);
+    if (st != RL_OK)
+        return cli_status_exit(o, st, resource);
+    if (o->json) {
+        fputs("{\"resource\":", stdout);
+        cli_json_str(stdout, resource);
+        printf(",\"validity_ms\":%" PRId64 ",\"ttl_ms\":%u,\"nodes_ok\":%u,"
+               "\"nodes\":%zu}\n", rl_lock_validity_ms(*l), ttl,
+               rl_lock_nodes_ok(*l), o->cfg.node_count);
+    } else {
+        printf("%" PRId64 "\n", rl_lock_validity_ms(*l));
+    }
+    return CLI_EXIT_OK;
+}
+
 int cmd_extend(struct cli_opts *o, int argc, char **argv)
 {
     const char *ttl_s = NULL;
@@ -34,43 +56,16 @@ int cmd_extend(struct cli_opts *o, int argc, char **argv)
     };
     const char *pos[2];
     uint32_t ttl;
-    rl_client *c = NULL;
-    rl_lock *l = NULL;
-    rl_status st;
     int npos;
     int code;
 
     code = cli_parse_args(o, argc, argv, opts, 1, usage, pos, 2, &npos, NULL);
     if (code != 0)
         return code > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
-    if (npos < 2)
-        return cli_fail(o, CLI_EXIT_USAGE, "missing %s (usage: extend R "
-                        "TOKEN [--ttl MS])", npos == 0 ? "resource" : "TOKEN");
     ttl = cli_default_ttl(o);
-    if (cli_check_resource(o, pos[0]) != 0 ||
-        (ttl_s != NULL && cli_parse_ttl(o, "--ttl", ttl_s, &ttl) != 0))
+    if (cli_check_handle_args(o, pos, npos, "extend R TOKEN [--ttl MS]") != 0)
         return CLI_EXIT_USAGE;
-    code = cli_adopt_handle(o, pos[0], pos[1], &c, &l);
-    if (code != CLI_EXIT_OK)
-        goto out;
-    st = rl_extend(l, ttl);
-    if (st != RL_OK) {
-        code = cli_status_exit(o, st, pos[0]);
-        goto out;
-    }
-    if (o->json) {
-        fputs("{\"resource\":", stdout);
-        cli_json_str(stdout, pos[0]);
-        printf(",\"validity_ms\":%" PRId64 ",\"ttl_ms\":%u,\"nodes_ok\":%u,"
-               "\"nodes\":%zu}\n", rl_lock_validity_ms(l), ttl,
-               rl_lock_nodes_ok(l), o->cfg.node_count);
-    } else {
-        printf("%" PRId64 "\n", rl_lock_validity_ms(l));
-    }
-    code = CLI_EXIT_OK;
-
-out:
-    rl_lock_free(l);
-    rl_client_free(c);
-    return code;
+    if (ttl_s != NULL && cli_parse_ttl(o, "--ttl", ttl_s, &ttl) != 0)
+        return CLI_EXIT_USAGE;
+    return cli_on_handle(o, pos[0], pos[1], extend_lock, &ttl);
 }

@@ -16,7 +16,6 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
-#include <string.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
@@ -117,66 +116,49 @@ static enum hold_end hold_until_done(rl_lock *l, int sfd, pid_t parent)
 
 int cmd_hold(struct cli_opts *o, int argc, char **argv)
 {
-    struct cli_interrupt in;
-    const char *pos[1];
-    rl_acquire_opts ao;
-    rl_client *c = NULL;
-    rl_lock *l = NULL;
+    struct cli_acquire a;
     enum hold_end end;
     pid_t parent;
     rl_status st;
-    int sfd = -1;
-    bool fence;
     int code;
 
-    code = cli_acquire_args(o, argc, argv, usage, &pos[0], &ao, &fence);
-    if (code != 0)
-        return code > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
-    ao.auto_extend = true;
-
-    /* Before any thread exists: the library's threads inherit the mask,
-     * and the parent's death arrives as a SIGHUP read from sfd. */
+    /* The parent's death arrives as a SIGHUP read from a.in.sfd (the
+     * signals are blocked before any thread exists, and the library's
+     * threads inherit the mask). */
     parent = getppid();
-    sfd = cli_block_signals(false);
-    if (sfd < 0)
-        return cli_fail(o, CLI_EXIT_NOT_ACQUIRED, "cannot set up: %s",
-                        strerror(errno));
+    code = cli_acquire_start(o, argc, argv, usage, &a);
+    if (code != CLI_EXIT_OK)
+        goto out;
+    a.ao.auto_extend = true;
     if (prctl(PR_SET_PDEATHSIG, SIGHUP) != 0 || getppid() != parent) {
         code = cli_fail(o, CLI_EXIT_NOT_ACQUIRED, "%s: the parent process "
-                        "is gone", pos[0]);
+                        "is gone", a.resource);
         goto out;
     }
-    code = cli_client_new(o, &c);
+    a.in.eof_fd = STDIN_FILENO;
+    code = cli_acquire_take(o, &a);
     if (code != CLI_EXIT_OK)
         goto out;
-    in.sfd = sfd;
-    in.eof_fd = STDIN_FILENO;
-    code = cli_acquire_or_exit(o, c, pos[0], &ao, &in, &l);
-    if (code != CLI_EXIT_OK)
-        goto out;
-    cli_print_acquired(o, pos[0], l, &ao, fence);
     fflush(stdout);
 
-    end = hold_until_done(l, sfd, parent);
-    cli_info(o, "%s: %s; releasing", pos[0], end_text(end));
+    end = hold_until_done(a.l, a.in.sfd, parent);
+    cli_info(o, "%s: %s; releasing", a.resource, end_text(end));
     if (end == HOLD_LOST) {
         code = cli_fail(o, CLI_EXIT_LOST, "%s: lost the lock (a renewal "
                         "failed: the nodes no longer hold our token or did "
                         "not answer in time); stop using the resource",
-                        pos[0]);
+                        a.resource);
     }
-    rl_watchdog_stop(l);
-    st = rl_release(l);         /* also when lost: deletes keys still ours */
-    l = NULL;
+    rl_watchdog_stop(a.l);
+    st = rl_release(a.l);       /* also when lost: deletes keys still ours */
+    a.l = NULL;
     if (end != HOLD_LOST && st == RL_ELOST)
         code = cli_fail(o, CLI_EXIT_LOST, "%s: the lock's validity ran out "
-                        "before it was released", pos[0]);
+                        "before it was released", a.resource);
     else if (end != HOLD_LOST && st != RL_OK)
-        code = cli_status_exit(o, st, pos[0]);
+        code = cli_status_exit(o, st, a.resource);
 
 out:
-    rl_lock_free(l);
-    rl_client_free(c);
-    close(sfd);
-    return code;
+    cli_acquire_free(&a);
+    return code < 0 ? CLI_EXIT_OK : code;
 }

@@ -10,7 +10,6 @@
  * release). Exit 0 when removed from a majority (R was locked; its holder
  * has lost it), 1 when R was already free (stale keys on a minority are
  * removed too), 3 when too few nodes answered. */
-#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,12 +64,7 @@ static void print_forced(const struct cli_opts *o, const char *resource,
         bool had = h[i].reachable && h[i].pttl_ms != -2;
 
         snprintf(tok, sizeof(tok), "%s", h[i].token);
-        if (!had)
-            snprintf(pttl, sizeof(pttl), "-");
-        else if (h[i].pttl_ms == -1)
-            snprintf(pttl, sizeof(pttl), "no-expiry");
-        else
-            snprintf(pttl, sizeof(pttl), "%" PRId64, h[i].pttl_ms);
+        cli_pttl_text(pttl, sizeof(pttl), &h[i], "-");
         printf("%-28s %-9s %-8s %10s  %s\n", h[i].name,
                h[i].reachable ? "yes" : "no", had ? tok : "-", pttl,
                h[i].error);
@@ -132,14 +126,34 @@ out:
     return code;
 }
 
+/* Release *l (consuming it): a lock whose validity ran out is free now,
+ * as asked. */
+static int release_lock(const struct cli_opts *o, const char *resource,
+                        rl_lock **l, void *arg)
+{
+    rl_status st;
+
+    (void)arg;
+    st = rl_release(*l);
+    *l = NULL;
+    if (st == RL_ELOST)
+        st = RL_OK;
+    if (st != RL_OK)
+        return cli_status_exit(o, st, resource);
+    if (o->json) {
+        fputs("{\"resource\":", stdout);
+        cli_json_str(stdout, resource);
+        fputs(",\"released\":true}\n", stdout);
+    }
+    cli_info(o, "released '%s'", resource);
+    return CLI_EXIT_OK;
+}
+
 int cmd_release(struct cli_opts *o, int argc, char **argv)
 {
     const char *pos[2];
     bool force = false;
     const struct cli_cmdopt opts[] = {{"force", NULL, &force}};
-    rl_client *c = NULL;
-    rl_lock *l = NULL;
-    rl_status st;
     int npos;
     int code;
 
@@ -154,32 +168,7 @@ int cmd_release(struct cli_opts *o, int argc, char **argv)
         return cli_check_resource(o, pos[0]) != 0
                    ? CLI_EXIT_USAGE
                    : force_release(o, pos[0]);
-    if (npos < 2)
-        return cli_fail(o, CLI_EXIT_USAGE, "missing %s (usage: release R "
-                        "TOKEN)", npos == 0 ? "resource" : "TOKEN");
-    if (cli_check_resource(o, pos[0]) != 0)
+    if (cli_check_handle_args(o, pos, npos, "release R TOKEN") != 0)
         return CLI_EXIT_USAGE;
-    code = cli_adopt_handle(o, pos[0], pos[1], &c, &l);
-    if (code != CLI_EXIT_OK)
-        goto out;
-    st = rl_release(l);         /* consumes l */
-    l = NULL;
-    if (st == RL_ELOST)
-        st = RL_OK;             /* ran out before: free now, as asked */
-    if (st != RL_OK) {
-        code = cli_status_exit(o, st, pos[0]);
-        goto out;
-    }
-    if (o->json) {
-        fputs("{\"resource\":", stdout);
-        cli_json_str(stdout, pos[0]);
-        fputs(",\"released\":true}\n", stdout);
-    }
-    cli_info(o, "released '%s'", pos[0]);
-    code = CLI_EXIT_OK;
-
-out:
-    rl_lock_free(l);
-    rl_client_free(c);
-    return code;
+    return cli_on_handle(o, pos[0], pos[1], release_lock, NULL);
 }

@@ -168,14 +168,7 @@ static int show(struct cli_opts *o, rl_client *c, const char *resource,
                 snprintf(tok, sizeof(tok), "readers:%u", h[i].readers);
             else
                 snprintf(tok, sizeof(tok), "%.*s", CLI_TOKEN_SHOWN, h[i].token);
-            if (!h[i].reachable)
-                snprintf(pttl, sizeof(pttl), "-");
-            else if (h[i].pttl_ms == -2)
-                snprintf(pttl, sizeof(pttl), "free");
-            else if (h[i].pttl_ms == -1)
-                snprintf(pttl, sizeof(pttl), "no-expiry");
-            else
-                snprintf(pttl, sizeof(pttl), "%" PRId64, h[i].pttl_ms);
+            cli_pttl_text(pttl, sizeof(pttl), &h[i], "free");
             printf("%-28s %-9s %-10s %-8s %10s  %s\n", h[i].name,
                    h[i].reachable ? "yes" : "no",
                    !h[i].reachable ? "no"

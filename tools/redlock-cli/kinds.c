@@ -1,7 +1,7 @@
 /* kinds.c -- the lock-kind options of acquire, run, extend, release and
  * status: --limit K (semaphore), --shared (reader of a
  * read-write lock), --lock-delay MS, and the handle acquire prints for a
- * lock of another kind.
+ * lock of another kind, which extend and release adopt again.
  *
  * Handle: the token, preceded by what release and extend need to find the
  * lock again: "slot<i>/" (the semaphore slot, key "<R>:slot:<i>"),
@@ -126,8 +126,10 @@ static int segment_number(const char *seg, size_t len, const char *word,
     return cli_parse_u32(buf, 0, UINT32_MAX, out);
 }
 
-int cli_adopt_handle(struct cli_opts *o, const char *resource,
-                     const char *handle, rl_client **c, rl_lock **l)
+/* cli_adopt_token for a handle cli_print_handle printed (or a bare
+ * token). */
+static int adopt_handle(struct cli_opts *o, const char *resource,
+                        const char *handle, rl_client **c, rl_lock **l)
 {
     rl_acquire_opts ao;
     const char *p = handle, *slash;
@@ -162,4 +164,28 @@ int cli_slot_name(char *buf, size_t len, const char *resource,
     int n = snprintf(buf, len, "%s:slot:%u", resource, slot);
 
     return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+int cli_check_handle_args(const struct cli_opts *o, const char *const *pos,
+                          int npos, const char *synopsis)
+{
+    if (npos < 2)
+        return cli_fail(o, -1, "missing %s (usage: %s)",
+                        npos == 0 ? "resource" : "TOKEN", synopsis);
+    return cli_check_resource(o, pos[0]);
+}
+
+int cli_on_handle(struct cli_opts *o, const char *resource,
+                  const char *handle, cli_handle_fn fn, void *arg)
+{
+    rl_client *c = NULL;
+    rl_lock *l = NULL;
+    int code;
+
+    code = adopt_handle(o, resource, handle, &c, &l);
+    if (code == CLI_EXIT_OK)
+        code = fn(o, resource, &l, arg);
+    rl_lock_free(l);
+    rl_client_free(c);
+    return code;
 }
