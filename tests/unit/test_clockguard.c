@@ -38,22 +38,27 @@ static struct clock_sample take(struct sim *s)
     return c;
 }
 
+/* Take the next sample of s and add it to g. */
+static enum clock_event sample(struct sim *s, struct clockguard *g)
+{
+    struct clock_sample c = take(s);
+
+    return clockguard_add(g, &c, DRIFT, BEHAVE_MS);
+}
+
 /* Sample every gap µs until the guard turns suspect; returns the real
  * time from the first sample to the one that showed it (0: never, within
  * limit µs). */
 static uint64_t time_to_suspect(struct sim *s, uint64_t gap, uint64_t limit)
 {
     struct clockguard g = {0};
-    struct clock_sample c = take(s);
-    rl_mono_us start = c.send_us;
+    rl_mono_us start = s->now;
 
-    clockguard_add(&g, &c, DRIFT, BEHAVE_MS);
+    sample(s, &g);
     while (s->now - start < limit) {
         s->now += gap;
-        c = take(s);
-        if (clockguard_add(&g, &c, DRIFT, BEHAVE_MS) ==
-            CLOCK_BECAME_SUSPECT)
-            return c.recv_us - start;
+        if (sample(s, &g) == CLOCK_BECAME_SUSPECT)
+            return s->now - start;
     }
     return 0;
 }
@@ -62,14 +67,11 @@ static void test_a_clock_at_our_rate_is_consistent(void **state)
 {
     struct sim s = {1.0, 0, T0, 200};
     struct clockguard g = {0};
-    struct clock_sample c;
     int i;
 
     (void)state;
     for (i = 0; i < 10000; i++) {
-        c = take(&s);
-        assert_int_equal(clockguard_add(&g, &c, DRIFT, BEHAVE_MS),
-                         CLOCK_NO_CHANGE);
+        assert_int_equal(sample(&s, &g), CLOCK_NO_CHANGE);
         s.now += 1000 + (uint64_t)(i % 7) * 5000;
     }
     assert_false(g.suspect);
@@ -91,16 +93,11 @@ static void test_x5_is_caught_by_the_first_two_samples(void **state)
     /* One round trip between the handshake and the next request. */
     struct sim s = {5.0, 0, T0, 100};
     struct clockguard g = {0};
-    struct clock_sample a, b;
 
     (void)state;
-    a = take(&s);
+    assert_int_equal(sample(&s, &g), CLOCK_NO_CHANGE);
     s.now += 100;
-    b = take(&s);
-    assert_int_equal(clockguard_add(&g, &a, DRIFT, BEHAVE_MS),
-                     CLOCK_NO_CHANGE);
-    assert_int_equal(clockguard_add(&g, &b, DRIFT, BEHAVE_MS),
-                     CLOCK_BECAME_SUSPECT);
+    assert_int_equal(sample(&s, &g), CLOCK_BECAME_SUSPECT);
     assert_true(g.suspect);
     assert_int_equal(g.incidents, 1);
 }
@@ -136,20 +133,15 @@ static void test_steps_forward_and_backward_are_caught(void **state)
     for (i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
         struct sim s = {1.0, 0, T0, 200};
         struct clockguard g = {0};
-        struct clock_sample c;
         int k;
 
         for (k = 0; k < 100; k++) {
-            c = take(&s);
-            assert_int_equal(clockguard_add(&g, &c, DRIFT, BEHAVE_MS),
-                             CLOCK_NO_CHANGE);
+            assert_int_equal(sample(&s, &g), CLOCK_NO_CHANGE);
             s.now += 10000;
         }
         /* D > d * E + 2 rtt: 5 ms after 10 ms of gap is caught. */
         s.offset += steps[i];
-        c = take(&s);
-        assert_int_equal(clockguard_add(&g, &c, DRIFT, BEHAVE_MS),
-                         CLOCK_BECAME_SUSPECT);
+        assert_int_equal(sample(&s, &g), CLOCK_BECAME_SUSPECT);
     }
 }
 
@@ -157,30 +149,22 @@ static void test_it_votes_again_only_after_behaving_for_max_ttl(void **state)
 {
     struct sim s = {1.0, 0, T0, 200};
     struct clockguard g = {0};
-    struct clock_sample c;
     rl_mono_us bad;
 
     (void)state;
-    c = take(&s);
-    clockguard_add(&g, &c, DRIFT, BEHAVE_MS);
+    sample(&s, &g);
     s.now += 5000;
     s.offset += 100000; /* a step of 100 ms */
-    c = take(&s);
-    assert_int_equal(clockguard_add(&g, &c, DRIFT, BEHAVE_MS),
-                     CLOCK_BECAME_SUSPECT);
-    bad = c.recv_us;
+    assert_int_equal(sample(&s, &g), CLOCK_BECAME_SUSPECT);
+    bad = s.now; /* when the reply that showed it came back */
     /* Behaves from now on: still suspect until BEHAVE_MS have passed. */
     while (s.now + 50000 < bad + BEHAVE_MS * 1000u) {
         s.now += 50000;
-        c = take(&s);
-        assert_int_equal(clockguard_add(&g, &c, DRIFT, BEHAVE_MS),
-                         CLOCK_NO_CHANGE);
+        assert_int_equal(sample(&s, &g), CLOCK_NO_CHANGE);
         assert_true(g.suspect);
     }
     s.now = bad + BEHAVE_MS * 1000u;
-    c = take(&s);
-    assert_int_equal(clockguard_add(&g, &c, DRIFT, BEHAVE_MS),
-                     CLOCK_RECOVERED);
+    assert_int_equal(sample(&s, &g), CLOCK_RECOVERED);
     assert_false(g.suspect);
     assert_int_equal(g.incidents, 1);
 }
@@ -189,33 +173,23 @@ static void test_a_reconnect_keeps_the_suspect_state(void **state)
 {
     struct sim s = {1.0, 0, T0, 200};
     struct clockguard g = {0};
-    struct clock_sample c;
 
     (void)state;
-    c = take(&s);
-    clockguard_add(&g, &c, DRIFT, BEHAVE_MS);
+    sample(&s, &g);
     s.now += 5000;
     s.offset -= 100000;
-    c = take(&s);
-    assert_int_equal(clockguard_add(&g, &c, DRIFT, BEHAVE_MS),
-                     CLOCK_BECAME_SUSPECT);
+    assert_int_equal(sample(&s, &g), CLOCK_BECAME_SUSPECT);
     /* Much later, a new connection: it needs a new baseline of
      * BEHAVE_MS before it votes, however long ago the incident was. */
     s.now += 10 * BEHAVE_MS * 1000u;
     clockguard_reconnect(&g);
-    c = take(&s);
-    assert_int_equal(clockguard_add(&g, &c, DRIFT, BEHAVE_MS),
-                     CLOCK_NO_CHANGE);
+    assert_int_equal(sample(&s, &g), CLOCK_NO_CHANGE);
     assert_true(g.suspect);
     s.now += BEHAVE_MS * 500u;
-    c = take(&s);
-    assert_int_equal(clockguard_add(&g, &c, DRIFT, BEHAVE_MS),
-                     CLOCK_NO_CHANGE);
+    assert_int_equal(sample(&s, &g), CLOCK_NO_CHANGE);
     assert_true(g.suspect);
     s.now += BEHAVE_MS * 500u;
-    c = take(&s);
-    assert_int_equal(clockguard_add(&g, &c, DRIFT, BEHAVE_MS),
-                     CLOCK_RECOVERED);
+    assert_int_equal(sample(&s, &g), CLOCK_RECOVERED);
 }
 
 static void test_overlapping_requests_are_consistent(void **state)

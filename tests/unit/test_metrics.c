@@ -215,19 +215,23 @@ static bool parse(struct parsed *ps, const char *text)
     return true;
 }
 
-/* The sample name{labels}; fails the test when it is not there. */
-static double value_of(const struct parsed *ps, const char *name,
-                       const char *labels)
+/* The sample name{labels} is there with the value want (exactly: the
+ * values are written as exact decimals). */
+static void expect_sample(const struct parsed *ps, const char *name,
+                          const char *labels, double want)
 {
     size_t i;
 
     for (i = 0; i < ps->n; i++) {
         if (strcmp(ps->samples[i].name, name) == 0 &&
-            strcmp(ps->samples[i].labels, labels) == 0)
-            return ps->samples[i].value;
+            strcmp(ps->samples[i].labels, labels) == 0) {
+            if (ps->samples[i].value != want)
+                fail_msg("%s{%s} is %.17g, expected %.17g", name, labels,
+                         ps->samples[i].value, want);
+            return;
+        }
     }
     fail_msg("no sample %s{%s}", name, labels);
-    return -1;
 }
 
 static size_t samples_named(const struct parsed *ps, const char *name)
@@ -241,46 +245,57 @@ static size_t samples_named(const struct parsed *ps, const char *name)
 
 /* ---- Fixtures ----------------------------------------------------------- */
 
+/* The client-wide counters: the field of rl_stats, its metric family and
+ * the value fill_stats gives it. */
+#define CLIENT_COUNTERS(X)                                                   \
+    X(acquired, "redlock_acquired_total", 42)                                \
+    X(contended, "redlock_contended_total", 7)                               \
+    X(lost, "redlock_lost_total", 1)                                         \
+    X(renewals, "redlock_renewals_total", 99)                                \
+    X(fences, "redlock_fences_total", 3)                                     \
+    X(overload_refused, "redlock_overload_refused_total", 12)                \
+    X(renewals_waiting, "redlock_renewals_waiting", 340)
+
 static void fill_stats(rl_stats *s, size_t nodes)
 {
     size_t i;
 
     memset(s, 0, sizeof(*s));
-    s->acquired = 42;
-    s->contended = 7;
-    s->lost = 1;
-    s->renewals = 99;
-    s->fences = 3;
-    s->overload_refused = 12;
-    s->renewals_waiting = 340;
+#define SET_COUNTER_(field, family, value) s->field = value;
+    CLIENT_COUNTERS(SET_COUNTER_)
+#undef SET_COUNTER_
     s->node_count = nodes;
     for (i = 0; i < nodes; i++) {
         rl_node_stats *n = &s->nodes[i];
 
+        *n = (rl_node_stats){
+            .connected = i != 1,
+            .voting = i == 0,
+            .requests = 1000 + i,
+            .errors = 10 + i,
+            .timeouts = 20 + i,
+            .down = 30 + i,
+            .handshakes = 4 + i,
+            .tls_resumed = 3 + i,
+            .votes_for = 500 + i,
+            .votes_against = 40 + i,
+            .latency_p50_us = 150,
+            .latency_p90_us = 1500,
+            .latency_p99_us = 3000001,
+            .latency_max_us = 4294967295u,
+            .clock_rate = i == 2 ? 5.0 : 1.0,
+            .clock_incidents = i == 2 ? 3 : 0,
+            .clock_state = i == 2 ? RL_CLOCK_SUSPECT : RL_CLOCK_OK,
+            .twin_of = i == 1 ? 0 : -1,
+            .may_evict = i == 0   ? RL_FACT_NO
+                         : i == 1 ? RL_FACT_YES
+                                  : RL_FACT_UNKNOWN,
+            .fsync_always = i == 0 ? RL_FACT_YES : RL_FACT_NO,
+            .vote_bar = i == 0   ? RL_VOTES
+                        : i == 1 ? RL_BAR_TWIN
+                                 : RL_BAR_CLOCK,
+        };
         snprintf(n->name, sizeof(n->name), "127.0.0.1:%zu", 7001 + i);
-        n->connected = i != 1;
-        n->voting = i == 0;
-        n->requests = 1000 + i;
-        n->errors = 10 + i;
-        n->timeouts = 20 + i;
-        n->down = 30 + i;
-        n->handshakes = 4 + i;
-        n->tls_resumed = 3 + i;
-        n->votes_for = 500 + i;
-        n->votes_against = 40 + i;
-        n->latency_p50_us = 150;
-        n->latency_p90_us = 1500;
-        n->latency_p99_us = 3000001;
-        n->latency_max_us = 4294967295u;
-        n->clock_rate = i == 2 ? 5.0 : 1.0;
-        n->clock_incidents = i == 2 ? 3 : 0;
-        n->clock_state = i == 2 ? RL_CLOCK_SUSPECT : RL_CLOCK_OK;
-        n->twin_of = i == 1 ? 0 : -1;
-        n->may_evict = i == 0 ? RL_FACT_NO : i == 1 ? RL_FACT_YES
-                                                    : RL_FACT_UNKNOWN;
-        n->fsync_always = i == 0 ? RL_FACT_YES : RL_FACT_NO;
-        n->vote_bar = i == 0 ? RL_VOTES : i == 1 ? RL_BAR_TWIN
-                                                 : RL_BAR_CLOCK;
     }
 }
 
@@ -320,15 +335,33 @@ static struct parsed *parse_or_fail(const char *text)
     return ps;
 }
 
+/* Stats rendered (with extra labels) and read back by the strict parser. */
+struct rendering {
+    rl_stats s;
+    char *text;
+    struct parsed *ps;
+};
+
+static void render_and_parse(struct rendering *r, const char *const *labels,
+                             size_t count)
+{
+    r->text = render(&r->s, labels, count);
+    r->ps = parse_or_fail(r->text);
+}
+
+static void rendering_free(struct rendering *r)
+{
+    free(r->ps);
+    free(r->text);
+}
+
 /* ---- Tests -------------------------------------------------------------- */
 
 static void test_every_family_is_rendered_and_parses(void **state)
 {
-    static const char *const client_families[] = {
-        "redlock_acquired_total", "redlock_contended_total",
-        "redlock_lost_total", "redlock_renewals_total",
-        "redlock_fences_total", "redlock_overload_refused_total",
-        "redlock_renewals_waiting"};
+#define FAMILY_(field, family, value) family,
+    static const char *const client_families[] = {CLIENT_COUNTERS(FAMILY_)};
+#undef FAMILY_
     static const char *const per_node[] = {
         "redlock_node_requests_total", "redlock_node_errors_total",
         "redlock_node_timeouts_total", "redlock_node_down_total",
@@ -338,169 +371,137 @@ static void test_every_family_is_rendered_and_parses(void **state)
         "redlock_node_clock_rate", "redlock_node_clock_suspect",
         "redlock_node_may_evict", "redlock_node_fsync_always",
         "redlock_node_independent", "redlock_node_vote_bar"};
-    rl_stats s;
-    struct parsed *ps;
-    char *text;
+    struct rendering r;
     size_t i;
 
     (void)state;
-    fill_stats(&s, 5);
-    text = render(&s, NULL, 0);
-    ps = parse_or_fail(text);
-    assert_int_equal(ps->nfam, 25);
+    fill_stats(&r.s, 5);
+    render_and_parse(&r, NULL, 0);
+    assert_int_equal(r.ps->nfam, 25);
     for (i = 0; i < sizeof(client_families) / sizeof(client_families[0]); i++)
-        assert_int_equal(samples_named(ps, client_families[i]), 1);
+        assert_int_equal(samples_named(r.ps, client_families[i]), 1);
     for (i = 0; i < sizeof(per_node) / sizeof(per_node[0]); i++)
-        assert_int_equal(samples_named(ps, per_node[i]), 5);
-    assert_int_equal(samples_named(ps, "redlock_node_votes_total"), 10);
-    assert_int_equal(samples_named(ps, "redlock_node_latency_seconds"), 15);
-    free(ps);
-    free(text);
+        assert_int_equal(samples_named(r.ps, per_node[i]), 5);
+    assert_int_equal(samples_named(r.ps, "redlock_node_votes_total"), 10);
+    assert_int_equal(samples_named(r.ps, "redlock_node_latency_seconds"), 15);
+    rendering_free(&r);
 }
 
+/* Each sample of fill_stats(3 nodes) with its value; node is the port of
+ * the node label (0: a client-wide sample), then the other labels. */
 static void test_values_match_the_stats(void **state)
 {
-    rl_stats s;
-    struct parsed *ps;
-    char *text;
+    static const struct {
+        const char *name;
+        int node;
+        const char *labels;
+        double value;
+    } samples[] = {
+#define CLIENT_SAMPLE_(field, family, value) {family, 0, "", value},
+        CLIENT_COUNTERS(CLIENT_SAMPLE_)
+#undef CLIENT_SAMPLE_
+        {"redlock_node_requests_total", 7003, "", 1002},
+        {"redlock_node_errors_total", 7002, "", 11},
+        {"redlock_node_timeouts_total", 7001, "", 20},
+        {"redlock_node_down_total", 7003, "", 32},
+        {"redlock_node_handshakes_total", 7002, "", 5},
+        {"redlock_node_tls_resumed_total", 7003, "", 5},
+        {"redlock_node_votes_total", 7002, "vote=for;", 501},
+        {"redlock_node_votes_total", 7002, "vote=against;", 41},
+        {"redlock_node_latency_seconds", 7001, "quantile=0.5;", 0.000150},
+        {"redlock_node_latency_seconds", 7001, "quantile=0.9;", 0.0015},
+        {"redlock_node_latency_seconds", 7001, "quantile=0.99;", 3.000001},
+        {"redlock_node_latency_max_seconds", 7001, "", 4294.967295},
+        {"redlock_node_connected", 7001, "", 1},
+        {"redlock_node_connected", 7002, "", 0},
+        {"redlock_node_voting", 7001, "", 1},
+        {"redlock_node_voting", 7003, "", 0},
+        {"redlock_node_clock_rate", 7003, "", 5.0},
+        {"redlock_node_clock_suspect", 7003, "", 1},
+        {"redlock_node_clock_suspect", 7001, "", 0},
+        {"redlock_node_clock_incidents_total", 7003, "", 3},
+        /* The node's own facts: unknown is -1, never 0 (fine). */
+        {"redlock_node_may_evict", 7001, "", 0},
+        {"redlock_node_may_evict", 7002, "", 1},
+        {"redlock_node_may_evict", 7003, "", -1},
+        {"redlock_node_fsync_always", 7001, "", 1},
+        {"redlock_node_fsync_always", 7002, "", 0},
+        {"redlock_node_independent", 7001, "", 1},
+        {"redlock_node_independent", 7002, "", 0},
+        {"redlock_node_vote_bar", 7001, "", RL_VOTES},
+        {"redlock_node_vote_bar", 7002, "", RL_BAR_TWIN},
+        {"redlock_node_vote_bar", 7003, "", RL_BAR_CLOCK},
+    };
+    struct rendering r;
+    char labels[LABELS_MAX_LEN];
+    size_t i;
 
     (void)state;
-    fill_stats(&s, 3);
-    text = render(&s, NULL, 0);
-    ps = parse_or_fail(text);
-    assert_true(value_of(ps, "redlock_acquired_total", "") == 42);
-    assert_true(value_of(ps, "redlock_contended_total", "") == 7);
-    assert_true(value_of(ps, "redlock_lost_total", "") == 1);
-    assert_true(value_of(ps, "redlock_renewals_total", "") == 99);
-    assert_true(value_of(ps, "redlock_fences_total", "") == 3);
-    assert_true(value_of(ps, "redlock_overload_refused_total", "") == 12);
-    assert_true(value_of(ps, "redlock_renewals_waiting", "") == 340);
-    assert_true(value_of(ps, "redlock_node_requests_total",
-                         "node=127.0.0.1:7003;") == 1002);
-    assert_true(value_of(ps, "redlock_node_errors_total",
-                         "node=127.0.0.1:7002;") == 11);
-    assert_true(value_of(ps, "redlock_node_timeouts_total",
-                         "node=127.0.0.1:7001;") == 20);
-    assert_true(value_of(ps, "redlock_node_down_total",
-                         "node=127.0.0.1:7003;") == 32);
-    assert_true(value_of(ps, "redlock_node_handshakes_total",
-                         "node=127.0.0.1:7002;") == 5);
-    assert_true(value_of(ps, "redlock_node_tls_resumed_total",
-                         "node=127.0.0.1:7003;") == 5);
-    assert_true(value_of(ps, "redlock_node_votes_total",
-                         "node=127.0.0.1:7002;vote=for;") == 501);
-    assert_true(value_of(ps, "redlock_node_votes_total",
-                         "node=127.0.0.1:7002;vote=against;") == 41);
-    assert_true(value_of(ps, "redlock_node_latency_seconds",
-                         "node=127.0.0.1:7001;quantile=0.5;") == 0.000150);
-    assert_true(value_of(ps, "redlock_node_latency_seconds",
-                         "node=127.0.0.1:7001;quantile=0.9;") == 0.0015);
-    assert_true(value_of(ps, "redlock_node_latency_seconds",
-                         "node=127.0.0.1:7001;quantile=0.99;") == 3.000001);
-    assert_true(value_of(ps, "redlock_node_latency_max_seconds",
-                         "node=127.0.0.1:7001;") == 4294.967295);
-    assert_true(value_of(ps, "redlock_node_connected",
-                         "node=127.0.0.1:7001;") == 1);
-    assert_true(value_of(ps, "redlock_node_connected",
-                         "node=127.0.0.1:7002;") == 0);
-    assert_true(value_of(ps, "redlock_node_voting",
-                         "node=127.0.0.1:7001;") == 1);
-    assert_true(value_of(ps, "redlock_node_voting",
-                         "node=127.0.0.1:7003;") == 0);
-    assert_true(value_of(ps, "redlock_node_clock_rate",
-                         "node=127.0.0.1:7003;") == 5.0);
-    assert_true(value_of(ps, "redlock_node_clock_suspect",
-                         "node=127.0.0.1:7003;") == 1);
-    assert_true(value_of(ps, "redlock_node_clock_suspect",
-                         "node=127.0.0.1:7001;") == 0);
-    assert_true(value_of(ps, "redlock_node_clock_incidents_total",
-                         "node=127.0.0.1:7003;") == 3);
-    /* The node's own facts: unknown is -1, never 0 (fine). */
-    assert_true(value_of(ps, "redlock_node_may_evict",
-                         "node=127.0.0.1:7001;") == 0);
-    assert_true(value_of(ps, "redlock_node_may_evict",
-                         "node=127.0.0.1:7002;") == 1);
-    assert_true(value_of(ps, "redlock_node_may_evict",
-                         "node=127.0.0.1:7003;") == -1);
-    assert_true(value_of(ps, "redlock_node_fsync_always",
-                         "node=127.0.0.1:7001;") == 1);
-    assert_true(value_of(ps, "redlock_node_fsync_always",
-                         "node=127.0.0.1:7002;") == 0);
-    assert_true(value_of(ps, "redlock_node_independent",
-                         "node=127.0.0.1:7001;") == 1);
-    assert_true(value_of(ps, "redlock_node_independent",
-                         "node=127.0.0.1:7002;") == 0);
-    assert_true(value_of(ps, "redlock_node_vote_bar",
-                         "node=127.0.0.1:7001;") == RL_VOTES);
-    assert_true(value_of(ps, "redlock_node_vote_bar",
-                         "node=127.0.0.1:7002;") == RL_BAR_TWIN);
-    assert_true(value_of(ps, "redlock_node_vote_bar",
-                         "node=127.0.0.1:7003;") == RL_BAR_CLOCK);
+    fill_stats(&r.s, 3);
+    render_and_parse(&r, NULL, 0);
+    for (i = 0; i < sizeof(samples) / sizeof(samples[0]); i++) {
+        if (samples[i].node == 0)
+            snprintf(labels, sizeof(labels), "%s", samples[i].labels);
+        else
+            snprintf(labels, sizeof(labels), "node=127.0.0.1:%d;%s",
+                     samples[i].node, samples[i].labels);
+        expect_sample(r.ps, samples[i].name, labels, samples[i].value);
+    }
     /* Exact decimal seconds, not a rounded double. */
-    assert_non_null(strstr(text, "quantile=\"0.99\"} 3.000001\n"));
-    free(ps);
-    free(text);
+    assert_non_null(strstr(r.text, "quantile=\"0.99\"} 3.000001\n"));
+    rendering_free(&r);
 }
 
 static void test_label_values_are_escaped(void **state)
 {
     const char *labels[] = {"job", "a \"quoted\" back\\slash\nnewline"};
-    rl_stats s;
-    struct parsed *ps;
-    char *text;
+    struct rendering r;
 
     (void)state;
-    fill_stats(&s, 1);
-    snprintf(s.nodes[0].name, sizeof(s.nodes[0].name), "unix:/tmp/x\"y\\z");
-    text = render(&s, labels, 1);
-    ps = parse_or_fail(text);
-    assert_true(value_of(ps, "redlock_node_requests_total",
-                         "job=a \"quoted\" back\\slash\nnewline;"
-                         "node=unix:/tmp/x\"y\\z;") == 1000);
-    assert_non_null(strstr(text, "job=\"a \\\"quoted\\\" back\\\\slash"
-                                 "\\nnewline\""));
-    free(ps);
-    free(text);
+    fill_stats(&r.s, 1);
+    snprintf(r.s.nodes[0].name, sizeof(r.s.nodes[0].name),
+             "unix:/tmp/x\"y\\z");
+    render_and_parse(&r, labels, 1);
+    expect_sample(r.ps, "redlock_node_requests_total",
+                  "job=a \"quoted\" back\\slash\nnewline;"
+                  "node=unix:/tmp/x\"y\\z;",
+                  1000);
+    assert_non_null(strstr(r.text, "job=\"a \\\"quoted\\\" back\\\\slash"
+                                   "\\nnewline\""));
+    rendering_free(&r);
 }
 
 static void test_extra_labels_are_on_every_sample(void **state)
 {
     const char *labels[] = {"resource", "deploy", "job", "cron"};
-    rl_stats s;
-    struct parsed *ps;
-    char *text;
+    struct rendering r;
     size_t i;
 
     (void)state;
-    fill_stats(&s, 2);
-    text = render(&s, labels, 2);
-    ps = parse_or_fail(text);
-    for (i = 0; i < ps->n; i++)
-        assert_memory_equal(ps->samples[i].labels, "resource=deploy;job=cron;",
+    fill_stats(&r.s, 2);
+    render_and_parse(&r, labels, 2);
+    for (i = 0; i < r.ps->n; i++)
+        assert_memory_equal(r.ps->samples[i].labels,
+                            "resource=deploy;job=cron;",
                             strlen("resource=deploy;job=cron;"));
-    assert_true(value_of(ps, "redlock_lost_total",
-                         "resource=deploy;job=cron;") == 1);
-    assert_true(value_of(ps, "redlock_node_latency_seconds",
-                         "resource=deploy;job=cron;node=127.0.0.1:7002;"
-                         "quantile=0.9;") == 0.0015);
-    free(ps);
-    free(text);
+    expect_sample(r.ps, "redlock_lost_total", "resource=deploy;job=cron;", 1);
+    expect_sample(r.ps, "redlock_node_latency_seconds",
+                  "resource=deploy;job=cron;node=127.0.0.1:7002;"
+                  "quantile=0.9;",
+                  0.0015);
+    rendering_free(&r);
 }
 
 static void test_zero_nodes_renders_the_client_counters(void **state)
 {
-    rl_stats s;
-    struct parsed *ps;
-    char *text;
+    struct rendering r;
 
     (void)state;
-    fill_stats(&s, 0);
-    text = render(&s, NULL, 0);
-    ps = parse_or_fail(text);
-    assert_int_equal(ps->n, 7);
-    assert_true(value_of(ps, "redlock_renewals_total", "") == 99);
-    free(ps);
-    free(text);
+    fill_stats(&r.s, 0);
+    render_and_parse(&r, NULL, 0);
+    assert_int_equal(r.ps->n, 7);
+    expect_sample(r.ps, "redlock_renewals_total", "", 99);
+    rendering_free(&r);
 }
 
 static void test_size_query_and_a_too_small_buffer(void **state)
