@@ -124,6 +124,7 @@ Python 3 stdlib only. Run `chaos.py --help`.
 import argparse
 import atexit
 import bisect
+import dataclasses
 import json
 import os
 import random
@@ -606,6 +607,40 @@ class Proxy:
         return reply
 
 
+# ---- the fenced register ------------------------------------------------
+
+# A Lua script on the truth Redis, loaded once per run (Env.start_truth);
+# every contender calls it by its SHA (contender.c: --register-sha; the CLI
+# critical section: FSHA). It accepts a write only if its token is >= the
+# highest token it has accepted: a lower token is rejected. Tokens are
+# decimal strings compared by length, then lexically (exact for 64-bit
+# values, unlike Lua doubles). Every call is appended to fence:log:R
+# ("A token highest-before kind data" or "R token highest kind data"),
+# which check() replays.
+# KEYS: fence:max:R fence:data:R fence:stats:R fence:log:R
+# ARGV: token data kind
+REGISTER_LUA = """\
+local t = ARGV[1]
+local m = redis.call('GET', KEYS[1])
+local function lt(a, b)
+  if #a ~= #b then return #a < #b end
+  return a < b
+end
+if m and lt(t, m) then
+  redis.call('HINCRBY', KEYS[3], 'rejected', 1)
+  redis.call('RPUSH', KEYS[4],
+             'R ' .. t .. ' ' .. m .. ' ' .. ARGV[3] .. ' ' .. ARGV[2])
+  return 0
+end
+redis.call('SET', KEYS[1], t)
+redis.call('SET', KEYS[2], ARGV[2])
+redis.call('HINCRBY', KEYS[3], 'accepted', 1)
+redis.call('RPUSH', KEYS[4],
+           'A ' .. t .. ' ' .. (m or '0') .. ' ' .. ARGV[3] .. ' ' .. ARGV[2])
+return 1
+"""
+
+
 # ---- CLI critical section (sh) -------------------------------------------
 
 # The critical section of a `redlock-cli run` contender (or of a leader
@@ -673,31 +708,36 @@ class Contender:
         self.summary = None
         open(self.log, "a").close()
 
-    def start(self):
-        if self.kind == "cli":
-            self.thread = threading.Thread(target=self._cli_loop, daemon=True)
-            self.thread.start()
-            return
-        args = [self.env.contender, "--nodes", ",".join(self.nodes),
-                "--resources", ",".join(self.resources),
-                "--duration", "%.3f" % self.duration,
-                "--ttl", str(self.ttl), "--wait", str(self.wait),
-                "--hold-ms", "%d-%d" % self.hold, "--mode", self.kind,
-                "--max-ttl", str(self.max_ttl),
-                "--truth", "127.0.0.1:%d" % self.env.truth_port,
-                "--id", str(self.cid), "--log", self.log]
-        if self.cycles:
-            args += ["--cycles", str(self.cycles)]
-        if self.fence:
-            args.append("--fence")
-        if self.stale_write:
-            args.append("--stale-write")
+    def client_options(self):
+        """The client's options, the same for contender and redlock-cli."""
+        args = ["--nodes", ",".join(self.nodes),
+                "--max-ttl", str(self.max_ttl)]
         if self.no_quarantine:
             args.append("--no-quarantine")
         if self.no_clock_guard:
             args.append("--no-clock-guard")
         if self.env.tls_dir:
             args += ["--cacert", os.path.join(self.env.tls_dir, "ca.pem")]
+        return args
+
+    def start(self):
+        if self.kind == "cli":
+            self.thread = threading.Thread(target=self._cli_loop, daemon=True)
+            self.thread.start()
+            return
+        args = [self.env.contender] + self.client_options() + [
+            "--resources", ",".join(self.resources),
+            "--duration", "%.3f" % self.duration,
+            "--ttl", str(self.ttl), "--wait", str(self.wait),
+            "--hold-ms", "%d-%d" % self.hold, "--mode", self.kind,
+            "--truth", "127.0.0.1:%d" % self.env.truth_port,
+            "--id", str(self.cid), "--log", self.log]
+        if self.cycles:
+            args += ["--cycles", str(self.cycles)]
+        if self.fence:
+            args += ["--fence", "--register-sha", self.env.register_sha]
+        if self.stale_write:
+            args.append("--stale-write")
         args += self.extra
         self.proc = CLEANUP.add_proc(subprocess.Popen(
             args, stdout=open(self.out, "w"), stderr=open(self.err, "w"),
@@ -713,14 +753,7 @@ class Contender:
             n += 1
             r = random.choice(self.resources)
             hold = random.randint(*self.hold) / 1000.0
-            args = [env.cli, "--nodes", ",".join(self.nodes),
-                    "--max-ttl", str(self.max_ttl), "-q"]
-            if self.no_quarantine:
-                args.append("--no-quarantine")
-            if self.no_clock_guard:
-                args.append("--no-clock-guard")
-            if env.tls_dir:
-                args += ["--cacert", os.path.join(env.tls_dir, "ca.pem")]
+            args = [env.cli] + self.client_options() + ["-q"]
             if self.elect:
                 args += ["elect", r, "--owner", "c%d" % self.cid]
             else:
@@ -881,7 +914,7 @@ class Env:
                 raise RuntimeError("truth redis did not start")
             time.sleep(0.02)
         self.truth = Redis("127.0.0.1", self.truth_port, timeout=10)
-        self.register_sha = self.truth.cmd("SCRIPT", "LOAD", register_lua())
+        self.register_sha = self.truth.cmd("SCRIPT", "LOAD", REGISTER_LUA)
 
     def start_nodes(self, netns=False, skew_nodes=()):
         if netns:
@@ -960,22 +993,46 @@ class Env:
         self.mark(i, "quarantine",
                   healthy_at=mono_ns() + (self.max_ttl + 1500) * 1000000)
 
+    def fault_node(self, i, state, ctl=None):
+        """Node i fails; state says how: "down" (kill -9), "paused"
+        (SIGSTOP), "cut" (its veth link down), "blackhole" (its faultproxy
+        drops everything) or "slow" (ctl is the faultproxy command: delay,
+        drop, reset). mend_node(i) undoes it."""
+        self.mark(i, state)
+        n = self.nodes[i]
+        if state == "down":
+            n.kill9()
+        elif state == "paused":
+            n.signal(signal.SIGSTOP)
+        elif state == "cut":
+            n.cut()
+        elif state == "blackhole":
+            self.proxies[i].ctl("blackhole on")
+        else:
+            self.proxies[i].ctl(ctl)
+
+    def mend_node(self, i):
+        """Undo node i's fault, if it has one: a killed node starts again,
+        empty, in quarantine."""
+        st = self.state[i]
+        n = self.nodes[i]
+        if st == "paused":
+            n.signal(signal.SIGCONT)
+            self.mark(i, "ok")
+        elif st == "down":
+            n.start()
+            self.mark(i, "quarantine", healthy_at=mono_ns() +
+                      (self.max_ttl + 1500) * 1000000)
+        elif st == "cut":
+            n.heal()
+            self.mark(i, "ok")
+        elif st in ("slow", "blackhole"):
+            self.proxies[i].ctl("pass")
+            self.mark(i, "ok")
+
     def heal_all(self):
-        for i, n in enumerate(self.nodes):
-            st = self.state[i]
-            if st == "paused":
-                n.signal(signal.SIGCONT)
-                self.mark(i, "ok")
-            elif st == "down":
-                n.start()
-                self.mark(i, "quarantine", healthy_at=mono_ns() +
-                          (self.max_ttl + 1500) * 1000000)
-            elif st == "cut":
-                n.heal()
-                self.mark(i, "ok")
-            elif st in ("slow", "blackhole"):
-                self.proxies[i].ctl("pass")
-                self.mark(i, "ok")
+        for i in range(len(self.nodes)):
+            self.mend_node(i)
         for cid, pids in list(self.paused_now.items()):
             self.resume_holder(cid, pids)
 
@@ -997,18 +1054,23 @@ class Env:
                 self, cid, kind, resources, nodes, fence=fence,
                 stale_write=stale and kind != "cli", **kw))
 
+    @staticmethod
+    def signal_holder(pids, sig):
+        """sig to a holder's pids: [(how, pid)], how "pid" or "pgrp"."""
+        for how, pid in pids:
+            try:
+                if how == "pid":
+                    os.kill(pid, sig)
+                else:
+                    os.killpg(pid, sig)
+            except OSError:
+                pass
+
     def pause_holder(self, c):
         pids = c.pids_to_pause()
         if not pids:
             return None
-        for how, pid in pids:
-            try:
-                if how == "pid":
-                    os.kill(pid, signal.SIGSTOP)
-                else:
-                    os.killpg(pid, signal.SIGSTOP)
-            except OSError:
-                pass
+        self.signal_holder(pids, signal.SIGSTOP)
         self.paused_now[c.cid] = (pids, mono_ns())
         return pids
 
@@ -1017,75 +1079,46 @@ class Env:
         if entry is None:
             return
         pids, t_stop = entry
-        for how, pid in pids:
-            try:
-                if how == "pid":
-                    os.kill(pid, signal.SIGCONT)
-                else:
-                    os.killpg(pid, signal.SIGCONT)
-            except OSError:
-                pass
+        self.signal_holder(pids, signal.SIGCONT)
         self.paused_now.pop(cid, None)
         self.pauses.append((cid, t_stop, mono_ns()))
 
 
-def register_lua():
-    # Same script as contender.c (the CLI contenders call it by SHA).
-    return ("local t = ARGV[1]\n"
-            "local m = redis.call('GET', KEYS[1])\n"
-            "local function lt(a, b)\n"
-            "  if #a ~= #b then return #a < #b end\n"
-            "  return a < b\n"
-            "end\n"
-            "if m and lt(t, m) then\n"
-            "  redis.call('HINCRBY', KEYS[3], 'rejected', 1)\n"
-            "  redis.call('RPUSH', KEYS[4], 'R ' .. t .. ' ' .. m .. ' ' .. "
-            "ARGV[3] .. ' ' .. ARGV[2])\n"
-            "  return 0\n"
-            "end\n"
-            "redis.call('SET', KEYS[1], t)\n"
-            "redis.call('SET', KEYS[2], ARGV[2])\n"
-            "redis.call('HINCRBY', KEYS[3], 'accepted', 1)\n"
-            "redis.call('RPUSH', KEYS[4], 'A ' .. t .. ' ' .. (m or '0') .. "
-            "' ' .. ARGV[3] .. ' ' .. ARGV[2])\n"
-            "return 1\n")
-
-
 # ---- fault schedules -----------------------------------------------------
 
-def faults_kill(env, until):
+def fault_nodes(env, victims, state, hold_s, ctls=None):
+    """Fault each victim (Env.fault_node; "slow": ctls[k] is victims[k]'s
+    faultproxy command), wait hold_s, then mend them. -> False when the
+    run is stopping (env.heal_all mends them then)."""
+    for k, i in enumerate(victims):
+        vlog("%s node %d" % (state, i))
+        env.fault_node(i, state, ctls[k] if ctls else None)
+    if not env.sleep(hold_s):
+        return False
+    for i in victims:
+        env.mend_node(i)
+    return True
+
+
+def fault_rounds(env, until, state, hold, gap=(0.3, 1.0)):
+    """Until `until`: up to two nodes (env.pick) fail as `state` says for
+    hold() seconds, then work again for gap seconds (uniform)."""
     while mono_ns() < until:
-        victims = env.pick(2)
-        for i in victims:
-            vlog("kill -9 node %d" % i)
-            env.mark(i, "down")
-            env.nodes[i].kill9()
-        if not env.sleep(env.rng.uniform(1.0, 2.5)):
+        if not (fault_nodes(env, env.pick(2), state, hold()) and
+                env.sleep(env.rng.uniform(*gap))):
             return
-        for i in victims:
-            vlog("restart node %d" % i)
-            env.nodes[i].start()
-            env.mark(i, "quarantine", healthy_at=mono_ns() +
-                     (env.max_ttl + 1500) * 1000000)
-        if not env.sleep(env.rng.uniform(0.5, 1.5)):
-            return
+
+
+def faults_kill(env, until):
+    # Restarted (empty) 1-2.5 s later.
+    fault_rounds(env, until, "down", lambda: env.rng.uniform(1.0, 2.5),
+                 gap=(0.5, 1.5))
 
 
 def faults_pause(env, until):
-    while mono_ns() < until:
-        victims = env.pick(2)
-        for i in victims:
-            vlog("SIGSTOP node %d" % i)
-            env.mark(i, "paused")
-            env.nodes[i].signal(signal.SIGSTOP)
-        # Sometimes shorter, sometimes longer than the TTL.
-        if not env.sleep(env.rng.uniform(0.3, 2.5 * env.ttl / 1000.0)):
-            return
-        for i in victims:
-            env.nodes[i].signal(signal.SIGCONT)
-            env.mark(i, "ok")
-        if not env.sleep(env.rng.uniform(0.3, 1.0)):
-            return
+    # Sometimes shorter, sometimes longer than the TTL.
+    fault_rounds(env, until, "paused",
+                 lambda: env.rng.uniform(0.3, 2.5 * env.ttl / 1000.0))
 
 
 def faults_restart_fast(env, until):
@@ -1098,65 +1131,30 @@ def faults_restart_fast(env, until):
 
 
 def faults_restart_delayed(env, until):
-    while mono_ns() < until:
-        victims = env.pick(2)
-        for i in victims:
-            env.mark(i, "down")
-            env.nodes[i].kill9()
-        # Down for longer than the largest TTL in use.
-        if not env.sleep(env.max_ttl / 1000.0 + 0.3):
-            return
-        for i in victims:
-            env.nodes[i].start()
-            env.mark(i, "quarantine", healthy_at=mono_ns() +
-                     (env.max_ttl + 1500) * 1000000)
-        if not env.sleep(env.rng.uniform(0.3, 1.0)):
-            return
+    # Down for longer than the largest TTL in use.
+    fault_rounds(env, until, "down", lambda: env.max_ttl / 1000.0 + 0.3)
 
 
 def faults_partition(env, until):
-    while mono_ns() < until:
-        victims = env.pick(2)
-        for i in victims:
-            vlog("partition node %d" % i)
-            env.mark(i, "cut")
-            env.nodes[i].cut()
-        if not env.sleep(env.rng.uniform(0.5, 2.5 * env.ttl / 1000.0)):
-            return
-        for i in victims:
-            env.nodes[i].heal()
-            env.mark(i, "ok")
-        if not env.sleep(env.rng.uniform(0.3, 1.0)):
-            return
+    fault_rounds(env, until, "cut",
+                 lambda: env.rng.uniform(0.5, 2.5 * env.ttl / 1000.0))
 
 
 def faults_slow(env, until):
     while mono_ns() < until:
         what = env.rng.choice(["delay", "delay", "blackhole", "drop",
                                "reset"])
-        if what == "delay":
-            victims = env.pick(2)
-            for i in victims:
-                d = env.rng.choice([5, 20, 40, 80, 150])
-                env.mark(i, "slow")
-                env.proxies[i].ctl("delay %d %d" % (d, d // 2))
-        elif what == "blackhole":
-            victims = env.pick(1)
-            for i in victims:
-                env.mark(i, "blackhole")
-                env.proxies[i].ctl("blackhole on")
-        else:
-            victims = env.pick(2)
-            for i in victims:
-                env.mark(i, "slow")
-                env.proxies[i].ctl(what)
+        victims = env.pick(1 if what == "blackhole" else 2)
+        state, ctls = "slow", [what] * len(victims)
+        if what == "blackhole":
+            state = "blackhole"
+        elif what == "delay":
+            ctls = ["delay %d %d" % (d, d // 2) for d in
+                    [env.rng.choice([5, 20, 40, 80, 150]) for _ in victims]]
         vlog("%s on %s" % (what, victims))
-        if not env.sleep(env.rng.uniform(1.0, 2.5)):
-            return
-        for i in victims:
-            env.proxies[i].ctl("pass")
-            env.mark(i, "ok")
-        if not env.sleep(env.rng.uniform(0.3, 1.0)):
+        if not (fault_nodes(env, victims, state, env.rng.uniform(1.0, 2.5),
+                            ctls) and
+                env.sleep(env.rng.uniform(0.3, 1.0))):
             return
 
 
@@ -1170,14 +1168,9 @@ def faults_skew(env, until):
         if not env.sleep(env.rng.uniform(0.3, 0.8)):
             return
         victims = env.rng.sample(range(1, N_NODES), 2)
-        for i in victims:
-            env.mark(i, "paused")
-            env.nodes[i].signal(signal.SIGSTOP)
-        if not env.sleep(env.rng.uniform(0.5, 1.2)):
+        if not fault_nodes(env, victims, "paused",
+                           env.rng.uniform(0.5, 1.2)):
             return
-        for i in victims:
-            env.nodes[i].signal(signal.SIGCONT)
-            env.mark(i, "ok")
 
 
 def children(pid):
@@ -1224,6 +1217,15 @@ def faults_holder_pause(env, until):
             return
 
 
+# mixed: a node fault on one node (env.pick(1)) -> (state, how long in s)
+MIXED_NODE_FAULTS = {
+    "kill": ("down", (0.5, 1.5)),
+    "pause": ("paused", (0.3, 2.0)),
+    "partition": ("cut", (0.5, 2.0)),
+    "slow": ("slow", (0.5, 2.0)),
+}
+
+
 def faults_mixed(env, until):
     choices = ["kill", "pause", "restart-fast", "holder"]
     if env.nodes[0].ns is not None:
@@ -1243,58 +1245,19 @@ def faults_mixed(env, until):
             majority_done = True
             victims = [i for i in range(N_NODES) if env.healthy_now(i)]
             victims = env.rng.sample(victims, min(len(victims), QUORUM))
-            for i in victims:
-                env.mark(i, "paused")
-                env.nodes[i].signal(signal.SIGSTOP)
-            if not env.sleep(1.5):
+            if not fault_nodes(env, victims, "paused", 1.5):
                 return
-            for i in victims:
-                env.nodes[i].signal(signal.SIGCONT)
-                env.mark(i, "ok")
-        elif what == "kill":
+        elif what in MIXED_NODE_FAULTS:
+            state, hold = MIXED_NODE_FAULTS[what]
             victims = env.pick(1)
-            for i in victims:
-                env.mark(i, "down")
-                env.nodes[i].kill9()
-            if not env.sleep(env.rng.uniform(0.5, 1.5)):
+            ctls = ["delay %d 10" % env.rng.choice([20, 80])
+                    for _ in victims] if state == "slow" else None
+            if not fault_nodes(env, victims, state,
+                               env.rng.uniform(*hold), ctls):
                 return
-            for i in victims:
-                env.nodes[i].start()
-                env.mark(i, "quarantine", healthy_at=mono_ns() +
-                         (env.max_ttl + 1500) * 1000000)
-        elif what == "pause":
-            victims = env.pick(1)
-            for i in victims:
-                env.mark(i, "paused")
-                env.nodes[i].signal(signal.SIGSTOP)
-            if not env.sleep(env.rng.uniform(0.3, 2.0)):
-                return
-            for i in victims:
-                env.nodes[i].signal(signal.SIGCONT)
-                env.mark(i, "ok")
         elif what == "restart-fast":
             for i in env.pick(1):
                 env.restart_node(i)
-        elif what == "partition":
-            victims = env.pick(1)
-            for i in victims:
-                env.mark(i, "cut")
-                env.nodes[i].cut()
-            if not env.sleep(env.rng.uniform(0.5, 2.0)):
-                return
-            for i in victims:
-                env.nodes[i].heal()
-                env.mark(i, "ok")
-        elif what == "slow":
-            victims = env.pick(1)
-            for i in victims:
-                env.mark(i, "slow")
-                env.proxies[i].ctl("delay %d 10" % env.rng.choice([20, 80]))
-            if not env.sleep(env.rng.uniform(0.5, 2.0)):
-                return
-            for i in victims:
-                env.proxies[i].ctl("pass")
-                env.mark(i, "ok")
         elif what == "holder":
             ok, kind = holder_pause_once(env, ("blocking", "with_lock",
                                                "cli"))
@@ -1387,32 +1350,33 @@ FAULTS = {
 
 # ---- checker -------------------------------------------------------------
 
+@dataclasses.dataclass(eq=False)
 class CS:
-    __slots__ = ("cid", "kind", "res", "token", "fence", "enter", "end",
-                 "exit", "status", "last", "lost_t", "wrote", "late",
-                 "regs", "cli_status", "run_end", "seen", "shared",
-                 "rcheck")
+    """One critical section, as parse_log reads it from a contender's log
+    (times: CLOCK_MONOTONIC ns)."""
+    cid: int
+    kind: str
+    res: str
+    token: str
+    fence: int
+    enter: int
+    end: int = None         # where check 2 ends it (see the top)
+    exit: int = None        # its exit stamp; None: no exit line
+    status: str = None      # ok | lost | expired | error
+    last: int = None        # its last stamp (enter until a later one)
+    lost_t: int = 0
+    wrote: bool = False
+    late: bool = False
+    # claim and fwrite lines: (kind, t, fence, accepted, valid)
+    regs: list = dataclasses.field(default_factory=list)
+    cli_status: str = None
+    run_end: int = 0        # cli: when redlock-cli run returned
+    seen: str = ""          # on a loss: nodes connected/voting
+    shared: bool = False    # a reader's section (issue 13)
+    rcheck: tuple = None    # a reader's (V0, V1, VALID)
 
-    def __init__(self, cid, kind, res, token, fence, t):
-        self.cid = cid
-        self.kind = kind
-        self.res = res
-        self.token = token
-        self.fence = fence
-        self.enter = t
-        self.end = None
-        self.exit = None
-        self.status = None
-        self.last = t
-        self.lost_t = 0
-        self.wrote = False
-        self.late = False
-        self.regs = []          # (kind, t, fence, accepted, valid)
-        self.cli_status = None
-        self.run_end = 0        # cli: when redlock-cli run returned
-        self.seen = ""          # on a loss: nodes connected/voting
-        self.shared = False     # a reader's section (issue 13)
-        self.rcheck = None      # a reader's (V0, V1, VALID)
+    def __post_init__(self):
+        self.last = self.enter
 
 
 def parse_log(c):
@@ -1831,6 +1795,29 @@ def profile_settings(name, args):
                 hold=(5, 40))
 
 
+def run_checked(args, env, run):
+    """Start env's truth Redis, then run(env) -> t_begin (it starts the
+    nodes and the contenders and waits for them), then check what they
+    logged. Everything started is stopped and removed, also on failure.
+    -> check()'s result with the name and the wall time."""
+    t_wall = time.monotonic()
+    try:
+        env.start_truth()
+        t_begin = run(env)
+        r = check(env, t_begin, args.slack_ms * 1000000)
+        r["name"] = env.name
+        r["wall_s"] = time.monotonic() - t_wall
+        return r
+    finally:
+        env.stop.set()
+        for c in env.contenders:
+            c.stop.set()
+        if env.truth is not None:
+            env.truth.close()
+        CLEANUP.keep_dirs = args.keep
+        CLEANUP.run()
+
+
 def run_profile(args, name, no_clock_guard=False, ignore_loss=False):
     """Run one profile; -> result dict (with 'skip' when skipped)."""
     s = profile_settings(name, args)
@@ -1869,9 +1856,8 @@ def run_profile(args, name, no_clock_guard=False, ignore_loss=False):
         env.notes.append("node 0 clock x%s via %s, clock guard %s" %
                          (SKEW_RATE, m[0],
                           "off" if no_clock_guard else "on"))
-    t_wall = time.monotonic()
-    try:
-        env.start_truth()
+
+    def run(env):
         env.start_nodes(netns=netns, skew_nodes=skew_nodes)
         if proxies:
             env.start_proxies()
@@ -1911,26 +1897,18 @@ def run_profile(args, name, no_clock_guard=False, ignore_loss=False):
         left = env.duration - (mono_ns() - t_begin) / 1e9
         for c in env.contenders:
             c.wait_done(max(0.0, left) + 4 * env.ttl / 1000.0 + 30)
-        r = check(env, t_begin, args.slack_ms * 1000000)
-        r["name"] = name
-        r["wall_s"] = time.monotonic() - t_wall
-        r["notes"] = env.notes + r["notes"]
-        if env.holder_pauses:
-            r["notes"].append("holder pauses: %s" % ", ".join(
-                "%s %d" % kv for kv in sorted(env.holder_pauses.items())))
-        r["contenders"] = "%d (%s)" % (len(env.contenders), ",".join(
-            sorted({c.kind for c in env.contenders})))
-        if args.keep:
-            r["notes"].append("logs in %s" % env.dir)
-        return r
-    finally:
-        env.stop.set()
-        for c in env.contenders:
-            c.stop.set()
-        if env.truth is not None:
-            env.truth.close()
-        CLEANUP.keep_dirs = args.keep
-        CLEANUP.run()
+        return t_begin
+
+    r = run_checked(args, env, run)
+    r["notes"] = env.notes + r["notes"]
+    if env.holder_pauses:
+        r["notes"].append("holder pauses: %s" % ", ".join(
+            "%s %d" % kv for kv in sorted(env.holder_pauses.items())))
+    r["contenders"] = "%d (%s)" % (len(env.contenders), ",".join(
+        sorted({c.kind for c in env.contenders})))
+    if args.keep:
+        r["notes"].append("logs in %s" % env.dir)
+    return r
 
 
 def fence_restart_case(env):
@@ -2023,6 +2001,64 @@ def evict_case(env, allow):
     return t_begin
 
 
+def broken_client_case(env):
+    """Each contender talks to ONE node: a quorum of 1 of its own
+    "cluster". Two share node 0 and exclude each other; the rest must
+    overlap. -> t_begin."""
+    env.add_contenders(["blocking", "with_lock"] * 3, ["neg:b"],
+                       per_node=True, duration=6.0, hold=(10, 30),
+                       fence_ids="all")
+    t_begin = mono_ns()
+    for c in env.contenders:
+        c.start()
+    for c in env.contenders:
+        c.wait_done(40)
+    return t_begin
+
+
+def quarantine_case(env, quarantine):
+    """A holds R (acquired on all 5); 3 nodes restart empty; B then tries
+    R. Without quarantine the 3 empty nodes are a majority for B at once.
+    With quarantine (max TTL 3000) they do not vote until 3 s old, so B
+    waits until A's validity is over. -> t_begin."""
+    ttl = 3000 if quarantine else 9000
+    max_ttl = 3000 if quarantine else 10000
+    common = dict(cycles=1, ttl=ttl, max_ttl=max_ttl,
+                  no_quarantine=not quarantine, duration=30.0)
+    env.add_contenders(["blocking"], ["neg:q"], hold=(5000, 5000),
+                       **common)
+    a = env.contenders[0]
+    t_begin = mono_ns()
+    a.start()
+    deadline = time.monotonic() + 10
+    while not a.in_critical_section():
+        if time.monotonic() > deadline:
+            raise RuntimeError("A never entered")
+        time.sleep(0.01)
+    for i in (0, 1, 2):
+        env.restart_node(i)
+    env.add_contenders(["blocking"], ["neg:q"], hold=(50, 50),
+                       wait=7000, **common)
+    b = env.contenders[1]
+    b.start()
+    for c in env.contenders:
+        c.wait_done(40)
+    return t_begin
+
+
+# The scripted cases of run_negative: name -> (case(env) -> t_begin, what
+# passing is: the checker sees "violations", or the run is "clean").
+SCRIPTED_CASES = {
+    "neg-no-quarantine": (lambda env: quarantine_case(env, False),
+                          "violations"),
+    "neg-quarantine": (lambda env: quarantine_case(env, True), "clean"),
+    "neg-broken-client": (broken_client_case, "violations"),
+    "fence-restart": (fence_restart_case, "clean"),
+    "evict": (lambda env: evict_case(env, False), "clean"),
+    "neg-evict-allowed": (lambda env: evict_case(env, True), "violations"),
+}
+
+
 def run_negative(args, name):
     """Scripted cases (NEGATIVE): negative controls that must show
     violations, and fence-restart, which must not. -> result dict; 'expect'
@@ -2058,72 +2094,18 @@ def run_negative(args, name):
     if name in ("evict", "neg-evict-allowed"):
         for i in (0, 1, 2):
             env.node_args[i] = EVICT_ARGS
-    t_wall = time.monotonic()
-    try:
-        env.start_truth()
+    case, expect = SCRIPTED_CASES[name]
+
+    def run(env):
         env.start_nodes()
-        if name == "neg-broken-client":
-            # Each contender talks to ONE node: a quorum of 1 of its own
-            # "cluster". Two share node 0 and exclude each other; the rest
-            # must overlap.
-            env.add_contenders(["blocking", "with_lock"] * 3, ["neg:b"],
-                               per_node=True, duration=6.0, hold=(10, 30),
-                               fence_ids="all")
-            t_begin = mono_ns()
-            for c in env.contenders:
-                c.start()
-            for c in env.contenders:
-                c.wait_done(40)
-            expect = "violations"
-        elif name == "fence-restart":
-            t_begin = fence_restart_case(env)
-            expect = "clean"
-        elif name in ("evict", "neg-evict-allowed"):
-            t_begin = evict_case(env, name == "neg-evict-allowed")
-            expect = "violations" if name.startswith("neg") else "clean"
-        else:
-            # A holds R (acquired on all 5); 3 nodes restart empty; B then
-            # tries R. Without quarantine the 3 empty nodes are a majority
-            # for B at once. With quarantine (max TTL 3000) they do not
-            # vote until 3 s old, so B waits until A's validity is over.
-            quarantine = name == "neg-quarantine"
-            ttl = 3000 if quarantine else 9000
-            max_ttl = 3000 if quarantine else 10000
-            common = dict(cycles=1, ttl=ttl, max_ttl=max_ttl,
-                          no_quarantine=not quarantine, duration=30.0)
-            env.add_contenders(["blocking"], ["neg:q"], hold=(5000, 5000),
-                               **common)
-            a = env.contenders[0]
-            t_begin = mono_ns()
-            a.start()
-            deadline = time.monotonic() + 10
-            while not a.in_critical_section():
-                if time.monotonic() > deadline:
-                    raise RuntimeError("A never entered")
-                time.sleep(0.01)
-            for i in (0, 1, 2):
-                env.restart_node(i)
-            env.add_contenders(["blocking"], ["neg:q"], hold=(50, 50),
-                               wait=7000, **common)
-            b = env.contenders[1]
-            b.start()
-            for c in env.contenders:
-                c.wait_done(40)
-            expect = "clean" if quarantine else "violations"
-        r = check(env, t_begin, args.slack_ms * 1000000)
-        r["name"] = name
-        r["expect"] = expect
-        r["wall_s"] = time.monotonic() - t_wall
-        r["contenders"] = str(len(env.contenders))
-        if args.keep:
-            r["notes"].append("logs in %s" % env.dir)
-        return r
-    finally:
-        env.stop.set()
-        if env.truth is not None:
-            env.truth.close()
-        CLEANUP.keep_dirs = args.keep
-        CLEANUP.run()
+        return case(env)
+
+    r = run_checked(args, env, run)
+    r["expect"] = expect
+    r["contenders"] = str(len(env.contenders))
+    if args.keep:
+        r["notes"].append("logs in %s" % env.dir)
+    return r
 
 
 # ---- report ----------------------------------------------------------------

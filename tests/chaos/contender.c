@@ -75,32 +75,6 @@ enum mode {
     MODE_CAMPAIGN
 };
 
-/* The fenced register (see chaos.py for the checker side). Accepts a write
- * only if its token is >= the highest token seen: a token lower than the
- * highest seen is rejected. Tokens are decimal strings compared by length,
- * then lexically (exact for 64-bit values, unlike Lua doubles).
- * KEYS: fence:max:R fence:data:R fence:stats:R fence:log:R
- * ARGV: token data kind */
-static const char register_lua[] =
-    "local t = ARGV[1]\n"
-    "local m = redis.call('GET', KEYS[1])\n"
-    "local function lt(a, b)\n"
-    "  if #a ~= #b then return #a < #b end\n"
-    "  return a < b\n"
-    "end\n"
-    "if m and lt(t, m) then\n"
-    "  redis.call('HINCRBY', KEYS[3], 'rejected', 1)\n"
-    "  redis.call('RPUSH', KEYS[4], 'R ' .. t .. ' ' .. m .. ' ' .. ARGV[3]"
-    " .. ' ' .. ARGV[2])\n"
-    "  return 0\n"
-    "end\n"
-    "redis.call('SET', KEYS[1], t)\n"
-    "redis.call('SET', KEYS[2], ARGV[2])\n"
-    "redis.call('HINCRBY', KEYS[3], 'accepted', 1)\n"
-    "redis.call('RPUSH', KEYS[4], 'A ' .. t .. ' ' .. (m or '0') .. ' ' .."
-    " ARGV[3] .. ' ' .. ARGV[2])\n"
-    "return 1\n";
-
 struct opts {
     char *nodes[MAX_NODES];        /* node URIs (point into nodes_buf) */
     size_t node_count;
@@ -126,6 +100,7 @@ struct opts {
     uint32_t shared_pct;           /* --shared-pct: share of reader cycles */
     const char *cacert;         /* --cacert: TLS CA file, or NULL */
     uint32_t max_ttl_ms;
+    const char *register_sha;  /* --register-sha: the fenced register */
     char truth_host[256];
     int truth_port;
     int id;
@@ -240,7 +215,8 @@ static void usage(FILE *f)
         "                 [--ttl MS] [--wait MS] [--hold-ms MIN-MAX]\n"
         "                 [--idle-ms MAX]\n"
         "                 [--mode blocking|with_lock|campaign]\n"
-        "                 [--fence] [--stale-write] [--ignore-loss]\n"
+        "                 [--fence --register-sha SHA] [--stale-write]\n"
+        "                 [--ignore-loss]\n"
         "                 [--no-quarantine]\n"
         "                 [--no-clock-guard] [--max-ttl MS] [--cacert FILE]\n"
         "                 [--limit K] [--shared-pct P]\n"
@@ -248,17 +224,25 @@ static void usage(FILE *f)
         "       contender --now\n");
 }
 
-/* Split s (modified in place) on commas into out[0..cap). */
-static size_t split_list(char *s, char **out, size_t cap)
+/* A comma-separated list option: *buf becomes a copy of s (the previous
+ * one is freed), out[0..cap) points at its items, *count says how many.
+ * -1 when out of memory. */
+static int split_list(const char *s, char **buf, char **out, size_t cap,
+                      size_t *count)
 {
     size_t n = 0;
     char *save = NULL;
     char *tok;
 
-    for (tok = strtok_r(s, ",", &save); tok != NULL && n < cap;
+    free(*buf);
+    *buf = strdup(s);
+    if (*buf == NULL)
+        return -1;
+    for (tok = strtok_r(*buf, ",", &save); tok != NULL && n < cap;
          tok = strtok_r(NULL, ",", &save))
         out[n++] = tok;
-    return n;
+    *count = n;
+    return 0;
 }
 
 static int parse_u32(const char *s, uint32_t *out)
@@ -287,6 +271,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         {"idle-ms", required_argument, NULL, 'I'},
         {"mode", required_argument, NULL, 'm'},
         {"fence", no_argument, NULL, 'f'},
+        {"register-sha", required_argument, NULL, 'R'},
         {"stale-write", no_argument, NULL, 'S'},
         {"ignore-loss", no_argument, NULL, 'L'},
         {"limit", required_argument, NULL, 'K'},
@@ -302,7 +287,24 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}
     };
+    /* Options that only switch something on, and plain unsigned values. */
+    const struct {
+        int ch;
+        bool *on;
+    } switches[] = {
+        {'f', &o->fence}, {'S', &o->stale_write}, {'L', &o->ignore_loss},
+        {'Q', &o->no_quarantine}, {'G', &o->no_clock_guard},
+        {'E', &o->allow_evicting},
+    };
+    const struct {
+        int ch;
+        uint32_t *value;
+    } numbers[] = {
+        {'t', &o->ttl_ms}, {'I', &o->idle_max_ms}, {'K', &o->limit},
+        {'M', &o->max_ttl_ms},
+    };
     int ch;
+    size_t i;
     char *colon;
     char *dash;
 
@@ -317,31 +319,29 @@ static int parse_opts(int argc, char **argv, struct opts *o)
     o->max_ttl_ms = 60000;
     o->id = 0;
     while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        for (i = 0; i < sizeof(switches) / sizeof(switches[0]); i++)
+            if (ch == switches[i].ch)
+                *switches[i].on = true;
+        for (i = 0; i < sizeof(numbers) / sizeof(numbers[0]); i++)
+            if (ch == numbers[i].ch &&
+                parse_u32(optarg, numbers[i].value) != 0)
+                goto out_usage;
         switch (ch) {
         case 'n':
-            free(o->nodes_buf);
-            o->nodes_buf = strdup(optarg);
-            if (o->nodes_buf == NULL)
+            if (split_list(optarg, &o->nodes_buf, o->nodes, MAX_NODES,
+                           &o->node_count) != 0)
                 return -1;
-            o->node_count = split_list(o->nodes_buf, o->nodes, MAX_NODES);
             break;
         case 'r':
-            free(o->resources_buf);
-            o->resources_buf = strdup(optarg);
-            if (o->resources_buf == NULL)
+            if (split_list(optarg, &o->resources_buf, o->resources,
+                           MAX_RESOURCES, &o->resource_count) != 0)
                 return -1;
-            o->resource_count = split_list(o->resources_buf, o->resources,
-                                           MAX_RESOURCES);
             break;
         case 'd':
             o->duration_s = strtod(optarg, NULL);
             break;
         case 'c':
             o->cycles = strtol(optarg, NULL, 10);
-            break;
-        case 't':
-            if (parse_u32(optarg, &o->ttl_ms) != 0)
-                goto out_usage;
             break;
         case 'w':
             o->wait_ms = strtoll(optarg, NULL, 10);
@@ -360,10 +360,6 @@ static int parse_opts(int argc, char **argv, struct opts *o)
                 o->hold_max_ms < o->hold_min_ms)
                 goto out_usage;
             break;
-        case 'I':
-            if (parse_u32(optarg, &o->idle_max_ms) != 0)
-                goto out_usage;
-            break;
         case 'm':
             if (strcmp(optarg, "blocking") == 0)
                 o->mode = MODE_BLOCKING;
@@ -374,28 +370,6 @@ static int parse_opts(int argc, char **argv, struct opts *o)
             else
                 goto out_usage;
             break;
-        case 'f':
-            o->fence = true;
-            break;
-        case 'S':
-            o->stale_write = true;
-            break;
-        case 'L':
-            o->ignore_loss = true;
-            break;
-        case 'Q':
-            o->no_quarantine = true;
-            break;
-        case 'G':
-            o->no_clock_guard = true;
-            break;
-        case 'E':
-            o->allow_evicting = true;
-            break;
-        case 'K':
-            if (parse_u32(optarg, &o->limit) != 0)
-                goto out_usage;
-            break;
         case 'P':
             if (parse_u32(optarg, &o->shared_pct) != 0 ||
                 o->shared_pct > 100)
@@ -404,9 +378,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         case 'C':
             o->cacert = optarg;
             break;
-        case 'M':
-            if (parse_u32(optarg, &o->max_ttl_ms) != 0)
-                goto out_usage;
+        case 'R':
+            o->register_sha = optarg;
             break;
         case 'T':
             colon = strrchr(optarg, ':');
@@ -426,14 +399,21 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         case 'h':
             usage(stdout);
             exit(0);
-        default:
+        case '?':
             goto out_usage;
+        default:
+            break;  /* a switch or a number: set above */
         }
     }
     if (o->node_count == 0 || o->resource_count == 0 ||
         o->truth_port <= 0 || o->log_path == NULL) {
         fprintf(stderr, "contender: --nodes, --resources, --truth and --log "
                         "are required\n");
+        usage(stderr);
+        return -1;
+    }
+    if (o->fence && o->register_sha == NULL) {
+        fprintf(stderr, "contender: --fence needs --register-sha\n");
         usage(stderr);
         return -1;
     }
@@ -506,17 +486,20 @@ static int truth_set_counter(redisContext *r, const char *res,
     return rc;
 }
 
-/* One call of the fenced register; 1 accepted, 0 rejected, -1 error. */
-static int truth_register(redisContext *r, const char *res, uint64_t fence,
-                          const char *data, const char *kind)
+/* One call of the fenced register (a script chaos.py loaded into the truth
+ * Redis, called by its SHA: it accepts a token no lower than the highest
+ * it has accepted, see REGISTER_LUA there); 1 accepted, 0 rejected, -1
+ * error. */
+static int truth_register(redisContext *r, const char *sha, const char *res,
+                          uint64_t fence, const char *data, const char *kind)
 {
     redisReply *rep;
     int rc = -1;
 
     rep = redisCommand(r,
-                       "EVAL %s 4 fence:max:%s fence:data:%s fence:stats:%s "
-                       "fence:log:%s %" PRIu64 " %s %s",
-                       register_lua, res, res, res, res, fence, data, kind);
+                       "EVALSHA %s 4 fence:max:%s fence:data:%s "
+                       "fence:stats:%s fence:log:%s %" PRIu64 " %s %s",
+                       sha, res, res, res, res, fence, data, kind);
     if (rep == NULL)
         return -1;
     if (rep->type == REDIS_REPLY_INTEGER)
@@ -588,6 +571,33 @@ static bool hold(struct cs *s, rl_lock *l)
     return cs_still_held(s, l);
 }
 
+/* One call of the fenced register with the section's token: kind "claim"
+ * (logged as claim) on entering, "write" after the counter's SET, "stale"
+ * after a loss (both logged as fwrite, and counted), each logged with
+ * whether the lock was still held right after. */
+static void cs_register(struct cs *s, const rl_lock *l, const char *res,
+                        uint64_t fence, const char *kind)
+{
+    const struct opts *o = s->o;
+    bool claim = strcmp(kind, "claim") == 0;
+    char data[64];
+    int acc;
+    bool valid;
+
+    snprintf(data, sizeof(data), "c%d", o->id);
+    acc = truth_register(s->truth, o->register_sha, res, fence, data, kind);
+    valid = cs_still_held(s, l);
+    log_line(s->log_fd, "%s %" PRId64 " %s %" PRIu64 " %d %d",
+             claim ? "claim" : "fwrite", mono_ns(), res, fence, acc,
+             valid ? 1 : 0);
+    if (claim)
+        return;
+    if (acc == 1)
+        s->n->fence_accepted++;
+    else if (acc == 0)
+        s->n->fence_rejected++;
+}
+
 static int cs_body(rl_lock *l, struct cs *s)
 {
     const struct opts *o = s->o;
@@ -595,11 +605,9 @@ static int cs_body(rl_lock *l, struct cs *s)
     const char *res = o->limit != 0 ? rl_lock_resource(l) : s->resource;
     const char *token = rl_lock_token(l);
     uint64_t fence = rl_lock_fence(l);
-    char data[64];
     long long v, v1;
     int64_t t_exit;
     int64_t end_est;
-    int acc;
     bool valid;
     const char *status = "ok";
 
@@ -614,13 +622,8 @@ static int cs_body(rl_lock *l, struct cs *s)
     log_line(s->log_fd, "enter %" PRId64 " %d %s %s %" PRIu64 "%s",
              mono_ns(), o->id, res, token, fence,
              s->shared ? " shared" : "");
-    snprintf(data, sizeof(data), "c%d", o->id);
-    if (o->fence && fence != 0) {
-        acc = truth_register(s->truth, res, fence, data, "claim");
-        valid = cs_still_held(s, l);
-        log_line(s->log_fd, "claim %" PRId64 " %s %" PRIu64 " %d %d",
-                 mono_ns(), res, fence, acc, valid ? 1 : 0);
-    }
+    if (o->fence && fence != 0)
+        cs_register(s, l, res, fence, "claim");
     if (!cs_still_held(s, l))
         goto out_stop;
     v = truth_get_counter(s->truth, res);
@@ -651,16 +654,8 @@ static int cs_body(rl_lock *l, struct cs *s)
              v + 1, valid ? 0 : 1);
     if (!valid)
         s->n->late_writes++;
-    if (o->fence && fence != 0) {
-        acc = truth_register(s->truth, res, fence, data, "write");
-        valid = cs_still_held(s, l);
-        log_line(s->log_fd, "fwrite %" PRId64 " %s %" PRIu64 " %d %d",
-                 mono_ns(), res, fence, acc, valid ? 1 : 0);
-        if (acc == 1)
-            s->n->fence_accepted++;
-        else if (acc == 0)
-            s->n->fence_rejected++;
-    }
+    if (o->fence && fence != 0)
+        cs_register(s, l, res, fence, "write");
     cs_still_held(s, l);
     if (!s->lost_seen)
         s->n->completed++;
@@ -677,16 +672,8 @@ out_stop:
     /* --stale-write plays a holder that was paused between its last check
      * and its write: it writes to the fenced register anyway, and the
      * register must reject it once a newer holder has claimed. */
-    if (o->stale_write && o->fence && fence != 0) {
-        acc = truth_register(s->truth, res, fence, data, "stale");
-        valid = cs_still_held(s, l);
-        log_line(s->log_fd, "fwrite %" PRId64 " %s %" PRIu64 " %d %d",
-                 mono_ns(), res, fence, acc, valid ? 1 : 0);
-        if (acc == 1)
-            s->n->fence_accepted++;
-        else if (acc == 0)
-            s->n->fence_rejected++;
-    }
+    if (o->stale_write && o->fence && fence != 0)
+        cs_register(s, l, res, fence, "stale");
 out_exit:
     if (s->lost_seen && strcmp(status, "error") != 0)
         status = "lost";

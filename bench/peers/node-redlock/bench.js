@@ -158,6 +158,21 @@ function emit(o, obj) {
   process.stdout.write(JSON.stringify({ label: o.label, ...obj }) + "\n");
 }
 
+// n copies of loop(i), i = 0..n-1, at once; resolves when all returned.
+function inParallel(n, loop) {
+  return Promise.all(Array.from({ length: n }, (_, i) => loop(i)));
+}
+
+// Phases a, b, c: inParallel(n, loop) for --duration seconds; each
+// loop(i, run) keeps going while run.on.
+async function forDuration(o, n, loop) {
+  const run = { on: true };
+  const loops = inParallel(n, (i) => loop(i, run));
+  await sleep(o.duration * 1000);
+  run.on = false;
+  await loops;
+}
+
 function fairness(x) {
   const sum = x.reduce((a, b) => a + b, 0);
   const sq = x.reduce((a, b) => a + b * b, 0);
@@ -168,10 +183,9 @@ function fairness(x) {
 // resource (phase a: a fresh resource every cycle).
 async function cycles(o, redlock, phase, n) {
   const st = { acq: [], rel: [], cyc: [], cycles: 0, failures: 0 };
-  let stop = false;
   let seq = 0;
-  const loop = async (i) => {
-    while (!stop) {
+  await forDuration(o, n, async (i, run) => {
+    while (run.on) {
       const res = phase === "a" ? `bench:${process.pid}:a:${seq++}`
         : `bench:${process.pid}:${phase}${n}:${i}`;
       const t0 = nowUs();
@@ -194,12 +208,7 @@ async function cycles(o, redlock, phase, n) {
       st.cyc.push(t2 - t0);
       st.cycles++;
     }
-  };
-  const loops = [];
-  for (let i = 0; i < n; i++) loops.push(loop(i));
-  await sleep(o.duration * 1000);
-  stop = true;
-  await Promise.all(loops);
+  });
   return st;
 }
 
@@ -208,19 +217,18 @@ async function contend(o, redlock, n) {
   const st = { acq: [], rel: [], cyc: [], wait: [], handoff: [], cycles: 0,
     failures: 0, handoffs: 0, overlaps: 0, shares: new Array(n).fill(0) };
   const res = `bench:${process.pid}:c${n}`;
-  let stop = false;
   let holding = -1;
   let last = -1;
   let tFree = 0;
   const retryCount = Math.ceil(1000 / Math.max(1, o.retryDelay));
-  const loop = async (idx) => {
-    while (!stop) {
+  await forDuration(o, n, async (idx, run) => {
+    while (run.on) {
       const t0 = nowUs();
       let lock;
       try {
         lock = await redlock.acquire([res], o.ttl, { retryCount });
       } catch (e) {
-        if (!stop) st.failures++;
+        if (run.on) st.failures++;
         continue;
       }
       const t1 = nowUs();
@@ -247,12 +255,7 @@ async function contend(o, redlock, n) {
       st.cyc.push(nowUs() - t0);
       st.cycles++;
     }
-  };
-  const loops = [];
-  for (let i = 0; i < n; i++) loops.push(loop(i));
-  await sleep(o.duration * 1000);
-  stop = true;
-  await Promise.all(loops);
+  });
   return st;
 }
 
@@ -315,7 +318,7 @@ async function memory(o) {
   let failures = 0;
   const takeAll = async (count) => {
     let next = 0;
-    const loop = async () => {
+    await inParallel(256, async () => {
       while (next < count) {
         const i = next++;
         try {
@@ -325,23 +328,17 @@ async function memory(o) {
           failures++;
         }
       }
-    };
-    const loops = [];
-    for (let k = 0; k < 256; k++) loops.push(loop());
-    await Promise.all(loops);
+    });
   };
   const releaseAll = async () => {
     let next = 0;
-    const loop = async () => {
+    await inParallel(256, async () => {
       while (next < held.length) {
         const l = held[next];
         held[next++] = null;
         if (l) await l.release().catch(() => { failures++; });
       }
-    };
-    const loops = [];
-    for (let k = 0; k < 256; k++) loops.push(loop());
-    await Promise.all(loops);
+    });
   };
   await takeAll(Math.min(256, o.locks));
   await releaseAll();
@@ -384,7 +381,7 @@ async function watched(o, redlock, infoClients) {
   const t0 = nowUs();
   let next = 0;
   let held = 0;
-  const loop = async () => {
+  await inParallel(256, async () => {
     while (next < o.watched) {
       const i = next++;
       await new Promise((acquired) => {
@@ -397,10 +394,7 @@ async function watched(o, redlock, infoClients) {
           }).catch(() => { failures++; acquired(); }));
       });
     }
-  };
-  const loops = [];
-  for (let k = 0; k < 256; k++) loops.push(loop());
-  await Promise.all(loops);
+  });
   const acquireS = (nowUs() - t0) / 1e6;
   const rss1 = rssKb();
   const s0 = await serverCpu(infoClients);
