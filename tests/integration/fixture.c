@@ -272,3 +272,114 @@ void fixture_proxy_stop(pid_t *pid)
     waitpid(*pid, NULL, 0);
     *pid = 0;
 }
+
+rl_lock *fixture_acquire(rl_client *c, const char *resource, uint32_t ttl_ms)
+{
+    rl_acquire_opts o = { 0 };
+    rl_lock *l = NULL;
+    rl_status st;
+
+    o.ttl_ms = ttl_ms;
+    st = rl_acquire(c, resource, &o, &l);
+    if (st != RL_OK)
+        fail_msg("rl_acquire %s: %s: %s", resource, rl_status_name(st),
+                 rl_last_error());
+    return l;
+}
+
+bool fixture_all_hold(const struct fixture *f, const char *key,
+                      const char *value, long long min_pttl,
+                      long long max_pttl)
+{
+    bool ok = true;
+
+    for (int i = 0; i < f->n; i++)
+        ok = harness_key_holds_ttl(&f->r[i], key, value, min_pttl,
+                                   max_pttl) && ok;
+    return ok;
+}
+
+void fixture_pause_all(struct fixture *f)
+{
+    for (int i = 0; i < f->n; i++)
+        assert_int_equal(harness_pause(&f->r[i]), 0);
+}
+
+void fixture_resume_all(struct fixture *f)
+{
+    for (int i = 0; i < f->n; i++)
+        assert_int_equal(harness_resume(&f->r[i]), 0);
+}
+
+void fixture_rec_acquired(rl_client *c, rl_status st, rl_lock *lock,
+                          void *privdata)
+{
+    struct fixture_rec *r = privdata;
+
+    (void)c;
+    r->st = st;
+    r->lock = lock;
+    atomic_fetch_add(&r->calls, 1);
+}
+
+void fixture_rec_extended(rl_lock *l, rl_status st, void *privdata)
+{
+    struct fixture_rec *r = privdata;
+
+    (void)l;
+    r->st = st;
+    atomic_fetch_add(&r->calls, 1);
+}
+
+void fixture_rec_released(rl_client *c, rl_status st, void *privdata)
+{
+    struct fixture_rec *r = privdata;
+
+    (void)c;
+    r->st = st;
+    atomic_fetch_add(&r->calls, 1);
+}
+
+void fixture_run_workers(int n, void *(*fn)(void *), void *shared)
+{
+    struct fixture_worker *w = calloc((size_t)n, sizeof(*w));
+    pthread_t *t = calloc((size_t)n, sizeof(*t));
+    int started = 0;
+
+    assert_non_null(w);
+    assert_non_null(t);
+    for (; started < n; started++) {
+        w[started].id = started;
+        w[started].shared = shared;
+        if (pthread_create(&t[started], NULL, fn, &w[started]) != 0)
+            break;
+    }
+    for (int i = 0; i < started; i++)
+        pthread_join(t[i], NULL);
+    free(t);
+    free(w);
+    if (started < n)
+        fail_msg("fixture_run_workers: started %d of %d threads", started,
+                 n);
+}
+
+static void *acquirer_main(void *arg)
+{
+    struct fixture_acquirer *a = arg;
+
+    atomic_store(&a->started, 1);
+    a->st = rl_acquire_multi(a->c, a->resources, a->count, &a->o, &a->lock);
+    snprintf(a->err, sizeof(a->err), "%s", rl_last_error());
+    atomic_store(&a->done, 1);
+    return NULL;
+}
+
+void fixture_acquirer_start(struct fixture_acquirer *a)
+{
+    assert_int_equal(pthread_create(&a->thread, NULL, acquirer_main, a), 0);
+}
+
+void fixture_acquirer_join(struct fixture_acquirer *a)
+{
+    pthread_join(a->thread, NULL);
+}

@@ -1,8 +1,9 @@
 /* fixture.h -- what every integration test starts from: one fixture
  * (servers, clients, locks, a loop) made by fixture_setup and undone by
  * fixture_teardown, the fast client configuration, client creation that
- * says why it failed, and a retried acquire. harness.h runs the servers;
- * this file adds what needs <redlock.h>.
+ * says why it failed, a retried acquire, and the steps many cases take
+ * (acquire and check, record a callback, run threads). harness.h runs
+ * the servers; this file adds what needs <redlock.h>.
  *
  * A test program names its options once and runs its cases with them:
  *
@@ -21,6 +22,8 @@
 #ifndef REDLOCK_TEST_FIXTURE_H
 #define REDLOCK_TEST_FIXTURE_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -133,5 +136,67 @@ rl_client *fixture_client_on(const struct fixture *f, struct ev_loop *loop);
 int fixture_proxy_start(pid_t *pid, int upstream, int delay_ms);
 /* SIGTERM and wait; *pid becomes 0. Nothing when *pid is 0. */
 void fixture_proxy_stop(pid_t *pid);
+
+/* ---- Steps many cases take ----
+ * Those that fail the case (cmocka) when a step does not work must be
+ * called from the thread that runs the case: fixture_acquire,
+ * fixture_pause_all, fixture_resume_all, fixture_run_workers,
+ * fixture_acquirer_start. */
+
+/* rl_acquire of resource on c with ttl_ms (0: the default) and no other
+ * option; anything but RL_OK fails the case, naming the status and
+ * rl_last_error(). Returns the lock. */
+rl_lock *fixture_acquire(rl_client *c, const char *resource, uint32_t ttl_ms);
+/* harness_key_holds_ttl on every node of f (all of them looked at, so
+ * each one that differs is printed). */
+bool fixture_all_hold(const struct fixture *f, const char *key,
+                      const char *value, long long min_pttl,
+                      long long max_pttl);
+/* harness_pause / harness_resume every node of f. */
+void fixture_pause_all(struct fixture *f);
+void fixture_resume_all(struct fixture *f);
+
+/* What the callback of one async operation saw: the fixture_rec_*
+ * callbacks fill it in (privdata is the record) and count their calls
+ * last, so a test that sees calls == 1 (harness_wait_count) may read the
+ * rest. */
+struct fixture_rec {
+    atomic_int calls;
+    rl_status st;
+    rl_lock *lock; /* an acquire's lock: the test owns it */
+};
+void fixture_rec_acquired(rl_client *c, rl_status st, rl_lock *lock,
+                          void *privdata);
+void fixture_rec_extended(rl_lock *l, rl_status st, void *privdata);
+void fixture_rec_released(rl_client *c, rl_status st, void *privdata);
+
+/* What each thread of fixture_run_workers gets. */
+struct fixture_worker {
+    int id;                       /* 0 .. n - 1 */
+    void *shared;                 /* the state all n threads share */
+};
+/* Start fn on n threads at once, each with its own struct fixture_worker
+ * (as fn's argument), and wait until every one has returned. */
+void fixture_run_workers(int n, void *(*fn)(void *), void *shared);
+
+/* A blocking rl_acquire_multi on a thread of its own (a contender that
+ * is not the case's thread, or a wait the case cancels). Fill in the
+ * first four fields (the rest zeroed), then fixture_acquirer_start; the
+ * thread sets started just before the call and done just after it, once
+ * st, lock and err are written. fixture_acquirer_join waits for it. */
+struct fixture_acquirer {
+    rl_client *c;
+    const char *const *resources; /* must outlive the thread */
+    size_t count;
+    rl_acquire_opts o;
+    atomic_int started;
+    atomic_int done;
+    rl_status st;
+    rl_lock *lock;                /* the case owns it */
+    char err[256];                /* rl_last_error() after the call */
+    pthread_t thread;
+};
+void fixture_acquirer_start(struct fixture_acquirer *a);
+void fixture_acquirer_join(struct fixture_acquirer *a);
 
 #endif

@@ -78,43 +78,37 @@ static const struct fixture_opts external = { .nodes = NODES,
 
 /* ---- Callbacks: record, never assert ---- */
 
+/* What every callback records in r: its status, thread, order and
+ * rl_last_error(); then it counts the call in r and in *counter. */
+static void record(struct rec *r, rl_status st, atomic_int *counter)
+{
+    r->st = st;
+    r->on_main_thread = pthread_equal(pthread_self(), main_thread);
+    r->seq = atomic_fetch_add(&seq, 1);
+    snprintf(r->err, sizeof(r->err), "%s", rl_last_error());
+    atomic_fetch_add(&r->calls, 1);
+    atomic_fetch_add(counter, 1);
+}
+
 static void acq_cb(rl_client *c, rl_status st, rl_lock *lock, void *privdata)
 {
     struct rec *r = privdata;
 
     (void)c;
-    r->st = st;
     r->lock = lock;
-    r->on_main_thread = pthread_equal(pthread_self(), main_thread);
-    r->seq = atomic_fetch_add(&seq, 1);
-    snprintf(r->err, sizeof(r->err), "%s", rl_last_error());
-    atomic_fetch_add(&r->calls, 1);
-    atomic_fetch_add(&done, 1);
+    record(r, st, &done);
 }
 
 static void rel_cb(rl_client *c, rl_status st, void *privdata)
 {
-    struct rec *r = privdata;
-
     (void)c;
-    r->st = st;
-    r->on_main_thread = pthread_equal(pthread_self(), main_thread);
-    r->seq = atomic_fetch_add(&seq, 1);
-    atomic_fetch_add(&r->calls, 1);
-    atomic_fetch_add(&rel_done, 1);
+    record(privdata, st, &rel_done);
 }
 
 static void ext_cb(rl_lock *l, rl_status st, void *privdata)
 {
-    struct rec *r = privdata;
-
     (void)l;
-    r->st = st;
-    snprintf(r->err, sizeof(r->err), "%s", rl_last_error());
-    r->on_main_thread = pthread_equal(pthread_self(), main_thread);
-    r->seq = atomic_fetch_add(&seq, 1);
-    atomic_fetch_add(&r->calls, 1);
-    atomic_fetch_add(&done, 1);
+    record(privdata, st, &done);
 }
 
 /* Inside a callback: blocking calls are misuse, async ones are fine. */
@@ -125,7 +119,6 @@ static void acq_cb_calls_blocking(rl_client *c, rl_status st, rl_lock *lock,
     rl_lock *other = NULL;
     rl_acquire_opts o = { 0 };
 
-    r->st = st;
     r->inner_acquire = rl_acquire(c, "async:inner", &o, &other);
     if (other != NULL)
         rl_lock_free(other);
@@ -134,9 +127,7 @@ static void acq_cb_calls_blocking(rl_client *c, rl_status st, rl_lock *lock,
         if (rl_release_async(lock, rel_cb, &rel_recs[0]) != RL_OK)
             r->lock = lock;
     }
-    r->seq = atomic_fetch_add(&seq, 1);
-    atomic_fetch_add(&r->calls, 1);
-    atomic_fetch_add(&done, 1);
+    record(r, st, &done);
 }
 
 /* Wait (owned loop: sleep; external loop: run it) until *counter >= want. */
@@ -152,11 +143,11 @@ static bool wait_for(struct fixture *f, atomic_int *counter, int want, int64_t m
     return atomic_load(counter) >= want;
 }
 
-/* The value only, whatever its PTTL. */
-static bool key_holds(const struct rl_redis *r, const char *key,
-                      const char *token)
+/* Every node holds key with value token, whatever its PTTL. */
+static bool held_everywhere(const struct fixture *f, const char *key,
+                            const char *token)
 {
-    return harness_key_holds_ttl(r, key, token, LLONG_MIN, LLONG_MAX);
+    return fixture_all_hold(f, key, token, LLONG_MIN, LLONG_MAX);
 }
 
 /* PTTL of key on r exceeds min_ms (polled briefly: the last node may
@@ -176,18 +167,28 @@ static bool pttl_above(const struct rl_redis *r, const char *key,
     return pttl > min_ms;
 }
 
-/* Acquire n distinct resources async, wait, check each call and Redis. */
-static void acquire_many(struct fixture *f, int n, uint32_t ttl_ms)
+/* Async acquires of prefix0 .. prefix<n-1> with ttl_ms, recorded in
+ * recs[0..n). */
+static void start_acquires(struct fixture *f, const char *prefix, int n,
+                           uint32_t ttl_ms)
 {
     rl_acquire_opts o = { 0 };
     char name[32];
 
     o.ttl_ms = ttl_ms;
     for (int i = 0; i < n; i++) {
-        snprintf(name, sizeof(name), "async:%d", i);
+        snprintf(name, sizeof(name), "%s%d", prefix, i);
         assert_int_equal(rl_acquire_async(f->c, name, &o, acq_cb, &recs[i]),
                          RL_OK);
     }
+}
+
+/* Acquire n distinct resources async, wait, check each call and Redis. */
+static void acquire_many(struct fixture *f, int n, uint32_t ttl_ms)
+{
+    char name[32];
+
+    start_acquires(f, "async:", n, ttl_ms);
     assert_true(wait_for(f, &done, n, 10000));
     for (int i = 0; i < n; i++) {
         assert_int_equal(atomic_load(&recs[i].calls), 1);
@@ -198,9 +199,7 @@ static void acquire_many(struct fixture *f, int n, uint32_t ttl_ms)
         assert_non_null(recs[i].lock);
         assert_int_equal(recs[i].on_main_thread, f->loop != NULL);
         snprintf(name, sizeof(name), "async:%d", i);
-        for (int k = 0; k < NODES; k++)
-            assert_true(key_holds(&f->r[k], name,
-                                  rl_lock_token(recs[i].lock)));
+        assert_true(held_everywhere(f, name, rl_lock_token(recs[i].lock)));
     }
 }
 
@@ -257,17 +256,10 @@ static void test_client_free_with_ops_in_flight_calls_each_back_once(
     void **state)
 {
     struct fixture *f = *state;
-    rl_acquire_opts o = { 0 };
-    char name[32];
     int ok = 0;
     int canceled = 0;
 
-    o.ttl_ms = 2000;
-    for (int i = 0; i < 100; i++) {
-        snprintf(name, sizeof(name), "async:free:%d", i);
-        assert_int_equal(rl_acquire_async(f->c, name, &o, acq_cb, &recs[i]),
-                         RL_OK);
-    }
+    start_acquires(f, "async:free:", 100, 2000);
     rl_client_free(f->c);
     f->c = NULL;
     /* Every callback ran before rl_client_free returned. */
@@ -292,11 +284,8 @@ static void test_client_free_with_ops_in_flight_calls_each_back_once(
 static void test_release_async_without_callback_still_releases(void **state)
 {
     struct fixture *f = *state;
-    rl_acquire_opts o = { 0 };
-    rl_lock *l = NULL;
+    rl_lock *l = fixture_acquire(f->c, "async:fire-forget", 10000);
 
-    o.ttl_ms = 10000;
-    assert_int_equal(rl_acquire(f->c, "async:fire-forget", &o, &l), RL_OK);
     assert_int_equal(rl_release_async(l, NULL, NULL), RL_OK);
     assert_true(harness_all_empty_within(f->r, NODES, 1000));
 }
@@ -305,11 +294,8 @@ static void test_extend_async_refreshes_and_a_second_one_is_misuse(
     void **state)
 {
     struct fixture *f = *state;
-    rl_acquire_opts o = { 0 };
-    rl_lock *l = NULL;
+    rl_lock *l = fixture_acquire(f->c, "async:extend", 3000);
 
-    o.ttl_ms = 3000;
-    assert_int_equal(rl_acquire(f->c, "async:extend", &o, &l), RL_OK);
     assert_int_equal(rl_extend_async(l, 9000, ext_cb, &recs[0]), RL_OK);
     assert_true(wait_for(f, &done, 1, 5000));
     if (recs[0].st != RL_OK)
@@ -323,14 +309,12 @@ static void test_extend_async_refreshes_and_a_second_one_is_misuse(
 
     /* With every node paused the first extend surely is still in flight
      * when the second one is asked for. */
-    for (int k = 0; k < NODES; k++)
-        assert_int_equal(harness_pause(&f->r[k]), 0);
+    fixture_pause_all(f);
     assert_int_equal(rl_extend_async(l, 9000, ext_cb, &recs[1]), RL_OK);
     assert_int_equal(rl_extend_async(l, 9000, ext_cb, &recs[2]),
                      RL_EMISUSE);
     assert_true(wait_for(f, &done, 2, 5000));
-    for (int k = 0; k < NODES; k++)
-        assert_int_equal(harness_resume(&f->r[k]), 0);
+    fixture_resume_all(f);
     assert_int_equal(atomic_load(&recs[1].calls), 1);
     assert_int_equal(recs[1].st, RL_ENOQUORUM);
     assert_int_equal(atomic_load(&recs[2].calls), 0);
@@ -345,19 +329,14 @@ static void test_release_async_cancels_an_extend_in_flight_first(
     void **state)
 {
     struct fixture *f = *state;
-    rl_acquire_opts o = { 0 };
-    rl_lock *l = NULL;
+    rl_lock *l = fixture_acquire(f->c, "async:ext-rel", 5000);
 
-    o.ttl_ms = 5000;
-    assert_int_equal(rl_acquire(f->c, "async:ext-rel", &o, &l), RL_OK);
-    for (int k = 0; k < NODES; k++)
-        assert_int_equal(harness_pause(&f->r[k]), 0);
+    fixture_pause_all(f);
     assert_int_equal(rl_extend_async(l, 9000, ext_cb, &recs[0]), RL_OK);
     assert_int_equal(rl_release_async(l, rel_cb, &rel_recs[0]), RL_OK);
     assert_true(wait_for(f, &done, 1, 5000));
     assert_true(wait_for(f, &rel_done, 1, 5000));
-    for (int k = 0; k < NODES; k++)
-        assert_int_equal(harness_resume(&f->r[k]), 0);
+    fixture_resume_all(f);
     assert_int_equal(atomic_load(&recs[0].calls), 1);
     assert_int_equal(recs[0].st, RL_ECANCELED);
     assert_int_equal(atomic_load(&rel_recs[0].calls), 1);
@@ -390,11 +369,10 @@ static void test_failed_async_acquire_reports_detail_in_the_callback(
     void **state)
 {
     struct fixture *f = *state;
+    rl_lock *l = fixture_acquire(f->c, "async:held", 5000);
     rl_acquire_opts o = { 0 };
-    rl_lock *l = NULL;
 
     o.ttl_ms = 5000;
-    assert_int_equal(rl_acquire(f->c, "async:held", &o, &l), RL_OK);
     assert_int_equal(
         rl_acquire_async(f->c, "async:held", &o, acq_cb, &recs[0]), RL_OK);
     assert_true(wait_for(f, &done, 1, 5000));
@@ -402,8 +380,7 @@ static void test_failed_async_acquire_reports_detail_in_the_callback(
     assert_null(recs[0].lock);
     fprintf(stderr, "  in callback: %s\n", recs[0].err);
     assert_true(recs[0].err[0] != '\0');
-    for (int k = 0; k < NODES; k++)
-        assert_true(key_holds(&f->r[k], "async:held", rl_lock_token(l)));
+    assert_true(held_everywhere(f, "async:held", rl_lock_token(l)));
     assert_int_equal(rl_release(l), RL_OK);
     assert_true(harness_all_empty_within(f->r, NODES, 200));
 }
@@ -434,15 +411,8 @@ static void test_external_loop_runs_callbacks_on_the_callers_thread(
 static void test_external_loop_client_free_cancels_pending_ops(void **state)
 {
     struct fixture *f = *state;
-    rl_acquire_opts o = { 0 };
-    char name[32];
 
-    o.ttl_ms = 2000;
-    for (int i = 0; i < 10; i++) {
-        snprintf(name, sizeof(name), "async:ext-free:%d", i);
-        assert_int_equal(rl_acquire_async(f->c, name, &o, acq_cb, &recs[i]),
-                         RL_OK);
-    }
+    start_acquires(f, "async:ext-free:", 10, 2000);
     /* The loop never ran: the callbacks run inside rl_client_free. */
     rl_client_free(f->c);
     f->c = NULL;

@@ -6,7 +6,6 @@
  * async acquire on an external loop is canceled from the loop's thread;
  * a token fired before the call sends nothing. */
 #include <ev.h>
-#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -43,27 +42,6 @@ static const struct fixture_opts external = { .nodes = NODES,
 
 /* ---- A waiting acquire, canceled from another thread --------------------- */
 
-struct waiting {
-    rl_client *c;
-    const char *const *resources;
-    size_t count;
-    rl_acquire_opts o;
-    rl_lock *lock;
-    rl_status st;
-    char err[256];             /* its rl_last_error() */
-    atomic_int done;
-};
-
-static void *wait_thread(void *arg)
-{
-    struct waiting *w = arg;
-
-    w->st = rl_acquire_multi(w->c, w->resources, w->count, &w->o, &w->lock);
-    snprintf(w->err, sizeof(w->err), "%s", rl_last_error());
-    atomic_store(&w->done, 1);
-    return NULL;
-}
-
 /* Keys on node r now (DBSIZE), polled briefly: releases may be in flight. */
 static bool dbsize_becomes(const struct rl_redis *r, long long want)
 {
@@ -77,41 +55,49 @@ static bool dbsize_becomes(const struct rl_redis *r, long long want)
     return false;
 }
 
-/* Start a forever-waiting acquire of resources with o on a thread, fire
- * its token once it waits, and check that it ends with RL_EABORTED and
- * that each node holds only the holders' `held_keys` keys. */
-static void cancel_a_wait(struct fixture *f, const char *const *resources,
-                          size_t count, rl_acquire_opts o,
-                          long long held_keys)
+/* A wait to cancel: holders that f->c2 takes first, and the waiter. */
+struct wait_case {
+    const char *held;             /* the holders' resource */
+    int holders;                  /* how many take it, one key each */
+    rl_acquire_opts holder;       /* their options */
+    const char *const *wanted;    /* the waiter's resources */
+    size_t count;
+    rl_acquire_opts waiter;       /* its options (wait, TTL, token added) */
+};
+
+/* The holders of w take their locks (f->locks); then a forever-waiting
+ * acquire of w's resources on a thread, whose token is fired once it
+ * waits: it must end with RL_EABORTED, and each node must hold only the
+ * holders' keys. */
+static void cancel_a_wait(struct fixture *f, const struct wait_case *w)
 {
-    struct waiting w;
-    pthread_t th;
+    struct fixture_acquirer a = { .c = f->c, .resources = w->wanted,
+                                  .count = w->count, .o = w->waiter };
     int i;
 
-    memset(&w, 0, sizeof(w));
-    w.c = f->c;
-    w.resources = resources;
-    w.count = count;
-    w.o = o;
-    w.o.wait_ms = RL_WAIT_FOREVER;
-    w.o.ttl_ms = 30000;
-    w.o.cancel = rl_cancel_new();
-    assert_non_null(w.o.cancel);
-    assert_int_equal(pthread_create(&th, NULL, wait_thread, &w), 0);
+    for (i = 0; i < w->holders; i++)
+        assert_int_equal(rl_acquire(f->c2, w->held, &w->holder,
+                                    &f->locks[i]),
+                         RL_OK);
+    a.o.wait_ms = RL_WAIT_FOREVER;
+    a.o.ttl_ms = 30000;
+    a.o.cancel = rl_cancel_new();
+    assert_non_null(a.o.cancel);
+    fixture_acquirer_start(&a);
     /* Waiting: a few attempts have been refused by now. */
     harness_sleep_ms(300);
-    assert_int_equal(atomic_load(&w.done), 0);
-    assert_int_equal(rl_cancel_fire(w.o.cancel), RL_OK);
-    assert_int_equal(rl_cancel_fire(w.o.cancel), RL_OK); /* idempotent */
-    assert_true(rl_cancel_fired(w.o.cancel));
-    assert_true(harness_wait_count(&w.done, 1, 5000));
-    pthread_join(th, NULL);
-    rl_cancel_free(w.o.cancel);
-    assert_int_equal(w.st, RL_EABORTED);
-    assert_null(w.lock);
-    assert_non_null(strstr(w.err, "canceled"));
+    assert_int_equal(atomic_load(&a.done), 0);
+    assert_int_equal(rl_cancel_fire(a.o.cancel), RL_OK);
+    assert_int_equal(rl_cancel_fire(a.o.cancel), RL_OK); /* idempotent */
+    assert_true(rl_cancel_fired(a.o.cancel));
+    assert_true(harness_wait_count(&a.done, 1, 5000));
+    fixture_acquirer_join(&a);
+    rl_cancel_free(a.o.cancel);
+    assert_int_equal(a.st, RL_EABORTED);
+    assert_null(a.lock);
+    assert_non_null(strstr(a.err, "canceled"));
     for (i = 0; i < NODES; i++)
-        assert_true(dbsize_becomes(&f->r[i], held_keys));
+        assert_true(dbsize_becomes(&f->r[i], w->holders));
 }
 
 /* The holders' locks go; then every node must be empty. */
@@ -131,49 +117,45 @@ static void test_canceled_mutex_wait_leaves_no_key(void **state)
 {
     struct fixture *f = *state;
     const char *r = "cancel:mutex";
-    rl_acquire_opts o = {0};
+    const struct wait_case w = { .held = r, .holders = 1, .wanted = &r,
+                                 .count = 1 };
 
-    assert_int_equal(rl_acquire(f->c2, r, &o, &f->locks[0]), RL_OK);
-    cancel_a_wait(f, &r, 1, o, 1);
+    cancel_a_wait(f, &w);
     assert_true(harness_key_holds(&f->r[0], r, rl_lock_token(f->locks[0])));
     release_holders(f);
 }
 
 static void test_canceled_multi_resource_wait_leaves_no_key(void **state)
 {
-    struct fixture *f = *state;
     const char *rs[] = {"cancel:multi:a", "cancel:multi:b"};
-    rl_acquire_opts o = {0};
-
     /* b is held: a would be free, but all or none on each node. */
-    assert_int_equal(rl_acquire(f->c2, rs[1], &o, &f->locks[0]), RL_OK);
-    cancel_a_wait(f, rs, 2, o, 1);
-    release_holders(f);
+    const struct wait_case w = { .held = rs[1], .holders = 1, .wanted = rs,
+                                 .count = 2 };
+
+    cancel_a_wait(*state, &w);
+    release_holders(*state);
 }
 
 static void test_canceled_semaphore_wait_leaves_no_key(void **state)
 {
-    struct fixture *f = *state;
     const char *r = "cancel:sem";
-    rl_acquire_opts o = {0};
+    const struct wait_case w = { .held = r, .holders = 2,
+                                 .holder = { .limit = 2 }, .wanted = &r,
+                                 .count = 1, .waiter = { .limit = 2 } };
 
-    o.limit = 2;
-    assert_int_equal(rl_acquire(f->c2, r, &o, &f->locks[0]), RL_OK);
-    assert_int_equal(rl_acquire(f->c2, r, &o, &f->locks[1]), RL_OK);
-    cancel_a_wait(f, &r, 1, o, 2);
-    release_holders(f);
+    cancel_a_wait(*state, &w);
+    release_holders(*state);
 }
 
 static void test_canceled_reader_wait_leaves_no_key(void **state)
 {
-    struct fixture *f = *state;
     const char *r = "cancel:reader";
-    rl_acquire_opts o = {0};
+    const struct wait_case w = { .held = r, .holders = 1, .wanted = &r,
+                                 .count = 1,
+                                 .waiter = { .mode = RL_MODE_SHARED } };
 
-    assert_int_equal(rl_acquire(f->c2, r, &o, &f->locks[0]), RL_OK);
-    o.mode = RL_MODE_SHARED;
-    cancel_a_wait(f, &r, 1, o, 1);
-    release_holders(f);
+    cancel_a_wait(*state, &w);
+    release_holders(*state);
 }
 
 /* A writer refused by readers marks its intent; canceled, it clears it
@@ -182,55 +164,40 @@ static void test_canceled_writer_clears_its_intent(void **state)
 {
     struct fixture *f = *state;
     const char *r = "cancel:writer";
-    rl_acquire_opts o = {0};
-    rl_acquire_opts reader = {0};
+    const struct wait_case w = { .held = r, .holders = 1,
+                                 .holder = { .mode = RL_MODE_SHARED },
+                                 .wanted = &r, .count = 1 };
 
-    reader.mode = RL_MODE_SHARED;
-    assert_int_equal(rl_acquire(f->c2, r, &reader, &f->locks[0]), RL_OK);
-    cancel_a_wait(f, &r, 1, o, 1);
+    cancel_a_wait(f, &w);
     assert_true(harness_key_absent(&f->r[0], "cancel:writer:wintent"));
     release_holders(f);
 }
 
 /* ---- Cancel racing the grant ---------------------------------------------- */
 
-struct racer {
-    struct fixture *f;
-    rl_cancel *token;
-    atomic_int go;
-    atomic_int done;
-    int round;
-    rl_status st;
-    rl_lock *lock;
-};
-
-static void *race_thread(void *arg)
+/* Round i's attempt, on f->c with a token of its own: one resource, two,
+ * a semaphore or a reader, by turns. */
+static void race_attempt(struct fixture_acquirer *x, struct fixture *f,
+                         const char *const *rs, int round)
 {
-    struct racer *x = arg;
-    rl_acquire_opts o = {0};
-    char name[2][64];
-    const char *rs[2] = {name[0], name[1]};
-    size_t count = 1;
-
-    snprintf(name[0], sizeof(name[0]), "race:%d", x->round);
-    snprintf(name[1], sizeof(name[1]), "race:%d:b", x->round);
-    o.ttl_ms = 30000;
-    o.cancel = x->token;
-    switch (x->round % 4) {
+    memset(x, 0, sizeof(*x));
+    x->c = f->c;
+    x->resources = rs;
+    x->count = 1;
+    x->o.ttl_ms = 30000;
+    switch (round % 4) {
     case 1:
-        count = 2;
+        x->count = 2;
         break;
     case 2:
-        o.limit = 3;
+        x->o.limit = 3;
         break;
     case 3:
-        o.mode = RL_MODE_SHARED;
+        x->o.mode = RL_MODE_SHARED;
         break;
     }
-    atomic_store(&x->go, 1);
-    x->st = rl_acquire_multi(x->f->c, rs, count, &o, &x->lock);
-    atomic_store(&x->done, 1);
-    return NULL;
+    x->o.cancel = rl_cancel_new();
+    assert_non_null(x->o.cancel);
 }
 
 /* Fire the token anywhere from before the request is sent to after the
@@ -241,25 +208,24 @@ static void test_cancel_racing_the_grant_leaves_no_key(void **state)
     struct fixture *f = *state;
     int granted = 0, aborted = 0;
     unsigned seed = 12345;
-    struct racer x;
-    pthread_t th;
+    char name[2][64];
+    const char *rs[2] = {name[0], name[1]};
+    struct fixture_acquirer x;
     int i, spin;
 
     for (i = 0; i < RACE_ROUNDS; i++) {
-        memset(&x, 0, sizeof(x));
-        x.f = f;
-        x.round = i;
-        x.token = rl_cancel_new();
-        assert_non_null(x.token);
-        assert_int_equal(pthread_create(&th, NULL, race_thread, &x), 0);
-        while (atomic_load(&x.go) == 0)
+        snprintf(name[0], sizeof(name[0]), "race:%d", i);
+        snprintf(name[1], sizeof(name[1]), "race:%d:b", i);
+        race_attempt(&x, f, rs, i);
+        fixture_acquirer_start(&x);
+        while (atomic_load(&x.started) == 0)
             ;
         seed = seed * 1103515245u + 12345u;
         for (spin = (int)((seed >> 16) % 20000); spin > 0; spin--)
             atomic_signal_fence(memory_order_seq_cst);
-        rl_cancel_fire(x.token);
-        pthread_join(th, NULL);
-        rl_cancel_free(x.token);
+        rl_cancel_fire(x.o.cancel);
+        fixture_acquirer_join(&x);
+        rl_cancel_free(x.o.cancel);
         if (x.st == RL_OK) {
             granted++;
             assert_int_equal(rl_release(x.lock), RL_OK);
@@ -276,23 +242,6 @@ static void test_cancel_racing_the_grant_leaves_no_key(void **state)
 
 /* ---- Async, on an external loop --------------------------------------- */
 
-struct async_rec {
-    atomic_int calls;
-    rl_status st;
-    rl_lock *lock;
-};
-
-static void acquired(rl_client *c, rl_status st, rl_lock *lock,
-                     void *privdata)
-{
-    struct async_rec *a = privdata;
-
-    (void)c;
-    a->st = st;
-    a->lock = lock;
-    atomic_fetch_add(&a->calls, 1);
-}
-
 static void run_loop_until(struct fixture *f, atomic_int *calls, int64_t ms)
 {
     int64_t deadline = harness_now_ms() + harness_scale_ms(ms);
@@ -307,14 +256,15 @@ static void test_async_acquire_canceled_on_the_loop_thread(void **state)
 {
     struct fixture *f = *state;
     const char *r = "cancel:async";
-    struct async_rec a = {0};
+    struct fixture_rec a = {0};
     rl_acquire_opts o = {0};
 
     assert_int_equal(rl_acquire(f->c2, r, &o, &f->locks[0]), RL_OK);
     o.wait_ms = RL_WAIT_FOREVER;
     o.cancel = rl_cancel_new();
     assert_non_null(o.cancel);
-    assert_int_equal(rl_acquire_async(f->c, r, &o, acquired, &a), RL_OK);
+    assert_int_equal(rl_acquire_async(f->c, r, &o, fixture_rec_acquired, &a),
+                     RL_OK);
     run_loop_until(f, &a.calls, 300);
     assert_int_equal(atomic_load(&a.calls), 0); /* still waiting */
     /* On the loop's thread: the callback comes on a later iteration. */
@@ -325,8 +275,9 @@ static void test_async_acquire_canceled_on_the_loop_thread(void **state)
     assert_int_equal(a.st, RL_EABORTED);
     assert_null(a.lock);
     /* A fired token: refused at once, no callback, nothing sent. */
-    assert_int_equal(rl_acquire_async(f->c, "cancel:async2", &o, acquired,
-                                      &a), RL_EABORTED);
+    assert_int_equal(rl_acquire_async(f->c, "cancel:async2", &o,
+                                      fixture_rec_acquired, &a),
+                     RL_EABORTED);
     run_loop_until(f, &a.calls, 50);
     assert_int_equal(atomic_load(&a.calls), 1);
     rl_cancel_free(o.cancel);

@@ -303,22 +303,6 @@ static void test_writer_is_not_starved_by_a_stream_of_readers(void **state)
     assert_true(s[0].acquired + s[1].acquired >= 2);
 }
 
-struct async_result {
-    atomic_int done;
-    rl_status st;
-    rl_lock *l;
-};
-
-static void on_acquired(rl_client *c, rl_status st, rl_lock *l, void *arg)
-{
-    struct async_result *r = arg;
-
-    (void)c;
-    r->st = st;
-    r->l = l;
-    atomic_store(&r->done, 1);
-}
-
 /* Nodes holding kr:intent's writer intent, polled for up to 3 s (scaled)
  * until there are want of them (at least, or none when want is 0). */
 static int intent_nodes(struct fixture *f, int want)
@@ -347,7 +331,7 @@ static rl_lock *writer_waits_then_wins(struct fixture *f, rl_client *wc,
                                        const char *other_intent, bool fenced)
 {
     rl_acquire_opts wo = opts_ttl(5000);
-    struct async_result a = {0};
+    struct fixture_rec a = {0};
     int i;
 
     /* Scaled like the retry delay: the intent comes with the second
@@ -356,8 +340,8 @@ static rl_lock *writer_waits_then_wins(struct fixture *f, rl_client *wc,
      * once when the wait ran out. */
     wo.wait_ms = (uint32_t)harness_scale_ms(8000);
     wo.fencing = fenced;
-    assert_int_equal(rl_acquire_async(wc, "kr:intent", &wo, on_acquired,
-                                      &a),
+    assert_int_equal(rl_acquire_async(wc, "kr:intent", &wo,
+                                      fixture_rec_acquired, &a),
                      RL_OK);
     /* Its intent, marked by its second attempt (a retry period after
      * the first refusal) where the reader holds the key: a majority at
@@ -369,10 +353,10 @@ static rl_lock *writer_waits_then_wins(struct fixture *f, rl_client *wc,
         assert_true(harness_ok(harness_cmd(
             &f->r[i], "SET kr:intent:wintent %s PX 60000", other_intent)));
     assert_int_equal(rl_release(reader), RL_OK);
-    assert_true(harness_wait_count(&a.done, 1, 3000));
+    assert_true(harness_wait_count(&a.calls, 1, 3000));
     assert_int_equal(a.st, RL_OK);
     harness_sleep_ms(100); /* its clean-up goes out after the callback */
-    return a.l;
+    return a.lock;
 }
 
 /* Two writers wait for the readers; the one that wins takes its own
@@ -471,7 +455,7 @@ static void test_writer_gets_in_while_readers_hand_over(void **state)
     struct fixture *f = *state;
     int64_t d = harness_scale_ms(150);
     rl_acquire_opts ro = opts_ttl(30000), wo = opts_ttl(5000);
-    struct async_result a = {0};
+    struct fixture_rec a = {0};
     struct harness_nodes far = {0};
     pid_t proxies[N] = {0};
     rl_status st = RL_OK, wst = RL_ENOTACQUIRED;
@@ -507,10 +491,11 @@ static void test_writer_gets_in_while_readers_hand_over(void **state)
     wo.wait_ms = harness_scale_ms(60000);
     if (wc != NULL && fixture_all_voting(wc) &&
         rl_acquire(f->c, "kr:handover", &ro, &r) == RL_OK &&
-        rl_acquire_async(wc, "kr:handover", &wo, on_acquired, &a) == RL_OK) {
+        rl_acquire_async(wc, "kr:handover", &wo, fixture_rec_acquired,
+                         &a) == RL_OK) {
         for (turns = 0; turns < HANDOVER_TURNS; turns++) {
             now = refusals_after(wc, refused);
-            if (now == refused || atomic_load(&a.done))
+            if (now == refused || atomic_load(&a.calls))
                 break;
             refused = now;
             rl_release(r);
@@ -522,10 +507,10 @@ static void test_writer_gets_in_while_readers_hand_over(void **state)
         }
         if (r != NULL)
             rl_release(r);
-        if (harness_wait_count(&a.done, 1, harness_scale_ms(10000))) {
+        if (harness_wait_count(&a.calls, 1, harness_scale_ms(10000))) {
             wst = a.st;
             if (a.st == RL_OK)
-                rl_release(a.l);
+                rl_release(a.lock);
         }
     }
     print_message("readers entered again %d times; last reader %s; writer "
@@ -695,53 +680,35 @@ static void test_semaphore_takes_exactly_one_free_slot(void **state)
 
 #define SEM_HOLD_TTL_MS 30000
 
-struct sem_waiter {
-    rl_client *c;
-    rl_status st;
-    int slot;
-};
-
-static void *sem_waiter_main(void *arg)
-{
-    struct sem_waiter *w = arg;
-    rl_acquire_opts o = opts_ttl(5000);
-    rl_lock *l;
-
-    o.limit = 2;
-    o.wait_ms = 2 * SEM_HOLD_TTL_MS;
-    w->st = rl_acquire(w->c, "ks:wait", &o, &l);
-    if (w->st == RL_OK) {
-        w->slot = rl_lock_slot(l);
-        rl_release(l);
-    }
-    return NULL;
-}
-
 /* The holders' slots live 30 s: a waiter that did not see the release
  * could only get one after that, far beyond the scaled bound (at most
  * half of it). */
 static void test_semaphore_waiter_gets_the_slot_released(void **state)
 {
     struct fixture *f = *state;
+    const char *sem = "ks:wait";
     rl_acquire_opts o = opts_ttl(SEM_HOLD_TTL_MS);
     int64_t bound = harness_scale_ms(2000);
-    struct sem_waiter w = {f->c, RL_EINVAL, -1};
+    struct fixture_acquirer w = {.c = f->c, .resources = &sem, .count = 1,
+                                 .o = opts_ttl(5000)};
     rl_lock *a, *b;
-    pthread_t t;
     int64_t start;
 
     o.limit = 2;
-    assert_int_equal(rl_acquire(f->c, "ks:wait", &o, &a), RL_OK);
-    assert_int_equal(rl_acquire(f->c, "ks:wait", &o, &b), RL_OK);
-    assert_int_equal(pthread_create(&t, NULL, sem_waiter_main, &w), 0);
+    assert_int_equal(rl_acquire(f->c, sem, &o, &a), RL_OK);
+    assert_int_equal(rl_acquire(f->c, sem, &o, &b), RL_OK);
+    w.o.limit = 2;
+    w.o.wait_ms = 2 * SEM_HOLD_TTL_MS;
+    fixture_acquirer_start(&w);
     harness_sleep_ms(300);
     start = harness_now_ms();
     assert_int_equal(rl_release(b), RL_OK);
-    pthread_join(t, NULL);
+    fixture_acquirer_join(&w);
     assert_int_equal(w.st, RL_OK);
     if (bound > SEM_HOLD_TTL_MS / 2)
         bound = SEM_HOLD_TTL_MS / 2;
     assert_true(harness_now_ms() - start < bound);
+    assert_int_equal(rl_release(w.lock), RL_OK);
     assert_int_equal(rl_release(a), RL_OK);
 }
 

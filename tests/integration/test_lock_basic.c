@@ -78,20 +78,16 @@ static void set_on_all(const struct fixture *f, const char *key, const char *val
 static void test_acquire_stores_the_token_on_every_node(void **state)
 {
     struct fixture *f = *state;
-    rl_acquire_opts o = { 0 };
-    rl_lock *l = NULL;
+    rl_lock *l = fixture_acquire(f->c, "basic:res", 10000);
 
-    o.ttl_ms = 10000;
-    assert_int_equal(rl_acquire(f->c, "basic:res", &o, &l), RL_OK);
     assert_non_null(l);
     assert_true(is_hex_token(rl_lock_token(l)));
     assert_string_equal(rl_lock_resource(l), "basic:res");
     /* The verdict comes as soon as a majority agrees (§5.1). */
     assert_in_range(rl_lock_nodes_ok(l), f->n / 2 + 1, f->n);
     assert_false(rl_lock_lost(l));
-    for (int i = 0; i < f->n; i++)
-        assert_true(harness_key_holds_ttl(&f->r[i], "basic:res",
-                                          rl_lock_token(l), 9000, 10000));
+    assert_true(fixture_all_hold(f, "basic:res", rl_lock_token(l), 9000,
+                                 10000));
     /* Nothing but the lock key itself. */
     for (int i = 0; i < f->n; i++)
         assert_int_equal(harness_dbsize(&f->r[i]), 1);
@@ -102,15 +98,11 @@ static void test_acquire_stores_the_token_on_every_node(void **state)
 static void test_validity_is_at_most_ttl_minus_drift(void **state)
 {
     struct fixture *f = *state;
-    rl_acquire_opts o = { 0 };
-    rl_lock *l = NULL;
+    rl_lock *l = fixture_acquire(f->c, "basic:validity", 10000);
     /* default drift factor 0.01: drift = 10000 * 0.01 + 2 ms */
     const int64_t max_validity = 10000 - 100 - 2;
-    int64_t v;
+    int64_t v = rl_lock_validity_ms(l);
 
-    o.ttl_ms = 10000;
-    assert_int_equal(rl_acquire(f->c, "basic:validity", &o, &l), RL_OK);
-    v = rl_lock_validity_ms(l);
     assert_in_range(v, max_validity - harness_scale_ms(500), max_validity);
     harness_sleep_ms(200);
     assert_true(rl_lock_validity_ms(l) <= v - 150);
@@ -122,56 +114,46 @@ static void test_second_acquire_of_a_held_resource_is_not_acquired(
 {
     struct fixture *f = *state;
     rl_acquire_opts o = { 0 };
-    rl_lock *l = NULL;
     rl_lock *l2 = NULL;
-    rl_client *other = new_client(f, NULL);
+    rl_lock *l;
     char token[128];
 
-    assert_non_null(other);
-    o.ttl_ms = 10000;
-    assert_int_equal(rl_acquire(f->c, "basic:held", &o, &l), RL_OK);
+    f->c2 = new_client(f, NULL);
+    assert_non_null(f->c2);
+    l = fixture_acquire(f->c, "basic:held", 10000);
     snprintf(token, sizeof(token), "%s", rl_lock_token(l));
     /* Same client and another client: both are turned away. */
+    o.ttl_ms = 10000;
     assert_int_equal(rl_acquire(f->c, "basic:held", &o, &l2),
                      RL_ENOTACQUIRED);
     assert_null(l2);
-    assert_int_equal(rl_acquire(other, "basic:held", &o, &l2),
+    assert_int_equal(rl_acquire(f->c2, "basic:held", &o, &l2),
                      RL_ENOTACQUIRED);
     assert_null(l2);
     /* The failed attempts rolled back without touching the holder's key. */
-    for (int i = 0; i < f->n; i++)
-        assert_true(harness_key_holds_ttl(&f->r[i], "basic:held", token, 9000,
-                                          10000));
+    assert_true(fixture_all_hold(f, "basic:held", token, 9000, 10000));
     assert_int_equal(rl_release(l), RL_OK);
-    assert_int_equal(rl_acquire(other, "basic:held", &o, &l2), RL_OK);
+    l2 = fixture_acquire(f->c2, "basic:held", 10000);
     assert_int_equal(rl_release(l2), RL_OK);
     assert_true(harness_all_empty(f->r, f->n));
-    rl_client_free(other);
 }
 
 static void test_release_deletes_the_keys_on_every_node(void **state)
 {
     struct fixture *f = *state;
-    rl_acquire_opts o = { 0 };
-    rl_lock *l = NULL;
+    rl_lock *l = fixture_acquire(f->c, "basic:rel", 5000);
 
-    o.ttl_ms = 5000;
-    assert_int_equal(rl_acquire(f->c, "basic:rel", &o, &l), RL_OK);
     assert_int_equal(rl_release(l), RL_OK);
-    for (int i = 0; i < f->n; i++)
-        assert_true(harness_key_absent(&f->r[i], "basic:rel"));
+    assert_true(harness_key_gone(f->r, f->n, "basic:rel"));
     assert_true(harness_all_empty(f->r, f->n));
 }
 
 static void test_extend_refreshes_the_pttl_on_every_node(void **state)
 {
     struct fixture *f = *state;
-    rl_acquire_opts o = { 0 };
-    rl_lock *l = NULL;
+    rl_lock *l = fixture_acquire(f->c, "basic:ext", 2000);
     char token[128];
 
-    o.ttl_ms = 2000;
-    assert_int_equal(rl_acquire(f->c, "basic:ext", &o, &l), RL_OK);
     snprintf(token, sizeof(token), "%s", rl_lock_token(l));
     harness_sleep_ms(600);
     /* Decayed (a node the quorum did not wait for may have stored the key
@@ -180,14 +162,10 @@ static void test_extend_refreshes_the_pttl_on_every_node(void **state)
         assert_true(harness_pttl(&f->r[i], "basic:ext") <= 1700);
     assert_int_equal(rl_extend(l, 10000), RL_OK);
     assert_in_range(rl_lock_validity_ms(l), 9000, 10000 - 100 - 2);
-    for (int i = 0; i < f->n; i++)
-        assert_true(harness_key_holds_ttl(&f->r[i], "basic:ext", token, 9000,
-                                          10000));
+    assert_true(fixture_all_hold(f, "basic:ext", token, 9000, 10000));
     /* ttl 0: the TTL it was acquired with. */
     assert_int_equal(rl_extend(l, 0), RL_OK);
-    for (int i = 0; i < f->n; i++)
-        assert_true(harness_key_holds_ttl(&f->r[i], "basic:ext", token, 1500,
-                                          2000));
+    assert_true(fixture_all_hold(f, "basic:ext", token, 1500, 2000));
     assert_true(rl_lock_validity_ms(l) <= 2000 - 20 - 2);
     assert_int_equal(rl_release(l), RL_OK);
     assert_true(harness_all_empty(f->r, f->n));
@@ -196,55 +174,49 @@ static void test_extend_refreshes_the_pttl_on_every_node(void **state)
 static void test_expired_lock_can_be_taken_by_another_client(void **state)
 {
     struct fixture *f = *state;
-    rl_acquire_opts o = { 0 };
-    rl_lock *l = NULL;
-    rl_lock *l2 = NULL;
-    rl_client *other = new_client(f, NULL);
+    rl_lock *l;
+    rl_lock *l2;
     rl_status st;
 
-    assert_non_null(other);
-    o.ttl_ms = 300;
-    assert_int_equal(rl_acquire(f->c, "basic:expiry", &o, &l), RL_OK);
+    f->c2 = new_client(f, NULL);
+    assert_non_null(f->c2);
+    l = fixture_acquire(f->c, "basic:expiry", 300);
     assert_true(rl_lock_validity_ms(l) <= 300 - 3 - 2);
     harness_sleep_ms(400);
     assert_true(rl_lock_validity_ms(l) <= 0);
-    for (int i = 0; i < f->n; i++)
-        assert_true(harness_key_absent(&f->r[i], "basic:expiry"));
-    o.ttl_ms = 10000;
-    assert_int_equal(rl_acquire(other, "basic:expiry", &o, &l2), RL_OK);
+    assert_true(harness_key_gone(f->r, f->n, "basic:expiry"));
+    l2 = fixture_acquire(f->c2, "basic:expiry", 10000);
     /* The stale holder's release must not delete the new holder's keys. */
     st = rl_release(l);
     assert_true(st == RL_ELOST || st == RL_ENOTACQUIRED);
-    for (int i = 0; i < f->n; i++)
-        assert_true(harness_key_holds_ttl(&f->r[i], "basic:expiry",
-                                          rl_lock_token(l2), 9000, 10000));
+    assert_true(fixture_all_hold(f, "basic:expiry", rl_lock_token(l2), 9000,
+                                 10000));
     assert_int_equal(rl_release(l2), RL_OK);
     assert_true(harness_all_empty(f->r, f->n));
-    rl_client_free(other);
+}
+
+/* A lock of resource on f->c whose TTL (300 ms) has run out. */
+static rl_lock *expired_lock(struct fixture *f, const char *resource)
+{
+    rl_lock *l = fixture_acquire(f->c, resource, 300);
+
+    harness_sleep_ms(450);
+    return l;
 }
 
 static void test_release_of_an_expired_lock_is_lost(void **state)
 {
     struct fixture *f = *state;
-    rl_acquire_opts o = { 0 };
-    rl_lock *l = NULL;
 
-    o.ttl_ms = 300;
-    assert_int_equal(rl_acquire(f->c, "basic:lost", &o, &l), RL_OK);
-    harness_sleep_ms(450);
-    assert_int_equal(rl_release(l), RL_ELOST);
+    assert_int_equal(rl_release(expired_lock(f, "basic:lost")), RL_ELOST);
     assert_true(harness_all_empty(f->r, f->n));
 }
 
 static void test_extend_of_an_expired_lock_is_lost(void **state)
 {
     struct fixture *f = *state;
-    rl_acquire_opts o = { 0 };
-    rl_lock *l = NULL;
+    rl_lock *l = expired_lock(f, "basic:lostext");
 
-    o.ttl_ms = 300;
-    assert_int_equal(rl_acquire(f->c, "basic:lostext", &o, &l), RL_OK);
-    harness_sleep_ms(450);
     assert_int_equal(rl_extend(l, 5000), RL_ELOST);
     assert_true(rl_lock_lost(l));
     /* Never resurrected (§5.4). */
@@ -255,15 +227,13 @@ static void test_extend_of_an_expired_lock_is_lost(void **state)
 static void test_adopted_token_can_be_extended_and_released(void **state)
 {
     struct fixture *f = *state;
-    rl_acquire_opts o = { 0 };
-    rl_lock *l = NULL;
+    rl_lock *l;
     rl_lock *a = NULL;
-    rl_client *other = new_client(f, NULL);
 
-    assert_non_null(other);
-    o.ttl_ms = 3000;
-    assert_int_equal(rl_acquire(f->c, "basic:adopt", &o, &l), RL_OK);
-    assert_int_equal(rl_lock_adopt(other, "basic:adopt", rl_lock_token(l),
+    f->c2 = new_client(f, NULL);
+    assert_non_null(f->c2);
+    l = fixture_acquire(f->c, "basic:adopt", 3000);
+    assert_int_equal(rl_lock_adopt(f->c2, "basic:adopt", rl_lock_token(l),
                                    &a),
                      RL_OK);
     assert_non_null(a);
@@ -272,31 +242,25 @@ static void test_adopted_token_can_be_extended_and_released(void **state)
     assert_true(rl_lock_validity_ms(a) <= 0);
     assert_int_equal(rl_extend(a, 8000), RL_OK);
     assert_true(rl_lock_validity_ms(a) > 7000);
-    for (int i = 0; i < f->n; i++)
-        assert_true(harness_key_holds_ttl(&f->r[i], "basic:adopt",
-                                          rl_lock_token(l), 7000, 8000));
+    assert_true(fixture_all_hold(f, "basic:adopt", rl_lock_token(l), 7000,
+                                 8000));
     assert_int_equal(rl_release(a), RL_OK);
     assert_true(harness_all_empty(f->r, f->n));
     rl_lock_free(l);
-    rl_client_free(other);
 }
 
 static void test_adopting_a_wrong_token_releases_nothing(void **state)
 {
     struct fixture *f = *state;
-    rl_acquire_opts o = { 0 };
-    rl_lock *l = NULL;
+    rl_lock *l = fixture_acquire(f->c, "basic:wrongtok", 5000);
     rl_lock *a = NULL;
 
-    o.ttl_ms = 5000;
-    assert_int_equal(rl_acquire(f->c, "basic:wrongtok", &o, &l), RL_OK);
     assert_int_equal(rl_lock_adopt(f->c, "basic:wrongtok",
                                    "00000000000000000000000000000000", &a),
                      RL_OK);
     assert_int_equal(rl_release(a), RL_ENOTACQUIRED);
-    for (int i = 0; i < f->n; i++)
-        assert_true(harness_key_holds_ttl(&f->r[i], "basic:wrongtok",
-                                          rl_lock_token(l), 4000, 5000));
+    assert_true(fixture_all_hold(f, "basic:wrongtok", rl_lock_token(l), 4000,
+                                 5000));
     assert_int_equal(rl_release(l), RL_OK);
     assert_true(harness_all_empty(f->r, f->n));
 }
@@ -304,22 +268,17 @@ static void test_adopting_a_wrong_token_releases_nothing(void **state)
 static void test_prefix_is_prepended_to_the_key(void **state)
 {
     struct fixture *f = *state;
-    rl_acquire_opts o = { 0 };
-    rl_lock *l = NULL;
-    rl_client *pc = new_client(f, "app1:");
+    rl_lock *l;
 
-    assert_non_null(pc);
-    o.ttl_ms = 5000;
-    assert_int_equal(rl_acquire(pc, "jobs", &o, &l), RL_OK);
+    f->c2 = new_client(f, "app1:");
+    assert_non_null(f->c2);
+    l = fixture_acquire(f->c2, "jobs", 5000);
     assert_string_equal(rl_lock_resource(l), "jobs");
-    for (int i = 0; i < f->n; i++) {
-        assert_true(harness_key_holds_ttl(&f->r[i], "app1:jobs",
-                                          rl_lock_token(l), 4000, 5000));
-        assert_true(harness_key_absent(&f->r[i], "jobs"));
-    }
+    assert_true(fixture_all_hold(f, "app1:jobs", rl_lock_token(l), 4000,
+                                 5000));
+    assert_true(harness_key_gone(f->r, f->n, "jobs"));
     assert_int_equal(rl_release(l), RL_OK);
     assert_true(harness_all_empty(f->r, f->n));
-    rl_client_free(pc);
 }
 
 static void test_multi_acquire_sets_every_key_and_release_clears_them(
@@ -333,17 +292,13 @@ static void test_multi_acquire_sets_every_key_and_release_clears_them(
     o.ttl_ms = 5000;
     assert_int_equal(rl_acquire_multi(f->c, res, 3, &o, &l), RL_OK);
     assert_string_equal(rl_lock_resource(l), "multi:a");
-    for (int i = 0; i < f->n; i++) {
-        for (int k = 0; k < 3; k++)
-            assert_true(harness_key_holds_ttl(&f->r[i], res[k],
-                                              rl_lock_token(l), 4000, 5000));
-    }
+    for (int k = 0; k < 3; k++)
+        assert_true(fixture_all_hold(f, res[k], rl_lock_token(l), 4000,
+                                     5000));
     assert_int_equal(rl_extend(l, 9000), RL_OK);
-    for (int i = 0; i < f->n; i++) {
-        for (int k = 0; k < 3; k++)
-            assert_true(harness_key_holds_ttl(&f->r[i], res[k],
-                                              rl_lock_token(l), 8000, 9000));
-    }
+    for (int k = 0; k < 3; k++)
+        assert_true(fixture_all_hold(f, res[k], rl_lock_token(l), 8000,
+                                     9000));
     assert_int_equal(rl_release(l), RL_OK);
     assert_true(harness_all_empty(f->r, f->n));
 }
@@ -360,13 +315,11 @@ static void test_multi_acquire_is_all_or_nothing(void **state)
     assert_int_equal(rl_acquire_multi(f->c, res, 3, &o, &l),
                      RL_ENOTACQUIRED);
     assert_null(l);
-    for (int i = 0; i < f->n; i++) {
-        assert_true(harness_key_absent(&f->r[i], "aon:a"));
-        assert_true(harness_key_absent(&f->r[i], "aon:c"));
-        assert_true(harness_key_holds_ttl(&f->r[i], "aon:b", "someone-else",
-                                          9000, 10000));
+    assert_true(harness_key_gone(f->r, f->n, "aon:a"));
+    assert_true(harness_key_gone(f->r, f->n, "aon:c"));
+    assert_true(fixture_all_hold(f, "aon:b", "someone-else", 9000, 10000));
+    for (int i = 0; i < f->n; i++)
         assert_int_equal(harness_dbsize(&f->r[i]), 1);
-    }
 }
 
 static void test_key_set_by_plain_set_nx_px_is_respected_and_adoptable(
@@ -383,9 +336,7 @@ static void test_key_set_by_plain_set_nx_px_is_respected_and_adoptable(
     o.ttl_ms = 5000;
     assert_int_equal(rl_acquire(f->c, "interop:res", &o, &l),
                      RL_ENOTACQUIRED);
-    for (int i = 0; i < f->n; i++)
-        assert_true(harness_key_holds_ttl(&f->r[i], "interop:res", foreign,
-                                          9000, 10000));
+    assert_true(fixture_all_hold(f, "interop:res", foreign, 9000, 10000));
     assert_int_equal(rl_lock_adopt(f->c, "interop:res", foreign, &a), RL_OK);
     assert_int_equal(rl_release(a), RL_OK);
     assert_true(harness_all_empty(f->r, f->n));
@@ -398,11 +349,8 @@ static void test_lock_is_released_by_a_plain_compare_and_delete(
     /* redsync's / node-redlock's release script. */
     const char *cad = "if redis.call('get', KEYS[1]) == ARGV[1] then "
                       "return redis.call('del', KEYS[1]) else return 0 end";
-    rl_acquire_opts o = { 0 };
-    rl_lock *l = NULL;
+    rl_lock *l = fixture_acquire(f->c, "interop:out", 5000);
 
-    o.ttl_ms = 5000;
-    assert_int_equal(rl_acquire(f->c, "interop:out", &o, &l), RL_OK);
     for (int i = 0; i < f->n; i++) {
         redisReply *rep = harness_cmd(&f->r[i], "EVAL %s 1 %s %s", cad,
                                       "interop:out", rl_lock_token(l));
@@ -419,14 +367,11 @@ static void test_lock_is_released_by_a_plain_compare_and_delete(
 static void test_distinct_acquisitions_get_distinct_tokens(void **state)
 {
     struct fixture *f = *state;
-    rl_acquire_opts o = { 0 };
     char seen[20][128];
 
-    o.ttl_ms = 5000;
     for (int k = 0; k < 20; k++) {
-        rl_lock *l = NULL;
+        rl_lock *l = fixture_acquire(f->c, "basic:tokens", 5000);
 
-        assert_int_equal(rl_acquire(f->c, "basic:tokens", &o, &l), RL_OK);
         snprintf(seen[k], sizeof(seen[k]), "%s", rl_lock_token(l));
         for (int j = 0; j < k; j++)
             assert_string_not_equal(seen[j], seen[k]);

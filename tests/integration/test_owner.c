@@ -4,6 +4,7 @@
  * fence; one node holding another value does not change the holder; a
  * plain SET NX key (redsync, node-redlock) shows as a holder with an
  * unknown owner and still excludes us; bad owners are RL_EINVAL. */
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,22 +24,18 @@ static const struct fixture_opts fx = { .nodes = NODES };
 static void test_owner_round_trip(void **state)
 {
     struct fixture *f = *state;
-    rl_acquire_opts o = {0};
+    const rl_acquire_opts o = { .ttl_ms = 10000, .owner = "web-1:4242",
+                                .fencing = true };
     rl_holder_info nodes[NODES];
     rl_resource_info info;
     rl_lock *l = NULL;
     size_t count = 0;
-    int i;
 
-    o.ttl_ms = 10000;
-    o.owner = "web-1:4242";
-    o.fencing = true;
     assert_int_equal(rl_acquire(f->c, "own", &o, &l), RL_OK);
     /* The value is the token; the owner rides in it. */
     assert_int_equal(strlen(rl_lock_token(l)), 40 + 1 + strlen(o.owner));
     assert_string_equal(rl_lock_token(l) + 41, "web-1:4242");
-    for (i = 0; i < NODES; i++)
-        assert_true(harness_key_holds(&f->r[i], "own", rl_lock_token(l)));
+    assert_true(fixture_all_hold(f, "own", rl_lock_token(l), 1, LLONG_MAX));
     assert_int_equal(rl_resource_inspect(f->c, "own", &info, nodes, NODES,
                                          &count), RL_OK);
     assert_int_equal(count, NODES);
@@ -50,7 +47,7 @@ static void test_owner_round_trip(void **state)
     assert_true(info.validity_ms > 0 && info.validity_ms <= 10000);
     assert_int_equal(info.fence, rl_lock_fence(l));
     assert_true(info.fence > 0);
-    for (i = 0; i < NODES; i++)
+    for (int i = 0; i < NODES; i++)
         assert_string_equal(nodes[i].token, rl_lock_token(l));
     /* Extend and release compare the whole value. */
     assert_int_equal(rl_extend(l, 10000), RL_OK);
@@ -86,19 +83,17 @@ static void test_no_owner_costs_nothing_and_reads_unknown(void **state)
 static void test_minority_value_does_not_change_the_holder(void **state)
 {
     struct fixture *f = *state;
-    rl_acquire_opts o = {0};
     rl_holder_info nodes[NODES];
     rl_resource_info info;
     rl_lock *l = NULL;
     size_t count;
     char value[64];
-    int i;
 
     snprintf(value, sizeof(value), "%040d.node-a:1", 7);
     assert_true(harness_ok(harness_cmd(&f->r[0], "SET split %s PX 60000",
                                        value)));
     snprintf(value, sizeof(value), "%040d.node-b:2", 9);
-    for (i = 1; i < NODES; i++)
+    for (int i = 1; i < NODES; i++)
         assert_true(harness_ok(harness_cmd(&f->r[i], "SET split %s PX %d",
                                            value, i == 1 ? 20000 : 8000)));
     assert_int_equal(rl_resource_inspect(f->c, "split", &info, nodes, NODES,
@@ -111,7 +106,7 @@ static void test_minority_value_does_not_change_the_holder(void **state)
     assert_true(info.validity_ms > 0 && info.validity_ms <= 8000);
     assert_non_null(strstr(nodes[0].token, "node-a:1"));
     /* And we are excluded. */
-    assert_int_equal(rl_acquire(f->c, "split", &o, &l), RL_ENOTACQUIRED);
+    assert_int_equal(rl_acquire(f->c, "split", NULL, &l), RL_ENOTACQUIRED);
 }
 
 /* A redsync / node-redlock holder: a plain random value. */

@@ -8,7 +8,6 @@
  * INFO commandstats do not move, the key stays after an inner release and
  * is gone after the outer one. Another thread, another client or a
  * non-reentrant acquire is an ordinary contender. */
-#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,6 +23,11 @@
 #define NODES 3
 
 static const struct fixture_opts fx = { .nodes = NODES };
+
+/* Every acquire here: reentrant, or not. */
+static const rl_acquire_opts reentrant = { .ttl_ms = 10000,
+                                           .reentrant = true };
+static const rl_acquire_opts plain = { .ttl_ms = 10000 };
 
 /* Sum of calls= of the commands that write a lock key (INFO
  * commandstats), over every node. */
@@ -71,7 +75,6 @@ static void test_same_thread_gets_same_lock_and_redis_is_not_touched(
     void **state)
 {
     struct fixture *f = *state;
-    rl_acquire_opts o = { 0 };
     rl_lock *l1 = NULL;
     rl_lock *l2 = NULL;
     long long calls0;
@@ -79,9 +82,7 @@ static void test_same_thread_gets_same_lock_and_redis_is_not_touched(
     long long pttl;
     char token[200];
 
-    o.ttl_ms = 10000;
-    o.reentrant = true;
-    assert_int_equal(rl_acquire(f->c, "re:one", &o, &l1), RL_OK);
+    assert_int_equal(rl_acquire(f->c, "re:one", &reentrant, &l1), RL_OK);
     f->locks[0] = l1;
     snprintf(token, sizeof(token), "%s", rl_lock_token(l1));
     harness_sleep_ms(100); /* late replies of the minority */
@@ -89,7 +90,7 @@ static void test_same_thread_gets_same_lock_and_redis_is_not_touched(
     calls0 = write_calls(f);
     harness_sleep_ms(500);
 
-    assert_int_equal(rl_acquire(f->c, "re:one", &o, &l2), RL_OK);
+    assert_int_equal(rl_acquire(f->c, "re:one", &reentrant, &l2), RL_OK);
     if (l2 != l1)
         f->locks[1] = l2;
     assert_ptr_equal(l2, l1);
@@ -119,14 +120,12 @@ static void test_same_thread_gets_same_lock_and_redis_is_not_touched(
 static void test_three_deep_releases_only_on_the_last(void **state)
 {
     struct fixture *f = *state;
-    rl_acquire_opts o = { 0 };
     rl_lock *l[3] = { NULL, NULL, NULL };
     char token[200];
 
-    o.ttl_ms = 10000;
-    o.reentrant = true;
     for (int i = 0; i < 3; i++) {
-        assert_int_equal(rl_acquire(f->c, "re:deep", &o, &l[i]), RL_OK);
+        assert_int_equal(rl_acquire(f->c, "re:deep", &reentrant, &l[i]),
+                         RL_OK);
         if (i > 0 && l[i] != l[0])
             f->locks[2 + (i - 1)] = l[i];
         if (i == 0) {
@@ -136,7 +135,8 @@ static void test_three_deep_releases_only_on_the_last(void **state)
         assert_ptr_equal(l[i], l[0]);
     }
     /* Another resource on the same thread is another lock. */
-    assert_int_equal(rl_acquire(f->c, "re:deep2", &o, &f->locks[1]), RL_OK);
+    assert_int_equal(rl_acquire(f->c, "re:deep2", &reentrant, &f->locks[1]),
+                     RL_OK);
     assert_ptr_not_equal(f->locks[1], l[0]);
     for (int i = 2; i >= 1; i--) {
         assert_int_equal(rl_release(l[i]), RL_OK);
@@ -151,50 +151,36 @@ static void test_three_deep_releases_only_on_the_last(void **state)
     assert_true(key_gone(f, "re:deep2"));
 }
 
-struct other {
-    rl_client *c;
-    const char *resource;
-    bool reentrant;
-    rl_status st;
-    rl_lock *lock;
-};
-
-static void *other_thread(void *arg)
+/* A reentrant acquire of resource on f->c from another thread: its
+ * status; its lock in *lock. */
+static rl_status acquire_on_another_thread(struct fixture *f,
+                                           const char *resource,
+                                           rl_lock **lock)
 {
-    struct other *t = arg;
-    rl_acquire_opts o = { 0 };
+    struct fixture_acquirer t = { .c = f->c, .resources = &resource,
+                                  .count = 1, .o = reentrant };
 
-    o.ttl_ms = 10000;
-    o.reentrant = t->reentrant;
-    t->st = rl_acquire(t->c, t->resource, &o, &t->lock);
-    return NULL;
+    fixture_acquirer_start(&t);
+    fixture_acquirer_join(&t);
+    *lock = t.lock;
+    return t.st;
 }
 
 static void test_other_thread_is_an_ordinary_contender(void **state)
 {
     struct fixture *f = *state;
-    rl_acquire_opts o = { 0 };
-    struct other t = { .c = f->c, .resource = "re:thr", .reentrant = true };
-    struct other t2 = { .c = f->c, .resource = "re:thr-other",
-                        .reentrant = true };
-    pthread_t th;
     char token[200];
 
-    o.ttl_ms = 10000;
-    o.reentrant = true;
-    assert_int_equal(rl_acquire(f->c, "re:thr", &o, &f->locks[0]), RL_OK);
+    assert_int_equal(rl_acquire(f->c, "re:thr", &reentrant, &f->locks[0]),
+                     RL_OK);
     snprintf(token, sizeof(token), "%s", rl_lock_token(f->locks[0]));
-    assert_int_equal(pthread_create(&th, NULL, other_thread, &t), 0);
-    pthread_join(th, NULL);
-    f->locks[1] = t.lock;
-    assert_int_equal(t.st, RL_ENOTACQUIRED);
-    assert_null(t.lock);
+    assert_int_equal(acquire_on_another_thread(f, "re:thr", &f->locks[1]),
+                     RL_ENOTACQUIRED);
+    assert_null(f->locks[1]);
     /* The other thread can take another resource. */
-    assert_int_equal(pthread_create(&th, NULL, other_thread, &t2), 0);
-    pthread_join(th, NULL);
-    f->locks[2] = t2.lock;
-    assert_int_equal(t2.st, RL_OK);
-    assert_ptr_not_equal(t2.lock, f->locks[0]);
+    assert_int_equal(
+        acquire_on_another_thread(f, "re:thr-other", &f->locks[2]), RL_OK);
+    assert_ptr_not_equal(f->locks[2], f->locks[0]);
     assert_int_equal(holders(f, "re:thr", token, NULL), NODES);
     assert_int_equal(rl_release(f->locks[2]), RL_OK);
     f->locks[2] = NULL;
@@ -207,32 +193,31 @@ static void test_non_reentrant_or_other_client_on_same_thread_contends(
     void **state)
 {
     struct fixture *f = *state;
-    rl_acquire_opts o = { 0 };
     rl_lock *l = NULL;
     char token[200];
 
-    o.ttl_ms = 10000;
-    o.reentrant = true;
-    assert_int_equal(rl_acquire(f->c, "re:plain", &o, &f->locks[0]), RL_OK);
+    assert_int_equal(rl_acquire(f->c, "re:plain", &reentrant, &f->locks[0]),
+                     RL_OK);
     snprintf(token, sizeof(token), "%s", rl_lock_token(f->locks[0]));
     /* Same thread, same client, but not reentrant. */
-    o.reentrant = false;
-    assert_int_equal(rl_acquire(f->c, "re:plain", &o, &l), RL_ENOTACQUIRED);
+    assert_int_equal(rl_acquire(f->c, "re:plain", &plain, &l),
+                     RL_ENOTACQUIRED);
     assert_null(l);
     /* Same thread, reentrant, but another client. */
     f->c2 = fixture_fast_client(&f->hn);
     assert_non_null(f->c2);
-    o.reentrant = true;
-    assert_int_equal(rl_acquire(f->c2, "re:plain", &o, &l), RL_ENOTACQUIRED);
+    assert_int_equal(rl_acquire(f->c2, "re:plain", &reentrant, &l),
+                     RL_ENOTACQUIRED);
     assert_null(l);
     assert_int_equal(holders(f, "re:plain", token, NULL), NODES);
     assert_int_equal(rl_release(f->locks[0]), RL_OK);
     f->locks[0] = NULL;
     assert_true(key_gone(f, "re:plain"));
     /* Without reentrant, the same thread gets no second handle either. */
-    o.reentrant = false;
-    assert_int_equal(rl_acquire(f->c, "re:plain", &o, &f->locks[0]), RL_OK);
-    assert_int_equal(rl_acquire(f->c, "re:plain", &o, &l), RL_ENOTACQUIRED);
+    assert_int_equal(rl_acquire(f->c, "re:plain", &plain, &f->locks[0]),
+                     RL_OK);
+    assert_int_equal(rl_acquire(f->c, "re:plain", &plain, &l),
+                     RL_ENOTACQUIRED);
     assert_null(l);
     assert_int_equal(rl_release(f->locks[0]), RL_OK);
     f->locks[0] = NULL;

@@ -181,51 +181,43 @@ static uint64_t stat_renewals(rl_client *c)
     return s.renewals;
 }
 
-/* What one async operation's callback saw. */
-struct rec {
-    atomic_int calls;
-    rl_status st;
-    rl_lock *lock;     /* acquire: the lock the callback handed over */
-};
-
-static void rec_acquire_cb(rl_client *c, rl_status st, rl_lock *lock,
-                           void *privdata)
-{
-    struct rec *r = privdata;
-
-    (void)c;
-    r->st = st;
-    r->lock = lock;
-    atomic_fetch_add(&r->calls, 1);
-}
-
-static void rec_extend_cb(rl_lock *l, rl_status st, void *privdata)
-{
-    struct rec *r = privdata;
-
-    (void)l;
-    r->st = st;
-    atomic_fetch_add(&r->calls, 1);
-}
-
-static void rec_release_cb(rl_client *c, rl_status st, void *privdata)
-{
-    struct rec *r = privdata;
-
-    (void)c;
-    r->st = st;
-    atomic_fetch_add(&r->calls, 1);
-}
-
 /* Wait for the one callback of an operation whose record lives on this
  * stack frame; if it never comes the frame cannot be left (the callback
  * would write into it later), so the program stops here. */
-static void rec_wait(struct rec *r, const char *what)
+static void rec_wait(struct fixture_rec *r, const char *what)
 {
     if (harness_wait_count(&r->calls, 1, 5000))
         return;
     fprintf(stderr, "  %s: no callback within 5 s\n", what);
     abort();
+}
+
+/* One round of a thread of test 1 or 2, with that thread's connections. */
+typedef void stress_round_fn(struct fixture_worker *w, struct conns *k,
+                             long i);
+
+/* The body of every thread of tests 1 and 2: with connections of its own
+ * to every node (a failure is counted in *redis_errors), round(w, k, i)
+ * for i = 0, 1, ... until stress_ms() has passed and enough(w) says the
+ * minimum of work was done, or until the deadline. */
+static void stress_rounds(struct fixture_worker *w, const struct fixture *f,
+                          atomic_long *redis_errors, stress_round_fn *round,
+                          bool (*enough)(struct fixture_worker *w))
+{
+    int64_t t0 = harness_now_ms();
+    int64_t end = t0 + stress_ms();
+    int64_t deadline = t0 + stress_deadline_ms();
+    struct conns k = { { NULL } };
+
+    if (!conns_open(&k, f)) {
+        atomic_fetch_add(redis_errors, 1);
+    } else {
+        for (long i = 0; (harness_now_ms() < end || !enough(w)) &&
+                         harness_now_ms() < deadline;
+             i++)
+            round(w, &k, i);
+    }
+    conns_close(&k);
 }
 
 /* ==== 1. Releases and frees racing watchdog renewals ==================== */
@@ -248,11 +240,7 @@ struct s1_shared {
     atomic_long unexpected;
     atomic_long redis_errors;
     struct first_error err;
-};
-
-struct s1_worker {
-    struct s1_shared *sh;
-    int id;
+    uint32_t seed[MAX_THREADS];  /* each thread's rnd() state */
 };
 
 /* Reads the borrowed handle: a callback on a freed handle is a
@@ -302,8 +290,9 @@ static void s1_released(struct s1_shared *sh, struct conns *k,
 #define S1_MIN_ACQUIRED 20
 #define S1_MIN_RENEWALS 10
 
-static bool s1_enough(struct s1_shared *sh)
+static bool s1_enough(struct fixture_worker *w)
 {
+    struct s1_shared *sh = w->shared;
     rl_stats s;
 
     return atomic_load(&sh->acquired) >= S1_MIN_ACQUIRED &&
@@ -312,88 +301,80 @@ static bool s1_enough(struct s1_shared *sh)
            s.renewals >= S1_MIN_RENEWALS;
 }
 
-static void *s1_main(void *arg)
+/* A watched lock st1:<thread>:<i>, renewed every 1-3 ms, then released,
+ * freed, stopped and released, or released async, at a random moment. */
+static void s1_round(struct fixture_worker *w, struct conns *k, long i)
 {
-    struct s1_worker *w = arg;
-    struct s1_shared *sh = w->sh;
-    rl_client *c = sh->f->c;
-    uint32_t seed = 0x9e3779b9u ^ (uint32_t)(w->id * 7919 + 1);
-    int64_t t0 = harness_now_ms();
-    int64_t end = t0 + stress_ms();
-    int64_t deadline = t0 + stress_deadline_ms();
-    struct conns k = { { NULL } };
+    struct s1_shared *sh = w->shared;
+    rl_acquire_opts o = { 0 };
+    struct fixture_rec a = { 0 };
+    rl_lock *l = NULL;
+    rl_status st;
+    uint32_t r = rnd(&sh->seed[w->id]);
     char name[64];
 
-    if (!conns_open(&k, sh->f)) {
-        atomic_fetch_add(&sh->redis_errors, 1);
-        conns_close(&k);
-        return NULL;
+    snprintf(name, sizeof(name), "st1:%d:%ld", w->id, i);
+    o.ttl_ms = (uint32_t)harness_scale_ms(S1_TTL_MS);
+    o.auto_extend = true;
+    o.extend_interval_ms = 1 + r % 3;
+    o.lost_cb = s1_lost;
+    o.lost_privdata = sh;
+    st = rl_acquire(sh->f->c, name, &o, &l);
+    if (st == RL_ENOQUORUM || st == RL_ETIMEOUT) {
+        atomic_fetch_add(&sh->acquire_failed, 1);
+        return;
     }
-    for (long i = 0; (harness_now_ms() < end || !s1_enough(sh)) &&
-                     harness_now_ms() < deadline;
-         i++) {
-        rl_acquire_opts o = { 0 };
-        struct rec a = { 0 };
-        rl_lock *l = NULL;
-        rl_status st;
-        uint32_t r = rnd(&seed);
-
-        snprintf(name, sizeof(name), "st1:%d:%ld", w->id, i);
-        o.ttl_ms = (uint32_t)harness_scale_ms(S1_TTL_MS);
-        o.auto_extend = true;
-        o.extend_interval_ms = 1 + r % 3;
-        o.lost_cb = s1_lost;
-        o.lost_privdata = sh;
-        st = rl_acquire(c, name, &o, &l);
-        if (st == RL_ENOQUORUM || st == RL_ETIMEOUT) {
-            atomic_fetch_add(&sh->acquire_failed, 1);
-            continue;
-        }
+    if (st != RL_OK) {
+        atomic_fetch_add(&sh->unexpected, 1);
+        note(&sh->err, "acquire %s: %s: %s", name, rl_status_name(st),
+             rl_last_error());
+        return;
+    }
+    atomic_fetch_add(&sh->acquired, 1);
+    /* Land somewhere in the first few renewal periods. */
+    if ((r >> 4) % 4 != 0)
+        sleep_us((r >> 8) % 4000);
+    switch ((r >> 20) % 8) {
+    case 0: case 1: case 2:
+        s1_released(sh, k, name, rl_release(l), "release");
+        break;
+    case 3: case 4:
+        rl_lock_free(l);
+        atomic_fetch_add(&sh->freed, 1);
+        break;
+    case 5:
+        rl_watchdog_stop(l);
+        atomic_fetch_add(&sh->stopped_first, 1);
+        s1_released(sh, k, name, rl_release(l), "stop+release");
+        break;
+    default:
+        st = rl_release_async(l, fixture_rec_released, &a);
         if (st != RL_OK) {
             atomic_fetch_add(&sh->unexpected, 1);
-            note(&sh->err, "acquire %s: %s: %s", name, rl_status_name(st),
-                 rl_last_error());
-            continue;
-        }
-        atomic_fetch_add(&sh->acquired, 1);
-        /* Land somewhere in the first few renewal periods. */
-        if ((r >> 4) % 4 != 0)
-            sleep_us((r >> 8) % 4000);
-        switch ((r >> 20) % 8) {
-        case 0: case 1: case 2:
-            s1_released(sh, &k, name, rl_release(l), "release");
-            break;
-        case 3: case 4:
+            note(&sh->err, "release_async %s: %s: %s", name,
+                 rl_status_name(st), rl_last_error());
             rl_lock_free(l);
-            atomic_fetch_add(&sh->freed, 1);
             break;
-        case 5:
-            rl_watchdog_stop(l);
-            atomic_fetch_add(&sh->stopped_first, 1);
-            s1_released(sh, &k, name, rl_release(l), "stop+release");
-            break;
-        default:
-            st = rl_release_async(l, rec_release_cb, &a);
-            if (st != RL_OK) {
-                atomic_fetch_add(&sh->unexpected, 1);
-                note(&sh->err, "release_async %s: %s: %s", name,
-                     rl_status_name(st), rl_last_error());
-                rl_lock_free(l);
-                break;
-            }
-            rec_wait(&a, "release_async");
-            atomic_fetch_add(&sh->async_released, 1);
-            s1_released(sh, &k, name, a.st, "release_async");
-            /* Exactly once: nothing more may come. */
-            sleep_us(200);
-            if (atomic_load(&a.calls) != 1) {
-                atomic_fetch_add(&sh->unexpected, 1);
-                note(&sh->err, "release_async %s: %d callbacks", name,
-                     atomic_load(&a.calls));
-            }
+        }
+        rec_wait(&a, "release_async");
+        atomic_fetch_add(&sh->async_released, 1);
+        s1_released(sh, k, name, a.st, "release_async");
+        /* Exactly once: nothing more may come. */
+        sleep_us(200);
+        if (atomic_load(&a.calls) != 1) {
+            atomic_fetch_add(&sh->unexpected, 1);
+            note(&sh->err, "release_async %s: %d callbacks", name,
+                 atomic_load(&a.calls));
         }
     }
-    conns_close(&k);
+}
+
+static void *s1_main(void *arg)
+{
+    struct fixture_worker *w = arg;
+    struct s1_shared *sh = w->shared;
+
+    stress_rounds(w, sh->f, &sh->redis_errors, s1_round, s1_enough);
     return NULL;
 }
 
@@ -402,21 +383,15 @@ static void test_releases_and_frees_racing_watchdog_renewals(void **state)
     struct fixture *f = *state;
     struct s1_shared shared;
     struct s1_shared *sh = &shared;
-    struct s1_worker w[MAX_THREADS];
-    pthread_t t[MAX_THREADS];
     int nt = threads_for(S1_THREADS);
     int64_t t0 = harness_now_ms();
     uint64_t renewals;
 
     memset(sh, 0, sizeof(*sh));
     sh->f = f;
-    for (int i = 0; i < nt; i++) {
-        w[i].sh = sh;
-        w[i].id = i;
-        assert_int_equal(pthread_create(&t[i], NULL, s1_main, &w[i]), 0);
-    }
     for (int i = 0; i < nt; i++)
-        pthread_join(t[i], NULL);
+        sh->seed[i] = 0x9e3779b9u ^ (uint32_t)(i * 7919 + 1);
+    fixture_run_workers(nt, s1_main, sh);
     renewals = stat_renewals(f->c);
     fprintf(stderr,
             "  %d threads, %lld ms: %ld acquired (%ld refused), released "
@@ -476,16 +451,10 @@ struct s2_shared {
     atomic_long unexpected;
     atomic_long redis_errors;
     atomic_long handoffs;
-    atomic_int stop;
+    atomic_int contending;        /* threads of the other roles running */
     _Atomic(rl_lock *) mailbox;   /* S2_HANDOFF -> S2_RELEASER */
     atomic_int releaser_busy;
     struct first_error err;
-};
-
-struct s2_worker {
-    struct s2_shared *sh;
-    int id;
-    enum s2_role role;
 };
 
 static void s2_opts(rl_acquire_opts *o)
@@ -547,7 +516,7 @@ static void s2_release(struct s2_shared *sh, rl_lock *l, const char *what)
 
 static void s2_async_round(struct s2_shared *sh, struct conns *k)
 {
-    struct rec a = { 0 };
+    struct fixture_rec a = { 0 };
     rl_lock *l;
     rl_lock *again;
     rl_status st;
@@ -555,7 +524,7 @@ static void s2_async_round(struct s2_shared *sh, struct conns *k)
     if (!s2_acquire(sh, &l, "acquire"))
         return;
     s2_section(sh, k, l);
-    st = rl_release_async(l, rec_release_cb, &a);
+    st = rl_release_async(l, fixture_rec_released, &a);
     if (st != RL_OK) {
         atomic_fetch_add(&sh->unexpected, 1);
         note(&sh->err, "release_async: %s", rl_status_name(st));
@@ -594,9 +563,11 @@ static void s2_handoff_round(struct s2_shared *sh, struct conns *k)
         sleep_us(100);
 }
 
+/* Serves the hand-offs until every other thread is done. */
 static void s2_releaser(struct s2_shared *sh)
 {
-    while (!atomic_load(&sh->stop) || atomic_load(&sh->mailbox) != NULL) {
+    while (atomic_load(&sh->contending) > 0 ||
+           atomic_load(&sh->mailbox) != NULL) {
         rl_lock *l = atomic_exchange(&sh->mailbox, NULL);
 
         if (l == NULL) {
@@ -626,36 +597,39 @@ static void s2_nested_round(struct s2_shared *sh, struct conns *k)
     s2_release(sh, l, "release of the outer hold");
 }
 
+/* A round of thread w's role. */
+static void s2_round(struct fixture_worker *w, struct conns *k, long i)
+{
+    struct s2_shared *sh = w->shared;
+
+    (void)i;
+    if (s2_roles[w->id] == S2_ASYNC_RELEASE)
+        s2_async_round(sh, k);
+    else if (s2_roles[w->id] == S2_HANDOFF)
+        s2_handoff_round(sh, k);
+    else
+        s2_nested_round(sh, k);
+}
+
+static bool s2_enough(struct fixture_worker *w)
+{
+    struct s2_shared *sh = w->shared;
+
+    return atomic_load(&sh->sections) >= S2_MIN_SECTIONS;
+}
+
 static void *s2_main(void *arg)
 {
-    struct s2_worker *w = arg;
-    struct s2_shared *sh = w->sh;
-    int64_t t0 = harness_now_ms();
-    int64_t end = t0 + stress_ms();
-    int64_t deadline = t0 + stress_deadline_ms();
-    struct conns k = { { NULL } };
+    struct fixture_worker *w = arg;
+    struct s2_shared *sh = w->shared;
 
-    if (!conns_open(&k, sh->f)) {
-        atomic_fetch_add(&sh->redis_errors, 1);
-        conns_close(&k);
-        return NULL;
-    }
-    if (w->role == S2_RELEASER) {
+    if (s2_roles[w->id] == S2_RELEASER) {
         s2_releaser(sh);
-        conns_close(&k);
         return NULL;
     }
-    while ((harness_now_ms() < end ||
-            atomic_load(&sh->sections) < S2_MIN_SECTIONS) &&
-           harness_now_ms() < deadline) {
-        if (w->role == S2_ASYNC_RELEASE)
-            s2_async_round(sh, &k);
-        else if (w->role == S2_HANDOFF)
-            s2_handoff_round(sh, &k);
-        else
-            s2_nested_round(sh, &k);
-    }
-    conns_close(&k);
+    stress_rounds(w, sh->f, &sh->redis_errors, s2_round, s2_enough);
+    /* The releaser serves hand-offs until the last contender is done. */
+    atomic_fetch_sub(&sh->contending, 1);
     return NULL;
 }
 
@@ -664,27 +638,15 @@ static void test_reentrant_acquires_racing_releases(void **state)
     struct fixture *f = *state;
     struct s2_shared shared;
     struct s2_shared *sh = &shared;
-    struct s2_worker w[S2_THREADS];
-    pthread_t t[S2_THREADS];
     int64_t t0 = harness_now_ms();
-    int releaser = -1;
 
     memset(sh, 0, sizeof(*sh));
     sh->f = f;
     for (int i = 0; i < S2_THREADS; i++) {
-        w[i].sh = sh;
-        w[i].id = i;
-        w[i].role = s2_roles[i];
-        if (w[i].role == S2_RELEASER)
-            releaser = i;
-        assert_int_equal(pthread_create(&t[i], NULL, s2_main, &w[i]), 0);
+        if (s2_roles[i] != S2_RELEASER)
+            atomic_fetch_add(&sh->contending, 1);
     }
-    for (int i = 0; i < S2_THREADS; i++) {
-        if (i != releaser)
-            pthread_join(t[i], NULL);
-    }
-    atomic_store(&sh->stop, 1);
-    pthread_join(t[releaser], NULL);
+    fixture_run_workers(S2_THREADS, s2_main, sh);
     fprintf(stderr,
             "  %d threads, %lld ms: %ld sections (%ld hand-offs), memory "
             "counter %ld, %ld overlaps, %ld not held in Redis, %ld failed "
@@ -791,9 +753,9 @@ static void s3_round(struct fixture *f, int round, uint32_t *seed)
     struct s3_blocker b[MAX_THREADS];
     pthread_t bt[MAX_THREADS];
     pthread_t ft;
-    struct rec acq[S3_ASYNC];
-    struct rec ext[S3_WATCHED];
-    struct rec rel[S3_WATCHED];
+    struct fixture_rec acq[S3_ASYNC];
+    struct fixture_rec ext[S3_WATCHED];
+    struct fixture_rec rel[S3_WATCHED];
     bool acq_ok[S3_ASYNC] = { false };
     bool ext_ok[S3_WATCHED] = { false };
     bool rel_ok[S3_WATCHED] = { false };
@@ -845,16 +807,16 @@ static void s3_round(struct fixture *f, int round, uint32_t *seed)
         o.wait_ms = i % 2 == 0 ? RL_WAIT_FOREVER : 0;
         snprintf(name, sizeof(name), "st3:a:%d:%d", round, i);
         acq_ok[i] = rl_acquire_async(rd.c, i % 3 == 0 ? S3_HELD : name, &o,
-                                     rec_acquire_cb, &acq[i]) == RL_OK;
+                                     fixture_rec_acquired, &acq[i]) == RL_OK;
     }
     for (int i = 0; i < S3_WATCHED; i++) {
         if (plain[i] == NULL)
             continue;
         if (i % 2 == 0) {
-            ext_ok[i] = rl_extend_async(plain[i], 0, rec_extend_cb,
+            ext_ok[i] = rl_extend_async(plain[i], 0, fixture_rec_extended,
                                         &ext[i]) == RL_OK;
         } else {
-            rel_ok[i] = rl_release_async(plain[i], rec_release_cb,
+            rel_ok[i] = rl_release_async(plain[i], fixture_rec_released,
                                          &rel[i]) == RL_OK;
             if (rel_ok[i])
                 plain[i] = NULL;
@@ -958,11 +920,11 @@ struct s3_ext {
     enum s3_kind kind;
     bool freed;              /* the client was freed in a callback */
     bool accepted;           /* ... and the free was accepted */
-    struct rec acq[S3_ASYNC];
+    struct fixture_rec acq[S3_ASYNC];
     bool acq_ok[S3_ASYNC];
-    struct rec ext;
+    struct fixture_rec ext;
     bool ext_ok;
-    struct rec rel;
+    struct fixture_rec rel;
     bool rel_ok;
     atomic_int total;        /* callbacks of all kinds */
 };
@@ -990,21 +952,21 @@ static void s3_ext_maybe_free(struct s3_ext *x, enum s3_kind kind)
 static void s3_ext_acquire_cb(rl_client *c, rl_status st, rl_lock *lock,
                               void *privdata)
 {
-    rec_acquire_cb(c, st, lock, privdata);
+    fixture_rec_acquired(c, st, lock, privdata);
     atomic_fetch_add(&g_ext->total, 1);
     s3_ext_maybe_free(g_ext, FREE_IN_ACQUIRE);
 }
 
 static void s3_ext_extend_cb(rl_lock *l, rl_status st, void *privdata)
 {
-    rec_extend_cb(l, st, privdata);
+    fixture_rec_extended(l, st, privdata);
     atomic_fetch_add(&g_ext->total, 1);
     s3_ext_maybe_free(g_ext, FREE_IN_EXTEND);
 }
 
 static void s3_ext_release_cb(rl_client *c, rl_status st, void *privdata)
 {
-    rec_release_cb(c, st, privdata);
+    fixture_rec_released(c, st, privdata);
     atomic_fetch_add(&g_ext->total, 1);
     s3_ext_maybe_free(g_ext, FREE_IN_RELEASE);
 }

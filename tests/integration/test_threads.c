@@ -4,7 +4,6 @@
  * non-atomic read-increment-write of a counter (in Redis, over its own
  * connection, and in memory with an enter/exit occupancy check); the final
  * counters must equal the number of successful acquisitions. */
-#include <pthread.h>
 #include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -36,11 +35,6 @@ struct shared {
     atomic_long expired_in_section; /* validity <= 0 at section end */
     atomic_int first_error;         /* first unexpected status, or 0 */
     char first_error_text[256];
-};
-
-struct worker {
-    struct shared *sh;
-    int id;
 };
 
 /* Contended: a few quick retries. */
@@ -84,8 +78,8 @@ static bool redis_increment(redisContext *rc, int k)
 
 static void *worker_main(void *arg)
 {
-    struct worker *w = arg;
-    struct shared *sh = w->sh;
+    struct fixture_worker *w = arg;
+    struct shared *sh = w->shared;
     redisContext *rc = harness_connect(&sh->f->r[0]);
     char name[32];
 
@@ -147,20 +141,12 @@ static void test_threads_sharing_a_client_never_share_a_lock(void **state)
 {
     struct fixture *f = *state;
     struct shared *sh = calloc(1, sizeof(*sh));
-    struct worker w[THREADS];
-    pthread_t t[THREADS];
     long total = 0;
     int64_t t0 = harness_now_ms();
 
     assert_non_null(sh);
     sh->f = f;
-    for (int i = 0; i < THREADS; i++) {
-        w[i].sh = sh;
-        w[i].id = i;
-        assert_int_equal(pthread_create(&t[i], NULL, worker_main, &w[i]), 0);
-    }
-    for (int i = 0; i < THREADS; i++)
-        pthread_join(t[i], NULL);
+    fixture_run_workers(THREADS, worker_main, sh);
     fprintf(stderr, "  %d threads x %d cycles in %lld ms, %ld failed\n",
             THREADS, CYCLES, (long long)(harness_now_ms() - t0),
             atomic_load(&sh->failed));
@@ -196,15 +182,15 @@ static void test_threads_sharing_a_client_never_share_a_lock(void **state)
 
 /* Different threads, different resources: no thread waits for another
  * one's lock, and each sees only its own error text. */
-struct err_worker {
+struct err_shared {
     rl_client *c;
-    int id;
-    int mismatches;
+    int mismatches[THREADS];      /* per thread */
 };
 
 static void *err_worker_main(void *arg)
 {
-    struct err_worker *w = arg;
+    struct fixture_worker *w = arg;
+    struct err_shared *sh = w->shared;
     char bad[32];
 
     for (int i = 0; i < 2000; i++) {
@@ -214,9 +200,9 @@ static void *err_worker_main(void *arg)
         /* A distinct, always-invalid resource per thread: the detail text
          * must name this thread's own resource. */
         snprintf(bad, sizeof(bad), "redlock:thread%d", w->id);
-        if (rl_acquire(w->c, bad, &o, &l) != RL_EINVAL ||
+        if (rl_acquire(sh->c, bad, &o, &l) != RL_EINVAL ||
             strstr(rl_last_error(), bad) == NULL)
-            w->mismatches++;
+            sh->mismatches[w->id]++;
     }
     return NULL;
 }
@@ -224,20 +210,11 @@ static void *err_worker_main(void *arg)
 static void test_last_error_is_per_thread(void **state)
 {
     struct fixture *f = *state;
-    struct err_worker w[THREADS];
-    pthread_t t[THREADS];
+    struct err_shared sh = { .c = f->c };
 
-    for (int i = 0; i < THREADS; i++) {
-        w[i].c = f->c;
-        w[i].id = i;
-        w[i].mismatches = 0;
-        assert_int_equal(
-            pthread_create(&t[i], NULL, err_worker_main, &w[i]), 0);
-    }
-    for (int i = 0; i < THREADS; i++) {
-        pthread_join(t[i], NULL);
-        assert_int_equal(w[i].mismatches, 0);
-    }
+    fixture_run_workers(THREADS, err_worker_main, &sh);
+    for (int i = 0; i < THREADS; i++)
+        assert_int_equal(sh.mismatches[i], 0);
 }
 
 int main(void)
