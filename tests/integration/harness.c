@@ -693,24 +693,26 @@ int harness_restart(struct rl_redis *r)
     return 0;
 }
 
-int harness_pause(struct rl_redis *r)
+/* Send sig (SIGSTOP or SIGCONT) to a running server; paused: what it
+ * is then. */
+static int signal_server(struct rl_redis *r, int sig, bool paused)
 {
     if (r == NULL || !r->running || r->pid <= 0)
         return -1;
-    if (kill(r->pid, SIGSTOP) != 0)
+    if (kill(r->pid, sig) != 0)
         return -1;
-    r->paused = true;
+    r->paused = paused;
     return 0;
+}
+
+int harness_pause(struct rl_redis *r)
+{
+    return signal_server(r, SIGSTOP, true);
 }
 
 int harness_resume(struct rl_redis *r)
 {
-    if (r == NULL || !r->running || r->pid <= 0)
-        return -1;
-    if (kill(r->pid, SIGCONT) != 0)
-        return -1;
-    r->paused = false;
-    return 0;
+    return signal_server(r, SIGCONT, false);
 }
 
 int harness_cluster_start(struct rl_redis *arr, int n,
@@ -1135,6 +1137,35 @@ bool harness_all_empty_within(const struct rl_redis *arr, int n,
 static bool looked_at(const struct rl_redis *r)
 {
     return r->running && !r->paused;
+}
+
+bool harness_live_hold(const struct rl_redis *arr, int n, const char *key,
+                       const char *value)
+{
+    int live = 0;
+    bool ok = true;
+
+    for (int i = 0; i < n; i++) {
+        if (looked_at(&arr[i])) {
+            live++;
+            ok = harness_key_holds(&arr[i], key, value) && ok;
+        }
+    }
+    return live > 0 && ok;
+}
+
+bool harness_live_empty(const struct rl_redis *arr, int n)
+{
+    int live = 0;
+    bool ok = true;
+
+    for (int i = 0; i < n; i++) {
+        if (looked_at(&arr[i])) {
+            live++;
+            ok = harness_empty(&arr[i]) && ok;
+        }
+    }
+    return live > 0 && ok;
 }
 
 int harness_holders(const struct rl_redis *arr, int n, const char *key,
