@@ -1032,20 +1032,32 @@ static bool look_holds(void *arg)
            k->pttl >= k->min_pttl && k->pttl <= k->max_pttl;
 }
 
+static bool report_holds(struct key_look *k, bool ok)
+{
+    if (!ok)
+        fprintf(stderr, "port %d: %s = %s (want %s), PTTL %lld (want "
+                        "%lld..%lld)\n",
+                k->r->port, k->key, k->seen ? k->seen : "(nil)", k->value,
+                k->pttl, k->min_pttl, k->max_pttl);
+    free(k->seen);
+    return ok;
+}
+
 bool harness_key_holds_ttl(const struct rl_redis *r, const char *key,
                            const char *value, long long min_pttl,
                            long long max_pttl)
 {
     struct key_look k = { r, key, value, min_pttl, max_pttl, NULL, -3 };
-    bool ok = settle(look_holds, &k);
 
-    if (!ok)
-        fprintf(stderr, "port %d: %s = %s (want %s), PTTL %lld (want "
-                        "%lld..%lld)\n",
-                r->port, key, k.seen ? k.seen : "(nil)", value, k.pttl,
-                min_pttl, max_pttl);
-    free(k.seen);
-    return ok;
+    return report_holds(&k, settle(look_holds, &k));
+}
+
+bool harness_key_holds_within(const struct rl_redis *r, const char *key,
+                              const char *value, int64_t ms)
+{
+    struct key_look k = { r, key, value, 1, LLONG_MAX, NULL, -3 };
+
+    return report_holds(&k, until(look_holds, &k, deadline_in(ms)));
 }
 
 bool harness_key_holds(const struct rl_redis *r, const char *key,

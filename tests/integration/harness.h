@@ -198,6 +198,8 @@ int harness_info_field(const struct rl_redis *r, const char *section,
 /* GET key == value and PTTL > 0 (a lock key). */
 bool harness_key_holds(const struct rl_redis *r, const char *key,
                        const char *value);
+bool harness_key_holds_within(const struct rl_redis *r, const char *key,
+                              const char *value, int64_t ms);
 /* GET key == value and min_pttl <= PTTL <= max_pttl. */
 bool harness_key_holds_ttl(const struct rl_redis *r, const char *key,
                            const char *value, long long min_pttl,
