@@ -693,24 +693,26 @@ int harness_restart(struct rl_redis *r)
     return 0;
 }
 
-int harness_pause(struct rl_redis *r)
+/* Send sig (SIGSTOP or SIGCONT) to a running server; paused: what it
+ * is then. */
+static int signal_server(struct rl_redis *r, int sig, bool paused)
 {
     if (r == NULL || !r->running || r->pid <= 0)
         return -1;
-    if (kill(r->pid, SIGSTOP) != 0)
+    if (kill(r->pid, sig) != 0)
         return -1;
-    r->paused = true;
+    r->paused = paused;
     return 0;
+}
+
+int harness_pause(struct rl_redis *r)
+{
+    return signal_server(r, SIGSTOP, true);
 }
 
 int harness_resume(struct rl_redis *r)
 {
-    if (r == NULL || !r->running || r->pid <= 0)
-        return -1;
-    if (kill(r->pid, SIGCONT) != 0)
-        return -1;
-    r->paused = false;
-    return 0;
+    return signal_server(r, SIGCONT, false);
 }
 
 int harness_cluster_start(struct rl_redis *arr, int n,
@@ -1030,20 +1032,32 @@ static bool look_holds(void *arg)
            k->pttl >= k->min_pttl && k->pttl <= k->max_pttl;
 }
 
+static bool report_holds(struct key_look *k, bool ok)
+{
+    if (!ok)
+        fprintf(stderr, "port %d: %s = %s (want %s), PTTL %lld (want "
+                        "%lld..%lld)\n",
+                k->r->port, k->key, k->seen ? k->seen : "(nil)", k->value,
+                k->pttl, k->min_pttl, k->max_pttl);
+    free(k->seen);
+    return ok;
+}
+
 bool harness_key_holds_ttl(const struct rl_redis *r, const char *key,
                            const char *value, long long min_pttl,
                            long long max_pttl)
 {
     struct key_look k = { r, key, value, min_pttl, max_pttl, NULL, -3 };
-    bool ok = settle(look_holds, &k);
 
-    if (!ok)
-        fprintf(stderr, "port %d: %s = %s (want %s), PTTL %lld (want "
-                        "%lld..%lld)\n",
-                r->port, key, k.seen ? k.seen : "(nil)", value, k.pttl,
-                min_pttl, max_pttl);
-    free(k.seen);
-    return ok;
+    return report_holds(&k, settle(look_holds, &k));
+}
+
+bool harness_key_holds_within(const struct rl_redis *r, const char *key,
+                              const char *value, int64_t ms)
+{
+    struct key_look k = { r, key, value, 1, LLONG_MAX, NULL, -3 };
+
+    return report_holds(&k, until(look_holds, &k, deadline_in(ms)));
 }
 
 bool harness_key_holds(const struct rl_redis *r, const char *key,
@@ -1135,6 +1149,35 @@ bool harness_all_empty_within(const struct rl_redis *arr, int n,
 static bool looked_at(const struct rl_redis *r)
 {
     return r->running && !r->paused;
+}
+
+bool harness_live_hold(const struct rl_redis *arr, int n, const char *key,
+                       const char *value)
+{
+    int live = 0;
+    bool ok = true;
+
+    for (int i = 0; i < n; i++) {
+        if (looked_at(&arr[i])) {
+            live++;
+            ok = harness_key_holds(&arr[i], key, value) && ok;
+        }
+    }
+    return live > 0 && ok;
+}
+
+bool harness_live_empty(const struct rl_redis *arr, int n)
+{
+    int live = 0;
+    bool ok = true;
+
+    for (int i = 0; i < n; i++) {
+        if (looked_at(&arr[i])) {
+            live++;
+            ok = harness_empty(&arr[i]) && ok;
+        }
+    }
+    return live > 0 && ok;
 }
 
 int harness_holders(const struct rl_redis *arr, int n, const char *key,

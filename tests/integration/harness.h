@@ -198,6 +198,8 @@ int harness_info_field(const struct rl_redis *r, const char *section,
 /* GET key == value and PTTL > 0 (a lock key). */
 bool harness_key_holds(const struct rl_redis *r, const char *key,
                        const char *value);
+bool harness_key_holds_within(const struct rl_redis *r, const char *key,
+                              const char *value, int64_t ms);
 /* GET key == value and min_pttl <= PTTL <= max_pttl. */
 bool harness_key_holds_ttl(const struct rl_redis *r, const char *key,
                            const char *value, long long min_pttl,
@@ -212,6 +214,12 @@ bool harness_empty_within(const struct rl_redis *r, int64_t ms);
 bool harness_all_empty(const struct rl_redis *arr, int n);
 bool harness_all_empty_within(const struct rl_redis *arr, int n,
                               int64_t ms);
+/* harness_key_holds / harness_empty on every server of arr[0..n) that
+ * runs and is not paused (the ones a lock could reach); false also when
+ * there is none. */
+bool harness_live_hold(const struct rl_redis *arr, int n, const char *key,
+                       const char *value);
+bool harness_live_empty(const struct rl_redis *arr, int n);
 /* Servers of arr[0..n), running and not paused, where GET key == value
  * with PTTL > 0 (looked at once). *max_pttl (may be NULL): the largest
  * PTTL of key seen on them, -3 if none. */

@@ -51,6 +51,33 @@ static rl_status force(struct fixture *f, const char *resource,
     return st;
 }
 
+/* Every node's report in out: reachable, voting, no error, and the key
+ * it found: token ("" for none) with a PTTL in min_pttl..max_pttl. */
+static void every_node_reports(const rl_holder_info *out, const char *token,
+                               long long min_pttl, long long max_pttl)
+{
+    for (int i = 0; i < NODES; i++) {
+        assert_true(out[i].reachable);
+        assert_true(out[i].voting);
+        assert_string_equal(out[i].error, "");
+        assert_string_equal(out[i].token, token);
+        assert_true(out[i].pttl_ms >= min_pttl &&
+                    out[i].pttl_ms <= max_pttl);
+    }
+}
+
+/* Replace f->c by a client whose keys have this prefix. */
+static void use_prefix(struct fixture *f, const char *prefix)
+{
+    rl_config cfg;
+
+    rl_client_free(f->c);
+    fixture_config(&cfg, &f->hn);
+    cfg.prefix = prefix;
+    f->c = fixture_client(&cfg);
+    assert_non_null(f->c);
+}
+
 static void test_a_held_lock_is_removed_on_every_node(void **state)
 {
     struct fixture *f = *state;
@@ -58,7 +85,6 @@ static void test_a_held_lock_is_removed_on_every_node(void **state)
     rl_holder_info out[NODES];
     size_t removed = 99;
     char token[160];
-    int i;
 
     o.ttl_ms = 20000;
     assert_int_equal(rl_acquire(f->c2, "admin:held", &o, &f->l), RL_OK);
@@ -68,13 +94,7 @@ static void test_a_held_lock_is_removed_on_every_node(void **state)
     assert_true(harness_key_holds(&f->r[0], "admin:held", token));
     assert_int_equal(force(f, "admin:held", out, &removed), RL_OK);
     assert_int_equal(removed, NODES);
-    for (i = 0; i < NODES; i++) {
-        assert_true(out[i].reachable);
-        assert_string_equal(out[i].token, token);
-        assert_true(out[i].pttl_ms > 0 && out[i].pttl_ms <= 20000);
-        assert_string_equal(out[i].error, "");
-        assert_true(out[i].voting);
-    }
+    every_node_reports(out, token, 1, 20000);
     assert_true(harness_key_gone(f->r, NODES, "admin:held"));
     /* The holder is told the truth when it releases. */
     assert_int_equal(rl_release(f->l), RL_ELOST);
@@ -86,15 +106,10 @@ static void test_a_free_resource_reports_nothing_removed(void **state)
     struct fixture *f = *state;
     rl_holder_info out[NODES];
     size_t removed = 99;
-    int i;
 
     assert_int_equal(force(f, "admin:free", out, &removed), RL_OK);
     assert_int_equal(removed, 0);
-    for (i = 0; i < NODES; i++) {
-        assert_true(out[i].reachable);
-        assert_string_equal(out[i].token, "");
-        assert_int_equal(out[i].pttl_ms, -2);
-    }
+    every_node_reports(out, "", -2, -2);
     /* removed may be NULL. */
     assert_int_equal(rl_resource_force_unlock(f->c, "admin:free", out, 1,
                                               &(size_t){0}, NULL),
@@ -125,19 +140,11 @@ static void test_the_prefix_is_applied(void **state)
     struct fixture *f = *state;
     rl_holder_info out[NODES];
     size_t removed = 0;
-    rl_config cfg;
-    size_t count;
 
-    rl_client_free(f->c);
-    fixture_config(&cfg, &f->hn);
-    cfg.prefix = "app:";
-    f->c = fixture_client(&cfg);
-    assert_non_null(f->c);
+    use_prefix(f, "app:");
     assert_true(harness_ok(harness_cmd(&f->r[0], "SET app:job t1")));
     assert_true(harness_ok(harness_cmd(&f->r[0], "SET job t2")));
-    assert_int_equal(rl_resource_force_unlock(f->c, "job", out, NODES,
-                                              &count, &removed),
-                     RL_OK);
+    assert_int_equal(force(f, "job", out, &removed), RL_OK);
     assert_int_equal(removed, 1);
     assert_string_equal(out[0].token, "t1");
     assert_true(harness_key_absent(&f->r[0], "app:job"));
@@ -307,7 +314,6 @@ static void test_fence_counters_and_reserved_keys_are_never_touched(
     rl_holder_info out[NODES];
     size_t removed = 0;
     size_t count = 0;
-    rl_config cfg;
     char *fence;
     int i;
 
@@ -332,11 +338,7 @@ static void test_fence_counters_and_reserved_keys_are_never_touched(
                                               out, NODES, &count, &removed),
                      RL_EINVAL);
     assert_non_null(strstr(rl_last_error(), "reserved"));
-    rl_client_free(f->c);
-    fixture_config(&cfg, &f->hn);
-    cfg.prefix = "red";
-    f->c = fixture_client(&cfg);
-    assert_non_null(f->c);
+    use_prefix(f, "red");
     assert_int_equal(rl_resource_force_unlock(f->c, "lock:fence:admin:fenced",
                                               out, NODES, &count, &removed),
                      RL_EINVAL);

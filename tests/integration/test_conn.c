@@ -247,13 +247,18 @@ static void start_plain(struct fx *f, const struct harness_opts *o)
     tcp_addr(f, "127.0.0.1", f->r.port);
 }
 
-static void start_tls(struct fx *f, const char *server_cert, bool auth_clients,
-                      const struct harness_opts *base)
+/* A TLS server with server_cert (base may be NULL), f->addr its TLS port.
+ * Returns a client configuration that trusts the test CA. */
+static struct tls_config start_tls(struct fx *f, const char *server_cert,
+                                   bool auth_clients,
+                                   const struct harness_opts *base)
 {
     struct harness_opts o = harness_tls_opts(base, server_cert, auth_clients);
+    struct tls_config cfg = {.ca_file = harness_cert("ca.pem")};
 
     assert_int_equal(harness_start(&f->r, &o), 0);
     tcp_addr(f, "127.0.0.1", f->r.tls_port);
+    return cfg;
 }
 
 /* A context (cfg may name files relative to the cert dir via harness_cert()). */
@@ -270,6 +275,15 @@ static void make_ctx(struct fx *f, const struct tls_config *cfg,
     assert_int_equal(tls_ctx_new(cfg, &f->ctx, err, sizeof(err)), RL_OK);
     f->target = tls_target_new(f->ctx, host);
     assert_non_null(f->target);
+}
+
+/* A TLS server with server.pem (no client certificates asked for), and a
+ * context for 127.0.0.1 that trusts the test CA. */
+static void start_tls_trusted(struct fx *f, const struct harness_opts *base)
+{
+    struct tls_config cfg = start_tls(f, "server.pem", false, base);
+
+    make_ctx(f, &cfg, "127.0.0.1");
 }
 
 /* PING on a fresh connection: true when PONG came back; else *k says
@@ -309,29 +323,47 @@ static void expect_down(struct fx *f, struct tls_target *t, const char *want)
     assert_int_equal(conn_pending(f->c), 0);
 }
 
+/* PING on a fresh connection must be answered PONG. */
+static void expect_pong(struct fx *f, struct tls_target *t)
+{
+    struct call k;
+
+    assert_true(ping_once(f, t, &k));
+}
+
+/* A fresh context from cfg for host (make_ctx), then one PING on a new
+ * connection through it: want NULL expects PONG, else the connection must
+ * go down with a reason containing want (expect_down). */
+static void tls_expect(struct fx *f, const struct tls_config *cfg,
+                       const char *host, const char *want)
+{
+    make_ctx(f, cfg, host);
+    if (want == NULL)
+        expect_pong(f, f->target);
+    else
+        expect_down(f, f->target, want);
+}
+
 /* ---- Plaintext ---------------------------------------------------------- */
 
-static void test_pipelined_requests_are_answered_in_order(void **state)
+/* PIPELINE INCRs, a SET of a BIG_VALUE-byte string, its STRLEN and a GET,
+ * all queued on a new connection through t (NULL: plaintext) while it still
+ * connects: each is answered once, in order. */
+static void pipelined_round(struct fx *f, struct tls_target *t)
 {
-    struct fx *f = *state;
     char *big = malloc(BIG_VALUE);
+    const char *set[3] = {"SET", "big", big};
+    size_t lens[3] = {3, 3, BIG_VALUE};
     int i;
 
     assert_non_null(big);
     memset(big, 'x', BIG_VALUE);
-    start_plain(f, NULL);
-    f->c = open_conn(f, NULL, 2000, false);
+    f->c = open_conn(f, t, 2000, false);
     assert_non_null(f->c);
     /* Queued while still connecting: written once open. */
     for (i = 0; i < PIPELINE; i++)
         assert_true(command(f->c, &f->k[i], "INCR", "n", NULL));
-    {
-        const char *argv[3] = {"SET", "big", big};
-        size_t lens[3] = {3, 3, BIG_VALUE};
-
-        assert_true(conn_command(f->c, 3, argv, lens, on_reply,
-                                 &f->k[PIPELINE]));
-    }
+    assert_true(conn_command(f->c, 3, set, lens, on_reply, &f->k[PIPELINE]));
     assert_true(command(f->c, &f->k[PIPELINE + 1], "STRLEN", "big", NULL));
     assert_true(command(f->c, &f->k[PIPELINE + 2], "GET", "big", NULL));
     assert_true(spin_calls(f->loop, f->k, PIPELINE + 3, 10000));
@@ -344,25 +376,32 @@ static void test_pipelined_requests_are_answered_in_order(void **state)
     assert_int_equal(f->k[PIPELINE + 1].integer, BIG_VALUE);
     assert_int_equal(f->k[PIPELINE + 2].len, BIG_VALUE);
     assert_int_equal(f->w.opened, 1);
-    assert_null(conn_tls_version(f->c));
     assert_int_equal(conn_pending(f->c), 0);
+    free(big);
+}
+
+static void test_pipelined_requests_are_answered_in_order(void **state)
+{
+    struct fx *f = *state;
+
+    start_plain(f, NULL);
+    pipelined_round(f, NULL);
+    assert_null(conn_tls_version(f->c));
     conn_free(f->c);
     f->c = NULL;
     assert_int_equal(f->w.closed, 1);
     assert_string_equal(f->w.reason, "connection closed by client");
-    free(big);
 }
 
 static void test_unix_socket(void **state)
 {
     struct fx *f = *state;
     struct harness_opts o = {.unix_socket = true};
-    struct call k;
 
     assert_int_equal(harness_start(&f->r, &o), 0);
     f->addr.kind = ADDR_UNIX;
     f->addr.path = f->r.unix_path;
-    assert_true(ping_once(f, NULL, &k));
+    expect_pong(f, NULL);
     conn_free(f->c);
     f->c = NULL;
     /* Nobody listening on the path: a failure from the loop, not NULL. */
@@ -378,7 +417,6 @@ static void test_ipv6_loopback(void **state)
     const char *extra[] = {"--bind", "127.0.0.1 ::1", NULL};
     int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
     struct sockaddr_in6 sa = {0};
-    struct call k;
 
     sa.sin6_family = AF_INET6;
     sa.sin6_addr = in6addr_loopback;
@@ -395,7 +433,7 @@ static void test_ipv6_loopback(void **state)
     f->addr.host = (char *)"::1";
     f->addr.ip = (char *)"::1";
     f->addr.port = f->r.port;
-    assert_true(ping_once(f, NULL, &k));
+    expect_pong(f, NULL);
 }
 
 static void test_connection_refused_is_reported_from_the_loop(void **state)
@@ -450,11 +488,8 @@ static void test_pubsub_pushes_go_to_the_push_handler(void **state)
 static void test_tls_pubsub_pushes(void **state)
 {
     struct fx *f = *state;
-    struct tls_config cfg = {0};
 
-    start_tls(f, "server.pem", false, NULL);
-    cfg.ca_file = harness_cert("ca.pem");
-    make_ctx(f, &cfg, "127.0.0.1");
+    start_tls_trusted(f, NULL);
     pubsub_round(f, f->target);
     assert_non_null(conn_tls_version(f->c));
 }
@@ -637,130 +672,80 @@ static void test_hostile_server_bytes_fail_the_connection(void **state)
 static void test_tls_pipelined_requests_and_version(void **state)
 {
     struct fx *f = *state;
-    struct tls_config cfg = {0};
-    char *big = malloc(BIG_VALUE);
-    int i;
 
-    assert_non_null(big);
-    memset(big, 'y', BIG_VALUE);
-    start_tls(f, "server.pem", false, NULL);
-    cfg.ca_file = harness_cert("ca.pem");
-    make_ctx(f, &cfg, "127.0.0.1");
-    f->c = open_conn(f, f->target, 2000, false);
-    for (i = 0; i < PIPELINE; i++)
-        assert_true(command(f->c, &f->k[i], "INCR", "n", NULL));
-    {
-        const char *argv[3] = {"SET", "big", big};
-        size_t lens[3] = {3, 3, BIG_VALUE};
-
-        assert_true(conn_command(f->c, 3, argv, lens, on_reply,
-                                 &f->k[PIPELINE]));
-    }
-    assert_true(command(f->c, &f->k[PIPELINE + 1], "GET", "big", NULL));
-    assert_true(spin_calls(f->loop, f->k, PIPELINE + 2, 10000));
-    for (i = 0; i < PIPELINE; i++)
-        assert_int_equal(f->k[i].integer, i + 1);
-    assert_string_equal(f->k[PIPELINE].str, "OK");
-    assert_int_equal(f->k[PIPELINE + 1].len, BIG_VALUE);
+    start_tls_trusted(f, NULL);
+    pipelined_round(f, f->target);
     assert_non_null(conn_tls_version(f->c));
     assert_int_equal(strncmp(conn_tls_version(f->c), "TLSv1.", 6), 0);
     assert_false(conn_tls_resumed(f->c));
-    free(big);
 }
 
 static void test_tls_verification_is_on_by_default(void **state)
 {
     struct fx *f = *state;
-    struct tls_config cfg = {0};
-    struct call k;
+    struct tls_config cfg = start_tls(f, "server.pem", false, NULL);
 
-    start_tls(f, "server.pem", false, NULL);
-    make_ctx(f, &cfg, "127.0.0.1"); /* system trust store only */
-    expect_down(f, f->target, "unknown CA");
+    cfg.ca_file = NULL; /* the system trust store only */
+    tls_expect(f, &cfg, "127.0.0.1", "unknown CA");
     cfg.ca_file = harness_cert("ca2.pem");
-    make_ctx(f, &cfg, "127.0.0.1");
-    expect_down(f, f->target, "unknown CA");
+    tls_expect(f, &cfg, "127.0.0.1", "unknown CA");
     cfg.ca_file = NULL;
     cfg.ca_dir = harness_cert("."); /* not hashed: nothing found in it */
-    make_ctx(f, &cfg, "127.0.0.1");
-    expect_down(f, f->target, "TLS handshake failed: certificate "
-                              "verification failed");
+    tls_expect(f, &cfg, "127.0.0.1",
+               "TLS handshake failed: certificate verification failed");
     cfg.ca_dir = harness_cert("cadir"); /* hashed (openssl rehash) */
-    make_ctx(f, &cfg, "127.0.0.1");
-    assert_true(ping_once(f, f->target, &k));
+    tls_expect(f, &cfg, "127.0.0.1", NULL);
 }
 
 static void test_tls_host_name_checks(void **state)
 {
     struct fx *f = *state;
-    struct tls_config cfg = {0};
-    struct call k;
+    struct tls_config cfg = start_tls(f, "server.pem", false, NULL);
 
-    start_tls(f, "server.pem", false, NULL);
-    cfg.ca_file = harness_cert("ca.pem");
-    make_ctx(f, &cfg, "localhost"); /* URI host name, SNI */
-    assert_true(ping_once(f, f->target, &k));
-    make_ctx(f, &cfg, "redis.example.com");
-    expect_down(f, f->target, "host-name mismatch");
+    tls_expect(f, &cfg, "localhost", NULL); /* URI host name, SNI */
+    tls_expect(f, &cfg, "redis.example.com", "host-name mismatch");
     cfg.server_name = "localhost"; /* explicit name wins over the host */
-    make_ctx(f, &cfg, "redis.example.com");
-    assert_true(ping_once(f, f->target, &k));
+    tls_expect(f, &cfg, "redis.example.com", NULL);
     cfg.server_name = "wrong.example";
-    make_ctx(f, &cfg, "127.0.0.1");
-    expect_down(f, f->target, "host-name mismatch");
+    tls_expect(f, &cfg, "127.0.0.1", "host-name mismatch");
     cfg.server_name = "127.0.0.2"; /* an IP is checked against IP SANs */
-    make_ctx(f, &cfg, "127.0.0.1");
-    expect_down(f, f->target, "host-name mismatch");
+    tls_expect(f, &cfg, "127.0.0.1", "host-name mismatch");
 }
 
 static void test_tls_expired_certificate_and_insecure(void **state)
 {
     struct fx *f = *state;
-    struct tls_config cfg = {0};
-    struct call k;
+    struct tls_config cfg = start_tls(f, "expired.pem", false, NULL);
 
-    start_tls(f, "expired.pem", false, NULL);
-    cfg.ca_file = harness_cert("ca.pem");
-    make_ctx(f, &cfg, "127.0.0.1");
-    expect_down(f, f->target, "certificate expired");
+    tls_expect(f, &cfg, "127.0.0.1", "certificate expired");
     cfg.ca_file = NULL;
     cfg.insecure = true;
-    make_ctx(f, &cfg, "127.0.0.1");
-    assert_true(ping_once(f, f->target, &k));
+    tls_expect(f, &cfg, "127.0.0.1", NULL);
 }
 
 static void test_mutual_tls_with_and_without_client_cert(void **state)
 {
     struct fx *f = *state;
-    struct tls_config cfg = {0};
-    struct call k;
+    struct tls_config cfg = start_tls(f, "server.pem", true, NULL);
 
-    start_tls(f, "server.pem", true, NULL);
-    cfg.ca_file = harness_cert("ca.pem");
-    make_ctx(f, &cfg, "127.0.0.1");
-    expect_down(f, f->target, "client certificate");
+    tls_expect(f, &cfg, "127.0.0.1", "client certificate");
     cfg.cert_file = harness_cert("client.pem");
     cfg.key_file = harness_cert("client.key");
-    make_ctx(f, &cfg, "127.0.0.1");
-    assert_true(ping_once(f, f->target, &k));
+    tls_expect(f, &cfg, "127.0.0.1", NULL);
     /* Certificate and key in one file. */
     cfg.cert_file = harness_cert("client-both.pem");
     cfg.key_file = harness_cert("client-both.pem");
-    make_ctx(f, &cfg, "127.0.0.1");
-    assert_true(ping_once(f, f->target, &k));
+    tls_expect(f, &cfg, "127.0.0.1", NULL);
 }
 
 static void test_tls_with_acl_user_and_password(void **state)
 {
     struct fx *f = *state;
     struct harness_opts o = {0};
-    struct tls_config cfg = {0};
 
     o.acl_user = "locker";
     o.acl_pass = "s3cret";
-    start_tls(f, "server.pem", false, &o);
-    cfg.ca_file = harness_cert("ca.pem");
-    make_ctx(f, &cfg, "127.0.0.1");
+    start_tls_trusted(f, &o);
     f->c = open_conn(f, f->target, 2000, false);
     assert_true(command(f->c, &f->k[0], "AUTH", "locker", "wrong"));
     assert_true(command(f->c, &f->k[1], "AUTH", "locker", "s3cret"));
@@ -800,20 +785,16 @@ static void test_protocol_mismatch_fails_within_connect_timeout(
 static void test_tls_session_is_resumed_on_reconnect(void **state)
 {
     struct fx *f = *state;
-    struct tls_config cfg = {0};
-    struct call k;
 
-    start_tls(f, "server.pem", false, NULL);
-    cfg.ca_file = harness_cert("ca.pem");
-    make_ctx(f, &cfg, "127.0.0.1");
-    assert_true(ping_once(f, f->target, &k));
+    start_tls_trusted(f, NULL);
+    expect_pong(f, f->target);
     assert_false(conn_tls_resumed(f->c));
-    assert_true(ping_once(f, f->target, &k));
+    expect_pong(f, f->target);
     assert_true(conn_tls_resumed(f->c));
     fprintf(stderr, "  resumed with %s\n", conn_tls_version(f->c));
     /* A restarted server does not know the ticket: a full handshake. */
     assert_int_equal(harness_restart(&f->r), 0);
-    assert_true(ping_once(f, f->target, &k));
+    expect_pong(f, f->target);
     assert_false(conn_tls_resumed(f->c));
 }
 

@@ -235,6 +235,21 @@ static bool wait_reachable(rl_client *c, int i)
     return true;
 }
 
+/* f->c: a client that does not trust restarted nodes (max_ttl_ms 3 s),
+ * made once nodes 1 and 2 have been up long enough to vote (node 0 is
+ * the one the test restarts). */
+static void start_untrusting_client(struct fixture *f)
+{
+    rl_config cfg;
+
+    assert_true(harness_wait_uptime(f->r + 1, NODES - 1, 6));
+    fixture_config(&cfg, &f->hn);
+    cfg.trust_restarted_nodes = false;
+    cfg.max_ttl_ms = 3000;
+    f->c = fixture_client(&cfg);
+    assert_non_null(f->c);
+}
+
 static void test_trusted_restarted_node_gets_no_key_back(void **state)
 {
     struct fixture *f = *state;
@@ -267,15 +282,9 @@ static void test_reconnect_to_same_server_is_not_a_restart(void **state)
 {
     struct fixture *f = *state;
     rl_acquire_opts o = {0};
-    rl_config cfg;
     int64_t second;
 
-    assert_true(harness_wait_uptime(f->r + 1, NODES - 1, 6));
-    fixture_config(&cfg, &f->hn);
-    cfg.trust_restarted_nodes = false;
-    cfg.max_ttl_ms = 3000;
-    f->c = fixture_client(&cfg);
-    assert_non_null(f->c);
+    start_untrusting_client(f);
     /* Restart node 0 just after a wall-clock second, so its uptime reads
      * 0 until the next second and 1 during the one after. */
     second = sleep_to_next_wall_second() - 20;
@@ -302,15 +311,9 @@ static void test_restore_happens_once_per_restart(void **state)
 {
     struct fixture *f = *state;
     rl_acquire_opts o = {0};
-    rl_config cfg;
     char *v;
 
-    assert_true(harness_wait_uptime(f->r + 1, NODES - 1, 6));
-    fixture_config(&cfg, &f->hn);
-    cfg.trust_restarted_nodes = false;
-    cfg.max_ttl_ms = 3000;
-    f->c = fixture_client(&cfg);
-    assert_non_null(f->c);
+    start_untrusting_client(f);
     o.ttl_ms = 3000;
     assert_int_equal(rl_acquire(f->c, "once", &o, &f->l), RL_OK);
     /* Whole-second uptimes: a start is provably after ours only when it

@@ -309,20 +309,6 @@ static void test_max_hold_ms_short_cap_stops_renewals(void **state)
     assert_true(st == RL_OK || st == RL_ELOST);
 }
 
-/* Up to 2 s for key to hold token on r (a SET that was in flight). */
-static bool wait_for_key(const struct rl_redis *r, const char *key,
-                         const char *token)
-{
-    int64_t end = harness_now_ms() + harness_scale_ms(2000);
-
-    while (!harness_key_holds(r, key, token)) {
-        if (harness_now_ms() > end)
-            return false;
-        harness_sleep_ms(10);
-    }
-    return true;
-}
-
 /* A node whose grant arrived after the acquire was decided holds our key
  * too: one other node losing its key is no reason to call the lock lost
  * while a quorum still holds it (issue 15's vote withdrawal counted only
@@ -340,7 +326,9 @@ static void test_late_grant_still_counts_when_a_key_vanishes(void **state)
     assert_int_equal(harness_pause(&f->r[2]), 0);
     assert_int_equal(rl_acquire(f->c, key, &o, &f->l), RL_OK);
     assert_int_equal(harness_resume(&f->r[2]), 0);
-    assert_true(wait_for_key(&f->r[2], key, rl_lock_token(f->l)));
+    /* Its SET was in flight. */
+    assert_true(harness_key_holds_within(&f->r[2], key, rl_lock_token(f->l),
+                                         3000));
     reply = harness_cmd(&f->r[0], "DEL %s", key);
     assert_non_null(reply);
     assert_int_equal(reply->integer, 1);

@@ -17,7 +17,10 @@
 static const struct fixture_opts three = { .nodes = 3 };
 static const struct fixture_opts five = { .nodes = 5 };
 
-/* key is still the list ["x"] we created, without expiry. */
+/* The nodes lists_on() turns into lists: a majority of five. */
+#define LIST_NODES 3
+
+/* key on r is still the list ["x"] lists_on() made, without expiry. */
 static bool list_untouched(const struct rl_redis *r, const char *key)
 {
     redisReply *rep = harness_cmd(r, "LRANGE %s 0 -1", key);
@@ -35,13 +38,53 @@ static bool list_untouched(const struct rl_redis *r, const char *key)
     return ok;
 }
 
-static void make_list(const struct rl_redis *r, const char *key)
+/* On nodes 0 .. LIST_NODES - 1, key becomes the list ["x"], whatever it
+ * was before. */
+static void lists_on(struct fixture *f, const char *key)
 {
-    redisReply *rep = harness_cmd(r, "RPUSH %s x", key);
+    for (int i = 0; i < LIST_NODES; i++) {
+        redisReply *del = harness_cmd(&f->r[i], "DEL %s", key);
+        redisReply *push = harness_cmd(&f->r[i], "RPUSH %s x", key);
 
-    assert_non_null(rep);
-    assert_int_equal(rep->type, REDIS_REPLY_INTEGER);
-    freeReplyObject(rep);
+        assert_non_null(del);
+        freeReplyObject(del);
+        assert_non_null(push);
+        assert_int_equal(push->type, REDIS_REPLY_INTEGER);
+        assert_int_equal(push->integer, 1);
+        freeReplyObject(push);
+    }
+}
+
+/* list_untouched on each node lists_on() used. */
+static bool lists_untouched(const struct fixture *f, const char *key)
+{
+    bool ok = true;
+
+    for (int i = 0; i < LIST_NODES; i++)
+        ok = list_untouched(&f->r[i], key) && ok;
+    return ok;
+}
+
+/* A 5 s lock on the n resources res (one: rl_acquire, more:
+ * rl_acquire_multi), which a majority of nodes refuses: no lock, and with
+ * quote set, no quorum and the nodes' error quoted in the message. */
+static void majority_refuses(struct fixture *f, const char *const *res,
+                             size_t n, const char *quote)
+{
+    rl_acquire_opts o = { .ttl_ms = 5000 };
+    rl_lock *l = NULL;
+    rl_status st = n == 1 ? rl_acquire(f->c, res[0], &o, &l)
+                          : rl_acquire_multi(f->c, res, n, &o, &l);
+
+    fprintf(stderr, "  acquire of %s: %s: %s\n", res[0], rl_status_name(st),
+            rl_last_error());
+    assert_null(l);
+    if (quote == NULL) {
+        assert_true(st == RL_ENOTACQUIRED || st == RL_ENOQUORUM);
+    } else {
+        assert_int_equal(st, RL_ENOQUORUM);
+        assert_non_null(strstr(rl_last_error(), quote));
+    }
 }
 
 /* ---- WRONGTYPE ---- */
@@ -50,75 +93,51 @@ static void test_wrongtype_key_on_a_majority_fails_acquire_and_stays(
     void **state)
 {
     struct fixture *f = *state;
+    const char *single[] = { "we:list" };
     const char *multi[] = { "we:free", "we:list" };
-    rl_acquire_opts o = { 0 };
-    rl_lock *l = NULL;
-    rl_status st;
 
-    for (int i = 0; i < 3; i++)
-        make_list(&f->r[i], "we:list");
-    o.ttl_ms = 5000;
-    st = rl_acquire(f->c, "we:list", &o, &l);
-    fprintf(stderr, "  acquire over a list: %s: %s\n", rl_status_name(st),
-            rl_last_error());
-    assert_true(st == RL_ENOTACQUIRED || st == RL_ENOQUORUM);
-    assert_null(l);
-    for (int i = 0; i < 3; i++)
-        assert_true(list_untouched(&f->r[i], "we:list"));
+    lists_on(f, "we:list");
+    majority_refuses(f, single, 1, NULL);
+    assert_true(lists_untouched(f, "we:list"));
     /* Rolled back where it was set. */
-    for (int i = 3; i < 5; i++)
-        assert_true(harness_empty_within(&f->r[i], 500));
+    assert_true(harness_all_empty_within(f->r + LIST_NODES, 2, 500));
 
-    st = rl_acquire_multi(f->c, multi, 2, &o, &l);
-    assert_true(st == RL_ENOTACQUIRED || st == RL_ENOQUORUM);
-    assert_null(l);
-    for (int i = 0; i < 3; i++) {
-        assert_true(list_untouched(&f->r[i], "we:list"));
+    majority_refuses(f, multi, 2, NULL);
+    assert_true(lists_untouched(f, "we:list"));
+    for (int i = 0; i < LIST_NODES; i++)
         assert_true(harness_key_absent(&f->r[i], "we:free"));
-    }
-    for (int i = 3; i < 5; i++)
-        assert_true(harness_empty_within(&f->r[i], 500));
+    assert_true(harness_all_empty_within(f->r + LIST_NODES, 2, 500));
 }
 
 static void test_wrongtype_replies_to_extend_and_release_are_node_failures(
     void **state)
 {
     struct fixture *f = *state;
-    rl_acquire_opts o = { 0 };
-    rl_lock *l = NULL;
-    char token[128];
+    rl_acquire_opts o = { .ttl_ms = 5000 };
     rl_status st;
 
-    o.ttl_ms = 5000;
-    assert_int_equal(rl_acquire(f->c, "we:swap", &o, &l), RL_OK);
-    snprintf(token, sizeof(token), "%s", rl_lock_token(l));
+    assert_int_equal(rl_acquire(f->c, "we:swap", &o, &f->l), RL_OK);
     /* Someone replaces our key by a list on 3 of 5 nodes: the scripts'
      * GET then fails there with WRONGTYPE. */
-    for (int i = 0; i < 3; i++) {
-        redisReply *rep = harness_cmd(&f->r[i], "DEL we:swap");
-
-        assert_non_null(rep);
-        freeReplyObject(rep);
-        make_list(&f->r[i], "we:swap");
-    }
-    st = rl_extend(l, 8000);
+    lists_on(f, "we:swap");
+    st = rl_extend(f->l, 8000);
     fprintf(stderr, "  extend over lists: %s: %s\n", rl_status_name(st),
             rl_last_error());
     assert_true(st == RL_ENOQUORUM || st == RL_ELOST);
     if (st == RL_ENOQUORUM)
         assert_non_null(strstr(rl_last_error(), "WRONGTYPE"));
-    for (int i = 0; i < 3; i++)
-        assert_true(list_untouched(&f->r[i], "we:swap"));
-    for (int i = 3; i < 5; i++)
-        assert_true(harness_key_holds(&f->r[i], "we:swap", token));
-    st = rl_release(l);
+    assert_true(lists_untouched(f, "we:swap"));
+    for (int i = LIST_NODES; i < 5; i++)
+        assert_true(harness_key_holds(&f->r[i], "we:swap",
+                                      rl_lock_token(f->l)));
+    st = rl_release(f->l); /* frees the lock */
+    f->l = NULL;
     fprintf(stderr, "  release over lists: %s: %s\n", rl_status_name(st),
             rl_last_error());
     assert_true(st != RL_OK);
-    for (int i = 0; i < 3; i++)
-        assert_true(list_untouched(&f->r[i], "we:swap"));
+    assert_true(lists_untouched(f, "we:swap"));
     /* Where the key was still ours, it is gone. */
-    for (int i = 3; i < 5; i++)
+    for (int i = LIST_NODES; i < 5; i++)
         assert_true(harness_key_absent(&f->r[i], "we:swap"));
 }
 
@@ -135,51 +154,54 @@ static void test_oom_on_a_majority_is_no_quorum_quoting_the_error(
     void **state)
 {
     struct fixture *f = *state;
+    const char *single[] = { "oom:res" };
     const char *multi[] = { "oom:a", "oom:b" };
-    rl_acquire_opts o = { 0 };
+    rl_acquire_opts o = { .ttl_ms = 5000 };
     rl_lock *l = NULL;
-    const char *err;
 
     for (int i = 0; i < 3; i++)
         set_maxmemory(&f->r[i], "1");
-    o.ttl_ms = 5000;
-    assert_int_equal(rl_acquire(f->c, "oom:res", &o, &l), RL_ENOQUORUM);
-    err = rl_last_error();
-    fprintf(stderr, "  OOM: %s\n", err);
-    assert_non_null(strstr(err, "OOM"));
-    assert_null(l);
-    assert_int_equal(rl_acquire_multi(f->c, multi, 2, &o, &l), RL_ENOQUORUM);
-    assert_non_null(strstr(rl_last_error(), "OOM"));
-    for (int i = 0; i < 3; i++)
-        assert_true(harness_empty_within(&f->r[i], 0));
+    majority_refuses(f, single, 1, "OOM");
+    majority_refuses(f, multi, 2, "OOM");
+    assert_true(harness_all_empty_within(f->r, 3, 0));
     /* Memory back: the same client works again, on every node. */
     for (int i = 0; i < 3; i++)
         set_maxmemory(&f->r[i], "0");
     assert_int_equal(rl_acquire(f->c, "oom:after", &o, &l), RL_OK);
-    for (int i = 0; i < 5; i++)
-        assert_true(harness_key_holds(&f->r[i], "oom:after", rl_lock_token(l)));
+    assert_true(harness_live_hold(f->r, 5, "oom:after", rl_lock_token(l)));
     assert_int_equal(rl_release(l), RL_OK);
     /* Last: the failed attempts were rolled back on the healthy nodes. */
-    for (int i = 0; i < 5; i++)
-        assert_true(harness_empty_within(&f->r[i], 200));
+    assert_true(harness_all_empty_within(f->r, 5, 200));
+}
+
+/* Node bad of three fails every write: a lock on key is still had (on
+ * the other two), extended and released, and no key of it stays. While it
+ * is held, node bad has no key when bad_empty (a replica does: its master
+ * sends it). */
+static void lock_without_node(struct fixture *f, const char *key, int bad,
+                              bool bad_empty)
+{
+    rl_acquire_opts o = { .ttl_ms = 5000 };
+    rl_lock *l = NULL;
+
+    assert_int_equal(rl_acquire(f->c, key, &o, &l), RL_OK);
+    assert_int_equal(rl_lock_nodes_ok(l), 2);
+    for (int i = 0; i < 3; i++) {
+        if (i != bad)
+            assert_true(harness_key_holds(&f->r[i], key, rl_lock_token(l)));
+    }
+    assert_true(!bad_empty || harness_key_absent(&f->r[bad], key));
+    assert_int_equal(rl_extend(l, 6000), RL_OK);
+    assert_int_equal(rl_release(l), RL_OK);
+    assert_true(harness_all_empty_within(f->r, 3, 1000));
 }
 
 static void test_oom_on_a_minority_still_acquires(void **state)
 {
     struct fixture *f = *state;
-    rl_acquire_opts o = { 0 };
-    rl_lock *l = NULL;
 
     set_maxmemory(&f->r[0], "1");
-    o.ttl_ms = 5000;
-    assert_int_equal(rl_acquire(f->c, "oom:minor", &o, &l), RL_OK);
-    assert_int_equal(rl_lock_nodes_ok(l), 2);
-    assert_true(harness_key_absent(&f->r[0], "oom:minor"));
-    assert_true(harness_key_holds(&f->r[1], "oom:minor", rl_lock_token(l)));
-    assert_true(harness_key_holds(&f->r[2], "oom:minor", rl_lock_token(l)));
-    assert_int_equal(rl_release(l), RL_OK);
-    for (int i = 0; i < 3; i++)
-        assert_true(harness_empty_within(&f->r[i], 200));
+    lock_without_node(f, "oom:minor", 0, true);
 }
 
 /* ---- NOSCRIPT ---- */
@@ -259,8 +281,7 @@ static void test_release_and_extend_work_after_script_flush(void **state)
     assert_int_equal(rl_extend(l, 9000), RL_OK);
     flush_scripts(f);
     assert_int_equal(rl_release(l), RL_OK);
-    for (int i = 0; i < f->n; i++)
-        assert_true(harness_empty_within(&f->r[i], 200));
+    assert_true(harness_all_empty_within(f->r, f->n, 200));
 }
 
 static void test_rollback_after_script_flush_leaves_no_keys(void **state)
@@ -359,38 +380,22 @@ static void make_replica(const struct rl_redis *r,
 static void test_readonly_replica_counts_as_a_failed_node(void **state)
 {
     struct fixture *f = *state;
-    rl_acquire_opts o = { 0 };
-    rl_lock *l = NULL;
 
     make_replica(&f->r[2], &f->r[0]);
-    o.ttl_ms = 5000;
-    assert_int_equal(rl_acquire(f->c, "ro:res", &o, &l), RL_OK);
-    assert_int_equal(rl_lock_nodes_ok(l), 2);
-    assert_true(harness_key_holds(&f->r[0], "ro:res", rl_lock_token(l)));
-    assert_true(harness_key_holds(&f->r[1], "ro:res", rl_lock_token(l)));
-    assert_int_equal(rl_extend(l, 6000), RL_OK);
-    assert_int_equal(rl_release(l), RL_OK);
-    for (int i = 0; i < 3; i++)
-        assert_true(harness_empty_within(&f->r[i], 1000));
+    lock_without_node(f, "ro:res", 2, false);
 }
 
 static void test_readonly_majority_is_no_quorum_quoting_the_error(
     void **state)
 {
     struct fixture *f = *state;
-    rl_acquire_opts o = { 0 };
-    rl_lock *l = NULL;
+    const char *single[] = { "ro:major" };
 
     for (int i = 2; i < 5; i++)
         make_replica(&f->r[i], &f->r[0]);
-    o.ttl_ms = 5000;
-    assert_int_equal(rl_acquire(f->c, "ro:major", &o, &l), RL_ENOQUORUM);
-    fprintf(stderr, "  READONLY: %s\n", rl_last_error());
-    assert_non_null(strstr(rl_last_error(), "READONLY"));
-    assert_null(l);
+    majority_refuses(f, single, 1, "READONLY");
     /* The master (and so its replicas) and node 1 are rolled back. */
-    for (int i = 0; i < 5; i++)
-        assert_true(harness_empty_within(&f->r[i], 1000));
+    assert_true(harness_all_empty_within(f->r, 5, 1000));
 }
 
 int main(void)

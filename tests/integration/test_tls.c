@@ -37,24 +37,16 @@ static void stop_proxies(struct fixture *f)
 static const struct fixture_opts fx = { .priv_size = NODES * sizeof(pid_t),
                                         .cleanup = stop_proxies };
 
-/* NODES TLS servers; hn gets "rediss://host:tls_port" (with the
- * credentials of o, if any). */
-static void start_tls(struct fixture *f, const char *server_cert,
-                      bool auth_clients, const struct harness_opts *base,
-                      const char *host)
+/* Nodes 0..n-1 of f->hn: prefix (scheme, credentials), then host and
+ * the server's TLS port (tls_port) or its plaintext one. */
+static void set_nodes(struct fixture *f, int n, const char *prefix,
+                      const char *host, bool tls_port)
 {
-    struct harness_opts o = harness_tls_opts(base, server_cert, auth_clients);
     char uri[192];
 
-    assert_int_equal(harness_cluster_start(f->r, NODES, &o), 0);
-    memset(&f->hn, 0, sizeof(f->hn));
-    for (int i = 0; i < NODES; i++) {
-        if (o.acl_user != NULL)
-            snprintf(uri, sizeof(uri), "rediss://%s:%s@%s:%d", o.acl_user,
-                     o.acl_pass, host, f->r[i].tls_port);
-        else
-            snprintf(uri, sizeof(uri), "rediss://%s:%d", host,
-                     f->r[i].tls_port);
+    for (int i = 0; i < n; i++) {
+        snprintf(uri, sizeof(uri), "%s%s:%d", prefix, host,
+                 tls_port ? f->r[i].tls_port : f->r[i].port);
         harness_nodes_set(&f->hn, i, uri);
     }
 }
@@ -68,6 +60,24 @@ static void tls_config(struct fixture *f, rl_config *cfg)
     cfg->op_timeout_ms = (uint32_t)harness_scale_ms(1000);
 }
 
+/* NODES TLS servers; hn gets "rediss://host:tls_port" (with the
+ * credentials of o, if any) and cfg the tls_config for them. */
+static void start_tls(struct fixture *f, rl_config *cfg,
+                      const char *server_cert, bool auth_clients,
+                      const struct harness_opts *base, const char *host)
+{
+    struct harness_opts o = harness_tls_opts(base, server_cert, auth_clients);
+    char prefix[160] = "rediss://";
+
+    assert_int_equal(harness_cluster_start(f->r, NODES, &o), 0);
+    memset(&f->hn, 0, sizeof(f->hn));
+    if (o.acl_user != NULL)
+        snprintf(prefix, sizeof(prefix), "rediss://%s:%s@", o.acl_user,
+                 o.acl_pass);
+    set_nodes(f, NODES, prefix, host, true);
+    tls_config(f, cfg);
+}
+
 /* acquire, check the token on every node (plaintext port), extend,
  * release, check the keys are gone. */
 static void lock_cycle(struct fixture *f, rl_client *c, const char *resource)
@@ -78,8 +88,7 @@ static void lock_cycle(struct fixture *f, rl_client *c, const char *resource)
 
     o.ttl_ms = 10000;
     assert_int_equal(rl_acquire(c, resource, &o, &l), RL_OK);
-    for (int i = 0; i < NODES; i++)
-        assert_true(harness_key_holds(&f->r[i], key, rl_lock_token(l)));
+    assert_true(harness_live_hold(f->r, NODES, key, rl_lock_token(l)));
     assert_int_equal(rl_extend(l, 20000), RL_OK);
     for (int i = 0; i < NODES; i++)
         assert_true(harness_pttl(&f->r[i], key) > 10000);
@@ -88,8 +97,19 @@ static void lock_cycle(struct fixture *f, rl_client *c, const char *resource)
         assert_true(harness_key_absent(&f->r[i], key));
 }
 
-/* Every node of a client that cannot talk to any of them: the acquire
- * fails (promptly), and ping names each node with the reason. */
+/* A new client from cfg in f->c (replacing any) does a lock_cycle. */
+static void cycle_with(struct fixture *f, const rl_config *cfg,
+                       const char *resource)
+{
+    rl_client_free(f->c);
+    f->c = fixture_client(cfg);
+    assert_non_null(f->c);
+    lock_cycle(f, f->c, resource);
+}
+
+/* Every node of a client from cfg (in f->c, replacing any, freed again)
+ * that cannot talk to any of them: the acquire fails (promptly), and ping
+ * names each node with the reason. */
 static void expect_nodes_fail(struct fixture *f, const rl_config *cfg,
                               const char *reason)
 {
@@ -99,6 +119,7 @@ static void expect_nodes_fail(struct fixture *f, const rl_config *cfg,
     int64_t t0;
     rl_status st;
 
+    rl_client_free(f->c);
     t0 = harness_now_ms();
     f->c = rl_client_new(cfg, &st);
     assert_non_null(f->c);
@@ -131,8 +152,7 @@ static void test_lock_cycle_over_tls_on_three_nodes(void **state)
     size_t count = 0;
     rl_config cfg;
 
-    start_tls(f, "server.pem", false, NULL, "127.0.0.1");
-    tls_config(f, &cfg);
+    start_tls(f, &cfg, "server.pem", false, NULL, "127.0.0.1");
     f->c = fixture_client(&cfg);
     assert_non_null(f->c);
     for (int i = 0; i < 20; i++)
@@ -148,20 +168,13 @@ static void test_lock_cycle_over_tls_on_three_nodes(void **state)
 static void test_config_tls_applies_to_every_tcp_node(void **state)
 {
     struct fixture *f = *state;
-    char uri[64];
     rl_config cfg;
 
-    start_tls(f, "server.pem", false, NULL, "127.0.0.1");
-    for (int i = 0; i < NODES; i++) {
-        snprintf(uri, sizeof(uri), "127.0.0.1:%d", f->r[i].tls_port);
-        harness_nodes_set(&f->hn, i, uri);
-    }
-    tls_config(f, &cfg);
+    start_tls(f, &cfg, "server.pem", false, NULL, "127.0.0.1");
+    set_nodes(f, NODES, "", "127.0.0.1", true);
     expect_nodes_fail(f, &cfg, "TLS"); /* plaintext client, TLS port */
     cfg.tls = true;
-    f->c = fixture_client(&cfg);
-    assert_non_null(f->c);
-    lock_cycle(f, f->c, "tls:all");
+    cycle_with(f, &cfg, "tls:all");
 }
 
 static void test_mutual_tls_with_and_without_a_client_certificate(
@@ -170,14 +183,11 @@ static void test_mutual_tls_with_and_without_a_client_certificate(
     struct fixture *f = *state;
     rl_config cfg;
 
-    start_tls(f, "server.pem", true, NULL, "127.0.0.1");
-    tls_config(f, &cfg);
+    start_tls(f, &cfg, "server.pem", true, NULL, "127.0.0.1");
     expect_nodes_fail(f, &cfg, "client certificate");
     cfg.tls_cert_file = harness_cert("client.pem");
     cfg.tls_key_file = harness_cert("client.key");
-    f->c = fixture_client(&cfg);
-    assert_non_null(f->c);
-    lock_cycle(f, f->c, "tls:mutual");
+    cycle_with(f, &cfg, "tls:mutual");
 }
 
 static void test_wrong_ca_fails_each_node_naming_it(void **state)
@@ -185,16 +195,13 @@ static void test_wrong_ca_fails_each_node_naming_it(void **state)
     struct fixture *f = *state;
     rl_config cfg;
 
-    start_tls(f, "server.pem", false, NULL, "127.0.0.1");
-    tls_config(f, &cfg);
+    start_tls(f, &cfg, "server.pem", false, NULL, "127.0.0.1");
     cfg.tls_ca_file = harness_cert("ca2.pem");
     expect_nodes_fail(f, &cfg, "unknown CA");
     cfg.tls_ca_file = NULL; /* the system store does not know it either */
     expect_nodes_fail(f, &cfg, "unknown CA");
     cfg.tls_ca_dir = harness_cert("cadir");
-    f->c = fixture_client(&cfg);
-    assert_non_null(f->c);
-    lock_cycle(f, f->c, "tls:cadir");
+    cycle_with(f, &cfg, "tls:cadir");
 }
 
 static void test_host_name_mismatch_and_server_name(void **state)
@@ -202,19 +209,12 @@ static void test_host_name_mismatch_and_server_name(void **state)
     struct fixture *f = *state;
     rl_config cfg;
 
-    start_tls(f, "server.pem", false, NULL, "localhost");
-    tls_config(f, &cfg);
-    f->c = fixture_client(&cfg); /* "localhost" is in the SANs */
-    assert_non_null(f->c);
-    lock_cycle(f, f->c, "tls:localhost");
-    rl_client_free(f->c);
-    f->c = NULL;
+    start_tls(f, &cfg, "server.pem", false, NULL, "localhost");
+    cycle_with(f, &cfg, "tls:localhost"); /* in the SANs */
     cfg.tls_server_name = "redis.example.com";
     expect_nodes_fail(f, &cfg, "host-name mismatch");
     cfg.tls_server_name = "localhost";
-    f->c = fixture_client(&cfg);
-    assert_non_null(f->c);
-    lock_cycle(f, f->c, "tls:sni");
+    cycle_with(f, &cfg, "tls:sni");
 }
 
 static void test_expired_certificate_fails_unless_insecure(void **state)
@@ -222,61 +222,39 @@ static void test_expired_certificate_fails_unless_insecure(void **state)
     struct fixture *f = *state;
     rl_config cfg;
 
-    start_tls(f, "expired.pem", false, NULL, "127.0.0.1");
-    tls_config(f, &cfg);
+    start_tls(f, &cfg, "expired.pem", false, NULL, "127.0.0.1");
     expect_nodes_fail(f, &cfg, "expired");
     cfg.tls_ca_file = NULL;
     cfg.tls_insecure = true;
-    f->c = fixture_client(&cfg);
-    assert_non_null(f->c);
-    lock_cycle(f, f->c, "tls:insecure");
+    cycle_with(f, &cfg, "tls:insecure");
 }
 
 static void test_tls_with_acl_user_and_password(void **state)
 {
     struct fixture *f = *state;
     struct harness_opts o = {0};
-    char uri[192];
     rl_config cfg;
 
     o.acl_user = "locker";
     o.acl_pass = "s3cret";
-    start_tls(f, "server.pem", false, &o, "127.0.0.1");
-    tls_config(f, &cfg);
-    f->c = fixture_client(&cfg);
-    assert_non_null(f->c);
-    lock_cycle(f, f->c, "tls:acl");
-    rl_client_free(f->c);
-    f->c = NULL;
-    for (int i = 0; i < NODES; i++) {
-        snprintf(uri, sizeof(uri), "rediss://locker:wrong@127.0.0.1:%d",
-                 f->r[i].tls_port);
-        harness_nodes_set(&f->hn, i, uri);
-    }
+    start_tls(f, &cfg, "server.pem", false, &o, "127.0.0.1");
+    cycle_with(f, &cfg, "tls:acl");
+    set_nodes(f, NODES, "rediss://locker:wrong@", "127.0.0.1", true);
     expect_nodes_fail(f, &cfg, "AUTH failed");
 }
 
 static void test_protocol_mismatch_both_ways_fails_promptly(void **state)
 {
     struct fixture *f = *state;
-    char uri[64];
     rl_config cfg;
 
-    start_tls(f, "server.pem", false, NULL, "127.0.0.1");
+    start_tls(f, &cfg, "server.pem", false, NULL, "127.0.0.1");
     /* TLS client on the plaintext port. */
-    for (int i = 0; i < NODES; i++) {
-        snprintf(uri, sizeof(uri), "rediss://127.0.0.1:%d", f->r[i].port);
-        harness_nodes_set(&f->hn, i, uri);
-    }
-    tls_config(f, &cfg);
+    set_nodes(f, NODES, "rediss://", "127.0.0.1", false);
     cfg.connect_timeout_ms = (uint32_t)harness_scale_ms(500);
     expect_nodes_fail(f, &cfg, "TLS");
     /* Plaintext client on the TLS port. */
-    for (int i = 0; i < NODES; i++) {
-        snprintf(uri, sizeof(uri), "redis://127.0.0.1:%d",
-                 f->r[i].tls_port);
-        harness_nodes_set(&f->hn, i, uri);
-    }
+    set_nodes(f, NODES, "redis://", "127.0.0.1", true);
     expect_nodes_fail(f, &cfg, "TLS");
 }
 
@@ -303,7 +281,7 @@ static void test_slow_tls_connect_leaves_the_handshake_its_timeout(
     rl_stats s;
     char uri[64];
 
-    start_tls(f, "server.pem", false, NULL, "127.0.0.1");
+    start_tls(f, &cfg, "server.pem", false, NULL, "127.0.0.1");
     for (int i = 0; i < NODES; i++) {
         int port = fixture_proxy_start(&proxies[i], f->r[i].tls_port, 300);
 
@@ -311,7 +289,6 @@ static void test_slow_tls_connect_leaves_the_handshake_its_timeout(
         snprintf(uri, sizeof(uri), "rediss://127.0.0.1:%d", port);
         harness_nodes_set(&f->hn, i, uri);
     }
-    tls_config(f, &cfg);
     cfg.connect_timeout_ms = (uint32_t)harness_scale_ms(900);
     cfg.op_timeout_ms = (uint32_t)harness_scale_ms(3000);
     f->c = fixture_client(&cfg);
@@ -367,8 +344,7 @@ static void test_release_notification_wakes_a_waiter_over_tls(
 
     if (bound > TLS_FALLBACK_MS / 2)
         bound = TLS_FALLBACK_MS / 2;
-    start_tls(f, "server.pem", false, NULL, "127.0.0.1");
-    tls_config(f, &cfg);
+    start_tls(f, &cfg, "server.pem", false, NULL, "127.0.0.1");
     f->c = fixture_client(&cfg);
     assert_non_null(f->c);
     cfg.retry_delay_ms = TLS_FALLBACK_MS; /* polling alone: 30 s */
@@ -423,11 +399,8 @@ static void test_reconnect_resumes_the_tls_session(void **state)
     redisReply *reply;
     rl_config cfg;
 
-    start_tls(f, "server.pem", false, NULL, "127.0.0.1");
-    tls_config(f, &cfg);
-    f->c = fixture_client(&cfg);
-    assert_non_null(f->c);
-    lock_cycle(f, f->c, "tls:resume");
+    start_tls(f, &cfg, "server.pem", false, NULL, "127.0.0.1");
+    cycle_with(f, &cfg, "tls:resume");
     ns = wait_handshakes(f->c, 0, 1);
     assert_int_equal(ns.handshakes, 1);
     assert_int_equal(ns.tls_resumed, 0);
@@ -455,27 +428,17 @@ static void test_unix_socket_and_plaintext_nodes_still_work(void **state)
 
     /* Node 0 TLS, node 1 plaintext, node 2 a unix socket; rl_config.tls
      * leaves the socket alone. */
-    start_tls(f, "server.pem", false, NULL, "127.0.0.1");
+    start_tls(f, &cfg, "server.pem", false, NULL, "127.0.0.1");
     harness_stop(&f->r[2]);
     assert_int_equal(harness_start(&f->r[2], &o), 0);
     snprintf(uri, sizeof(uri), "redis://127.0.0.1:%d", f->r[1].port);
     harness_nodes_set(&f->hn, 1, uri);
     snprintf(uri, sizeof(uri), "unix://%s", f->r[2].unix_path);
     harness_nodes_set(&f->hn, 2, uri);
-    tls_config(f, &cfg);
-    f->c = fixture_client(&cfg);
-    assert_non_null(f->c);
-    lock_cycle(f, f->c, "tls:mixed");
-    rl_client_free(f->c);
-    f->c = NULL;
-    for (int i = 0; i < 2; i++) {
-        snprintf(uri, sizeof(uri), "127.0.0.1:%d", f->r[i].tls_port);
-        harness_nodes_set(&f->hn, i, uri);
-    }
+    cycle_with(f, &cfg, "tls:mixed");
+    set_nodes(f, 2, "", "127.0.0.1", true);
     cfg.tls = true; /* TLS for both TCP nodes, not for the socket */
-    f->c = fixture_client(&cfg);
-    assert_non_null(f->c);
-    lock_cycle(f, f->c, "tls:mixed2");
+    cycle_with(f, &cfg, "tls:mixed2");
 }
 
 /* RL_EINVAL at creation, naming want (a file), never key material. */
@@ -496,8 +459,7 @@ static void test_bad_files_are_einval_naming_the_file(void **state)
     struct fixture *f = *state;
     rl_config cfg;
 
-    start_tls(f, "server.pem", false, NULL, "127.0.0.1");
-    tls_config(f, &cfg);
+    start_tls(f, &cfg, "server.pem", false, NULL, "127.0.0.1");
     cfg.tls_ca_file = "/nonexistent/ca.pem";
     expect_config_error(&cfg, "/nonexistent/ca.pem");
     tls_config(f, &cfg);

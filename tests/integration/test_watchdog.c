@@ -394,40 +394,60 @@ static void test_watchdog_start_renews_and_stop_lets_lock_expire(
 
 /* ---- Caps ----------------------------------------------------------------*/
 
+/* A watched 1 s-TTL lock on key with the caps of o, still held by a
+ * majority after hold_ms, then lost by its cap: the fd readable within
+ * harness_scale_ms(lost_within_ms), the callback (rec) run with validity
+ * left. Returns the ms from the acquire to the callback; *pttl (may be
+ * NULL): node 0's PTTL of key when the fd became readable. */
+static int64_t held_until_capped(struct fixture *f, const char *key,
+                                 rl_acquire_opts *o, int64_t hold_ms,
+                                 int64_t lost_within_ms,
+                                 struct lost_rec *rec, long long *pttl)
+{
+    int64_t t0 = boot_us();
+    char token[200];
+    rl_lock *l = acquire_watched(f, key, o, rec, token, sizeof(token));
+
+    harness_sleep_ms(hold_ms);
+    assert_true(holders(f, key, token) >= 3);
+    assert_true(fd_readable(rl_lock_lost_fd(l),
+                            (int)harness_scale_ms(lost_within_ms)));
+    if (pttl != NULL)
+        *pttl = harness_pttl(&f->r[0], key);
+    assert_true(harness_wait_count(&rec->calls, 1, 1000));
+    assert_true(rec->validity_ms > 0);
+    assert_true(rl_lock_lost(l));
+    return (rec->boot_us - t0) / 1000;
+}
+
+/* After a loss by a cap: the key expires (within 1 s) and the client
+ * has made no renewal beyond the renewals it had made by then. */
+static void expires_unrenewed(struct fixture *f, const char *key,
+                              uint64_t renewals)
+{
+    assert_true(key_gone_within(f, key, 1000));
+    assert_int_equal(stat_renewals(f->c), renewals);
+}
+
 static void test_max_renewals_stops_renewing_and_reports_lost(void **state)
 {
     struct fixture *f = *state;
     struct lost_rec rec = { 0 };
-    rl_acquire_opts o = { 0 };
-    rl_lock *l = NULL;
-    int64_t t0;
-    int64_t held_ms;
+    rl_acquire_opts o = { .max_renewals = 2 };
     long long pttl;
-    char token[200];
+    /* Past the first TTL: renewed. */
+    int64_t held_ms = held_until_capped(f, "wd:maxren", &o, 1100, 3000,
+                                        &rec, &pttl);
 
-    o.max_renewals = 2;
-    t0 = boot_us();
-    l = acquire_watched(f, "wd:maxren", &o, &rec, token, sizeof(token));
-    harness_sleep_ms(1100); /* past the first TTL: renewed */
-    assert_true(holders(f, "wd:maxren", token) >= 3);
-    assert_true(fd_readable(rl_lock_lost_fd(l), (int)harness_scale_ms(3000)));
-    pttl = harness_pttl(&f->r[0], "wd:maxren");
-    assert_true(harness_wait_count(&rec.calls, 1, 1000));
-    held_ms = (rec.boot_us - t0) / 1000;
     fprintf(stderr, "  max_renewals 2: lost after %lld ms, %lld ms of "
                     "validity left, PTTL then %lld\n",
             (long long)held_ms, (long long)rec.validity_ms, pttl);
-    assert_true(rec.validity_ms > 0);
-    assert_true(rl_lock_lost(l));
     assert_int_equal(stat_renewals(f->c), 2);
     /* Two renewals (every ttl/3) then the margin of the last validity. */
     assert_true(held_ms >= 1000);
     assert_true(held_ms < harness_scale_ms(3000));
     assert_true(pttl < 400);
-    assert_true(key_gone_within(f, "wd:maxren", 1000));
-    assert_int_equal(stat_renewals(f->c), 2);
-    f->locks[0] = NULL;
-    rl_lock_free(l);
+    expires_unrenewed(f, "wd:maxren", 2);
 }
 
 /* Caps and an interval given by rl_watchdog_start live in a block the
@@ -501,38 +521,23 @@ static void test_max_hold_ms_stops_renewing_and_reports_lost(void **state)
 {
     struct fixture *f = *state;
     struct lost_rec rec = { 0 };
-    rl_acquire_opts o = { 0 };
-    rl_lock *l = NULL;
-    int64_t t0;
-    int64_t held_ms;
-    uint64_t renewals;
-    char token[200];
+    rl_acquire_opts o = { .max_hold_ms = 1500 };
+    int64_t held_ms = held_until_capped(f, "wd:maxhold", &o, 1300, 4000,
+                                        &rec, NULL);
+    uint64_t renewals = stat_renewals(f->c);
 
-    o.max_hold_ms = 1500;
-    t0 = boot_us();
-    l = acquire_watched(f, "wd:maxhold", &o, &rec, token, sizeof(token));
-    harness_sleep_ms(1300);
-    assert_true(holders(f, "wd:maxhold", token) >= 3);
-    assert_false(rl_lock_lost(l));
-    assert_true(fd_readable(rl_lock_lost_fd(l), (int)harness_scale_ms(4000)));
-    assert_true(harness_wait_count(&rec.calls, 1, 1000));
-    held_ms = (rec.boot_us - t0) / 1000;
-    renewals = stat_renewals(f->c);
     fprintf(stderr, "  max_hold_ms 1500: lost after %lld ms, %lld ms of "
                     "validity left, %llu renewals\n",
             (long long)held_ms, (long long)rec.validity_ms,
             (unsigned long long)renewals);
-    assert_true(rec.validity_ms > 0);
+    /* Not lost before the cap. */
     assert_true(held_ms >= 1500);
     assert_true(held_ms < 1500 + 1000 + harness_scale_ms(1000));
     /* Renewed (held past its 1 s TTL), and not beyond the cap: at most
      * 5 renewals every ttl/3 in 1.5 s (about 4 on an idle machine; a
      * slow one may renew fewer times, which is no fault). */
     assert_in_range(renewals, 1, 5);
-    assert_true(key_gone_within(f, "wd:maxhold", 1000));
-    assert_int_equal(stat_renewals(f->c), renewals);
-    f->locks[0] = NULL;
-    rl_lock_free(l);
+    expires_unrenewed(f, "wd:maxhold", renewals);
 }
 
 /* ---- rl_with_lock --------------------------------------------------------*/
@@ -575,52 +580,51 @@ static int section_fn(rl_lock *l, void *arg)
     return s->ret;
 }
 
+/* rl_with_lock(s->key) of a ttl_ms lock with section_fn(s) inside: fn
+ * ran once more and saw a majority hold our token, its return value came
+ * back in *fn_result (fn_result may be NULL), and the lock was released
+ * at once (the key gone within 500 ms, long before the TTL). */
+static void with_section(struct fixture *f, struct section *s,
+                         uint32_t ttl_ms, int *fn_result)
+{
+    rl_acquire_opts o = { .ttl_ms = ttl_ms };
+    int calls = s->calls;
+
+    if (fn_result != NULL)
+        *fn_result = s->ret - 1; /* anything fn does not return */
+    assert_int_equal(rl_with_lock(f->c, s->key, &o, section_fn, s,
+                                  fn_result),
+                     RL_OK);
+    assert_int_equal(s->calls, calls + 1);
+    assert_true(s->min_holders >= 3);
+    if (fn_result != NULL)
+        assert_int_equal(*fn_result, s->ret);
+    assert_true(key_gone_within(f, s->key, 500));
+}
+
 static void test_with_lock_runs_fn_while_key_holds_token(void **state)
 {
     struct fixture *f = *state;
     struct section s = { .f = f, .key = "wd:with", .ret = 0 };
-    rl_acquire_opts o = { 0 };
-    int result = -12345;
+    int result;
 
-    o.ttl_ms = 5000;
-    assert_int_equal(rl_with_lock(f->c, "wd:with", &o, section_fn, &s,
-                                  &result),
-                     RL_OK);
-    assert_int_equal(s.calls, 1);
-    assert_true(s.min_holders >= 3);
-    assert_int_equal(result, 0);
-    assert_true(key_gone_within(f, "wd:with", 500));
+    with_section(f, &s, 5000, &result);
 }
 
 static void test_with_lock_releases_when_fn_fails(void **state)
 {
     struct fixture *f = *state;
     struct section s = { .f = f, .key = "wd:with-err", .ret = 42 };
-    rl_acquire_opts o = { 0 };
-    int result = 0;
-    rl_status st;
+    int result;
 
-    o.ttl_ms = 10000;
-    st = rl_with_lock(f->c, "wd:with-err", &o, section_fn, &s, &result);
-    assert_int_equal(st, RL_OK);
-    assert_int_equal(s.calls, 1);
-    assert_true(s.min_holders >= 3);
-    assert_int_equal(result, 42);
-    /* Released at once, not left to expire after 10 s. */
-    assert_true(key_gone_within(f, "wd:with-err", 500));
+    /* A 10 s TTL: released at once, not left to expire. */
+    with_section(f, &s, 10000, &result);
     /* -1 too, and a NULL fn_result is allowed. */
     s.ret = -1;
-    assert_int_equal(rl_with_lock(f->c, "wd:with-err", &o, section_fn, &s,
-                                  &result),
-                     RL_OK);
-    assert_int_equal(result, -1);
-    assert_true(key_gone_within(f, "wd:with-err", 500));
+    with_section(f, &s, 10000, &result);
     s.ret = 7;
-    assert_int_equal(rl_with_lock(f->c, "wd:with-err", &o, section_fn, &s,
-                                  NULL),
-                     RL_OK);
+    with_section(f, &s, 10000, NULL);
     assert_int_equal(s.calls, 3);
-    assert_true(key_gone_within(f, "wd:with-err", 500));
 }
 
 static void test_with_lock_keeps_lock_for_3x_ttl(void **state)
@@ -628,22 +632,15 @@ static void test_with_lock_keeps_lock_for_3x_ttl(void **state)
     struct fixture *f = *state;
     struct section s = { .f = f, .key = "wd:with-long", .run_ms = 3000,
                          .min_renewals = 6 };
-    rl_acquire_opts o = { 0 };
-    int result = -1;
+    int result;
 
-    o.ttl_ms = 1000;
-    assert_int_equal(rl_with_lock(f->c, "wd:with-long", &o, section_fn, &s,
-                                  &result),
-                     RL_OK);
+    with_section(f, &s, 1000, &result);
     fprintf(stderr, "  with_lock 3x TTL: min holders %d, lost %d\n",
             s.min_holders, s.lost_seen);
     assert_false(s.timed_out);
-    assert_int_equal(s.calls, 1);
     assert_int_equal(result, 0);
-    assert_true(s.min_holders >= 3);
     assert_false(s.lost_seen);
     assert_true(stat_renewals(f->c) >= 6);
-    assert_true(key_gone_within(f, "wd:with-long", 500));
 }
 
 static void test_with_lock_on_held_resource_does_not_call_fn(void **state)
