@@ -17,6 +17,8 @@
 
 #include <ev.h>
 
+#include "list.h" /* src/list.h, header-only */
+
 #define FP_MAX_DELAY_MS 3600000u               /* largest delay or jitter */
 #define FP_QUEUE_CAP (16u * 1024u * 1024u)     /* bytes per direction */
 #define FP_READ_CHUNK 65536                    /* bytes per recv() */
@@ -43,8 +45,8 @@ struct proxy {
     char up_name[96];                   /* upstream "host:port", messages */
     bool quiet;                         /* -q: nothing on stderr */
     bool stopping;                      /* quit or signal seen */
-    struct conn *conns;                 /* relayed connections (relay.c) */
-    struct ctl_client *ctls;            /* control clients (control.c) */
+    struct list conns;                  /* relayed connections (relay.c) */
+    struct list ctls;                   /* control clients (control.c) */
     uint64_t nconns;                    /* entries on conns */
     uint64_t bytes_up;                  /* written to upstream */
     uint64_t bytes_down;                /* written to clients */
