@@ -35,26 +35,30 @@ static inline bool list_empty(const struct list *l)
     return l->first == NULL;
 }
 
-static inline void list_push_front(struct list *l, struct list_link *e)
+/* Put e on l between prev and next, neighbours on l (NULL: that end). */
+static inline void list_insert(struct list *l, struct list_link *prev,
+                               struct list_link *e, struct list_link *next)
 {
-    e->prev = NULL;
-    e->next = l->first;
-    if (l->first != NULL)
-        l->first->prev = e;
+    e->prev = prev;
+    e->next = next;
+    if (prev != NULL)
+        prev->next = e;
+    else
+        l->first = e;
+    if (next != NULL)
+        next->prev = e;
     else
         l->last = e;
-    l->first = e;
+}
+
+static inline void list_push_front(struct list *l, struct list_link *e)
+{
+    list_insert(l, NULL, e, l->first);
 }
 
 static inline void list_push_back(struct list *l, struct list_link *e)
 {
-    e->prev = l->last;
-    e->next = NULL;
-    if (l->last != NULL)
-        l->last->next = e;
-    else
-        l->first = e;
-    l->last = e;
+    list_insert(l, l->last, e, NULL);
 }
 
 /* e must be on l; afterwards it is on no list. */
