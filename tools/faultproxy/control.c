@@ -310,13 +310,11 @@ static void ctl_wr_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 void ctl_accept(struct proxy *px, int fd)
 {
-    struct ctl_client *cc = calloc(1, sizeof(*cc));
+    struct ctl_client *cc = fp_accepted_new(px, fd, sizeof(*cc),
+                                            "control connection closed");
 
-    if (cc == NULL) {
-        fp_log(px, "out of memory; control connection closed");
-        fp_close(fd, true);
+    if (cc == NULL)
         return;
-    }
     cc->px = px;
     cc->fd = fd;
     ev_io_init(&cc->rd, ctl_rd_cb, fd, EV_READ);

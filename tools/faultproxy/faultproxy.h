@@ -77,6 +77,12 @@ int fp_parse_ms(const char *s, uint32_t *ms);
  * (Linux answers close() with RST while unread bytes remain). */
 void fp_close(int fd, bool rst);
 
+/* Zeroed memory of size bytes for the state of the accepted socket fd, or
+ * NULL when out of memory: then fd is reset and the log says
+ * "out of memory; <what>". */
+void *fp_accepted_new(struct proxy *px, int fd, size_t size,
+                      const char *what);
+
 /* Stops accepting for a moment (EMFILE and friends). */
 void proxy_accept_pause(struct proxy *px);
 

@@ -509,12 +509,9 @@ void relay_accept(struct proxy *px, int cfd)
         fp_close(cfd, true);
         return;
     }
-    c = calloc(1, sizeof(*c));
-    if (c == NULL) {
-        fp_log(px, "out of memory; client connection reset");
-        fp_close(cfd, true);
+    c = fp_accepted_new(px, cfd, sizeof(*c), "client connection reset");
+    if (c == NULL)
         return;
-    }
     c->px = px;
     c->state = CONN_CONNECTING;
     c->fd[SIDE_CLIENT] = cfd;
