@@ -10,7 +10,26 @@
  * on the loop thread itself (it would wait for itself). */
 #include <stdio.h>
 
+#include "election.h"
 #include "holder.h"
+
+/* The outcome of an operation whose submission returned st: when it was
+ * accepted, its callback's (waited for here); else st (no callback). */
+static rl_status outcome(struct waiter *w, rl_status st)
+{
+    if (st != RL_OK) {
+        waiter_discard(w);
+        return st;
+    }
+    return waiter_wait(w);
+}
+
+/* The callback of an operation on a held lock (extend, proclaim). */
+static void lock_done(rl_lock *l, rl_status st, void *privdata)
+{
+    RL_UNUSED(l);
+    waiter_done(privdata, st);
+}
 
 /* ---- Acquire ------------------------------------------------------------ */
 
@@ -40,13 +59,8 @@ rl_status rl_acquire_multi(rl_client *c, const char *const *resources,
     if (st != RL_OK)
         return st;
     waiter_init(&w);
-    st = holder_acquire(c, resources, count, o, acquired, &w);
-    if (st != RL_OK) {
-        waiter_discard(&w);
-        return st;
-    }
-    st = waiter_wait(&w);
-    *out = w.result;
+    st = outcome(&w, holder_acquire(c, resources, count, o, acquired, &w));
+    *out = w.result; /* NULL unless acquired */
     return st;
 }
 
@@ -71,13 +85,7 @@ rl_status rl_campaign(rl_client *c, const char *name,
     return rl_acquire(c, name, &opts, out);
 }
 
-/* ---- Extend / release --------------------------------------------------- */
-
-static void extended(rl_lock *l, rl_status st, void *privdata)
-{
-    RL_UNUSED(l);
-    waiter_done(privdata, st);
-}
+/* ---- Extend / release / proclaim --------------------------------------- */
 
 static void released(rl_client *c, rl_status st, void *privdata)
 {
@@ -88,15 +96,9 @@ static void released(rl_client *c, rl_status st, void *privdata)
 rl_status rl_extend(rl_lock *l, uint32_t ttl_ms)
 {
     struct waiter w;
-    rl_status st;
 
     waiter_init(&w);
-    st = holder_extend(l, ttl_ms, extended, &w, "rl_extend");
-    if (st != RL_OK) {
-        waiter_discard(&w);
-        return st;
-    }
-    return waiter_wait(&w);
+    return outcome(&w, holder_extend(l, ttl_ms, lock_done, &w, "rl_extend"));
 }
 
 rl_status rl_release(rl_lock *l)
@@ -116,6 +118,15 @@ rl_status rl_release(rl_lock *l)
                ? rl_fail(RL_ECANCELED,
                          "the lock's client was freed; handle freed")
                : st;
+}
+
+rl_status rl_proclaim(rl_lock *l, const char *owner)
+{
+    struct waiter w;
+
+    waiter_init(&w);
+    return outcome(&w, election_proclaim(l, owner, lock_done, &w,
+                                         "rl_proclaim"));
 }
 
 /* ---- Critical section --------------------------------------------------- */

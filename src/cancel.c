@@ -15,18 +15,18 @@
 #include <stdlib.h>
 
 #include "cancel.h"
+#include "list.h"
 
 struct rl_cancel {
     pthread_mutex_t mutex;
     atomic_bool fired;
     atomic_uint refs;
-    struct cancel_hook *head;    /* mutex: hooks not yet fired */
+    struct list hooks;           /* mutex: hooks not yet fired */
 };
 
 struct cancel_hook {
     struct op op;                /* queued on the loop when fired */
-    struct cancel_hook *prev;    /* token's list, its mutex */
-    struct cancel_hook *next;
+    struct list_link link;       /* on token->hooks, its mutex */
     bool linked;                 /* token's mutex */
     rl_cancel *token;
     struct loop *loop;
@@ -55,13 +55,7 @@ static void unlink_hook(struct cancel_hook *h)
 {
     if (!h->linked)
         return;
-    if (h->prev != NULL)
-        h->prev->next = h->next;
-    else
-        h->token->head = h->next;
-    if (h->next != NULL)
-        h->next->prev = h->prev;
-    h->prev = h->next = NULL;
+    list_remove(&h->token->hooks, &h->link);
     h->linked = false;
 }
 
@@ -108,7 +102,8 @@ rl_status rl_cancel_fire(rl_cancel *t)
         return rl_fail(RL_EINVAL, "cancel token is NULL");
     pthread_mutex_lock(&t->mutex);
     atomic_store(&t->fired, true);
-    while ((h = t->head) != NULL) {
+    while (!list_empty(&t->hooks)) {
+        h = list_entry(t->hooks.first, struct cancel_hook, link);
         unlink_hook(h);
         atomic_fetch_add(&h->refs, 1);
         h->op.start = hook_run;
@@ -150,10 +145,7 @@ struct cancel_hook *cancel_attach(rl_cancel *t, struct loop *lp,
     atomic_fetch_add(&t->refs, 1);
     pthread_mutex_lock(&t->mutex);
     if (!atomic_load(&t->fired)) {
-        h->next = t->head;
-        if (t->head != NULL)
-            t->head->prev = h;
-        t->head = h;
+        list_push_front(&t->hooks, &h->link);
         h->linked = true;
     }
     pthread_mutex_unlock(&t->mutex);

@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "election.h"
 #include "fence.h"
 #include "holder.h"
 #include "inspect.h"
@@ -139,8 +140,8 @@ static void proclaim_start(struct op *base)
         proclaim_decided(op, v);
 }
 
-static rl_status proclaim(rl_lock *l, const char *owner, rl_proclaim_cb cb,
-                          void *privdata, const char *blocking)
+rl_status election_proclaim(rl_lock *l, const char *owner, rl_proclaim_cb cb,
+                            void *privdata, const char *blocking)
 {
     struct proclaim_op *op;
     rl_status st;
@@ -177,27 +178,7 @@ static rl_status proclaim(rl_lock *l, const char *owner, rl_proclaim_cb cb,
 rl_status rl_proclaim_async(rl_lock *l, const char *owner, rl_proclaim_cb cb,
                             void *privdata)
 {
-    return proclaim(l, owner, cb, privdata, NULL);
-}
-
-static void proclaimed(rl_lock *l, rl_status st, void *privdata)
-{
-    RL_UNUSED(l);
-    waiter_done(privdata, st);
-}
-
-rl_status rl_proclaim(rl_lock *l, const char *owner)
-{
-    struct waiter w;
-    rl_status st;
-
-    waiter_init(&w);
-    st = proclaim(l, owner, proclaimed, &w, "rl_proclaim");
-    if (st != RL_OK) {
-        waiter_discard(&w);
-        return st;
-    }
-    return waiter_wait(&w);
+    return election_proclaim(l, owner, cb, privdata, NULL);
 }
 
 /* ---- Observe ------------------------------------------------------------ */

@@ -37,6 +37,7 @@
 #include "cancel.h"
 #include "extend.h"
 #include "holder.h"
+#include "list.h"
 #include "release.h"
 #include "semaphore.h"
 #include "watchdog.h"
@@ -46,7 +47,7 @@
 
 struct holders {
     pthread_mutex_t mutex;       /* guards the list and hold counts */
-    struct rl_lock *head;
+    struct list locks;           /* struct rl_lock, newest first */
     struct watchdog *watchdog;
 };
 
@@ -94,16 +95,18 @@ static struct holders *registry(rl_client *c)
     return c->holders;
 }
 
+/* The lock on the registry at link; NULL at the end of the list. */
+static struct rl_lock *lock_of(struct list_link *link)
+{
+    return list_entry(link, struct rl_lock, link);
+}
+
 static void registry_add(rl_client *c, struct rl_lock *l)
 {
     struct holders *h = registry(c);
 
     pthread_mutex_lock(&h->mutex);
-    l->prev = NULL;
-    l->next = h->head;
-    if (h->head != NULL)
-        h->head->prev = l;
-    h->head = l;
+    list_push_front(&h->locks, &l->link);
     pthread_mutex_unlock(&h->mutex);
 }
 
@@ -112,13 +115,10 @@ static void registry_remove(rl_client *c, struct rl_lock *l)
     struct holders *h = registry(c);
 
     pthread_mutex_lock(&h->mutex);
-    if (l->prev != NULL)
-        l->prev->next = l->next;
-    else if (h->head == l)
-        h->head = l->next;
-    if (l->next != NULL)
-        l->next->prev = l->prev;
-    l->prev = l->next = NULL;
+    /* A lock no longer on the list (holders_shutdown emptied it) is left
+     * as it is. */
+    if (l->link.prev != NULL || h->locks.first == &l->link)
+        list_remove(&h->locks, &l->link);
     pthread_mutex_unlock(&h->mutex);
 }
 
@@ -748,7 +748,7 @@ static bool reenter(rl_client *c, const char *resource, rl_acquire_cb cb,
     struct lock_extra *e = NULL;
 
     pthread_mutex_lock(&h->mutex);
-    for (l = h->head; l != NULL; l = l->next) {
+    for (l = lock_of(h->locks.first); l != NULL; l = lock_of(l->link.next)) {
         e = lock_extra_of(l);
         if (e != NULL && e->holds > 0 && pthread_equal(e->owner, self) &&
             same_resource(c, l, resource) && !atomic_load(&l->lost) &&
@@ -1268,17 +1268,16 @@ void holders_shutdown(rl_client *c)
 
     pthread_mutex_lock(&orphan_mutex);
     pthread_mutex_lock(&h->mutex);
-    for (l = h->head; l != NULL; l = next) {
-        next = l->next;
+    for (l = lock_of(list_take(&h->locks).first); l != NULL; l = next) {
+        next = lock_of(l->link.next);
         lock_drop_flight(l);
         unwatch(l);
-        l->prev = l->next = NULL;
+        l->link.prev = l->link.next = NULL;
         if (atomic_load(&l->free_requested))
             lock_destroy(l);
         else
             atomic_store(&l->client, NULL);
     }
-    h->head = NULL;
     watchdog_stop(h->watchdog);
     pthread_mutex_unlock(&h->mutex);
     pthread_mutex_unlock(&orphan_mutex);

@@ -466,18 +466,20 @@ rl_status rl_client_ping(rl_client *c, rl_node_info *out, size_t cap,
     return st;
 }
 
-/* One {value, pttl} round over resource's key (status or force unlock);
- * *removed (may be NULL): nodes that answered with a key. */
 /* The per-node array of one {value, pttl} round over resource's key,
  * with its fence counter when info is not NULL (then summarized there):
- * *all is the caller's to free. */
+ * *all is the caller's to free (NULL when the name is invalid or on out
+ * of memory). */
 static rl_status resource_read(rl_client *c, const char *resource,
                                enum script_id script, rl_resource_info *info,
                                rl_holder_info **all)
 {
-    rl_status st;
+    rl_status st = config_check_resource(&c->cfg, resource, "resource");
     size_t i;
 
+    *all = NULL;
+    if (st != RL_OK)
+        return st;
     *all = calloc(c->node_count, sizeof(**all));
     if (*all == NULL)
         return rl_fail(RL_ENOMEM, "out of memory");
@@ -506,8 +508,6 @@ static rl_status resource_round(rl_client *c, const char *resource,
     if (removed != NULL)
         *removed = 0;
     st = inspect_args(c, out, cap, count, name);
-    if (st == RL_OK)
-        st = config_check_resource(&c->cfg, resource, "resource");
     if (st != RL_OK)
         return st;
     st = resource_read(c, resource, script, NULL, &all);
@@ -613,8 +613,6 @@ rl_status rl_resource_inspect(rl_client *c, const char *resource,
         return rl_fail(RL_EINVAL, "rl_resource_inspect: count is NULL");
     memset(info, 0, sizeof(*info));
     st = waiter_check(c->loop, "rl_resource_inspect");
-    if (st == RL_OK)
-        st = config_check_resource(&c->cfg, resource, "resource");
     if (st != RL_OK)
         return st;
     st = resource_read(c, resource, SCRIPT_INSPECT, info, &all);

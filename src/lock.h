@@ -22,6 +22,7 @@
 #include <pthread.h>
 
 #include "core.h"
+#include "list.h"
 #include "lockrec.h"
 #include "timeheap.h"
 
@@ -63,8 +64,7 @@ struct lock_req;
 
 struct rl_lock {
     /* Ordered by size (no padding holes): thousands may be held. */
-    struct rl_lock *prev;        /* registry (holders mutex) */
-    struct rl_lock *next;
+    struct list_link link;       /* registry (holders mutex) */
     _Atomic(rl_client *) client; /* NULL once the client is freed */
     struct lock_rec rec;         /* keys and token (tail of this block) */
     rl_mono_us confirmed_us;     /* start of the last round a quorum

@@ -34,9 +34,8 @@ struct loop {
     atomic_bool shutdown;        /* ask the loop thread to stop */
     pthread_mutex_t mutex;       /* guards closing and the queue */
     bool closing;
-    struct op *queued;           /* submitted, not started (mutex) */
-    struct op *queued_tail;
-    struct op *active;           /* started, not finished (loop thread) */
+    struct list queued;          /* submitted, not started (mutex) */
+    struct list active;          /* started, not finished (loop thread) */
 };
 
 struct loop_timer {
@@ -95,26 +94,6 @@ void loop_timer_free(struct loop_timer *t)
 
 /* ---- Operations --------------------------------------------------------- */
 
-static void active_insert(struct loop *lp, struct op *op)
-{
-    op->prev = NULL;
-    op->next = lp->active;
-    if (lp->active != NULL)
-        lp->active->prev = op;
-    lp->active = op;
-}
-
-static void active_remove(struct loop *lp, struct op *op)
-{
-    if (op->prev != NULL)
-        op->prev->next = op->next;
-    else
-        lp->active = op->next;
-    if (op->next != NULL)
-        op->next->prev = op->prev;
-    op->prev = op->next = NULL;
-}
-
 rl_status loop_submit(struct loop *lp, struct op *op)
 {
     pthread_mutex_lock(&lp->mutex);
@@ -124,13 +103,7 @@ rl_status loop_submit(struct loop *lp, struct op *op)
     }
     op->loop = lp;
     op->started = false;
-    op->next = NULL;
-    op->prev = lp->queued_tail;
-    if (lp->queued_tail != NULL)
-        lp->queued_tail->next = op;
-    else
-        lp->queued = op;
-    lp->queued_tail = op;
+    list_push_back(&lp->queued, &op->link);
     pthread_mutex_unlock(&lp->mutex);
     /* On the loop thread (a callback, or an external loop) there is no
      * need to wake anybody: make the watcher pending, which runs the queue
@@ -145,18 +118,24 @@ rl_status loop_submit(struct loop *lp, struct op *op)
 void loop_op_finished(struct op *op)
 {
     if (op->started)
-        active_remove(op->loop, op);
+        list_remove(&op->loop->active, &op->link);
 }
 
+/* The first of the ops taken off the queue, in submission order (each
+ * op's link.next leads to the next one). */
 static struct op *take_queued(struct loop *lp)
 {
-    struct op *ops;
+    struct list ops;
 
     pthread_mutex_lock(&lp->mutex);
-    ops = lp->queued;
-    lp->queued = lp->queued_tail = NULL;
+    ops = list_take(&lp->queued);
     pthread_mutex_unlock(&lp->mutex);
-    return ops;
+    return list_entry(ops.first, struct op, link);
+}
+
+static struct op *next_op(const struct op *op)
+{
+    return list_entry(op->link.next, struct op, link);
 }
 
 static void run_queued(struct loop *lp)
@@ -165,9 +144,9 @@ static void run_queued(struct loop *lp)
     struct op *next;
 
     for (; op != NULL; op = next) {
-        next = op->next;
+        next = next_op(op);
         op->started = true;
-        active_insert(lp, op);
+        list_push_front(&lp->active, &op->link);
         op->start(op); /* may finish (and free op) at once */
     }
 }
@@ -177,11 +156,13 @@ void loop_cancel_all(struct loop *lp)
     struct op *op, *next;
 
     for (op = take_queued(lp); op != NULL; op = next) {
-        next = op->next;
+        next = next_op(op);
         op->cancel(op);
     }
-    while (lp->active != NULL)
-        lp->active->cancel(lp->active);
+    while (!list_empty(&lp->active)) {
+        op = list_entry(lp->active.first, struct op, link);
+        op->cancel(op);
+    }
 }
 
 static void stop_watchers(struct loop *lp)

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "common.h"
+#include "list.h"
 
 struct ev_loop;
 struct loop;
@@ -19,8 +20,7 @@ struct loop;
  * loop_op_finished (then its owner frees it). cancel() runs instead of, or
  * after, start() when the loop shuts down, and must end the op too. */
 struct op {
-    struct op *prev;
-    struct op *next;
+    struct list_link link;         /* on the loop's queued or active list */
     struct loop *loop;
     void (*start)(struct op *op);  /* loop thread */
     void (*cancel)(struct op *op); /* loop thread: report ECANCELED, end */

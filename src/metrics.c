@@ -57,15 +57,18 @@ static void put_escaped(struct text *t, const char *s, size_t max)
     }
 }
 
-/* The caller's labels and, for node families, node="..." (node NULL:
- * none), then extra (e.g. quantile="0.5"; NULL: none), in braces when
- * there is any label at all. */
-static void put_labels(struct text *t, const char *const *labels,
-                       size_t count, const char *node, const char *extra)
+/* The start of one sample line: the family name, then the caller's
+ * labels and, for node families, node="..." (node NULL: none), then extra
+ * (e.g. quantile="0.5"; NULL: none), in braces when there is any label
+ * at all. The value follows. */
+static void put_series(struct text *t, const char *name,
+                       const char *const *labels, size_t count,
+                       const char *node, const char *extra)
 {
     const char *sep = "";
     size_t i;
 
+    put(t, "%s", name);
     if (count == 0 && node == NULL && extra == NULL)
         return;
     put(t, "{");
@@ -348,16 +351,16 @@ static void put_node_gauges(struct text *t, const rl_stats *s,
                                n->latency_p99_us};
 
         for (k = 0; k < ARRAY_SIZE(q); k++) {
-            put(t, "redlock_node_latency_seconds");
-            put_labels(t, labels, count, n->name, q[k]);
+            put_series(t, "redlock_node_latency_seconds", labels, count,
+                       n->name, q[k]);
             put_seconds(t, us[k]);
         }
     }
     put_family(t, "redlock_node_latency_max_seconds", "gauge",
                "Largest reply latency since the client started.");
     for (i = 0; i < s->node_count; i++) {
-        put(t, "redlock_node_latency_max_seconds");
-        put_labels(t, labels, count, s->nodes[i].name, NULL);
+        put_series(t, "redlock_node_latency_max_seconds", labels, count,
+                   s->nodes[i].name, NULL);
         put_seconds(t, s->nodes[i].latency_max_us);
     }
     for (k = 0; k < ARRAY_SIZE(node_gauges); k++) {
@@ -365,8 +368,7 @@ static void put_node_gauges(struct text *t, const rl_stats *s,
 
         put_family(t, g->name, "gauge", g->help);
         for (i = 0; i < s->node_count; i++) {
-            put(t, "%s", g->name);
-            put_labels(t, labels, count, s->nodes[i].name, NULL);
+            put_series(t, g->name, labels, count, s->nodes[i].name, NULL);
             put(t, " %.12g\n", g->value(&s->nodes[i]));
         }
     }
@@ -381,8 +383,7 @@ static void render(struct text *t, const rl_stats *s,
         const struct client_family *cf = &client_families[f];
 
         put_family(t, cf->name, cf->type, cf->help);
-        put(t, "%s", cf->name);
-        put_labels(t, labels, count, NULL, NULL);
+        put_series(t, cf->name, labels, count, NULL, NULL);
         put(t, " %llu\n", (unsigned long long)field_u64(s, cf->offset));
     }
     for (f = 0; f < ARRAY_SIZE(node_counters); f++) {
@@ -390,8 +391,7 @@ static void render(struct text *t, const rl_stats *s,
 
         put_family(t, nf->name, "counter", nf->help);
         for (i = 0; i < s->node_count; i++) {
-            put(t, "%s", nf->name);
-            put_labels(t, labels, count, s->nodes[i].name, NULL);
+            put_series(t, nf->name, labels, count, s->nodes[i].name, NULL);
             put(t, " %llu\n",
                 (unsigned long long)field_u64(&s->nodes[i], nf->offset));
         }
@@ -400,11 +400,11 @@ static void render(struct text *t, const rl_stats *s,
                "Quorum rounds the node granted (for) or refused, failed or "
                "could not vote in (against).");
     for (i = 0; i < s->node_count; i++) {
-        put(t, "redlock_node_votes_total");
-        put_labels(t, labels, count, s->nodes[i].name, "vote=\"for\"");
+        put_series(t, "redlock_node_votes_total", labels, count,
+                   s->nodes[i].name, "vote=\"for\"");
         put(t, " %llu\n", (unsigned long long)s->nodes[i].votes_for);
-        put(t, "redlock_node_votes_total");
-        put_labels(t, labels, count, s->nodes[i].name, "vote=\"against\"");
+        put_series(t, "redlock_node_votes_total", labels, count,
+                   s->nodes[i].name, "vote=\"against\"");
         put(t, " %llu\n", (unsigned long long)s->nodes[i].votes_against);
     }
     put_node_gauges(t, s, labels, count);

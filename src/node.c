@@ -23,6 +23,7 @@
 #include "clockguard.h"
 #include "conn.h"
 #include "facts.h"
+#include "list.h"
 #include "node.h"
 #include "resolver.h"
 
@@ -41,8 +42,7 @@ enum req_role {
 };
 
 struct request {
-    struct request *prev;
-    struct request *next;
+    struct list_link link;      /* on its node's pending or deferred list */
     struct node *node;
     node_reply_fn *fn;          /* NULL once detached or reported */
     void *owner;
@@ -75,9 +75,9 @@ struct node {
     enum node_state state;
     struct tls_target *tls;     /* NULL: plaintext */
     struct conn *conn;          /* NULL unless CONNECTING or READY */
-    struct request *head;       /* pending requests, oldest first */
-    struct request *tail;
-    struct request *deferred;   /* rollbacks waiting for a reconnect */
+    struct list pending;        /* requests sent, oldest first */
+    struct list deferred;       /* rollbacks waiting for a reconnect,
+                                   newest first */
     size_t deferred_count;
     ev_timer request_timer;     /* fires at the oldest deadline */
     ev_timer backoff_timer;     /* reconnect */
@@ -138,28 +138,10 @@ static void connection_fail(struct node *n, const char *fmt, ...)
  * callback, whichever comes first, so owners reacting to REPLY_DOWN
  * already see the node down. */
 
-static void queue_push(struct node *n, struct request *r)
+/* The request on a list at link; NULL at the end of the list. */
+static struct request *request_of(struct list_link *link)
 {
-    r->prev = n->tail;
-    r->next = NULL;
-    if (n->tail != NULL)
-        n->tail->next = r;
-    else
-        n->head = r;
-    n->tail = r;
-}
-
-static void queue_remove(struct node *n, struct request *r)
-{
-    if (r->prev != NULL)
-        r->prev->next = r->next;
-    else
-        n->head = r->next;
-    if (r->next != NULL)
-        r->next->prev = r->prev;
-    else
-        n->tail = r->prev;
-    r->prev = r->next = NULL;
+    return list_entry(link, struct request, link);
 }
 
 static void request_free(struct request *r)
@@ -197,14 +179,15 @@ void request_detach(struct request *r)
 
 static void arm_request_timer(struct node *n)
 {
+    struct request *oldest = request_of(n->pending.first);
     rl_mono_us now;
     double after;
 
-    if (ev_is_active(&n->request_timer) || n->head == NULL)
+    if (ev_is_active(&n->request_timer) || oldest == NULL)
         return;
     now = mono_now_us();
-    after = n->head->deadline_us > now
-                ? (double)(n->head->deadline_us - now) / 1e6
+    after = oldest->deadline_us > now
+                ? (double)(oldest->deadline_us - now) / 1e6
                 : 0.0;
     ev_timer_set(&n->request_timer, after, 0.0);
     ev_timer_start(n->loop, &n->request_timer);
@@ -218,11 +201,11 @@ static void arm_request_timer(struct node *n)
 static void on_request_timer(struct ev_loop *loop, ev_timer *w, int revents)
 {
     struct node *n = w->data;
-    struct request *r;
+    struct request *r = request_of(n->pending.first);
 
     RL_UNUSED(loop);
     RL_UNUSED(revents);
-    if (n->head == NULL || n->head->deadline_us > mono_now_us()) {
+    if (r == NULL || r->deadline_us > mono_now_us()) {
         arm_request_timer(n);
         return;
     }
@@ -231,7 +214,7 @@ static void on_request_timer(struct ev_loop *loop, ev_timer *w, int revents)
      * (on_open re-arms this timer). */
     if (n->conn != NULL && conn_get_state(n->conn) != CONN_OPEN)
         return;
-    for (r = n->head; r != NULL; r = r->next) {
+    for (; r != NULL; r = request_of(r->link.next)) {
         if (r->fn != NULL)
             n->stats.timeouts++;
     }
@@ -733,7 +716,7 @@ static void on_reply(struct conn *c, const redisReply *reply,
 
     if (reply == NULL)
         connection_lost(n, c, down);
-    queue_remove(n, r);
+    list_remove(&n->pending, &r->link);
     if (reply == NULL && r->persist && defer(n, r))
         return; /* unanswered rollback: again after the reconnect */
     if (reply == NULL) {
@@ -919,7 +902,7 @@ static struct request *send_wire(struct node *n, struct request *r,
 {
     r->node = n;
     r->sent_us = now;
-    set_deadline(n, r, n->tail, now);
+    set_deadline(n, r, request_of(n->pending.last), now);
     if (n->conn == NULL)
         return NULL;
     w->refs++;
@@ -930,7 +913,7 @@ static struct request *send_wire(struct node *n, struct request *r,
     }
     w->refs++;
     r->wire = w;
-    queue_push(n, r);
+    list_push_back(&n->pending, &r->link);
     n->stats.requests++;
     arm_request_timer(n);
     return r;
@@ -1022,9 +1005,7 @@ static bool defer(struct node *n, struct request *r)
 {
     if (n->state == NODE_CLOSED || n->deferred_count >= MAX_DEFERRED)
         return false;
-    r->next = n->deferred;
-    r->prev = NULL;
-    n->deferred = r;
+    list_push_front(&n->deferred, &r->link);
     n->deferred_count++;
     return true;
 }
@@ -1053,16 +1034,14 @@ void node_send_wire_or_defer(struct node *n, struct wire *w)
 /* After a handshake: send what waited for the node. */
 static void flush_deferred(struct node *n)
 {
-    struct request *r = n->deferred;
+    struct request *r = request_of(list_take(&n->deferred).first);
     struct request *next;
 
-    n->deferred = NULL;
     n->deferred_count = 0;
     for (; r != NULL; r = next) {
         struct wire *w = r->wire;
 
-        next = r->next;
-        r->next = NULL;
+        next = request_of(r->link.next);
         r->wire = NULL;
         if (send_wire(n, r, w, mono_now_us()) != NULL) {
             wire_unref(w); /* r took its own reference */
@@ -1077,11 +1056,10 @@ static void free_deferred(struct node *n)
 {
     struct request *r, *next;
 
-    for (r = n->deferred; r != NULL; r = next) {
-        next = r->next;
+    for (r = request_of(list_take(&n->deferred).first); r != NULL; r = next) {
+        next = request_of(r->link.next);
         request_free(r);
     }
-    n->deferred = NULL;
     n->deferred_count = 0;
 }
 
@@ -1167,7 +1145,8 @@ static void on_open(struct conn *c, void *privdata)
      * starts here, not before the TCP connect, and so do the deadlines: a
      * TCP + TLS connect that took most of the connect timeout (a distant
      * managed Redis) must not leave the handshake's AUTH and INFO none. */
-    for (r = n->head, ahead = NULL; r != NULL; ahead = r, r = r->next) {
+    for (r = request_of(n->pending.first), ahead = NULL; r != NULL;
+         ahead = r, r = request_of(r->link.next)) {
         r->sent_us = now;
         set_deadline(n, r, ahead, now);
     }

@@ -46,8 +46,7 @@ struct channel {
     size_t len;
     bool confirmed;              /* a node confirmed the subscription */
     rl_mono_us last_release_us;  /* last message (not a confirmation) */
-    struct notify_waiter *waiters; /* oldest first */
-    struct notify_waiter *waiters_tail;
+    struct list waiters;         /* struct notify_waiter, oldest first */
 };
 
 struct sub_conn {
@@ -88,6 +87,11 @@ static struct channel *channel_find(struct notify *nt, const char *name,
 static void send_channel(struct sub_conn *sc, const char *verb,
                          const struct channel *ch);
 
+static struct notify_waiter *waiter_of(struct list_link *link)
+{
+    return list_entry(link, struct notify_waiter, link);
+}
+
 /* Wake the channel's waiters; each wake may unregister itself. token is
  * the releaser's (NULL for a subscription confirmation): a waiter is not
  * woken by its own rollback, or it would chase its own tail while the
@@ -107,8 +111,8 @@ static void channel_wake(struct notify *nt, const char *name, size_t len,
     } else {
         ch->last_release_us = mono_now_us();
     }
-    for (w = ch->waiters; w != NULL; w = next) {
-        next = w->next;
+    for (w = waiter_of(ch->waiters.first); w != NULL; w = next) {
+        next = waiter_of(w->link.next);
         if (token != NULL && token_len == strlen(w->token) &&
             memcmp(token, w->token, token_len) == 0)
             continue;
@@ -339,7 +343,7 @@ bool notify_wait(struct notify *nt, struct notify_waiter *w, const char *key,
         ch = channel_add(nt, key, key_len);
     if (ch == NULL)
         return false; /* out of memory: polling still works */
-    if (ch->waiters == NULL)
+    if (list_empty(&ch->waiters))
         nt->idle--;
     w->wake = wake;
     w->arg = arg;
@@ -348,13 +352,7 @@ bool notify_wait(struct notify *nt, struct notify_waiter *w, const char *key,
     w->channel = ch;
     /* Oldest first: channel_wake goes in list order, so the longest
      * waiter sends its attempt first (fair hand-offs). */
-    w->next = NULL;
-    w->prev = ch->waiters_tail;
-    if (ch->waiters_tail != NULL)
-        ch->waiters_tail->next = w;
-    else
-        ch->waiters = w;
-    ch->waiters_tail = w;
+    list_push_back(&ch->waiters, &w->link);
     return ch->last_release_us >= since_us;
 }
 
@@ -368,7 +366,7 @@ static void drop_idle_channels(struct notify *nt)
     size_t i;
 
     while ((ch = *pp) != NULL) {
-        if (ch->waiters != NULL) {
+        if (!list_empty(&ch->waiters)) {
             pp = &ch->next;
             continue;
         }
@@ -387,16 +385,8 @@ void notify_unwait(struct notify *nt, struct notify_waiter *w)
 
     if (ch == NULL)
         return;
-    if (w->prev != NULL)
-        w->prev->next = w->next;
-    else
-        ch->waiters = w->next;
-    if (w->next != NULL)
-        w->next->prev = w->prev;
-    else
-        ch->waiters_tail = w->prev;
-    w->prev = w->next = NULL;
+    list_remove(&ch->waiters, &w->link);
     w->channel = NULL;
-    if (ch->waiters == NULL && ++nt->idle > MAX_IDLE_CHANNELS)
+    if (list_empty(&ch->waiters) && ++nt->idle > MAX_IDLE_CHANNELS)
         drop_idle_channels(nt);
 }

@@ -6,6 +6,7 @@
 
 #include "clock.h"
 #include "config.h"
+#include "list.h"
 
 struct ev_loop;
 struct tls_target;
@@ -14,8 +15,7 @@ struct channel;
 
 /* Embedded in a waiting operation; zero-initialised means "not waiting". */
 struct notify_waiter {
-    struct notify_waiter *prev;
-    struct notify_waiter *next;
+    struct list_link link;       /* on its channel's waiters */
     struct channel *channel;     /* NULL when not waiting */
     const char *token;           /* the waiter's own token (borrowed) */
     rl_mono_us seen_us;          /* last release by someone else seen

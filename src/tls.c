@@ -268,12 +268,22 @@ static bool check_readable(const char *what, const char *path, char *err,
     return true;
 }
 
+/* OpenSSL refused a file: a message naming it, with OpenSSL's reason (or
+ * fallback when it gave none). */
+static rl_status fail_file(const char *what, const char *path,
+                           const char *fallback, char *err, size_t errlen)
+{
+    char tmp[160];
+    int reason;
+    const char *why = take_error(&reason, tmp, sizeof(tmp));
+
+    return fail(err, errlen, "TLS %s %s: %s", what, path,
+                why != NULL ? why : fallback);
+}
+
 static rl_status load_trust(SSL_CTX *sc, const struct tls_config *cfg,
                             char *err, size_t errlen)
 {
-    char tmp[160];
-    const char *why;
-    int reason;
     DIR *d;
 
     if (cfg->ca_file == NULL && cfg->ca_dir == NULL) {
@@ -292,13 +302,10 @@ static rl_status load_trust(SSL_CTX *sc, const struct tls_config *cfg,
                         strerror(errno));
         closedir(d);
     }
-    if (SSL_CTX_load_verify_locations(sc, cfg->ca_file, cfg->ca_dir) != 1) {
-        why = take_error(&reason, tmp, sizeof(tmp));
-        return fail(err, errlen, "TLS CA %s %s: %s",
-                    cfg->ca_file != NULL ? "file" : "directory",
-                    cfg->ca_file != NULL ? cfg->ca_file : cfg->ca_dir,
-                    why != NULL ? why : "no usable certificate");
-    }
+    if (SSL_CTX_load_verify_locations(sc, cfg->ca_file, cfg->ca_dir) != 1)
+        return fail_file(cfg->ca_file != NULL ? "CA file" : "CA directory",
+                         cfg->ca_file != NULL ? cfg->ca_file : cfg->ca_dir,
+                         "no usable certificate", err, errlen);
     return RL_OK;
 }
 
@@ -320,11 +327,9 @@ static rl_status load_client_cert(SSL_CTX *sc, const struct tls_config *cfg,
     if (!check_readable("certificate", cfg->cert_file, err, errlen) ||
         !check_readable("key", cfg->key_file, err, errlen))
         return RL_EINVAL;
-    if (SSL_CTX_use_certificate_chain_file(sc, cfg->cert_file) != 1) {
-        why = take_error(&reason, tmp, sizeof(tmp));
-        return fail(err, errlen, "TLS certificate %s: %s", cfg->cert_file,
-                    why != NULL ? why : "not a PEM certificate");
-    }
+    if (SSL_CTX_use_certificate_chain_file(sc, cfg->cert_file) != 1)
+        return fail_file("certificate", cfg->cert_file,
+                         "not a PEM certificate", err, errlen);
     if (SSL_CTX_use_PrivateKey_file(sc, cfg->key_file, SSL_FILETYPE_PEM) !=
         1) {
         why = take_error(&reason, tmp, sizeof(tmp));

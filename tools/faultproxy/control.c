@@ -34,8 +34,7 @@
 
 struct ctl_client {
     struct proxy *px;
-    struct ctl_client *prev;
-    struct ctl_client *next;
+    struct list_link link;      /* on px->ctls */
     int fd;
     ev_io rd;
     ev_io wr;
@@ -54,12 +53,7 @@ static void ctl_free(struct ctl_client *cc)
     ev_io_stop(px->loop, &cc->rd);
     ev_io_stop(px->loop, &cc->wr);
     fp_close(cc->fd, false);
-    if (cc->prev != NULL)
-        cc->prev->next = cc->next;
-    else
-        px->ctls = cc->next;
-    if (cc->next != NULL)
-        cc->next->prev = cc->prev;
+    list_remove(&px->ctls, &cc->link);
     free(cc);
 }
 
@@ -316,30 +310,26 @@ static void ctl_wr_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 void ctl_accept(struct proxy *px, int fd)
 {
-    struct ctl_client *cc = calloc(1, sizeof(*cc));
+    struct ctl_client *cc = fp_accepted_new(px, fd, sizeof(*cc),
+                                            "control connection closed");
 
-    if (cc == NULL) {
-        fp_log(px, "out of memory; control connection closed");
-        fp_close(fd, true);
+    if (cc == NULL)
         return;
-    }
     cc->px = px;
     cc->fd = fd;
     ev_io_init(&cc->rd, ctl_rd_cb, fd, EV_READ);
     ev_io_init(&cc->wr, ctl_wr_cb, fd, EV_WRITE);
     cc->rd.data = cc;
     cc->wr.data = cc;
-    cc->next = px->ctls;
-    if (px->ctls != NULL)
-        px->ctls->prev = cc;
-    px->ctls = cc;
+    list_push_front(&px->ctls, &cc->link);
     ev_io_start(px->loop, &cc->rd);
 }
 
 void ctl_close_all(struct proxy *px)
 {
-    while (px->ctls != NULL) {
-        struct ctl_client *cc = px->ctls;
+    while (!list_empty(&px->ctls)) {
+        struct ctl_client *cc =
+            list_entry(px->ctls.first, struct ctl_client, link);
 
         /* Best effort: the reply to "quit" is usually still here. */
         if (cc->out_len > 0)

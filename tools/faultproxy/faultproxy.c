@@ -132,6 +132,18 @@ void fp_close(int fd, bool rst)
     close(fd);
 }
 
+void *fp_accepted_new(struct proxy *px, int fd, size_t size,
+                      const char *what)
+{
+    void *p = calloc(1, size);
+
+    if (p == NULL) {
+        fp_log(px, "out of memory; %s", what);
+        fp_close(fd, true);
+    }
+    return p;
+}
+
 static void usage_error(const char *fmt, ...)
     __attribute__((format(printf, 1, 2), noreturn));
 

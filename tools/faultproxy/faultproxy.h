@@ -17,6 +17,8 @@
 
 #include <ev.h>
 
+#include "list.h" /* src/list.h, header-only */
+
 #define FP_MAX_DELAY_MS 3600000u               /* largest delay or jitter */
 #define FP_QUEUE_CAP (16u * 1024u * 1024u)     /* bytes per direction */
 #define FP_READ_CHUNK 65536                    /* bytes per recv() */
@@ -43,8 +45,8 @@ struct proxy {
     char up_name[96];                   /* upstream "host:port", messages */
     bool quiet;                         /* -q: nothing on stderr */
     bool stopping;                      /* quit or signal seen */
-    struct conn *conns;                 /* relayed connections (relay.c) */
-    struct ctl_client *ctls;            /* control clients (control.c) */
+    struct list conns;                  /* relayed connections (relay.c) */
+    struct list ctls;                   /* control clients (control.c) */
     uint64_t nconns;                    /* entries on conns */
     uint64_t bytes_up;                  /* written to upstream */
     uint64_t bytes_down;                /* written to clients */
@@ -74,6 +76,12 @@ int fp_parse_ms(const char *s, uint32_t *ms);
  * without, unread input is drained first so that close() sends FIN
  * (Linux answers close() with RST while unread bytes remain). */
 void fp_close(int fd, bool rst);
+
+/* Zeroed memory of size bytes for the state of the accepted socket fd, or
+ * NULL when out of memory: then fd is reset and the log says
+ * "out of memory; <what>". */
+void *fp_accepted_new(struct proxy *px, int fd, size_t size,
+                      const char *what);
 
 /* Stops accepting for a moment (EMFILE and friends). */
 void proxy_accept_pause(struct proxy *px);

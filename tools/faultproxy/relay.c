@@ -67,8 +67,7 @@ struct dir {
 
 struct conn {
     struct proxy *px;
-    struct conn *prev;
-    struct conn *next;
+    struct list_link link;      /* on px->conns */
     enum conn_state state;
     int fd[2];                  /* by side; -1 once that side is gone */
     ev_io rd[2];                /* by side */
@@ -224,12 +223,7 @@ static void conn_free(struct conn *c, enum relay_close how)
         dir_discard(px, &c->dir[s]);
     }
     ev_timer_stop(px->loop, &c->connect_timer);
-    if (c->prev != NULL)
-        c->prev->next = c->next;
-    else
-        px->conns = c->next;
-    if (c->next != NULL)
-        c->next->prev = c->prev;
+    list_remove(&px->conns, &c->link);
     px->nconns--;
     free(c);
 }
@@ -515,12 +509,9 @@ void relay_accept(struct proxy *px, int cfd)
         fp_close(cfd, true);
         return;
     }
-    c = calloc(1, sizeof(*c));
-    if (c == NULL) {
-        fp_log(px, "out of memory; client connection reset");
-        fp_close(cfd, true);
+    c = fp_accepted_new(px, cfd, sizeof(*c), "client connection reset");
+    if (c == NULL)
         return;
-    }
     c->px = px;
     c->state = CONN_CONNECTING;
     c->fd[SIDE_CLIENT] = cfd;
@@ -536,10 +527,7 @@ void relay_accept(struct proxy *px, int cfd)
     ev_timer_init(&c->connect_timer, connect_timer_cb,
                   FP_CONNECT_TIMEOUT_MS / 1e3, 0.);
     c->connect_timer.data = c;
-    c->next = px->conns;
-    if (px->conns != NULL)
-        px->conns->prev = c;
-    px->conns = c;
+    list_push_front(&px->conns, &c->link);
     px->nconns++;
     set_nodelay(cfd);
     if (conn_connect(c) < 0)
@@ -549,8 +537,8 @@ void relay_accept(struct proxy *px, int cfd)
 
 void relay_close_all(struct proxy *px, enum relay_close how)
 {
-    while (px->conns != NULL)
-        conn_free(px->conns, how);
+    while (!list_empty(&px->conns))
+        conn_free(list_entry(px->conns.first, struct conn, link), how);
 }
 
 /* Entering blackhole: drop what is queued, and treat a side that already
@@ -575,8 +563,9 @@ void relay_set_blackhole(struct proxy *px, bool on)
     struct conn *next;
 
     px->faults.blackhole = on;
-    for (c = px->conns; c != NULL; c = next) {
-        next = c->next;
+    for (c = list_entry(px->conns.first, struct conn, link); c != NULL;
+         c = next) {
+        next = list_entry(c->link.next, struct conn, link);
         if (on) {
             if (conn_enter_blackhole(c) < 0)
                 continue;
