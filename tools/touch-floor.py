@@ -212,7 +212,7 @@ def main():
         for name, _ in shapes:
             m = statistics.median(per_key[name])
             print("%-14s %10.3f %12.2f" % (name, m, 5 * m))
-        print("issue 16 goal: <= 6.5 us per renewal over 5 nodes "
+        print("goal: <= 6.5 us per renewal over 5 nodes "
               "(1.3 per key per node)")
     finally:
         srv.terminate()
