@@ -989,13 +989,16 @@ RL_API rl_status rl_client_node_stats(rl_client *c, size_t i,
  * Use it to clear a lock left by a holder that is gone, not to take a lock
  * from a live one.
  *
- * Fence counters and "redlock:" keys are never touched (resource, and
- * prefix + resource, must not be in that namespace); a key that is not a
- * string is no lock and is left alone (error for that node).
+ * The readers of a read-write lock are removed too. Fence counters and
+ * "redlock:" keys are never touched (resource, and prefix + resource,
+ * must not be in that namespace); a key of another type (neither a lock's
+ * string nor readers' hash) is no lock and is left alone (error for that
+ * node).
  *
  * out[i] says what node i held just before the delete (up to cap entries;
- * *count = number of nodes): token and pttl_ms of the key removed, "" and
- * -2 when it held none, or unreachable with error. *removed (may be NULL):
+ * *count = number of nodes): token and pttl_ms of the key removed (for
+ * readers: token "" and readers, their number), "" and -2 when it held
+ * none, or unreachable with error. *removed (may be NULL):
  * nodes on which a key was deleted.
  * Returns:
  *   RL_OK         a quorum of nodes answered, so nobody holds the resource

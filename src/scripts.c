@@ -18,8 +18,11 @@
  *   reader-extend: that would hide a lapse.
  * - Deleting releases (release, reader-release, force-release) publish
  *   the removed token on redlock:release:<key> so waiters wake
- *   (notify.c). GET fails on a key that is not a string: force-release
- *   leaves such a key (no lock) alone.
+ *   (notify.c); force-release of readers publishes ''.
+ * - Readers' hash at a key is another lock to release, extend and
+ *   proclaim (value()); force-release removes it. A key of any other
+ *   type is no lock: GET's WRONGTYPE error goes back to the caller and
+ *   the key is left alone.
  * - Readers live at the key itself, a hash of token -> expiry in server
  *   ms, whose PEXPIRE is the latest reader's; so SET NX fails while they
  *   hold it. A writer refused once runs writer-acquire (or acquire-fenced
@@ -57,14 +60,40 @@
     "  return v:sub(1, 41) == p and p:match('^%x+%.$') ~= nil\n"           \
     "end\n"
 
+/* value(k): GET k, except that readers' hash at k (another lock, which
+ * GET refuses with WRONGTYPE) reads as '' -- never a token, so the
+ * caller sees another holder; a key of any other type is no lock and
+ * still fails with GET's error. pcall costs nothing when GET succeeds. */
+#define VALUE_LUA                                                         \
+    "local function value(k)\n"                                           \
+    "  local v = redis.pcall('get', k)\n"                                 \
+    "  if type(v) ~= 'table' then return v end\n"                         \
+    "  if redis.call('type', k).ok == 'hash' then return '' end\n"        \
+    "  return redis.call('get', k)\n"                                     \
+    "end\n"
+
 /* The first half of extend and proclaim: return 0 when a key is absent,
  * -1 when one holds another lock. */
 #define ALL_OURS_LUA                                                      \
     OURS_LUA                                                              \
+    VALUE_LUA                                                             \
     "for _, k in ipairs(KEYS) do\n"                                       \
-    "  local v = redis.call('get', k)\n"                                  \
+    "  local v = value(k)\n"                                              \
     "  if not v then return 0 end\n"                                      \
     "  if not ours(v, ARGV[1]) then return -1 end\n"                      \
+    "end\n"
+
+/* live_readers(k): the readers in the hash at k whose expiry (server
+ * ms) is still ahead of the server's TIME. */
+#define LIVE_READERS_LUA                                                  \
+    "local function live_readers(k)\n"                                    \
+    "  local t = redis.call('time')\n"                                    \
+    "  local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"               \
+    "  local n = 0\n"                                                     \
+    "  for _, e in ipairs(redis.call('hvals', k)) do\n"                   \
+    "    if tonumber(e) > now then n = n + 1 end\n"                       \
+    "  end\n"                                                             \
+    "  return n\n"                                                        \
     "end\n"
 
 static struct script scripts[SCRIPT_COUNT] = {
@@ -81,9 +110,10 @@ static struct script scripts[SCRIPT_COUNT] = {
     [SCRIPT_RELEASE] = {
         "release",
         OURS_LUA
+        VALUE_LUA
         "local r = 0\n"
         "for _, k in ipairs(KEYS) do\n"
-        "  local v = redis.call('get', k)\n"
+        "  local v = value(k)\n"
         "  if v and ours(v, ARGV[1]) then\n"
         "    redis.call('del', k)\n"
         "    redis.call('publish', 'redlock:release:' .. k, ARGV[1])\n"
@@ -130,16 +160,12 @@ static struct script scripts[SCRIPT_COUNT] = {
         ""},
     [SCRIPT_INSPECT] = {
         "inspect",
+        LIVE_READERS_LUA
         "local f = false\n"
         "if #KEYS > 1 then f = redis.call('get', KEYS[2]) end\n"
         "if redis.call('type', KEYS[1]).ok == 'hash' then\n"
-        "  local t = redis.call('time')\n"
-        "  local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
-        "  local n = 0\n"
-        "  for _, e in ipairs(redis.call('hvals', KEYS[1])) do\n"
-        "    if tonumber(e) > now then n = n + 1 end\n"
-        "  end\n"
-        "  return {false, redis.call('pttl', KEYS[1]), n, f}\n"
+        "  return {false, redis.call('pttl', KEYS[1]), "
+        "live_readers(KEYS[1]), f}\n"
         "end\n"
         "return {redis.call('get', KEYS[1]), redis.call('pttl', KEYS[1]), 0, "
         "f}\n",
@@ -184,12 +210,16 @@ static struct script scripts[SCRIPT_COUNT] = {
         ""},
     [SCRIPT_FORCE_RELEASE] = {
         "force-release",
-        "local v = redis.call('get', KEYS[1])\n"
-        "if not v then return {false, -2} end\n"
+        LIVE_READERS_LUA
+        "local ty = redis.call('type', KEYS[1]).ok\n"
+        "if ty == 'none' then return {false, -2, 0} end\n"
+        "local v, n = false, 0\n"
+        "if ty == 'hash' then n = live_readers(KEYS[1])\n"
+        "else v = redis.call('get', KEYS[1]) end\n"
         "local t = redis.call('pttl', KEYS[1])\n"
         "redis.call('del', KEYS[1])\n"
-        "redis.call('publish', 'redlock:release:' .. KEYS[1], v)\n"
-        "return {v, t}\n",
+        "redis.call('publish', 'redlock:release:' .. KEYS[1], v or '')\n"
+        "return {v, t, n}\n",
         ""},
     [SCRIPT_READER_ACQUIRE] = {
         "reader-acquire",

@@ -16,7 +16,8 @@ enum script_id {
                              -> {1 | 0, counter or false, trusted} */
     SCRIPT_FENCE_WRITE,   /* KEYS: k, fence, mark; ARGV: token, value
                              -> 1 | 0 */
-    SCRIPT_FORCE_RELEASE, /* KEYS: k; -> {value or false, pttl}, deleted */
+    SCRIPT_FORCE_RELEASE, /* KEYS: k; -> {value or false, pttl, live
+                             readers}, deleted */
     SCRIPT_TOUCH_BATCH,   /* KEYS: one per lock; ARGV: per run of equal
                              PX: px, n, n tokens -> "1"|"0"|"2" per lock */
     SCRIPT_READER_ACQUIRE,/* KEYS: k, writer intent; ARGV: token, px

@@ -173,6 +173,31 @@ class ForceReleaseTest(unittest.TestCase):
         self.assertEqual(doc["result"], "free")
         self.assertEqual([n["holder"] for n in doc["nodes"]], [None] * 5)
 
+    def test_readers_are_removed_and_counted(self):
+        r = res("readers")
+        for _ in range(2):
+            rc, out, err = cli("acquire", r, "--shared", "--ttl", "30000")
+            self.assertEqual(rc, 0, err)
+        clitest.wait_for(lambda: [n.cmd("HLEN", r) for n in NODES]
+                         == [2] * 5, 2)
+        rc, out, err = cli("release", "--force", r)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(out.count("readers:2"), 5, out)
+        self.assertIn("removed from 5 of 5 nodes", out)
+        self.assertEqual([n.cmd("EXISTS", r) for n in NODES], [0] * 5)
+        # A writer takes it at once.
+        rc, tok, err = cli("acquire", r, "--ttl", "1000")
+        self.assertEqual(rc, 0, err)
+        cli("release", r, tok.strip())
+        for _ in range(2):
+            self.assertEqual(cli("acquire", r, "--shared")[0], 0)
+        rc, out, err = cli("--json", "release", "--force", r)
+        self.assertEqual(rc, 0, err)
+        doc = json.loads(out)
+        self.assertEqual((doc["result"], doc["removed"]), ("removed", 5))
+        self.assertEqual([(n["holder"], n["readers"]) for n in doc["nodes"]],
+                         [(None, 2)] * 5)
+
     def test_stale_keys_on_a_minority_count_as_free(self):
         r = res("stale")
         NODES[0].cmd("SET", r, "aaaaaaaaaaaaaaaa")

@@ -125,6 +125,22 @@ class ReadWrite(unittest.TestCase):
         self.assertEqual((rc, out), (1, ""))
         self.assertEqual(cli("release", r, w.strip())[0], 0)
 
+    def test_a_writer_token_is_refused_while_readers_hold(self):
+        # A reader's token without its shared/ prefix names a writer that
+        # does not hold R: release and extend say "held by another" (exit
+        # 1), not a node failure, and the readers stay.
+        r = res("rwwrong")
+        rc, h, err = cli("acquire", r, "--shared")
+        self.assertEqual(rc, 0, err)
+        bare = h.strip()[len("shared/"):]
+        for cmd in ("release", "extend"):
+            rc, out, err = cli(cmd, r, bare)
+            self.assertEqual(rc, 1, (cmd, out, err))
+            self.assertNotIn("WRONGTYPE", err)
+        for n in NODES:
+            self.assertEqual(n.cmd("HLEN", r), 1)
+        self.assertEqual(cli("release", r, h.strip())[0], 0)
+
     def test_run_shared_runs_beside_another_reader(self):
         r = res("rwrun")
         rc, h, err = cli("acquire", r, "--shared")

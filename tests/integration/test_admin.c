@@ -13,6 +13,8 @@
  *     holder's TTL could have run out;
  *   - a holder renewed by the watchdog is reported LOST (callback, flag,
  *     fd) after a force unlock;
+ *   - readers of a read-write lock are removed too, each node counting
+ *     them, and they learn it (RL_ELOST) when they release;
  *   - with a majority down: RL_ENOQUORUM, keys removed where reachable;
  *   - fence counters and reserved keys are never touched; bad arguments
  *     and the external loop are refused. */
@@ -347,6 +349,63 @@ static void test_fence_counters_and_reserved_keys_are_never_touched(
                                   "redlock:fence:admin:fenced") >= 3);
 }
 
+/* HLEN key == n on every node, looked at until a scaled 3 s have passed. */
+static bool every_node_has_readers(struct fixture *f, const char *key,
+                                   long long n)
+{
+    int64_t end = harness_now_ms() + harness_scale_ms(3000);
+    long long len = -1;
+    int i = 0;
+
+    while (i < NODES) {
+        redisReply *rep = harness_cmd(&f->r[i], "HLEN %s", key);
+
+        len = rep != NULL && rep->type == REDIS_REPLY_INTEGER ? rep->integer
+                                                              : -1;
+        if (rep != NULL)
+            freeReplyObject(rep);
+        if (len == n)
+            i++;
+        else if (harness_now_ms() > end)
+            break;
+        else
+            harness_sleep_ms(10);
+    }
+    if (i < NODES)
+        fprintf(stderr, "  %s: HLEN %lld on node %d, want %lld\n", key, len,
+                i, n);
+    return i == NODES;
+}
+
+static void test_readers_are_removed_and_counted(void **state)
+{
+    struct fixture *f = *state;
+    rl_acquire_opts o = {0};
+    rl_holder_info out[NODES];
+    rl_lock *readers[2];
+    size_t removed = 0;
+    int i;
+
+    o.ttl_ms = 20000;
+    o.mode = RL_MODE_SHARED;
+    for (i = 0; i < 2; i++)
+        assert_int_equal(rl_acquire(f->c2, "admin:rw", &o, &readers[i]),
+                         RL_OK);
+    /* The acquires return at the quorum: let every node get both. */
+    assert_true(every_node_has_readers(f, "admin:rw", 2));
+    assert_int_equal(force(f, "admin:rw", out, &removed), RL_OK);
+    assert_int_equal(removed, NODES);
+    every_node_reports(out, "", 1, 20000);
+    for (i = 0; i < NODES; i++)
+        assert_int_equal(out[i].readers, 2);
+    assert_true(harness_key_gone(f->r, NODES, "admin:rw"));
+    /* The readers are told the truth when they release. */
+    for (i = 0; i < 2; i++)
+        assert_int_equal(rl_release(readers[i]), RL_ELOST);
+    o.mode = RL_MODE_EXCLUSIVE;
+    assert_int_equal(rl_acquire(f->c2, "admin:rw", &o, &f->l), RL_OK);
+}
+
 static void test_a_key_that_is_not_a_string_is_left_alone(void **state)
 {
     struct fixture *f = *state;
@@ -413,6 +472,7 @@ int main(void)
         cmocka_unit_test(test_the_prefix_is_applied),
         cmocka_unit_test(test_the_removed_token_is_published),
         cmocka_unit_test(test_a_waiter_gets_the_lock_after_a_force_unlock),
+        cmocka_unit_test(test_readers_are_removed_and_counted),
         cmocka_unit_test(test_a_watchdog_holder_is_reported_lost),
         cmocka_unit_test(test_no_quorum_with_a_majority_down),
         cmocka_unit_test(

@@ -614,7 +614,7 @@ int cli_parse_resource(struct cli_opts *o, int argc, char **argv,
                        const char *usage, const char *what,
                        const char *synopsis, const char **resource)
 {
-    const char *pos[1];
+    const char *pos[1] = {NULL}; /* set when npos >= 1; -O3 cannot tell */
     int npos;
     int code;
 
@@ -908,11 +908,22 @@ void cli_json_holders(FILE *f, const rl_holder_info *h, size_t count)
             cli_json_str(f, tok);
         else
             fputs("null", f);
-        fprintf(f, ",\"pttl_ms\":%" PRId64 ",\"error\":", h[i].pttl_ms);
+        fprintf(f, ",\"readers\":%" PRIu32 ",\"pttl_ms\":%" PRId64
+                ",\"error\":", h[i].readers, h[i].pttl_ms);
         cli_json_str(f, h[i].error);
         fputc('}', f);
     }
     fputc(']', f);
+}
+
+void cli_holder_text(char *buf, size_t len, const rl_holder_info *h)
+{
+    if (h->readers > 0)
+        snprintf(buf, len, "readers:%" PRIu32, h->readers);
+    else if (h->token[0] != '\0')
+        snprintf(buf, len, "%.*s", CLI_TOKEN_SHOWN, h->token);
+    else
+        snprintf(buf, len, "-");
 }
 
 void cli_pttl_text(char *buf, size_t len, const rl_holder_info *h,

@@ -70,8 +70,14 @@ void cli_info(const struct cli_opts *o, const char *fmt, ...)
 void cli_json_str(FILE *f, const char *s);
 /* The JSON array of per-node holders (status, release --force): node,
  * reachable, voting, holder (the first 8 characters of the token, or
- * null), pttl_ms, error. */
+ * null), readers (live readers of a read-write lock, else 0), pttl_ms,
+ * error. */
 void cli_json_holders(FILE *f, const rl_holder_info *h, size_t count);
+/* A holder's HOLDER column (status, release --force) into buf (at least
+ * CLI_HOLDER_TEXT bytes): "readers:N" for readers of a read-write lock,
+ * else the token's first 8 characters, or "-" when it holds none. */
+#define CLI_HOLDER_TEXT 24
+void cli_holder_text(char *buf, size_t len, const rl_holder_info *h);
 /* A holder's PTTL_MS column (status, release --force) into buf: "-" when
  * the node did not answer, free_word when it holds no key, "no-expiry",
  * or the milliseconds left. */

@@ -7,7 +7,7 @@
  * (rl_resource_force_unlock): R's key goes on every node whatever token it
  * holds, and the holders removed are shown per node by token prefix (8
  * characters, as status shows them: enough to recognise, not enough to
- * release). Exit 0 when removed from a majority (R was locked; its holder
+ * release) or as readers:N for a read-write lock's readers. Exit 0 when removed from a majority (R was locked; its holder
  * has lost it), 1 when R was already free (stale keys on a minority are
  * removed too), 3 when too few nodes answered. */
 #include <stdlib.h>
@@ -27,12 +27,13 @@ static const char usage[] =
 "3 no quorum (the keys expire by themselves).\n"
 "\n"
 "--force (admin): delete R on every node whatever token holds it, and\n"
-"show per node the holder removed (first 8 characters of its token). The\n"
+"show per node the holder removed (first 8 characters of its token, or\n"
+"readers:N for the readers of a read-write lock, removed too). The\n"
 "holder is not asked: it loses the lock (its watchdog reports it lost,\n"
 "`run` signals its command). Fence counters are never touched.\n"
 "With --json: one object with resource, result (\"removed\", \"free\" or\n"
 "\"no_quorum\"), removed, quorum and nodes: an array of {node, reachable,\n"
-"holder, pttl_ms, error}.\n"
+"holder, readers, pttl_ms, error}.\n"
 "Exit: 0 removed from a majority, 1 already free, 2 usage, 3 no quorum\n"
 "(removed where nodes answered).\n"
 "\n"
@@ -59,15 +60,13 @@ static void print_forced(const struct cli_opts *o, const char *resource,
     printf("%-28s %-9s %-8s %10s  %s\n", "NODE", "REACHABLE", "REMOVED",
            "PTTL_MS", "ERROR");
     for (i = 0; i < count; i++) {
-        char tok[CLI_TOKEN_SHOWN + 1];
+        char tok[CLI_HOLDER_TEXT];
         char pttl[24];
-        bool had = h[i].reachable && h[i].pttl_ms != -2;
 
-        snprintf(tok, sizeof(tok), "%s", h[i].token);
+        cli_holder_text(tok, sizeof(tok), &h[i]);
         cli_pttl_text(pttl, sizeof(pttl), &h[i], "-");
         printf("%-28s %-9s %-8s %10s  %s\n", h[i].name,
-               h[i].reachable ? "yes" : "no", had ? tok : "-", pttl,
-               h[i].error);
+               h[i].reachable ? "yes" : "no", tok, pttl, h[i].error);
     }
     if (strcmp(result, "removed") == 0)
         printf("%s: removed from %zu of %zu nodes: its holder has lost the "

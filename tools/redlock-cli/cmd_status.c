@@ -30,8 +30,8 @@ static const char usage[] =
 "\n"
 "With --json: one object with resource, held, holder, owner,\n"
 "validity_ms, fence, holder_nodes, quorum, quorum_ok and nodes: an array\n"
-"of {node, reachable, voting, holder, pttl_ms, error}, plus readers (live\n"
-"readers on a majority).\n"
+"of {node, reachable, voting, holder, readers, pttl_ms, error}, plus\n"
+"readers (live readers on a majority).\n"
 "With --limit: {\"resource\", \"limit\", \"slots\": [one object per slot]}.\n"
 "Exit: 0 (also when nodes are down), 2 usage.\n"
 "\n"
@@ -161,20 +161,17 @@ static int show(struct cli_opts *o, rl_client *c, const char *resource,
         printf("%-28s %-9s %-10s %-8s %10s  %s\n", "NODE", "REACHABLE",
                "VOTING", "HOLDER", "PTTL_MS", "ERROR");
         for (i = 0; i < count; i++) {
-            char tok[CLI_TOKEN_SHOWN + 8];
+            char tok[CLI_HOLDER_TEXT];
             char pttl[24];
 
-            if (h[i].readers > 0)
-                snprintf(tok, sizeof(tok), "readers:%u", h[i].readers);
-            else
-                snprintf(tok, sizeof(tok), "%.*s", CLI_TOKEN_SHOWN, h[i].token);
+            cli_holder_text(tok, sizeof(tok), &h[i]);
             cli_pttl_text(pttl, sizeof(pttl), &h[i], "free");
             printf("%-28s %-9s %-10s %-8s %10s  %s\n", h[i].name,
                    h[i].reachable ? "yes" : "no",
                    !h[i].reachable ? "no"
                    : h[i].voting   ? "yes"
                                    : "quarantine",
-                   tok[0] != '\0' ? tok : "-", pttl, h[i].error);
+                   tok, pttl, h[i].error);
         }
         if (info.held) {
             printf("%s: held by %s on %u of %zu nodes (owner %s), for %"
