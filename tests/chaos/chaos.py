@@ -1900,12 +1900,18 @@ def run_profile(args, name, no_clock_guard=False, ignore_loss=False):
         return t_begin
 
     r = run_checked(args, env, run)
-    r["notes"] = env.notes + r["notes"]
     if env.holder_pauses:
-        r["notes"].append("holder pauses: %s" % ", ".join(
+        env.notes.append("holder pauses: %s" % ", ".join(
             "%s %d" % kv for kv in sorted(env.holder_pauses.items())))
     r["contenders"] = "%d (%s)" % (len(env.contenders), ",".join(
         sorted({c.kind for c in env.contenders})))
+    return with_notes(args, env, r)
+
+
+def with_notes(args, env, r):
+    """r with the run's own notes first (what the faults did), then the
+    checker's, then where the logs are (--keep)."""
+    r["notes"] = env.notes + r["notes"]
     if args.keep:
         r["notes"].append("logs in %s" % env.dir)
     return r
@@ -2103,9 +2109,7 @@ def run_negative(args, name):
     r = run_checked(args, env, run)
     r["expect"] = expect
     r["contenders"] = str(len(env.contenders))
-    if args.keep:
-        r["notes"].append("logs in %s" % env.dir)
-    return r
+    return with_notes(args, env, r)
 
 
 # ---- report ----------------------------------------------------------------
