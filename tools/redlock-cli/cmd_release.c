@@ -7,9 +7,10 @@
  * (rl_resource_force_unlock): R's key goes on every node whatever token it
  * holds, and the holders removed are shown per node by token prefix (8
  * characters, as status shows them: enough to recognise, not enough to
- * release) or as readers:N for a read-write lock's readers. Exit 0 when removed from a majority (R was locked; its holder
- * has lost it), 1 when R was already free (stale keys on a minority are
- * removed too), 3 when too few nodes answered. */
+ * release) or as readers:N for a read-write lock's readers. Exit 0 when
+ * removed from a majority (R was locked; its holder has lost it), 1 when
+ * R was already free (stale keys on a minority are removed too), 3 when
+ * too few nodes answered. */
 #include <stdlib.h>
 #include <string.h>
 
