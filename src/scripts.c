@@ -29,6 +29,11 @@
  *   with the intent), which sets <key>:wintent in the same step as a
  *   refusal by readers: marked later, it could land after they left and
  *   miss the next ones, every time. Only its own writer clears it.
+ *   Waiting writers share that one key: each refusal by readers writes
+ *   the refused writer's token, so a winner also clears an intent it
+ *   rewrote over another writer's (the other's comes back with its next
+ *   refusal by readers). Writer preference is best effort; exclusion
+ *   never depends on it.
  * - Fence counters are compared as decimal strings (length, then bytes):
  *   Lua numbers are doubles. The fence scripts read the run_id from INFO
  *   server, and the reader scripts and touch-batch read TIME

@@ -896,15 +896,9 @@ char *harness_get(const struct rl_redis *r, const char *key)
 static long long integer_cmd(const struct rl_redis *r, long long err,
                              const char *fmt, const char *arg)
 {
-    redisReply *rep = arg != NULL ? harness_cmd(r, fmt, arg)
-                                  : harness_cmd(r, "%s", fmt);
-    long long v = err;
-
-    if (rep != NULL && rep->type == REDIS_REPLY_INTEGER)
-        v = rep->integer;
-    if (rep != NULL)
-        freeReplyObject(rep);
-    return v;
+    return harness_int(arg != NULL ? harness_cmd(r, fmt, arg)
+                                   : harness_cmd(r, "%s", fmt),
+                       err);
 }
 
 long long harness_pttl(const struct rl_redis *r, const char *key)
@@ -927,6 +921,17 @@ long long harness_count_keys(const struct rl_redis *r, const char *pattern)
     if (rep != NULL)
         freeReplyObject(rep);
     return n;
+}
+
+long long harness_int(redisReply *reply, long long err)
+{
+    long long v = err;
+
+    if (reply != NULL && reply->type == REDIS_REPLY_INTEGER)
+        v = reply->integer;
+    if (reply != NULL)
+        freeReplyObject(reply);
+    return v;
 }
 
 int harness_ok(redisReply *reply)

@@ -180,6 +180,8 @@ long long harness_pttl(const struct rl_redis *r, const char *key);
 long long harness_dbsize(const struct rl_redis *r);
 /* Number of keys matching a glob pattern (KEYS), -1 on error. */
 long long harness_count_keys(const struct rl_redis *r, const char *pattern);
+/* The integer of an integer reply, else err (NULL-safe). Frees it. */
+long long harness_int(redisReply *reply, long long err);
 /* 1 if the reply is an OK/status reply, else 0 (NULL-safe). Frees it. */
 int harness_ok(redisReply *reply);
 /* Read "field:value" from INFO (section may be NULL) into buf. 0 or -1. */
