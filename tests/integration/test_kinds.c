@@ -52,8 +52,9 @@ static const char *key_type(struct fixture *f, int i, const char *key,
 }
 
 /* Nodes on which "cmd key [field]" answers 1 (EXISTS, HEXISTS), polled
- * for up to 3 s (scaled) until there are want of them: an acquire or a
- * release returns at a majority, and the last node may answer after. */
+ * for up to 3 s (scaled) until there are want of them at least (none when
+ * want is 0): an acquire or a release returns at a majority, and the last
+ * node may answer after. */
 static int nodes_with(struct fixture *f, int want, const char *cmd,
                       const char *key, const char *field)
 {
@@ -67,7 +68,7 @@ static int nodes_with(struct fixture *f, int want, const char *cmd,
                                                field)
                                  : harness_cmd(&f->r[i], "%s %s", cmd, key),
                              0) == 1;
-        if (n == want || harness_now_ms() >= until)
+        if ((want > 0 ? n >= want : n == 0) || harness_now_ms() >= until)
             return n;
         harness_sleep_ms(10);
     }
@@ -329,28 +330,29 @@ static int intent_nodes(struct fixture *f, const char *res, int want)
 }
 
 /* A reader takes res (on client f->c); a writer (client wc, fenced or
- * not) waits for it and marks its intent on every node; the intent is
- * replaced by other_intent (unless NULL); the reader leaves; the writer
- * wins.
+ * not) waits for it and marks its intent; the intent is replaced by
+ * other_intent (unless NULL); the reader leaves; the writer wins.
  *
- * No attempt of the writer's own may land after the replacement: it
- * would put its own intent back, which it then clears as it wins. So wc
- * never retries on its own (its retry delay is longer than any wait
- * here) and exactly two attempts come before the reader leaves: the
+ * wc never retries on its own (its retry delay is longer than any wait
+ * here), so exactly two attempts come before the reader leaves: the
  * first, refused, subscribes res's release channel, whose first
  * confirmation wakes it once (a new channel: hence a new resource per
- * call); the second marks its intent where the reader holds res. Once
- * all N nodes show it, nothing of the writer's is in flight or due until
- * the reader leaves. With other_intent, the reader leaves on every node
- * before the writer hears of it (its key deleted, then a wake-up
- * published): a real release wakes the writer at the first node's
- * message, and its attempt reached nodes whose release had not landed
- * yet, marking its own intent there again (valgrind on a loaded
- * machine: other_intent was left on 1 node of 3). That is how writer
- * intents work (the last writer refused by readers marks the key; see
- * src/scripts.c), not what this test is about. The reader's TTL (60 s,
- * the most the fixture's client accepts) outlasts the writer's wait
- * (50 s, a generous deadline even under valgrind): the writer also
+ * call); the second marks its intent where the reader holds res. A
+ * majority shows it: on a busy machine a node may have missed the
+ * reader's or the writer's request (seen: no reader on one node 3 s
+ * after the acquire), or still have the writer's second attempt to run.
+ *
+ * With other_intent, no attempt of the writer's may mark its own intent
+ * after the replacement (it would clear it as it won; valgrind on a
+ * loaded machine left other_intent on 1 node of 3: a real release woke
+ * the writer at the first node's message, and its attempt reached nodes
+ * whose release had not landed yet). That is how writer intents work
+ * (the last writer refused by readers marks the key; see src/scripts.c),
+ * not what this test is about. So the reader's key goes first on every
+ * node (a late second attempt then finds no readers and marks nothing),
+ * then the intent is replaced, then a wake-up is published. The reader's
+ * TTL (60 s, the most the fixture's client accepts) outlasts the writer's
+ * wait (50 s, a generous deadline even under valgrind): the writer also
  * wakes when the holder's key expires. */
 static rl_lock *writer_waits_then_wins(struct fixture *f, rl_client *wc,
                                        const char *res,
@@ -360,7 +362,7 @@ static rl_lock *writer_waits_then_wins(struct fixture *f, rl_client *wc,
     rl_acquire_opts wo = opts_ttl(5000);
     struct fixture_rec a = {0};
     rl_lock *reader = NULL;
-    long long heard;
+    long long gone, heard;
     int i;
 
     ro.mode = RL_MODE_SHARED;
@@ -369,14 +371,14 @@ static rl_lock *writer_waits_then_wins(struct fixture *f, rl_client *wc,
     wo.fencing = fenced;
     assert_int_equal(rl_acquire_async(wc, res, &wo, fixture_rec_acquired, &a),
                      RL_OK);
-    assert_int_equal(intent_nodes(f, res, N), N);
-    for (i = 0; other_intent != NULL && i < N; i++)
-        assert_true(harness_ok(harness_cmd(
-            &f->r[i], "SET %s:wintent %s PX 60000", res, other_intent)));
+    assert_true(intent_nodes(f, res, N / 2 + 1) >= N / 2 + 1);
     if (other_intent != NULL) {
+        for (i = 0, gone = 0; i < N; i++)
+            gone += harness_int(harness_cmd(&f->r[i], "DEL %s", res), 0);
+        assert_true(gone >= N / 2 + 1);
         for (i = 0; i < N; i++)
-            assert_int_equal(
-                harness_int(harness_cmd(&f->r[i], "DEL %s", res), -1), 1);
+            assert_true(harness_ok(harness_cmd(
+                &f->r[i], "SET %s:wintent %s PX 60000", res, other_intent)));
         assert_int_equal(rl_release(reader), RL_ELOST); /* and freed */
         for (i = 0, heard = 0; i < N; i++)
             heard += harness_int(
@@ -416,15 +418,14 @@ static void test_a_winning_writer_leaves_another_writers_intent(void **state)
     assert_int_equal(rl_acquire(wc, "kr:intent:warm", NULL, &w), RL_OK);
     assert_int_equal(rl_release(w), RL_OK);
     w = writer_waits_then_wins(f, wc, "kr:intent:b", "writer-b", false);
-    /* On every node: the winner was never refused after the replacement,
-     * so it rewrote none of them. */
+    /* On a majority at least, enough to refuse every reader. */
     for (i = 0, kept = 0; i < N; i++) {
         v = harness_get(&f->r[i], "kr:intent:b:wintent");
         print_message("node %d: intent %s\n", i, v != NULL ? v : "(none)");
         kept += v != NULL && strcmp(v, "writer-b") == 0;
         free(v);
     }
-    assert_int_equal(kept, N);
+    assert_true(kept >= N / 2 + 1);
     assert_int_equal(rl_release(w), RL_OK);
     /* Alone, a winning writer's own intent is taken away. */
     w = writer_waits_then_wins(f, wc, "kr:intent:alone", NULL, false);
