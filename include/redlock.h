@@ -794,11 +794,18 @@ typedef struct rl_holder_info {
                                  restart, nor clock-suspect) */
     uint32_t readers;         /* live readers of a read-write lock (token
                                  is then ""), else 0 */
-    uint32_t reserved32_;     /* zeroed (see "ABI" above) */
+    uint32_t term_state;      /* rl_term_state of token on this node:
+                                 RL_TERM_NONE (not taken with fencing, or
+                                 free), RL_TERM_PENDING (taken with
+                                 fencing, its term not written here yet)
+                                 or RL_TERM_SET; rl_resource_inspect
+                                 only */
     uint64_t fence;           /* the node's fencing counter for the
                                  resource (the latest token issued), 0
                                  when none; rl_resource_inspect only */
-    uint64_t reserved_[6];    /* zeroed (see "ABI" above) */
+    uint64_t term;            /* RL_TERM_SET: token's own fencing token
+                                 as this node recorded it, else 0 */
+    uint64_t reserved_[5];    /* zeroed (see "ABI" above) */
 } rl_holder_info;
 
 /* Read the resource's key on every node (out[i] for node i, up to cap;
@@ -813,9 +820,22 @@ RL_API rl_status rl_resource_status(rl_client *c, const char *resource,
                                     rl_holder_info *out, size_t cap,
                                     size_t *count);
 
+/* Where a fenced holder's term stands (rl_resource_info.term_state). A
+ * fenced acquire takes the key in one round and writes its fencing token
+ * in a second: in between, the holder is known but its term is not. */
+typedef enum rl_term_state {
+    RL_TERM_NONE = 0,    /* no holder, or one taken without fencing */
+    RL_TERM_PENDING = 1, /* a fenced acquire between its rounds (or one
+                            being rolled back): its term is not on a
+                            quorum yet -- an election in progress, not a
+                            leader */
+    RL_TERM_SET = 2,     /* term is the holder's own fencing token */
+} rl_term_state;
+
 /* Who holds a resource, as a quorum of the nodes says. */
 typedef struct rl_resource_info {
-    bool held;                /* nodes_holding >= node_count / 2 + 1 */
+    bool held;                /* a quorum of voting nodes (node_count / 2
+                                 + 1) hold token's lock */
     char token[132];          /* the value the most nodes hold (the
                                  holder's token), "" when no node holds
                                  one (free, or only readers) */
@@ -829,16 +849,31 @@ typedef struct rl_resource_info {
                                  the smallest PTTL among the quorum of
                                  nodes holding it longest (-1: no
                                  expiry); else 0 */
-    uint64_t fence;           /* the latest fencing token issued for the
-                                 resource as the nodes say (the holder's
-                                 when it acquired with fencing); 0 when
-                                 none */
-    uint64_t reserved_[8];    /* zeroed (see "ABI" above) */
+    uint64_t fence;           /* the largest fencing counter the nodes
+                                 report for the resource (the latest token
+                                 issued, to this holder or an earlier
+                                 one: compare term); 0 when none */
+    uint64_t term;            /* held and term_state RL_TERM_SET: the
+                                 holder's own fencing token (a quorum of
+                                 the voting nodes holding it recorded it
+                                 for this very lock); else 0 */
+    uint32_t term_state;      /* rl_term_state; RL_TERM_NONE when not
+                                 held */
+    uint32_t reserved32_;     /* zeroed (see "ABI" above) */
+    uint64_t reserved_[6];    /* zeroed (see "ABI" above) */
 } rl_resource_info;
 
-/* rl_resource_status plus a summary: reads the resource's key and its
- * fencing counter on every node; *info says which value a quorum holds,
- * its owner, its remaining validity and the fence. A node holding another
+/* rl_resource_status plus a summary: reads the resource's key, its
+ * fencing counter and the counter's record (whom it was raised for) on
+ * every node; *info says which value a quorum of voting nodes holds, its
+ * owner, its remaining validity, the latest fence and the holder's own
+ * term. A fenced acquire sets the key in one round and its term in a
+ * second: in between, info->term_state is RL_TERM_PENDING and info->term
+ * 0 -- the holder is never paired with an earlier holder's term. An
+ * attempt that a quorum granted but that fails afterwards (too little
+ * validity left, its fence write short of a quorum) is rolled back: a
+ * read in that round trip reports it held, and, for a fenced one, with
+ * RL_TERM_PENDING unless its fence write had already reached a quorum.  A node holding another
  * value does not change the holder a quorum agrees on. nodes (cap
  * entries; *count = number of nodes) may be NULL with cap 0 and count
  * NULL. Blocks about op_timeout_ms; thread-safe.
@@ -857,10 +892,16 @@ RL_API rl_status rl_resource_inspect(rl_client *c, const char *resource,
 
 /* Observe the leader of name: cb runs on the client's loop thread with
  * the leader as rl_resource_inspect reports it (info->held false: none;
- * info->owner its published value, info->fence its term,
+ * info->owner its published value, info->term its term when
+ * info->term_state is RL_TERM_SET -- 0 and RL_TERM_NONE for a holder
+ * that took the name without fencing, which no campaign does;
  * info->validity_ms how long a majority still holds it) -- once at the
- * start and then at every change (another leader, none, or another
- * owner after a proclaim), in the order read. The nodes are read again
+ * start and then at every change (another leader, none, another owner
+ * after a proclaim, another term), in the order read. A leader is never
+ * reported before its term is on a quorum: while a campaign is between
+ * its two rounds (RL_TERM_PENDING), the observer reads again after 2 ms,
+ * doubling up to retry_delay_ms, and reports nothing; a candidate whose
+ * second round fails is rolled back and never reported. The nodes are read again
  * when a release or proclaim is announced on the release channel, when
  * the validity read has run out (a leader that crashed is noticed within
  * its TTL), and every retry_delay_ms while there is no leader (or a read

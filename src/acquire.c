@@ -61,6 +61,7 @@ struct acquire_op {
     uint64_t fence;              /* fencing token written, or 0 */
     char *fence_key;             /* fencing: counter key, else NULL */
     char *fence_mark;            /* fencing: its run_id marker key */
+    char *fence_for;             /* fencing: its record (whom for) */
     struct fence_read fence_read; /* counters read by the acquire round */
     char fence_buf[24];          /* the candidate token, decimal */
     struct notify_waiter waiter; /* woken when the holder releases */
@@ -100,6 +101,7 @@ static void acquire_free(struct acquire_op *op)
     free(op->fence_key);
     free(op->intent_key);
     free(op->fence_mark);
+    free(op->fence_for);
     free(op);
 }
 
@@ -348,12 +350,13 @@ static void fence_decided(void *owner, enum verdict v)
     finish(op, RL_OK);
 }
 
-/* Round 2 of a fenced acquire: write the token (fence.c fence_candidate)
- * and the run_id marker where the key still holds our token. */
+/* Round 2 of a fenced acquire: write the token (fence.c fence_candidate),
+ * the run_id marker and the record "<token> <term>" where the key still
+ * holds our token. */
 static void fence_write(struct acquire_op *op)
 {
-    const char *argv[5];
-    size_t lens[5];
+    const char *argv[6];
+    size_t lens[6];
     struct round_cmd cmd;
     enum verdict v;
 
@@ -367,11 +370,13 @@ static void fence_write(struct acquire_op *op)
     lens[1] = strlen(op->fence_key);
     argv[2] = op->fence_mark;
     lens[2] = strlen(op->fence_mark);
-    argv[3] = op->lock->token;
-    lens[3] = op->lock->token_len;
-    argv[4] = op->fence_buf;
-    lens[4] = strlen(op->fence_buf);
-    cmd = (struct round_cmd){script_get(SCRIPT_FENCE_WRITE), 3, 5, argv,
+    argv[3] = op->fence_for;
+    lens[3] = strlen(op->fence_for);
+    argv[4] = op->lock->token;
+    lens[4] = op->lock->token_len;
+    argv[5] = op->fence_buf;
+    lens[5] = strlen(op->fence_buf);
+    cmd = (struct round_cmd){script_get(SCRIPT_FENCE_WRITE), 4, 6, argv,
                              lens};
     op->phase = PHASE_FENCE;
     v = round_start(&op->round, ROUND_EARLY, &cmd, round_classify_one,
@@ -561,8 +566,8 @@ static void attempt(void *arg)
 {
     struct acquire_op *op = arg;
     const struct lock_rec *l = op->lock;
-    const char *argv[RL_MAX_RESOURCES + 6];
-    size_t lens[RL_MAX_RESOURCES + 6];
+    const char *argv[RL_MAX_RESOURCES + 7];
+    size_t lens[RL_MAX_RESOURCES + 7];
     struct lock_cmd script;
     struct round_cmd set;
     const struct round_cmd *cmd = &set;
@@ -603,6 +608,8 @@ static void attempt(void *arg)
         lens[i++] = strlen(op->fence_key);
         argv[i] = op->fence_mark;
         lens[i++] = strlen(op->fence_mark);
+        argv[i] = op->fence_for;
+        lens[i++] = strlen(op->fence_for);
         if (op->intent_key != NULL) {
             argv[i] = op->intent_key;
             lens[i++] = strlen(op->intent_key);
@@ -725,7 +732,10 @@ struct acquire_op *acquire_new(rl_client *c, const struct lock_rec *rec,
                                   rec->key_lens[0]);
         op->fence_mark = fence_key(FENCE_MARK_PREFIX, rec->keys[0],
                                    rec->key_lens[0]);
-        if (op->fence_key == NULL || op->fence_mark == NULL)
+        op->fence_for = fence_key(FENCE_FOR_PREFIX, rec->keys[0],
+                                  rec->key_lens[0]);
+        if (op->fence_key == NULL || op->fence_mark == NULL ||
+            op->fence_for == NULL)
             goto out_nomem;
     }
     if (rec->shared && !make_intent_key(op))

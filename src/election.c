@@ -17,10 +17,14 @@
  * node, and inspection reports the value most nodes hold. Loop thread
  * from submission to the callback.
  *
- * An observer reads the name's key and fence counter on every node (the
- * inspect script, one ROUND_ALL round: what rl_resource_inspect reads)
- * and reports each change of leader -- held or not, the value (token and
- * owner) -- in the order it read them. It re-reads when a release or a
+ * An observer reads the name's key, fence counter and the counter's
+ * record on every node (the inspect script, one ROUND_ALL round: what
+ * rl_resource_inspect reads) and reports each change of leader -- held or
+ * not, the value (token and owner), the term -- in the order it read
+ * them. A campaign takes the key in one round and writes its term in a
+ * second: a leader whose term is not on a quorum yet (RL_TERM_PENDING) is
+ * not reported; the observer reads again soon, backing off up to the
+ * retry delay, until the election has settled either way. It re-reads when a release or a
  * proclaim is announced on the key's release channel (notify.c), and on
  * a timer: while a leader holds, when the validity it read has run out
  * (a leader that crashed publishes nothing; one that renews is read
@@ -43,9 +47,9 @@
 
 /* A read's timer after the validity it read ran out. */
 #define OBSERVE_MARGIN_US 2000
-/* Reads of a new leader whose term is not above the last one's before it
- * is reported anyway (see observe_decided). */
-#define UNSETTLED_READS 3
+/* The first re-read of an election in progress, doubled at each read
+ * that still finds it in progress, up to retry_delay_ms. */
+#define PENDING_REREAD_US 2000
 
 struct proclaim_op {
     struct op base;
@@ -190,15 +194,15 @@ struct rl_observer {
     void *privdata;
     char *key;                   /* prefix + name */
     char *fence_key;
+    char *fence_for;
     rl_holder_info *holders;     /* one per node, the read in flight */
     struct quorum_round round;
     struct notify_waiter waiter;
     struct loop_timer *timer;
     rl_resource_info last;       /* last reported */
     bool reported;               /* last is set */
-    uint64_t term;               /* the greatest term reported */
-    unsigned unsettled;          /* reads of a new leader whose term was
-                                    not above it yet */
+    unsigned pending;            /* reads in a row that found an
+                                    election in progress */
     bool reading;                /* a round is in flight */
     bool again;                  /* re-read once the round is over */
     bool dead;                   /* stopped or canceled (loop thread) */
@@ -224,6 +228,7 @@ static void observe_halt(struct rl_observer *o)
 static void observe_free(struct rl_observer *o)
 {
     free(o->holders);
+    free(o->fence_for);
     free(o->fence_key);
     free(o->key);
     free(o);
@@ -238,7 +243,23 @@ static bool leader_changed(const rl_resource_info *a,
                            const rl_resource_info *b)
 {
     return a->held != b->held ||
-           (a->held && strcmp(a->token, b->token) != 0);
+           (a->held && (strcmp(a->token, b->token) != 0 ||
+                        a->term != b->term));
+}
+
+/* When to read again after an election in progress was found. */
+static uint64_t pending_reread_us(struct rl_observer *o)
+{
+    uint64_t cap = (uint64_t)o->client->cfg.retry_delay_ms * 1000;
+    uint64_t us = PENDING_REREAD_US;
+    unsigned i;
+
+    if (cap < PENDING_REREAD_US)
+        cap = PENDING_REREAD_US;
+    for (i = 0; i < o->pending && us < cap; i++)
+        us *= 2;
+    o->pending++;
+    return us < cap ? us : cap;
 }
 
 static void observe_decided(void *owner, enum verdict v)
@@ -250,14 +271,13 @@ static void observe_decided(void *owner, enum verdict v)
 
     o->reading = false;
     inspect_summarize(o->holders, o->client->node_count, &info);
-    /* A new leader's key is set a round trip before its term (the fence
-     * counter): read again before reporting it with the old term, a few
-     * times (a leader without fencing never raises it). */
-    if (v == VERDICT_SUCCESS && info.held && info.fence <= o->term &&
-        leader_changed(&o->last, &info) && o->unsettled < UNSETTLED_READS) {
-        o->unsettled++;
-        v = VERDICT_FAILURE;
+    if (v == VERDICT_SUCCESS && info.held &&
+        info.term_state == RL_TERM_PENDING) {
+        loop_timer_arm(o->timer, o->again ? 0 : pending_reread_us(o));
+        o->again = false;
+        return;
     }
+    o->pending = 0;
     if (v != VERDICT_SUCCESS) {
         loop_timer_arm(o->timer, o->again ? 0 : retry_us);
         o->again = false;
@@ -276,9 +296,6 @@ static void observe_decided(void *owner, enum verdict v)
     changed = !o->reported || leader_changed(&o->last, &info);
     o->last = info;
     o->reported = true;
-    o->unsettled = 0;
-    if (info.held && info.fence > o->term)
-        o->term = info.fence;
     rl_error_clear();
     if (changed)
         o->cb(o, RL_OK, &info, o->privdata); /* may stop o: last */
@@ -294,13 +311,15 @@ static enum vote observe_classify(void *owner, size_t slot,
 
 static void observe_read(struct rl_observer *o)
 {
-    const char *argv[2] = {o->key, o->fence_key};
-    size_t lens[2] = {strlen(o->key), strlen(o->fence_key)};
-    struct round_cmd cmd = {script_get(SCRIPT_INSPECT), 2, 2, argv, lens};
+    const char *argv[3];
+    size_t lens[3];
+    struct round_cmd cmd;
     enum verdict v;
 
     if (o->dead)
         return;
+    inspect_keys(o->key, o->fence_key, o->fence_for,
+                 script_get(SCRIPT_INSPECT), argv, lens, &cmd);
     if (o->reading) {
         o->again = true;
         return;
@@ -379,7 +398,8 @@ rl_status rl_observe(rl_client *c, const char *name, rl_observe_cb cb,
         goto oom;
     sprintf(o->key, "%s%s", c->cfg.prefix, name);
     o->fence_key = fence_key(FENCE_KEY_PREFIX, o->key, strlen(o->key));
-    if (o->fence_key == NULL)
+    o->fence_for = fence_key(FENCE_FOR_PREFIX, o->key, strlen(o->key));
+    if (o->fence_key == NULL || o->fence_for == NULL)
         goto oom;
     o->client = c;
     o->cb = cb;

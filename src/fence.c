@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "fence.h"
+#include "lockrec.h"
 #include "quorum.h"
 
 char *fence_key(const char *prefix, const char *key, size_t key_len)
@@ -114,4 +115,35 @@ uint64_t fence_candidate(const struct fence_read *fr, size_t n,
     if (fr->trusted >= quorum_size(n))
         return next;
     return next > wall_us ? next : wall_us;
+}
+
+enum fence_record fence_record_parse(const char *rec, size_t len,
+                                     const char *value, uint64_t *term)
+{
+    char buf[160]; /* a token (at most 128 bytes), a space, a term */
+    char *space, *end;
+    unsigned long long v;
+
+    *term = 0;
+    if (rec == NULL || value == NULL || value[0] == '\0' ||
+        len >= sizeof(buf))
+        return FENCE_RECORD_NONE;
+    memcpy(buf, rec, len);
+    buf[len] = '\0';
+    space = strchr(buf, ' ');
+    if (space != NULL)
+        *space = '\0';
+    /* The record keeps the value the lock was taken with; a leader's
+     * proclaim may have changed the owner since (the same lock). */
+    if (!lockrec_same_lock(buf, value))
+        return FENCE_RECORD_NONE;
+    if (space == NULL)
+        return FENCE_RECORD_PENDING;
+    errno = 0;
+    v = strtoull(space + 1, &end, 10);
+    if (errno != 0 || *end != '\0' || end == space + 1 || space[1] == '-' ||
+        v == 0)
+        return FENCE_RECORD_NONE;
+    *term = v;
+    return FENCE_RECORD_TERM;
 }

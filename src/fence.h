@@ -11,12 +11,25 @@
 #define FENCE_KEY_PREFIX "redlock:fence:"
 /* Beside each counter: the run_id of the server that last wrote it. */
 #define FENCE_MARK_PREFIX "redlock:fencerun:"
+/* Beside each counter: whom it was last raised for, so that readers never
+ * pair a holder with another holder's term. "<token>" from the round that
+ * set the lock key (its term is not written yet), "<token> <term>" from
+ * the fence write (fence_record_parse). */
+#define FENCE_FOR_PREFIX "redlock:fencefor:"
 
 /* What the acquire round read from the nodes' counters. */
 struct fence_read {
     uint64_t max_read; /* largest counter in any well-formed reply */
     size_t trusted;    /* granting voting nodes whose counter was written
                         * since their last restart */
+};
+
+/* What a node's fence record (FENCE_FOR_PREFIX) says of the value it
+ * holds at the lock key. */
+enum fence_record {
+    FENCE_RECORD_NONE,    /* absent, or names another lock */
+    FENCE_RECORD_PENDING, /* names it; its term is not written here yet */
+    FENCE_RECORD_TERM,    /* names it with its term */
 };
 
 /* prefix + key, malloc'd (NULL on OOM). */
@@ -31,5 +44,11 @@ bool fence_read_reply(struct fence_read *fr, const struct node_reply *r,
  * wall-clock fallback). */
 uint64_t fence_candidate(const struct fence_read *fr, size_t n,
                          uint64_t wall_us);
+
+/* Read a fence record (rec, len bytes; NULL: absent) against the value
+ * the node holds at the lock key (""/NULL: none); *term is set for
+ * FENCE_RECORD_TERM, else 0. */
+enum fence_record fence_record_parse(const char *rec, size_t len,
+                                     const char *value, uint64_t *term);
 
 #endif

@@ -41,6 +41,7 @@ struct inspect_op {
     struct stats_req stats;     /* a statistics snapshot, or none */
     char *key;                  /* status: prefix + resource */
     char *fence_key;            /* rl_resource_inspect: its fence counter */
+    char *fence_for;            /* and the counter's record (whom for) */
     enum script_id script;      /* status: inspect or force-release */
     size_t answered;            /* status: nodes that ran the script */
     struct quorum_round round;
@@ -52,6 +53,7 @@ static void finish(struct inspect_op *op, rl_status st)
 
     round_clear(&op->round);
     loop_op_finished(&op->base);
+    free(op->fence_for);
     free(op->fence_key);
     free(op->key);
     free(op);
@@ -113,7 +115,7 @@ static enum vote classify_ping(struct inspect_op *op, size_t slot,
 enum vote inspect_read_holder(struct node *n, rl_holder_info *h,
                               const struct node_reply *r)
 {
-    if (r->kind != REPLY_ARRAY || r->elements < 2 || r->elements > 4 ||
+    if (r->kind != REPLY_ARRAY || r->elements < 2 || r->elements > 5 ||
         r->element[1].kind != REPLY_INTEGER) {
         if (r->kind == REPLY_ERROR)
             snprintf(h->error, sizeof(h->error), "%s: %.*s",
@@ -131,13 +133,17 @@ enum vote inspect_read_holder(struct node *n, rl_holder_info *h,
     h->pttl_ms = r->element[1].integer;
     if (r->elements >= 3 && r->element[2].kind == REPLY_INTEGER)
         h->readers = (uint32_t)r->element[2].integer; /* live readers */
-    if (r->elements == 4 && r->element[3].kind == REPLY_STRING &&
+    if (r->elements >= 4 && r->element[3].kind == REPLY_STRING &&
         r->element[3].len < 24) {
         char num[24];
 
         copy_text(num, sizeof(num), &r->element[3]);
         h->fence = strtoull(num, NULL, 10);
     }
+    if (r->elements == 5 && r->element[4].kind == REPLY_STRING)
+        h->term_state = fence_record_parse(r->element[4].str,
+                                           r->element[4].len, h->token,
+                                           &h->term);
     return VOTE_YES;
 }
 
@@ -160,6 +166,11 @@ static enum vote classify(void *owner, size_t slot,
         return classify_ping(op, slot, r);
     return classify_status(op, slot, r);
 }
+
+_Static_assert((int)RL_TERM_NONE == (int)FENCE_RECORD_NONE &&
+                   (int)RL_TERM_PENDING == (int)FENCE_RECORD_PENDING &&
+                   (int)RL_TERM_SET == (int)FENCE_RECORD_TERM,
+               "rl_term_state mirrors fence.h");
 
 _Static_assert((int)RL_BAR_QUARANTINE == (int)NODE_BAR_QUARANTINE &&
                    (int)RL_BAR_TWIN == (int)NODE_BAR_TWIN &&
@@ -281,12 +292,26 @@ static void snapshot_stats(const rl_client *c, rl_stats *out)
         snapshot_node(c->nodes[i], &out->nodes[i]);
 }
 
+void inspect_keys(const char *key, const char *fence_key,
+                  const char *fence_for, const struct script *s,
+                  const char **argv, size_t *lens, struct round_cmd *cmd)
+{
+    int nkeys = fence_key != NULL ? 3 : 1;
+
+    argv[0] = key;
+    argv[1] = fence_key;
+    argv[2] = fence_for;
+    for (int i = 0; i < nkeys; i++)
+        lens[i] = strlen(argv[i]);
+    *cmd = (struct round_cmd){s, nkeys, nkeys, argv, lens};
+}
+
 static void start(struct op *base)
 {
     struct inspect_op *op = (struct inspect_op *)base;
     const struct script *s = script_get(op->script);
-    const char *argv[2];
-    size_t lens[2];
+    const char *argv[3];
+    size_t lens[3];
     struct round_cmd cmd;
     enum verdict v;
 
@@ -305,12 +330,8 @@ static void start(struct op *base)
         lens[0] = 4;
         cmd = (struct round_cmd){NULL, 0, 1, argv, lens};
     } else {
-        argv[0] = op->key;
-        lens[0] = strlen(op->key);
-        argv[1] = op->fence_key;
-        lens[1] = op->fence_key != NULL ? strlen(op->fence_key) : 0;
-        cmd = (struct round_cmd){s, 1 + (op->fence_key != NULL),
-                                 1 + (op->fence_key != NULL), argv, lens};
+        inspect_keys(op->key, op->fence_key, op->fence_for, s, argv, lens,
+                     &cmd);
     }
     v = round_start(&op->round, ROUND_ALL, &cmd, classify, decided, op);
     if (v != VERDICT_PENDING)
@@ -337,15 +358,20 @@ static rl_status inspect_run(rl_client *c, rl_node_info *nodes,
             return rl_fail(RL_ENOMEM, "out of memory");
         }
         sprintf(op->key, "%s%s", c->cfg.prefix, resource);
-        if (fence)
+        if (fence) {
             op->fence_key = fence_key(FENCE_KEY_PREFIX, op->key,
                                       strlen(op->key));
+            op->fence_for = fence_key(FENCE_FOR_PREFIX, op->key,
+                                      strlen(op->key));
+        }
     }
     st = round_init(&op->round, c->nodes, c->node_count);
-    if (st == RL_OK && fence && op->fence_key == NULL)
+    if (st == RL_OK && fence &&
+        (op->fence_key == NULL || op->fence_for == NULL))
         st = rl_fail(RL_ENOMEM, "out of memory");
     if (st != RL_OK) {
         round_clear(&op->round);
+        free(op->fence_for);
         free(op->fence_key);
         free(op->key);
         free(op);
@@ -365,6 +391,7 @@ static rl_status inspect_run(rl_client *c, rl_node_info *nodes,
     if (st != RL_OK) {
         waiter_discard(&w);
         round_clear(&op->round);
+        free(op->fence_for);
         free(op->fence_key);
         free(op->key);
         free(op);
@@ -549,6 +576,42 @@ static size_t count_holding(const rl_holder_info *h, size_t n, size_t i,
     return m;
 }
 
+/* Is node j's value h[j].token the lock of value v (any owner)? */
+static bool holds_lock(const rl_holder_info *hj, const char *v)
+{
+    return hj->reachable && hj->token[0] != '\0' &&
+           lockrec_same_lock(v, hj->token);
+}
+
+/* The holder's term from the voting nodes holding it: set when a quorum
+ * of them recorded the same term for it, pending while any of them
+ * names it as fenced without that. */
+static void summarize_term(const rl_holder_info *h, size_t n,
+                           const char *value, size_t quorum,
+                           rl_resource_info *out)
+{
+    uint64_t term = 0;
+    size_t i, fenced = 0, agree = 0;
+
+    for (i = 0; i < n; i++) {
+        if (!h[i].voting || !holds_lock(&h[i], value) ||
+            h[i].term_state == RL_TERM_NONE)
+            continue;
+        fenced++;
+        if (h[i].term_state == RL_TERM_SET && h[i].term > term)
+            term = h[i].term;
+    }
+    for (i = 0; i < n; i++)
+        agree += h[i].voting && holds_lock(&h[i], value) &&
+                 h[i].term_state == RL_TERM_SET && h[i].term == term;
+    if (term != 0 && agree >= quorum) {
+        out->term = term;
+        out->term_state = RL_TERM_SET;
+    } else if (fenced > 0) {
+        out->term_state = RL_TERM_PENDING;
+    }
+}
+
 void inspect_summarize(const rl_holder_info *h, size_t n,
                        rl_resource_info *out)
 {
@@ -581,18 +644,20 @@ void inspect_summarize(const rl_holder_info *h, size_t n,
     snprintf(out->token, sizeof(out->token), "%s", value);
     lockrec_owner_of(value, out->owner, sizeof(out->owner));
     out->nodes_holding = (uint32_t)best;
-    out->held = best >= quorum;
-    if (!out->held)
-        return;
+    /* Only votes count: a quarantined or clock-suspect node's key is no
+     * more a grant to a reader than it was to the acquire. */
     for (i = 0, m = 0; i < n && m < RL_MAX_NODES; i++) {
-        if (h[i].reachable && h[i].token[0] != '\0' &&
-            lockrec_same_lock(h[i].token, value))
+        if (h[i].voting && holds_lock(&h[i], value))
             pttl[m++] = h[i].pttl_ms < 0 ? INT64_MAX : h[i].pttl_ms;
     }
+    out->held = m >= quorum;
+    if (!out->held)
+        return;
     /* The quorum of nodes that hold it longest: until the shortest of
      * those expires, a quorum holds it. */
     sort_desc(pttl, m);
     out->validity_ms = pttl[quorum - 1] == INT64_MAX ? -1 : pttl[quorum - 1];
+    summarize_term(h, n, value, quorum, out);
 }
 
 rl_status rl_resource_inspect(rl_client *c, const char *resource,

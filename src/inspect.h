@@ -18,11 +18,20 @@ rl_status inspect_wait_connected(rl_client *c);
  * answered. */
 enum vote inspect_read_holder(struct node *n, rl_holder_info *h,
                               const struct node_reply *r);
+/* The inspect (or force-release) call s over key: with fence_key and
+ * fence_for (both or neither NULL), the counter and its record are read
+ * too. argv and lens have room for 3 entries; *cmd points into them. */
+void inspect_keys(const char *key, const char *fence_key,
+                  const char *fence_for, const struct script *s,
+                  const char **argv, size_t *lens, struct round_cmd *cmd);
 /* Summarize per-node answers (rl_resource_inspect): the lock held by
  * the most reachable nodes (values with the same token digits and
  * different owners are one lock: lockrec_same_lock), the value of it most
- * of them hold and its owner, whether a quorum of n holds the lock, the
- * quorum's remaining PTTL and the largest fence counter. Pure. */
+ * of them hold and its owner, whether a quorum of n is held by voting
+ * nodes, the remaining PTTL of the voting quorum that holds it longest,
+ * the largest fence counter, and the holder's own term: set only when a
+ * quorum of the voting nodes holding it recorded that term for it
+ * (pending while any of them names it as fenced without). Pure. */
 void inspect_summarize(const rl_holder_info *h, size_t n,
                        rl_resource_info *out);
 

@@ -34,6 +34,10 @@
  *   rewrote over another writer's (the other's comes back with its next
  *   refusal by readers). Writer preference is best effort; exclusion
  *   never depends on it.
+ * - Beside a fence counter, its record names the lock it was raised for:
+ *   acquire-fenced writes "<token>" in the step that sets the lock key,
+ *   fence-write "<token> <term>" in the step that raises the counter, so
+ *   a reader (inspect) never pairs a holder with another holder's term.
  * - Fence counters are compared as decimal strings (length, then bytes):
  *   Lua numbers are doubles. The fence scripts read the run_id from INFO
  *   server, and the reader scripts and touch-batch read TIME
@@ -166,18 +170,21 @@ static struct script scripts[SCRIPT_COUNT] = {
     [SCRIPT_INSPECT] = {
         "inspect",
         LIVE_READERS_LUA
-        "local f = false\n"
-        "if #KEYS > 1 then f = redis.call('get', KEYS[2]) end\n"
+        "local f, r = false, false\n"
+        "if #KEYS > 1 then\n"
+        "  f = redis.call('get', KEYS[2])\n"
+        "  r = redis.call('get', KEYS[3])\n"
+        "end\n"
         "if redis.call('type', KEYS[1]).ok == 'hash' then\n"
         "  return {false, redis.call('pttl', KEYS[1]), "
-        "live_readers(KEYS[1]), f}\n"
+        "live_readers(KEYS[1]), f, r}\n"
         "end\n"
         "return {redis.call('get', KEYS[1]), redis.call('pttl', KEYS[1]), 0, "
-        "f}\n",
+        "f, r}\n",
         ""},
     [SCRIPT_ACQUIRE_FENCED] = {
         "acquire-fenced",
-        "local n = #KEYS - 2\n"
+        "local n = #KEYS - 3\n"
         "if ARGV[3] then n = n - 1 end\n"
         "local cur = redis.call('get', KEYS[n + 1])\n"
         "local id = string.match(redis.call('info', 'server'),\n"
@@ -189,7 +196,7 @@ static struct script scripts[SCRIPT_COUNT] = {
         "for i = 1, n do\n"
         "  if redis.call('exists', KEYS[i]) == 1 then\n"
         "    if ARGV[3] and redis.call('type', KEYS[1]).ok == 'hash' then\n"
-        "      redis.call('set', KEYS[n + 3], ARGV[1], 'PX', ARGV[3])\n"
+        "      redis.call('set', KEYS[n + 4], ARGV[1], 'PX', ARGV[3])\n"
         "    end\n"
         "    return {0, cur, t}\n"
         "  end\n"
@@ -197,6 +204,7 @@ static struct script scripts[SCRIPT_COUNT] = {
         "for i = 1, n do\n"
         "  redis.call('set', KEYS[i], ARGV[1], 'PX', ARGV[2])\n"
         "end\n"
+        "redis.call('set', KEYS[n + 3], ARGV[1])\n"
         "return {1, cur, t}\n",
         "", true},
     [SCRIPT_FENCE_WRITE] = {
@@ -211,6 +219,7 @@ static struct script scripts[SCRIPT_COUNT] = {
         "  redis.call('set', KEYS[2], ARGV[2])\n"
         "end\n"
         "redis.call('set', KEYS[3], id)\n"
+        "redis.call('set', KEYS[4], ARGV[1] .. ' ' .. ARGV[2])\n"
         "return 1\n",
         ""},
     [SCRIPT_FORCE_RELEASE] = {

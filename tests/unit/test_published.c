@@ -41,10 +41,66 @@ static void fill(rl_holder_info *h, size_t n, const char *const *values)
     memset(h, 0, n * sizeof(*h));
     for (i = 0; i < n; i++) {
         h[i].reachable = values[i] != NULL;
+        h[i].voting = h[i].reachable;
         snprintf(h[i].token, sizeof(h[i].token), "%s",
                  values[i] != NULL ? values[i] : "");
         h[i].pttl_ms = 1000 + (int64_t)i;
     }
+}
+
+/* Only voting nodes make a holder (a quarantined node's key granted no
+ * vote), and a fenced holder's term counts once a quorum of the voting
+ * nodes holding it recorded it for that lock. */
+static void test_summary_counts_votes_and_terms(void **state)
+{
+    const char *values[5] = {DIGITS ".a", DIGITS ".a", DIGITS ".a",
+                             OTHER, NULL};
+    rl_holder_info h[5];
+    rl_resource_info info;
+    size_t i;
+
+    (void)state;
+    fill(h, 5, values);
+    h[2].voting = false; /* quarantined: two votes of the three needed */
+    inspect_summarize(h, 5, &info);
+    assert_false(info.held);
+    assert_int_equal(info.nodes_holding, 3);
+    assert_int_equal(info.term_state, RL_TERM_NONE);
+
+    /* Held without fencing: no term, whatever the counter says. */
+    fill(h, 5, values);
+    for (i = 0; i < 5; i++)
+        h[i].fence = 41;
+    inspect_summarize(h, 5, &info);
+    assert_true(info.held);
+    assert_int_equal(info.fence, 41);
+    assert_int_equal(info.term_state, RL_TERM_NONE);
+    assert_int_equal(info.term, 0);
+
+    /* Between the rounds: the old counter, the record names it without a
+     * term on one node, with its term on two -- pending, not term 41. */
+    h[0].term_state = RL_TERM_PENDING;
+    h[1].term_state = h[2].term_state = RL_TERM_SET;
+    h[1].term = h[2].term = 42;
+    inspect_summarize(h, 5, &info);
+    assert_true(info.held);
+    assert_int_equal(info.term_state, RL_TERM_PENDING);
+    assert_int_equal(info.term, 0);
+
+    /* The term on a quorum of the voting holders: set. */
+    h[0].term_state = RL_TERM_SET;
+    h[0].term = 42;
+    inspect_summarize(h, 5, &info);
+    assert_int_equal(info.term_state, RL_TERM_SET);
+    assert_int_equal(info.term, 42);
+
+    /* A non-voting node's record does not make up the quorum. */
+    h[0].voting = false;
+    h[3].token[0] = '\0';
+    snprintf(h[3].token, sizeof(h[3].token), "%s", DIGITS ".a");
+    inspect_summarize(h, 5, &info);
+    assert_true(info.held);
+    assert_int_equal(info.term_state, RL_TERM_PENDING);
 }
 
 static void test_summary_after_a_proclaim(void **state)
@@ -83,6 +139,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_same_lock),
+        cmocka_unit_test(test_summary_counts_votes_and_terms),
         cmocka_unit_test(test_summary_after_a_proclaim),
     };
 

@@ -1,7 +1,11 @@
 /* cmd_leader.c -- "redlock-cli leader NAME [--watch]": who
  * leads NAME (see elect), from rl_resource_inspect: the value a majority
  * holds, its owner (the published value), its term (the fencing token)
- * and how long a majority still holds it.
+ * and how long a majority still holds it. A campaign sets its key a round
+ * before its term: a one-shot read that finds a candidate between its
+ * rounds (RL_TERM_PENDING) reads again, backing off, and reports
+ * "election in progress" (exit 1) if it is still unsettled after about a
+ * second; --watch reports only settled leaders (rl_observe).
  *
  * --watch prints a line per change of leader (another leader, none, or a
  * proclaimed owner) until SIGINT/SIGTERM/SIGHUP (exit 0), from
@@ -13,6 +17,7 @@
 #include <poll.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -29,43 +34,86 @@ static const char usage[] =
 "            again on every release, when the leader's validity runs out\n"
 "            and every retry delay while there is none\n"
 "\n"
+"A leader is shown only with its own term: a candidate that holds the\n"
+"name but has not written its term yet (the second round of its\n"
+"campaign) is read again for up to about a second, then shown as\n"
+"'election in progress'.\n"
+"\n"
 "With --json: one object (a line per change with --watch): name, leader\n"
-"(true/false), owner, term, validity_ms, holder (8 characters of the\n"
-"token).\n"
-"Exit: 0 a leader (--watch: stopped by a signal), 1 none, 2 usage.\n"
+"(true/false), electing (true while a candidate is between its rounds),\n"
+"owner, term, validity_ms, holder (8 characters of the token).\n"
+"Exit: 0 a leader (--watch: stopped by a signal), 1 none or an election\n"
+"in progress, 2 usage.\n"
 "\n"
 "Examples:\n"
 "  redlock-cli leader scheduler\n"
 "  redlock-cli --json leader scheduler --watch\n";
 
+/* Re-reads of a candidate between its rounds: 2 ms, doubling, ~1 s in
+ * all. */
+#define SETTLE_READS 10
+
+/* A leader: held, and not by a candidate whose term is unwritten. */
+static bool is_leader(const rl_resource_info *info)
+{
+    return info->held && info->term_state != RL_TERM_PENDING;
+}
+
 static void print_leader(const struct cli_opts *o, const char *name,
                          const rl_resource_info *info)
 {
+    bool leader = is_leader(info);
+    bool electing = info->held && !leader;
+
     if (o->json) {
         fputs("{\"name\":", stdout);
         cli_json_str(stdout, name);
-        printf(",\"leader\":%s,\"owner\":", info->held ? "true" : "false");
-        if (info->held && info->owner[0] != '\0')
+        printf(",\"leader\":%s,\"electing\":%s,\"owner\":",
+               leader ? "true" : "false", electing ? "true" : "false");
+        if (leader && info->owner[0] != '\0')
             cli_json_str(stdout, info->owner);
         else
             fputs("null", stdout);
         printf(",\"term\":%" PRIu64 ",\"validity_ms\":%" PRId64
-               ",\"holder\":", info->held ? info->fence : 0,
-               info->validity_ms);
-        if (info->held)
+               ",\"holder\":", leader ? info->term : 0,
+               leader ? info->validity_ms : 0);
+        if (leader)
             printf("\"%.*s\"", CLI_TOKEN_SHOWN, info->token);
         else
             fputs("null", stdout);
         fputs("}\n", stdout);
-    } else if (info->held) {
+    } else if (leader) {
         printf("%s: leader %s, term %" PRIu64 ", valid %" PRId64
                " ms (holder %.*s)\n", name,
                info->owner[0] != '\0' ? info->owner : "unknown",
-               info->fence, info->validity_ms, CLI_TOKEN_SHOWN, info->token);
+               info->term, info->validity_ms, CLI_TOKEN_SHOWN, info->token);
+    } else if (electing) {
+        printf("%s: election in progress (a candidate holds the name; its "
+               "term is not written yet)\n", name);
     } else {
         printf("%s: no leader\n", name);
     }
     fflush(stdout);
+}
+
+/* One read; a candidate between its rounds is read again until it has
+ * settled either way, or SETTLE_READS later. */
+static rl_status read_leader(rl_client *c, const char *name,
+                             rl_resource_info *info)
+{
+    struct timespec pause = {0, 2000000};
+    rl_status st;
+    int i;
+
+    for (i = 0;; i++) {
+        st = rl_resource_inspect(c, name, info, NULL, 0, NULL);
+        if (st == RL_EINVAL || !info->held ||
+            info->term_state != RL_TERM_PENDING || i == SETTLE_READS)
+            return st;
+        nanosleep(&pause, NULL);
+        if (pause.tv_nsec < 200000000)
+            pause.tv_nsec *= 2;
+    }
 }
 
 struct watch {
@@ -151,12 +199,12 @@ int cmd_leader(struct cli_opts *o, int argc, char **argv)
         code = watch(o, c, pos[0], sfd);
         goto out;
     }
-    if (rl_resource_inspect(c, pos[0], &info, NULL, 0, NULL) == RL_EINVAL) {
+    if (read_leader(c, pos[0], &info) == RL_EINVAL) {
         code = cli_status_exit(o, RL_EINVAL, pos[0]);
         goto out;
     }
     print_leader(o, pos[0], &info);
-    code = info.held ? CLI_EXIT_OK : CLI_EXIT_NOT_ACQUIRED;
+    code = is_leader(&info) ? CLI_EXIT_OK : CLI_EXIT_NOT_ACQUIRED;
 
 out:
     rl_client_free(c);

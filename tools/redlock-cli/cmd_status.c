@@ -25,13 +25,16 @@ static const char usage[] =
 "\n"
 "The summary names the holder a majority agrees on, its owner (--owner\n"
 "of acquire, run, hold; 'unknown' for a lock taken without one or by\n"
-"another client), how long a majority still holds it and the latest\n"
-"fencing token issued for R.\n"
+"another client), how long a majority still holds it, the holder's own\n"
+"term when it acquired with --fence ('term being written' between the\n"
+"two rounds of a fenced acquire: a leader is not elected yet) and the\n"
+"latest fencing token issued for R.\n"
 "\n"
 "With --json: one object with resource, held, holder, owner,\n"
-"validity_ms, fence, holder_nodes, quorum, quorum_ok and nodes: an array\n"
-"of {node, reachable, voting, holder, readers, pttl_ms, error}, plus\n"
-"readers (live readers on a majority).\n"
+"validity_ms, fence, term (the holder's; null when not fenced or not\n"
+"written yet), term_pending, holder_nodes, quorum, quorum_ok and nodes:\n"
+"an array of {node, reachable, voting, holder, readers, pttl_ms, error},\n"
+"plus readers (live readers on a majority).\n"
 "With --limit: {\"resource\", \"limit\", \"slots\": [one object per slot]}.\n"
 "Exit: 0 (also when nodes are down), 2 usage.\n"
 "\n"
@@ -151,8 +154,14 @@ static int show(struct cli_opts *o, rl_client *c, const char *resource,
         else
             fputs("null", stdout);
         printf(",\"validity_ms\":%" PRId64 ",\"fence\":%" PRIu64
-               ",\"holder_nodes\":%u,\"quorum\":%zu,\"quorum_ok\":%s,"
-               "\"nodes\":", info.validity_ms, info.fence,
+               ",\"term\":", info.validity_ms, info.fence);
+        if (info.term_state == RL_TERM_SET)
+            printf("%" PRIu64, info.term);
+        else
+            fputs("null", stdout);
+        printf(",\"term_pending\":%s,\"holder_nodes\":%u,\"quorum\":%zu,"
+               "\"quorum_ok\":%s,\"nodes\":",
+               info.term_state == RL_TERM_PENDING ? "true" : "false",
                info.nodes_holding, quorum,
                reachable >= quorum ? "true" : "false");
         cli_json_holders(stdout, h, count);
@@ -178,7 +187,12 @@ static int show(struct cli_opts *o, rl_client *c, const char *resource,
                    PRId64 " ms more", pos[0], holder, info.nodes_holding,
                    count, info.owner[0] != '\0' ? info.owner : "unknown",
                    info.validity_ms);
-            if (info.fence != 0)
+            if (info.term_state == RL_TERM_SET)
+                printf(", term %" PRIu64, info.term);
+            else if (info.term_state == RL_TERM_PENDING)
+                fputs(", term being written (a fenced acquire between its "
+                      "rounds)", stdout);
+            if (info.fence != 0 && info.fence != info.term)
                 printf(", fence %" PRIu64, info.fence);
             putchar('\n');
         } else if (readers > 0) {
