@@ -18,7 +18,7 @@ static void changed(rl_observer *obs, rl_status st,
     else if (info->held)
         printf("%s: leader %s, term %llu\n", (const char *)privdata,
                info->owner[0] != '\0' ? info->owner : "unknown",
-               (unsigned long long)info->fence);
+               (unsigned long long)info->term);
     else
         printf("%s: no leader\n", (const char *)privdata);
     fflush(stdout);

@@ -120,11 +120,11 @@ static void *campaign_thread(void *arg)
         atomic_store(&sh->last_term, term);
         st = rl_resource_inspect(c, "leader", &info, NULL, 0, NULL);
         if (st != RL_OK || !info.held || strcmp(info.owner, owner) != 0 ||
-            info.fence != term) {
-            fprintf(stderr, "%s: inspect %s (%s): held %d owner %s fence "
-                    "%llu, term %llu\n", owner, rl_status_name(st),
+            info.term_state != RL_TERM_SET || info.term != term) {
+            fprintf(stderr, "%s: inspect %s (%s): held %d owner %s term "
+                    "%llu, its own %llu\n", owner, rl_status_name(st),
                     rl_last_error(), info.held, info.owner,
-                    (unsigned long long)info.fence,
+                    (unsigned long long)info.term,
                     (unsigned long long)term);
             atomic_fetch_add(&sh->bad, 1);
         }
@@ -239,6 +239,8 @@ static void expect_owner(rl_client *c, const char *name, const char *owner,
     assert_true(info.held);
     assert_string_equal(info.owner, owner);
     assert_int_equal(info.nodes_holding, NODES);
+    assert_int_equal(info.term_state, RL_TERM_SET);
+    assert_true(info.term == term);
     assert_true(info.fence == term);
 }
 
@@ -379,7 +381,7 @@ static void on_change(rl_observer *o, rl_status st,
         s->e[s->n].held = info->held;
         snprintf(s->e[s->n].owner, sizeof(s->e[s->n].owner), "%s",
                  info->owner);
-        s->e[s->n].term = info->held ? info->fence : 0;
+        s->e[s->n].term = info->held ? info->term : 0;
         s->e[s->n].at_ms = harness_now_ms();
         s->n++;
     }

@@ -46,6 +46,8 @@ static void test_owner_round_trip(void **state)
     assert_int_equal(info.node_count, NODES);
     assert_true(info.validity_ms > 0 && info.validity_ms <= 10000);
     assert_int_equal(info.fence, rl_lock_fence(l));
+    assert_int_equal(info.term, rl_lock_fence(l));
+    assert_int_equal(info.term_state, RL_TERM_SET);
     assert_true(info.fence > 0);
     for (int i = 0; i < NODES; i++)
         assert_string_equal(nodes[i].token, rl_lock_token(l));
