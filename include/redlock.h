@@ -805,7 +805,11 @@ typedef struct rl_holder_info {
                                  when none; rl_resource_inspect only */
     uint64_t term;            /* RL_TERM_SET: token's own fencing token
                                  as this node recorded it, else 0 */
-    uint64_t reserved_[5];    /* zeroed (see "ABI" above) */
+    uint32_t writer_waiting;  /* 1: a waiting writer's intent refuses new
+                                 readers on this node (a read-write
+                                 lock), else 0; status and inspect */
+    uint32_t reserved32_;     /* zeroed (see "ABI" above) */
+    uint64_t reserved_[4];    /* zeroed (see "ABI" above) */
 } rl_holder_info;
 
 /* Read the resource's key on every node (out[i] for node i, up to cap;
@@ -859,7 +863,10 @@ typedef struct rl_resource_info {
                                  for this very lock); else 0 */
     uint32_t term_state;      /* rl_term_state; RL_TERM_NONE when not
                                  held */
-    uint32_t reserved32_;     /* zeroed (see "ABI" above) */
+    uint32_t writers_waiting; /* nodes where a waiting writer's intent
+                                 refuses new readers (a read-write lock;
+                                 it lapses soon after the writer gives
+                                 up), 0 when none */
     uint64_t reserved_[6];    /* zeroed (see "ABI" above) */
 } rl_resource_info;
 

@@ -105,19 +105,13 @@ static void acquire_free(struct acquire_op *op)
     free(op);
 }
 
-/* <key>:wintent, the writer-intent key of a read-write lock (made once). */
+/* The writer-intent key of a read-write lock (made once). */
 static bool make_intent_key(struct acquire_op *op)
 {
-    size_t len = op->lock->key_lens[0];
-
-    if (op->intent_key != NULL)
-        return true;
-    op->intent_key = malloc(len + sizeof(":wintent"));
     if (op->intent_key == NULL)
-        return false;
-    memcpy(op->intent_key, op->lock->keys[0], len);
-    memcpy(op->intent_key + len, ":wintent", sizeof(":wintent"));
-    return true;
+        op->intent_key = lockrec_intent_key(op->lock->keys[0],
+                                            op->lock->key_lens[0]);
+    return op->intent_key != NULL;
 }
 
 /* A writer refused (by readers, maybe): its next attempts mark its

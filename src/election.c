@@ -195,6 +195,7 @@ struct rl_observer {
     char *key;                   /* prefix + name */
     char *fence_key;
     char *fence_for;
+    char *intent_key;            /* read with the others (inspect_keys) */
     rl_holder_info *holders;     /* one per node, the read in flight */
     struct quorum_round round;
     struct notify_waiter waiter;
@@ -228,6 +229,7 @@ static void observe_halt(struct rl_observer *o)
 static void observe_free(struct rl_observer *o)
 {
     free(o->holders);
+    free(o->intent_key);
     free(o->fence_for);
     free(o->fence_key);
     free(o->key);
@@ -311,14 +313,14 @@ static enum vote observe_classify(void *owner, size_t slot,
 
 static void observe_read(struct rl_observer *o)
 {
-    const char *argv[3];
-    size_t lens[3];
+    const char *argv[4];
+    size_t lens[4];
     struct round_cmd cmd;
     enum verdict v;
 
     if (o->dead)
         return;
-    inspect_keys(o->key, o->fence_key, o->fence_for,
+    inspect_keys(o->key, o->intent_key, o->fence_key, o->fence_for,
                  script_get(SCRIPT_INSPECT), argv, lens, &cmd);
     if (o->reading) {
         o->again = true;
@@ -399,7 +401,9 @@ rl_status rl_observe(rl_client *c, const char *name, rl_observe_cb cb,
     sprintf(o->key, "%s%s", c->cfg.prefix, name);
     o->fence_key = fence_key(FENCE_KEY_PREFIX, o->key, strlen(o->key));
     o->fence_for = fence_key(FENCE_FOR_PREFIX, o->key, strlen(o->key));
-    if (o->fence_key == NULL || o->fence_for == NULL)
+    o->intent_key = lockrec_intent_key(o->key, strlen(o->key));
+    if (o->fence_key == NULL || o->fence_for == NULL ||
+        o->intent_key == NULL)
         goto oom;
     o->client = c;
     o->cb = cb;

@@ -42,6 +42,7 @@ struct inspect_op {
     char *key;                  /* status: prefix + resource */
     char *fence_key;            /* rl_resource_inspect: its fence counter */
     char *fence_for;            /* and the counter's record (whom for) */
+    char *intent_key;           /* status: its writer intent */
     enum script_id script;      /* status: inspect or force-release */
     size_t answered;            /* status: nodes that ran the script */
     struct quorum_round round;
@@ -53,6 +54,7 @@ static void finish(struct inspect_op *op, rl_status st)
 
     round_clear(&op->round);
     loop_op_finished(&op->base);
+    free(op->intent_key);
     free(op->fence_for);
     free(op->fence_key);
     free(op->key);
@@ -115,7 +117,7 @@ static enum vote classify_ping(struct inspect_op *op, size_t slot,
 enum vote inspect_read_holder(struct node *n, rl_holder_info *h,
                               const struct node_reply *r)
 {
-    if (r->kind != REPLY_ARRAY || r->elements < 2 || r->elements > 5 ||
+    if (r->kind != REPLY_ARRAY || r->elements < 2 || r->elements > 6 ||
         r->element[1].kind != REPLY_INTEGER) {
         if (r->kind == REPLY_ERROR)
             snprintf(h->error, sizeof(h->error), "%s: %.*s",
@@ -140,10 +142,12 @@ enum vote inspect_read_holder(struct node *n, rl_holder_info *h,
         copy_text(num, sizeof(num), &r->element[3]);
         h->fence = strtoull(num, NULL, 10);
     }
-    if (r->elements == 5 && r->element[4].kind == REPLY_STRING)
+    if (r->elements >= 5 && r->element[4].kind == REPLY_STRING)
         h->term_state = fence_record_parse(r->element[4].str,
                                            r->element[4].len, h->token,
                                            &h->term);
+    if (r->elements == 6)
+        h->writer_waiting = r->element[5].kind == REPLY_STRING;
     return VOTE_YES;
 }
 
@@ -292,15 +296,17 @@ static void snapshot_stats(const rl_client *c, rl_stats *out)
         snapshot_node(c->nodes[i], &out->nodes[i]);
 }
 
-void inspect_keys(const char *key, const char *fence_key,
-                  const char *fence_for, const struct script *s,
-                  const char **argv, size_t *lens, struct round_cmd *cmd)
+void inspect_keys(const char *key, const char *intent_key,
+                  const char *fence_key, const char *fence_for,
+                  const struct script *s, const char **argv, size_t *lens,
+                  struct round_cmd *cmd)
 {
-    int nkeys = fence_key != NULL ? 3 : 1;
+    int nkeys = fence_key != NULL ? 4 : intent_key != NULL ? 2 : 1;
 
     argv[0] = key;
-    argv[1] = fence_key;
-    argv[2] = fence_for;
+    argv[1] = intent_key;
+    argv[2] = fence_key;
+    argv[3] = fence_for;
     for (int i = 0; i < nkeys; i++)
         lens[i] = strlen(argv[i]);
     *cmd = (struct round_cmd){s, nkeys, nkeys, argv, lens};
@@ -310,8 +316,8 @@ static void start(struct op *base)
 {
     struct inspect_op *op = (struct inspect_op *)base;
     const struct script *s = script_get(op->script);
-    const char *argv[3];
-    size_t lens[3];
+    const char *argv[4];
+    size_t lens[4];
     struct round_cmd cmd;
     enum verdict v;
 
@@ -330,8 +336,8 @@ static void start(struct op *base)
         lens[0] = 4;
         cmd = (struct round_cmd){NULL, 0, 1, argv, lens};
     } else {
-        inspect_keys(op->key, op->fence_key, op->fence_for, s, argv, lens,
-                     &cmd);
+        inspect_keys(op->key, op->intent_key, op->fence_key, op->fence_for,
+                     s, argv, lens, &cmd);
     }
     v = round_start(&op->round, ROUND_ALL, &cmd, classify, decided, op);
     if (v != VERDICT_PENDING)
@@ -358,6 +364,8 @@ static rl_status inspect_run(rl_client *c, rl_node_info *nodes,
             return rl_fail(RL_ENOMEM, "out of memory");
         }
         sprintf(op->key, "%s%s", c->cfg.prefix, resource);
+        if (script == SCRIPT_INSPECT)
+            op->intent_key = lockrec_intent_key(op->key, strlen(op->key));
         if (fence) {
             op->fence_key = fence_key(FENCE_KEY_PREFIX, op->key,
                                       strlen(op->key));
@@ -366,8 +374,9 @@ static rl_status inspect_run(rl_client *c, rl_node_info *nodes,
         }
     }
     st = round_init(&op->round, c->nodes, c->node_count);
-    if (st == RL_OK && fence &&
-        (op->fence_key == NULL || op->fence_for == NULL))
+    if (st == RL_OK && resource != NULL && script == SCRIPT_INSPECT &&
+        (op->intent_key == NULL ||
+         (fence && (op->fence_key == NULL || op->fence_for == NULL))))
         st = rl_fail(RL_ENOMEM, "out of memory");
     if (st != RL_OK) {
         round_clear(&op->round);
@@ -624,6 +633,7 @@ void inspect_summarize(const rl_holder_info *h, size_t n,
     for (i = 0; i < n; i++) {
         if (h[i].reachable && h[i].fence > out->fence)
             out->fence = h[i].fence;
+        out->writers_waiting += h[i].reachable && h[i].writer_waiting;
     }
     /* The lock the most nodes hold; then, of its values (a leader's
      * proclaim may have reached only some nodes), the one most hold. */

@@ -6,6 +6,7 @@
  * field (its record says shared), a lock-delay lengthens every PX. */
 #include <ctype.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lockrec.h"
@@ -215,4 +216,16 @@ void lockrec_script_cmd(const struct lock_rec *r, enum script_id id,
     out->cmd.argc = argc;
     out->cmd.argv = out->argv;
     out->cmd.lens = out->lens;
+}
+
+char *lockrec_intent_key(const char *key, size_t len)
+{
+    static const char suffix[] = ":wintent";
+    char *k = malloc(len + sizeof(suffix));
+
+    if (k == NULL)
+        return NULL;
+    memcpy(k, key, len);
+    memcpy(k + len, suffix, sizeof(suffix));
+    return k;
 }

@@ -70,6 +70,10 @@ const char *lockrec_published(const struct lock_rec *r);
  * LOCKREC_OWNER_SEP, an owner checked by lockrec_check_owner). */
 void lockrec_publish(struct lock_rec *r, const char *value);
 
+/* <key>:wintent, the writer-intent key of a read-write lock at key
+ * (len bytes), malloc'd; NULL on out of memory. */
+char *lockrec_intent_key(const char *key, size_t len);
+
 /* The PX its keys are written with for ttl_ms: ttl + the lock-delay;
  * lockrec_px writes it in decimal into buf (LOCKREC_PX_LEN bytes). */
 #define LOCKREC_PX_LEN 16

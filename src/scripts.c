@@ -170,17 +170,18 @@ static struct script scripts[SCRIPT_COUNT] = {
     [SCRIPT_INSPECT] = {
         "inspect",
         LIVE_READERS_LUA
-        "local f, r = false, false\n"
-        "if #KEYS > 1 then\n"
-        "  f = redis.call('get', KEYS[2])\n"
-        "  r = redis.call('get', KEYS[3])\n"
+        "local w, f, r = false, false, false\n"
+        "if #KEYS > 1 then w = redis.call('get', KEYS[2]) end\n"
+        "if #KEYS > 2 then\n"
+        "  f = redis.call('get', KEYS[3])\n"
+        "  r = redis.call('get', KEYS[4])\n"
         "end\n"
         "if redis.call('type', KEYS[1]).ok == 'hash' then\n"
         "  return {false, redis.call('pttl', KEYS[1]), "
-        "live_readers(KEYS[1]), f, r}\n"
+        "live_readers(KEYS[1]), f, r, w}\n"
         "end\n"
         "return {redis.call('get', KEYS[1]), redis.call('pttl', KEYS[1]), 0, "
-        "f, r}\n",
+        "f, r, w}\n",
         ""},
     [SCRIPT_ACQUIRE_FENCED] = {
         "acquire-fenced",

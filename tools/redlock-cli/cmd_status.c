@@ -20,7 +20,8 @@ static const char usage[] =
 "Show, per node, whether it is reachable, the holder of R (first 8\n"
 "characters of the token), the remaining PTTL in ms and whether the node\n"
 "votes (a node younger than --max-ttl is quarantined and does not vote).\n"
-"Readers of a read-write lock show as readers:N. --limit K shows each\n"
+"Readers of a read-write lock show as readers:N, and a line says where a\n"
+"waiting writer's intent refuses new readers. --limit K shows each\n"
 "slot R:slot:0..K-1 of a semaphore with K permits.\n"
 "\n"
 "The summary names the holder a majority agrees on, its owner (--owner\n"
@@ -32,9 +33,10 @@ static const char usage[] =
 "\n"
 "With --json: one object with resource, held, holder, owner,\n"
 "validity_ms, fence, term (the holder's; null when not fenced or not\n"
-"written yet), term_pending, holder_nodes, quorum, quorum_ok and nodes:\n"
-"an array of {node, reachable, voting, holder, readers, pttl_ms, error},\n"
-"plus readers (live readers on a majority).\n"
+"written yet), term_pending, writers_waiting (nodes where a waiting\n"
+"writer's intent refuses new readers), holder_nodes, quorum, quorum_ok\n"
+"and nodes: an array of {node, reachable, voting, holder, readers,\n"
+"pttl_ms, error}, plus readers (live readers on a majority).\n"
 "With --limit: {\"resource\", \"limit\", \"slots\": [one object per slot]}.\n"
 "Exit: 0 (also when nodes are down), 2 usage.\n"
 "\n"
@@ -159,10 +161,11 @@ static int show(struct cli_opts *o, rl_client *c, const char *resource,
             printf("%" PRIu64, info.term);
         else
             fputs("null", stdout);
-        printf(",\"term_pending\":%s,\"holder_nodes\":%u,\"quorum\":%zu,"
-               "\"quorum_ok\":%s,\"nodes\":",
+        printf(",\"term_pending\":%s,\"writers_waiting\":%u,"
+               "\"holder_nodes\":%u,\"quorum\":%zu,\"quorum_ok\":%s,"
+               "\"nodes\":",
                info.term_state == RL_TERM_PENDING ? "true" : "false",
-               info.nodes_holding, quorum,
+               info.writers_waiting, info.nodes_holding, quorum,
                reachable >= quorum ? "true" : "false");
         cli_json_holders(stdout, h, count);
         fputs(nested ? "}" : "}\n", stdout);
@@ -208,6 +211,9 @@ static int show(struct cli_opts *o, rl_client *c, const char *resource,
         } else {
             printf("%s: free\n", pos[0]);
         }
+        if (info.writers_waiting > 0)
+            printf("%s: a waiting writer's intent refuses new readers on "
+                   "%u of %zu nodes\n", pos[0], info.writers_waiting, count);
     }
     code = CLI_EXIT_OK;
 
