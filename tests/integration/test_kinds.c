@@ -255,6 +255,72 @@ static void test_crashed_reader_expires_on_its_own_ttl(void **state)
     assert_int_equal(rl_release(w), RL_OK);
 }
 
+/* Whether reader token's field at key has lapsed (expiry at or before
+ * the server's TIME, or gone) on every node, polled for up to 5 s
+ * (scaled). */
+static bool reader_lapsed_everywhere(struct fixture *f, const char *key,
+                                     const char *token)
+{
+    int64_t until = harness_now_ms() + harness_scale_ms(5000);
+    redisReply *t, *e;
+    bool lapsed;
+    int i;
+
+    do {
+        for (i = 0, lapsed = true; i < N && lapsed; i++) {
+            e = harness_cmd(&f->r[i], "HGET %s %s", key, token);
+            t = harness_cmd(&f->r[i], "TIME");
+            lapsed = e != NULL && t != NULL &&
+                     t->type == REDIS_REPLY_ARRAY && t->elements == 2 &&
+                     (e->type == REDIS_REPLY_NIL ||
+                      (e->type == REDIS_REPLY_STRING &&
+                       atoll(e->str) <= atoll(t->element[0]->str) * 1000 +
+                                            atoll(t->element[1]->str) /
+                                                1000));
+            if (e != NULL)
+                freeReplyObject(e);
+            if (t != NULL)
+                freeReplyObject(t);
+        }
+        if (!lapsed)
+            harness_sleep_ms(10);
+    } while (!lapsed && harness_now_ms() < until);
+    return lapsed;
+}
+
+/* A live reader's extend and release prune a reader that never
+ * released, and its release frees the key: a writer gets in at once
+ * (the lapsed field used to keep the key until the live reader's
+ * expiry). */
+static void test_live_readers_extend_and_release_prune_a_lapsed_one(
+    void **state)
+{
+    struct fixture *f = *state;
+    rl_acquire_opts ro = opts_ttl(300), live = opts_ttl(20000);
+    rl_acquire_opts wo = opts_ttl(2000);
+    rl_lock *crashed, *r, *w = NULL;
+    char token[RL_NAME_LEN];
+    int i, gone;
+
+    ro.mode = RL_MODE_SHARED;
+    live.mode = RL_MODE_SHARED;
+    assert_int_equal(rl_acquire(f->c, "kr:lapse", &ro, &crashed), RL_OK);
+    snprintf(token, sizeof(token), "%s", rl_lock_token(crashed));
+    rl_lock_free(crashed); /* never released */
+    assert_int_equal(rl_acquire(f->c, "kr:lapse", &live, &r), RL_OK);
+    assert_true(reader_lapsed_everywhere(f, "kr:lapse", token));
+    assert_int_equal(rl_extend(r, 1000), RL_OK);
+    assert_int_equal(reader_entries(f, "kr:lapse", token, 0), 0);
+    /* The key lives as long as the one live reader, renewed for 1 s. */
+    assert_true(harness_pttl(&f->r[0], "kr:lapse") <= 1000);
+    assert_int_equal(rl_release(r), RL_OK);
+    for (i = 0, gone = 0; i < N; i++)
+        gone += harness_int(harness_cmd(&f->r[i], "EXISTS kr:lapse"), 1) == 0;
+    assert_true(gone >= N / 2 + 1); /* where the release was decided */
+    assert_int_equal(rl_acquire(f->c, "kr:lapse", &wo, &w), RL_OK);
+    assert_int_equal(rl_release(w), RL_OK);
+}
+
 struct reader_stream {
     rl_client *c;
     atomic_bool stop;
@@ -866,6 +932,8 @@ int main(void)
         cmocka_unit_test(
             test_reader_is_refused_while_an_exclusive_holder_is_there),
         cmocka_unit_test(test_crashed_reader_expires_on_its_own_ttl),
+        cmocka_unit_test(
+            test_live_readers_extend_and_release_prune_a_lapsed_one),
         cmocka_unit_test(test_writer_is_not_starved_by_a_stream_of_readers),
         cmocka_unit_test(test_a_winning_writer_leaves_another_writers_intent),
         cmocka_unit_test(test_a_writer_that_gives_up_takes_its_intent_away),
