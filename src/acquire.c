@@ -21,8 +21,8 @@
  * once refused runs its later attempts as writer-acquire (or
  * acquire-fenced with the intent), which marks its intent where readers
  * hold the key in the same step as the refusal, and clears it once it
- * wins; a semaphore slot gets one attempt (semaphore.c waits and retries
- * over the slots). */
+ * wins or gives up (finish); a semaphore slot gets one attempt
+ * (semaphore.c waits and retries over the slots). */
 #include <stdio.h>
 #include <string.h>
 
@@ -68,6 +68,8 @@ struct acquire_op {
     bool sleeping;               /* between attempts */
     rl_mono_us wake_us;          /* when the sleep ends, boottime */
     struct request *pttl_req;    /* asking a refusing node for the TTL */
+    rl_status outcome;           /* a failure, reported once the intent's
+                                    clear landed (finish) */
     char detail[RL_ERRLEN];
 };
 
@@ -116,8 +118,8 @@ static bool make_intent_key(struct acquire_op *op)
 
 /* A writer refused (by readers, maybe): its next attempts mark its
  * intent where readers hold the key, blocking new readers there for two
- * retry periods; every refused attempt refreshes it, so it lapses soon
- * after the writer gives up. The first attempt is a plain SET NX PX: an
+ * retry periods; every refused attempt refreshes it, and finish clears
+ * it when the writer gives up. The first attempt is a plain SET NX PX: an
  * acquire that is never refused costs what it did. Out of memory: plain
  * attempts (no writer preference). */
 static void writer_waits(struct acquire_op *op)
@@ -131,15 +133,28 @@ static void writer_waits(struct acquire_op *op)
              2 * (c->cfg.retry_delay_ms + c->cfg.retry_jitter_ms) + 100);
 }
 
-/* The writer won: let readers in again after its release (the key is a
- * string now, which refuses them meanwhile), unless another writer's
- * intent replaced ours: that one still waits. */
+/* intent-clear of our token (argv and lens: the caller's, 2 each):
+ * another writer's intent that replaced ours stays, that one still
+ * waits. */
+static struct round_cmd intent_clear_cmd(const struct acquire_op *op,
+                                         const char **argv, size_t *lens)
+{
+    argv[0] = op->intent_key;
+    lens[0] = strlen(op->intent_key);
+    argv[1] = op->lock->token;
+    lens[1] = op->lock->token_len;
+    return (struct round_cmd){script_get(SCRIPT_INTENT_CLEAR), 1, 2, argv,
+                              lens};
+}
+
+/* The writer won, or was cancelled: let readers in again. A winner's key
+ * is a string that refuses them meanwhile, and its release goes out
+ * behind the clear on each connection, so nothing waits for it. */
 static void clear_intent(struct acquire_op *op)
 {
-    const char *argv[2] = {op->intent_key, op->lock->token};
-    size_t lens[2] = {strlen(op->intent_key), op->lock->token_len};
-    struct round_cmd cmd = {script_get(SCRIPT_INTENT_CLEAR), 1, 2, argv,
-                            lens};
+    const char *argv[2];
+    size_t lens[2];
+    struct round_cmd cmd = intent_clear_cmd(op, argv, lens);
 
     round_broadcast(op->round.nodes, op->round.n, &cmd);
 }
@@ -161,7 +176,8 @@ void acquire_cancel(struct acquire_op *op)
     acquire_free(op);
 }
 
-static void finish(struct acquire_op *op, rl_status st)
+/* Tell the owner and free op. */
+static void report(struct acquire_op *op, rl_status st)
 {
     acquire_done_fn *done = op->done;
     void *owner = op->owner;
@@ -177,6 +193,48 @@ static void finish(struct acquire_op *op, rl_status st)
     }
     acquire_free(op);
     done(owner, st, st == RL_OK ? &g : NULL);
+}
+
+/* An intent-clear landed on that node (either answer: ours is gone). */
+static enum vote clear_landed(void *owner, size_t slot,
+                              const struct node_reply *r)
+{
+    RL_UNUSED(owner);
+    RL_UNUSED(slot);
+    return r->kind == REPLY_INTEGER ? VOTE_YES : VOTE_ERROR;
+}
+
+static void intent_cleared(void *owner, enum verdict v)
+{
+    struct acquire_op *op = owner;
+
+    RL_UNUSED(v); /* the nodes that did not answer drop it at its PX */
+    report(op, op->outcome);
+}
+
+/* Every path ends here. A writer that gives up after marking its intent
+ * (maybe) clears it first and reports once the clear has landed on a
+ * majority, or cannot (the nodes left drop it at its PX): the intent
+ * would refuse readers for two retry periods more, and a clear merely
+ * sent could land after a reader that the caller lets in next (another
+ * connection). So a reader that starts after the failure is refused by
+ * our intent on a minority at most. This costs a failed writer one round
+ * trip after its wait. */
+static void finish(struct acquire_op *op, rl_status st)
+{
+    const char *argv[2];
+    size_t lens[2];
+    struct round_cmd cmd;
+
+    if (st == RL_OK || !op->intent_set) {
+        report(op, st);
+        return;
+    }
+    op->outcome = st;
+    cmd = intent_clear_cmd(op, argv, lens);
+    if (round_start(&op->round, ROUND_EARLY, &cmd, clear_landed,
+                    intent_cleared, op) != VERDICT_PENDING)
+        report(op, st);
 }
 
 /* The holder released (or our subscription just became active): try

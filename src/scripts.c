@@ -38,6 +38,12 @@
  *   acquire-fenced writes "<token>" in the step that sets the lock key,
  *   fence-write "<token> <term>" in the step that raises the counter, so
  *   a reader (inspect) never pairs a holder with another holder's term.
+ * - The reader scripts prune lapsed readers (expiry at or before the
+ *   server's TIME). Release and extend also delete the key when no live
+ *   reader is left, else set its expiry to the latest live reader's: a
+ *   reader that never released must not keep writers out after the last
+ *   live one left. A lapsed reader's own release or extend finds nothing
+ *   (0), as an expired key does.
  * - Fence counters are compared as decimal strings (length, then bytes):
  *   Lua numbers are doubles. The fence scripts read the run_id from INFO
  *   server, and the reader scripts and touch-batch read TIME
@@ -103,6 +109,41 @@
     "    if tonumber(e) > now then n = n + 1 end\n"                       \
     "  end\n"                                                             \
     "  return n\n"                                                        \
+    "end\n"
+
+/* The reader scripts' helpers. server_ms(): the server's TIME in ms.
+ * prune(k, now): removes the readers of the hash at k whose expiry is at
+ * or before now; returns the latest expiry left (0: none). */
+#define PRUNE_LUA                                                         \
+    "local function server_ms()\n"                                        \
+    "  local t = redis.call('time')\n"                                    \
+    "  return t[1] * 1000 + math.floor(t[2] / 1000)\n"                    \
+    "end\n"                                                               \
+    "local function prune(k, now)\n"                                      \
+    "  local all = redis.call('hgetall', k)\n"                            \
+    "  local last = 0\n"                                                  \
+    "  for i = 1, #all, 2 do\n"                                           \
+    "    local e = tonumber(all[i + 1])\n"                                \
+    "    if e <= now then redis.call('hdel', k, all[i])\n"                \
+    "    elseif e > last then last = e end\n"                             \
+    "  end\n"                                                             \
+    "  return last\n"                                                     \
+    "end\n"
+
+/* settle(k, now): prunes, then deletes k when no live reader is left
+ * (false) or sets its expiry to the latest reader's (true): a lapsed
+ * reader must not keep blocking writers after the last live one left
+ * (release and extend; acquire adds a reader, then sets the expiry). */
+#define SETTLE_LUA                                                        \
+    PRUNE_LUA                                                             \
+    "local function settle(k, now)\n"                                     \
+    "  local last = prune(k, now)\n"                                      \
+    "  if last == 0 then\n"                                               \
+    "    redis.call('del', k)\n"                                          \
+    "    return false\n"                                                  \
+    "  end\n"                                                             \
+    "  redis.call('pexpire', k, string.format('%.0f', last - now))\n"     \
+    "  return true\n"                                                     \
     "end\n"
 
 static struct script scripts[SCRIPT_COUNT] = {
@@ -238,20 +279,15 @@ static struct script scripts[SCRIPT_COUNT] = {
         ""},
     [SCRIPT_READER_ACQUIRE] = {
         "reader-acquire",
+        PRUNE_LUA
         "local ty = redis.call('type', KEYS[1]).ok\n"
         "if ty == 'string' then return 0 end\n"
         "if redis.call('exists', KEYS[2]) == 1 then return 0 end\n"
-        "local t = redis.call('time')\n"
-        "local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
+        "local now = server_ms()\n"
         "local mine = now + tonumber(ARGV[2])\n"
         "local last = mine\n"
         "if ty == 'hash' then\n"
-        "  local all = redis.call('hgetall', KEYS[1])\n"
-        "  for i = 1, #all, 2 do\n"
-        "    local e = tonumber(all[i + 1])\n"
-        "    if e <= now then redis.call('hdel', KEYS[1], all[i])\n"
-        "    elseif e > last then last = e end\n"
-        "  end\n"
+        "  last = math.max(last, prune(KEYS[1], now))\n"
         "end\n"
         "redis.call('hset', KEYS[1], ARGV[1], string.format('%.0f', mine))\n"
         "redis.call('pexpire', KEYS[1], string.format('%.0f', last - now))\n"
@@ -259,32 +295,40 @@ static struct script scripts[SCRIPT_COUNT] = {
         "", true},
     [SCRIPT_READER_EXTEND] = {
         "reader-extend",
+        SETTLE_LUA
         "local ty = redis.call('type', KEYS[1]).ok\n"
         "if ty == 'none' then return 0 end\n"
         "if ty ~= 'hash' then return -1 end\n"
+        "local now = server_ms()\n"
         "local e = redis.call('hget', KEYS[1], ARGV[1])\n"
-        "local t = redis.call('time')\n"
-        "local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
-        "if not e or tonumber(e) <= now then return 0 end\n"
-        "local px = tonumber(ARGV[2])\n"
-        "redis.call('hset', KEYS[1], ARGV[1],\n"
-        "           string.format('%.0f', now + px))\n"
-        "if redis.call('pttl', KEYS[1]) < px then\n"
-        "  redis.call('pexpire', KEYS[1], ARGV[2])\n"
+        "local r = 0\n"
+        "if e and tonumber(e) > now then\n"
+        "  redis.call('hset', KEYS[1], ARGV[1],\n"
+        "             string.format('%.0f', now + tonumber(ARGV[2])))\n"
+        "  r = 1\n"
         "end\n"
-        "return 1\n",
+        "if not settle(KEYS[1], now) then\n"
+        "  redis.call('publish', 'redlock:release:' .. KEYS[1], ARGV[1])\n"
+        "end\n"
+        "return r\n",
         ""},
     [SCRIPT_READER_RELEASE] = {
         "reader-release",
+        SETTLE_LUA
         "local ty = redis.call('type', KEYS[1]).ok\n"
         "if ty == 'none' then return 0 end\n"
         "if ty ~= 'hash' then return -1 end\n"
-        "if redis.call('hdel', KEYS[1], ARGV[1]) == 0 then return 0 end\n"
-        "if redis.call('hlen', KEYS[1]) == 0 then\n"
-        "  redis.call('del', KEYS[1])\n"
+        "local now = server_ms()\n"
+        "local e = redis.call('hget', KEYS[1], ARGV[1])\n"
+        "local r = 0\n"
+        "if e and tonumber(e) > now then\n"
+        "  redis.call('hdel', KEYS[1], ARGV[1])\n"
+        "  r = 1\n"
         "end\n"
-        "redis.call('publish', 'redlock:release:' .. KEYS[1], ARGV[1])\n"
-        "return 1\n",
+        "if not settle(KEYS[1], now) or r == 1 then\n"
+        "  redis.call('publish', 'redlock:release:' .. KEYS[1], ARGV[1])\n"
+        "end\n"
+        "return r\n",
         ""},
     [SCRIPT_WRITER_ACQUIRE] = {
         "writer-acquire",

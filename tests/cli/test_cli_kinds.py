@@ -9,6 +9,7 @@ Usage: test_cli_kinds.py PATH-TO-redlock-cli [unittest args]
 """
 import json
 import os
+import subprocess
 import time
 import unittest
 
@@ -140,6 +141,59 @@ class ReadWrite(unittest.TestCase):
         for n in NODES:
             self.assertEqual(n.cmd("HLEN", r), 1)
         self.assertEqual(cli("release", r, h.strip())[0], 0)
+
+    def test_last_live_reader_out_frees_the_key_past_a_lapsed_one(self):
+        # Issue 36 item 2, as a new user met it: R1 takes a reader and
+        # never releases; R2 holds (renewing) until R1's field lapsed,
+        # then ends its hold. The key must go with the last live reader:
+        # it used to stay behind R1's lapsed field, blocking writers for
+        # R2's whole TTL while status said "free".
+        r = res("rwlapse")
+        rc, h1, err = cli("acquire", r, "--shared", "--ttl", "2000")
+        self.assertEqual(rc, 0, err)
+        tok1 = h1.strip()[len("shared/"):]
+        p = subprocess.Popen(
+            [clitest.CLI, "-n", nodes_arg(NODES), "--no-quarantine",
+             "--op-timeout", str(int(scale(2000))), "hold", r, "--shared",
+             "--ttl", "3000"], env=clitest.base_env(),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True)
+        try:
+            tok2 = p.stdout.readline().strip()[len("shared/"):]
+            self.assertTrue(tok2, p.stderr.read() if p.poll() else "")
+            first = [n.cmd("HGET", r, tok2) for n in NODES]
+
+            def lapsed_and_renewed():
+                for n, e2 in zip(NODES, first):
+                    sec, usec = n.cmd("TIME")
+                    now = int(sec) * 1000 + int(usec) // 1000
+                    e1 = n.cmd("HGET", r, tok1)
+                    if e1 is not None and int(e1) > now:
+                        return False
+                    if n.cmd("HGET", r, tok2) == e2:
+                        return False
+                return True
+            self.assertTrue(clitest.wait_for(lapsed_and_renewed, scale(10)))
+            self.assertIsNone(p.poll())
+            p.stdin.close()
+            self.assertEqual(p.wait(timeout=scale(10)), 0, p.stderr.read())
+        finally:
+            clitest.kill_quietly(p)
+            p.stdout.close()
+            p.stderr.close()
+        # hold returned once its release was decided on a majority: the
+        # key is gone there already (the last node may answer later).
+        gone = [n.cmd("EXISTS", r) for n in NODES].count(0)
+        self.assertGreaterEqual(gone, 2, [n.cmd("HGETALL", r)
+                                          for n in NODES])
+        rc, out, err = cli("status", r)
+        self.assertIn("free", out)
+        rc, w, err = cli("acquire", r)
+        self.assertEqual(rc, 0, err)
+        self.assertTrue(clitest.wait_for(
+            lambda: all(n.cmd("TYPE", r) != "hash" for n in NODES),
+            scale(5)), [n.cmd("TYPE", r) for n in NODES])
+        self.assertEqual(cli("release", r, w.strip())[0], 0)
 
     def test_run_shared_runs_beside_another_reader(self):
         r = res("rwrun")

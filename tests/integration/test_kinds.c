@@ -255,6 +255,72 @@ static void test_crashed_reader_expires_on_its_own_ttl(void **state)
     assert_int_equal(rl_release(w), RL_OK);
 }
 
+/* Whether reader token's field at key has lapsed (expiry at or before
+ * the server's TIME, or gone) on every node, polled for up to 5 s
+ * (scaled). */
+static bool reader_lapsed_everywhere(struct fixture *f, const char *key,
+                                     const char *token)
+{
+    int64_t until = harness_now_ms() + harness_scale_ms(5000);
+    redisReply *t, *e;
+    bool lapsed;
+    int i;
+
+    do {
+        for (i = 0, lapsed = true; i < N && lapsed; i++) {
+            e = harness_cmd(&f->r[i], "HGET %s %s", key, token);
+            t = harness_cmd(&f->r[i], "TIME");
+            lapsed = e != NULL && t != NULL &&
+                     t->type == REDIS_REPLY_ARRAY && t->elements == 2 &&
+                     (e->type == REDIS_REPLY_NIL ||
+                      (e->type == REDIS_REPLY_STRING &&
+                       atoll(e->str) <= atoll(t->element[0]->str) * 1000 +
+                                            atoll(t->element[1]->str) /
+                                                1000));
+            if (e != NULL)
+                freeReplyObject(e);
+            if (t != NULL)
+                freeReplyObject(t);
+        }
+        if (!lapsed)
+            harness_sleep_ms(10);
+    } while (!lapsed && harness_now_ms() < until);
+    return lapsed;
+}
+
+/* A live reader's extend and release prune a reader that never
+ * released, and its release frees the key: a writer gets in at once
+ * (the lapsed field used to keep the key until the live reader's
+ * expiry). */
+static void test_live_readers_extend_and_release_prune_a_lapsed_one(
+    void **state)
+{
+    struct fixture *f = *state;
+    rl_acquire_opts ro = opts_ttl(300), live = opts_ttl(20000);
+    rl_acquire_opts wo = opts_ttl(2000);
+    rl_lock *crashed, *r, *w = NULL;
+    char token[RL_NAME_LEN];
+    int i, gone;
+
+    ro.mode = RL_MODE_SHARED;
+    live.mode = RL_MODE_SHARED;
+    assert_int_equal(rl_acquire(f->c, "kr:lapse", &ro, &crashed), RL_OK);
+    snprintf(token, sizeof(token), "%s", rl_lock_token(crashed));
+    rl_lock_free(crashed); /* never released */
+    assert_int_equal(rl_acquire(f->c, "kr:lapse", &live, &r), RL_OK);
+    assert_true(reader_lapsed_everywhere(f, "kr:lapse", token));
+    assert_int_equal(rl_extend(r, 1000), RL_OK);
+    assert_int_equal(reader_entries(f, "kr:lapse", token, 0), 0);
+    /* The key lives as long as the one live reader, renewed for 1 s. */
+    assert_true(harness_pttl(&f->r[0], "kr:lapse") <= 1000);
+    assert_int_equal(rl_release(r), RL_OK);
+    for (i = 0, gone = 0; i < N; i++)
+        gone += harness_int(harness_cmd(&f->r[i], "EXISTS kr:lapse"), 1) == 0;
+    assert_true(gone >= N / 2 + 1); /* where the release was decided */
+    assert_int_equal(rl_acquire(f->c, "kr:lapse", &wo, &w), RL_OK);
+    assert_int_equal(rl_release(w), RL_OK);
+}
+
 struct reader_stream {
     rl_client *c;
     atomic_bool stop;
@@ -436,6 +502,107 @@ static void test_a_winning_writer_leaves_another_writers_intent(void **state)
     assert_int_equal(intent_nodes(f, "kr:intent:fenced", 0), 0);
     assert_int_equal(rl_release(w), RL_OK);
     rl_client_free(wc);
+}
+
+/* A writer (client wc, fenced or not) waits for a reader of res, marks
+ * its intent, and gives up at its wait's end; then a new reader (f->c)
+ * must get in with its first attempt. The intent would refuse readers
+ * for two of wc's retry periods (hours here), so only a writer that has
+ * taken it away when its acquire returns lets the reader in: wc's nodes
+ * are far (d each way), f->c's near, so a clear merely sent when the
+ * writer returns lands d after the reader's attempt. One that landed on
+ * a majority before the writer returned is enough (the last node may
+ * still have the intent). Returns the step that went wrong, or NULL (no
+ * assertion here: the caller stops its proxies first). */
+static const char *writer_gives_up_then_reader_enters(struct fixture *f,
+                                                      rl_client *wc,
+                                                      const char *res,
+                                                      bool fenced)
+{
+    rl_acquire_opts ro = opts_ttl(60000), wo = opts_ttl(5000);
+    struct fixture_rec a = {0};
+    rl_lock *reader = NULL, *next = NULL;
+    rl_stats before, after;
+    const char *wrong = NULL;
+    rl_status st;
+
+    ro.mode = RL_MODE_SHARED;
+    wo.wait_ms = harness_scale_ms(2000);
+    wo.fencing = fenced;
+    if (rl_acquire(f->c, res, &ro, &reader) != RL_OK ||
+        reader_entries(f, res, rl_lock_token(reader), N) != N)
+        wrong = "the first reader is not on every node";
+    else if (rl_acquire_async(wc, res, &wo, fixture_rec_acquired, &a) !=
+             RL_OK)
+        wrong = "the writer's acquire was refused";
+    else if (intent_nodes(f, res, N / 2 + 1) < N / 2 + 1)
+        wrong = "the writer marked no intent on a majority";
+    else if (!harness_wait_count(&a.calls, 1, 10000) ||
+             a.st != RL_ENOTACQUIRED)
+        wrong = "the writer did not give up with RL_ENOTACQUIRED";
+    if (wrong == NULL) {
+        rl_client_stats(f->c, &before);
+        st = rl_acquire(f->c, res, &ro, &next);
+        rl_client_stats(f->c, &after);
+        if (st != RL_OK)
+            wrong = "the next reader was refused";
+        else if (after.contended != before.contended)
+            wrong = "the next reader's first attempt was refused";
+        else if (intent_nodes(f, res, 0) != 0)
+            wrong = "the intent stayed on a node";
+    }
+    print_message("%s%s: %s\n", res, fenced ? " (fenced)" : "",
+                  wrong != NULL ? wrong : "ok");
+    rl_release(next);
+    rl_release(reader);
+    return wrong;
+}
+
+/* A writer that gave up no longer shuts readers out, fenced or not. */
+static void test_a_writer_that_gives_up_takes_its_intent_away(void **state)
+{
+    struct fixture *f = *state;
+    int64_t d = harness_scale_ms(100);
+    struct harness_nodes far = {0};
+    pid_t proxies[N] = {0};
+    const char *wrong = "the writer's client did not get going";
+    struct rl_redis hop;
+    rl_client *wc = NULL;
+    rl_lock *w;
+    rl_config cfg;
+    char uri[192];
+    int i, port = 0;
+
+    for (i = 0; i < N && port >= 0; i++) {
+        port = fixture_proxy_start(&proxies[i], f->r[i].port, (int)d);
+        hop = f->r[i];
+        hop.port = port;
+        harness_nodes_set(&far, i, harness_uri(&hop, uri, sizeof(uri)));
+    }
+    fixture_config(&cfg, &far);
+    cfg.connect_timeout_ms = (uint32_t)(4 * d + harness_scale_ms(300));
+    cfg.op_timeout_ms = (uint32_t)(2 * d + harness_scale_ms(1000));
+    cfg.retry_delay_ms = 3600000;
+    cfg.retry_jitter_ms = 0;
+    if (port >= 0)
+        wc = fixture_client(&cfg);
+    /* Connected first: a node still connecting would fail an attempt
+     * instead of refusing it (and mark no intent there). */
+    if (wc != NULL && fixture_all_voting(wc) &&
+        rl_acquire(wc, "kr:giveup:warm", NULL, &w) == RL_OK) {
+        rl_release(w);
+        wrong = writer_gives_up_then_reader_enters(f, wc, "kr:giveup",
+                                                   false);
+        if (wrong == NULL)
+            wrong = writer_gives_up_then_reader_enters(
+                f, wc, "kr:giveup:fenced", true);
+    }
+    rl_client_free(wc);
+    for (i = 0; i < N; i++)
+        fixture_proxy_stop(&proxies[i]);
+    if (port < 0)
+        skip();
+    assert_null(wrong);
 }
 
 /* How many times readers enter again, one after the other, before the
@@ -765,8 +932,11 @@ int main(void)
         cmocka_unit_test(
             test_reader_is_refused_while_an_exclusive_holder_is_there),
         cmocka_unit_test(test_crashed_reader_expires_on_its_own_ttl),
+        cmocka_unit_test(
+            test_live_readers_extend_and_release_prune_a_lapsed_one),
         cmocka_unit_test(test_writer_is_not_starved_by_a_stream_of_readers),
         cmocka_unit_test(test_a_winning_writer_leaves_another_writers_intent),
+        cmocka_unit_test(test_a_writer_that_gives_up_takes_its_intent_away),
         cmocka_unit_test(test_writer_gets_in_while_readers_hand_over),
         cmocka_unit_test(
             test_reader_adopted_by_token_is_released_as_a_reader),
