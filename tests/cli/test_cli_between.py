@@ -11,6 +11,8 @@ redis-server nodes.
   progress" for leader (exit 1), never a leader with the counter's older
   term; once the record carries its term on a majority, it is the leader
   with that term.
+- leader with fewer than a majority of answers is unknown (exit 3), as
+  status says, not "no leader".
 
 Usage: test_cli_between.py PATH-TO-redlock-cli [unittest args]
 """
@@ -20,7 +22,8 @@ import subprocess
 import unittest
 
 import clitest
-from clitest import base_env, kill_quietly, nodes_arg, run_cli, wait_for
+from clitest import (base_env, free_port, kill_quietly, nodes_arg, run_cli,
+                     wait_for)
 
 NODES = []
 
@@ -120,6 +123,15 @@ class BetweenTest(unittest.TestCase):
         rc, out, err = cli("--json", "leader", r)
         self.assertEqual(rc, 0, err)
         self.assertEqual(json.loads(out)["term"], 0)
+
+    def test_leader_without_a_majority_of_answers_is_unknown(self):
+        nodes = ",".join([NODES[0].addr, "127.0.0.1:%d" % free_port(),
+                          "127.0.0.1:%d" % free_port()])
+        rc, out, err = run_cli(["-n", nodes, "--no-quarantine", "leader",
+                                res("unknown")])
+        self.assertEqual(rc, 3, out + err)
+        self.assertNotIn("no leader", out)
+        self.assertIn("1 of 3", err)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@
  * proclaimed owner) until SIGINT/SIGTERM/SIGHUP (exit 0), from
  * rl_observe: the lines are printed on the client's loop thread while
  * this one waits for the signal (or for the observer's failure, told
- * over a pipe). Exit 0 a leader, 1 none, 2 usage. */
+ * over a pipe). Exit 0 a leader, 1 none (or an election in progress),
+ * 2 usage, 3 unknown (fewer than a majority answered). */
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -43,7 +44,7 @@ static const char usage[] =
 "(true/false), electing (true while a candidate is between its rounds),\n"
 "owner, term, validity_ms, holder (8 characters of the token).\n"
 "Exit: 0 a leader (--watch: stopped by a signal), 1 none or an election\n"
-"in progress, 2 usage.\n"
+"in progress, 2 usage, 3 unknown (fewer than a majority answered).\n"
 "\n"
 "Examples:\n"
 "  redlock-cli leader scheduler\n"
@@ -180,6 +181,7 @@ int cmd_leader(struct cli_opts *o, int argc, char **argv)
     rl_resource_info info;
     const char *pos[1];
     rl_client *c = NULL;
+    rl_status st;
     int sfd = -1;
     int code;
 
@@ -199,8 +201,10 @@ int cmd_leader(struct cli_opts *o, int argc, char **argv)
         code = watch(o, c, pos[0], sfd);
         goto out;
     }
-    if (read_leader(c, pos[0], &info) == RL_EINVAL) {
-        code = cli_status_exit(o, RL_EINVAL, pos[0]);
+    st = read_leader(c, pos[0], &info);
+    if (st == RL_EINVAL || st == RL_ENOQUORUM) {
+        /* Too few answers: unknown, as status says, not "no leader". */
+        code = cli_status_exit(o, st, pos[0]);
         goto out;
     }
     print_leader(o, pos[0], &info);
