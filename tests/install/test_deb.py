@@ -40,11 +40,17 @@ sys.path.insert(0, os.path.join(HERE, "..", "pylib"))
 import rlnodes  # noqa: E402
 import test_install as ti  # noqa: E402  (the README example's consumers)
 
-PACKAGES = ["libredlock0.2", "libredlock-dev", "redlock-cli"]
 LOCK = "/run/lock/redlock-test-deb.lock"
 APT = ["apt-get", "-y", "-q", "--no-install-recommends",
        "-o", "DPkg::Lock::Timeout=120"]
 APT_ENV = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+
+
+def control_packages(source):
+    """The binary packages debian/control defines."""
+    with open(os.path.join(source, "debian", "control")) as f:
+        return [line.split(":", 1)[1].strip() for line in f
+                if line.startswith("Package:")]
 
 
 def installed(pkg):
@@ -85,7 +91,7 @@ def check_installed(args):
     assert comp.strip() == "complete -F _redlock_cli redlock-cli", comp
     assert os.path.exists("/usr/share/man/man1/redlock-cli.1.gz")
     cache = ti.run(["ldconfig", "-p"]).stdout
-    assert "libredlock.so.0.2 " in cache, "ldconfig does not list it"
+    assert "libredlock.so." in cache, "ldconfig does not list libredlock"
     ti.log("  redlock-cli --version: %s; completion, man page, ldconfig ok"
            % out.strip())
 
@@ -135,6 +141,8 @@ def main():
     # Started first: they are past the README example's restart quarantine
     # (max_ttl_ms) by the time the packages are built.
     nodes = rlnodes.start_nodes(5)
+    packages = control_packages(args.source)
+    assert len(packages) == 3, packages
     out = tempfile.mkdtemp(prefix="rl-deb-")
     try:
         started = time.time()
@@ -144,7 +152,7 @@ def main():
         ti.log(p.stdout + p.stderr)
         assert p.returncode == 0, "tools/package-deb.sh failed"
         debs = {}
-        for pkg in PACKAGES:
+        for pkg in packages:
             name = [f for f in os.listdir(out)
                     if f.startswith(pkg + "_") and f.endswith(".deb")]
             assert len(name) == 1, "no single %s .deb in %s" % (pkg, out)
@@ -154,7 +162,7 @@ def main():
 
         lock = open(LOCK, "w")
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the process ends
-        mine = [pkg for pkg in PACKAGES if installed(pkg)]
+        mine = [pkg for pkg in packages if installed(pkg)]
         if mine:
             print("SKIP: %s already installed on this machine; not "
                   "replacing them (dpkg --purge them to run this test)"
@@ -164,7 +172,7 @@ def main():
         new = sorted(q for q in set(paths) if not os.path.lexists(q))
         try:
             ti.run(APT + ["install"] + list(debs.values()), env=APT_ENV)
-            ti.log("installed %s (%.0f s)" % (" ".join(PACKAGES),
+            ti.log("installed %s (%.0f s)" % (" ".join(packages),
                                               time.time() - started))
             for q in paths:
                 assert os.path.lexists(q), "%s not installed" % q
@@ -175,9 +183,9 @@ def main():
             example(args, nodes, ["/usr/include", libdir],
                     libdir + "/pkgconfig")
         finally:
-            ti.run(APT + ["purge"] + PACKAGES, env=APT_ENV)
+            ti.run(APT + ["purge"] + packages, env=APT_ENV)
             ti.log("purged (%.0f s)" % (time.time() - started))
-        left = [pkg for pkg in PACKAGES if installed(pkg)]
+        left = [pkg for pkg in packages if installed(pkg)]
         assert not left, "still installed: %s" % left
         stale = [q for q in new if os.path.lexists(q)]
         assert not stale, "left behind after the purge: %s" % stale
