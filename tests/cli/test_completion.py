@@ -25,6 +25,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "..", "..", "tools", "redlock-cli",
@@ -47,15 +48,15 @@ def cli(args):
     return p.returncode, p.stdout + p.stderr
 
 
-def bash(code):
+def bash(code, cwd=None):
     p = subprocess.run(["bash", "--norc", "--noprofile", "-c", code],
-                       capture_output=True, text=True, timeout=30)
+                       capture_output=True, text=True, timeout=30, cwd=cwd)
     assert p.returncode == 0, "bash failed:\n" + code + "\n" + p.stderr
     return p.stdout
 
 
-def source_and(code):
-    return bash('source "%s" || exit 1\n%s' % (SCRIPT, code))
+def source_and(code, cwd=None):
+    return bash('source "%s" || exit 1\n%s' % (SCRIPT, code), cwd)
 
 
 def completion_lists():
@@ -143,13 +144,14 @@ def check_lists():
                                            checked))
 
 
-def complete(words, cur_index=None):
+def complete(words, cur_index=None, cwd=None):
     """COMPREPLY for the command line `words` (the last is being typed)."""
     if cur_index is None:
         cur_index = len(words) - 1
     arr = " ".join("'%s'" % w for w in words)
     out = source_and('COMP_WORDS=(%s)\nCOMP_CWORD=%d\n_redlock_cli\n'
-                     'printf "%%s\\n" "${COMPREPLY[@]}"' % (arr, cur_index))
+                     'printf "%%s\\n" "${COMPREPLY[@]}"' % (arr, cur_index),
+                     cwd)
     return sorted(w for w in out.split("\n") if w)
 
 
@@ -211,6 +213,15 @@ def check_prefixes():
             assert got == want, "%s: got %s, want %s" % (words, got, want)
     finally:
         os.environ["PATH"] = saved
+    # File names, blanks and all.
+    with tempfile.TemporaryDirectory() as d:
+        for name in ("my ca.pem", "my key.pem", "other"):
+            open(os.path.join(d, name), "w").close()
+        os.mkdir(os.path.join(d, "my certs"))
+        got = complete(["redlock-cli", "--cacert", "my"], cwd=d)
+        assert got == ["my ca.pem", "my certs", "my key.pem"], got
+        got = complete(["redlock-cli", "--cacertdir", "my"], cwd=d)
+        assert got == ["my certs"], got
     reg = source_and("complete -p redlock-cli").strip()
     assert reg == "complete -F _redlock_cli redlock-cli", reg
     print("prefixes: %d command lines complete as expected" % len(cases))

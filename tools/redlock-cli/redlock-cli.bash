@@ -52,31 +52,37 @@ _redlock_cli_takes_value()
     return 1
 }
 
+# COMPREPLY = compgen's words, one a line (a file name may hold blanks).
+_redlock_cli_reply()
+{
+    mapfile -t COMPREPLY < <(compgen "$@")
+}
+
 # COMPREPLY for the value of option $1 (command $2), word so far $3.
 _redlock_cli_value()
 {
     local opt=$1 cur=$3 head
     case $opt in
-        --quarantine) COMPREPLY=($(compgen -W "auto on off" -- "$cur")) ;;
+        --quarantine) _redlock_cli_reply -W "auto on off" -- "$cur" ;;
         --kill-signal)
             # cli_parse_signal's names; run refuses STOP (it only pauses).
-            COMPREPLY=($(compgen -W "HUP INT QUIT KILL USR1 USR2 TERM ALRM
-                CONT ABRT PIPE" -- "$cur"))
+            _redlock_cli_reply -W "HUP INT QUIT KILL USR1 USR2 TERM ALRM
+                CONT ABRT PIPE" -- "$cur"
             ;;
-        --wait) COMPREPLY=($(compgen -W forever -- "$cur")) ;;
+        --wait) _redlock_cli_reply -W forever -- "$cur" ;;
         --phases)
             # A comma list: complete its last element.
             head=${cur%"${cur##*,}"}
-            COMPREPLY=($(compgen -P "$head" -W "a b c f k" -- "${cur##*,}"))
+            _redlock_cli_reply -P "$head" -W "a b c f k" -- "${cur##*,}"
             type compopt &>/dev/null && compopt -o nospace
             ;;
         --password-file | --cacert | --cert | --key | --metrics-file)
             type compopt &>/dev/null && compopt -o filenames
-            COMPREPLY=($(compgen -f -- "$cur"))
+            _redlock_cli_reply -f -- "$cur"
             ;;
         --cacertdir)
             type compopt &>/dev/null && compopt -o filenames
-            COMPREPLY=($(compgen -d -- "$cur"))
+            _redlock_cli_reply -d -- "$cur"
             ;;
     esac
     return 0
@@ -108,7 +114,7 @@ _redlock_cli()
                 if type _command_offset &>/dev/null; then
                     _command_offset $((i + 1))
                 else
-                    COMPREPLY=($(compgen -c -- "$cur"))
+                    _redlock_cli_reply -c -- "$cur"
                 fi
                 return 0
             fi
@@ -134,9 +140,9 @@ _redlock_cli()
         for o in $_redlock_cli_globals $(_redlock_cli_command_options "$cmd"); do
             words+=" ${o%=}"
         done
-        COMPREPLY=($(compgen -W "$words" -- "$cur"))
+        _redlock_cli_reply -W "$words" -- "$cur"
     elif ((npos == 0)) || { [[ $cmd == help ]] && ((npos == 1)); }; then
-        COMPREPLY=($(compgen -W "$_redlock_cli_commands" -- "$cur"))
+        _redlock_cli_reply -W "$_redlock_cli_commands" -- "$cur"
     fi
     return 0
 } &&
