@@ -5,6 +5,8 @@ set -euo pipefail
 PKGS=(build-essential cmake pkg-config libhiredis-dev libev-dev libssl-dev
       libcmocka-dev redis-server redis-tools python3 valgrind faketime
       iproute2 procps spin)
+# The Debian packages (tools/package-deb.sh, tests/install/test_deb.py).
+PKGS+=(debhelper lintian)
 missing=()
 for p in "${PKGS[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" \

@@ -77,21 +77,26 @@ def readme_example(source, nodes):
     return code
 
 
-def inside(path, prefix):
+def inside(path, roots):
+    """Whether path lies in one of the directories roots."""
     path = os.path.realpath(path)
-    return os.path.commonpath([path, os.path.realpath(prefix)]) == \
-        os.path.realpath(prefix)
+    return any(os.path.commonpath([path, os.path.realpath(r)]) ==
+               os.path.realpath(r) for r in roots)
 
 
-def build_pkgconfig(args, prefix, src, out):
-    env = dict(os.environ, PKG_CONFIG_PATH=os.path.join(prefix, "lib",
-                                                        "pkgconfig"))
+# The consumers' builds take the install's prefix (PKG_CONFIG_PATH,
+# CMAKE_PREFIX_PATH) and check that what they found lies in roots: the
+# prefix itself, or the directories a package installed (test_deb.py).
+def build_pkgconfig(args, prefix, src, out, roots=None, pc_env=None):
+    roots = roots or [prefix]
+    env = dict(os.environ, **(pc_env or {
+        "PKG_CONFIG_PATH": os.path.join(prefix, "lib", "pkgconfig")}))
     incdir = run(["pkg-config", "--variable=includedir", "redlock"],
                  env=env).stdout.strip()
     libdir = run(["pkg-config", "--variable=libdir", "redlock"],
                  env=env).stdout.strip()
-    assert inside(incdir, prefix) and inside(libdir, prefix), (
-        "pkg-config points outside %s: %s %s" % (prefix, incdir, libdir))
+    assert inside(incdir, roots) and inside(libdir, roots), (
+        "pkg-config points outside %s: %s %s" % (roots, incdir, libdir))
     flags = run(["pkg-config", "--cflags", "--libs", "redlock"],
                 env=env).stdout.split()
     run([args.cc, src, "-o", out] + shlex.split(args.flags) + flags
@@ -99,7 +104,7 @@ def build_pkgconfig(args, prefix, src, out):
     return out
 
 
-def build_cmake(args, prefix, src, work):
+def build_cmake(args, prefix, src, work, roots=None):
     proj = os.path.join(work, "proj")
     os.makedirs(proj)
     shutil.copy(src, os.path.join(proj, "example.c"))
@@ -112,19 +117,20 @@ def build_cmake(args, prefix, src, work):
                 "-DCMAKE_C_FLAGS=" + args.flags,
                 "-DCMAKE_EXE_LINKER_FLAGS=" + args.flags])
     m = re.search(r"redlock library: (\S+)", conf.stdout)
-    assert m and inside(m.group(1), prefix), (
+    assert m and inside(m.group(1), roots or [prefix]), (
         "find_package(redlock) found another install:\n" + conf.stdout)
     run([args.cmake, "--build", bdir])
     return os.path.join(bdir, "example")
 
 
-def build_both(args, prefix, src, work):
+def build_both(args, prefix, src, work, roots=None, pc_env=None):
     os.makedirs(work)
     return {
         "pkg-config": build_pkgconfig(args, prefix, src,
-                                      os.path.join(work, "example-pc")),
+                                      os.path.join(work, "example-pc"),
+                                      roots, pc_env),
         "find_package": build_cmake(args, prefix, src,
-                                    os.path.join(work, "cmake")),
+                                    os.path.join(work, "cmake"), roots),
     }
 
 
