@@ -7,8 +7,9 @@
 #   - every declaration in a SYNOPSIS (.Ft/.Fo/.Fa/.Fc, and .Vt typedefs
 #     with a parameter list) is one of the header's, whitespace aside;
 #   - every page has the sections a reader looks for, every link and every
-#     .Xr to one of our pages resolves;
-#   - with mandoc installed, `mandoc -T lint -W warning` finds nothing.
+#     .Xr to one of our pages resolves, and redlock(3) lists every page;
+#   - with mandoc installed, `mandoc -T lint -W warning` finds nothing and
+#     tools/man-html.sh renders exactly the committed docs/man/html.
 # Only bash, awk and (for the library) nm are needed.
 #   check_manpages.sh HEADER MANDIR [LIBRARY]
 set -euo pipefail
@@ -65,14 +66,19 @@ fi
 # its group's, in the same directory, as ln -s rl_acquire.3 rl_x.3 makes).
 resolve() {
     local f=$1
-    if [ -L "$f" ]; then echo "$(dirname "$f")/$(readlink "$f")"; else echo "$f"; fi
+    if [ -L "$f" ]; then
+        echo "$(dirname "$f")/$(readlink "$f")"
+    else
+        echo "$f"
+    fi
 }
 
 # Per real page: its NAME entries ("nm NAME") and SYNOPSIS declarations
 # ("decl NAME<TAB>DECLARATION"), and its section names ("sh NAME").
 parse_page() {
     awk "$norm_awk"'
-        /^\.Sh / { sec = substr($0, 5); gsub(/"/, "", sec); print "sh " sec; next }
+        /^\.Sh / { sec = substr($0, 5); gsub(/"/, "", sec)
+                   print "sh " sec; next }
         sec == "NAME" && /^\.Nm / { print "nm " $2; next }
         sec != "SYNOPSIS" { next }
         /^\.Ft / { ft = substr($0, 5); next }
@@ -106,9 +112,11 @@ for f in "$mandir"/man3/*.3 "$mandir"/man7/*.7; do
     real+=("$page")
     pages=$((pages + 1))
     parse_page "$f" >"$tmp/page"
-    for s in NAME SYNOPSIS DESCRIPTION "SEE ALSO"; do
+    for s in NAME DESCRIPTION "SEE ALSO"; do
         grep -qx "sh $s" "$tmp/page" || fail "$page: no $s section"
     done
+    [ "${page%%/*}" != man3 ] || grep -qx "sh SYNOPSIS" "$tmp/page" ||
+        fail "$page: no SYNOPSIS section"
     if grep -q '^decl ' "$tmp/page" && [ "${page%%/*}" = man3 ]; then
         for s in "RETURN VALUES" EXAMPLES; do
             grep -qx "sh $s" "$tmp/page" || fail "$page: no $s section"
@@ -130,8 +138,8 @@ for f in "$mandir"/man3/*.3 "$mandir"/man7/*.7; do
         [ -e "$mandir/man${x##*.}/$x" ] ||
             fail "$page: .Xr ${x%.*} ${x##*.}: no such page"
     done < <(awk '/^\./ { for (i = 1; i < NF - 1; i++)
-                   if (($i == "Xr" || $i == ".Xr") && $(i + 1) ~ /^(rl_|redlock)/ &&
-                       $(i + 2) ~ /^[37]/) {
+                   if (($i == "Xr" || $i == ".Xr") &&
+                       $(i + 1) ~ /^(rl_|redlock)/ && $(i + 2) ~ /^[37]/) {
                        sec = $(i + 2); sub(/[^0-9].*/, "", sec)
                        print $(i + 1) "." sec } }' "$f" | sort -u)
     grep -q '^nm ' "$tmp/page" || fail "$page: NAME lists no .Nm"
@@ -141,7 +149,6 @@ for f in "$mandir"/man3/*.3 "$mandir"/man7/*.7; do
 done
 
 # Every exported function: a page of its name, which lists and declares it.
-documented=0
 while read -r s; do
     f="$mandir/man3/$s.3"
     if [ ! -e "$f" ]; then
@@ -152,15 +159,32 @@ while read -r s; do
         fail "$s: not in NAME of ${target#"$mandir"/}"
     grep -qxF "$s"$'\t'"$target" "$tmp/declared" ||
         fail "$s: not declared in SYNOPSIS of ${target#"$mandir"/}"
-    documented=$((documented + 1))
 done <"$tmp/names"
+
+# redlock(3) is the list of pages: it must name every other one.
+overview="$mandir/man3/redlock.3"
+if [ -f "$overview" ]; then
+    for page in "${real[@]}"; do
+        name=${page##*/}
+        [ "$name" = redlock.3 ] && continue
+        grep -qE "^\.(It )?Xr ${name%.*} ${name##*.}( |\$)" "$overview" ||
+            fail "man3/redlock.3 does not list $page"
+    done
+else
+    fail "man3/redlock.3 (the overview) is missing"
+fi
 
 if command -v mandoc >/dev/null; then
     lint=$(cd "$mandir" && mandoc -T lint -W warning "${real[@]}" 2>&1) ||
         true
     [ -z "$lint" ] || { fail "mandoc -T lint -W warning:"; echo "$lint"; }
+    # The committed HTML (docs/man/html) must be the pages' rendering.
+    "$(dirname "$0")/../tools/man-html.sh" "$tmp/html" >/dev/null
+    diff -r "$tmp/html" "$mandir/html" >"$tmp/htmldiff" ||
+        { fail "$mandir/html is stale: run tools/man-html.sh";
+          head -n 20 "$tmp/htmldiff"; }
 else
-    echo "note: mandoc not installed, pages not linted"
+    echo "note: mandoc not installed, pages not linted nor rendered"
 fi
 
 total=$(wc -l <"$tmp/names")
