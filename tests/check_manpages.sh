@@ -104,8 +104,9 @@ for f in "$mandir"/man3/*.3 "$mandir"/man7/*.7; do
     if [ "$target" != "$f" ]; then
         case $(readlink "$f") in
         */*) fail "$page: links outside its directory: $(readlink "$f")" ;;
-        *) [ -f "$target" ] && [ ! -L "$target" ] ||
-            fail "$page: link target ${target#"$mandir"/} is not a page" ;;
+        *) if [ ! -f "$target" ] || [ -L "$target" ]; then
+               fail "$page: link target ${target#"$mandir"/} is not a page"
+           fi ;;
         esac
         continue
     fi
