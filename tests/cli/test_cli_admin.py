@@ -134,7 +134,7 @@ class ForceReleaseTest(unittest.TestCase):
         rc, tok, err = cli("acquire", r, "--ttl", "30000")
         self.assertEqual(rc, 0, err)
         tok = tok.strip()
-        clitest.wait_for(lambda: self.values(r) == [tok] * 5, 2)
+        self.assertEqual(clitest.settled_values(NODES, r, tok), [tok] * 5)
         rc, out, err = cli("release", "--force", r)
         self.assertEqual(rc, 0, err)
         self.assertEqual(self.values(r), [None] * 5)
@@ -153,7 +153,8 @@ class ForceReleaseTest(unittest.TestCase):
         r = res("json")
         rc, tok, err = cli("acquire", r)
         self.assertEqual(rc, 0, err)
-        clitest.wait_for(lambda: self.values(r) == [tok.strip()] * 5, 2)
+        self.assertEqual(clitest.settled_values(NODES, r, tok.strip()),
+                         [tok.strip()] * 5)
         rc, out, err = cli("--json", "release", r, "--force")
         self.assertEqual(rc, 0, err)
         doc = json.loads(out)
@@ -374,4 +375,4 @@ class MetricsFileTest(unittest.TestCase):
 
 if __name__ == "__main__":
     clitest.setup_or_skip()
-    unittest.main(verbosity=2)
+    clitest.main()
