@@ -198,6 +198,16 @@ def assert_expiry(nodes, key, ttl_ms, since, timeout=EVENT_TIMEOUT):
                                        high - int(since * 1000)))
 
 
+def await_renewal(nodes, key, timeout=EVENT_TIMEOUT):
+    """True once every node's expiry instant of key moved past the one
+    read now (a renewal landed on each), awaited on the scaled deadline;
+    a node without the key never counts."""
+    before = expiries(nodes, key)
+    return wait_for(lambda: all(e > b > 0 for e, b in
+                                zip(expiries(nodes, key), before)),
+                    scale(timeout))
+
+
 def await_waiter(nodes, key, timeout=EVENT_TIMEOUT):
     """True once a process waits for key: after a refused attempt, a
     waiting acquire subscribes to the key's release channel on the

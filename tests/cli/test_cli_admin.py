@@ -179,8 +179,9 @@ class ForceReleaseTest(unittest.TestCase):
         for _ in range(2):
             rc, out, err = cli("acquire", r, "--shared", "--ttl", "30000")
             self.assertEqual(rc, 0, err)
-        clitest.wait_for(lambda: [n.cmd("HLEN", r) for n in NODES]
-                         == [2] * 5, 2)
+        self.assertTrue(clitest.wait_for(
+            lambda: [n.cmd("HLEN", r) for n in NODES] == [2] * 5,
+            clitest.scale(clitest.EVENT_TIMEOUT)))
         rc, out, err = cli("release", "--force", r)
         self.assertEqual(rc, 0, err)
         # The REMOVED column (the resource's name is on the last line).
@@ -246,9 +247,9 @@ class ForceReleaseTest(unittest.TestCase):
             env=base_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             text=True)
         try:
-            self.assertTrue(clitest.wait_for(
-                lambda: sum(v is not None for v in self.values(r)) >= 3, 5))
-            time.sleep(0.7)         # renewed meanwhile: still held
+            self.assertIsNotNone(clitest.settled_holder(NODES, r))
+            # Renewed meanwhile: still held.
+            self.assertTrue(clitest.await_renewal(NODES, r), "not renewed")
             self.assertIsNone(p.poll())
             rc, out, err = cli("release", "--force", r)
             self.assertEqual(rc, 0, err)

@@ -57,16 +57,6 @@ class Base(unittest.TestCase):
         self.assertEqual(clitest.settled_values(NODES, key, None),
                          [None] * len(NODES))
 
-    def assert_renewed(self, key, after):
-        """Awaits a renewal on every node: each expiry instant past the
-        ones in after (a list, as clitest.expiries gave it)."""
-        self.assertTrue(wait_for(
-            lambda: all(e > a for e, a in
-                        zip(clitest.expiries(NODES, key), after)),
-            scale(clitest.EVENT_TIMEOUT)),
-            "not renewed: %s, before %s" % (clitest.expiries(NODES, key),
-                                            after))
-
     def start_waiter(self, key, *args):
         """The CLI with args, once it waits for key (held by another)."""
         p = self.start(*args)
@@ -83,13 +73,13 @@ class HoldTest(Base):
         self.assertTrue(tok, p.stderr.read() if p.poll() is not None else "")
         self.assert_held(r, tok)
         # Past a renewal: still held, still the same token.
-        self.assert_renewed(r, clitest.expiries(NODES, r))
+        self.assertTrue(clitest.await_renewal(NODES, r), "not renewed")
         self.assertIsNone(p.poll())
         self.assert_held(r, tok)
         # A line on stdin is not an EOF: hold renews past it.
         p.stdin.write("anything is ignored\n")
         p.stdin.flush()
-        self.assert_renewed(r, clitest.expiries(NODES, r))
+        self.assertTrue(clitest.await_renewal(NODES, r), "not renewed")
         self.assertIsNone(p.poll())
         p.stdin.close()
         self.assertEqual(p.wait(timeout=scale(10)), 0, p.stderr.read())
