@@ -66,6 +66,17 @@ def nodes_arg(nodes):
     return ",".join(n.addr for n in nodes)
 
 
+def node_args(nodes):
+    """The global options naming nodes: -n, --no-quarantine (restart
+    quarantine would keep fresh nodes from voting), and a generous op
+    timeout: no node is paused by these tests, so a busy machine must not
+    make a healthy node's reply late (at the 50 ms default, a node that
+    answered late held no key while the others did, and a force unlock
+    found no node answering)."""
+    return ["-n", nodes_arg(nodes), "--no-quarantine", "--op-timeout",
+            str(int(scale(2000)))]
+
+
 def base_env():
     """The environment for the CLI without any REDLOCK_* variable."""
     env = {k: v for k, v in os.environ.items()

@@ -27,11 +27,9 @@ res = clitest.resource_namer("t")
 
 
 def cli(*args, env=None, nodes=None, timeout=30):
-    """Run with -n NODES --no-quarantine (restart quarantine would keep
-    freshly started nodes from voting)."""
-    n = nodes_arg(nodes if nodes is not None else NODES)
-    return run_cli(["-n", n, "--no-quarantine"] + list(args), env=env,
-                   timeout=timeout)
+    """Run with clitest.node_args of nodes (NODES by default)."""
+    return run_cli(clitest.node_args(nodes if nodes is not None else NODES)
+                   + list(args), env=env, timeout=timeout)
 
 
 class Helpers(unittest.TestCase):

@@ -23,7 +23,7 @@ import time
 import unittest
 
 import clitest
-from clitest import base_env, kill_quietly, nodes_arg, run_cli, start_nodes
+from clitest import base_env, kill_quietly, run_cli, start_nodes
 
 NODES = []          # 5 nodes shared by the tests that kill no node
 
@@ -35,8 +35,8 @@ res = clitest.resource_namer("admin")
 
 
 def cli(*args, nodes=None, timeout=30):
-    return run_cli(["-n", nodes_arg(nodes or NODES), "--no-quarantine"]
-                   + list(args), timeout=timeout)
+    return run_cli(clitest.node_args(nodes or NODES) + list(args),
+                   timeout=timeout)
 
 
 # ---- A strict parser of the text exposition format (0.0.4) -------------
@@ -242,8 +242,8 @@ class ForceReleaseTest(unittest.TestCase):
     def test_a_running_holder_loses_its_lock(self):
         r = res("run")
         p = subprocess.Popen(
-            [clitest.CLI, "-n", nodes_arg(NODES), "--no-quarantine", "run",
-             r, "--ttl", "1500", "--", "sleep", "60"],
+            [clitest.CLI] + clitest.node_args(NODES) +
+            ["run", r, "--ttl", "1500", "--", "sleep", "60"],
             env=base_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             text=True)
         try:
@@ -338,9 +338,9 @@ class MetricsFileTest(unittest.TestCase):
     def test_a_lost_lock_is_recorded(self):
         r = res("lost")
         p = subprocess.Popen(
-            [clitest.CLI, "-n", nodes_arg(NODES), "--no-quarantine", "run",
-             r, "--ttl", "1500", "--metrics-file", self.path, "--", "sleep",
-             "60"], env=base_env(), stdout=subprocess.PIPE,
+            [clitest.CLI] + clitest.node_args(NODES) +
+            ["run", r, "--ttl", "1500", "--metrics-file", self.path, "--",
+             "sleep", "60"], env=base_env(), stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True)
         try:
             self.assertTrue(clitest.wait_for(

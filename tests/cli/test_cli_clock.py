@@ -61,7 +61,7 @@ class ClockGuardRepro(unittest.TestCase):
         r = res("demo")
         for n in self.nodes[:2]:
             self.assertEqual(n.cmd("SET", r, "foreign", "PX", "300"), "OK")
-        args = ["-n", nodes_arg(self.all), "--no-quarantine"] + list(extra)
+        args = clitest.node_args(self.all) + list(extra)
         # Retries until the foreign value (300 ms) is gone: the default 3
         # retries of 200 +- 100 ms could all come before it expired.
         rc1, out1, err1 = run_cli(args + ["--retry-count", "10", "acquire",
@@ -139,9 +139,8 @@ class RunLosesAtOnce(unittest.TestCase):
         # the jumpy node, a bare quorum of 3; node 0 then dies.
         self.assertEqual(self.nodes[0].cmd("SET", r, "foreign", "PX",
                                            "60000"), "OK")
-        args = [clitest.CLI, "-n", nodes_arg(self.nodes + [self.jumpy]),
-                "--no-quarantine", "run", r, "--ttl", "9000", "--",
-                "sleep", "60"]
+        args = ([clitest.CLI] + clitest.node_args(self.nodes + [self.jumpy])
+                + ["run", r, "--ttl", "9000", "--", "sleep", "60"])
         self.proc = subprocess.Popen(args, env=clitest.base_env(),
                                      stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, text=True)

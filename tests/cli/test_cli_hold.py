@@ -16,7 +16,7 @@ import tempfile
 import unittest
 
 import clitest
-from clitest import (alive, base_env, kill_quietly, nodes_arg, pids_with_arg,
+from clitest import (alive, base_env, kill_quietly, pids_with_arg,
                      read_file, run_cli, scale, wait_for)
 
 NODES = []
@@ -26,7 +26,7 @@ setUpModule, tearDownModule = clitest.module_nodes(NODES, 3)
 res = clitest.resource_namer("hold")
 
 def args_for(*args):
-    return ["-n", nodes_arg(NODES), "--no-quarantine"] + list(args)
+    return clitest.node_args(NODES) + list(args)
 
 
 class Base(unittest.TestCase):

@@ -13,7 +13,7 @@ import time
 import unittest
 
 import clitest
-from clitest import run_cli, nodes_arg, scale, start_nodes
+from clitest import run_cli, scale, start_nodes
 
 NODES = []
 
@@ -25,12 +25,7 @@ res = clitest.resource_namer("k")
 
 
 def cli(*args, timeout=30):
-    """No node is ever paused here: a generous op timeout, so a busy machine
-    cannot make a healthy node's reply late (the 50 ms default once showed
-    three held slots as free)."""
-    return run_cli(["-n", nodes_arg(NODES), "--no-quarantine",
-                    "--op-timeout", str(int(scale(2000)))] + list(args),
-                   timeout=timeout)
+    return run_cli(clitest.node_args(NODES) + list(args), timeout=timeout)
 
 
 class Semaphore(unittest.TestCase):

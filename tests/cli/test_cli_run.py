@@ -15,7 +15,7 @@ import time
 import unittest
 
 import clitest
-from clitest import (alive, base_env, kill_quietly, nodes_arg, read_file,
+from clitest import (alive, base_env, kill_quietly, read_file,
                      run_cli, scale, start_nodes, wait_for)
 
 NODES = []          # 3 nodes shared by the tests that kill no node
@@ -28,7 +28,7 @@ res = clitest.resource_namer("run")
 
 
 def args_for(nodes, *args):
-    return ["-n", nodes_arg(nodes), "--no-quarantine"] + list(args)
+    return clitest.node_args(nodes) + list(args)
 
 
 def cli(*args, nodes=None, env=None, timeout=30):
