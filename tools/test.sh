@@ -12,22 +12,50 @@
 #                              first failure; says which round)
 #   tools/test.sh --hog N      N busy loops run beside the suite, as on a
 #                              busy CI host (tests must pass there too)
+#   tools/test.sh --stress N   the release stage only (release build, every
+#                              test but chaos), each test run N times in a
+#                              row, stopping at its first failure (ctest
+#                              --repeat until-fail:N), beside 2 busy loops
+#                              (--hog N to change): a case that fails once
+#                              in N runs shows up here, not in CI
+#   tools/test.sh --stress N --tests REGEX
+#                              the same for the tests whose name matches
+#                              REGEX (ctest -R), e.g. '^cli_' (also with
+#                              --quick)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 quick=0
 repeat=1
-hogs=0
+hogs=
+stress=
+tests=
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit "${1:-2}"; }
 while [ $# -gt 0 ]; do
     case $1 in
     --quick) quick=1 ;;
     --repeat) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || usage; repeat=$2; shift ;;
     --hog) [[ ${2:-} =~ ^[0-9]+$ ]] || usage; hogs=$2; shift ;;
+    --stress) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || usage; stress=$2; shift ;;
+    --tests) [ -n "${2:-}" ] || usage; tests=$2; shift ;;
     -h|--help) usage 0 ;;
     *) echo "test.sh: unknown option '$1'" >&2; usage ;;
     esac
     shift
 done
+# The release stage's ctest arguments: every test once, or N times with
+# --stress (which runs that stage only), or only those --tests names.
+release_args=()
+if [ -n "$stress" ]; then
+    quick=1
+    release_args+=(--repeat "until-fail:$stress")
+    hogs=${hogs:-2}
+fi
+if [ -n "$tests" ]; then
+    [ "$quick" = 1 ] ||
+        { echo "test.sh: --tests needs --quick or --stress" >&2; usage; }
+    release_args+=(-R "$tests")
+fi
+hogs=${hogs:-0}
 bash tools/setup-debian.sh
 jobs=$(nproc)
 
@@ -54,9 +82,14 @@ run_ctest() { ctest "$@" 2>&1 | tee -a "$summary"; }
 section "release build (warnings are errors)"
 cmake -S . -B build/release -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRL_WERROR=ON >/dev/null
 cmake --build build/release -j"$jobs"
-section "tests (release)"
-run_ctest --test-dir build/release --output-on-failure -j2 -LE chaos
-[ "$quick" = 1 ] && return 0
+section "tests (release${stress:+, each run $stress times})"
+run_ctest --test-dir build/release --output-on-failure -j2 -LE chaos \
+    ${release_args[@]+"${release_args[@]}"}
+if [ "$quick" = 1 ]; then
+    [ -z "$stress" ] ||
+        echo "stress: each test passed $stress times, $hogs busy loop(s)"
+    return 0
+fi
 
 section "protocol model (SPIN, spec/redlock.pml)"
 # Three quarters of the default budgets (models 15 s, controls up to 90 s:

@@ -265,7 +265,8 @@ def on_signal(signum, frame):
 # ---- RESP: the shared test helper (tests/pylib/rlnodes.py) ---------------
 
 sys.path.insert(0, os.path.join(ROOT, "tests", "pylib"))
-from rlnodes import Client, RedisError, free_port, resp_read  # noqa: E402
+from rlnodes import (Client, RedisError, free_port, resp_read,  # noqa: E402
+                     scale, wait_for)
 
 
 class Redis(Client):
@@ -1980,6 +1981,16 @@ def fill_nodes(env, idx):
             r.close()
 
 
+def evicted_keys(node):
+    """The node's evicted_keys (INFO stats)."""
+    r = Redis(node.host, node.port)
+    try:
+        info = r.cmd("INFO", "stats")
+    finally:
+        r.close()
+    return int(info.split("evicted_keys:")[1].split()[0])
+
+
 def evict_case(env, allow):
     """Nodes 0-2 evict while filled (see the evict profile); -> t_begin."""
     extra = ["--allow-evicting-nodes"] if allow else []
@@ -1989,7 +2000,11 @@ def evict_case(env, allow):
     filler = threading.Thread(target=fill_nodes, args=(env, (0, 1, 2)),
                               daemon=True)
     filler.start()
-    time.sleep(0.5)  # full: evicting by now
+    # Full: nodes 0-2 have evicted keys, which is what the library reads
+    # (INFO stats), before any contender starts.
+    if not wait_for(lambda: all(evicted_keys(env.nodes[i]) > 0
+                                for i in (0, 1, 2)), scale(30)):
+        raise RuntimeError("evict: nodes 0-2 did not start evicting")
     t_begin = mono_ns()
     for c in env.contenders:
         c.start()

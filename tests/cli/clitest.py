@@ -5,6 +5,13 @@ client are tests/pylib/rlnodes.py's, re-exported here; this module adds
 what the CLI tests need around them. The CLI binary comes from argv[1] or
 $REDLOCK_CLI; when redis-server is missing, the test prints "SKIP: ..."
 and exits 77 (CTest's SKIP_RETURN_CODE).
+
+The CLI returns once a majority of nodes answered: the last node's
+command may land after it. A test waits for the event (every node holds
+the token, the key is gone, the CLI waits for the lock) on one scaled
+deadline, EVENT_TIMEOUT, and reads each node only then; it checks an
+expiry as an instant (PEXPIRETIME), never as a PTTL window, whose lower
+bound falls while the check waits.
 """
 import itertools
 import os
@@ -21,6 +28,10 @@ from rlnodes import (Node, RedisError, free_port,  # noqa: E402,F401
                      stop_all, wait_for)
 
 CLI = None
+
+# Seconds (scaled) a test waits for an event that normally takes
+# milliseconds: it waits only as long as the event takes.
+EVENT_TIMEOUT = 10.0
 
 
 def setup_or_skip():
@@ -53,6 +64,17 @@ def resource_namer(prefix):
 
 def nodes_arg(nodes):
     return ",".join(n.addr for n in nodes)
+
+
+def node_args(nodes):
+    """The global options naming nodes: -n, --no-quarantine (restart
+    quarantine would keep fresh nodes from voting), and a generous op
+    timeout: no node is paused by these tests, so a busy machine must not
+    make a healthy node's reply late (at the 50 ms default, a node that
+    answered late held no key while the others did, and a force unlock
+    found no node answering)."""
+    return ["-n", nodes_arg(nodes), "--no-quarantine", "--op-timeout",
+            str(int(scale(2000)))]
 
 
 def base_env():
@@ -104,14 +126,126 @@ def pids_with_arg(arg):
 
 
 def read_file(path, timeout=5.0):
-    """Wait for a file to exist and be non-empty, return its text."""
+    """Wait (timeout scaled) for a file to hold whole lines, return its
+    text, or None. Its writer writes it in one go (echo, printf): a file
+    that ends in a newline is complete."""
+    text = []
+
     def ready():
-        return os.path.exists(path) and os.path.getsize(path) > 0
-    if not wait_for(ready, timeout):
-        return None
-    time.sleep(0.02)
-    with open(path) as f:
-        return f.read()
+        try:
+            with open(path) as f:
+                text[:] = [f.read()]
+        except OSError:
+            return False
+        return text[0].endswith("\n")
+    return text[0] if wait_for(ready, scale(timeout)) else None
+
+
+def node_values(nodes, key):
+    """GET key on each node ("<down>" for a node that does not answer)."""
+    out = []
+    for n in nodes:
+        try:
+            out.append(n.cmd("GET", key))
+        except OSError:
+            out.append("<down>")
+    return out
+
+
+def expiries(nodes, key):
+    """Each node's expiry instant of key in Unix ms (PEXPIRETIME; -2: no
+    key, -1: no expiry). The nodes run on this host's clock."""
+    return [n.cmd("PEXPIRETIME", key) for n in nodes]
+
+
+def settled_values(nodes, key, want, timeout=EVENT_TIMEOUT):
+    """The nodes' values of key once each is want (None: the key is
+    gone), or as last read at the scaled deadline. Waiting for None ends
+    early, failing, once a key left on a node would expire by itself: a
+    key that expired was not released."""
+    deadline = time.time() + scale(timeout)
+    while True:
+        vals = node_values(nodes, key)
+        if vals == [want] * len(nodes) or time.time() >= deadline:
+            return vals
+        if want is None:
+            left = [e for e in expiries(nodes, key) if e > 0]
+            if left and time.time() * 1000 >= min(left) - 50:
+                return vals
+        time.sleep(0.02)
+
+
+def settled_holder(nodes, key, timeout=EVENT_TIMEOUT):
+    """The one token every node holds for key, awaited (scaled deadline);
+    None when they did not all come to hold the same one."""
+    vals = []
+
+    def same():
+        vals[:] = node_values(nodes, key)
+        return vals[0] is not None and vals == [vals[0]] * len(nodes)
+    return vals[0] if wait_for(same, scale(timeout)) else None
+
+
+def assert_expiry(nodes, key, ttl_ms, since, timeout=EVENT_TIMEOUT):
+    """Every node's key expires ttl_ms after a moment between since (the
+    time.time() before the command that set it) and now: awaits (scaled
+    deadline) that each expiry instant reached since + ttl_ms (the
+    command landed on every node), then checks none is past the read's
+    time + ttl_ms. Raises AssertionError with the instants relative to
+    since."""
+    low = int(since * 1000) + ttl_ms
+    got = []
+
+    def landed():
+        got[:] = expiries(nodes, key)
+        return all(e >= low for e in got)
+    ok = wait_for(landed, scale(timeout))
+    high = int(time.time() * 1000) + 1 + ttl_ms
+    rel = [e - int(since * 1000) if e > 0 else e for e in got]
+    if not ok or max(got) > high:
+        raise AssertionError(
+            "%s: expiry instants (ms after the command started) %s, want "
+            "%d..%d on every node" % (key, rel, ttl_ms,
+                                       high - int(since * 1000)))
+
+
+def await_renewal(nodes, key, timeout=EVENT_TIMEOUT):
+    """True once every node's expiry instant of key moved past the one
+    read now (a renewal landed on each), awaited on the scaled deadline;
+    a node without the key never counts."""
+    before = expiries(nodes, key)
+    return wait_for(lambda: all(e > b > 0 for e, b in
+                                zip(expiries(nodes, key), before)),
+                    scale(timeout))
+
+
+def await_waiter(nodes, key, timeout=EVENT_TIMEOUT):
+    """True once a process waits for key: after a refused attempt, a
+    waiting acquire subscribes to the key's release channel on the
+    nodes (src/notify.c), which it does only once its signals are
+    blocked for its signalfd and stdin is watched (interrupt.c)."""
+    chan = "redlock:release:" + key
+
+    def subscribed():
+        return any(n.cmd("PUBSUB", "NUMSUB", chan)[1] > 0 for n in nodes)
+    return wait_for(subscribed, scale(timeout))
+
+
+def main():
+    """unittest.main for a test script, verbose. Each skipped case is
+    reported on a "SKIP: case: reason" line, and a run with a skipped
+    case and no failure exits 77, so CTest reports the script as
+    skipped (SKIP_RETURN_CODE) instead of passing it in silence."""
+    import unittest
+    prog = unittest.main(verbosity=2, exit=False)
+    result = prog.result
+    for case, reason in result.skipped:
+        if reason.startswith("SKIP: "):
+            reason = reason[len("SKIP: "):]
+        print("SKIP: %s: %s" % (case.id(), reason))
+    if not result.wasSuccessful():
+        sys.exit(1)
+    sys.exit(77 if result.skipped else 0)
 
 
 def kill_quietly(proc):

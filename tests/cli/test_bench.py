@@ -200,4 +200,4 @@ class TestBench(unittest.TestCase):
 
 if __name__ == "__main__":
     clitest.setup_or_skip()
-    unittest.main(verbosity=2)
+    clitest.main()

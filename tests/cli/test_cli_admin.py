@@ -23,7 +23,7 @@ import time
 import unittest
 
 import clitest
-from clitest import base_env, kill_quietly, nodes_arg, run_cli, start_nodes
+from clitest import base_env, kill_quietly, run_cli, start_nodes
 
 NODES = []          # 5 nodes shared by the tests that kill no node
 
@@ -35,8 +35,8 @@ res = clitest.resource_namer("admin")
 
 
 def cli(*args, nodes=None, timeout=30):
-    return run_cli(["-n", nodes_arg(nodes or NODES), "--no-quarantine"]
-                   + list(args), timeout=timeout)
+    return run_cli(clitest.node_args(nodes or NODES) + list(args),
+                   timeout=timeout)
 
 
 # ---- A strict parser of the text exposition format (0.0.4) -------------
@@ -134,7 +134,7 @@ class ForceReleaseTest(unittest.TestCase):
         rc, tok, err = cli("acquire", r, "--ttl", "30000")
         self.assertEqual(rc, 0, err)
         tok = tok.strip()
-        clitest.wait_for(lambda: self.values(r) == [tok] * 5, 2)
+        self.assertEqual(clitest.settled_values(NODES, r, tok), [tok] * 5)
         rc, out, err = cli("release", "--force", r)
         self.assertEqual(rc, 0, err)
         self.assertEqual(self.values(r), [None] * 5)
@@ -153,7 +153,8 @@ class ForceReleaseTest(unittest.TestCase):
         r = res("json")
         rc, tok, err = cli("acquire", r)
         self.assertEqual(rc, 0, err)
-        clitest.wait_for(lambda: self.values(r) == [tok.strip()] * 5, 2)
+        self.assertEqual(clitest.settled_values(NODES, r, tok.strip()),
+                         [tok.strip()] * 5)
         rc, out, err = cli("--json", "release", r, "--force")
         self.assertEqual(rc, 0, err)
         doc = json.loads(out)
@@ -178,8 +179,9 @@ class ForceReleaseTest(unittest.TestCase):
         for _ in range(2):
             rc, out, err = cli("acquire", r, "--shared", "--ttl", "30000")
             self.assertEqual(rc, 0, err)
-        clitest.wait_for(lambda: [n.cmd("HLEN", r) for n in NODES]
-                         == [2] * 5, 2)
+        self.assertTrue(clitest.wait_for(
+            lambda: [n.cmd("HLEN", r) for n in NODES] == [2] * 5,
+            clitest.scale(clitest.EVENT_TIMEOUT)))
         rc, out, err = cli("release", "--force", r)
         self.assertEqual(rc, 0, err)
         # The REMOVED column (the resource's name is on the last line).
@@ -240,14 +242,14 @@ class ForceReleaseTest(unittest.TestCase):
     def test_a_running_holder_loses_its_lock(self):
         r = res("run")
         p = subprocess.Popen(
-            [clitest.CLI, "-n", nodes_arg(NODES), "--no-quarantine", "run",
-             r, "--ttl", "1500", "--", "sleep", "60"],
+            [clitest.CLI] + clitest.node_args(NODES) +
+            ["run", r, "--ttl", "1500", "--", "sleep", "60"],
             env=base_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             text=True)
         try:
-            self.assertTrue(clitest.wait_for(
-                lambda: sum(v is not None for v in self.values(r)) >= 3, 5))
-            time.sleep(0.7)         # renewed meanwhile: still held
+            self.assertIsNotNone(clitest.settled_holder(NODES, r))
+            # Renewed meanwhile: still held.
+            self.assertTrue(clitest.await_renewal(NODES, r), "not renewed")
             self.assertIsNone(p.poll())
             rc, out, err = cli("release", "--force", r)
             self.assertEqual(rc, 0, err)
@@ -336,9 +338,9 @@ class MetricsFileTest(unittest.TestCase):
     def test_a_lost_lock_is_recorded(self):
         r = res("lost")
         p = subprocess.Popen(
-            [clitest.CLI, "-n", nodes_arg(NODES), "--no-quarantine", "run",
-             r, "--ttl", "1500", "--metrics-file", self.path, "--", "sleep",
-             "60"], env=base_env(), stdout=subprocess.PIPE,
+            [clitest.CLI] + clitest.node_args(NODES) +
+            ["run", r, "--ttl", "1500", "--metrics-file", self.path, "--",
+             "sleep", "60"], env=base_env(), stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True)
         try:
             self.assertTrue(clitest.wait_for(
@@ -374,4 +376,4 @@ class MetricsFileTest(unittest.TestCase):
 
 if __name__ == "__main__":
     clitest.setup_or_skip()
-    unittest.main(verbosity=2)
+    clitest.main()

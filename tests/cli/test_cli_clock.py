@@ -13,7 +13,7 @@ import time
 import unittest
 
 import clitest
-from clitest import Node, nodes_arg, run_cli, start_nodes, wait_for
+from clitest import Node, nodes_arg, run_cli, scale, start_nodes, wait_for
 
 FAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 
@@ -61,7 +61,7 @@ class ClockGuardRepro(unittest.TestCase):
         r = res("demo")
         for n in self.nodes[:2]:
             self.assertEqual(n.cmd("SET", r, "foreign", "PX", "300"), "OK")
-        args = ["-n", nodes_arg(self.all), "--no-quarantine"] + list(extra)
+        args = clitest.node_args(self.all) + list(extra)
         # Retries until the foreign value (300 ms) is gone: the default 3
         # retries of 200 +- 100 ms could all come before it expired.
         rc1, out1, err1 = run_cli(args + ["--retry-count", "10", "acquire",
@@ -70,15 +70,19 @@ class ClockGuardRepro(unittest.TestCase):
         self.assertEqual(rc1, 0, err1)
         # S forgets the key after 5000 ms of its own time (~1 s of ours).
         self.assertTrue(wait_for(lambda: self.fast.cmd("EXISTS", r) == 0,
-                                 4.0), "the x5 node kept its key")
+                                 scale(10)), "the x5 node kept its key")
         self.assertTrue(wait_for(
             lambda: all(n.cmd("EXISTS", r) == 0 or n.cmd("GET", r) !=
-                        "foreign" for n in self.nodes[:2]), 2.0))
+                        "foreign" for n in self.nodes[:2]), scale(10)))
         rc2, out2, err2 = run_cli(args + ["acquire", r, "--ttl", "5000"])
         elapsed = time.time() - t1
         # The first holder's validity (about 4.9 s) must still be running
-        # for the check to mean anything.
-        self.assertLess(elapsed, 4.0, "too slow to be meaningful")
+        # for the check to mean anything: on a machine too slow for that,
+        # neither outcome says anything about the guard.
+        if elapsed >= 4.0:
+            self.skipTest("SKIP: too slow to be meaningful: the second "
+                          "acquire ended %.1f s after the first, whose "
+                          "validity is about 4.9 s" % elapsed)
         return rc2, err2
 
     def test_second_acquire_does_not_win(self):
@@ -135,28 +139,31 @@ class RunLosesAtOnce(unittest.TestCase):
         # the jumpy node, a bare quorum of 3; node 0 then dies.
         self.assertEqual(self.nodes[0].cmd("SET", r, "foreign", "PX",
                                            "60000"), "OK")
-        args = [clitest.CLI, "-n", nodes_arg(self.nodes + [self.jumpy]),
-                "--no-quarantine", "run", r, "--ttl", "9000", "--",
-                "sleep", "60"]
+        args = ([clitest.CLI] + clitest.node_args(self.nodes + [self.jumpy])
+                + ["run", r, "--ttl", "9000", "--", "sleep", "60"])
         self.proc = subprocess.Popen(args, env=clitest.base_env(),
                                      stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, text=True)
         self.assertTrue(wait_for(lambda: self.nodes[1].cmd("EXISTS", r) == 1,
-                                 5.0))
+                                 scale(10)))
         self.nodes[0].kill()
+        # Node 1's expiry instant: the last renewal's time + 9 s.
+        renewed = self.nodes[1].cmd("PEXPIRETIME", r) / 1000.0 - 9.0
         with open(self.ts, "w") as f:
             f.write("+20\n")
-        t0 = time.time()
-        rc = self.proc.wait(timeout=20)
-        took = time.time() - t0
+        rc = self.proc.wait(timeout=scale(20))
+        ended = time.time()
         err = self.proc.stderr.read()
         self.assertEqual(rc, 4, err)
         # Renewals every 3 s; the margin would come 8.1 s after the last
-        # one, so losing it within 4.5 s (scaled, but below 8 s) can only
-        # be the withdrawal.
-        self.assertLess(took, min(clitest.scale(4.5), 8.0), err)
+        # one, so losing it before that instant can only be the
+        # withdrawal (the next renewal finds the key gone). An instant,
+        # not a duration from the jump: the last renewal came up to 3 s
+        # before it.
+        self.assertLess(ended, renewed + 8.1, "lost %.1f s after the last "
+                        "renewal: %s" % (ended - renewed, err))
 
 
 if __name__ == "__main__":
     clitest.setup_or_skip()
-    unittest.main(verbosity=2)
+    clitest.main()

@@ -291,4 +291,4 @@ class PingFacts(unittest.TestCase):
 
 if __name__ == "__main__":
     clitest.setup_or_skip()
-    unittest.main(verbosity=2)
+    clitest.main()

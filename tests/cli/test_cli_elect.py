@@ -180,4 +180,4 @@ class ElectTest(unittest.TestCase):
 
 if __name__ == "__main__":
     clitest.setup_or_skip()
-    unittest.main()
+    clitest.main()

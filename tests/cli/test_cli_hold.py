@@ -13,12 +13,11 @@ import os
 import signal
 import subprocess
 import tempfile
-import time
 import unittest
 
 import clitest
-from clitest import (alive, base_env, kill_quietly, nodes_arg, pids_with_arg,
-                     read_file, run_cli, wait_for)
+from clitest import (alive, base_env, kill_quietly, pids_with_arg,
+                     read_file, run_cli, scale, wait_for)
 
 NODES = []
 
@@ -26,11 +25,8 @@ setUpModule, tearDownModule = clitest.module_nodes(NODES, 3)
 
 res = clitest.resource_namer("hold")
 
-MULT = float(os.environ.get("RL_TEST_TIMEOUT_MULTIPLIER", "1"))
-
-
 def args_for(*args):
-    return ["-n", nodes_arg(NODES), "--no-quarantine"] + list(args)
+    return clitest.node_args(NODES) + list(args)
 
 
 class Base(unittest.TestCase):
@@ -51,15 +47,22 @@ class Base(unittest.TestCase):
         self.procs.append(p)
         return p
 
-    def values(self, key):
-        return [n.cmd("GET", key) for n in NODES]
-
     def assert_held(self, key, token):
-        self.assertEqual(self.values(key), [token] * len(NODES))
+        """Every node holds token, awaited: the acquire returned at a
+        majority."""
+        self.assertEqual(clitest.settled_values(NODES, key, token),
+                         [token] * len(NODES))
 
     def assert_gone(self, key):
-        self.assertTrue(wait_for(lambda: self.values(key) == [None] * 3,
-                                 5 * MULT), self.values(key))
+        self.assertEqual(clitest.settled_values(NODES, key, None),
+                         [None] * len(NODES))
+
+    def start_waiter(self, key, *args):
+        """The CLI with args, once it waits for key (held by another)."""
+        p = self.start(*args)
+        self.assertTrue(clitest.await_waiter(NODES, key),
+                        "not waiting for %s (exit %s)" % (key, p.poll()))
+        return p
 
 
 class HoldTest(Base):
@@ -69,17 +72,18 @@ class HoldTest(Base):
         tok = p.stdout.readline().strip()
         self.assertTrue(tok, p.stderr.read() if p.poll() is not None else "")
         self.assert_held(r, tok)
-        # Past a renewal or two: still held, still the same token.
-        time.sleep(1.5)
+        # Past a renewal: still held, still the same token.
+        self.assertTrue(clitest.await_renewal(NODES, r), "not renewed")
         self.assertIsNone(p.poll())
         self.assert_held(r, tok)
+        # A line on stdin is not an EOF: hold renews past it.
         p.stdin.write("anything is ignored\n")
         p.stdin.flush()
-        time.sleep(0.1)
+        self.assertTrue(clitest.await_renewal(NODES, r), "not renewed")
         self.assertIsNone(p.poll())
         p.stdin.close()
-        self.assertEqual(p.wait(timeout=10 * MULT), 0, p.stderr.read())
-        self.assertEqual(self.values(r), [None] * 3)
+        self.assertEqual(p.wait(timeout=scale(10)), 0, p.stderr.read())
+        self.assert_gone(r)
 
     def test_sighup_releases(self):
         r = res("hup")
@@ -88,8 +92,8 @@ class HoldTest(Base):
         self.assertEqual(obj["resource"], r)
         self.assert_held(r, obj["token"])
         p.send_signal(signal.SIGHUP)
-        self.assertEqual(p.wait(timeout=10 * MULT), 0, p.stderr.read())
-        self.assertEqual(self.values(r), [None] * 3)
+        self.assertEqual(p.wait(timeout=scale(10)), 0, p.stderr.read())
+        self.assert_gone(r)
 
     def test_sigterm_releases(self):
         r = res("term")
@@ -97,8 +101,8 @@ class HoldTest(Base):
         tok = p.stdout.readline().strip()
         self.assert_held(r, tok)
         p.send_signal(signal.SIGTERM)
-        self.assertEqual(p.wait(timeout=10 * MULT), 0, p.stderr.read())
-        self.assertEqual(self.values(r), [None] * 3)
+        self.assertEqual(p.wait(timeout=scale(10)), 0, p.stderr.read())
+        self.assert_gone(r)
 
     def test_parent_sigkill_releases(self):
         r = res("parent")
@@ -112,14 +116,14 @@ class HoldTest(Base):
                 env=dict(base_env(), OUT=out), stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             self.procs.append(sh)
-            tok = read_file(out, 10 * MULT)
+            tok = read_file(out, 10)
             self.assertIsNotNone(tok, "hold printed no token")
             self.assert_held(r, tok.strip())
             holds = [pid for pid in pids_with_arg(r) if pid != sh.pid]
             self.assertEqual(len(holds), 1)
             sh.kill()
             sh.wait()
-            self.assertTrue(wait_for(lambda: not alive(holds[0]), 10 * MULT))
+            self.assertTrue(wait_for(lambda: not alive(holds[0]), scale(10)))
             self.assert_gone(r)
 
     def test_key_deleted_behind_its_back_exits_4(self):
@@ -129,17 +133,17 @@ class HoldTest(Base):
         self.assert_held(r, tok)
         for n in NODES:
             n.cmd("DEL", r)
-        self.assertEqual(p.wait(timeout=15 * MULT), 4)
+        self.assertEqual(p.wait(timeout=scale(15)), 4)
         err = p.stderr.read()
         self.assertIn("lost the lock", err)
-        self.assertEqual(self.values(r), [None] * 3)
+        self.assertEqual(clitest.node_values(NODES, r), [None] * 3)
 
     def test_held_by_another_exits_1(self):
         r = res("busy")
         rc, tok, _ = run_cli(args_for("acquire", r, "--ttl", "20000"))
         self.assertEqual(rc, 0)
         p = self.start("--retry-count", "0", "hold", r)
-        out, err = p.communicate(timeout=10 * MULT)
+        out, err = p.communicate(timeout=scale(10))
         self.assertEqual(p.returncode, 1, err)
         self.assertEqual(out, "")
         self.assert_held(r, tok.strip())
@@ -151,12 +155,12 @@ class InterruptedWaitTest(Base):
         r = res("int")
         rc, tok, _ = run_cli(args_for("acquire", r, "--ttl", "30000"))
         self.assertEqual(rc, 0)
-        p = self.start(command, r, "--wait", "forever", "--ttl", "30000")
-        time.sleep(0.5)
-        self.assertIsNone(p.poll())
+        self.assert_held(r, tok.strip())
+        p = self.start_waiter(r, command, r, "--wait", "forever", "--ttl",
+                              "30000")
         p.send_signal(sig)
         # wait, not communicate: closing stdin would be an EOF for hold.
-        p.wait(timeout=10 * MULT)
+        p.wait(timeout=scale(10))
         out, err = p.stdout.read(), p.stderr.read()
         self.assertEqual(p.returncode, 128 + sig, err)
         self.assertIn("interrupted", err)
@@ -179,11 +183,11 @@ class InterruptedWaitTest(Base):
     def test_hold_wait_ends_on_eof(self):
         r = res("inteof")
         rc, tok, _ = run_cli(args_for("acquire", r, "--ttl", "30000"))
-        p = self.start("hold", r, "--wait", "forever")
-        time.sleep(0.5)
-        self.assertIsNone(p.poll())
+        self.assertEqual(rc, 0)
+        self.assert_held(r, tok.strip())
+        p = self.start_waiter(r, "hold", r, "--wait", "forever")
         p.stdin.close()
-        self.assertEqual(p.wait(timeout=10 * MULT), 1)
+        self.assertEqual(p.wait(timeout=scale(10)), 1)
         self.assertIn("EOF", p.stderr.read())
         self.assertEqual([n.cmd("DBSIZE") for n in NODES], [1] * 3)
         run_cli(args_for("release", r, tok.strip()))
@@ -191,4 +195,4 @@ class InterruptedWaitTest(Base):
 
 if __name__ == "__main__":
     clitest.setup_or_skip()
-    unittest.main()
+    clitest.main()

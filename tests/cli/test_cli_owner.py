@@ -96,4 +96,4 @@ class OwnerTest(unittest.TestCase):
 
 if __name__ == "__main__":
     clitest.setup_or_skip()
-    unittest.main()
+    clitest.main()

@@ -159,4 +159,4 @@ if __name__ == "__main__":
     if shutil.which("openssl") is None:
         print("SKIP: openssl CLI not found")
         sys.exit(77)
-    unittest.main(verbosity=2)
+    clitest.main()
