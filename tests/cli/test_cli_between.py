@@ -22,7 +22,7 @@ import subprocess
 import unittest
 
 import clitest
-from clitest import (base_env, free_port, kill_quietly, nodes_arg, run_cli,
+from clitest import (base_env, free_port, kill_quietly, node_args, run_cli,
                      wait_for)
 
 NODES = []
@@ -34,7 +34,7 @@ res = clitest.resource_namer("between")
 
 
 def cli(*args):
-    return run_cli(["-n", nodes_arg(NODES), "--no-quarantine"] + list(args))
+    return run_cli(node_args(NODES) + list(args))
 
 
 def status(r):
@@ -49,8 +49,8 @@ class BetweenTest(unittest.TestCase):
         rc, _, err = cli("acquire", r, "--shared", "--ttl", "60000")
         self.assertEqual(rc, 0, err)
         writer = subprocess.Popen(
-            [clitest.CLI, "-n", nodes_arg(NODES), "--no-quarantine",
-             "acquire", r, "--wait", str(int(4000 * MULT))],
+            [clitest.CLI] + node_args(NODES) +
+            ["acquire", r, "--wait", str(int(4000 * MULT))],
             env=base_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             stdin=subprocess.DEVNULL)
         try:
@@ -136,4 +136,4 @@ class BetweenTest(unittest.TestCase):
 
 if __name__ == "__main__":
     clitest.setup_or_skip()
-    unittest.main()
+    clitest.main()

@@ -25,7 +25,7 @@ import threading
 import unittest
 
 import clitest
-from clitest import base_env, kill_quietly, nodes_arg, run_cli, wait_for
+from clitest import base_env, kill_quietly, node_args, run_cli, wait_for
 
 NODES = []
 
@@ -74,7 +74,7 @@ class LeaderTermTest(unittest.TestCase):
         self.tmp.cleanup()
 
     def direct(self, *args):
-        return ["-n", nodes_arg(NODES), "--no-quarantine"] + list(args)
+        return node_args(NODES) + list(args)
 
     def candidate(self, name, i):
         """A shell loop: TERMS_EACH campaigns in a row through the proxies
@@ -174,4 +174,4 @@ if __name__ == "__main__":
         print("SKIP: FAULTPROXY is not set to tools/faultproxy's binary")
         raise SystemExit(77)
     clitest.setup_or_skip()
-    unittest.main()
+    clitest.main()
