@@ -11,10 +11,13 @@
  * lock was held, so only a release that finds keys missing waits for
  * the slower nodes.
  * RL_OK for our own lock means a quorum of voting nodes still had our key
- * when the release reached them. Keys are never recreated once gone
- * (extend.c), so those nodes held it since the acquire, and nobody else
- * can have held the lock meanwhile: rl_with_lock's "held throughout"
- * rests on this. Fewer holders than a quorum, with the unknown nodes
+ * when the release reached them. A key that vanished is never recreated
+ * (extend.c puts one back only on a node that lost it in a restart and
+ * does not vote for max_ttl_ms after it), so those nodes held it since
+ * the acquire and nobody else can have held the lock meanwhile:
+ * rl_with_lock's "held throughout" rests on this. (A multi-lock's node
+ * counts as a holder when it still had one of the keys: the release
+ * script's 1.) Fewer holders than a quorum, with the unknown nodes
  * counted as holders, is RL_ELOST; in between nobody can tell
  * (RL_ENOQUORUM).
  * A round belongs to its caller (the holder) from release_new to done or
