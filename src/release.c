@@ -140,9 +140,9 @@ static rl_status outcome(const struct release_round *r)
                            "(validity had run out)",
                            name);
         return rl_fail(RL_ELOST,
-                       "'%s' was lost before the release: %zu of %zu nodes "
-                       "still held it (need %zu)",
-                       name, f->held, f->n, quorum);
+                       "'%s' was lost before the release: at most %zu of "
+                       "%zu nodes still held it (need %zu)",
+                       name, f->held + f->unknown, f->n, quorum);
     default:
         break;
     }

@@ -148,7 +148,7 @@ class HoldTest(Base):
             n.cmd("DEL", r)
         p.stdin.close()
         self.assertEqual(p.wait(timeout=15 * MULT), 4)
-        self.assertIn("1 of 3 nodes still held it", p.stderr.read())
+        self.assertIn("was lost before the release", p.stderr.read())
         self.assertEqual(self.values(r), [None] * 3)
 
     def test_held_by_another_exits_1(self):
