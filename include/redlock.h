@@ -466,15 +466,24 @@ RL_API rl_status rl_extend(rl_lock *l, uint32_t ttl_ms);
  * after the call, whatever the result -- except RL_EINVAL and RL_EMISUSE,
  * which leave l untouched). A reentrant lock held n > 1 times only drops
  * one hold (RL_OK, l stays valid, Redis untouched). A renewal in flight is
- * dropped first. Blocks.
+ * dropped first. Keys are deleted wherever they still hold l's token. The
+ * result is decided from what the nodes hold, never from which answers
+ * first: it blocks until a quorum deleted the key, or, when some node
+ * no longer had it, until the nodes left cannot change the result (at
+ * most op_timeout_ms after the last send). Table: docs/protocol.md
+ * "Release".
  * Returns:
- *   RL_OK            released (or, for an adopted token, released or
- *                    already free).
- *   RL_ELOST         the validity had already run out before the release
- *                    (keys deleted where still ours).
+ *   RL_OK            a quorum of voting nodes still held the key and
+ *                    deleted it: held up to the release (for an adopted
+ *                    token: released, or already free on a quorum).
+ *   RL_ELOST         the validity had already run out before the release,
+ *                    or fewer than a quorum still held the key, counting
+ *                    the nodes that did not answer as holders: it may
+ *                    have been taken meanwhile.
  *   RL_ENOTACQUIRED  a majority holds another token.
- *   RL_ENOQUORUM     too few nodes answered (the keys expire by
- *                    themselves).
+ *   RL_ENOQUORUM     too few nodes answered to tell held from lost (or,
+ *                    adopted, free from taken); the keys left expire by
+ *                    themselves.
  *   RL_ECANCELED     the client was freed first (l is freed).
  *   RL_ENOMEM
  *   RL_EINVAL        l is NULL.
@@ -579,8 +588,10 @@ RL_API void rl_watchdog_stop(rl_lock *l);
  * Blocks.
  * Returns:
  *   RL_OK        fn ran with the lock held throughout, then it was
- *                released.
- *   RL_ELOST     the lock was lost while fn ran.
+ *                released (a quorum still held the key at the release:
+ *                rl_release's RL_OK).
+ *   RL_ELOST     the lock was lost while fn ran (seen by the watchdog,
+ *                or by the release: rl_release's RL_ELOST).
  *   RL_EINVAL    fn is NULL, or as rl_acquire.
  *   other codes  rl_acquire's (fn did not run), or, after fn, rl_release's
  *                (e.g. RL_ENOQUORUM: the keys expire by themselves). */

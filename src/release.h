@@ -8,13 +8,41 @@
 
 struct release_round;
 
-/* Outcome, called exactly once unless aborted (rl_last_error() says why):
- *   RL_OK           released while still valid (adopted token: released
- *                   or already free),
- *   RL_ELOST        validity had run out first, or no node still had it,
+/* Outcome, called exactly once unless aborted (rl_last_error() says why).
+ * It is release_verdict of what every node answered (a node that did not
+ * answer in time is unknown), given as soon as the nodes still to answer
+ * cannot change it, so the same keys give the same outcome in any reply
+ * order. Our own lock:
+ *   RL_OK           a quorum of voting nodes still held our key and
+ *                   deleted it (held from the acquire up to the release),
+ *   RL_ELOST        validity had run out first, or fewer than a quorum
+ *                   still held it or did not answer (it may have been
+ *                   taken meanwhile),
  *   RL_ENOTACQUIRED a majority holds another token,
- *   RL_ENOQUORUM    too few nodes answered (the keys expire on their own). */
+ *   RL_ENOQUORUM    too few holders and too many unknown to tell (the keys
+ *                   left expire on their own).
+ * An adopted token (held or free, unknown to us): RL_OK when a quorum of
+ * nodes has no key or deleted ours (released or already free),
+ * RL_ENOTACQUIRED as above, else RL_ENOQUORUM. */
 typedef void release_done_fn(void *owner, rl_status st);
+
+/* What the nodes told one release round; each node counts once. */
+struct release_facts {
+    size_t n;       /* nodes */
+    size_t held;    /* voting nodes that deleted our key */
+    size_t gone;    /* no key, or ours on a node whose vote does not
+                       count (deleted, never counted as held) */
+    size_t other;   /* another token (or readers' hash) */
+    size_t unknown; /* error reply, timeout or down */
+};
+
+/* The outcome for facts where every node is counted (no message set). */
+rl_status release_verdict(const struct release_facts *f, bool adopted,
+                          bool expired_before);
+/* True when the nodes not counted in f yet cannot change release_verdict,
+ * whatever each of them answers. */
+bool release_settled(const struct release_facts *f, bool adopted,
+                     bool expired_before);
 
 /* expired_before: the holder's validity was over when it asked. NULL on
  * out of memory. rec must live until done or release_abort. */

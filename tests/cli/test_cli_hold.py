@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """redlock-cli hold: the lock is released (the key gone on every node,
 checked in Redis) when stdin reaches EOF, on SIGHUP, when the parent is
-SIGKILLed; exit 4 with a message when the key is deleted behind its back;
+SIGKILLed; exit 4 with a message when the key is deleted behind its back
+(also when only the release finds it on a minority);
 exit 1 when the resource is held by another. A waiting acquire or hold
 ends on SIGINT/SIGTERM with no key of its own left on any node. Real
 redis-server nodes.
@@ -137,6 +138,22 @@ class HoldTest(Base):
         err = p.stderr.read()
         self.assertIn("lost the lock", err)
         self.assertEqual(clitest.node_values(NODES, r), [None] * 3)
+
+    def test_key_left_on_a_minority_at_release_exits_4(self):
+        # No renewal is due (long TTL): the release finds the key on one
+        # node of three, so the lock may have been lost while held, in
+        # whatever order the nodes answer.
+        r = res("minority")
+        p = self.start("hold", r, "--ttl", "60000")
+        tok = p.stdout.readline().strip()
+        self.assertTrue(wait_for(lambda: self.values(r) == [tok] * 3,
+                                 5 * MULT), self.values(r))
+        for n in NODES[1:]:
+            n.cmd("DEL", r)
+        p.stdin.close()
+        self.assertEqual(p.wait(timeout=15 * MULT), 4)
+        self.assertIn("was lost before the release", p.stderr.read())
+        self.assertEqual(self.values(r), [None] * 3)
 
     def test_held_by_another_exits_1(self):
         r = res("busy")

@@ -217,6 +217,161 @@ static void test_release_of_an_expired_lock_is_lost(void **state)
     assert_true(harness_all_empty(f->r, f->n));
 }
 
+/* ---- Release: one answer for the same keys, whatever the reply order ----
+ * Node `last` is paused (SIGSTOP) before the release and resumed only once
+ * the client has counted every other node's reply (its vote counters),
+ * so its reply is counted last: the order is set, not raced. */
+
+/* Replies of node i that c's rounds have counted so far. */
+static uint64_t counted(rl_client *c, size_t i)
+{
+    rl_node_stats s;
+
+    if (rl_client_node_stats(c, i, &s) != RL_OK)
+        return 0;
+    return s.votes_for + s.votes_against;
+}
+
+struct last_node {
+    struct fixture *f;
+    int last;                           /* paused, answers last */
+    uint64_t before[FIXTURE_MAX_NODES]; /* counted() before the release */
+    bool others_first;                  /* the others were counted first */
+    pthread_t thread;
+};
+
+static void *resume_last(void *arg)
+{
+    struct last_node *x = arg;
+    int64_t until = harness_now_ms() + harness_scale_ms(5000);
+    int i;
+
+    for (;;) {
+        x->others_first = true;
+        for (i = 0; i < x->f->n; i++) {
+            if (i != x->last && counted(x->f->c, (size_t)i) <= x->before[i])
+                x->others_first = false;
+        }
+        if (x->others_first || harness_now_ms() >= until)
+            break;
+        harness_sleep_ms(1);
+    }
+    harness_resume(&x->f->r[x->last]);
+    return NULL;
+}
+
+/* Once l's key is on every node, delete it on those not in the bit set
+ * keep (bit i: node i). */
+static void keep_only(struct fixture *f, const rl_lock *l, unsigned keep)
+{
+    const char *res = rl_lock_resource(l);
+    int i;
+
+    for (i = 0; i < f->n; i++) { /* the acquire returned at a quorum */
+        assert_true(harness_key_holds(&f->r[i], res, rl_lock_token(l)));
+        if (!(keep >> i & 1u))
+            assert_int_equal(
+                harness_int(harness_cmd(&f->r[i], "DEL %s", res), -1), 1);
+    }
+}
+
+/* keep_only, then pause node x->last and start the thread that resumes
+ * it. */
+static void set_up_release(struct fixture *f, const rl_lock *l,
+                           unsigned keep, struct last_node *x)
+{
+    int i;
+
+    keep_only(f, l, keep);
+    for (i = 0; i < f->n; i++)
+        x->before[i] = counted(f->c, (size_t)i);
+    x->f = f;
+    assert_int_equal(harness_pause(&f->r[x->last]), 0);
+    assert_int_equal(pthread_create(&x->thread, NULL, resume_last, x), 0);
+}
+
+/* rl_release of a lock on res whose key is left on the nodes of keep,
+ * node last answering after the others. */
+static rl_status release_in_order(struct fixture *f, const char *res,
+                                  unsigned keep, int last)
+{
+    rl_lock *l = fixture_acquire(f->c, res, 10000);
+    struct last_node x = {.last = last};
+    rl_status st;
+
+    set_up_release(f, l, keep, &x);
+    st = rl_release(l);
+    pthread_join(x.thread, NULL);
+    assert_true(x.others_first);
+    return st;
+}
+
+static void test_release_answer_does_not_depend_on_reply_order(void **state)
+{
+    struct fixture *f = *state;
+
+    /* Key on node 0 only: a quorum no longer held it, so the lock may have
+     * been lost before the release, whichever node answers last. */
+    assert_int_equal(release_in_order(f, "basic:order1", 1u, 0), RL_ELOST);
+    assert_int_equal(release_in_order(f, "basic:order2", 1u, 2), RL_ELOST);
+    /* Key on nodes 0 and 1: held by a quorum up to the release. */
+    assert_int_equal(release_in_order(f, "basic:order3", 3u, 0), RL_OK);
+    assert_int_equal(release_in_order(f, "basic:order4", 3u, 2), RL_OK);
+    assert_true(harness_all_empty(f->r, f->n));
+}
+
+/* Node 2 paused through the whole release (its request times out). */
+static rl_status release_without_node_2(struct fixture *f, const char *res,
+                                        unsigned keep)
+{
+    rl_lock *l = fixture_acquire(f->c, res, 10000);
+    rl_status st;
+
+    keep_only(f, l, keep);
+    assert_int_equal(harness_pause(&f->r[2]), 0);
+    st = rl_release(l);
+    assert_int_equal(harness_resume(&f->r[2]), 0);
+    return st;
+}
+
+static void test_release_that_cannot_tell_says_no_quorum(void **state)
+{
+    struct fixture *f = *state;
+
+    /* Known whatever node 2 would say: decided without it. */
+    assert_int_equal(release_without_node_2(f, "basic:unknown1", 3u), RL_OK);
+    assert_int_equal(release_without_node_2(f, "basic:unknown2", 0u),
+                     RL_ELOST);
+    /* Node 0 had it, node 1 not, node 2 never answers: held or lost,
+     * nobody can tell (last: node 2's request times out). */
+    assert_int_equal(release_without_node_2(f, "basic:unknown3", 1u),
+                     RL_ENOQUORUM);
+}
+
+/* The section of the case below: the key vanishes from nodes 1 and 2
+ * (as after a failover that lost it), which no renewal saw yet. */
+static int lose_two_keys(rl_lock *l, void *arg)
+{
+    struct last_node *x = arg;
+
+    set_up_release(x->f, l, 1u, x);
+    return 0;
+}
+
+static void test_with_lock_is_ok_only_when_held_throughout(void **state)
+{
+    struct fixture *f = *state;
+    struct last_node x = {.f = f, .last = 2};
+
+    /* Node 0 (still holding it) answers the release before node 2. */
+    assert_int_equal(rl_with_lock(f->c, "basic:section", NULL, lose_two_keys,
+                                  &x, NULL),
+                     RL_ELOST);
+    pthread_join(x.thread, NULL);
+    assert_true(x.others_first);
+    assert_true(harness_all_empty(f->r, f->n));
+}
+
 static void test_extend_of_an_expired_lock_is_lost(void **state)
 {
     struct fixture *f = *state;
@@ -401,6 +556,9 @@ int main(void)
         ALL_SIZES(test_expired_lock_can_be_taken_by_another_client),
         NODES_TEST(test_release_of_an_expired_lock_is_lost, three),
         NODES_TEST(test_extend_of_an_expired_lock_is_lost, three),
+        NODES_TEST(test_release_answer_does_not_depend_on_reply_order, three),
+        NODES_TEST(test_release_that_cannot_tell_says_no_quorum, three),
+        NODES_TEST(test_with_lock_is_ok_only_when_held_throughout, three),
         ALL_SIZES(test_adopted_token_can_be_extended_and_released),
         NODES_TEST(test_adopting_a_wrong_token_releases_nothing, three),
         NODES_TEST(test_prefix_is_prepended_to_the_key, three),

@@ -152,9 +152,9 @@ int cmd_hold(struct cli_opts *o, int argc, char **argv)
     rl_watchdog_stop(a.l);
     st = rl_release(a.l);       /* also when lost: deletes keys still ours */
     a.l = NULL;
-    if (end != HOLD_LOST && st == RL_ELOST)
-        code = cli_fail(o, CLI_EXIT_LOST, "%s: the lock's validity ran out "
-                        "before it was released", a.resource);
+    if (end != HOLD_LOST && st == RL_ELOST) /* validity over, or too few
+                                               nodes still had the key */
+        code = cli_fail(o, CLI_EXIT_LOST, "%s", rl_last_error());
     else if (end != HOLD_LOST && st != RL_OK)
         code = cli_status_exit(o, st, a.resource);
 
