@@ -18,32 +18,31 @@ else
     exit 77
 fi
 fail=0
-check() {  # check WHAT IMAGE_COUNT PATTERN [VAR=VALUE...]
-    what=$1 count=$2 pattern=$3
-    shift 3
-    if ! out=$(env "$@" "${compose[@]}" -f "$file" config 2>&1); then
-        echo "FAIL: $what: ${compose[*]} config:"
-        echo "$out"
-        fail=1
-        return
+# config FILE_VARS...: the resolved file with these variables, or FAIL.
+config() {
+    if ! env "$@" "${compose[@]}" -f "$file" config 2>&1; then
+        echo "FAIL: ${compose[*]} config $*" >&2
+        return 1
     fi
-    got=$(grep -c -- "^ *image: $pattern\$" <<<"$out")
-    if [ "$got" != "$count" ]; then
-        echo "FAIL: $what: $got services with image $pattern, expected $count"
-        echo "$out"
+}
+expect() {  # expect WHAT COUNT LINE: LINE occurs COUNT times in $out
+    got=$(grep -c -x -- " *$3" <<<"$out")
+    if [ "$got" = "$2" ]; then
+        echo "ok: $1: $2 x '$3'"
+    else
+        echo "FAIL: $1: $got x '$3', expected $2"
         fail=1
-        return
     fi
-    echo "ok: $what: $count services with image $pattern"
 }
 unset REDLOCK_BASE_IMAGE REDLOCK_REDIS_IMAGE REDLOCK_CLI_IMAGE
-check "registry defaults" 5 "redis:7.0"
-check "CLI image default" 1 "redlock-cli"
-check "local Redis image" 5 "localhost/redis-x" REDLOCK_REDIS_IMAGE=localhost/redis-x
-check "local CLI image" 1 "localhost/cli-x" REDLOCK_CLI_IMAGE=localhost/cli-x
-out=$(REDLOCK_BASE_IMAGE=localhost/base-x "${compose[@]}" -f "$file" config)
-if ! grep -q "BASE: localhost/base-x" <<<"$out"; then
-    echo "FAIL: REDLOCK_BASE_IMAGE does not reach the CLI build's BASE argument"
-    fail=1
-fi
+out=$(config) || { echo "$out"; exit 1; }
+expect "registry Redis image" 5 "image: redis:7.0"
+expect "CLI image" 1 "image: redlock-cli"
+expect "registry base image" 1 "BASE: debian:bookworm-slim"
+out=$(config REDLOCK_BASE_IMAGE=localhost/base-x REDLOCK_REDIS_IMAGE=localhost/redis-x \
+             REDLOCK_CLI_IMAGE=localhost/cli-x) || { echo "$out"; exit 1; }
+expect "local Redis image" 5 "image: localhost/redis-x"
+expect "local CLI image" 1 "image: localhost/cli-x"
+expect "local base image" 1 "BASE: localhost/base-x"
+[ "$fail" = 0 ] || echo "$out"
 exit $fail
