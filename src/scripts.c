@@ -263,7 +263,7 @@ static struct script scripts[SCRIPT_COUNT] = {
         "redis.call('set', KEYS[3], id)\n"
         "redis.call('set', KEYS[4], ARGV[1] .. ' ' .. ARGV[2])\n"
         "return 1\n",
-        ""},
+        "", true},
     [SCRIPT_FORCE_RELEASE] = {
         "force-release",
         LIVE_READERS_LUA

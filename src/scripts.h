@@ -38,7 +38,9 @@ struct script {
     const char *name;   /* for messages */
     const char *source; /* Lua */
     char sha1[41];      /* hex digest of source, for EVALSHA */
-    bool creates_keys;  /* sets lock keys: never resend it late (node.c) */
+    bool creates_keys;  /* sets lock keys, or the fence counter and its
+                           record for a token that a retry reuses: never
+                           resend it late (node.c) */
 };
 
 /* The script with its digest computed (thread-safe, computed once). */
