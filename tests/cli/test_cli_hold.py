@@ -146,14 +146,13 @@ class HoldTest(Base):
         r = res("minority")
         p = self.start("hold", r, "--ttl", "60000")
         tok = p.stdout.readline().strip()
-        self.assertTrue(wait_for(lambda: self.values(r) == [tok] * 3,
-                                 5 * MULT), self.values(r))
+        self.assert_held(r, tok)
         for n in NODES[1:]:
             n.cmd("DEL", r)
         p.stdin.close()
-        self.assertEqual(p.wait(timeout=15 * MULT), 4)
+        self.assertEqual(p.wait(timeout=scale(15)), 4)
         self.assertIn("was lost before the release", p.stderr.read())
-        self.assertEqual(self.values(r), [None] * 3)
+        self.assertEqual(clitest.node_values(NODES, r), [None] * 3)
 
     def test_held_by_another_exits_1(self):
         r = res("busy")

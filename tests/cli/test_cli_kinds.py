@@ -148,9 +148,8 @@ class ReadWrite(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         tok1 = h1.strip()[len("shared/"):]
         p = subprocess.Popen(
-            [clitest.CLI, "-n", nodes_arg(NODES), "--no-quarantine",
-             "--op-timeout", str(int(scale(2000))), "hold", r, "--shared",
-             "--ttl", "3000"], env=clitest.base_env(),
+            [clitest.CLI] + clitest.node_args(NODES) +
+            ["hold", r, "--shared", "--ttl", "3000"], env=clitest.base_env(),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True)
         try:
