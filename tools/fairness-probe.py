@@ -271,12 +271,24 @@ def analyse(lines, notes, key, node_count, stop_at):
                 a["blockers"].append(blocker)
     for a in attempts.values():
         a["start"], a["end"] = min(a["times"]), max(a["times"])
-    wins = sorted((a for a in attempts.values() if a["grants"] >= quorum),
+    # A majority granted it, but the client may not have kept it (a reply
+    # later than op_timeout, too little validity): the acquisitions are
+    # the last such attempt of each token a child ran with.
+    majority = [a for a in attempts.values() if a["grants"] >= quorum]
+    win_ids = {(a["tok"], a["k"]) for a in majority}
+    children = {tok for tok, _, _, _ in notes}
+    last = {}
+    for a in majority:
+        if a["tok"] in children and a["k"] >= last.get(a["tok"], -1):
+            last[a["tok"]] = a["k"]
+    wins = sorted((attempts[t, k] for t, k in last.items()),
                   key=lambda a: sorted(a["grant_times"])[quorum - 1])
-    win_ids = {(a["tok"], a["k"]) for a in wins}
+    discarded = [a for a in majority if last.get(a["tok"]) != a["k"]
+                 and a["start"] < stop_at - 1.0]
     for a in attempts.values():
         if a["grants"] >= quorum:
-            a["cls"] = "win"
+            a["cls"] = ("win" if last.get(a["tok"]) == a["k"]
+                        else "win-not-kept")
         elif a["grants"] > 0:
             a["cls"] = "split"
         elif all(b in win_ids for b in a["blockers"]):
@@ -368,11 +380,13 @@ def analyse(lines, notes, key, node_count, stop_at):
         "attempts_per_acq": len(attempts) / max(nw, 1),
         "classes": classes,
         "first_attempts": {c: sum(a["cls"] == c for a in first)
-                           for c in ("win", "split", "refused-held",
+                           for c in ("win", "win-not-kept", "split",
+                                     "refused-held",
                                      "refused-split")},
         "grants_histogram": {g: sum(a["grants"] == g
                                     for a in attempts.values())
                              for g in range(node_count + 1)},
+        "majority_grants_not_kept": len(discarded),
         "grants_of_winners": {g: sum(a["grants"] == g for a in wins)
                               for g in range(quorum, node_count + 1)},
         "hold_ms": [round(pct([(r - g) * 1e3 for r, g in
