@@ -16,7 +16,8 @@ node tells, for each SET NX of the lock key, whether it was granted and,
 when refused, which token held the key then. An attempt is the k-th SET
 of one token on every node (a round sends to all nodes); it is
 
-  win           granted by a majority
+  win           granted by a majority (win-not-kept: the client did not
+                keep it, e.g. its replies came after op_timeout)
   split         granted by 1..majority-1 nodes
   refused-held  granted by none, every refusing node held a winner's key
   refused-split granted by none, some node held a loser's partial grant
@@ -43,6 +44,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -258,7 +260,7 @@ def analyse(lines, notes, key, node_count, stop_at):
     quorum = node_count // 2 + 1
     per_node = [replay(parse(ls), key) for ls in lines]
     attempts = {}   # (token, k) -> dict
-    for node, (sets, _, _, _) in enumerate(per_node):
+    for sets, _, _, _ in per_node:
         for ts, tok, k, granted, blocker in sets:
             a = attempts.setdefault((tok, k), {
                 "tok": tok, "k": k, "times": [], "grants": 0,
@@ -456,7 +458,6 @@ def main():
         sys.exit("no redlock-cli at %s (--cli)" % o.cli)
     if rlnodes.REDIS_SERVER is None:
         sys.exit("redis-server not found")
-    import tempfile
     results = {}
     with tempfile.TemporaryDirectory(prefix="fairprobe-") as wdir:
         for procs in (int(p) for p in o.procs.split(",")):
