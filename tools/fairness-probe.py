@@ -1,0 +1,493 @@
+#!/usr/bin/env python3
+"""fairness-probe.py -- why contended `redlock-cli run` waiters are served
+out of order and leave the lock idle: counts, from the nodes' MONITOR
+streams, what every acquire attempt got.
+
+Scenario (issue 34): P processes each loop
+    redlock-cli run R --wait 60000 --ttl 5000 -- CHILD
+where CHILD notes the time it got the lock and sleeps --hold-ms, against
+N local nodes (started here, tests/pylib/rlnodes.py), until --acquisitions
+children ran or --deadline seconds passed. Then every CLI still running
+gets SIGINT (SIGKILL after 10 s) and the nodes are stopped.
+
+Every node is watched with MONITOR. Commands run by our Lua scripts show
+there too ([0 lua]), in execution order, so replaying the stream of one
+node tells, for each SET NX of the lock key, whether it was granted and,
+when refused, which token held the key then. An attempt is the k-th SET
+of one token on every node (a round sends to all nodes); it is
+
+  win           granted by a majority (win-not-kept: the client did not
+                keep it, e.g. its replies came after op_timeout)
+  split         granted by 1..majority-1 nodes
+  refused-held  granted by none, every refusing node held a winner's key
+  refused-split granted by none, some node held a loser's partial grant
+
+A hand-off runs from the holder's first DEL (its release) to the next
+holder's majority grant. Printed per run: overtaken share, waits, cycle
+per acquisition (the issue's numbers, from the children's notes and from
+the server's clock), attempts per acquisition by class, per hand-off the
+attempts, splits and the time with no attempt in flight, the delay from a
+failed attempt to the same waiter's next one, and the messages published.
+MONITOR costs the nodes time: the probe's timings are not the plain
+run's; its counts are what it is for. Python 3 standard library only.
+
+Usage: tools/fairness-probe.py [--cli PATH] [--procs 2,12] [--nodes 5]
+           [--acquisitions 150] [--deadline 120] [--hold-ms 50] [--json F]
+"""
+import argparse
+import bisect
+import json
+import os
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests", "pylib"))
+import rlnodes  # noqa: E402
+
+CHILD = ('printf "%s %s %s %s\\n" "$REDLOCK_TOKEN" "$PROBE_REQ_NS" '
+         '"$(date +%s%N)" "$PROBE_WORKER" >> "$PROBE_LOG"; sleep "$PROBE_HOLD"')
+ARG_RE = re.compile(r'"((?:[^"\\]|\\.)*)"')
+LINE_RE = re.compile(r'^\+(\d+\.\d+) \[\d+ ([^\]]+)\] (.*)$')
+
+
+# ---- collection ----
+
+class Monitor(threading.Thread):
+    """MONITOR on one node: raw lines kept until stop()."""
+
+    def __init__(self, node):
+        super().__init__(daemon=True)
+        self.sock = socket.create_connection(("127.0.0.1", node.port))
+        self.sock.sendall(rlnodes.resp_encode("MONITOR"))
+        self.sock.settimeout(0.2)
+        self.buf = bytearray()
+        self.halt = threading.Event()
+
+    def run(self):
+        while not self.halt.is_set():
+            try:
+                data = self.sock.recv(1 << 20)
+            except socket.timeout:
+                continue
+            if not data:
+                break
+            self.buf += data
+
+    def stop(self):
+        self.halt.set()
+        self.join()
+        self.sock.close()
+        return self.buf.decode("utf-8", "replace").split("\r\n")
+
+
+def commandstats(node):
+    """{command: calls} from INFO commandstats."""
+    out = {}
+    for line in node.cmd("INFO", "commandstats").splitlines():
+        m = re.match(r"cmdstat_([^:]+):calls=(\d+)", line)
+        if m:
+            out[m.group(1)] = int(m.group(2))
+    return out
+
+
+def run_scenario(cli, procs, node_count, target, deadline, hold_ms, wdir,
+                 monitor=True):
+    """Start the nodes and (unless not monitor) monitors, run procs looping CLIs until target
+    children ran or deadline; returns (monitor lines per node, children's
+    notes, commandstats deltas, CLI exit codes, key, stop time)."""
+    nodes = rlnodes.start_nodes(node_count)
+    mons = []
+    workers = []
+    running = {}
+    lock = threading.Lock()
+    halt = threading.Event()
+    codes = {}
+    log = os.path.join(wdir, "acq-%d.log" % procs)
+    resource = "probe%d" % procs
+    try:
+        mons = [Monitor(n) for n in nodes] if monitor else []
+        for m in mons:
+            m.start()
+        before = [commandstats(n) for n in nodes]
+        base = [cli, "-n", ",".join(n.addr for n in nodes),
+                "--no-quarantine", "run", resource, "--wait", "60000",
+                "--ttl", "5000", "--", "sh", "-c", CHILD]
+        env0 = {k: v for k, v in os.environ.items()
+                if not k.startswith("REDLOCK_")}
+        env0.update(PROBE_LOG=log, PROBE_HOLD="%.3f" % (hold_ms / 1000.0))
+
+        def worker(i):
+            env = dict(env0, PROBE_WORKER=str(i))
+            while not halt.is_set():
+                env["PROBE_REQ_NS"] = str(time.time_ns())
+                p = subprocess.Popen(base, env=env,
+                                     stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+                with lock:
+                    running[i] = p
+                rc = p.wait()
+                with lock:
+                    running.pop(i, None)
+                    codes[rc] = codes.get(rc, 0) + 1
+
+        workers = [threading.Thread(target=worker, args=(i,), daemon=True)
+                   for i in range(procs)]
+        for w in workers:
+            w.start()
+        end = time.time() + deadline
+        while time.time() < end:
+            time.sleep(0.2)
+            if os.path.exists(log):
+                with open(log) as f:
+                    if sum(1 for _ in f) >= target:
+                        break
+        stop_at = time.time()
+        halt.set()
+        with lock:
+            for p in running.values():
+                p.send_signal(signal.SIGINT)
+        for w in workers:
+            w.join(10)
+        with lock:
+            for p in running.values():
+                p.kill()
+        for w in workers:
+            w.join()
+        after = [commandstats(n) for n in nodes]
+        lines = [m.stop() for m in mons]
+        mons = []
+        notes = []
+        if os.path.exists(log):
+            with open(log) as f:
+                for line in f:
+                    tok, req, got, who = line.split()
+                    notes.append((tok, int(req) / 1e9, int(got) / 1e9,
+                                  int(who)))
+        deltas = []
+        for b, a in zip(before, after):
+            deltas.append({k: a[k] - b.get(k, 0) for k in a
+                           if a[k] != b.get(k, 0)})
+        return lines, notes, deltas, codes, resource, stop_at
+    finally:
+        halt.set()
+        for m in mons:
+            m.halt.set()
+        with lock:
+            for p in running.values():
+                if p.poll() is None:
+                    p.kill()
+        for n in nodes:
+            n.stop()
+
+
+# ---- analysis ----
+
+def parse(lines):
+    """[(ts, from_lua, [args])] of one node's MONITOR lines."""
+    out = []
+    for line in lines:
+        m = LINE_RE.match(line)
+        if m:
+            args = [a.encode().decode("unicode_escape")
+                    for a in ARG_RE.findall(m.group(3))]
+            out.append((float(m.group(1)), m.group(2) == "lua", args))
+    return out
+
+
+def replay(events, key):
+    """Replay one node: its SETs of key (ts, token, k, granted, blocker
+    (token, k) or None), DELs (ts, token), publishes and other counts."""
+    val, exp = None, 0.0   # (token, k) holding key, its expiry
+    seen = {}              # token -> SETs so far on this node
+    sets, dels, pubs, counts = [], [], [], {}
+    for ts, lua, args in events:
+        cmd = args[0].lower()
+        name = ("lua:" if lua else "") + cmd
+        counts[name] = counts.get(name, 0) + 1
+        if cmd == "publish":
+            pubs.append((ts, args[2]))
+            continue
+        if len(args) < 2 or args[1] != key:
+            continue
+        if val is not None and ts >= exp:
+            val = None
+        if cmd == "set" and "NX" in (a.upper() for a in args[3:]):
+            tok = args[2]
+            k = seen.get(tok, 0)
+            seen[tok] = k + 1
+            granted = val is None
+            sets.append((ts, tok, k, granted, None if granted else val))
+            if granted:
+                px = int(args[args.index("PX") + 1])
+                val, exp = (tok, k), ts + px / 1000.0
+        elif cmd == "del" and val is not None:
+            dels.append((ts, val[0]))
+            val = None
+        elif cmd == "pexpire" and val is not None:
+            exp = ts + int(args[2]) / 1000.0
+        elif cmd == "pexpireat" and val is not None:
+            exp = int(args[2]) / 1000.0
+    return sets, dels, pubs, counts
+
+
+def pct(values, p):
+    if not values:
+        return float("nan")
+    s = sorted(values)
+    return s[min(len(s) - 1, int(round(p / 100.0 * (len(s) - 1))))]
+
+
+def overtaken(pairs):
+    """Share of (request, grant) pairs some later request got before."""
+    if not pairs:
+        return float("nan")
+    bad = 0
+    for r, g in pairs:
+        if any(r2 > r and g2 < g for r2, g2 in pairs):
+            bad += 1
+    return bad / len(pairs)
+
+
+def analyse(lines, notes, key, node_count, stop_at):
+    quorum = node_count // 2 + 1
+    per_node = [replay(parse(ls), key) for ls in lines]
+    attempts = {}   # (token, k) -> dict
+    for sets, _, _, _ in per_node:
+        for ts, tok, k, granted, blocker in sets:
+            a = attempts.setdefault((tok, k), {
+                "tok": tok, "k": k, "times": [], "grants": 0,
+                "blockers": []})
+            a["times"].append(ts)
+            if granted:
+                a["grants"] += 1
+                a.setdefault("grant_times", []).append(ts)
+            else:
+                a["blockers"].append(blocker)
+    for a in attempts.values():
+        a["start"], a["end"] = min(a["times"]), max(a["times"])
+    # A majority granted it, but the client may not have kept it (a reply
+    # later than op_timeout, too little validity): the acquisitions are
+    # the last such attempt of each token a child ran with.
+    majority = [a for a in attempts.values() if a["grants"] >= quorum]
+    win_ids = {(a["tok"], a["k"]) for a in majority}
+    children = {tok for tok, _, _, _ in notes}
+    last = {}
+    for a in majority:
+        if a["tok"] in children and a["k"] >= last.get(a["tok"], -1):
+            last[a["tok"]] = a["k"]
+    wins = sorted((attempts[t, k] for t, k in last.items()),
+                  key=lambda a: sorted(a["grant_times"])[quorum - 1])
+    discarded = [a for a in majority if last.get(a["tok"]) != a["k"]
+                 and a["start"] < stop_at - 1.0]
+    for a in attempts.values():
+        if a["grants"] >= quorum:
+            a["cls"] = ("win" if last.get(a["tok"]) == a["k"]
+                        else "win-not-kept")
+        elif a["grants"] > 0:
+            a["cls"] = "split"
+        elif all(b in win_ids for b in a["blockers"]):
+            a["cls"] = "refused-held"
+        else:
+            a["cls"] = "refused-split"
+    # Holds: a winner's majority grant -> its first DEL after it (its
+    # release); hand-offs: that release -> the next winner's grant.
+    grant_at = [sorted(a["grant_times"])[quorum - 1] for a in wins]
+    dels = sorted((ts, tok) for _, ds, _, _ in per_node for ts, tok in ds)
+    rel_at = []
+    for a, g in zip(wins, grant_at):
+        rel_at.append(next((ts for ts, tok in dels
+                            if tok == a["tok"] and ts >= g), None))
+    ordered = sorted(attempts.values(), key=lambda a: a["start"])
+    starts = [a["start"] for a in ordered]
+    hand, in_holds = [], {"attempts": 0, "split": 0, "ms": 0.0}
+    for i in range(len(wins)):
+        t_rel = rel_at[i]
+        if t_rel is None:
+            continue
+        lo = bisect.bisect_left(starts, grant_at[i])
+        hi = bisect.bisect_left(starts, t_rel)
+        in_holds["attempts"] += hi - lo
+        in_holds["split"] += sum(ordered[j]["grants"] > 0
+                                 for j in range(lo, hi))
+        in_holds["ms"] += (t_rel - grant_at[i]) * 1e3
+        if i + 1 == len(wins) or t_rel > grant_at[i + 1]:
+            continue
+        t_next = grant_at[i + 1]
+        inside = ordered[bisect.bisect_left(starts, t_rel):
+                         bisect.bisect_right(starts, t_next)]
+        nxt = wins[i + 1]
+        hand.append({
+            "ms": (t_next - t_rel) * 1e3,
+            "attempts": len(inside),
+            "split": sum(a["cls"] in ("split", "refused-split")
+                         for a in inside),
+            "winner_first": bool(inside) and inside[0] is nxt,
+            "winner_started_before": nxt["start"] < t_rel,
+        })
+    # Delay from a failed attempt to the same token's next attempt, and
+    # whether a message (not the token's own) was published meanwhile.
+    pubs = sorted(p for _, _, ps, _ in per_node for p in ps)
+    pub_ts = [p[0] for p in pubs]
+    delays = {"<5": 0, "5-95": 0, "95-320": 0, ">=320": 0}
+    by_msg = {"<5": 0, "5-95": 0, "95-320": 0, ">=320": 0}
+    for a in attempts.values():
+        if a["cls"] == "win":
+            continue
+        n = attempts.get((a["tok"], a["k"] + 1))
+        if n is None:
+            continue
+        d = (n["start"] - a["end"]) * 1e3
+        b = "<5" if d < 5 else "5-95" if d < 95 else "95-320" if d < 320 \
+            else ">=320"
+        delays[b] += 1
+        lo = bisect.bisect_left(pub_ts, a["start"] - 0.01)
+        hi = bisect.bisect_right(pub_ts, n["start"])
+        if any(pubs[j][1] != a["tok"] for j in range(lo, hi)):
+            by_msg[b] += 1
+    # Requests and grants, server clock: a token's first SET, its win.
+    req = {}
+    for a in attempts.values():
+        req[a["tok"]] = min(a["start"], req.get(a["tok"], a["start"]))
+    srv = [(req[a["tok"]], g) for a, g in zip(wins, grant_at)]
+    cli = [(r, g) for _, r, g, _ in notes if g <= stop_at]
+    classes = {}
+    for a in attempts.values():
+        classes[a["cls"]] = classes.get(a["cls"], 0) + 1
+    first = [a for a in attempts.values() if a["k"] == 0]
+    counts = {}
+    for _, _, _, c in per_node:
+        for k, v in c.items():
+            counts[k] = counts.get(k, 0) + v
+    nw = len(wins)
+    return {
+        "acquisitions": nw,
+        "children": len(notes),
+        "cycle_ms": (grant_at[-1] - grant_at[0]) * 1e3 / (nw - 1)
+        if nw > 1 else float("nan"),
+        "overtaken_client": overtaken(cli),
+        "overtaken_server": overtaken(srv),
+        "wait_client_ms": [round(pct([(g - r) * 1e3 for r, g in cli], p))
+                           for p in (50, 99, 100)],
+        "wait_server_ms": [round(pct([(g - r) * 1e3 for r, g in srv], p))
+                           for p in (50, 99, 100)],
+        "attempts": len(attempts),
+        "attempts_per_acq": len(attempts) / max(nw, 1),
+        "classes": classes,
+        "first_attempts": {c: sum(a["cls"] == c for a in first)
+                           for c in ("win", "win-not-kept", "split",
+                                     "refused-held",
+                                     "refused-split")},
+        "grants_histogram": {g: sum(a["grants"] == g
+                                    for a in attempts.values())
+                             for g in range(node_count + 1)},
+        "majority_grants_not_kept": len(discarded),
+        "grants_of_winners": {g: sum(a["grants"] == g for a in wins)
+                              for g in range(quorum, node_count + 1)},
+        "hold_ms": [round(pct([(r - g) * 1e3 for r, g in
+                               zip(rel_at, grant_at) if r is not None],
+                              p), 1) for p in (50, 90)],
+        "attempts_during_holds": in_holds["attempts"],
+        "attempts_during_holds_with_grants": in_holds["split"],
+        "attempts_per_s_during_holds": in_holds["attempts"] /
+        max(in_holds["ms"] / 1e3, 1e-9),
+        "handoffs": len(hand),
+        "handoff_ms": [round(pct([h["ms"] for h in hand], p), 1)
+                       for p in (50, 90, 99)],
+        "handoff_attempts_mean": statistics.mean(
+            h["attempts"] for h in hand) if hand else float("nan"),
+        "handoffs_with_split": sum(h["split"] > 0 for h in hand),
+        "handoff_ms_with_split_median": round(pct(
+            [h["ms"] for h in hand if h["split"]], 50), 1),
+        "handoff_ms_clean_median": round(pct(
+            [h["ms"] for h in hand if not h["split"]], 50), 1),
+        "winner_first_attempt_after_release": sum(h["winner_first"]
+                                                  for h in hand),
+        "winner_attempt_began_before_release": sum(
+            h["winner_started_before"] for h in hand),
+        "retry_delay_ms": delays,
+        "retry_delay_after_foreign_message": by_msg,
+        "published_per_acq": len(pubs) / max(nw, 1),
+        "commands_per_acq": {k: round(v / max(nw, 1), 1)
+                             for k, v in sorted(counts.items())},
+    }
+
+
+def light(notes, deltas, stop_at):
+    """Without MONITOR: the children's notes and commandstats only. Every
+    attempt is one SET per node (from Lua too): SETs per acquisition on a
+    node = attempts per acquisition."""
+    cli = sorted((g, r) for _, r, g, _ in notes if g <= stop_at)
+    n = len(cli)
+    d = deltas[0] if deltas else {}
+    return {
+        "acquisitions": n,
+        "cycle_ms": (cli[-1][0] - cli[0][0]) * 1e3 / (n - 1) if n > 1
+        else float("nan"),
+        "overtaken_client": overtaken([(r, g) for g, r in cli]),
+        "wait_client_ms": [round(pct([(g - r) * 1e3 for g, r in cli], p))
+                           for p in (50, 99, 100)],
+        "node0_set_per_acq": d.get("set", 0) / max(n, 1),
+        "node0_publish_per_acq": d.get("publish", 0) / max(n, 1),
+        "node0_pttl_per_acq": d.get("pttl", 0) / max(n, 1),
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cli", default=os.path.join(
+        ROOT, "build", "release", "tools", "redlock-cli", "redlock-cli"))
+    ap.add_argument("--procs", default="2,12")
+    ap.add_argument("--nodes", type=int, default=5)
+    ap.add_argument("--acquisitions", type=int, default=150)
+    ap.add_argument("--deadline", type=float, default=120.0)
+    ap.add_argument("--hold-ms", type=int, default=50)
+    ap.add_argument("--json", help="write the results here too")
+    ap.add_argument("--keep", help="keep the MONITOR logs in this dir")
+    ap.add_argument("--no-monitor", action="store_true",
+                    help="control run: commandstats and notes only")
+    o = ap.parse_args()
+    if not os.access(o.cli, os.X_OK):
+        sys.exit("no redlock-cli at %s (--cli)" % o.cli)
+    if rlnodes.REDIS_SERVER is None:
+        sys.exit("redis-server not found")
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="fairprobe-") as wdir:
+        for procs in (int(p) for p in o.procs.split(",")):
+            lines, notes, deltas, codes, key, stop_at = run_scenario(
+                o.cli, procs, o.nodes, o.acquisitions, o.deadline,
+                o.hold_ms, wdir, not o.no_monitor)
+            if o.keep and not o.no_monitor:
+                os.makedirs(o.keep, exist_ok=True)
+                for i, ls in enumerate(lines):
+                    with open(os.path.join(o.keep, "p%d-node%d.log"
+                                           % (procs, i)), "w") as f:
+                        f.write("\n".join(ls))
+            if o.no_monitor:
+                r = light(notes, deltas, stop_at)
+            else:
+                r = analyse(lines, notes, key, o.nodes, stop_at)
+            r["cli_exit_codes"] = codes
+            r["commandstats_delta_node0"] = deltas[0] if deltas else {}
+            results[procs] = r
+            print("== %d processes, %d nodes, hold %d ms%s" %
+                  (procs, o.nodes, o.hold_ms,
+                   ", no MONITOR" if o.no_monitor else ""))
+            for k, v in r.items():
+                print("  %-40s %s" % (k, v if not isinstance(v, float)
+                                      else round(v, 3)))
+            sys.stdout.flush()
+    if o.json:
+        with open(o.json, "w") as f:
+            json.dump(results, f, indent=1, default=str)
+
+
+if __name__ == "__main__":
+    main()
