@@ -30,7 +30,10 @@
  * value = the token most nodes hold; held when a quorum holds it (every
  * node votes: no restarts here); term set only when a quorum of the
  * nodes holding it record that token with the same term (the largest
- * such term); a leader is reported only with its term set.
+ * such term), pending while a holding node's record names it without
+ * that; a held value is reported as the leader unless its term is
+ * pending (cmd_leader.c, election.c), with term 0 when no record names
+ * it.
  *
  * Properties, at every report of a leader L with term T:
  *   ownterm      T is a term L's own candidate computed (and not 0)
@@ -82,6 +85,11 @@
 #define TAG1(a)  (2 * (a) + 1)   /* round 1 of attempt a */
 #define TAG2(a)  (2 * (a) + 2)   /* round 2 of attempt a */
 #define ATTOF(t) (((t) - 1) / 2)
+
+/* rl_term_state of a summary */
+#define T_NONE    0
+#define T_PENDING 1
+#define T_SET     2
 
 byte key[N];    /* the lock key: token c + 1, 0 = absent */
 byte cnt[N];    /* the fence counter */
@@ -281,7 +289,7 @@ end:
 active proctype reader()
 {
     byte hk[N], hc[N], ht[N], hr[N];  /* key, counter, record token, term */
-    byte r = 0, m = 0, i, j, k, val, best, term, agree, L;
+    byte r = 0, m = 0, i, j, k, val, best, term, agree, fenced, state, L;
     bool ownterm;
     byte landed;
 
@@ -314,7 +322,7 @@ active proctype reader()
                 :: else
                 fi
             }
-            term = 0; agree = 0;
+            term = 0; agree = 0; fenced = 0; state = T_NONE;
             if
             :: best >= Q ->          /* held */
 #ifdef OLDRULE
@@ -324,14 +332,18 @@ active proctype reader()
                     :: else
                     fi
                 }
-                agree = Q
+                state = T_SET
 #else
                 /* summarize_term: the largest term the holding nodes
                  * record for this value, and how many record it */
                 for (i : 0 .. N - 1) {
                     if
-                    :: hk[i] == val && hr[i] == val && ht[i] > term ->
-                        term = ht[i]
+                    :: hk[i] == val && hr[i] == val ->
+                        fenced++;
+                        if
+                        :: ht[i] > term -> term = ht[i]
+                        :: else
+                        fi
                     :: else
                     fi
                 }
@@ -346,14 +358,25 @@ active proctype reader()
                 if
                 :: agree > 0 -> agree = Q
                 :: else
-                fi
+                fi;
 #endif
+                if
+                :: term != 0 && agree >= Q -> state = T_SET
+                :: else ->
+                    term = 0;
+                    if
+                    :: fenced > 0 -> state = T_PENDING
+                    :: else
+                    fi
+                fi
 #endif
             :: else
             fi;
             L = 0; ownterm = false; landed = 0;
             if
-            :: best >= Q && agree >= Q ->   /* a leader, with its term */
+            :: best >= Q && state != T_PENDING ->
+                /* reported as the leader (cmd_leader.c, election.c),
+                 * with term 0 if no record named it (T_NONE) */
                 L = val - 1;
                 for (i : 0 .. ATT - 1) {
                     if
@@ -372,6 +395,7 @@ active proctype reader()
                 hk[i] = 0; hc[i] = 0; hr[i] = 0; ht[i] = 0
             }
             i = 0; j = 0; k = 0; val = 0; best = 0; term = 0; agree = 0;
+            fenced = 0; state = T_NONE;
             L = 0; ownterm = false; landed = 0
         };
         r++
