@@ -6,6 +6,7 @@
 # restarts, clock guard), rwlock.pml (read-write lock), rwlive.pml (writer
 # starvation, LTL), semaphore.pml, renewal.pml (batched renewals, vote
 # withdrawal, eviction, restart trust "auto").
+# leaderterm.pml: what a reader reports of a fenced acquire (leader, term).
 # Most state spaces are too large for exhaustive search within seconds:
 # such a run is a bitstate (-DBITSTATE, 2^28 bits) depth-first search in a
 # randomized but seeded (-RS, reproducible) transition order, or SPIN's
@@ -103,6 +104,13 @@ jobs=(
 "evict-back-fixed|hold|5|bfs|$RN1 -DATT=2 -DEVT=1|twin of ctl-evict-back: no vote until max_ttl after it evicted|renewal.pml"
 "ctl-auto-liar|held[0]|-|bfs|$RN1 -DATT=2 -DRST=1 -DAUTO -DLIAR|auto trust of a node that ran everysec before its restart|renewal.pml"
 "auto-fixed|hold|5|bfs|$RN1 -DATT=2 -DRST=1 -DAUTO|twin of ctl-auto-liar: trusted only with appendfsync always|renewal.pml"
+# a reader of a fenced acquire: leader + term (spec/leaderterm.pml)
+"leaderterm|hold|20|1|-DC=3 -DATT=1|3 candidates, one attempt each, a reader reading twice: as in C|leaderterm.pml"
+"ctl-leaderterm-oldrule|ownterm|-|bfs|-DC=2 -DATT=1 -DRD=1 -DOLDRULE|the rule before the record: a held value with the largest counter read|leaderterm.pml"
+"ctl-leaderterm-onerec|landed|-|1|-DC=2 -DATT=1 -DRD=1 -DONEREC|a term recorded on one holding node suffices|leaderterm.pml"
+"leaderterm-c2|hold|20|1|-DC=2 -DATT=1 -DRD=1|twin of ctl-leaderterm-oldrule and ctl-leaderterm-onerec: the rule of inspect.c|leaderterm.pml"
+"ctl-leaderterm-reuse|landed|-|7|-DC=1 -DATT=2 -DRD=1|C today: a retry computes its earlier attempt's term (docs/proof.md, leaderterm.pml finding)|leaderterm.pml"
+"leaderterm-fresh|hold|20|1|-DC=1 -DATT=2 -DRD=1 -DFRESHTERM|twin of ctl-leaderterm-reuse: a retry's term above its earlier attempt's|leaderterm.pml"
 )
 
 # run_one NAME EXPECT BUDGET SEED DEFS: writes $tmp/NAME.result (one line)
