@@ -45,15 +45,16 @@
  *            with the largest counter read (breaks ownterm)
  *   ONEREC   a term recorded on one holding node suffices (breaks
  *            landed >= Q)
- * Variant:
- *   FRESHTERM a retry never computes a term an earlier attempt of the same
- *            acquire (the same token) computed: term = max(max_read + 1,
- *            previous term + 1). Not in C yet (docs/proof.md, finding
- *            on leaderterm.pml): without it, with ATT = 2, a retry whose
- *            round 1 missed the counter its first attempt raised computes
- *            the same term, and the records "<token> <term>" of the two
- *            attempts, each on fewer than a quorum, make a quorum
- *            together (breaks landed >= Q)
+ * Control:
+ *   REUSETERM the rule before the fix: a retry computes max_read + 1 even
+ *            when that is a term an earlier attempt of the same acquire
+ *            (the same token) computed. With ATT = 2, a retry whose round 1
+ *            missed the counter its first attempt raised computes the same
+ *            term, and the records "<token> <term>" of the two attempts,
+ *            each on fewer than a quorum, make a quorum together (breaks
+ *            landed >= Q). C (acquire.c fence_write) takes
+ *            max(max_read + 1, previous term + 1), as the model does by
+ *            default.
  * Options: C candidates (3), ATT attempts per candidate (1), RD reads by
  * the reader (2), NOLOSS no lost requests or answers.
  */
@@ -221,7 +222,7 @@ inline roll_back(c, except)
 proctype cand(byte c)
 {
     byte a = 0, t = 0;
-#ifdef FRESHTERM
+#ifndef REUSETERM
     byte prev = 0;
 #endif
     do
@@ -235,7 +236,7 @@ proctype cand(byte c)
         :: atomic { yes[c] + no[c] == N && yes[c] >= Q ->
             /* fence.c fence_candidate: max_read + 1 (trusted quorum) */
             t = maxr[c] + 1;
-#ifdef FRESHTERM
+#ifndef REUSETERM
             /* never a term an earlier attempt of this acquire wrote */
             if
             :: t <= prev -> t = prev + 1

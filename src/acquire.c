@@ -64,6 +64,7 @@ struct acquire_op {
     char *fence_for;             /* fencing: its record (whom for) */
     struct fence_read fence_read; /* counters read by the acquire round */
     char fence_buf[24];          /* the candidate token, decimal */
+    uint64_t last_term;          /* the candidate of the latest attempt */
     struct notify_waiter waiter; /* woken when the holder releases */
     bool sleeping;               /* between attempts */
     rl_mono_us wake_us;          /* when the sleep ends, boottime */
@@ -411,15 +412,22 @@ static void fence_decided(void *owner, enum verdict v)
  * holds our token. */
 static void fence_write(struct acquire_op *op)
 {
+    uint64_t term = fence_candidate(&op->fence_read, op->round.n,
+                                    wall_now_us());
     const char *argv[6];
     size_t lens[6];
     struct round_cmd cmd;
     enum verdict v;
 
+    /* A retry keeps the token: were it to compute an earlier attempt's
+     * term again, the two attempts' records "<token> <term>", each on a
+     * minority, could add up to a quorum for a term no round 2 wrote to
+     * a quorum (spec/leaderterm.pml, ctl-leaderterm-reuse). */
+    if (term <= op->last_term)
+        term = op->last_term + 1;
+    op->last_term = term;
     snprintf(op->fence_buf, sizeof(op->fence_buf), "%llu",
-             (unsigned long long)fence_candidate(&op->fence_read,
-                                                 op->round.n,
-                                                 wall_now_us()));
+             (unsigned long long)term);
     argv[0] = op->lock->keys[0];
     lens[0] = op->lock->key_lens[0];
     argv[1] = op->fence_key;

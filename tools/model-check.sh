@@ -5,7 +5,8 @@
 # in a temp dir. The models: redlock.pml (mutex, watchdog, fencing,
 # restarts, clock guard), rwlock.pml (read-write lock), rwlive.pml (writer
 # starvation, LTL), semaphore.pml, renewal.pml (batched renewals, vote
-# withdrawal, eviction, restart trust "auto").
+# withdrawal, eviction, restart trust "auto"), leaderterm.pml (a reader
+# of a fenced acquire: a leader only with its own term).
 # leaderterm.pml: what a reader reports of a fenced acquire (leader, term).
 # Most state spaces are too large for exhaustive search within seconds:
 # such a run is a bitstate (-DBITSTATE, 2^28 bits) depth-first search in a
@@ -109,8 +110,8 @@ jobs=(
 "ctl-leaderterm-oldrule|ownterm|-|bfs|-DC=2 -DATT=1 -DRD=1 -DOLDRULE|the rule before the record: a held value with the largest counter read|leaderterm.pml"
 "ctl-leaderterm-onerec|landed|-|1|-DC=2 -DATT=1 -DRD=1 -DONEREC|a term recorded on one holding node suffices|leaderterm.pml"
 "leaderterm-c2|hold|20|1|-DC=2 -DATT=1 -DRD=1|twin of ctl-leaderterm-oldrule and ctl-leaderterm-onerec: the rule of inspect.c|leaderterm.pml"
-"ctl-leaderterm-reuse|landed|-|7|-DC=1 -DATT=2 -DRD=1|C today: a retry computes its earlier attempt's term (docs/proof.md, leaderterm.pml finding)|leaderterm.pml"
-"leaderterm-fresh|hold|20|1|-DC=1 -DATT=2 -DRD=1 -DFRESHTERM|twin of ctl-leaderterm-reuse: a retry's term above its earlier attempt's|leaderterm.pml"
+"ctl-leaderterm-reuse|landed|-|7|-DC=1 -DATT=2 -DRD=1 -DREUSETERM|a retry computes its earlier attempt's term again (C before the fix; docs/proof.md, leaderterm.pml finding)|leaderterm.pml"
+"leaderterm-retry|hold|20|1|-DC=1 -DATT=2 -DRD=1|twin of ctl-leaderterm-reuse, as in C: a retry's term is above its earlier attempt's|leaderterm.pml"
 )
 
 # run_one NAME EXPECT BUDGET SEED DEFS: writes $tmp/NAME.result (one line)
