@@ -7,7 +7,6 @@
 # starvation, LTL), semaphore.pml, renewal.pml (batched renewals, vote
 # withdrawal, eviction, restart trust "auto"), leaderterm.pml (a reader
 # of a fenced acquire: a leader only with its own term).
-# leaderterm.pml: what a reader reports of a fenced acquire (leader, term).
 # Most state spaces are too large for exhaustive search within seconds:
 # such a run is a bitstate (-DBITSTATE, 2^28 bits) depth-first search in a
 # randomized but seeded (-RS, reproducible) transition order, or SPIN's
