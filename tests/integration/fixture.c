@@ -288,14 +288,25 @@ rl_lock *fixture_acquire(rl_client *c, const char *resource, uint32_t ttl_ms)
 }
 
 bool fixture_all_hold(const struct fixture *f, const char *key,
-                      const char *value, long long min_pttl,
-                      long long max_pttl)
+                      const char *value, int64_t since_ms, long long ttl_ms)
 {
-    bool ok = true;
+    return harness_all_hold_ttl(f->r, f->n, key, value, since_ms, ttl_ms);
+}
 
-    for (int i = 0; i < f->n; i++)
-        ok = harness_key_holds_ttl(&f->r[i], key, value, min_pttl,
-                                   max_pttl) && ok;
+bool fixture_validity_from(const rl_lock *l, int64_t since_ms,
+                           int64_t max_ms)
+{
+    int64_t v = rl_lock_validity_ms(l);
+    int64_t read_ms = harness_now_ms();
+    /* Both clocks are read in whole ms, rounded down apart. */
+    bool ok = v <= max_ms && read_ms + v + 2 >= since_ms + max_ms;
+
+    if (!ok)
+        fprintf(stderr, "validity %lld ms (want <= %lld), ends %+lld ms "
+                        "from since + %lld (want >= 0)\n",
+                (long long)v, (long long)max_ms,
+                (long long)(read_ms + v - since_ms - max_ms),
+                (long long)max_ms);
     return ok;
 }
 

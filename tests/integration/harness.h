@@ -233,6 +233,19 @@ int harness_key_count(const struct rl_redis *arr, int n, const char *key);
 bool harness_key_gone(const struct rl_redis *arr, int n, const char *key);
 bool harness_key_gone_within(const struct rl_redis *arr, int n,
                              const char *key, int64_t ms);
+/* Every server of arr[0..n) holds key = value, awaited on one shared
+ * deadline (harness_scale_ms(3000)) until all of them do at one look: a
+ * call returns at a majority and the last nodes' writes may land later.
+ * With ttl_ms > 0 the expiry must also be the one a write of ttl_ms at
+ * since_ms (harness_now_ms() before the call) or later set: PTTL at most
+ * ttl_ms, and the expiry, as an instant (PTTL plus the time of its
+ * reply), at since_ms + ttl_ms or after. That is what the awaited event
+ * is, so no window decays while the check waits for a late node; a
+ * node that differs at the deadline is printed. ttl_ms <= 0: the value
+ * alone, whatever the PTTL. */
+bool harness_all_hold_ttl(const struct rl_redis *arr, int n, const char *key,
+                          const char *value, int64_t since_ms,
+                          long long ttl_ms);
 /* Print up to 10 keys of r with their value (or type) and PTTL. */
 void harness_print_keys(const struct rl_redis *r);
 
