@@ -1252,6 +1252,38 @@ bool harness_key_gone_within(const struct rl_redis *arr, int n,
     return until(look_gone, &g, deadline_in(ms));
 }
 
+long long harness_numsub(const struct rl_redis *r, const char *channel)
+{
+    redisReply *rep = harness_cmd(r, "PUBSUB NUMSUB %s", channel);
+    long long n = -1;
+
+    if (rep != NULL && rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&
+        rep->element[1]->type == REDIS_REPLY_INTEGER)
+        n = rep->element[1]->integer;
+    if (rep != NULL)
+        freeReplyObject(rep);
+    return n;
+}
+
+bool harness_all_subscribed(const struct rl_redis *arr, int n,
+                            const char *channel, int64_t ms)
+{
+    int64_t deadline = harness_now_ms() + harness_scale_ms(ms);
+    int missing;
+
+    do {
+        missing = 0;
+        for (int i = 0; i < n; i++)
+            missing += harness_numsub(&arr[i], channel) < 1;
+        if (missing == 0)
+            return true;
+        harness_sleep_ms(WITHIN_STEP_MS);
+    } while (harness_now_ms() < deadline);
+    fprintf(stderr, "%s: no subscriber on %d of %d servers after %lld ms\n",
+            channel, missing, n, (long long)harness_scale_ms(ms));
+    return false;
+}
+
 /* What one server said of a key: GET and PTTL on one connection, with
  * the monotonic time just after the reply. */
 struct expiry_look {

@@ -184,6 +184,13 @@ long long harness_count_keys(const struct rl_redis *r, const char *pattern);
 long long harness_int(redisReply *reply, long long err);
 /* 1 if the reply is an OK/status reply, else 0 (NULL-safe). Frees it. */
 int harness_ok(redisReply *reply);
+/* PUBSUB NUMSUB channel: its subscribers on r, -1 on error. */
+long long harness_numsub(const struct rl_redis *r, const char *channel);
+/* Every server of arr[0..n) has a subscriber of channel (a waiter's
+ * subscription confirmed), polled until harness_scale_ms(ms). false,
+ * with a message, past it. */
+bool harness_all_subscribed(const struct rl_redis *arr, int n,
+                            const char *channel, int64_t ms);
 /* Read "field:value" from INFO (section may be NULL) into buf. 0 or -1. */
 int harness_info_field(const struct rl_redis *r, const char *section,
                        const char *field, char *buf, size_t len);

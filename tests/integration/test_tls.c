@@ -361,7 +361,10 @@ static void test_release_notification_wakes_a_waiter_over_tls(
         usleep(5000);
         assert_int_equal(rl_client_stats(f->c2, &s), RL_OK);
     } while (s.contended == 0 && harness_now_ms() < deadline);
-    usleep(50000); /* and got to its sleep */
+    /* and subscribed (over TLS) on every node, so the release's message
+     * is what wakes it. */
+    assert_true(harness_all_subscribed(f->r, NODES,
+                                       "redlock:release:tls:notify", 5000));
     released_ms = harness_now_ms();
     assert_int_equal(rl_release(f->l), RL_OK);
     f->l = NULL;
