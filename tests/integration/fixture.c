@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -308,6 +309,25 @@ bool fixture_validity_from(const rl_lock *l, int64_t since_ms,
                 (long long)(read_ms + v - since_ms - max_ms),
                 (long long)max_ms);
     return ok;
+}
+
+bool fixture_wait_total(rl_client *c, size_t offset, uint64_t want,
+                        int64_t ms)
+{
+    int64_t deadline = harness_now_ms() + harness_scale_ms(ms);
+    rl_totals t;
+    uint64_t v = 0;
+
+    do {
+        if (rl_client_totals(c, &t) == RL_OK)
+            memcpy(&v, (const char *)&t + offset, sizeof(v));
+        if (v >= want)
+            return true;
+        harness_sleep_ms(5);
+    } while (harness_now_ms() < deadline);
+    fprintf(stderr, "rl_totals counter at offset %zu: %llu, want %llu\n",
+            offset, (unsigned long long)v, (unsigned long long)want);
+    return false;
 }
 
 void fixture_pause_all(struct fixture *f)

@@ -160,6 +160,14 @@ bool fixture_all_hold(const struct fixture *f, const char *key,
  * the call took. Prints what it saw when not. */
 bool fixture_validity_from(const rl_lock *l, int64_t since_ms,
                            int64_t max_ms);
+/* Wait (up to harness_scale_ms(ms)) until the uint64_t counter of
+ * rl_client_totals(c) at offset reaches want: the event a test waits for
+ * (a refused attempt, a renewal), not a sleep. false, with a message,
+ * past the deadline. Use FIXTURE_WAIT_TOTAL(c, contended, 1, 5000). */
+bool fixture_wait_total(rl_client *c, size_t offset, uint64_t want,
+                        int64_t ms);
+#define FIXTURE_WAIT_TOTAL(c, field, want, ms)                              \
+    fixture_wait_total((c), offsetof(rl_totals, field), (want), (ms))
 /* harness_pause / harness_resume every node of f. */
 void fixture_pause_all(struct fixture *f);
 void fixture_resume_all(struct fixture *f);
