@@ -42,10 +42,11 @@ static const struct fixture_opts external = { .nodes = NODES,
 
 /* ---- A waiting acquire, canceled from another thread --------------------- */
 
-/* Keys on node r now (DBSIZE), polled briefly: releases may be in flight. */
+/* Keys on node r now (DBSIZE), polled up to 3 s (scaled): releases may
+ * be in flight. */
 static bool dbsize_becomes(const struct rl_redis *r, long long want)
 {
-    int64_t deadline = harness_now_ms() + harness_scale_ms(500);
+    int64_t deadline = harness_now_ms() + harness_scale_ms(3000);
 
     while (harness_dbsize(r) != want && harness_now_ms() < deadline)
         harness_sleep_ms(5);
