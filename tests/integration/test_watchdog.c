@@ -345,7 +345,6 @@ static void test_watchdog_start_renews_and_stop_lets_lock_expire(
     rl_acquire_opts wo = { 0 };
     rl_lock *l = NULL;
     uint64_t r_stop;
-    long long p[3];
     int64_t t0;
     char token[200];
 
@@ -370,22 +369,14 @@ static void test_watchdog_start_renews_and_stop_lets_lock_expire(
     }
     assert_false(rl_lock_lost(l));
 
-    rl_watchdog_stop(l);
-    harness_sleep_ms(150); /* a renewal in flight may still complete */
     r_stop = stat_renewals(f->c);
-    for (int i = 0; i < 3; i++) {
-        if (i > 0)
-            harness_sleep_ms(200);
-        p[i] = harness_pttl(&f->r[0], "wd:startstop");
-    }
-    fprintf(stderr, "  after stop: PTTL %lld, %lld, %lld\n", p[0], p[1],
-            p[2]);
-    assert_true(p[0] > 0 && p[0] <= 1000);
-    assert_true(p[1] < p[0]);
-    assert_true(p[2] < p[1] || p[2] == -2);
-    assert_true(key_gone_within(f, "wd:startstop", 1500));
+    rl_watchdog_stop(l);
+    /* The event: the key expires on every node (renewals every ttl/3
+     * would keep it; one in flight at the stop may land first). */
+    assert_true(key_gone_within(f, "wd:startstop", 3000));
     assert_true(rl_lock_validity_ms(l) <= 0);
-    assert_int_equal(stat_renewals(f->c), r_stop);
+    /* None after the one that may have been in flight. */
+    assert_true(stat_renewals(f->c) <= r_stop + 1);
     /* Stopped: nobody was watching, so nothing is reported. */
     assert_int_equal(atomic_load(&rec.calls), 0);
     f->locks[0] = NULL;
