@@ -85,8 +85,8 @@ static void cancel_a_wait(struct fixture *f, const struct wait_case *w)
     a.o.cancel = rl_cancel_new();
     assert_non_null(a.o.cancel);
     fixture_acquirer_start(&a);
-    /* Waiting: a few attempts have been refused by now. */
-    harness_sleep_ms(300);
+    /* Waiting: an attempt has been refused. */
+    assert_true(FIXTURE_WAIT_TOTAL(f->c, contended, 1, 5000));
     assert_int_equal(atomic_load(&a.done), 0);
     assert_int_equal(rl_cancel_fire(a.o.cancel), RL_OK);
     assert_int_equal(rl_cancel_fire(a.o.cancel), RL_OK); /* idempotent */

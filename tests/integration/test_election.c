@@ -189,7 +189,8 @@ static void test_campaign_abandoned_and_kinds_refused(void **state)
     assert_non_null(o.cancel);
     assert_int_equal(rl_campaign_async(cand(f, 1), "seat", &o, campaigned,
                                        &result), RL_OK);
-    harness_sleep_ms(200);
+    /* Refused once, so it waits for the seat. */
+    assert_true(FIXTURE_WAIT_TOTAL(cand(f, 1), contended, 1, 5000));
     assert_int_equal(atomic_load(&result), 0); /* still campaigning */
     assert_int_equal(rl_cancel_fire(o.cancel), RL_OK);
     deadline = harness_now_ms() + harness_scale_ms(5000);

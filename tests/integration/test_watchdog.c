@@ -283,8 +283,8 @@ static void lost_before_validity_end(struct fixture *f, bool pause,
     /* The fd: readable while validity remains. */
     assert_true(fd_readable(fd, (int)harness_scale_ms(3000)));
     t_fd = boot_us();
-    v_fd = rl_lock_validity_ms(l);
     h = holders(f, key, token);
+    v_fd = rl_lock_validity_ms(l); /* after the holders were read */
     assert_true(rl_lock_lost(l));
     assert_true(harness_wait_count(&rec.calls, 1, 1000));
     fprintf(stderr,
@@ -297,13 +297,17 @@ static void lost_before_validity_end(struct fixture *f, bool pause,
             (long long)rec.validity_ms, (long long)((t_fd - t_fail) / 1000),
             (long long)v_fd, h);
     /* The callback ran before the validity ended, saw the flag and the
-     * readable fd. */
+     * readable fd: that is the instant the loss was reported. This
+     * thread's own wake-up on the fd may come later on a loaded machine
+     * (seen: 0 ms of validity left), which says nothing of the report. */
     assert_true(rec.validity_ms > 0);
     assert_true(rec.flag);
     assert_true(rec.fd_readable);
-    assert_true(v_fd > 0);
-    /* Redis agrees: the live minority still had our key then. */
-    assert_int_equal(h, 2);
+    /* Redis agrees: the holders were read while validity remained, so the
+     * live minority still had our key (each key outlives the validity).
+     * Read after it ended, they prove nothing either way. */
+    if (v_fd > 0)
+        assert_int_equal(h, 2);
     /* Reported within about one TTL of the failure. */
     assert_true(rec.boot_us - t_fail < harness_scale_ms(1500) * 1000);
     /* Once. */
