@@ -1361,14 +1361,16 @@ bool harness_all_hold_ttl(const struct rl_redis *arr, int n, const char *key,
         harness_sleep_ms(SETTLE_STEP_MS);
     }
     for (int i = 0; i < n; i++) {
-        if (!held[i])
-            fprintf(stderr, "port %d: %s = %s (want %s), PTTL %lld, "
-                            "expires %+lld ms from since + %lld "
-                            "(want >= 0)\n",
-                    arr[i].port, key, e[i].seen, value, e[i].pttl,
-                    (long long)(e[i].read_ms + e[i].pttl -
-                                (since_ms + ttl_ms)),
-                    ttl_ms);
+        if (held[i])
+            continue;
+        fprintf(stderr, "port %d: %s = %s (want %s), PTTL %lld", arr[i].port,
+                key, e[i].seen, value, e[i].pttl);
+        if (ttl_ms > 0)
+            fprintf(stderr, " (want <= %lld), expires %+lld ms from since + "
+                            "ttl (want >= 0)",
+                    ttl_ms,
+                    (long long)(e[i].read_ms + e[i].pttl - since_ms - ttl_ms));
+        fprintf(stderr, "\n");
     }
     return all;
 }

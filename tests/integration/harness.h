@@ -200,7 +200,7 @@ int harness_info_field(const struct rl_redis *r, const char *section,
  * Each returns a verdict and prints what it saw when that is "no", so a
  * test only has to assert_true() it. A lock call returns once a majority
  * answered: the other nodes' replies may still be on their way, so the
- * plain checks look again every 10 ms for up to harness_scale_ms(1000).
+ * plain checks look again every 10 ms for up to harness_scale_ms(3000).
  * The _within variants poll until harness_scale_ms(ms) have passed (ms 0:
  * look once). */
 

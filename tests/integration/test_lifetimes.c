@@ -311,6 +311,8 @@ static void test_restore_happens_once_per_restart(void **state)
 {
     struct fixture *f = *state;
     rl_acquire_opts o = {0};
+    rl_node_info info[NODES];
+    size_t n = 0;
 
     start_untrusting_client(f);
     o.ttl_ms = 3000;
@@ -320,6 +322,13 @@ static void test_restore_happens_once_per_restart(void **state)
     harness_sleep_ms(1100);
     assert_int_equal(harness_restart(&f->r[0]), 0);
     assert_true(wait_reachable(f->c, 0));
+    /* What the restore depends on (a clock-suspect node's uptime is not
+     * trusted, so it gets nothing back): said, for a failure below. */
+    rl_client_ping(f->c, info, NODES, &n);
+    fprintf(stderr, "  node 0 before the extend: uptime %lld ms, clock "
+                    "state %d, vote bar %d\n",
+            (long long)info[0].uptime_ms, (int)info[0].clock_state,
+            (int)info[0].vote_bar);
     assert_int_equal(rl_extend(f->l, 0), RL_OK);
     /* Restored once, after the restart (awaited: the extend returns at a
      * majority, node 0 may answer after). */
