@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -288,15 +289,45 @@ rl_lock *fixture_acquire(rl_client *c, const char *resource, uint32_t ttl_ms)
 }
 
 bool fixture_all_hold(const struct fixture *f, const char *key,
-                      const char *value, long long min_pttl,
-                      long long max_pttl)
+                      const char *value, int64_t since_ms, long long ttl_ms)
 {
-    bool ok = true;
+    return harness_all_hold_ttl(f->r, f->n, key, value, since_ms, ttl_ms);
+}
 
-    for (int i = 0; i < f->n; i++)
-        ok = harness_key_holds_ttl(&f->r[i], key, value, min_pttl,
-                                   max_pttl) && ok;
+bool fixture_validity_from(const rl_lock *l, int64_t since_ms,
+                           int64_t max_ms)
+{
+    int64_t v = rl_lock_validity_ms(l);
+    int64_t read_ms = harness_now_ms();
+    /* Both clocks are read in whole ms, rounded down apart. */
+    bool ok = v <= max_ms && read_ms + v + 2 >= since_ms + max_ms;
+
+    if (!ok)
+        fprintf(stderr, "validity %lld ms (want <= %lld), ends %+lld ms "
+                        "from since + %lld (want >= 0)\n",
+                (long long)v, (long long)max_ms,
+                (long long)(read_ms + v - since_ms - max_ms),
+                (long long)max_ms);
     return ok;
+}
+
+bool fixture_wait_total(rl_client *c, size_t offset, uint64_t want,
+                        int64_t ms)
+{
+    int64_t deadline = harness_now_ms() + harness_scale_ms(ms);
+    rl_totals t;
+    uint64_t v = 0;
+
+    do {
+        if (rl_client_totals(c, &t) == RL_OK)
+            memcpy(&v, (const char *)&t + offset, sizeof(v));
+        if (v >= want)
+            return true;
+        harness_sleep_ms(5);
+    } while (harness_now_ms() < deadline);
+    fprintf(stderr, "rl_totals counter at offset %zu: %llu, want %llu\n",
+            offset, (unsigned long long)v, (unsigned long long)want);
+    return false;
 }
 
 void fixture_pause_all(struct fixture *f)

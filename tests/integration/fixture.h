@@ -147,11 +147,27 @@ void fixture_proxy_stop(pid_t *pid);
  * option; anything but RL_OK fails the case, naming the status and
  * rl_last_error(). Returns the lock. */
 rl_lock *fixture_acquire(rl_client *c, const char *resource, uint32_t ttl_ms);
-/* harness_key_holds_ttl on every node of f (all of them looked at, so
- * each one that differs is printed). */
+/* harness_all_hold_ttl on f's nodes: every one holds key = value (one
+ * shared deadline), and with ttl_ms > 0 its expiry is that of a write of
+ * ttl_ms made at since_ms (harness_now_ms() before the call) or later.
+ * Both 0: the value alone. */
 bool fixture_all_hold(const struct fixture *f, const char *key,
-                      const char *value, long long min_pttl,
-                      long long max_pttl);
+                      const char *value, int64_t since_ms, long long ttl_ms);
+/* l's validity as an instant: at most max_ms (the TTL less the drift),
+ * and its end (the time of the read plus what it reports) at since_ms
+ * (harness_now_ms() before the call that set it) + max_ms or later.
+ * Unlike a window on what it reports, this does not depend on how long
+ * the call took. Prints what it saw when not. */
+bool fixture_validity_from(const rl_lock *l, int64_t since_ms,
+                           int64_t max_ms);
+/* Wait (up to harness_scale_ms(ms)) until the uint64_t counter of
+ * rl_client_totals(c) at offset reaches want: the event a test waits for
+ * (a refused attempt, a renewal), not a sleep. false, with a message,
+ * past the deadline. Use FIXTURE_WAIT_TOTAL(c, contended, 1, 5000). */
+bool fixture_wait_total(rl_client *c, size_t offset, uint64_t want,
+                        int64_t ms);
+#define FIXTURE_WAIT_TOTAL(c, field, want, ms)                              \
+    fixture_wait_total((c), offsetof(rl_totals, field), (want), (ms))
 /* harness_pause / harness_resume every node of f. */
 void fixture_pause_all(struct fixture *f);
 void fixture_resume_all(struct fixture *f);

@@ -1252,6 +1252,129 @@ bool harness_key_gone_within(const struct rl_redis *arr, int n,
     return until(look_gone, &g, deadline_in(ms));
 }
 
+long long harness_numsub(const struct rl_redis *r, const char *channel)
+{
+    redisReply *rep = harness_cmd(r, "PUBSUB NUMSUB %s", channel);
+    long long n = -1;
+
+    if (rep != NULL && rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&
+        rep->element[1]->type == REDIS_REPLY_INTEGER)
+        n = rep->element[1]->integer;
+    if (rep != NULL)
+        freeReplyObject(rep);
+    return n;
+}
+
+bool harness_all_subscribed(const struct rl_redis *arr, int n,
+                            const char *channel, int64_t ms)
+{
+    int64_t deadline = harness_now_ms() + harness_scale_ms(ms);
+    int missing;
+
+    do {
+        missing = 0;
+        for (int i = 0; i < n; i++)
+            missing += harness_numsub(&arr[i], channel) < 1;
+        if (missing == 0)
+            return true;
+        harness_sleep_ms(WITHIN_STEP_MS);
+    } while (harness_now_ms() < deadline);
+    fprintf(stderr, "%s: no subscriber on %d of %d servers after %lld ms\n",
+            channel, missing, n, (long long)harness_scale_ms(ms));
+    return false;
+}
+
+/* What one server said of a key: GET and PTTL on one connection, with
+ * the monotonic time just after the reply. */
+struct expiry_look {
+    char seen[256];  /* the value, "(nil)" if none, "(error)" */
+    long long pttl;  /* -2 absent, -1 no expiry, -3 error */
+    int64_t read_ms; /* harness_now_ms() after the replies */
+};
+
+static void look_expiry(const struct rl_redis *r, const char *key,
+                        struct expiry_look *e)
+{
+    redisContext *c = harness_connect(r);
+    redisReply *get = NULL;
+    redisReply *pttl = NULL;
+
+    snprintf(e->seen, sizeof(e->seen), "(error)");
+    e->pttl = -3;
+    e->read_ms = harness_now_ms();
+    if (c != NULL && redisAppendCommand(c, "GET %s", key) == REDIS_OK &&
+        redisAppendCommand(c, "PTTL %s", key) == REDIS_OK &&
+        redisGetReply(c, (void **)&get) == REDIS_OK &&
+        redisGetReply(c, (void **)&pttl) == REDIS_OK) {
+        e->read_ms = harness_now_ms();
+        if (get->type == REDIS_REPLY_STRING)
+            snprintf(e->seen, sizeof(e->seen), "%.*s", (int)get->len,
+                     get->str);
+        else if (get->type == REDIS_REPLY_NIL)
+            snprintf(e->seen, sizeof(e->seen), "(nil)");
+        e->pttl = harness_int(pttl, -3);
+        pttl = NULL;
+    }
+    if (get != NULL)
+        freeReplyObject(get);
+    if (pttl != NULL)
+        freeReplyObject(pttl);
+    if (c != NULL)
+        redisFree(c);
+}
+
+/* The key's expiry is an instant: the server read PTTL between sending
+ * and read_ms, so it expires at read_ms + pttl or a little before, and a
+ * write of ttl_ms at since_ms or later expires at since_ms + ttl_ms or
+ * after (1 ms for the server's and our clocks rounding apart). Unlike a
+ * PTTL window, this does not decay while a check waits. */
+static bool expiry_ok(const struct expiry_look *e, int64_t since_ms,
+                      long long ttl_ms)
+{
+    if (ttl_ms <= 0)
+        return true;
+    return e->pttl > 0 && e->pttl <= ttl_ms &&
+           e->read_ms + e->pttl + 1 >= since_ms + ttl_ms;
+}
+
+bool harness_all_hold_ttl(const struct rl_redis *arr, int n, const char *key,
+                          const char *value, int64_t since_ms,
+                          long long ttl_ms)
+{
+    int64_t deadline = deadline_in(SETTLE_MS);
+    struct expiry_look e[HARNESS_MAX_SERVERS];
+    bool held[HARNESS_MAX_SERVERS];
+    bool all;
+
+    if (n > HARNESS_MAX_SERVERS)
+        return false;
+    for (;;) {
+        all = true;
+        for (int i = 0; i < n; i++) {
+            look_expiry(&arr[i], key, &e[i]);
+            held[i] = strcmp(e[i].seen, value) == 0 &&
+                      expiry_ok(&e[i], since_ms, ttl_ms);
+            all = all && held[i];
+        }
+        if (all || harness_now_ms() >= deadline)
+            break;
+        harness_sleep_ms(SETTLE_STEP_MS);
+    }
+    for (int i = 0; i < n; i++) {
+        if (held[i])
+            continue;
+        fprintf(stderr, "port %d: %s = %s (want %s), PTTL %lld", arr[i].port,
+                key, e[i].seen, value, e[i].pttl);
+        if (ttl_ms > 0)
+            fprintf(stderr, " (want <= %lld), expires %+lld ms from since + "
+                            "ttl (want >= 0)",
+                    ttl_ms,
+                    (long long)(e[i].read_ms + e[i].pttl - since_ms - ttl_ms));
+        fprintf(stderr, "\n");
+    }
+    return all;
+}
+
 void harness_print_keys(const struct rl_redis *r)
 {
     redisReply *keys = harness_cmd(r, "KEYS *");

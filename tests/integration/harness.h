@@ -184,6 +184,13 @@ long long harness_count_keys(const struct rl_redis *r, const char *pattern);
 long long harness_int(redisReply *reply, long long err);
 /* 1 if the reply is an OK/status reply, else 0 (NULL-safe). Frees it. */
 int harness_ok(redisReply *reply);
+/* PUBSUB NUMSUB channel: its subscribers on r, -1 on error. */
+long long harness_numsub(const struct rl_redis *r, const char *channel);
+/* Every server of arr[0..n) has a subscriber of channel (a waiter's
+ * subscription confirmed), polled until harness_scale_ms(ms). false,
+ * with a message, past it. */
+bool harness_all_subscribed(const struct rl_redis *arr, int n,
+                            const char *channel, int64_t ms);
 /* Read "field:value" from INFO (section may be NULL) into buf. 0 or -1. */
 int harness_info_field(const struct rl_redis *r, const char *section,
                        const char *field, char *buf, size_t len);
@@ -193,7 +200,7 @@ int harness_info_field(const struct rl_redis *r, const char *section,
  * Each returns a verdict and prints what it saw when that is "no", so a
  * test only has to assert_true() it. A lock call returns once a majority
  * answered: the other nodes' replies may still be on their way, so the
- * plain checks look again every 10 ms for up to harness_scale_ms(1000).
+ * plain checks look again every 10 ms for up to harness_scale_ms(3000).
  * The _within variants poll until harness_scale_ms(ms) have passed (ms 0:
  * look once). */
 
@@ -233,6 +240,19 @@ int harness_key_count(const struct rl_redis *arr, int n, const char *key);
 bool harness_key_gone(const struct rl_redis *arr, int n, const char *key);
 bool harness_key_gone_within(const struct rl_redis *arr, int n,
                              const char *key, int64_t ms);
+/* Every server of arr[0..n) holds key = value, awaited on one shared
+ * deadline (harness_scale_ms(3000)) until all of them do at one look: a
+ * call returns at a majority and the last nodes' writes may land later.
+ * With ttl_ms > 0 the expiry must also be the one a write of ttl_ms at
+ * since_ms (harness_now_ms() before the call) or later set: PTTL at most
+ * ttl_ms, and the expiry, as an instant (PTTL plus the time of its
+ * reply), at since_ms + ttl_ms or after. That is what the awaited event
+ * is, so no window decays while the check waits for a late node; a
+ * node that differs at the deadline is printed. ttl_ms <= 0: the value
+ * alone, whatever the PTTL. */
+bool harness_all_hold_ttl(const struct rl_redis *arr, int n, const char *key,
+                          const char *value, int64_t since_ms,
+                          long long ttl_ms);
 /* Print up to 10 keys of r with their value (or type) and PTTL. */
 void harness_print_keys(const struct rl_redis *r);
 

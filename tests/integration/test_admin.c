@@ -92,8 +92,7 @@ static void test_a_held_lock_is_removed_on_every_node(void **state)
     assert_int_equal(rl_acquire(f->c2, "admin:held", &o, &f->l), RL_OK);
     snprintf(token, sizeof(token), "%s", rl_lock_token(f->l));
     /* The acquire returns at the quorum: let every node get the key. */
-    assert_true(harness_key_holds(&f->r[NODES - 1], "admin:held", token));
-    assert_true(harness_key_holds(&f->r[0], "admin:held", token));
+    assert_true(fixture_all_hold(f, "admin:held", token, 0, 0));
     assert_int_equal(force(f, "admin:held", out, &removed), RL_OK);
     assert_int_equal(removed, NODES);
     every_node_reports(out, token, 1, 20000);
@@ -217,9 +216,13 @@ static void test_a_waiter_gets_the_lock_after_a_force_unlock(void **state)
     assert_non_null(c3);
     o.ttl_ms = 20000;
     assert_int_equal(rl_acquire(f->c2, "admin:handoff", &o, &f->l), RL_OK);
+    /* Every node holds it before the waiter can reach a late one. */
+    assert_true(fixture_all_hold(f, "admin:handoff", rl_lock_token(f->l), 0,
+                                 0));
     w.c = c3;
     assert_int_equal(pthread_create(&t, NULL, wait_for_lock, &w), 0);
-    harness_sleep_ms(300); /* the waiter has been refused by now */
+    /* The waiter has been refused (and waits). */
+    assert_true(FIXTURE_WAIT_TOTAL(c3, contended, 1, 5000));
     forced_ms = harness_now_ms();
     assert_int_equal(force(f, "admin:handoff", out, &removed), RL_OK);
     assert_int_equal(removed, NODES);
@@ -263,7 +266,10 @@ static void test_a_watchdog_holder_is_reported_lost(void **state)
     o.lost_cb = on_lost;
     o.lost_privdata = &rec;
     assert_int_equal(rl_acquire(f->c2, "admin:watched", &o, &f->l), RL_OK);
-    harness_sleep_ms(1200); /* renewed at least once meanwhile */
+    /* Renewed at least once, and on every node, before the force. */
+    assert_true(FIXTURE_WAIT_TOTAL(f->c2, renewals, 1, 5000));
+    assert_true(fixture_all_hold(f, "admin:watched", rl_lock_token(f->l), 0,
+                                 0));
     assert_false(rl_lock_lost(f->l));
     assert_int_equal(force(f, "admin:watched", out, &removed), RL_OK);
     assert_int_equal(removed, NODES);

@@ -105,22 +105,38 @@ static void ping(rl_client *c, rl_node_info *info,
     assert_int_equal(count, n);
 }
 
-/* Polls ping until node i's vote_bar is want; false past the deadline. */
-static bool wait_vote_bar(rl_client *c, size_t n, size_t i,
-                          int want)
+static int vote_bar_of(const rl_node_info *n)
+{
+    return n->vote_bar;
+}
+
+static int may_evict_of(const rl_node_info *n)
+{
+    return n->may_evict;
+}
+
+/* Polls ping until field(node i) is want (the client's once-a-second
+ * check of the nodes has seen what the test changed); false past the
+ * deadline. */
+static bool wait_node(rl_client *c, size_t n, size_t i,
+                      int (*field)(const rl_node_info *), int want)
 {
     int64_t deadline = harness_now_ms() + harness_scale_ms(5000);
     rl_node_info info[MAX_NODES];
 
     do {
         ping(c, info, n);
-        if (info[i].vote_bar == want)
+        if (field(&info[i]) == want)
             return true;
         harness_sleep_ms(50);
     } while (harness_now_ms() < deadline);
-    fprintf(stderr, "  node %zu: vote_bar %d, want %d\n", i,
-            info[i].vote_bar, want);
+    fprintf(stderr, "  node %zu: %d, want %d\n", i, field(&info[i]), want);
     return false;
+}
+
+static bool wait_vote_bar(rl_client *c, size_t n, size_t i, int want)
+{
+    return wait_node(c, n, i, vote_bar_of, want);
 }
 
 static bool fd_readable(int fd, int timeout_ms)
@@ -334,9 +350,8 @@ static void test_policy_turned_evicting_loses_a_held_lock(void **state)
      * have evicted would have expired (max_ttl_ms: 60 s here). */
     assert_true(harness_ok(
         harness_cmd(&f->r[0], "CONFIG SET maxmemory-policy noeviction")));
-    harness_sleep_ms(1500);
+    assert_true(wait_node(f->c, 3, 0, may_evict_of, RL_FACT_NO));
     ping(f->c, info, 3);
-    assert_int_equal(info[0].may_evict, RL_FACT_NO);
     assert_int_equal(info[0].vote_bar, RL_BAR_EVICTS);
 }
 
@@ -369,7 +384,9 @@ static void test_a_node_that_stopped_evicting_does_not_vote_at_once(
         assert_true(harness_ok(harness_cmd(&f->r[i],
                                            "CONFIG SET maxmemory 0")));
     }
-    harness_sleep_ms(1500); /* every client has checked the nodes since */
+    /* The contender's check of the nodes has seen the evictions. */
+    for (size_t i = 0; i < 2; i++)
+        assert_true(wait_vote_bar(f->c2, 3, i, RL_BAR_EVICTS));
     st = rl_acquire(f->c2, "evicted", &ao, &f->l2);
     fprintf(stderr, "  contender: %s (%s); holder's validity %lld ms\n",
             rl_status_name(st), st == RL_OK ? "" : rl_last_error(),

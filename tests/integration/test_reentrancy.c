@@ -85,18 +85,19 @@ static void test_same_thread_gets_same_lock_and_redis_is_not_touched(
     assert_int_equal(rl_acquire(f->c, "re:one", &reentrant, &l1), RL_OK);
     f->locks[0] = l1;
     snprintf(token, sizeof(token), "%s", rl_lock_token(l1));
-    harness_sleep_ms(100); /* late replies of the minority */
-    assert_int_equal(holders(f, "re:one", token, NULL), NODES);
+    /* The acquire returned at a majority: the minority's writes are
+     * awaited before the commands are counted. */
+    assert_true(fixture_all_hold(f, "re:one", token, 0, 0));
     calls0 = write_calls(f);
-    harness_sleep_ms(500);
+    harness_sleep_ms(500); /* time passes: a refresh would show in PTTL */
 
     assert_int_equal(rl_acquire(f->c, "re:one", &reentrant, &l2), RL_OK);
     if (l2 != l1)
         f->locks[1] = l2;
     assert_ptr_equal(l2, l1);
     assert_string_equal(rl_lock_token(l2), token);
-    harness_sleep_ms(100);
-    /* Not refreshed: no SET/PEXPIRE went out. */
+    /* Not refreshed: no SET/PEXPIRE went out (a call that wrote would
+     * have returned only once a majority had counted it). */
     assert_int_equal(holders(f, "re:one", token, &pttl), NODES);
     fprintf(stderr, "  PTTL after nested acquire: %lld\n", pttl);
     assert_true(pttl <= 9600);
@@ -105,7 +106,6 @@ static void test_same_thread_gets_same_lock_and_redis_is_not_touched(
 
     /* Inner release: the lock stays, in Redis too. */
     assert_int_equal(rl_release(l2), RL_OK);
-    harness_sleep_ms(100);
     assert_int_equal(holders(f, "re:one", token, NULL), NODES);
     assert_int_equal(write_calls(f), calls0);
     assert_false(rl_lock_lost(l1));
@@ -138,9 +138,11 @@ static void test_three_deep_releases_only_on_the_last(void **state)
     assert_int_equal(rl_acquire(f->c, "re:deep2", &reentrant, &f->locks[1]),
                      RL_OK);
     assert_ptr_not_equal(f->locks[1], l[0]);
+    /* Every node holds it (the acquire returned at a majority); an inner
+     * release that deleted would return once a majority had. */
+    assert_true(fixture_all_hold(f, "re:deep", token, 0, 0));
     for (int i = 2; i >= 1; i--) {
         assert_int_equal(rl_release(l[i]), RL_OK);
-        harness_sleep_ms(50);
         assert_int_equal(holders(f, "re:deep", token, NULL), NODES);
     }
     f->locks[0] = NULL;
@@ -174,6 +176,8 @@ static void test_other_thread_is_an_ordinary_contender(void **state)
     assert_int_equal(rl_acquire(f->c, "re:thr", &reentrant, &f->locks[0]),
                      RL_OK);
     snprintf(token, sizeof(token), "%s", rl_lock_token(f->locks[0]));
+    /* Every node holds it before a contender can reach a late one. */
+    assert_true(fixture_all_hold(f, "re:thr", token, 0, 0));
     assert_int_equal(acquire_on_another_thread(f, "re:thr", &f->locks[1]),
                      RL_ENOTACQUIRED);
     assert_null(f->locks[1]);
@@ -199,6 +203,8 @@ static void test_non_reentrant_or_other_client_on_same_thread_contends(
     assert_int_equal(rl_acquire(f->c, "re:plain", &reentrant, &f->locks[0]),
                      RL_OK);
     snprintf(token, sizeof(token), "%s", rl_lock_token(f->locks[0]));
+    /* Every node holds it before a contender can reach a late one. */
+    assert_true(fixture_all_hold(f, "re:plain", token, 0, 0));
     /* Same thread, same client, but not reentrant. */
     assert_int_equal(rl_acquire(f->c, "re:plain", &plain, &l),
                      RL_ENOTACQUIRED);

@@ -85,13 +85,17 @@ static void lock_cycle(struct fixture *f, rl_client *c, const char *resource)
     rl_acquire_opts o = {0};
     const char *key = resource; /* fixture_config sets no prefix */
     rl_lock *l = NULL;
+    int64_t t0;
 
     o.ttl_ms = 10000;
     assert_int_equal(rl_acquire(c, resource, &o, &l), RL_OK);
-    assert_true(harness_live_hold(f->r, NODES, key, rl_lock_token(l)));
+    /* Every node holds it before the extend (an extend creates no key). */
+    assert_true(harness_all_hold_ttl(f->r, NODES, key, rl_lock_token(l), 0,
+                                     0));
+    t0 = harness_now_ms();
     assert_int_equal(rl_extend(l, 20000), RL_OK);
-    for (int i = 0; i < NODES; i++)
-        assert_true(harness_pttl(&f->r[i], key) > 10000);
+    assert_true(harness_all_hold_ttl(f->r, NODES, key, rl_lock_token(l), t0,
+                                     20000));
     assert_int_equal(rl_release(l), RL_OK); /* frees l */
     for (int i = 0; i < NODES; i++)
         assert_true(harness_key_absent(&f->r[i], key));
@@ -337,9 +341,7 @@ static void test_release_notification_wakes_a_waiter_over_tls(
     pthread_t t;
     rl_config cfg;
     rl_acquire_opts o = {0};
-    rl_stats s;
     int64_t released_ms;
-    int64_t deadline;
     int64_t bound = harness_scale_ms(2000);
 
     if (bound > TLS_FALLBACK_MS / 2)
@@ -356,12 +358,11 @@ static void test_release_notification_wakes_a_waiter_over_tls(
     w.c = f->c2;
     assert_int_equal(pthread_create(&t, NULL, wait_for_lock, &w), 0);
     /* B was refused (then it sleeps, subscribed). */
-    deadline = harness_now_ms() + harness_scale_ms(5000);
-    do {
-        usleep(5000);
-        assert_int_equal(rl_client_stats(f->c2, &s), RL_OK);
-    } while (s.contended == 0 && harness_now_ms() < deadline);
-    usleep(50000); /* and got to its sleep */
+    assert_true(FIXTURE_WAIT_TOTAL(f->c2, contended, 1, 5000));
+    /* and subscribed (over TLS) on every node, so the release's message
+     * is what wakes it. */
+    assert_true(harness_all_subscribed(f->r, NODES,
+                                       "redlock:release:tls:notify", 5000));
     released_ms = harness_now_ms();
     assert_int_equal(rl_release(f->l), RL_OK);
     f->l = NULL;
