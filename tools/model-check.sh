@@ -56,7 +56,7 @@ RN1="-DNOTIMEOUT -DONELOCK -DTMAX=0"
 jobs=(
 "mutex-n3k2|hold|20|1|-DN=3 -DK=2 -DATT=1 -DRST=1 -DTMAX=8|acquire/rollback/release, one restart"
 "watch-n3k2|hold|20|1|-DN=3 -DK=2 -DATT=1 -DRST=1 -DPAUSES=1 -DWATCH -DRESTOREONCE -DTMAX=8|watchdog, extend, restore once, a pause"
-"retry-n3k2|hold|20|1|-DN=3 -DK=2 -DATT=2 -DRST=1 -DFENCE -DFENCEFIX -DSAMETOKEN -DTMAX=8|a retry with the acquisition's token after a failed attempt, fencing, one restart"
+"retry-n3k2|hold|10|1|-DN=3 -DK=2 -DATT=2 -DRST=1 -DFENCE -DFENCEFIX -DSAMETOKEN -DTMAX=8|a retry with the acquisition's token after a failed attempt, fencing, one restart"
 "fence-n3k2|hold|20|1|-DN=3 -DK=2 -DATT=1 -DRST=1 -DFENCE -DFENCEFIX -DTMAX=8|fencing as in C (marker rule + wall-clock fallback)"
 "fencefix-n3k2|hold|20|1|-DN=3 -DK=2 -DATT=1 -DRST=1 -DFENCE -DFENCEFIX -DNOWALL -DTMAX=8|fencing marker rule, no wall clock at all"
 "persist-n3k2|hold|20|1|-DN=3 -DK=2 -DATT=1 -DRST=1 -DPERSIST -DNOQUAR -DFENCE -DFENCEFIX -DNOWALL -DTMAX=8|persistence: no quarantine needed, fencing"
@@ -105,12 +105,12 @@ jobs=(
 "ctl-auto-liar|held[0]|-|bfs|$RN1 -DATT=2 -DRST=1 -DAUTO -DLIAR|auto trust of a node that ran everysec before its restart|renewal.pml"
 "auto-fixed|hold|5|bfs|$RN1 -DATT=2 -DRST=1 -DAUTO|twin of ctl-auto-liar: trusted only with appendfsync always|renewal.pml"
 # a reader of a fenced acquire: leader + term (spec/leaderterm.pml)
-"leaderterm|hold|20|1|-DC=3 -DATT=1|3 candidates, one attempt each, a reader reading twice: as in C|leaderterm.pml"
+"leaderterm|hold|10|1|-DC=3 -DATT=1|3 candidates, one attempt each, a reader reading twice: as in C|leaderterm.pml"
 "ctl-leaderterm-oldrule|ownterm|-|bfs|-DC=2 -DATT=1 -DRD=1 -DOLDRULE|the rule before the record: a held value with the largest counter read|leaderterm.pml"
 "ctl-leaderterm-onerec|landed|-|1|-DC=2 -DATT=1 -DRD=1 -DONEREC|a term recorded on one holding node suffices|leaderterm.pml"
-"leaderterm-c2|hold|20|1|-DC=2 -DATT=1 -DRD=1|twin of ctl-leaderterm-oldrule and ctl-leaderterm-onerec: the rule of inspect.c|leaderterm.pml"
+"leaderterm-c2|hold|10|1|-DC=2 -DATT=1 -DRD=1|twin of ctl-leaderterm-oldrule and ctl-leaderterm-onerec: the rule of inspect.c|leaderterm.pml"
 "ctl-leaderterm-reuse|landed|-|7|-DC=1 -DATT=2 -DRD=1 -DREUSETERM|a retry computes its earlier attempt's term again (C before the fix; docs/proof.md, leaderterm.pml finding)|leaderterm.pml"
-"leaderterm-retry|hold|20|1|-DC=1 -DATT=2 -DRD=1|twin of ctl-leaderterm-reuse, as in C: a retry's term is above its earlier attempt's|leaderterm.pml"
+"leaderterm-retry|hold|10|1|-DC=1 -DATT=2 -DRD=1|twin of ctl-leaderterm-reuse, as in C: a retry's term is above its earlier attempt's|leaderterm.pml"
 )
 
 # run_one NAME EXPECT BUDGET SEED DEFS: writes $tmp/NAME.result (one line)
