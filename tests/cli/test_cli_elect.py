@@ -18,7 +18,8 @@ import time
 import unittest
 
 import clitest
-from clitest import base_env, kill_quietly, nodes_arg, run_cli, wait_for
+from clitest import (base_env, kill_quietly, nodes_arg, pids_with_arg,
+                     run_cli, scale, wait_for)
 
 NODES = []
 
@@ -37,6 +38,20 @@ done
 '''
 
 
+def tickers():
+    """The leaders' commands still running (sh -c TICKER; the elect
+    processes that started them have TICKER among their arguments too)."""
+    found = []
+    for pid in pids_with_arg(TICKER):
+        try:
+            with open("/proc/%d/cmdline" % pid, "rb") as f:
+                if f.read().split(b"\0")[0] == b"sh":
+                    found.append(pid)
+        except OSError:
+            pass
+    return found
+
+
 def args_for(*args):
     return ["-n", nodes_arg(NODES), "--no-quarantine"] + list(args)
 
@@ -52,8 +67,11 @@ class ElectTest(unittest.TestCase):
             kill_quietly(p)
             if p.stderr is not None:
                 p.stderr.close()
-        # The supervisors kill the tickers by the end of their validity.
-        time.sleep(TTL_MS / 1000.0 + 0.5)
+        # The supervisors kill the tickers by the end of their validity
+        # (and end themselves).
+        self.assertTrue(wait_for(lambda: not pids_with_arg(TICKER),
+                                 scale(TTL_MS / 1000.0 + 5)),
+                        "a leader's command outlived its leadership")
         self.tmp.cleanup()
 
     def leader(self, name):
@@ -73,8 +91,17 @@ class ElectTest(unittest.TestCase):
         self.assertTrue(wait_for(has, 10 * MULT, 0.05), "no new leader")
         return found
 
+    def wait_ticking(self, term):
+        """Until the leader with term has logged a tick (its command runs:
+        it holds REDLOCK_TERM)."""
+        self.assertTrue(wait_for(
+            lambda: any(t == term for t, _, _ in self.ticks()),
+            scale(10)), "term %d never ticked" % term)
+
     def ticks(self):
         out = []
+        if not os.path.exists(self.log):
+            return out
         with open(self.log) as f:
             for line in f:
                 parts = line.split()
@@ -107,14 +134,14 @@ class ElectTest(unittest.TestCase):
                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                 stdin=subprocess.DEVNULL)
         first = self.wait_leader(name)
-        time.sleep(0.3)
+        self.wait_ticking(first["term"])
         # A leader stopped politely hands over (SIGTERM reaches its
         # command, the lock is released).
         self.procs[first["owner"]].send_signal(signal.SIGTERM)
         self.procs[first["owner"]].wait(timeout=10 * MULT)
         second = self.wait_leader(name, not_owner=first["owner"])
         self.assertGreater(second["term"], first["term"])
-        time.sleep(0.3)
+        self.wait_ticking(second["term"])
         # Killed leaders: replaced once their TTL has run out.
         prev = second
         for _ in range(2):
@@ -127,10 +154,13 @@ class ElectTest(unittest.TestCase):
             self.assertLess(took, (TTL_MS + RETRY_MS) / 1000.0 + 1.0 * MULT,
                             "replaced after %.2f s" % took)
             self.assertGreater(nxt["term"], prev["term"])
-            time.sleep(0.3)
+            self.wait_ticking(nxt["term"])
             prev = nxt
-        # Let the killed leaders' commands be ended by their supervisors.
-        time.sleep(TTL_MS / 1000.0 + 0.2)
+        # Only the current leader's command may still run: the killed
+        # leaders' supervisors end theirs by the end of their validity.
+        # Then every tick they will ever log is in the log.
+        self.assertTrue(wait_for(lambda: len(tickers()) <= 1,
+                                 scale(TTL_MS / 1000.0 + 5)), tickers())
         terms = self.check_one_leader_at_a_time()
         self.assertGreaterEqual(len(terms), 4, terms)
         self.assertIn(first["term"], terms)
