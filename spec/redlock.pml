@@ -6,16 +6,12 @@
  * Configuration: compile-time macros, set by tools/model-check.sh with
  * spin -D...:
  *   N        nodes (3 or 5)            K       clients (2 or 3)
- *   ATT      acquire attempts per client (each has its own token, unless
- *            SAMETOKEN)
+ *   ATT      acquire attempts per client (each has its own token)
  *   TMAX     time horizon in ticks     RST     node restarts allowed
  *   PAUSES   client pauses allowed (a paused client does nothing while
  *            the clock runs: GC, SIGSTOP, swap)
  *   FENCE    fenced acquires           WATCH   every holder runs a watchdog
  *   PERSIST  a restarted node keeps its data (appendfsync always)
- *   SAMETOKEN as in C: the retries of one acquisition reuse its token (a
- *            new one only after a release); an attempt's SET clears the
- *            token's ghost `dead` bit on its node (a new lock)
  * Negative controls and variants (each off by default = today's C code):
  *   NOQUAR   restarted nodes vote at once (no restart quarantine, §5.7)
  *   RESURRECT the extend script SETs an absent key (instead of touch-only)
@@ -35,11 +31,6 @@
  *            as trusted too, and an answer from every node replaces the
  *            trusted quorum
  *   FWONE    (control, with FENCEFIX) the write round succeeds at one node
- *   LATEROLLBACK (control, with SAMETOKEN) a rollback may reach a node
- *            after requests sent later on the same connection: C before
- *            the fix of docs/proof.md finding 8, where a rollback answered
- *            NOSCRIPT was resent as EVAL at the back of the queue (a
- *            ghost process queues it at any later time)
  * Environment narrowing (used to make a control's trail reachable within
  * its budget; the positive model runs in the same narrowed environment
  * too, so the comparison is fair):
@@ -141,11 +132,6 @@ byte rres[K * N];   /* R_YES / R_NO */
 byte rval[K * N];   /* fence counter carried by the reply */
 bool rtr[K * N];    /* FENCEFIX: the counter's marker is the node's run */
 
-#ifdef LATEROLLBACK
-byte resend[K * N]; /* a rollback's token waiting to be queued again */
-byte nresend;       /* how many resend[] are set */
-#endif
-
 /* ---- Clock ---- */
 byte clk = 0;
 
@@ -233,11 +219,7 @@ inline apply(c, n, op, t, v, tag)
 #endif
 #endif
         if
-        :: key[n] == 0 ->
-#ifdef SAMETOKEN
-            dead[n] = dead[n] & ~BIT(t);
-#endif
-            set_key(n, t); rres[IX(c, n)] = R_YES
+        :: key[n] == 0 -> set_key(n, t); rres[IX(c, n)] = R_YES
         :: else -> rres[IX(c, n)] = R_NO
         fi
     :: op == OP_REL ->          /* release: delete where it holds t */
@@ -502,23 +484,12 @@ inline count(ph)
 #endif
 
 /* roll_back(): release on every node that may hold the token (all but
- * the refusers; all after the fence round), queued behind the attempt
- * (round_broadcast: EVAL, never resent). LATEROLLBACK: handed to the
- * resender instead, which queues it at any later time. */
-#ifdef LATEROLLBACK
-#define SEND_ROLLBACK(x) \
-    if \
-    :: resend[IX(c, x)] == 0 -> resend[IX(c, x)] = tok; nresend++ \
-    :: else -> skip /* the same token's rollback is waiting already */ \
-    fi
-#else
-#define SEND_ROLLBACK(x) send(x, OP_REL, 0)
-#endif
+ * the refusers; all after the fence round). */
 inline roll_back(all)
 {
     for (i : 0 .. N - 1) {
         if
-        :: all || (refm & (1 << i)) == 0 -> SEND_ROLLBACK(i)
+        :: all || (refm & (1 << i)) == 0 -> send(i, OP_REL, 0)
         :: else -> skip
         fi
     }
@@ -560,8 +531,7 @@ inline grant()
 proctype client(byte c)
 {
     byte a = 0;         /* attempts made */
-    byte tok;           /* this attempt's token (unique per attempt;
-                         * SAMETOKEN: per acquisition, 0 = none yet) */
+    byte tok;           /* this attempt's token (unique per attempt) */
     byte t0;            /* start of the winning SET round */
     byte t0e;           /* start of the extend round */
     byte i, mask, yes, no, refm, ref, ans, pres, maxr, fv;
@@ -581,14 +551,7 @@ end_next:
         a < ATT ->
 #endif
         a++;
-#ifdef SAMETOKEN
-        if
-        :: tok == 0 -> tok = c * ATT + a
-        :: else -> skip
-        fi;
-#else
         tok = c * ATT + a;
-#endif
         new_round();
         t0 = clk;
         for (i : 0 .. N - 1) {
@@ -729,40 +692,9 @@ released:
     atomic {
         holding[c] = false;
         lost[c] = false;
-#ifdef SAMETOKEN
-        tok = 0;
-#endif
         goto end_next
     }
 }
-
-#ifdef LATEROLLBACK
-/* node.c before the fix: a rollback answered NOSCRIPT is queued again,
- * at the back of its connection, whenever the reply is read (a full
- * connection loses it, as send() does). */
-proctype resender()
-{
-    byte x;
-end:
-    do
-    :: atomic {
-        nresend > 0 ->
-        select(x : 0 .. K * N - 1);
-        if
-        :: resend[x] != 0 ->
-            if
-            :: nfull(rq[x]) -> rq[x]!OP_REL, resend[x], 0, 0
-            :: full(rq[x]) -> skip
-            fi;
-            resend[x] = 0;
-            nresend--
-        :: else -> skip
-        fi;
-        x = 0
-    }
-    od
-}
-#endif
 
 init
 {
@@ -780,9 +712,6 @@ init
         lastfence = 1;
 #endif
         run clock();
-#ifdef LATEROLLBACK
-        run resender();
-#endif
         for (x : 0 .. N - 1) {
             run node(x)
         }

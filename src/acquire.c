@@ -79,12 +79,8 @@ static void attempt(void *arg);
 /* Release our token on the nodes that may have stored it: all, or all but
  * those that refused the SET (they certainly did not store it). Nodes
  * that are down get it when they come back, however late: a SET stuck in
- * a paused server lands when it resumes and lives a whole TTL from then.
- * The retry uses the same token, so the rollback must land on each node
- * before the retry's attempt does, or it deletes a key the retry counted:
- * round_broadcast sends it in order (as EVAL, never resent after a
- * NOSCRIPT), behind this attempt and ahead of the next on every
- * connection. */
+ * a paused server lands when it resumes and lives a whole TTL from then,
+ * and a compare-and-delete of our own token is harmless at any time. */
 static void roll_back(struct acquire_op *op, bool all)
 {
     struct lock_cmd release;

@@ -6,11 +6,10 @@
  *   BACKOFF -(timer: 25 ms doubling to 1 s, +-25% jitter)-> CONNECTING
  * CONNECTING queues AUTH, SELECT and INFO server on the new connection
  * before anything else, so every later command runs authenticated, in the
- * right db, and after we know the server's version and uptime (restart
- * quarantine); the rollbacks kept while it was down follow. The
- * connection's own timer bounds the TCP connect and the TLS handshake by
- * connect_timeout_ms; the handshake commands are bounded by it too (their
- * request deadline).
+ * right db, and after we know the server's version and uptime
+ * (restart quarantine). The connection's own timer bounds the TCP connect
+ * and the TLS handshake by connect_timeout_ms; the handshake commands are
+ * bounded by it too (their request deadline).
  * A node that has failed before fails new requests at once until its
  * handshake succeeds again ("known down": the quorum does not wait for it).
  *
@@ -584,6 +583,7 @@ static void handshake_done(struct node *n, const redisReply *info)
         n->stats.tls_resumed++;
     conn_backoff_reset(&n->backoff);
     n->last_error[0] = '\0';
+    flush_deferred(n);
     config_log(n->cfg, RL_LOG_INFO, "node %s ready (redis %s, up %llu s)",
                n->addr->display, n->facts.version,
                (unsigned long long)(node_uptime_ms(n) / 1000));
@@ -827,16 +827,6 @@ struct wire *wire_new(const struct script *s, int nkeys, int argc,
     return w;
 }
 
-struct wire *wire_new_eval(const struct script *s, int nkeys, int argc,
-                           const char **argv, const size_t *lens)
-{
-    struct wire *sha = wire_new(s, nkeys, argc, argv, lens);
-    struct wire *w = sha != NULL ? wire_eval_form(sha) : NULL;
-
-    wire_unref(sha);
-    return w;
-}
-
 /* The EVAL form of a script wire, spliced from its bytes: the same "*N"
  * count, "EVAL" and the source instead of "EVALSHA" and the digest (the
  * first five CRLFs), then the rest as it is (a new wire, no script: never
@@ -878,15 +868,8 @@ static struct wire *wire_eval_form(const struct wire *sha)
 /* Rollbacks (releases after a failed acquire) that cannot be sent because
  * the node is down are kept, bounded, until the next handshake, however
  * late: a SET stuck in a paused node's socket buffer lands when it
- * resumes and lives a whole TTL from then. A compare-and-delete of our
- * own token is harmless only before our next attempt on that node: the
- * retry uses the same token, so a rollback landing after it deletes the
- * key it just granted. Rollbacks are therefore never reordered behind
- * what was sent after them: they are EVAL from the start
- * (wire_new_eval: no NOSCRIPT resend at the back of the queue), kept
- * ones are queued right behind the handshake of the next connection,
- * ahead of anything else on it (connection_start), and a connection runs
- * its commands in order. */
+ * resumes and lives a whole TTL from then, and a compare-and-delete of
+ * our own token is harmless at any time. */
 
 /* conn is done with the bytes of a queued write. */
 static void release_wire(void *arg)
@@ -1048,8 +1031,7 @@ void node_send_wire_or_defer(struct node *n, struct wire *w)
         request_free(r);
 }
 
-/* Right behind a new connection's handshake: send what waited for the
- * node (kept again if that connection fails before answering). */
+/* After a handshake: send what waited for the node. */
 static void flush_deferred(struct node *n)
 {
     struct request *r = request_of(list_take(&n->deferred).first);
@@ -1201,7 +1183,7 @@ static bool queue_internal(struct node *n, enum req_role role, int argc,
 }
 
 /* SCRIPT LOAD every script, so EVALSHA normally finds them: fewer round
- * trips (a refused load only costs a NOSCRIPT and an EVAL later). */
+ * trips, and a rollback never has to be resent out of order. */
 static bool queue_script_loads(struct node *n)
 {
     const char *argv[3] = {"SCRIPT", "LOAD", NULL};
@@ -1308,12 +1290,9 @@ static void connection_start(struct node *n)
     }
     n->state = NODE_CONNECTING;
     clockguard_reconnect(&n->clock);
-    if (!queue_handshake(n)) {
+    if (!queue_handshake(n))
         connection_fail(n, "%s: cannot queue the handshake",
                         n->addr->display);
-        return;
-    }
-    flush_deferred(n);
 }
 
 /* Every CHECK_INTERVAL_S a ready node is asked for its facts again

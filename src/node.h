@@ -93,10 +93,6 @@ void node_free(struct node *n);
  * reference. */
 struct wire *wire_new(const struct script *s, int nkeys, int argc,
                       const char **argv, const size_t *lens);
-/* The same call as EVAL with s's source: never answered NOSCRIPT, so
- * never resent behind commands queued after it (rollbacks, node.c). */
-struct wire *wire_new_eval(const struct script *s, int nkeys, int argc,
-                           const char **argv, const size_t *lens);
 void wire_unref(struct wire *w);
 
 /* Send w to the node (the request takes its own reference). Returns the

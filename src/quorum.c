@@ -197,8 +197,8 @@ enum verdict round_start(struct quorum_round *q, enum round_mode mode,
 void round_broadcast(struct node **nodes, size_t n,
                      const struct round_cmd *cmd)
 {
-    struct wire *w = wire_new_eval(cmd->script, cmd->nkeys, cmd->argc,
-                                   cmd->argv, cmd->lens);
+    struct wire *w =
+        wire_new(cmd->script, cmd->nkeys, cmd->argc, cmd->argv, cmd->lens);
     size_t i;
 
     if (w == NULL)

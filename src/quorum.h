@@ -96,11 +96,8 @@ void round_cancel(struct quorum_round *q);
 /* Cancel and free the slots. */
 void round_clear(struct quorum_round *q);
 
-/* Send the script call cmd to every node and forget it (rollbacks:
- * releases and intent clears); nodes that are down get it after their
- * next handshake. Sent as EVAL (wire_new_eval): it lands on each node
- * before anything sent there after it, such as a retry with the same
- * token. */
+/* Send the script call cmd to every node and forget it (rollback
+ * releases); nodes that are down get it after their next handshake. */
 void round_broadcast(struct node **nodes, size_t n,
                      const struct round_cmd *cmd);
 
