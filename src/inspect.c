@@ -571,6 +571,13 @@ static void sort_desc(int64_t *v, size_t n)
     }
 }
 
+/* Is node j's value hj->token the lock of value v (any owner)? */
+static bool holds_lock(const rl_holder_info *hj, const char *v)
+{
+    return hj->reachable && hj->token[0] != '\0' &&
+           lockrec_same_lock(v, hj->token);
+}
+
 /* Nodes whose value is the lock of h[i] (any owner: lockrec_same_lock)
  * or, exact, whose value is h[i]'s. */
 static size_t count_holding(const rl_holder_info *h, size_t n, size_t i,
@@ -579,17 +586,9 @@ static size_t count_holding(const rl_holder_info *h, size_t n, size_t i,
     size_t j, m = 0;
 
     for (j = 0; j < n; j++)
-        m += h[j].reachable && h[j].token[0] != '\0' &&
-             (exact ? strcmp(h[i].token, h[j].token) == 0
-                    : lockrec_same_lock(h[i].token, h[j].token));
+        m += exact ? h[j].reachable && strcmp(h[i].token, h[j].token) == 0
+                   : holds_lock(&h[j], h[i].token);
     return m;
-}
-
-/* Is node j's value h[j].token the lock of value v (any owner)? */
-static bool holds_lock(const rl_holder_info *hj, const char *v)
-{
-    return hj->reachable && hj->token[0] != '\0' &&
-           lockrec_same_lock(v, hj->token);
 }
 
 /* The holder's term from the voting nodes holding it: set when a quorum
