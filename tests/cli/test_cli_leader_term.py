@@ -33,7 +33,7 @@ setUpModule, tearDownModule = clitest.module_nodes(NODES, 3)
 
 MULT = float(os.environ.get("RL_TEST_TIMEOUT_MULTIPLIER", "1"))
 CANDIDATES = 5
-TERMS_EACH = 3
+TERMS = 15
 DELAY_MS = 100
 
 # A leader's command: log its term and owner, hold the name briefly.
@@ -77,7 +77,7 @@ class LeaderTermTest(unittest.TestCase):
         return node_args(NODES) + list(args)
 
     def candidate(self, name, i):
-        """A shell loop: TERMS_EACH campaigns in a row through the proxies
+        """A shell loop: campaigns in a row through the proxies
         (timeouts sized for the delay)."""
         via = ",".join(p.addr for p in self.proxies)
         elect = " ".join([
@@ -88,8 +88,10 @@ class LeaderTermTest(unittest.TestCase):
             "sh", "-c", "'%s'" % LEADER])
         env = dict(base_env(), LOG=self.log, ID="c%d" % i)
         return subprocess.Popen(
-            ["sh", "-c", "for _ in $(seq %d); do %s || exit 1; done"
-             % (TERMS_EACH, elect)],
+            # Until TERMS terms are logged in all: elections are not fair,
+            # so a count per candidate could starve one under load.
+            ["sh", "-c", 'while [ "$(cat "$LOG" 2>/dev/null | wc -l)" -lt %d ]; '
+             "do %s || exit 1; done" % (TERMS, elect)],
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
             stdin=subprocess.DEVNULL)
 
@@ -151,7 +153,7 @@ class LeaderTermTest(unittest.TestCase):
         watcher.stderr.close()
 
         logged = self.logged_terms()
-        self.assertEqual(len(logged), CANDIDATES * TERMS_EACH, logged)
+        self.assertGreaterEqual(len(logged), TERMS, logged)
         errors = [p for p in polled if "error" in p]
         self.assertEqual(errors, [], "leader failed")
         for who, reports in (("one-shot leader", polled),
