@@ -527,9 +527,11 @@ RL_API rl_status rl_lock_adopt_opts(rl_client *c, const char *resource,
 /* Milliseconds of validity left (<= 0 once it has run out), measured on
  * CLOCK_BOOTTIME from just before the winning round was sent. */
 RL_API int64_t rl_lock_validity_ms(const rl_lock *l);
-/* The token stored in Redis: 40 hex digits (160 random bits), then, when
- * the lock was acquired with an owner, '.' and the owner. The whole of it
- * is what release and extend compare. Borrowed. */
+/* The token stored in Redis: 40 hex digits, then, when the lock was
+ * acquired with an owner, '.' and the owner. The winning attempt's: each
+ * attempt of an acquisition has its own (32 random digits drawn per
+ * acquisition, 8 counting its attempts; docs/protocol.md). The whole of
+ * it is what release and extend compare. Borrowed. */
 RL_API const char *rl_lock_token(const rl_lock *l);
 /* The first resource name (without prefix). Borrowed. */
 RL_API const char *rl_lock_resource(const rl_lock *l);

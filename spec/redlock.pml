@@ -6,7 +6,8 @@
  * Configuration: compile-time macros, set by tools/model-check.sh with
  * spin -D...:
  *   N        nodes (3 or 5)            K       clients (2 or 3)
- *   ATT      acquire attempts per client (each has its own token)
+ *   ATT      acquire attempts per client (each has its own token, as in
+ *            C: token.h attempt digits; SAMETOKEN is the control)
  *   TMAX     time horizon in ticks     RST     node restarts allowed
  *   PAUSES   client pauses allowed (a paused client does nothing while
  *            the clock runs: GC, SIGSTOP, swap)
@@ -31,6 +32,17 @@
  *            as trusted too, and an answer from every node replaces the
  *            trusted quorum
  *   FWONE    (control, with FENCEFIX) the write round succeeds at one node
+ *   SAMETOKEN (control) the retries of one acquisition reuse its token
+ *            (a new one only after a release), as C did before the fix
+ *            of docs/proof.md finding 8; an attempt's SET clears the
+ *            token's ghost `dead` bit on its node (a new lock)
+ *   LATEROLLBACK (environment) a rollback may reach a node at any later
+ *            time, after requests sent later on the same or another
+ *            connection: resent as EVAL after a NOSCRIPT, kept while the
+ *            node was down, or left on a connection abandoned while the
+ *            server was paused (a ghost process queues it at any later
+ *            time). With SAMETOKEN it can delete a retry's key; with a
+ *            token per attempt it cannot
  * Environment narrowing (used to make a control's trail reachable within
  * its budget; the positive model runs in the same narrowed environment
  * too, so the comparison is fair):
@@ -132,6 +144,11 @@ byte rres[K * N];   /* R_YES / R_NO */
 byte rval[K * N];   /* fence counter carried by the reply */
 bool rtr[K * N];    /* FENCEFIX: the counter's marker is the node's run */
 
+#ifdef LATEROLLBACK
+byte resend[K * N]; /* a rollback's token waiting to be queued again */
+byte nresend;       /* how many resend[] are set */
+#endif
+
 /* ---- Clock ---- */
 byte clk = 0;
 
@@ -219,7 +236,11 @@ inline apply(c, n, op, t, v, tag)
 #endif
 #endif
         if
-        :: key[n] == 0 -> set_key(n, t); rres[IX(c, n)] = R_YES
+        :: key[n] == 0 ->
+#ifdef SAMETOKEN
+            dead[n] = dead[n] & ~BIT(t);
+#endif
+            set_key(n, t); rres[IX(c, n)] = R_YES
         :: else -> rres[IX(c, n)] = R_NO
         fi
     :: op == OP_REL ->          /* release: delete where it holds t */
@@ -484,12 +505,24 @@ inline count(ph)
 #endif
 
 /* roll_back(): release on every node that may hold the token (all but
- * the refusers; all after the fence round). */
+ * the refusers; all after the fence round), queued behind the attempt.
+ * LATEROLLBACK: handed to the resender instead, which queues it at any
+ * later time (one waiting per client and node: another is dropped, as a
+ * full connection drops it; a key left behind only lapses). */
+#ifdef LATEROLLBACK
+#define SEND_ROLLBACK(x) \
+    if \
+    :: resend[IX(c, x)] == 0 -> resend[IX(c, x)] = tok; nresend++ \
+    :: else -> skip /* the same token's rollback is waiting already */ \
+    fi
+#else
+#define SEND_ROLLBACK(x) send(x, OP_REL, 0)
+#endif
 inline roll_back(all)
 {
     for (i : 0 .. N - 1) {
         if
-        :: all || (refm & (1 << i)) == 0 -> send(i, OP_REL, 0)
+        :: all || (refm & (1 << i)) == 0 -> SEND_ROLLBACK(i)
         :: else -> skip
         fi
     }
@@ -531,7 +564,8 @@ inline grant()
 proctype client(byte c)
 {
     byte a = 0;         /* attempts made */
-    byte tok;           /* this attempt's token (unique per attempt) */
+    byte tok;           /* this attempt's token (unique per attempt;
+                         * SAMETOKEN: per acquisition, 0 = none yet) */
     byte t0;            /* start of the winning SET round */
     byte t0e;           /* start of the extend round */
     byte i, mask, yes, no, refm, ref, ans, pres, maxr, fv;
@@ -551,7 +585,14 @@ end_next:
         a < ATT ->
 #endif
         a++;
+#ifdef SAMETOKEN
+        if
+        :: tok == 0 -> tok = c * ATT + a
+        :: else -> skip
+        fi;
+#else
         tok = c * ATT + a;
+#endif
         new_round();
         t0 = clk;
         for (i : 0 .. N - 1) {
@@ -692,9 +733,41 @@ released:
     atomic {
         holding[c] = false;
         lost[c] = false;
+#ifdef SAMETOKEN
+        tok = 0;
+#endif
         goto end_next
     }
 }
+
+#ifdef LATEROLLBACK
+/* A late rollback (node.c: a NOSCRIPT resend at the back of the queue, a
+ * rollback kept for a down node, a copy left on an abandoned connection)
+ * is queued whenever, behind anything (a full connection loses it, as
+ * send() does). */
+proctype resender()
+{
+    byte x;
+end:
+    do
+    :: atomic {
+        nresend > 0 ->
+        select(x : 0 .. K * N - 1);
+        if
+        :: resend[x] != 0 ->
+            if
+            :: nfull(rq[x]) -> rq[x]!OP_REL, resend[x], 0, 0
+            :: full(rq[x]) -> skip
+            fi;
+            resend[x] = 0;
+            nresend--
+        :: else -> skip
+        fi;
+        x = 0
+    }
+    od
+}
+#endif
 
 init
 {
@@ -712,6 +785,9 @@ init
         lastfence = 1;
 #endif
         run clock();
+#ifdef LATEROLLBACK
+        run resender();
+#endif
         for (x : 0 .. N - 1) {
             run node(x)
         }

@@ -2,6 +2,9 @@
  *
  * One acquire operation owns a quorum round, a retry timer and its
  * notification wait; it borrows the holder's lock record (keys + token).
+ * Each attempt has a token of its own (lockrec_next_attempt: the same
+ * random stem, the next attempt number), so the rollback of one attempt
+ * can never delete the key of a later one, whenever it lands.
  * Attempt: t0 just before the first send; SET key token NX PX ttl on every
  * node (or, for several resources, a script that sets all of them or none);
  * the round decides as soon as the outcome is certain. On success the
@@ -43,7 +46,8 @@ struct acquire_op {
     rl_client *client;
     acquire_done_fn *done;
     void *owner;
-    const struct lock_rec *lock; /* the holder's, borrowed */
+    struct lock_rec *lock;       /* the holder's, borrowed: each attempt
+                                    sets its token (attempt) */
     uint32_t ttl_ms;
     uint32_t min_validity_ms;
     struct retry_budget budget;
@@ -76,11 +80,14 @@ struct acquire_op {
 
 static void attempt(void *arg);
 
-/* Release our token on the nodes that may have stored it: all, or all but
- * those that refused the SET (they certainly did not store it). Nodes
- * that are down get it when they come back, however late: a SET stuck in
- * a paused server lands when it resumes and lives a whole TTL from then,
- * and a compare-and-delete of our own token is harmless at any time. */
+/* Release this attempt's token on the nodes that may have stored it: all,
+ * or all but those that refused the SET (they certainly did not store
+ * it). Nodes that are down get it when they come back, however late: a
+ * SET stuck in a paused server lands when it resumes and lives a whole
+ * TTL from then. It may land after a later attempt's SET (resent as EVAL
+ * after a NOSCRIPT, kept while the node was down, or left on a connection
+ * we abandoned while the server was paused), which it cannot touch: that
+ * attempt has another token (attempt). */
 static void roll_back(struct acquire_op *op, bool all)
 {
     struct lock_cmd release;
@@ -415,10 +422,11 @@ static void fence_write(struct acquire_op *op)
     struct round_cmd cmd;
     enum verdict v;
 
-    /* A retry keeps the token: were it to compute an earlier attempt's
-     * term again, the two attempts' records "<token> <term>", each on a
-     * minority, could add up to a quorum for a term no round 2 wrote to
-     * a quorum (spec/leaderterm.pml, ctl-leaderterm-reuse). */
+    /* A retry never computes an earlier attempt's term again: the two
+     * attempts' records, each on a minority, could add up to a quorum for
+     * a term no round 2 wrote to a quorum (spec/leaderterm.pml,
+     * ctl-leaderterm-reuse, where a retry kept its token; the attempts'
+     * tokens now differ, the terms still never repeat). */
     if (term <= op->last_term)
         term = op->last_term + 1;
     op->last_term = term;
@@ -639,6 +647,7 @@ static void attempt(void *arg)
     op->sleeping = false;
     op->phase = PHASE_ACQUIRE;
     memset(&op->fence_read, 0, sizeof(op->fence_read));
+    lockrec_next_attempt(op->lock);
     if (op->intent_key != NULL && op->fence_key == NULL) {
         /* A reader, or a writer once refused (one key, no fencing). */
         argv[0] = l->keys[0];
@@ -775,7 +784,7 @@ rl_status acquire_check(rl_client *c, const char *const *resources,
     return o != NULL ? check_kind(c, count, o, *ttl) : RL_OK;
 }
 
-struct acquire_op *acquire_new(rl_client *c, const struct lock_rec *rec,
+struct acquire_op *acquire_new(rl_client *c, struct lock_rec *rec,
                                uint32_t ttl, const rl_acquire_opts *o,
                                acquire_done_fn *done, void *owner)
 {

@@ -48,9 +48,11 @@ typedef void acquire_done_fn(void *owner, rl_status st,
 rl_status acquire_check(rl_client *c, const char *const *resources,
                         size_t count, const rl_acquire_opts *o,
                         uint32_t *ttl);
-/* Prepare an acquisition of rec (borrowed until done or abort) with the
- * checked ttl and o (copied; may be NULL). Any thread. NULL on OOM. */
-struct acquire_op *acquire_new(rl_client *c, const struct lock_rec *rec,
+/* Prepare an acquisition of rec (borrowed until done or abort; each
+ * attempt gives its token the next attempt digits, lockrec_next_attempt)
+ * with the checked ttl and o (copied; may be NULL). Any thread. NULL on
+ * OOM. */
+struct acquire_op *acquire_new(rl_client *c, struct lock_rec *rec,
                                uint32_t ttl, const rl_acquire_opts *o,
                                acquire_done_fn *done, void *owner);
 /* First attempt now; done may run before this returns. */

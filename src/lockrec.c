@@ -98,6 +98,13 @@ bool lockrec_can_proclaim(const struct lock_rec *r)
     return !r->adopted && !r->shared && r->token_len > TOKEN_HEX_LEN;
 }
 
+void lockrec_next_attempt(struct lock_rec *r)
+{
+    token_next_attempt(r->token);
+    if (lockrec_can_proclaim(r))
+        strcpy(r->token + r->token_len + 1, r->token);
+}
+
 const char *lockrec_published(const struct lock_rec *r)
 {
     return lockrec_can_proclaim(r) ? r->token + r->token_len + 1 : r->token;

@@ -1,7 +1,8 @@
 /* lockrec.h -- what identifies a lock in Redis: its keys (prefix +
  * resource) and its token (docs/protocol.md). The holder layer embeds one
  * in each rl_lock; operations borrow it to build their commands and never
- * change it. */
+ * change it, but for the acquisition, which gives each of its attempts a
+ * token of its own (lockrec_next_attempt). */
 #ifndef REDLOCK_LOCKREC_H
 #define REDLOCK_LOCKREC_H
 
@@ -61,6 +62,10 @@ void lockrec_owner_of(const char *value, char *out, size_t len);
  * ours(); lockrec_same_lock is the same rule in C: equal, or both carry
  * an owner after the same TOKEN_HEX_LEN hex digits). */
 bool lockrec_can_proclaim(const struct lock_rec *r);
+/* Before each attempt of an acquisition (loop thread; not for an adopted
+ * record, which is never acquired): the token's next attempt digits
+ * (token_next_attempt), the owner kept; what it publishes follows. */
+void lockrec_next_attempt(struct lock_rec *r);
 bool lockrec_same_lock(const char *a, const char *b);
 /* The value the lock publishes now: its token, or (lockrec_can_proclaim)
  * the value of its last successful proclaim. What a restarted node gets

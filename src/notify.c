@@ -36,6 +36,7 @@
 
 #include "conn.h"
 #include "notify.h"
+#include "token.h"
 
 #define CHANNEL_PREFIX "redlock:release:"
 #define MAX_IDLE_CHANNELS 1024 /* subscriptions kept with nobody waiting */
@@ -94,8 +95,9 @@ static struct notify_waiter *waiter_of(struct list_link *link)
 
 /* Wake the channel's waiters; each wake may unregister itself. token is
  * the releaser's (NULL for a subscription confirmation): a waiter is not
- * woken by its own rollback, or it would chase its own tail while the
- * holder still holds. Only the first confirmation wakes anybody. */
+ * woken by its own rollback, of any of its attempts (each has its own
+ * token, one stem), or it would chase its own tail while the holder still
+ * holds. Only the first confirmation wakes anybody. */
 static void channel_wake(struct notify *nt, const char *name, size_t len,
                          const char *token, size_t token_len)
 {
@@ -113,8 +115,8 @@ static void channel_wake(struct notify *nt, const char *name, size_t len,
     }
     for (w = waiter_of(ch->waiters.first); w != NULL; w = next) {
         next = waiter_of(w->link.next);
-        if (token != NULL && token_len == strlen(w->token) &&
-            memcmp(token, w->token, token_len) == 0)
+        if (token != NULL &&
+            token_same_acquisition(token, token_len, w->token))
             continue;
         /* Remembered: a waiter busy with an attempt ignores the wake, and
          * asks again (notify_wait) if that attempt fails. */

@@ -60,6 +60,11 @@
 #include <string.h>
 
 #include "scripts.h"
+#include "token.h"
+
+/* intent-clear spells the token layout out in Lua. */
+_Static_assert(TOKEN_STEM_LEN == 32 && TOKEN_HEX_LEN == 40,
+               "intent-clear's attempt digits are 33..40");
 
 /* ours(v, t): v is the value of the lock whose token is t -- equal, or
  * both carry an owner (40 hex digits, '.', owner) and the 40 digits are
@@ -353,7 +358,14 @@ static struct script scripts[SCRIPT_COUNT] = {
         ""},
     [SCRIPT_INTENT_CLEAR] = {
         "intent-clear",
-        "if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end\n"
+        /* Ours if set by any attempt of this acquisition: the same token
+         * but for the attempt digits 33..40 (token.h TOKEN_STEM_LEN). */
+        "local v = redis.call('get', KEYS[1])\n"
+        "local t = ARGV[1]\n"
+        "if v ~= t and not (v and #v == #t and #t >= 40 and\n"
+        "    v:sub(1, 32) == t:sub(1, 32) and v:sub(41) == t:sub(41)) then\n"
+        "  return 0\n"
+        "end\n"
         "return redis.call('del', KEYS[1])\n",
         ""},
 };

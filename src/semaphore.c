@@ -22,7 +22,8 @@
  * The record being acquired is the holder's: rewritten to each slot tried
  * (lockrec_set_slot), it names the slot won at the end, so the handle is
  * an ordinary lock on that slot (release, extend, watchdog, fencing per
- * slot). One token serves every slot. */
+ * slot). The token's stem serves every slot; each slot attempt has its own
+ * attempt digits (acquire.c), so no rollback touches a later attempt. */
 #include <stdio.h>
 #include <string.h>
 

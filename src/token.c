@@ -50,3 +50,30 @@ rl_status token_generate(char out[TOKEN_HEX_LEN + 1])
     out[TOKEN_HEX_LEN] = '\0';
     return RL_OK;
 }
+
+void token_next_attempt(char *t)
+{
+    static const char hex[] = "0123456789abcdef";
+    int i;
+
+    /* Increment the hex number t[TOKEN_STEM_LEN .. TOKEN_HEX_LEN). */
+    for (i = TOKEN_HEX_LEN - 1; i >= TOKEN_STEM_LEN; i--) {
+        const char *d = strchr(hex, t[i]);
+        size_t v = d != NULL ? (size_t)(d - hex) + 1 : 0;
+
+        t[i] = hex[v % 16];
+        if (v < 16)
+            return;
+    }
+}
+
+bool token_same_acquisition(const char *a, size_t len, const char *b)
+{
+    if (len != strlen(b))
+        return false;
+    if (len < TOKEN_HEX_LEN)
+        return memcmp(a, b, len) == 0;
+    return memcmp(a, b, TOKEN_STEM_LEN) == 0 &&
+           memcmp(a + TOKEN_HEX_LEN, b + TOKEN_HEX_LEN,
+                  len - TOKEN_HEX_LEN) == 0;
+}

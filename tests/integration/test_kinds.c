@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "fixture.h"
+#include "scripts.h"
 
 #define N 3
 
@@ -564,6 +565,47 @@ static const char *writer_gives_up_then_reader_enters(struct fixture *f,
     return wrong;
 }
 
+/* intent-clear takes away the intent of any attempt of the clearing
+ * writer's acquisition (each attempt has its own token: the same 32-digit
+ * stem, its own 8 attempt digits, the same owner) and nobody else's. */
+static void test_intent_clear_takes_any_attempts_intent_only(void **state)
+{
+#define STEM "0123456789abcdef0123456789abcdef"
+#define OTHER "fedcba9876543210fedcba9876543210"
+    static const char *const cases[][3] = {
+        /* stored, cleared with, "1" when the clear deletes it */
+        {STEM "0000000a", STEM "0000000b", "1"},
+        {STEM "0000000a.w1", STEM "0000000b.w1", "1"},
+        {STEM "0000000a.w1", STEM "0000000b.w2", "0"},
+        {OTHER "0000000b", STEM "0000000b", "0"},
+        {STEM "0000000b", STEM "0000000b.w1", "0"},
+        {"writer-b", STEM "0000000b", "0"},
+        {"writer-b", "writer-c", "0"},
+        {"writer-b", "writer-b", "1"},
+    };
+#undef STEM
+#undef OTHER
+    struct fixture *f = *state;
+    const char *src = script_get(SCRIPT_INTENT_CLEAR)->source;
+    size_t i;
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        long long want = cases[i][2][0] == '1';
+
+        assert_true(harness_ok(harness_cmd(
+            &f->r[0], "SET kr:iclear:wintent %s PX 60000", cases[i][0])));
+        assert_int_equal(
+            harness_int(harness_cmd(&f->r[0], "EVAL %s 1 kr:iclear:wintent %s",
+                                    src, cases[i][1]),
+                        -1),
+            want);
+        assert_int_equal(
+            harness_int(harness_cmd(&f->r[0], "EXISTS kr:iclear:wintent"),
+                        -1),
+            !want);
+    }
+}
+
 /* A writer that gave up no longer shuts readers out, fenced or not. */
 static void test_a_writer_that_gives_up_takes_its_intent_away(void **state)
 {
@@ -942,6 +984,7 @@ int main(void)
             test_live_readers_extend_and_release_prune_a_lapsed_one),
         cmocka_unit_test(test_writer_is_not_starved_by_a_stream_of_readers),
         cmocka_unit_test(test_a_winning_writer_leaves_another_writers_intent),
+        cmocka_unit_test(test_intent_clear_takes_any_attempts_intent_only),
         cmocka_unit_test(test_a_writer_that_gives_up_takes_its_intent_away),
         cmocka_unit_test(test_writer_gets_in_while_readers_hand_over),
         cmocka_unit_test(

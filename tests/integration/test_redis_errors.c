@@ -16,6 +16,9 @@
 
 static const struct fixture_opts three = { .nodes = 3 };
 static const struct fixture_opts five = { .nodes = 5 };
+static void stop_proxy(struct fixture *f);
+static const struct fixture_opts proxied = {
+    .nodes = 3, .priv_size = sizeof(pid_t), .cleanup = stop_proxy};
 
 /* The nodes lists_on() turns into lists: a majority of five. */
 #define LIST_NODES 3
@@ -315,6 +318,139 @@ static void test_rollback_after_script_flush_leaves_no_keys(void **state)
     assert_true(harness_empty(&f->r[2]));
 }
 
+/* calls= of "cmdstat_<cmd>" in r's INFO commandstats (0 before the
+ * first call, or when INFO fails). */
+static long long command_calls(const struct rl_redis *r, const char *cmd)
+{
+    char field[64], buf[256];
+    long long calls = 0;
+
+    snprintf(field, sizeof(field), "cmdstat_%s", cmd);
+    if (harness_info_field(r, "commandstats", field, buf, sizeof(buf)) == 0 &&
+        sscanf(buf, "calls=%lld", &calls) != 1)
+        calls = 0;
+    return calls;
+}
+
+/* Poll command_calls(r, cmd) until it is above seen (up to 10 s scaled). */
+static bool calls_above(const struct rl_redis *r, const char *cmd,
+                        long long seen)
+{
+    int64_t until = harness_now_ms() + harness_scale_ms(10000);
+
+    while (harness_now_ms() < until) {
+        if (command_calls(r, cmd) > seen)
+            return true;
+        harness_sleep_ms(1);
+    }
+    fprintf(stderr, "port %d: no %s after %lld calls\n", r->port, cmd, seen);
+    return false;
+}
+
+/* Poll the client's refused attempts until above seen (10 s scaled). */
+static bool contended_above(rl_client *c, uint64_t seen)
+{
+    int64_t until = harness_now_ms() + harness_scale_ms(10000);
+    rl_stats s;
+
+    while (harness_now_ms() < until) {
+        if (rl_client_stats(c, &s) == RL_OK && s.contended > seen)
+            return true;
+        harness_sleep_ms(1);
+    }
+    return false;
+}
+
+/* A late rollback cannot delete a later attempt's key: each attempt has
+ * its own token (a semaphore's slot attempts as a mutex's retries; a
+ * semaphore's retry is a plain SET NX, not a script that would itself
+ * wait for NOSCRIPT). Node 2 is far (a faultproxy, d each way) and has an
+ * empty script cache; the slot is held by another client on every node.
+ * The first attempt is refused by 0 and 1 at once and rolled back on 2,
+ * which has not answered: the rollback goes right behind the SET. Node 2
+ * runs both at d (its SET refused: the other holder). The other holder
+ * leaves nodes 0 and 2 meanwhile; the retry, sent at d, is granted by 0 at
+ * once and by 2 at 2 d, a minimal quorum. The rollback, sent as EVALSHA,
+ * gets NOSCRIPT back at 2 d and is resent as EVAL behind the retry's SET:
+ * it runs on node 2 at 3 d, after the retry. With one token for both
+ * attempts it deleted the retry's key there (the holder held one node of
+ * three); with the first attempt's own token it finds nothing of its own.
+ * The client may not SUBSCRIBE, so only its retry delay (d) starts the
+ * retry. */
+static void test_late_rollback_cannot_delete_the_retrys_key(void **state)
+{
+    struct fixture *f = *state;
+    static const char slot[] = "nsl:sem:slot:0";
+    int64_t d = harness_scale_ms(300);
+    rl_acquire_opts o = { .ttl_ms = 30000, .limit = 1 };
+    struct fixture_rec a = {0};
+    struct harness_nodes hn = {0};
+    pid_t *proxy = f->priv;
+    rl_stats s;
+    rl_config cfg;
+    char uri[96];
+    long long sets;
+    int port;
+
+    for (int i = 0; i < 3; i++)
+        assert_true(harness_ok(harness_cmd(
+            &f->r[i], "ACL SETUSER far on >farpw ~* &* +@all -subscribe "
+                      "-psubscribe -ssubscribe")));
+    port = fixture_proxy_start(proxy, f->r[2].port, (int)d);
+    if (port < 0)
+        skip();
+    for (int i = 0; i < 2; i++)
+        harness_nodes_set(&hn, i,
+                          harness_uri_auth(&f->r[i], "far", "farpw", uri,
+                                           sizeof(uri)));
+    snprintf(uri, sizeof(uri), "redis://far:farpw@127.0.0.1:%d", port);
+    harness_nodes_set(&hn, 2, uri);
+    fixture_config(&cfg, &hn);
+    cfg.connect_timeout_ms = (uint32_t)(4 * d + harness_scale_ms(300));
+    cfg.op_timeout_ms = (uint32_t)(2 * d + harness_scale_ms(1000));
+    cfg.retry_delay_ms = (uint32_t)d;
+    cfg.retry_jitter_ms = 0;
+    f->c2 = fixture_client(&cfg);
+    assert_non_null(f->c2);
+    assert_true(fixture_all_voting(f->c2));
+    o.wait_ms = harness_scale_ms(30000);
+    assert_true(harness_ok(harness_cmd(&f->r[2], "SCRIPT FLUSH")));
+    for (int i = 0; i < 3; i++)
+        assert_true(harness_ok(
+            harness_cmd(&f->r[i], "SET %s other PX 60000", slot)));
+    sets = command_calls(&f->r[2], "set");
+    assert_int_equal(rl_acquire_async(f->c2, "nsl:sem", &o,
+                                      fixture_rec_acquired, &a),
+                     RL_OK);
+    /* Refused by 0 and 1: node 0 is free before the retry reaches it
+     * (at d); node 2 once it has run the first SET (at d), before the
+     * retry's lands there (at 2 d). */
+    assert_true(contended_above(f->c2, 0));
+    assert_int_equal(harness_int(harness_cmd(&f->r[0], "DEL %s", slot), -1),
+                     1);
+    assert_true(calls_above(&f->r[2], "set", sets));
+    assert_int_equal(harness_int(harness_cmd(&f->r[2], "DEL %s", slot), -1),
+                     1);
+    assert_true(harness_wait_count(&a.calls, 1, harness_scale_ms(10000)));
+    f->l = a.lock;
+    assert_int_equal(a.st, RL_OK);
+    /* The scenario ran as planned: one refused attempt, then the retry,
+     * which node 2 ran (its second SET). */
+    assert_int_equal(rl_client_stats(f->c2, &s), RL_OK);
+    assert_int_equal(s.contended, 1);
+    assert_int_equal(command_calls(&f->r[2], "set"), sets + 2);
+    /* The rollback has run on node 2, after the retry (as EVAL). */
+    assert_true(calls_above(&f->r[2], "eval", 0));
+    assert_true(harness_holders(f->r, 3, slot, rl_lock_token(a.lock),
+                                NULL) >= 2);
+}
+
+/* The faultproxy of test_late_rollback_cannot_delete_the_retrys_key. */
+static void stop_proxy(struct fixture *f)
+{
+    fixture_proxy_stop(f->priv);
+}
+
 /* The watchdog's batched renewals (one touch-batch call of 200 locks
  * per node, too long for the stack arrays) go on as EVAL after the
  * scripts were flushed: every key is renewed, none is lost, no
@@ -414,6 +550,8 @@ int main(void)
         cmocka_unit_test(test_oom_on_a_minority_still_acquires),
         cmocka_unit_test(test_release_and_extend_work_after_script_flush),
         cmocka_unit_test(test_rollback_after_script_flush_leaves_no_keys),
+        FIXTURE_TEST(test_late_rollback_cannot_delete_the_retrys_key,
+                     &proxied),
         cmocka_unit_test(test_batched_renewals_go_on_after_script_flush),
         cmocka_unit_test(test_readonly_replica_counts_as_a_failed_node),
         FIXTURE_TEST(test_readonly_majority_is_no_quorum_quoting_the_error,

@@ -1,5 +1,6 @@
 /* test_token.c -- lock tokens (src/token.c): their form, that no two are
- * alike (across batch refills, threads and a fork). No Redis. */
+ * alike (across batch refills, threads and a fork), and an acquisition's
+ * attempts (each its own token, one stem). No Redis. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -130,6 +131,46 @@ static void test_a_forked_child_draws_its_own_tokens(void **state)
     }
 }
 
+/* Each attempt's token differs from every earlier one of the same
+ * acquisition (the attempt digits wrap past ffffffff), keeps the stem and
+ * what follows the digits (an owner), and is recognised as the same
+ * acquisition's; another acquisition's token is not. */
+static void test_each_attempt_has_its_own_token_of_one_stem(void **state)
+{
+    static const char owner[] = ".worker-1";
+    enum { ROW = TOKEN_HEX_LEN + sizeof(owner) };
+    char first[ROW], t[ROW], other[ROW];
+    char (*seen)[ROW] = calloc(MANY, sizeof(*seen));
+
+    (void)state;
+    assert_non_null(seen);
+    assert_int_equal(token_generate(first), RL_OK);
+    memcpy(first + TOKEN_STEM_LEN, "fffffff0", 8);
+    strcpy(first + TOKEN_HEX_LEN, owner);
+    strcpy(t, first);
+    for (size_t i = 0; i < MANY; i++) {
+        token_next_attempt(t);
+        for (size_t j = 0; j < TOKEN_HEX_LEN; j++)
+            assert_non_null(strchr("0123456789abcdef", t[j]));
+        assert_memory_equal(t, first, TOKEN_STEM_LEN);
+        assert_string_equal(t + TOKEN_HEX_LEN, owner);
+        assert_string_not_equal(t, first);
+        assert_true(token_same_acquisition(t, strlen(t), first));
+        strcpy(seen[i], t);
+    }
+    assert_memory_equal(seen[15] + TOKEN_STEM_LEN, "00000000", 8);
+    qsort(seen, MANY, sizeof(*seen), by_string);
+    for (size_t i = 1; i < MANY; i++)
+        assert_string_not_equal(seen[i - 1], seen[i]);
+    assert_int_equal(token_generate(other), RL_OK);
+    strcpy(other + TOKEN_HEX_LEN, owner);
+    assert_false(token_same_acquisition(other, strlen(other), first));
+    assert_false(token_same_acquisition(t, TOKEN_HEX_LEN, first));
+    assert_true(token_same_acquisition("", 0, ""));
+    assert_false(token_same_acquisition(t, strlen(t), ""));
+    free(seen);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -137,6 +178,7 @@ int main(void)
         cmocka_unit_test(test_no_two_tokens_alike_across_refills),
         cmocka_unit_test(test_threads_never_share_tokens),
         cmocka_unit_test(test_a_forked_child_draws_its_own_tokens),
+        cmocka_unit_test(test_each_attempt_has_its_own_token_of_one_stem),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
