@@ -275,7 +275,8 @@ typedef struct rl_config {
      * of their renewal interval (at most 100 ms) go out together, that
      * much early, never late; fewer wake-ups and script calls at the cost
      * of renewing a little sooner. 0..24 (below the retry pause), default
-     * 12; 0: only renewals already due are coalesced. */
+     * 12; 0: only renewals already due are coalesced (rl_stats counts
+     * the early ones: renewals_early). */
     uint8_t renew_window_pct;
     /* Node preconditions. Each node's INFO (and CONFIG GET appendfsync,
      * where allowed) is read at its handshake and about once a second
@@ -991,7 +992,12 @@ typedef struct rl_stats {
     uint64_t renewals_waiting; /* now: watched locks due for renewal that
                                   wait for the nodes (the watchdog's
                                   backlog; above 0 only under load) */
-    uint64_t reserved_[6];    /* zeroed (see "ABI" above) */
+    uint64_t renewals_early;  /* watchdog renewals sent before they were
+                                 due, with others due within
+                                 renew_window_pct (never with 0): of all
+                                 renewals, the share the window brings
+                                 forward */
+    uint64_t reserved_[5];    /* zeroed (see "ABI" above) */
 } rl_stats;
 
 /* Snapshot the counters since rl_client_new: the client's totals and
@@ -1015,7 +1021,8 @@ typedef struct rl_totals {
     uint64_t renewals_waiting;
     uint64_t node_count;      /* nodes of the client (cfg.node_count):
                                  rl_client_node_stats takes 0..this-1 */
-    uint64_t reserved_[8];    /* zeroed (see "ABI" above) */
+    uint64_t renewals_early;  /* as in rl_stats */
+    uint64_t reserved_[7];    /* zeroed (see "ABI" above) */
 } rl_totals;
 
 /* Read the client's totals (128 bytes) without the node array: the
@@ -1078,7 +1085,10 @@ RL_API rl_status rl_resource_force_unlock(rl_client *c, const char *resource,
 /* Render s (from rl_client_stats) as Prometheus text exposition format
  * (version 0.0.4): HELP and TYPE lines, then per client
  *   redlock_acquired_total, redlock_contended_total, redlock_lost_total,
- *   redlock_renewals_total, redlock_fences_total            (counters)
+ *   redlock_renewals_total, redlock_fences_total,
+ *   redlock_overload_refused_total, redlock_renewals_early_total
+ *                                                            (counters)
+ *   redlock_renewals_waiting                                 (gauge)
  * and per node, labelled node="host:port",
  *   redlock_node_requests_total, _errors_total, _timeouts_total,
  *   _down_total, redlock_node_votes_total{vote="for"|"against"}

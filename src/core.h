@@ -19,6 +19,7 @@ enum client_stat {
     STAT_FENCES,
     STAT_OVERLOAD_REFUSED,
     STAT_RENEWALS_WAITING,      /* a gauge: the watchdog's backlog */
+    STAT_RENEWALS_EARLY,
     STAT_COUNT,
 };
 

@@ -244,6 +244,7 @@ static void snapshot_totals(const rl_client *c, rl_totals *out)
     out->fences = atomic_load(&c->stats[STAT_FENCES]);
     out->overload_refused = atomic_load(&c->stats[STAT_OVERLOAD_REFUSED]);
     out->renewals_waiting = atomic_load(&c->stats[STAT_RENEWALS_WAITING]);
+    out->renewals_early = atomic_load(&c->stats[STAT_RENEWALS_EARLY]);
     out->node_count = c->node_count;
 }
 
@@ -291,6 +292,7 @@ static void snapshot_stats(const rl_client *c, rl_stats *out)
     out->fences = t.fences;
     out->overload_refused = t.overload_refused;
     out->renewals_waiting = t.renewals_waiting;
+    out->renewals_early = t.renewals_early;
     out->node_count = c->node_count;
     for (i = 0; i < c->node_count && i < RL_STATS_MAX_NODES; i++)
         snapshot_node(c->nodes[i], &out->nodes[i]);

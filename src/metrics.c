@@ -223,6 +223,9 @@ static const struct client_family client_families[] = {
      "Watched locks due for renewal that wait for the nodes (the "
      "watchdog's backlog; above 0 only under load).",
      offsetof(rl_stats, renewals_waiting)},
+    {"redlock_renewals_early_total", "counter",
+     "Watchdog renewals sent before they were due, with others due within "
+     "renew_window_pct.", offsetof(rl_stats, renewals_early)},
 };
 
 struct node_family {

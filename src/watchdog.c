@@ -8,7 +8,8 @@
  * fires, locks past their margin become LOST; then every lock due by now
  * + the coalescing window is renewed in batches (extend.c). The window is
  * the first due lock's min(interval x renew_window_pct, 100 ms): renewals
- * go out that much early, never late, and the window is shorter than both
+ * go out that much early (counted: STAT_RENEWALS_EARLY; none with a
+ * window of 0), never late, and the window is shorter than both
  * the interval and the retry pause, so a tick never renews a lock twice.
  *
  * At most BATCHES_MAX batches are alive at once (flow control): a lock
@@ -402,12 +403,16 @@ static void tick(void *arg)
             schedule(w, l, NO_RENEWAL); /* capped: only its margin is
                                            left */
         } else {
+            bool early = n->key > now;
+
             if (horizon == now)
                 horizon = now + window_us(w->client, l);
             if (!renew(w, l, &b)) {
-                if (n->key > now)
+                if (early)
                     break; /* only early renewals are left */
                 backlog_put(w, l);
+            } else if (early && lock_state_in_flight(l->state)) {
+                client_count(w->client, STAT_RENEWALS_EARLY);
             }
         }
     }
