@@ -28,6 +28,8 @@
  * the first request at least that long after the previous sample. */
 #include "clockguard.h"
 
+#include <stddef.h>
+
 bool clock_consistent(const struct clock_sample *a,
                       const struct clock_sample *b, double drift)
 {
@@ -53,11 +55,31 @@ static double measured_rate(const struct clock_sample *a,
     return (double)(b->server_us - a->server_us) / ours;
 }
 
+/* What a pair that failed the check proves of the rate, for showing it
+ * before the midpoints are accurate (a midpoint taken across a long
+ * round trip can show a x5 clock as x0.8): a clock that moved ds while at
+ * most hi of our time passed runs at least ds / hi, one that moved ds
+ * while at least lo passed at most ds / lo. */
+static double proven_rate(const struct clock_sample *a,
+                          const struct clock_sample *b)
+{
+    double ds = (double)(b->server_us - a->server_us);
+    double lo = (double)b->send_us - (double)a->recv_us;
+    double hi = (double)b->recv_us - (double)a->send_us;
+
+    if (hi > 0 && ds > hi)
+        return ds / hi;
+    if (lo > 0 && ds < lo)
+        return ds > 0 ? ds / lo : 0.0;
+    return measured_rate(a, b);
+}
+
 enum clock_event clockguard_add(struct clockguard *g,
                                 const struct clock_sample *s, double drift,
                                 uint32_t behave_ms)
 {
-    bool ok;
+    const struct clock_sample *failed = NULL;
+    bool ok, accurate;
 
     g->samples++;
     if (!g->have_ref) {
@@ -65,16 +87,22 @@ enum clock_event clockguard_add(struct clockguard *g,
         g->ref = g->prev = g->first = *s;
         return CLOCK_NO_CHANGE;
     }
-    ok = clock_consistent(&g->prev, s, drift) &&
-         clock_consistent(&g->ref, s, drift);
-    /* Shown, not decided on: over the whole connection, at an
-     * inconsistency or once that is long enough for the round trips to
-     * blur it by at most a half. */
-    if (!ok || (s->send_us > g->first.recv_us &&
-                s->send_us - g->first.recv_us >=
-                    g->first.recv_us - g->first.send_us + s->recv_us -
-                        s->send_us))
+    if (!clock_consistent(&g->prev, s, drift))
+        failed = &g->prev;
+    else if (!clock_consistent(&g->ref, s, drift))
+        failed = &g->ref;
+    ok = failed == NULL;
+    /* Shown, not decided on: over the whole connection once that is long
+     * enough for the round trips to blur it by at most a half; before
+     * that, at an inconsistency, what the failed pair proves. */
+    accurate = s->send_us > g->first.recv_us &&
+               s->send_us - g->first.recv_us >=
+                   g->first.recv_us - g->first.send_us + s->recv_us -
+                       s->send_us;
+    if (accurate)
         g->rate = measured_rate(&g->first, s);
+    else if (!ok)
+        g->rate = proven_rate(failed, s);
     g->prev = *s;
     if (!ok) {
         g->ref = *s;

@@ -106,7 +106,11 @@ class ClockGuardRepro(unittest.TestCase):
         fast = [x for x in rows if x["node"].endswith(":%d" %
                                                       self.fast.port)][0]
         self.assertEqual(fast["clock_state"], "suspect")
-        self.assertGreater(fast["clock_rate"], 1.5)
+        # x5 in truth; what ping shows is either measured over a span long
+        # enough to be accurate within a half, or, before that, the least
+        # rate the inconsistent pair of samples proves: faster than us by
+        # more than the drift factor (0.01) either way, under any load.
+        self.assertGreater(fast["clock_rate"], 1.01)
         for x in rows:
             if x is not fast:
                 self.assertEqual(x["clock_state"], "ok", x)

@@ -102,6 +102,30 @@ static void test_x5_is_caught_by_the_first_two_samples(void **state)
     assert_int_equal(g.incidents, 1);
 }
 
+/* A first sample whose round trip was long (the server stalled, then
+ * answered at its end) must not make the rate shown at the inconsistency
+ * look slow: a x5 clock caught between two short samples shows at least
+ * the rate their pair proves, more than 1 + drift. */
+static void test_the_rate_shown_at_a_fast_inconsistency_is_fast(void **state)
+{
+    struct clockguard g = {0};
+    struct clock_sample first = {T0, T0 + 400000,
+                                 SERVER0 + 5 * INT64_C(390000)};
+    struct clock_sample prev = {T0 + 400000, T0 + 410000,
+                                SERVER0 + 5 * INT64_C(405000)};
+    struct clock_sample next = {T0 + 420000, T0 + 430000,
+                                SERVER0 + 5 * INT64_C(425000)};
+
+    (void)state;
+    assert_int_equal(clockguard_add(&g, &first, DRIFT, BEHAVE_MS),
+                     CLOCK_NO_CHANGE);
+    assert_int_equal(clockguard_add(&g, &prev, DRIFT, BEHAVE_MS),
+                     CLOCK_NO_CHANGE);
+    assert_int_equal(clockguard_add(&g, &next, DRIFT, BEHAVE_MS),
+                     CLOCK_BECAME_SUSPECT);
+    assert_true(g.rate > 1.0 + DRIFT);
+}
+
 /* The bound of clockguard.c: rate r is caught once the baseline spans
  * E > (1 + d)(2 rtt) / (r - 1 - d) (slow: (1 - d)(2 rtt) / (1 - d - r)),
  * at the first sample after that. */
@@ -232,6 +256,7 @@ int main(void)
         cmocka_unit_test(test_a_clock_at_our_rate_is_consistent),
         cmocka_unit_test(test_drift_within_the_factor_is_consistent),
         cmocka_unit_test(test_x5_is_caught_by_the_first_two_samples),
+        cmocka_unit_test(test_the_rate_shown_at_a_fast_inconsistency_is_fast),
         cmocka_unit_test(test_rates_are_caught_within_the_stated_bound),
         cmocka_unit_test(test_steps_forward_and_backward_are_caught),
         cmocka_unit_test(test_it_votes_again_only_after_behaving_for_max_ttl),
