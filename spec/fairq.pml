@@ -75,6 +75,13 @@
 #define OP_LV   6          /* queue-leave */
 
 #define IX(c, n)   ((c) * N + (n))
+/* client c's round (globals, so that a death can clear them) */
+#define und  cund[c]
+#define yes  cyes[c]
+#define no   cno[c]
+#define maxq cmaxq[c]
+#define refm crefm[c]
+#define ph   cph[c]
 #define BIT(c)     (1 << (c))
 #define NB(m)      (((m) & 1) + (((m) >> 1) & 1) + (((m) >> 2) & 1))
 #define DEAD(c)    ((deadm & BIT(c)) != 0)
@@ -90,6 +97,9 @@
 #endif
 #define READY(c, n) ((ENTITLED(c, n) && key[n] == 0) -> 1 : 0)
 #define MAYTRY(c)   (READY(c, 0) + READY(c, 1) + READY(c, 2) >= Q)
+/* nodes where client o holds the key */
+#define HELD(o)     ((key[0] == (o) + 1) + (key[1] == (o) + 1) + \
+                     (key[2] == (o) + 1))
 #define IDLE(c)     (empty(rq[IX(c, 0)]) && empty(rq[IX(c, 1)]) && \
                      empty(rq[IX(c, 2)]))
 
@@ -98,16 +108,25 @@ byte ep[N];         /* K:q: bit c = client c's entry is there */
 byte sc[NC * N];    /* its score (0 when absent) */
 byte qt[N];         /* K:qt */
 
-chan rq[NC * N] = [QL] of { byte, byte };   /* c -> n: op, score */
+byte tk[NC];        /* client c's ticket, 0 = none yet (its score) */
+
+chan rq[NC * N] = [QL] of { byte };   /* c -> n: the requests */
 
 byte deadm;         /* dead clients */
-bool holding[NC];
+bool cund[NC];      /* an attempt is being counted */
+byte cyes[NC];      /* its grants */
+byte cno[NC];       /* its refusals */
+byte cmaxq[NC];     /* the largest K:qt in its replies */
+byte crefm[NC];     /* the nodes that refused it */
+byte cph[NC];       /* TRY, WAIT or DONE */
 
 /* ghosts */
 bool w[NC];         /* waiting: from attempt 1 to the grant, death, leave */
+#ifdef ORDER
 byte regm;          /* clients whose queue-enter landed on a quorum */
 byte servm;         /* clients granted */
 byte ahead[NC];     /* regm at the client's attempt 1 */
+#endif
 
 #ifdef LIVE
 ltl served { [] ((w[0] -> <> !w[0]) && (w[1] -> <> !w[1]) &&
@@ -142,7 +161,69 @@ inline headpurge(n)
 }
 #endif
 
-/* Node n runs client c's request (op, arg) in one step (its script). */
+#define TRY  0      /* an attempt in flight */
+#define WAIT 1      /* queued */
+#define DONE 2      /* granted and released, or left */
+
+/* the refused attempt's grants go, on every node that did not refuse
+ * (behind the attempt where it has not landed yet) */
+inline roll_back()
+{
+    for (i : 0 .. N - 1) {
+        if
+        :: (refm & BIT(i)) == 0 -> rq[IX(c, i)]!OP_RB
+        :: else
+        fi
+    }
+    i = 0
+}
+
+inline send_all(o)
+{
+    rq[IX(c, 0)]!o; rq[IX(c, 1)]!o; rq[IX(c, 2)]!o
+}
+
+/* at c's grant nobody else holds: a holder keeps its keys from its
+ * grant until its release lands (no time here) */
+inline assert_exclusive()
+{
+    assert(c == 0 || HELD(0) < Q);
+    assert(c == 1 || HELD(1) < Q);
+    assert(c == 2 || HELD(2) < Q)
+}
+
+/* The attempt is decided (at the quorum, acquire.c ROUND_EARLY), in the
+ * step its deciding reply lands. */
+inline decided()
+{
+    und = false;
+    if
+    :: yes >= Q ->
+        /* granted; it holds until its release lands on a node */
+        assert_exclusive();
+#ifdef ORDER
+        assert((ahead[c] & ~servm) == 0);
+        servm = servm | BIT(c);
+#endif
+        w[c] = false;
+        ph = DONE;
+        send_all(OP_REL)
+    :: else ->
+        roll_back();
+        if
+        :: tk[c] == 0 ->
+            /* the first refusal: ticket from a quorum's K:qt */
+            tk[c] = maxq + 1;
+            send_all(OP_ENT)
+        :: else
+        fi;
+        ph = WAIT
+    fi;
+    yes = 0; no = 0; refm = 0; maxq = 0
+}
+
+/* Node n runs client c's request op in one step (its script); the
+ * reply is counted in the same step (a dead client counts nothing). */
 inline apply(n)
 {
     ok = false;
@@ -158,12 +239,19 @@ inline apply(n)
         :: else
         fi;
         if
-        :: und && ok -> yes++
-        :: und && !ok -> no++; refm = refm | BIT(n)
-        :: else
-        fi;
-        if
-        :: und && qt[n] > maxq -> maxq = qt[n]
+        :: und && !DEAD(c) ->
+            if
+            :: ok -> yes++
+            :: else -> no++; refm = refm | BIT(n)
+            fi;
+            if
+            :: qt[n] > maxq -> maxq = qt[n]
+            :: else
+            fi;
+            if
+            :: yes >= Q || no > N - Q -> decided()
+            :: else
+            fi
         :: else
         fi
     :: op == OP_ENT ->
@@ -173,17 +261,25 @@ inline apply(n)
         qt[n]++;
         sc[IX(c, n)] = qt[n];
 #else
-        sc[IX(c, n)] = arg;
+        sc[IX(c, n)] = tk[c];
         if
-        :: qt[n] < arg -> qt[n] = arg
+        :: qt[n] < tk[c] -> qt[n] = tk[c]
         :: else
         fi;
 #endif
-        ack = ack | BIT(n);
+#ifdef ORDER
         if
-        :: NB(ack) >= Q -> regm = regm | BIT(c)
+        :: (regm & BIT(c)) == 0 ->
+            ack = ack | BIT(n);
+            if
+            :: NB(ack) >= Q -> regm = regm | BIT(c); ack = 0
+            :: else
+            fi
         :: else
         fi
+#else
+        skip
+#endif
     :: op == OP_RB || op == OP_REL ->
         if
         :: key[n] == c + 1 -> key[n] = 0
@@ -195,144 +291,77 @@ inline apply(n)
         fi
     :: op == OP_LV -> drop_entry(c, n)
     fi;
-    ok = false; op = 0; arg = 0
+    ok = false; op = 0
 }
 
+#ifdef ROT
+/* (narrowing) client c's requests land on node c first, then c + 1,
+ * then c + 2 (each its own rotation; still interleaved in any way with
+ * the other clients' and the environment's steps) */
+#define FIRST(n) (n == c || (n == (c + 1) % N && empty(rq[IX(c, c)])) || \
+                  (n == (c + 2) % N && empty(rq[IX(c, c)]) && \
+                   empty(rq[IX(c, (c + 1) % N)])))
+#define MAYLAND(n) FIRST(n)
+#else
+#define MAYLAND(n) true
+#endif
 #define DELIVER \
-    :: d_step { nempty(rq[IX(c, 0)]) -> rq[IX(c, 0)]?op, arg; apply(0) } \
-    :: d_step { nempty(rq[IX(c, 1)]) -> rq[IX(c, 1)]?op, arg; apply(1) } \
-    :: d_step { nempty(rq[IX(c, 2)]) -> rq[IX(c, 2)]?op, arg; apply(2) }
+    :: d_step { nempty(rq[IX(c, 0)]) && MAYLAND(0) -> rq[IX(c, 0)]?op; apply(0) } \
+    :: d_step { nempty(rq[IX(c, 1)]) && MAYLAND(1) -> rq[IX(c, 1)]?op; apply(1) } \
+    :: d_step { nempty(rq[IX(c, 2)]) && MAYLAND(2) -> rq[IX(c, 2)]?op; apply(2) }
 
-inline send_all(o, s)
-{
-    rq[IX(c, 0)]!o, s; rq[IX(c, 1)]!o, s; rq[IX(c, 2)]!o, s
-}
+#define ACTIVE(p) (ph == (p) && !DEAD(c) && IDLE(c))
 
-/* the refused attempt's grants go, on every node that did not refuse
- * (behind the attempt where it has not landed yet) */
-inline roll_back()
-{
-    for (i : 0 .. N - 1) {
-        if
-        :: (refm & BIT(i)) == 0 -> rq[IX(c, i)]!OP_RB, 0
-        :: else
-        fi
-    }
-    i = 0
-}
-
-inline assert_exclusive()
-{
-    assert(c == 0 || !holding[0]);
-    assert(c == 1 || !holding[1]);
-    assert(c == 2 || !holding[2])
-}
-
+/* A client: its requests land on their nodes in any order (FIFO per
+ * connection), each reply counted as it lands; after its death what it
+ * sent still lands. */
 proctype client(byte c)
 {
-    byte op, arg, yes, no, maxq, refm, ack, tk, i;
+    byte op, i;
+#ifdef ORDER
+    byte ack;
+#endif
 #ifdef HEADPURGE
     byte j, k, h;
 #endif
-    bool und, ok;
+    bool ok;
 
-    {
-        /* attempt 1: the fast path */
-        d_step {
-            w[c] = true;
-            ahead[c] = regm;
-            und = true;
-            send_all(OP_ACQ1, 0)
-        };
-try:
-        skip;
-        do
-        DELIVER
-        :: d_step { und && (yes >= Q || no > N - Q) -> und = false }; break
-        od;
-        if
-        :: yes >= Q -> goto won
-        :: else
-        fi;
-        d_step {
-            roll_back();
-            if
-            :: tk == 0 ->
-                /* the first refusal: ticket from a quorum's K:qt */
-                tk = maxq + 1;
-                send_all(OP_ENT, tk)
-            :: else
-            fi;
-            yes = 0; no = 0; refm = 0; maxq = 0
-        };
-end_wait:
-        do
-        DELIVER
-        :: d_step {
-               IDLE(c) && MAYTRY(c) ->
-               und = true; send_all(OP_ACQ, tk)
-           }; goto try
-#if FAULTS > 0
-        /* refresh: the reply 'absent', queue-enter there again */
-        :: d_step {
-               IDLE(c) && !(PRES(c, 0) && PRES(c, 1) && PRES(c, 2)) ->
-               for (i : 0 .. N - 1) {
-                   if
-                   :: !PRES(c, i) -> rq[IX(c, i)]!OP_ENT, tk
-                   :: else
-                   fi
-               }
-               i = 0
-           }
-#endif
-#ifdef LEAVE
-        :: d_step { IDLE(c) -> w[c] = false; send_all(OP_LV, 0) }; goto done
-#endif
-        od;
-won:
-        skip;
-        d_step {
-            assert_exclusive();
+    /* attempt 1: the fast path */
+    d_step {
+        w[c] = true;
 #ifdef ORDER
-            assert((ahead[c] & ~servm) == 0);
+        ahead[c] = regm;
 #endif
-            holding[c] = true;
-            servm = servm | BIT(c);
-            w[c] = false;
-            yes = 0; no = 0; refm = 0; maxq = 0
-        };
-        /* hold; release */
-        d_step { holding[c] = false; send_all(OP_REL, 0) };
-done:
-        skip
-    } unless {
-        DEAD(c) -> d_step { w[c] = false; holding[c] = false; und = false }
+        und = true;
+        ph = TRY;
+        send_all(OP_ACQ1)
     };
-    /* what was sent still lands */
-end_drain:
+end_loop:
     do
     DELIVER
-    :: IDLE(c) -> break
+    :: d_step {
+           /* entitled and free on a quorum: fair-acquire with the score */
+           ACTIVE(WAIT) && MAYTRY(c) -> und = true; ph = TRY; send_all(OP_ACQ)
+       }
+#if FAULTS > 0
+    /* refresh: the reply 'absent', queue-enter there again */
+    :: d_step {
+           ACTIVE(WAIT) && !(PRES(c, 0) && PRES(c, 1) && PRES(c, 2)) ->
+           for (i : 0 .. N - 1) {
+               if
+               :: !PRES(c, i) -> rq[IX(c, i)]!OP_ENT
+               :: else
+               fi
+           }
+           i = 0
+       }
+#endif
+#ifdef LEAVE
+    :: d_step { ACTIVE(WAIT) -> w[c] = false; ph = DONE; send_all(OP_LV) }
+#endif
+    :: (ph == DONE || DEAD(c)) && IDLE(c) -> break
     od
 }
-
-#ifdef KILL
-/* one client dies (or none) */
-proctype killer()
-{
-#ifdef LIVE
-#define KILLABLE(c) (w[c] && (regm & BIT(c)) != 0)
-#else
-#define KILLABLE(c) (!DEAD(c))
-#endif
-    if
-    :: skip
-    :: d_step { KILLABLE(0) -> deadm = deadm | BIT(0) }
-    :: d_step { KILLABLE(1) -> deadm = deadm | BIT(1) }
-    :: d_step { KILLABLE(2) -> deadm = deadm | BIT(2) }
-    fi
-}
-#endif
 
 /* A dead client's entries lapse, anywhere in the queue (HEADPURGE: not
  * here, see headpurge); a dead holder's keys lapse. */
@@ -373,15 +402,40 @@ end:
 }
 #endif
 
+#ifdef LIVE
+/* a registered waiter, between its requests */
+#define KILLABLE(v) (cph[v] == WAIT && IDLE(v) && (PRES(v, 0) -> 1 : 0) + \
+                     (PRES(v, 1) -> 1 : 0) + (PRES(v, 2) -> 1 : 0) >= Q)
+#else
+#define KILLABLE(v) true
+#endif
+
+/* client v dies: it does nothing more (what it sent still lands) */
+inline kill(v)
+{
+    deadm = deadm | BIT(v);
+    w[v] = false;
+    cund[v] = false; cyes[v] = 0; cno[v] = 0; cmaxq[v] = 0; crefm[v] = 0
+}
+
 init
 {
     atomic {
-        run client(0); run client(1); run client(2); run purge();
+        run client(0); run client(1); run client(2);
 #ifdef KILL
-        run killer();
+        run purge();
 #endif
 #if FAULTS > 0
         run fault();
 #endif
     }
+#ifdef KILL
+    /* one client dies (LIVE: a registered waiter), or none */
+    if
+    :: skip
+    :: d_step { KILLABLE(0) -> kill(0) }
+    :: d_step { KILLABLE(1) -> kill(1) }
+    :: d_step { KILLABLE(2) -> kill(2) }
+    fi
+#endif
 }
