@@ -363,16 +363,32 @@ end_loop:
     od
 }
 
-/* A dead client's entries lapse, anywhere in the queue (HEADPURGE: not
- * here, see headpurge); a dead holder's keys lapse. */
+/* the dead clients' entries on node n lapse (their own expiry, by the
+ * node's clock, wherever they are in the queue) */
+inline lapse(n)
+{
+    for (pv : 0 .. NC - 1) {
+        if
+        :: DEAD(pv) -> drop_entry(pv, n)
+        :: else
+        fi
+    }
+    pv = 0
+}
+
+/* A dead client's entries lapse, anywhere in the queue, one node at a
+ * time (HEADPURGE: not here, see headpurge); a dead holder's keys lapse.
+ * The purge in every script: the live waiters' refreshes run it at least
+ * once per refresh period, so this step is weakly fair. */
 proctype purge()
 {
+    byte pv;
 end:
     do
 #ifndef HEADPURGE
-    :: d_step { (ep[0] & deadm) != 0 -> ep[0] = ep[0] & ~deadm }
-    :: d_step { (ep[1] & deadm) != 0 -> ep[1] = ep[1] & ~deadm }
-    :: d_step { (ep[2] & deadm) != 0 -> ep[2] = ep[2] & ~deadm }
+    :: d_step { (ep[0] & deadm) != 0 -> lapse(0) }
+    :: d_step { (ep[1] & deadm) != 0 -> lapse(1) }
+    :: d_step { (ep[2] & deadm) != 0 -> lapse(2) }
 #endif
     :: d_step { key[0] != 0 && DEAD(key[0] - 1) -> key[0] = 0 }
     :: d_step { key[1] != 0 && DEAD(key[1] - 1) -> key[1] = 0 }
