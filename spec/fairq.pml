@@ -26,11 +26,12 @@
  *               starts once the client's earlier requests landed (C
  *               drops a detached round's late replies instead: this only
  *               delays the attempt).
- *   granted     hold, then fair-release: the key and the entry go in one
- *               step per node.
+ *   granted     fair-release to every node, sent in the grant's step: the
+ *               holder keeps its keys (and entries) until it lands on
+ *               a node; there the key and the entry go in one step.
  * With FAULTS also: refresh (queue-enter again, same score, where the
- * entry is absent: the refresh reply 'absent') and leave (queue-leave to
- * every node); with KILL a client may die at any step (what it sent
+ * entry is absent: the refresh reply 'absent'); with LEAVE a waiter may
+ * leave (queue-leave to every node); with KILL a client may die at any step (what it sent
  * still lands; a dead holder's keys lapse). A dead client's entries
  * lapse anywhere in the queue by a step of `purge` (the purge in every
  * script: the live waiters' refreshes run it at least once per refresh
@@ -42,20 +43,26 @@
  *       duplicate, a stale entry, an entry of a client never queued
  *       there), re-scores entries and resets or raises counters on any
  *       nodes, FAULTS times.
- *   (2) ORDER (fault-free, no deaths, no leaves): reg_done when a
- *       client's queue-enter has landed on a quorum; a client's first
- *       attempt records ahead[c] = the registered clients; at its grant
+ *   (2) ORDER (fault-free, no deaths, no leaves): ghost regm gets c when
+ *       c's queue-enter has landed on a quorum (before c is told); a
+ *       client's first attempt records ahead[c] = regm; at its grant
  *       every client in ahead[c] was granted before (assert).
  *   (3) LIVE: every waiter is eventually granted or dead, LTL under weak
  *       fairness (pan -a -f), one client dying while registered (KILL).
+ *       The clients attempt concurrently: partial grants of overlapping
+ *       attempts (fast paths, an attempt in flight while the head
+ *       changes) stay in.
  * Controls:
  *   NOHEAD     the script grants any registered waiter (breaks 2)
  *   HEADPURGE  a dead entry is purged only when it is the head and only
  *              inside fair-acquire (breaks 3: nobody entitled attempts)
  *   PERNODE    score = the node's own arrival counter, no max over a
  *              quorum (breaks 3: each waiter head on one node)
- * Options: FAULTS (0) faults, KILL one death (LIVE: only of a
- * registered waiter; else at any step), LEAVE waiters may leave. */
+ * Options: FAULTS (0) faults, KILL one death (LIVE: of a registered
+ * waiter between its requests; else at any step), LEAVE waiters may
+ * leave, ROT (narrowing, for the liveness runs: each client's requests
+ * land on the nodes in its own rotation, c, c + 1, c + 2; the state space
+ * is 20 times smaller and the search is exhaustive in seconds). */
 
 #ifndef FAULTS
 #define FAULTS 0
