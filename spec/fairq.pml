@@ -174,7 +174,7 @@ inline headpurge(n)
 
 #define TRY  0      /* an attempt in flight */
 #define WAIT 1      /* queued */
-#define DONE 2      /* granted and released, or left */
+#define DONE 2      /* granted (its release sent), or left */
 
 /* the refused attempt's grants go, on every node that did not refuse
  * (behind the attempt where it has not landed yet) */
@@ -433,7 +433,8 @@ end:
 #define KILLABLE(v) (cph[v] == WAIT && IDLE(v) && (PRES(v, 0) -> 1 : 0) + \
                      (PRES(v, 1) -> 1 : 0) + (PRES(v, 2) -> 1 : 0) >= Q)
 #else
-#define KILLABLE(v) true
+/* anyone not done yet (a holder's release is sent in its grant's step) */
+#define KILLABLE(v) (cph[v] != DONE && !DEAD(v))
 #endif
 
 /* client v dies: it does nothing more (what it sent still lands) */
