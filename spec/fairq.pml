@@ -13,7 +13,8 @@
  *               order, interleaved with everything else.
  *   refused     fair-rollback (compare-and-delete of the key, the queue
  *               untouched) to every node that did not refuse; ticket =
- *               max K:qt over the replies counted (a quorum) + 1;
+ *               max K:qt over the replies counted + 1 if they are a
+ *               quorum (else attempt 1 again later: TMO below);
  *               queue-enter with it to every node (score = ticket, ties
  *               by client id, the token), landing in any order: adds the
  *               entry, raises K:qt to the ticket.
@@ -58,9 +59,13 @@
  *              inside fair-acquire (breaks 3: nobody entitled attempts)
  *   PERNODE    score = the node's own arrival counter, no max over a
  *              quorum (breaks 3: each waiter head on one node)
+ *   TICKETANY  (with TMO) the ticket is taken from the refused round's
+ *              replies however few carried K:qt (breaks 2)
  * Options: FAULTS (0) faults, KILL one death (LIVE: of a registered
  * waiter between its requests; else at any step), LEAVE waiters may
- * leave, ROT (narrowing, for the liveness runs: each client's requests
+ * leave, TMO one reply is lost (the request ran on its node; the client
+ * counts a failed vote without K:qt, as a per-node timeout), ROT
+ * (narrowing, for the liveness runs: each client's requests
  * land on the nodes in its own rotation, c, c + 1, c + 2; the state space
  * is 20 times smaller and the search is exhaustive in seconds). */
 
@@ -89,6 +94,7 @@
 #define maxq cmaxq[c]
 #define refm crefm[c]
 #define ph   cph[c]
+#define nrep cnrep[c]
 #define BIT(c)     (1 << (c))
 #define NB(m)      (((m) & 1) + (((m) >> 1) & 1) + (((m) >> 2) & 1))
 #define DEAD(c)    ((deadm & BIT(c)) != 0)
@@ -125,7 +131,10 @@ byte cyes[NC];      /* its grants */
 byte cno[NC];       /* its refusals */
 byte cmaxq[NC];     /* the largest K:qt in its replies */
 byte crefm[NC];     /* the nodes that refused it */
-byte cph[NC];       /* TRY, WAIT or DONE */
+byte cnrep[NC];     /* its replies that carried K:qt */
+byte cph[NC];       /* TRY, WAIT, READ or DONE */
+byte tmo;           /* replies lost so far (TMO: at most one) */
+bool lost;          /* the reply being landed is lost (scratch) */
 
 /* ghosts */
 byte nfin;          /* clients granted, dead or gone (left) */
@@ -175,6 +184,7 @@ inline headpurge(n)
 #define TRY  0      /* an attempt in flight */
 #define WAIT 1      /* queued */
 #define DONE 2      /* granted (its release sent), or left */
+#define READ 3      /* refused without a ticket: attempt 1 again */
 
 /* the refused attempt's grants go, on every node that did not refuse
  * (behind the attempt where it has not landed yet) */
@@ -221,16 +231,24 @@ inline decided()
         send_all(OP_REL)
     :: else ->
         roll_back();
+        ph = WAIT;
         if
-        :: tk[c] == 0 ->
-            /* the first refusal: ticket from a quorum's K:qt */
-            tk[c] = maxq + 1;
-            send_all(OP_ENT)
-        :: else
-        fi;
-        ph = WAIT
+#ifndef TICKETANY
+        :: tk[c] == 0 && nrep < Q ->
+            /* fewer than a quorum of K:qt: no ticket, read again */
+            ph = READ
+#endif
+        :: else ->
+            if
+            :: tk[c] == 0 ->
+                /* the first refusal: ticket from a quorum's K:qt */
+                tk[c] = maxq + 1;
+                send_all(OP_ENT)
+            :: else
+            fi
+        fi
     fi;
-    yes = 0; no = 0; refm = 0; maxq = 0
+    yes = 0; no = 0; refm = 0; maxq = 0; nrep = 0
 }
 
 /* Node n runs client c's request op in one step (its script); the
@@ -250,15 +268,22 @@ inline apply(n)
         :: else
         fi;
         if
-        :: und && !DEAD(c) ->
+        :: und && !DEAD(c) && lost ->
+            no++                /* a timeout: a failed vote, no K:qt */
+        :: und && !DEAD(c) && !lost ->
             if
             :: ok -> yes++
             :: else -> no++; refm = refm | BIT(n)
             fi;
+            nrep++;
             if
             :: qt[n] > maxq -> maxq = qt[n]
             :: else
-            fi;
+            fi
+        :: else
+        fi;
+        if
+        :: und && !DEAD(c) ->
             if
             :: yes >= Q || no > N - Q -> decided()
             :: else
@@ -319,7 +344,16 @@ inline apply(n)
 #define DELIVER \
     :: d_step { nempty(rq[IX(c, 0)]) && MAYLAND(0) -> rq[IX(c, 0)]?op; apply(0) } \
     :: d_step { nempty(rq[IX(c, 1)]) && MAYLAND(1) -> rq[IX(c, 1)]?op; apply(1) } \
-    :: d_step { nempty(rq[IX(c, 2)]) && MAYLAND(2) -> rq[IX(c, 2)]?op; apply(2) }
+    :: d_step { nempty(rq[IX(c, 2)]) && MAYLAND(2) -> rq[IX(c, 2)]?op; apply(2) } \
+    LOSE(0) LOSE(1) LOSE(2)
+#ifdef TMO
+/* the request runs on node n, its reply is lost: a per-node timeout */
+#define LOSE(n) \
+    :: d_step { tmo < 1 && und && nempty(rq[IX(c, n)]) -> \
+                tmo++; lost = true; rq[IX(c, n)]?op; apply(n); lost = false }
+#else
+#define LOSE(n)
+#endif
 
 #define ACTIVE(p) (ph == (p) && !DEAD(c) && IDLE(c))
 
@@ -353,6 +387,7 @@ end_loop:
            /* entitled and free on a quorum: fair-acquire with the score */
            ACTIVE(WAIT) && MAYTRY(c) -> und = true; ph = TRY; send_all(OP_ACQ)
        }
+    :: d_step { ACTIVE(READ) -> und = true; ph = TRY; send_all(OP_ACQ1) }
 #if FAULTS > 0
     /* refresh: the reply 'absent', queue-enter there again */
     :: d_step {
@@ -442,7 +477,8 @@ inline kill(v)
 {
     deadm = deadm | BIT(v);
     nfin++;
-    cund[v] = false; cyes[v] = 0; cno[v] = 0; cmaxq[v] = 0; crefm[v] = 0
+    cund[v] = false; cyes[v] = 0; cno[v] = 0; cmaxq[v] = 0; crefm[v] = 0;
+    cnrep[v] = 0
 }
 
 init

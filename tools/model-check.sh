@@ -116,6 +116,8 @@ jobs=(
 "fq-safety|hold|10|1|-DFAULTS=2 -DKILL -DLEAVE|3 fair clients; 2 faults on the queue or counters of any nodes, a death, leaves: still one holder|fairq.pml"
 "fq-order|hold|15|0|-DORDER|fault-free: a registration that landed on a quorum before a first attempt is served before it|fairq.pml"
 "ctl-fq-nohead|ahead[|-|0|-DORDER -DNOHEAD|the script grants any registered waiter: overtaking|fairq.pml"
+"fq-order-tmo|hold|15|0|-DORDER -DTMO|a reply lost: a refusal with fewer than a quorum of K:qt takes no ticket, attempt 1 again|fairq.pml"
+"ctl-fq-ticketany|ahead[|-|0|-DORDER -DTMO -DTICKETANY|a reply lost, the ticket taken from the replies there are: overtaking|fairq.pml"
 "fq-live|hold|20|0|$FQL|every waiter is served, a registered waiter dies (LTL, weak fairness); twin of the two controls below|fairq.pml"
 "ctl-fq-headpurge|acceptance cycle|-|0|$FQL -DHEADPURGE|dead entries purged only at the head, only in fair-acquire: stall|fairq.pml"
 "ctl-fq-pernode|acceptance cycle|-|0|$FQL -DPERNODE|score = the node's own arrival counter: each waiter head on one node|fairq.pml"
