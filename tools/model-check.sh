@@ -18,8 +18,8 @@
 # prints what it explored). A model "holds" = no violation in the states
 # explored; the summary says which runs are exhaustive (the runs with an
 # ltl claim are: pan -a -f, acceptance cycles under weak fairness);
-# docs/proof.md gives
-# the counts, the coverage and the longer runs. A negative control runs in
+# docs/proof.md gives the counts, the coverage and the longer runs. A
+# negative control runs in
 # a narrowed environment (spec/redlock.pml: LATE, RSTNODE, SOLO,
 # NOTIMEOUT, SHORTKEYS; with NOTIMEOUT pan -E, as a client waiting for a
 # reply that a restart dropped blocks for good) so that its trail is found
