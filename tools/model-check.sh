@@ -6,7 +6,9 @@
 # restarts, clock guard), rwlock.pml (read-write lock), rwlive.pml (writer
 # starvation, LTL), semaphore.pml, renewal.pml (batched renewals, vote
 # withdrawal, eviction, restart trust "auto"), leaderterm.pml (a reader
-# of a fenced acquire: a leader only with its own term).
+# of a fenced acquire: a leader only with its own term), fairq.pml (the
+# fair waiting queue proposed in docs/fair-queue.md: safety whatever the
+# queue holds, order, liveness with a dead waiter, LTL).
 # Most state spaces are too large for exhaustive search within seconds:
 # such a run is a bitstate (-DBITSTATE, 2^28 bits) depth-first search in a
 # randomized but seeded (-RS, reproducible) transition order, or SPIN's
@@ -14,9 +16,10 @@
 # shortest trail of a control whose trail lies under a wide space),
 # stopped at its first violation or after its time budget (SIGINT: pan
 # prints what it explored). A model "holds" = no violation in the states
-# explored; the summary says which runs are exhaustive (the LTL model is:
-# pan -a -f, acceptance cycles under weak fairness); docs/proof.md gives
-# the counts, the coverage and the longer runs. A negative control runs in
+# explored; the summary says which runs are exhaustive (the runs with an
+# ltl claim are: pan -a -f, acceptance cycles under weak fairness);
+# docs/proof.md gives the counts, the coverage and the longer runs. A
+# negative control runs in
 # a narrowed environment (spec/redlock.pml: LATE, RSTNODE, SOLO,
 # NOTIMEOUT, SHORTKEYS; with NOTIMEOUT pan -E, as a client waiting for a
 # reply that a restart dropped blocks for good) so that its trail is found
@@ -48,11 +51,13 @@ RWS="-DK=2 -DNW=1 -DRST=0 -DNOTIMEOUT -DSOLO -DWATCH -DSHORTKEYS -DTMAX=6"
 SM="-DRST=0 -DNOTIMEOUT -DTMAX=2"
 RN="-DNOTIMEOUT -DTMAX=4"
 RN1="-DNOTIMEOUT -DONELOCK -DTMAX=0"
+FQL="-DLIVE -DKILL -DROT"
 # name | expect: hold, or the assertion text the trail must violate |
 # budget (s; "-" for a control: MC_CONTROL_DEADLINE) | pan seed (0: SPIN's fixed order, no randomization) |
 # spin -D options | what it shows | model file in spec/ (default
-# redlock.pml; a model with an ltl claim is searched exhaustively for
-# acceptance cycles under weak fairness, pan -a -f)
+# redlock.pml; a run whose options leave an ltl claim in the model is
+# searched exhaustively for acceptance cycles under weak fairness, pan -a
+# -f)
 jobs=(
 "mutex-n3k2|hold|20|1|-DN=3 -DK=2 -DATT=1 -DRST=1 -DTMAX=8|acquire/rollback/release, one restart"
 "watch-n3k2|hold|20|1|-DN=3 -DK=2 -DATT=1 -DRST=1 -DPAUSES=1 -DWATCH -DRESTOREONCE -DTMAX=8|watchdog, extend, restore once, a pause"
@@ -111,6 +116,15 @@ jobs=(
 "leaderterm-c2|hold|10|1|-DC=2 -DATT=1 -DRD=1|twin of ctl-leaderterm-oldrule and ctl-leaderterm-onerec: the rule of inspect.c|leaderterm.pml"
 "ctl-leaderterm-reuse|landed|-|7|-DC=1 -DATT=2 -DRD=1 -DREUSETERM|a retry computes its earlier attempt's term again (C before the fix; docs/proof.md, leaderterm.pml finding)|leaderterm.pml"
 "leaderterm-retry|hold|10|1|-DC=1 -DATT=2 -DRD=1|twin of ctl-leaderterm-reuse, as in C: a retry's term is above its earlier attempt's|leaderterm.pml"
+# the fair waiting queue (spec/fairq.pml; docs/fair-queue.md, a proposal)
+"fq-safety|hold|10|1|-DFAULTS=2 -DKILL -DLEAVE|3 fair clients; 2 faults on the queue or counters of any nodes, a death, leaves: still one holder|fairq.pml"
+"fq-order|hold|15|0|-DORDER|fault-free: a registration that landed on a quorum before a first attempt is served before it|fairq.pml"
+"ctl-fq-nohead|ahead[|-|0|-DORDER -DNOHEAD|the script grants any registered waiter: overtaking|fairq.pml"
+"fq-order-tmo|hold|15|0|-DORDER -DTMO|a reply lost: a refusal with fewer than a quorum of K:qt takes no ticket, attempt 1 again|fairq.pml"
+"ctl-fq-ticketany|ahead[|-|0|-DORDER -DTMO -DTICKETANY|a reply lost, the ticket taken from the replies there are: overtaking|fairq.pml"
+"fq-live|hold|20|0|$FQL|every waiter is served, a registered waiter dies (LTL, weak fairness); twin of the two controls below|fairq.pml"
+"ctl-fq-headpurge|acceptance cycle|-|0|$FQL -DHEADPURGE|dead entries purged only at the head, only in fair-acquire: stall|fairq.pml"
+"ctl-fq-pernode|acceptance cycle|-|0|$FQL -DPERNODE|score = the node's own arrival counter: each waiter head on one node|fairq.pml"
 )
 
 # run_one NAME EXPECT BUDGET SEED DEFS: writes $tmp/NAME.result (one line)
@@ -127,14 +141,19 @@ run_one()
         # lies under a wide state space), bitstate
         cflags="$cflags -DBFS" rnd='' seed=0 mode="bitstate BFS"
     fi
-    if grep -q '^ltl ' "$m"; then
-        # liveness: exhaustive, acceptance cycles under weak fairness
+    # shellcheck disable=SC2086 # $defs, $rnd and the flags are word lists
+    if ! spin -a $defs "$m" >spin.log 2>&1; then
+        echo "model $name: ERROR (does not compile)" >"$tmp/$name.result"
+        return
+    fi
+    # an ltl claim in the model as these options preprocess it (spin -a
+    # prints it): liveness, exhaustive, acceptance cycles under weak
+    # fairness
+    if grep -q '^ltl ' spin.log; then
         cflags="-DNFAIR=3" pflags="-a -f" rnd='' mode=exhaustive
     fi
-    # shellcheck disable=SC2086 # $defs, $rnd and the flags are word lists
-    if ! spin -a $defs "$m" >spin.log 2>&1 ||
-        ! gcc -O2 -w -DVECTORSZ=2048 $cflags \
-            $rnd -o pan pan.c 2>gcc.log; then
+    # shellcheck disable=SC2086
+    if ! gcc -O2 -w -DVECTORSZ=2048 $cflags $rnd -o pan pan.c 2>gcc.log; then
         echo "model $name: ERROR (does not compile)" >"$tmp/$name.result"
         return
     fi
