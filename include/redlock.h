@@ -392,8 +392,21 @@ typedef struct rl_acquire_opts {
                                  costs no request and no key; copied */
         uint64_t owner_slot_;
     };
-    uint64_t reserved_[4];    /* zero (see "ABI" above) */
+    /* Fair waiting (README "Fair waiting"; docs/fair-queue.md): carved
+     * out of the reserved tail, so 0 keeps today's behaviour and cost. */
+    uint32_t fair;            /* 1: wait in the resource's queue, served
+                                 first come, first served among fair
+                                 waiters (a mutex, one resource; not
+                                 with limit, RL_MODE_SHARED or fencing
+                                 yet: RL_EINVAL). 0: race as before */
+    uint32_t priority;        /* 0..RL_MAX_PRIORITY, implies fair: a
+                                 higher class is served first, FIFO
+                                 within a class. default 0 */
+    uint64_t reserved_[3];    /* zero (see "ABI" above) */
 } rl_acquire_opts;
+
+/* Largest rl_acquire_opts.priority. */
+#define RL_MAX_PRIORITY 255u
 
 /* Longest rl_acquire_opts.owner, in bytes. */
 #define RL_OWNER_MAX 64
