@@ -397,8 +397,8 @@ typedef struct rl_acquire_opts {
     uint32_t fair;            /* 1: wait in the resource's queue, served
                                  first come, first served among fair
                                  waiters (a mutex, one resource; not
-                                 with limit, RL_MODE_SHARED or fencing
-                                 yet: RL_EINVAL). 0: race as before */
+                                 with limit or RL_MODE_SHARED yet:
+                                 RL_EINVAL). 0: race as before */
     uint32_t priority;        /* 0..RL_MAX_PRIORITY, implies fair: a
                                  higher class is served first, FIFO
                                  within a class. default 0 */

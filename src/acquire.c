@@ -647,7 +647,9 @@ static enum vote classify(void *owner, size_t slot,
     bool granted;
 
     if (op->fair != NULL)
-        return fair_classify(op->fair, slot, r);
+        return fair_classify(op->fair, slot, r,
+                             op->fence_key != NULL ? &op->fence_read : NULL,
+                             node_voting(op->round.nodes[slot]));
     if (op->fence_key != NULL) {
         if (!fence_read_reply(&op->fence_read, r,
                               node_voting(op->round.nodes[slot]), &granted))
@@ -685,8 +687,14 @@ static void attempt(void *arg)
     op->phase = PHASE_ACQUIRE;
     memset(&op->fence_read, 0, sizeof(op->fence_read));
     if (op->fair != NULL) {
-        fair_attempt_cmd(op->fair, op->ttl_buf, &fair);
+        argv[0] = op->fence_key;
+        argv[1] = op->fence_mark;
+        argv[2] = op->fence_for;
+        fair_attempt_cmd(op->fair, op->ttl_buf,
+                         op->fence_key != NULL ? argv : NULL, &fair);
         cmd = &fair.cmd;
+        if (op->fence_key != NULL)
+            mode = ROUND_ALL; /* fence.c: every node's counter */
     } else if (op->intent_key != NULL && op->fence_key == NULL) {
         /* A reader, or a writer once refused (one key, no fencing). */
         argv[0] = l->keys[0];
@@ -767,12 +775,11 @@ static rl_status check_fair(size_t count, const rl_acquire_opts *o)
     if (count != 1)
         return rl_fail(RL_EINVAL, "a fair acquire takes exactly one "
                        "resource (one queue per acquire)");
-    if (o->limit != 0 || o->mode == RL_MODE_SHARED || o->fencing)
+    if (o->limit != 0 || o->mode == RL_MODE_SHARED)
         return rl_fail(RL_EINVAL, "fair waiting is implemented for a "
                        "mutex only: not with %s yet",
-                       o->limit != 0                ? "a semaphore (limit)"
-                       : o->mode == RL_MODE_SHARED ? "a shared (reader) lock"
-                                                   : "fencing");
+                       o->limit != 0 ? "a semaphore (limit)"
+                                     : "a shared (reader) lock");
     return RL_OK;
 }
 

@@ -255,37 +255,53 @@ void fair_free(struct fair_wait *f)
 }
 
 void fair_attempt_cmd(struct fair_wait *f, const char *px,
-                      struct fair_cmd *out)
+                      const char *const *fence, struct fair_cmd *out)
 {
-    size_t i;
+    const char *args[5] = {f->rec->token, px, f->entry_px, f->score,
+                           f->ticket_s};
+    int i, nkeys = fence != NULL ? 4 : 1;
 
-    for (i = 0; i < f->c->node_count; i++)
+    for (i = 0; i < (int)f->c->node_count; i++)
         f->qt[i] = -1;
     out->argv[0] = f->rec->keys[0];
-    out->argv[1] = f->rec->token;
-    out->argv[2] = px;
-    out->argv[3] = f->entry_px;
-    out->argv[4] = f->score;
-    out->argv[5] = f->ticket_s;
     out->lens[0] = f->rec->key_lens[0];
-    out->lens[1] = f->rec->token_len;
-    for (i = 2; i < 6; i++)
-        out->lens[i] = strlen(out->argv[i]);
-    out->cmd = (struct round_cmd){script_get(SCRIPT_FAIR_ACQUIRE), 1, 6,
-                                  out->argv, out->lens};
+    for (i = 1; i < nkeys; i++) {
+        out->argv[i] = fence[i - 1];
+        out->lens[i] = strlen(fence[i - 1]);
+    }
+    for (i = 0; i < 5; i++) {
+        out->argv[nkeys + i] = args[i];
+        out->lens[nkeys + i] = strlen(args[i]);
+    }
+    out->lens[nkeys] = f->rec->token_len;
+    out->cmd = (struct round_cmd){
+        script_get(fence != NULL ? SCRIPT_FAIR_ACQUIRE_FENCED
+                                 : SCRIPT_FAIR_ACQUIRE),
+        nkeys, nkeys + 5, out->argv, out->lens};
 }
 
 enum vote fair_classify(struct fair_wait *f, size_t slot,
-                        const struct node_reply *r)
+                        const struct node_reply *r, struct fence_read *fr,
+                        bool voting)
 {
+    /* The fenced reply is acquire-fenced's three, then the queue's. */
+    size_t q = fr != NULL ? 3 : 1;
     const struct node_reply *e = r->element;
+    struct node_reply head;
+    bool granted;
 
-    if (r->kind != REPLY_ARRAY || r->elements < 4 ||
-        e[0].kind != REPLY_INTEGER || e[1].kind != REPLY_STRING)
+    if (r->kind != REPLY_ARRAY || r->elements != q + 3 ||
+        e[0].kind != REPLY_INTEGER || e[q].kind != REPLY_STRING)
         return VOTE_ERROR;
-    f->qt[slot] = (int64_t)strtoull(e[1].str, NULL, 10);
-    f->rank[slot] = e[2].kind == REPLY_INTEGER ? e[2].integer : -1;
-    f->free_[slot] = e[3].kind == REPLY_INTEGER && e[3].integer == 1;
+    if (fr != NULL) {
+        head = *r;
+        head.elements = 3;
+        if (!fence_read_reply(fr, &head, voting, &granted))
+            return VOTE_ERROR;
+    }
+    f->qt[slot] = (int64_t)strtoull(e[q].str, NULL, 10);
+    f->rank[slot] = e[q + 1].kind == REPLY_INTEGER ? e[q + 1].integer : -1;
+    f->free_[slot] = e[q + 2].kind == REPLY_INTEGER && e[q + 2].integer == 1;
     return e[0].integer == 1 ? VOTE_YES : VOTE_NO;
 }
 

@@ -6,6 +6,7 @@
 #define REDLOCK_QUEUE_H
 
 #include "core.h"
+#include "fence.h"
 #include "lockrec.h"
 #include "quorum.h"
 
@@ -30,19 +31,24 @@ struct fair_wait *fair_new(rl_client *c, const struct lock_rec *rec,
 void fair_free(struct fair_wait *f);
 
 /* The attempt: fair-acquire of the lock with our score ('' before we
- * have a ticket: granted only where nobody is queued). out's strings are
- * f's and px's; it must outlive the round's sends. */
+ * have a ticket: granted only where nobody is queued); with fence keys
+ * (the counter, its run_id marker and its record, 3 of them, else NULL)
+ * fair-acquire-fenced, which also reads the counter as acquire-fenced
+ * does. out's strings are f's, px's and fence's; it must outlive the
+ * round's sends. */
 struct fair_cmd {
     struct round_cmd cmd;
-    const char *argv[6];
-    size_t lens[6];
+    const char *argv[9];
+    size_t lens[9];
 };
 void fair_attempt_cmd(struct fair_wait *f, const char *px,
-                      struct fair_cmd *out);
-/* A fair-acquire reply of node slot: the vote, and what it says of the
- * queue there. */
+                      const char *const *fence, struct fair_cmd *out);
+/* A reply of node slot to the attempt: the vote, and what it says of the
+ * queue there; fr (fenced attempts, else NULL) takes the counter read
+ * (fence_read_reply, voting as there). */
 enum vote fair_classify(struct fair_wait *f, size_t slot,
-                        const struct node_reply *r);
+                        const struct node_reply *r, struct fence_read *fr,
+                        bool voting);
 
 /* The attempt that started at since_us failed: take a ticket and register
  * (first time), then sleep until it is our turn (turn(arg, false)) or

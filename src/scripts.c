@@ -206,6 +206,26 @@
     "  return added\n"                                                    \
     "end\n"
 
+/* The first half of fair-acquire (and its fenced twin): purge, then
+ * ok says whether this caller may take the key here -- the fast path
+ * (no score) only where nobody queues, a queued caller (its entry added
+ * or refreshed here, with the same score) only at the head; qt is the
+ * node's counter as the caller's ticket read needs it. */
+#define FAIR_TRY_LUA                                                      \
+    QUEUE_LUA                                                             \
+    "local tok = ARGV[1]\n"                                               \
+    "local now = server_ms()\n"                                           \
+    "local purged = purge(now)\n"                                         \
+    "local ok, rank\n"                                                    \
+    "if ARGV[4] == '' then\n"                                             \
+    "  ok = redis.call('zcard', Q) == 0\n"                                \
+    "else\n"                                                              \
+    "  enter(tok, ARGV[4], ARGV[5], now, tonumber(ARGV[3]))\n"            \
+    "  rank = redis.call('zrank', Q, tok)\n"                              \
+    "  ok = rank == 0\n"                                                  \
+    "end\n"                                                               \
+    "local qt = redis.call('get', QT) or '0'\n"
+
 /* fair-release and fair-rollback: release's compare-and-delete without
  * the publish on redlock:release:K (fair waiters are told by announce;
  * a rollback there would wake every plain waiter, docs/fair-queue.md
@@ -440,19 +460,7 @@ static struct script scripts[SCRIPT_COUNT] = {
         ""},
     [SCRIPT_FAIR_ACQUIRE] = {
         "fair-acquire",
-        QUEUE_LUA
-        "local tok = ARGV[1]\n"
-        "local now = server_ms()\n"
-        "local purged = purge(now)\n"
-        "local ok, rank\n"
-        "if ARGV[4] == '' then\n"
-        "  ok = redis.call('zcard', Q) == 0\n"
-        "else\n"
-        "  enter(tok, ARGV[4], ARGV[5], now, tonumber(ARGV[3]))\n"
-        "  rank = redis.call('zrank', Q, tok)\n"
-        "  ok = rank == 0\n"
-        "end\n"
-        "local qt = redis.call('get', QT) or '0'\n"
+        FAIR_TRY_LUA
         "if ok and redis.call('set', K, tok, 'NX', 'PX', ARGV[2]) then\n"
         "  settle(now)\n"
         "  return {1, qt, 0, 0}\n"
@@ -460,6 +468,25 @@ static struct script scripts[SCRIPT_COUNT] = {
         "if purged > 0 then announce(tok) end\n"
         "settle(now)\n"
         "return {0, qt, rank or -1, 1 - redis.call('exists', K)}\n",
+        "", true},
+    [SCRIPT_FAIR_ACQUIRE_FENCED] = {
+        "fair-acquire-fenced",
+        FAIR_TRY_LUA
+        "local cur = redis.call('get', KEYS[2])\n"
+        "local id = string.match(redis.call('info', 'server'),\n"
+        "                        'run_id:(%x+)')\n"
+        "local t = 0\n"
+        "if cur and id and redis.call('get', KEYS[3]) == id then\n"
+        "  t = 1\n"
+        "end\n"
+        "if ok and redis.call('set', K, tok, 'NX', 'PX', ARGV[2]) then\n"
+        "  redis.call('set', KEYS[4], tok)\n"
+        "  settle(now)\n"
+        "  return {1, cur, t, qt, 0, 0}\n"
+        "end\n"
+        "if purged > 0 then announce(tok) end\n"
+        "settle(now)\n"
+        "return {0, cur, t, qt, rank or -1, 1 - redis.call('exists', K)}\n",
         "", true},
     [SCRIPT_QUEUE_ENTER] = {
         "queue-enter",

@@ -36,6 +36,10 @@ enum script_id {
     SCRIPT_FAIR_ACQUIRE,  /* ARGV: token, px, entry px, score ('' = not
                              queued: fast path), ticket
                              -> {1 | 0, K:qt, rank or -1, K free 1 | 0} */
+    SCRIPT_FAIR_ACQUIRE_FENCED, /* KEYS: K, fence, mark, record; ARGV:
+                             as fair-acquire -> {1 | 0, counter or false,
+                             trusted, K:qt, rank or -1, K free} (the
+                             record and trust as acquire-fenced) */
     SCRIPT_QUEUE_ENTER,   /* ARGV: token, entry px, score, ticket
                              (registration and refresh)
                              -> {rank, K free 1 | 0, K:qt, 1 added | 0} */

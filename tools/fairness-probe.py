@@ -31,8 +31,15 @@ failed attempt to the same waiter's next one, and the messages published.
 MONITOR costs the nodes time: the probe's timings are not the plain
 run's; its counts are what it is for. Python 3 standard library only.
 
+With --fair every setting runs twice in one invocation, plain and then
+with `run --fair` (docs/fair-queue.md). A fair waiter attempts only at
+its turn and is refused by the queue without a SET, so for the fair runs
+the fan-outs are counted as the fair-acquire and queue-enter scripts
+seen on each node (fair_acquire_per_acq, queue_enter_per_acq).
+
 Usage: tools/fairness-probe.py [--cli PATH] [--procs 2,12] [--nodes 5]
-           [--acquisitions 150] [--deadline 120] [--hold-ms 50] [--json F]
+           [--acquisitions 150] [--deadline 120] [--hold-ms 50] [--fair]
+           [--json F]
 """
 import argparse
 import bisect
@@ -99,7 +106,7 @@ def commandstats(node):
 
 
 def run_scenario(cli, procs, node_count, target, deadline, hold_ms, wdir,
-                 monitor=True):
+                 monitor=True, fair=False):
     """Start the nodes and (unless not monitor) monitors, run procs looping CLIs until target
     children ran or deadline; returns (monitor lines per node, children's
     notes, commandstats deltas, CLI exit codes, key, stop time)."""
@@ -110,7 +117,7 @@ def run_scenario(cli, procs, node_count, target, deadline, hold_ms, wdir,
     lock = threading.Lock()
     halt = threading.Event()
     codes = {}
-    log = os.path.join(wdir, "acq-%d.log" % procs)
+    log = os.path.join(wdir, "acq-%d%s.log" % (procs, "-fair" * fair))
     resource = "probe%d" % procs
     try:
         mons = [Monitor(n) for n in nodes] if monitor else []
@@ -119,7 +126,8 @@ def run_scenario(cli, procs, node_count, target, deadline, hold_ms, wdir,
         before = [commandstats(n) for n in nodes]
         base = [cli, "-n", ",".join(n.addr for n in nodes),
                 "--no-quarantine", "run", resource, "--wait", "60000",
-                "--ttl", "5000", "--", "sh", "-c", CHILD]
+                "--ttl", "5000"] + ["--fair"] * fair + [
+                    "--", "sh", "-c", CHILD]
         env0 = {k: v for k, v in os.environ.items()
                 if not k.startswith("REDLOCK_")}
         env0.update(PROBE_LOG=log, PROBE_HOLD="%.3f" % (hold_ms / 1000.0))
@@ -212,6 +220,12 @@ def replay(events, key):
         cmd = args[0].lower()
         name = ("lua:" if lua else "") + cmd
         counts[name] = counts.get(name, 0) + 1
+        # The fair scripts by their shape: KEYS the lock key, ARGV 5
+        # (fair-acquire) or 4 (queue-enter).
+        if cmd in ("evalsha", "eval") and len(args) >= 4 and \
+                args[3] == key and len(args) in (8, 9):
+            name = "fair-acquire" if len(args) == 9 else "queue-enter"
+            counts[name] = counts.get(name, 0) + 1
         if cmd == "publish":
             pubs.append((ts, args[2]))
             continue
@@ -415,6 +429,10 @@ def analyse(lines, notes, key, node_count, stop_at):
         "retry_delay_ms": delays,
         "retry_delay_after_foreign_message": by_msg,
         "published_per_acq": len(pubs) / max(nw, 1),
+        "fair_acquire_per_acq": counts.get("fair-acquire", 0) / node_count /
+        max(nw, 1),
+        "queue_enter_per_acq": counts.get("queue-enter", 0) / node_count /
+        max(nw, 1),
         "commands_per_acq": {k: round(v / max(nw, 1), 1)
                              for k, v in sorted(counts.items())},
     }
@@ -453,6 +471,8 @@ def main():
     ap.add_argument("--keep", help="keep the MONITOR logs in this dir")
     ap.add_argument("--no-monitor", action="store_true",
                     help="control run: commandstats and notes only")
+    ap.add_argument("--fair", action="store_true",
+                    help="run every setting plain and then with --fair")
     o = ap.parse_args()
     if not os.access(o.cli, os.X_OK):
         sys.exit("no redlock-cli at %s (--cli)" % o.cli)
@@ -460,15 +480,18 @@ def main():
         sys.exit("redis-server not found")
     results = {}
     with tempfile.TemporaryDirectory(prefix="fairprobe-") as wdir:
-        for procs in (int(p) for p in o.procs.split(",")):
+        runs = [(int(p), fair) for p in o.procs.split(",")
+                for fair in ((False, True) if o.fair else (False,))]
+        for procs, fair in runs:
             lines, notes, deltas, codes, key, stop_at = run_scenario(
                 o.cli, procs, o.nodes, o.acquisitions, o.deadline,
-                o.hold_ms, wdir, not o.no_monitor)
+                o.hold_ms, wdir, not o.no_monitor, fair)
             if o.keep and not o.no_monitor:
                 os.makedirs(o.keep, exist_ok=True)
                 for i, ls in enumerate(lines):
-                    with open(os.path.join(o.keep, "p%d-node%d.log"
-                                           % (procs, i)), "w") as f:
+                    with open(os.path.join(o.keep, "p%d%s-node%d.log"
+                                           % (procs, "-fair" * fair, i)),
+                              "w") as f:
                         f.write("\n".join(ls))
             if o.no_monitor:
                 r = light(notes, deltas, stop_at)
@@ -476,9 +499,9 @@ def main():
                 r = analyse(lines, notes, key, o.nodes, stop_at)
             r["cli_exit_codes"] = codes
             r["commandstats_delta_node0"] = deltas[0] if deltas else {}
-            results[procs] = r
-            print("== %d processes, %d nodes, hold %d ms%s" %
-                  (procs, o.nodes, o.hold_ms,
+            results["%d%s" % (procs, "-fair" * fair)] = r
+            print("== %d processes%s, %d nodes, hold %d ms%s" %
+                  (procs, " --fair" * fair, o.nodes, o.hold_ms,
                    ", no MONITOR" if o.no_monitor else ""))
             for k, v in r.items():
                 print("  %-40s %s" % (k, v if not isinstance(v, float)

@@ -3,7 +3,8 @@
 redis-server nodes, checked in Redis:
 
 - waiters registered one after another (each started once the previous
-  one's entry is on every node) are served in that order;
+  one's entry is on every node) are served in that order, also elect
+  candidates (a fenced acquire);
 - a higher priority registered last is served first;
 - a SIGKILLed waiter in the middle of the queue stops blocking the ones
   behind it once its entry lapses;
@@ -94,10 +95,10 @@ class Base(unittest.TestCase):
                                     for e in self.entries(r)),
                         scale(clitest.EVENT_TIMEOUT))
 
-    def waiter(self, r, name, count, *extra, wait="30000"):
-        """run r --fair noting name in the order file once it holds; returns
-        once its entry is the count-th on every node."""
-        p = self.start("run", r, "--fair", "--wait", wait, "--ttl", "10000",
+    def waiter(self, r, name, count, *extra, wait="30000", cmd="run"):
+        """run (or cmd) r --fair noting name in the order file once it
+        holds; returns once its entry is the count-th on every node."""
+        p = self.start(cmd, r, "--fair", "--wait", wait, "--ttl", "10000",
                        *extra, "--", "sh", "-c",
                        "echo %s >> %s" % (name, self.order))
         self.assertTrue(self.queued(r, count),
@@ -129,6 +130,17 @@ class FairOrderTest(Base):
         self.assertTrue(wait_for(lambda: all(
             n.cmd("EXISTS", r + ":q") == 0 for n in NODES),
             scale(clitest.EVENT_TIMEOUT)))
+
+    def test_elect_candidates_lead_in_the_order_they_queued(self):
+        r = res("elect")
+        holder = self.hold(r)
+        names = ["c%d" % i for i in range(3)]
+        procs = [self.waiter(r, name, i + 1, cmd="elect")
+                 for i, name in enumerate(names)]
+        self.release(holder)
+        for p in procs:
+            self.assertEqual(p.wait(timeout=scale(30)), 0, p.stderr.read())
+        self.assertEqual(self.served(), names)
 
     def test_a_higher_priority_registered_last_is_served_first(self):
         r = res("prio")

@@ -116,6 +116,7 @@ static void test_only_acquiring_scripts_create_keys(void **state)
                          /* the lock key, and a queue entry whose
                           * waiter may have left (docs/fair-queue.md) */
                          i == SCRIPT_FAIR_ACQUIRE ||
+                         i == SCRIPT_FAIR_ACQUIRE_FENCED ||
                          i == SCRIPT_QUEUE_ENTER;
 
         assert_int_equal(script_get((enum script_id)i)->creates_keys,
@@ -166,7 +167,8 @@ static void test_deleting_scripts_publish_the_release(void **state)
 static void test_fair_scripts_announce_not_release(void **state)
 {
     static const enum script_id fair[] = {
-        SCRIPT_FAIR_ACQUIRE, SCRIPT_QUEUE_ENTER, SCRIPT_FAIR_RELEASE,
+        SCRIPT_FAIR_ACQUIRE, SCRIPT_FAIR_ACQUIRE_FENCED,
+        SCRIPT_QUEUE_ENTER, SCRIPT_FAIR_RELEASE,
         SCRIPT_FAIR_ROLLBACK, SCRIPT_QUEUE_LEAVE};
 
     (void)state;
