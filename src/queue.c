@@ -157,8 +157,10 @@ static void refresh(struct fair_wait *f)
     f->refreshing = true;
     v = round_start(&f->round, ROUND_ALL, &cmd, enter_classify, enter_done,
                     f);
+    /* Decided at once (every node down): nothing new was learnt, and
+     * turn() must not run inside the caller (fair_wait_turn). */
     if (v != VERDICT_PENDING)
-        enter_done(f, v);
+        f->refreshing = false;
 }
 
 static void arm(struct fair_wait *f, uint64_t after_us)
@@ -191,6 +193,28 @@ static void on_tick(void *arg)
     arm(f, (uint64_t)QUEUE_REFRESH_MS * 1000u);
 }
 
+/* SCRIPT LOAD the fair scripts on every node, once per client, ahead of
+ * the first attempt on the same connections (the handshake loads only
+ * the others: a client that never waits fair sends what it sent before).
+ * A node that comes back without them answers NOSCRIPT, and node.c
+ * resends the call as EVAL. */
+static void load_scripts(rl_client *c)
+{
+    const char *argv[3] = {"SCRIPT", "LOAD", NULL};
+    size_t lens[3] = {6, 4, 0};
+    struct round_cmd cmd = {NULL, 0, 3, argv, lens};
+    int id;
+
+    if (c->fair_loaded)
+        return;
+    c->fair_loaded = true;
+    for (id = SCRIPT_PRELOADED; id < SCRIPT_COUNT; id++) {
+        argv[2] = script_get((enum script_id)id)->source;
+        lens[2] = strlen(argv[2]);
+        round_broadcast(c->nodes, c->node_count, &cmd);
+    }
+}
+
 struct fair_wait *fair_new(rl_client *c, const struct lock_rec *rec,
                            uint32_t priority, fair_turn_fn *turn, void *arg)
 {
@@ -208,6 +232,7 @@ struct fair_wait *fair_new(rl_client *c, const struct lock_rec *rec,
         free(f);
         return NULL;
     }
+    load_scripts(c);
     f->c = c;
     f->rec = rec;
     f->priority = priority;

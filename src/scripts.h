@@ -32,8 +32,11 @@ enum script_id {
     SCRIPT_PROCLAIM,      /* KEYS: k1..kn; ARGV: token, new value
                              -> 1 | 0 | -1 */
     /* Fair waiting (queue.c; docs/fair-queue.md): KEYS is the lock key K
-     * alone, the scripts derive K:q, K:qx and K:qt from it. */
-    SCRIPT_FAIR_ACQUIRE,  /* ARGV: token, px, entry px, score ('' = not
+     * alone, the scripts derive K:q, K:qx and K:qt from it. Not loaded
+     * at the handshake (a client that never waits fair sends what it
+     * sent before): queue.c loads them before its first attempt. */
+    SCRIPT_FAIR_ACQUIRE,
+    SCRIPT_PRELOADED = SCRIPT_FAIR_ACQUIRE, /* the ones before it are */  /* ARGV: token, px, entry px, score ('' = not
                              queued: fast path), ticket
                              -> {1 | 0, K:qt, rank or -1, K free 1 | 0} */
     SCRIPT_FAIR_ACQUIRE_FENCED, /* KEYS: K, fence, mark, record; ARGV:
