@@ -224,6 +224,14 @@ static void intent_cleared(void *owner, enum verdict v)
     report(op, op->outcome);
 }
 
+/* A fair waiter that gave up left the queue on every node that answers. */
+static void left_queue(void *owner)
+{
+    struct acquire_op *op = owner;
+
+    report(op, op->outcome);
+}
+
 /* Every path ends here. A writer that gives up after marking its intent
  * (maybe) clears it first and reports once the clear has landed on a
  * majority, or cannot (the nodes left drop it at its PX): the intent
@@ -232,13 +240,6 @@ static void intent_cleared(void *owner, enum verdict v)
  * connection). So a reader that starts after the failure is refused by
  * our intent on a minority at most. This costs a failed writer one round
  * trip after its wait. */
-static void left_queue(void *owner)
-{
-    struct acquire_op *op = owner;
-
-    report(op, op->outcome);
-}
-
 static void finish(struct acquire_op *op, rl_status st)
 {
     const char *argv[2];

@@ -7,7 +7,8 @@ redis-server nodes, checked in Redis:
   candidates (a fenced acquire);
 - a higher priority registered last is served first;
 - a SIGKILLed waiter in the middle of the queue stops blocking the ones
-  behind it once its entry lapses;
+  behind it once its entry lapses, and a SIGKILLed holder is succeeded
+  by the head of the queue when its key lapses;
 - a waiter whose --wait runs out, or that gets SIGINT, leaves no entry on
   any node (before the entry could have lapsed on its own);
 - a plain acquire sends what it sent before (INFO commandstats: one SET,
@@ -174,6 +175,21 @@ class FairOrderTest(Base):
                                                  2.0)), 0,
                          last.stderr.read())
         self.assertEqual(self.served(), ["first", "last"])
+
+    def test_a_killed_holder_is_succeeded_by_the_head_at_its_ttl(self):
+        r = res("deadholder")
+        p = self.start("hold", r, "--fair", "--ttl", "2000")
+        tok = p.stdout.readline().strip()
+        self.assertTrue(tok)
+        self.assertEqual(clitest.settled_values(NODES, r, tok),
+                         [tok] * len(NODES))
+        first = self.waiter(r, "first", 1)
+        second = self.waiter(r, "second", 2)
+        p.kill()  # no release, no announcement: the key lapses
+        p.wait(timeout=scale(10))
+        for w in (first, second):
+            self.assertEqual(w.wait(timeout=scale(30)), 0, w.stderr.read())
+        self.assertEqual(self.served(), ["first", "second"])
 
 
 class LeaveTest(Base):
