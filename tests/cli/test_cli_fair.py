@@ -9,6 +9,9 @@ redis-server nodes, checked in Redis:
 - a SIGKILLed waiter in the middle of the queue stops blocking the ones
   behind it once its entry lapses, and a SIGKILLed holder is succeeded
   by the head of the queue when its key lapses;
+- a node that lost the queue (FLUSHALL, as a restart without
+  persistence) gets every entry back in the same order, and its
+  counter, from the waiters' refreshes;
 - a waiter whose --wait runs out, or that gets SIGINT, leaves no entry on
   any node (before the entry could have lapsed on its own);
 - a plain acquire sends what it sent before (INFO commandstats: one SET,
@@ -190,6 +193,25 @@ class FairOrderTest(Base):
         for w in (first, second):
             self.assertEqual(w.wait(timeout=scale(30)), 0, w.stderr.read())
         self.assertEqual(self.served(), ["first", "second"])
+
+    def test_a_node_that_lost_the_queue_gets_it_back_in_order(self):
+        r = res("flushed")
+        holder = self.hold(r)
+        names = ["w%d" % i for i in range(3)]
+        procs = [self.waiter(r, name, i + 1) for i, name in enumerate(names)]
+        order = self.entries(r)[1]
+        counter = NODES[1].cmd("GET", r + ":qt")
+        # Node 0 loses everything (as a restart without persistence):
+        # the waiters' refreshes put every entry back with its score.
+        NODES[0].cmd("FLUSHALL")
+        self.assertTrue(wait_for(lambda: self.entries(r)[0] == order,
+                                 scale(clitest.EVENT_TIMEOUT)),
+                        "%s, want %s" % (self.entries(r)[0], order))
+        self.assertEqual(NODES[0].cmd("GET", r + ":qt"), counter)
+        self.release(holder)
+        for p in procs:
+            self.assertEqual(p.wait(timeout=scale(30)), 0, p.stderr.read())
+        self.assertEqual(self.served(), names)
 
 
 class LeaveTest(Base):
