@@ -54,7 +54,8 @@ struct fair_wait {
     bool refreshing;             /* a queue-enter round is in flight */
     int64_t qt[RL_MAX_NODES];    /* K:qt per node from the last attempt,
                                     -1: no reply */
-    int64_t rank[RL_MAX_NODES];  /* our place per node, -1 absent */
+    int64_t rank[RL_MAX_NODES];  /* our place per node from its latest
+                                    reply, -1 absent or unknown */
     bool free_[RL_MAX_NODES];    /* the lock was free there */
     rl_mono_us deadline_us;      /* 0: none */
     struct loop_timer *tick;
@@ -219,6 +220,7 @@ struct fair_wait *fair_new(rl_client *c, const struct lock_rec *rec,
                            uint32_t priority, fair_turn_fn *turn, void *arg)
 {
     struct fair_wait *f = calloc(1, sizeof(*f));
+    size_t i;
 
     if (f == NULL)
         return NULL;
@@ -233,6 +235,8 @@ struct fair_wait *fair_new(rl_client *c, const struct lock_rec *rec,
         return NULL;
     }
     load_scripts(c);
+    for (i = 0; i < c->node_count; i++)
+        f->rank[i] = -1; /* nowhere yet: not at the head of anything */
     f->c = c;
     f->rec = rec;
     f->priority = priority;
