@@ -516,6 +516,24 @@ static struct script scripts[SCRIPT_COUNT] = {
         "settle(now)\n"
         "return r\n",
         ""},
+    [SCRIPT_QUEUE_INSPECT] = {
+        "queue-inspect",
+        "local K = KEYS[1]\n"
+        "local t = redis.call('time')\n"
+        "local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
+        "local q = redis.call('zrange', K .. ':q', 0, tonumber(ARGV[1]) - 1,\n"
+        "                     'withscores')\n"
+        "local out = {string.format('%.0f', now)}\n"
+        "for i = 1, #q, 2 do\n"
+        "  local e = redis.call('zscore', K .. ':qx', q[i])\n"
+        "  if e and tonumber(e) > now then\n"
+        "    out[#out + 1] = q[i]\n"
+        "    out[#out + 1] = q[i + 1]\n"
+        "    out[#out + 1] = e\n"
+        "  end\n"
+        "end\n"
+        "return out\n",
+        ""},
     [SCRIPT_INTENT_CLEAR] = {
         "intent-clear",
         "if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end\n"

@@ -51,6 +51,8 @@ enum script_id {
     SCRIPT_FAIR_ROLLBACK, /* ARGV: token -> as fair-release, the entry
                              stays (a split attempt keeps its place) */
     SCRIPT_QUEUE_LEAVE,   /* ARGV: token -> 1 removed | 0 */
+    SCRIPT_QUEUE_INSPECT, /* ARGV: max -> {now, then token, score,
+                             expiry per live entry, in order}; read only */
     SCRIPT_COUNT,
 };
 

@@ -15,7 +15,7 @@ layer_of() {
     node|notify)                              echo 2 node ;;
     quorum|fence|lockrec|core)                echo 3 quorum ;;
     acquire|extend|release|inspect|semaphore|\
-    queue)                                    echo 4 operations ;;
+    queue|queueview)                          echo 4 operations ;;
     lock)                                     echo 5 lock ;;
     watchdog)                                 echo 6 watchdog ;;
     holder)                                   echo 7 holder ;;

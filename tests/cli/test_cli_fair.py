@@ -14,6 +14,7 @@ redis-server nodes, checked in Redis:
   counter, from the waiters' refreshes;
 - a waiter whose --wait runs out, or that gets SIGINT, leaves no entry on
   any node (before the entry could have lapsed on its own);
+- status shows the queue a majority holds, in order;
 - a plain acquire sends what it sent before (INFO commandstats: one SET,
   no script, nothing of the queue);
 - fair and plain holders never hold at once.
@@ -23,6 +24,7 @@ scaled deadline; nothing sleeps to synchronise.
 
 Usage: test_cli_fair.py PATH-TO-redlock-cli [unittest args]
 """
+import json
 import os
 import shutil
 import signal
@@ -127,6 +129,17 @@ class FairOrderTest(Base):
         holder = self.hold(r)
         names = ["w%d" % i for i in range(5)]
         procs = [self.waiter(r, name, i + 1) for i, name in enumerate(names)]
+        # status shows the queue a majority holds, in that order.
+        code, out, err = run_cli(args_for("--json", "status", r))
+        self.assertEqual(code, 0, err)
+        shown = json.loads(out)
+        self.assertEqual([e["token"] for e in shown["queue"]],
+                         [t[:8] for t in self.entries(r)[0]])
+        self.assertEqual([e["position"] for e in shown["queue"]],
+                         [1, 2, 3, 4, 5])
+        self.assertEqual(shown["queue_minority"], 0)
+        code, out, err = run_cli(args_for("status", r))
+        self.assertIn("5 waiting in the fair queue", out)
         self.release(holder)
         for p in procs:
             self.assertEqual(p.wait(timeout=scale(30)), 0, p.stderr.read())

@@ -3,9 +3,10 @@
  * (only the head is granted, in the same step as the SET; the fast path
  * only where nobody queues; lapsed entries are purged wherever they
  * stand; a rollback keeps the entry, a release and a leave remove it and
- * announce the next head), and the library's fair acquire waits behind a
+ * announce the next head), the library's fair acquire waits behind a
  * queued entry, leaves no entry when it gives up, and refuses what it
- * does not support. The CLI tests (tests/cli/test_cli_fair.py) check the
+ * does not support, and rl_resource_queue reports what a majority
+ * holds. The CLI tests (tests/cli/test_cli_fair.py) check the
  * order across processes. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -224,6 +225,49 @@ static void test_a_fair_acquire_waits_behind_the_head_and_leaves(void **state)
         assert_int_equal(zcard(f, i, "w:q"), 0);
 }
 
+static void test_the_queue_a_majority_holds_is_reported_in_order(void **state)
+{
+    struct fixture *f = *state;
+    rl_queue_entry q[4];
+    char high[24];
+    size_t n = 9, minority = 9;
+    int i;
+
+    /* priority 3, ticket 7: (255 - 3) << 44 | 7 (src/queue.c) */
+    snprintf(high, sizeof(high), "%llu",
+             (unsigned long long)((UINT64_C(252) << 44) + 7));
+    for (i = 0; i < N; i++) {
+        harness_int(eval(f, i, SCRIPT_QUEUE_ENTER, "v", "low.me", "60000",
+                         "4486007441326081", "1", NULL), 0);
+        harness_int(eval(f, i, SCRIPT_QUEUE_ENTER, "v", "high", "60000",
+                         high, "7", NULL), 0);
+    }
+    /* On one node only: not the majority's. */
+    harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, "v", "alone", "60000", "5",
+                     "5", NULL), 0);
+    assert_int_equal(rl_resource_queue(f->c, "v", q, 4, &n, &minority),
+                     RL_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(minority, 1);
+    assert_string_equal(q[0].token, "high");
+    assert_int_equal(q[0].priority, 3);
+    assert_int_equal(q[0].ticket, 7);
+    assert_int_equal(q[0].nodes, N);
+    assert_true(q[0].expires_in_ms > 0 && q[0].expires_in_ms <= 60000);
+    assert_string_equal(q[1].token, "low.me");
+    assert_string_equal(q[1].owner, "");
+    assert_int_equal(q[1].priority, 0);
+    assert_int_equal(q[1].ticket, 1);
+    /* cap 1: the head only; NULL out with cap 0 counts nothing. */
+    assert_int_equal(rl_resource_queue(f->c, "v", q, 1, &n, NULL), RL_OK);
+    assert_int_equal(n, 1);
+    assert_string_equal(q[0].token, "high");
+    assert_int_equal(rl_resource_queue(f->c, "v", NULL, 1, &n, NULL),
+                     RL_EINVAL);
+    assert_int_equal(rl_resource_queue(f->c, "v:q", q, 1, &n, NULL),
+                     RL_EINVAL);
+}
+
 static void test_unsupported_fair_options_are_refused(void **state)
 {
     struct fixture *f = *state;
@@ -260,6 +304,8 @@ int main(void)
         cmocka_unit_test(test_only_the_head_is_granted),
         cmocka_unit_test(test_a_lapsed_entry_is_purged_wherever_it_stands),
         cmocka_unit_test(test_a_fair_acquire_waits_behind_the_head_and_leaves),
+        cmocka_unit_test(
+            test_the_queue_a_majority_holds_is_reported_in_order),
         cmocka_unit_test(test_unsupported_fair_options_are_refused),
     };
 

@@ -178,6 +178,16 @@ static void test_fair_scripts_announce_not_release(void **state)
         assert_non_null(strstr(src, "'publish', 'redlock:queue:' .."));
         assert_null(strstr(src, "redlock:release:"));
     }
+    /* queue-inspect (status) reads: it must not purge or refresh. */
+    {
+        const char *src = script_get(SCRIPT_QUEUE_INSPECT)->source;
+        static const char *const writes[] = {"'zadd'", "'zrem'", "'set'",
+                                             "'del'", "'publish'",
+                                             "'pexpire'"};
+
+        for (size_t i = 0; i < sizeof(writes) / sizeof(writes[0]); i++)
+            assert_null(strstr(src, writes[i]));
+    }
 }
 
 int main(void)
