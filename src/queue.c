@@ -243,12 +243,6 @@ struct fair_wait *fair_new(rl_client *c, const struct lock_rec *rec,
     f->turn = turn;
     f->arg = arg;
     snprintf(f->entry_px, sizeof(f->entry_px), "%u", QUEUE_ENTRY_MS);
-    /* Before attempt 1, so no announcement or release after it is
-     * missed (an OOM here only costs the wake-ups: the ticks poll). */
-    (void)notify_wait_turn(c->notify, &f->turn_w, rec->keys[0],
-                           rec->key_lens[0], rec->token, 0, announced, f);
-    (void)notify_wait(c->notify, &f->release_w, rec->keys[0],
-                      rec->key_lens[0], rec->token, 0, released, f);
     return f;
 }
 
@@ -365,7 +359,7 @@ void fair_wait_turn(struct fair_wait *f, rl_mono_us since_us,
                     rl_mono_us deadline_us)
 {
     rl_client *c = f->c;
-    bool registering = false;
+    bool registering = false, released_since;
     uint64_t pause_us;
 
     f->deadline_us = deadline_us;
@@ -379,10 +373,20 @@ void fair_wait_turn(struct fair_wait *f, rl_mono_us since_us,
         registering = true;
         refresh(f);
     }
-    /* An announcement naming us came while the attempt was in flight. */
+    /* Subscribed at the first refusal, before the registration's reply
+     * can come: that reply says whether we may try at once; a release
+     * after it reaches us, or (a new channel) the first confirmation
+     * wakes released() and we try if we head the queue. An OOM here
+     * only costs the wake-ups: the ticks poll. */
+    released_since = notify_wait(c->notify, &f->release_w, f->rec->keys[0],
+                                 f->rec->key_lens[0], f->rec->token,
+                                 since_us, released, f);
+    /* An announcement naming us, or a release while we head the queue,
+     * came while the attempt was in flight. */
     if (notify_wait_turn(c->notify, &f->turn_w, f->rec->keys[0],
                          f->rec->key_lens[0], f->rec->token, since_us,
-                         announced, f)) {
+                         announced, f) ||
+        (released_since && heads_quorum(f))) {
         take_turn(f, false);
         return;
     }

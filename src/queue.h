@@ -21,9 +21,10 @@ struct fair_wait;
  * fair_* call. */
 typedef void fair_turn_fn(void *arg, bool expired);
 
-/* A fair wait for rec (a mutex, one key) at priority 0..RL_MAX_PRIORITY;
- * subscribes to the lock's release and queue channels now, before the
- * first attempt. NULL on out of memory. */
+/* A fair wait for rec (a mutex, one key) at priority 0..RL_MAX_PRIORITY.
+ * It subscribes to the lock's release and queue channels at its first
+ * refusal (fair_wait_turn), so an uncontended acquire subscribes to
+ * nothing. NULL on out of memory. */
 struct fair_wait *fair_new(rl_client *c, const struct lock_rec *rec,
                            uint32_t priority, fair_turn_fn *turn, void *arg);
 /* Stop waiting; unless the lock was granted, the entry leaves every node

@@ -210,26 +210,32 @@
  * ok says whether this caller may take the key here -- the fast path
  * (no score) only where nobody queues, a queued caller (its entry added
  * or refreshed here, with the same score) only at the head; qt is the
- * node's counter as the caller's ticket read needs it. */
+ * node's counter as the caller's ticket read needs it. Where no queue
+ * exists a first attempt is a bare SET NX (queued false): an
+ * uncontended fair acquire costs little more than a plain one. */
 #define FAIR_TRY_LUA                                                      \
     QUEUE_LUA                                                             \
     "local tok = ARGV[1]\n"                                               \
-    "local now = server_ms()\n"                                           \
-    "local purged = purge(now)\n"                                         \
-    "local ok, rank\n"                                                    \
-    "if ARGV[4] == '' then\n"                                             \
-    "  ok = redis.call('zcard', Q) == 0\n"                                \
-    "else\n"                                                              \
-    "  enter(tok, ARGV[4], ARGV[5], now, tonumber(ARGV[3]))\n"            \
-    "  rank = redis.call('zrank', Q, tok)\n"                              \
-    "  ok = rank == 0\n"                                                  \
+    "local now, purged, ok, rank = 0, 0, true, nil\n"                     \
+    "local queued = ARGV[4] ~= '' or redis.call('exists', Q) == 1\n"      \
+    "if queued then\n"                                                    \
+    "  now = server_ms()\n"                                               \
+    "  purged = purge(now)\n"                                             \
+    "  if ARGV[4] == '' then\n"                                           \
+    "    ok = redis.call('zcard', Q) == 0\n"                              \
+    "  else\n"                                                            \
+    "    enter(tok, ARGV[4], ARGV[5], now, tonumber(ARGV[3]))\n"          \
+    "    rank = redis.call('zrank', Q, tok)\n"                            \
+    "    ok = rank == 0\n"                                                \
+    "  end\n"                                                             \
     "end\n"                                                               \
-    "local qt = redis.call('get', QT) or '0'\n"
+    "local qt = queued and redis.call('get', QT) or '0'\n"
 
 /* fair-release and fair-rollback: release's compare-and-delete without
  * the publish on redlock:release:K (fair waiters are told by announce;
  * a rollback there would wake every plain waiter, docs/fair-queue.md
- * 1.3); KEEP_ENTRY says whether the token's entry stays. */
+ * 1.3); KEEP_ENTRY says whether the token's entry stays. With no queue
+ * on the node there is nobody to tell: it costs what release costs. */
 #define FAIR_RELEASE_LUA(KEEP_ENTRY)                                      \
     OURS_LUA                                                              \
     VALUE_LUA                                                             \
@@ -243,6 +249,7 @@
     "elseif v then\n"                                                     \
     "  r = -1\n"                                                          \
     "end\n"                                                               \
+    "if redis.call('exists', Q) == 0 then return r end\n"                 \
     "local now = server_ms()\n"                                           \
     "purge(now)\n"                                                        \
     "if not " KEEP_ENTRY " then\n"                                        \
@@ -462,11 +469,11 @@ static struct script scripts[SCRIPT_COUNT] = {
         "fair-acquire",
         FAIR_TRY_LUA
         "if ok and redis.call('set', K, tok, 'NX', 'PX', ARGV[2]) then\n"
-        "  settle(now)\n"
+        "  if queued then settle(now) end\n"
         "  return {1, qt, 0, 0}\n"
         "end\n"
         "if purged > 0 then announce(tok) end\n"
-        "settle(now)\n"
+        "if queued then settle(now) end\n"
         "return {0, qt, rank or -1, 1 - redis.call('exists', K)}\n",
         "", true},
     [SCRIPT_FAIR_ACQUIRE_FENCED] = {
@@ -481,11 +488,11 @@ static struct script scripts[SCRIPT_COUNT] = {
         "end\n"
         "if ok and redis.call('set', K, tok, 'NX', 'PX', ARGV[2]) then\n"
         "  redis.call('set', KEYS[4], tok)\n"
-        "  settle(now)\n"
+        "  if queued then settle(now) end\n"
         "  return {1, cur, t, qt, 0, 0}\n"
         "end\n"
         "if purged > 0 then announce(tok) end\n"
-        "settle(now)\n"
+        "if queued then settle(now) end\n"
         "return {0, cur, t, qt, rank or -1, 1 - redis.call('exists', K)}\n",
         "", true},
     [SCRIPT_QUEUE_ENTER] = {
@@ -508,6 +515,7 @@ static struct script scripts[SCRIPT_COUNT] = {
     [SCRIPT_QUEUE_LEAVE] = {
         "queue-leave",
         QUEUE_LUA
+        "if redis.call('exists', Q) == 0 then return 0 end\n"
         "local now = server_ms()\n"
         "purge(now)\n"
         "local r = redis.call('zrem', Q, ARGV[1])\n"
