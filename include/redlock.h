@@ -393,8 +393,21 @@ typedef struct rl_acquire_opts {
                                  costs no request and no key; copied */
         uint64_t owner_slot_;
     };
-    uint64_t reserved_[4];    /* zero (see "ABI" above) */
+    /* Fair waiting (README "Fair waiting"; docs/fair-queue.md): carved
+     * out of the reserved tail, so 0 keeps today's behaviour and cost. */
+    uint32_t fair;            /* 1: wait in the resource's queue, served
+                                 first come, first served among fair
+                                 waiters (a mutex, one resource; not
+                                 with limit or RL_MODE_SHARED yet:
+                                 RL_EINVAL). 0: race as before */
+    uint32_t priority;        /* 0..RL_MAX_PRIORITY, implies fair: a
+                                 higher class is served first, FIFO
+                                 within a class. default 0 */
+    uint64_t reserved_[3];    /* zero (see "ABI" above) */
 } rl_acquire_opts;
+
+/* Largest rl_acquire_opts.priority. */
+#define RL_MAX_PRIORITY 255u
 
 /* Longest rl_acquire_opts.owner, in bytes. */
 #define RL_OWNER_MAX 64
@@ -837,6 +850,38 @@ typedef struct rl_holder_info {
 RL_API rl_status rl_resource_status(rl_client *c, const char *resource,
                                     rl_holder_info *out, size_t cap,
                                     size_t *count);
+
+/* One waiter of a resource's fair queue (rl_acquire_opts.fair), as a
+ * quorum of the nodes holds it. */
+typedef struct rl_queue_entry {
+    char token[132];          /* the waiter's token (with its owner) */
+    char owner[RL_OWNER_MAX + 1]; /* the token's owner, "" when none */
+    uint32_t priority;        /* 0..RL_MAX_PRIORITY */
+    uint64_t ticket;          /* its ticket: order within the priority */
+    uint32_t nodes;           /* nodes that hold it with that place */
+    int64_t expires_in_ms;    /* until its entry lapses on the quorum
+                                 that holds it longest, unless refreshed */
+    uint64_t reserved_[4];    /* zeroed (see "ABI" above) */
+} rl_queue_entry;
+
+/* Largest queue rl_resource_queue reads from each node. */
+#define RL_QUEUE_READ_MAX 64
+
+/* Read the fair queue of resource on every node: out[0..*count) are
+ * the entries that a quorum of the nodes holds with the same place, in
+ * queue order (the first is the next to be served), up to cap;
+ * *minority (may be NULL) counts the entries held by fewer. Reads at most
+ * RL_QUEUE_READ_MAX entries per node, changes nothing. Blocks.
+ * Returns:
+ *   RL_OK         a quorum answered.
+ *   RL_ENOQUORUM  fewer did (*count is 0).
+ *   RL_EINVAL     NULL client or count, out NULL with cap > 0, or bad
+ *                 resource.
+ *   RL_EMISUSE    external loop, or called from a callback.
+ *   RL_ENOMEM */
+RL_API rl_status rl_resource_queue(rl_client *c, const char *resource,
+                                   rl_queue_entry *out, size_t cap,
+                                   size_t *count, size_t *minority);
 
 /* Where a fenced holder's term stands (rl_resource_info.term_state). A
  * fenced acquire takes the key in one round and writes its fencing token

@@ -25,7 +25,10 @@
  * acquire-fenced with the intent), which marks its intent where readers
  * hold the key in the same step as the refusal, and clears it once it
  * wins or gives up (finish); a semaphore slot gets one attempt
- * (semaphore.c waits and retries over the slots). */
+ * (semaphore.c waits and retries over the slots). A fair acquire
+ * (queue.c) attempts with fair-acquire, rolls back with fair-rollback
+ * (its queue entry stays) and, once refused, sleeps in the queue until
+ * queue.c says it is its turn; giving up, it leaves the queue. */
 #include <stdio.h>
 #include <string.h>
 
@@ -33,6 +36,7 @@
 #include "acquire.h"
 #include "fence.h"
 #include "notify.h"
+#include "queue.h"
 
 /* Waits longer than this (a century) are treated as RL_WAIT_FOREVER. */
 #define MAX_WAIT_MS (INT64_C(100) * 365 * 24 * 3600 * 1000)
@@ -70,6 +74,7 @@ struct acquire_op {
     char fence_buf[24];          /* the candidate token, decimal */
     uint64_t last_term;          /* the candidate of the latest attempt */
     struct notify_waiter waiter; /* woken when the holder releases */
+    struct fair_wait *fair;      /* fair waiting (queue.c), or NULL */
     bool sleeping;               /* between attempts */
     rl_mono_us wake_us;          /* when the sleep ends, boottime */
     struct request *pttl_req;    /* asking a refusing node for the TTL */
@@ -94,7 +99,10 @@ static void roll_back(struct acquire_op *op, bool all)
     struct node *targets[RL_MAX_NODES];
     size_t i, n = 0;
 
-    lockrec_script_cmd(op->lock, SCRIPT_RELEASE, NULL, &release);
+    lockrec_script_cmd(op->lock,
+                       op->fair != NULL ? SCRIPT_FAIR_ROLLBACK
+                                        : SCRIPT_RELEASE,
+                       NULL, &release);
     for (i = 0; i < op->round.n; i++) {
         if (all || op->round.slots[i].vote != VOTE_NO)
             targets[n++] = op->round.nodes[i];
@@ -105,6 +113,7 @@ static void roll_back(struct acquire_op *op, bool all)
 static void acquire_free(struct acquire_op *op)
 {
     notify_unwait(op->client->notify, &op->waiter);
+    fair_free(op->fair);
     request_detach(op->pttl_req);
     round_clear(&op->round);
     loop_timer_free(op->retry_timer);
@@ -192,6 +201,8 @@ static void report(struct acquire_op *op, rl_status st)
     struct acquire_grant g = {op->t0, op->voters, op->fence, op->holders};
 
     if (st == RL_OK) {
+        if (op->fair != NULL)
+            fair_granted(op->fair);
         if (op->intent_set)
             clear_intent(op);
         client_count(op->client, STAT_ACQUIRED);
@@ -220,6 +231,14 @@ static void intent_cleared(void *owner, enum verdict v)
     report(op, op->outcome);
 }
 
+/* A fair waiter that gave up left the queue on every node that answers. */
+static void left_queue(void *owner)
+{
+    struct acquire_op *op = owner;
+
+    report(op, op->outcome);
+}
+
 /* Every path ends here. A writer that gives up after marking its intent
  * (maybe) clears it first and reports once the clear has landed on a
  * majority, or cannot (the nodes left drop it at its PX): the intent
@@ -234,6 +253,13 @@ static void finish(struct acquire_op *op, rl_status st)
     size_t lens[2];
     struct round_cmd cmd;
 
+    if (st != RL_OK && op->fair != NULL && fair_queued(op->fair)) {
+        /* As the intent below: report once the entry left every node
+         * that answers, not while it may still stand first there. */
+        op->outcome = st;
+        fair_leave(op->fair, left_queue, op);
+        return;
+    }
     if (st == RL_OK || !op->intent_set) {
         report(op, st);
         return;
@@ -243,6 +269,18 @@ static void finish(struct acquire_op *op, rl_status st)
     if (round_start(&op->round, ROUND_EARLY, &cmd, clear_landed,
                     intent_cleared, op) != VERDICT_PENDING)
         report(op, st);
+}
+
+/* queue.c: our turn to attempt, or the wait ran out while we slept in
+ * the queue. */
+static void fair_turn(void *arg, bool expired)
+{
+    struct acquire_op *op = arg;
+
+    if (expired)
+        finish(op, op->outcome);
+    else
+        attempt(op);
 }
 
 /* The holder released (or our subscription just became active): try
@@ -348,6 +386,11 @@ static void attempt_failed(struct acquire_op *op, rl_status st)
         client_count(c, STAT_CONTENDED);
     if (!retry_budget_take(&op->budget, now)) {
         finish(op, st);
+        return;
+    }
+    if (op->fair != NULL) {
+        op->outcome = st; /* reported if the wait runs out */
+        fair_wait_turn(op->fair, op->t0, op->budget.deadline_us);
         return;
     }
     delay_us = retry_budget_pause_us(&op->budget, c, now);
@@ -612,6 +655,10 @@ static enum vote classify(void *owner, size_t slot,
     struct acquire_op *op = owner;
     bool granted;
 
+    if (op->fair != NULL)
+        return fair_classify(op->fair, slot, r,
+                             op->fence_key != NULL ? &op->fence_read : NULL,
+                             node_voting(op->round.nodes[slot]));
     if (op->fence_key != NULL) {
         if (!fence_read_reply(&op->fence_read, r,
                               node_voting(op->round.nodes[slot]), &granted))
@@ -637,6 +684,7 @@ static void attempt(void *arg)
     const char *argv[RL_MAX_RESOURCES + 7];
     size_t lens[RL_MAX_RESOURCES + 7];
     struct lock_cmd script;
+    struct fair_cmd fair;
     struct round_cmd set;
     const struct round_cmd *cmd = &set;
     enum round_mode mode = ROUND_EARLY;
@@ -648,7 +696,16 @@ static void attempt(void *arg)
     op->phase = PHASE_ACQUIRE;
     memset(&op->fence_read, 0, sizeof(op->fence_read));
     lockrec_next_attempt(op->lock);
-    if (op->intent_key != NULL && op->fence_key == NULL) {
+    if (op->fair != NULL) {
+        argv[0] = op->fence_key;
+        argv[1] = op->fence_mark;
+        argv[2] = op->fence_for;
+        fair_attempt_cmd(op->fair, op->ttl_buf,
+                         op->fence_key != NULL ? argv : NULL, &fair);
+        cmd = &fair.cmd;
+        if (op->fence_key != NULL)
+            mode = ROUND_ALL; /* fence.c: every node's counter */
+    } else if (op->intent_key != NULL && op->fence_key == NULL) {
         /* A reader, or a writer once refused (one key, no fencing). */
         argv[0] = l->keys[0];
         lens[0] = l->key_lens[0];
@@ -715,6 +772,27 @@ static void attempt(void *arg)
         acquire_decided(op, v);
 }
 
+/* Fair waiting: one queue per acquire, the mutex only for now. */
+static rl_status check_fair(size_t count, const rl_acquire_opts *o)
+{
+    if (o->fair > 1)
+        return rl_fail(RL_EINVAL, "fair %u is not 0 or 1", o->fair);
+    if (o->priority > RL_MAX_PRIORITY)
+        return rl_fail(RL_EINVAL, "priority %u is above the maximum %u",
+                       o->priority, RL_MAX_PRIORITY);
+    if (!o->fair && o->priority == 0)
+        return RL_OK;
+    if (count != 1)
+        return rl_fail(RL_EINVAL, "a fair acquire takes exactly one "
+                       "resource (one queue per acquire)");
+    if (o->limit != 0 || o->mode == RL_MODE_SHARED)
+        return rl_fail(RL_EINVAL, "fair waiting is implemented for a "
+                       "mutex only: not with %s yet",
+                       o->limit != 0 ? "a semaphore (limit)"
+                                     : "a shared (reader) lock");
+    return RL_OK;
+}
+
 /* The lock-kind options: each kind alone, on one resource. */
 static rl_status check_kind(rl_client *c, size_t count,
                             const rl_acquire_opts *o, uint32_t ttl)
@@ -746,7 +824,7 @@ static rl_status check_kind(rl_client *c, size_t count,
     if (o->mode == RL_MODE_SHARED && o->reentrant)
         return rl_fail(RL_EINVAL, "a shared (reader) lock is not "
                        "reentrant: readers already share it");
-    return RL_OK;
+    return check_fair(count, o);
 }
 
 rl_status acquire_check(rl_client *c, const char *const *resources,
@@ -809,6 +887,11 @@ struct acquire_op *acquire_new(rl_client *c, struct lock_rec *rec,
     }
     if (rec->shared && !make_intent_key(op))
         goto out_nomem;
+    if (rec->fair) {
+        op->fair = fair_new(c, rec, o->priority, fair_turn, op);
+        if (op->fair == NULL)
+            goto out_nomem;
+    }
     /* A semaphore slot gets one attempt and never sleeps: no timer. */
     if (rec->slot < 0) {
         op->retry_timer = loop_timer_new(c->loop, attempt, op);
@@ -823,6 +906,14 @@ struct acquire_op *acquire_new(rl_client *c, struct lock_rec *rec,
     if (rec->slot < 0)
         retry_budget_init(&op->budget, c, o);
     /* else one attempt: semaphore.c waits over all the slots */
+    if (op->fair != NULL && !op->budget.forever &&
+        op->budget.deadline_us == 0)
+        /* A queued waiter attempts only at its turn: the retry count
+         * becomes the time it would have taken. */
+        op->budget.deadline_us =
+            mono_now_us() + (rl_mono_us)c->cfg.retry_count *
+                                (c->cfg.retry_delay_ms +
+                                 c->cfg.retry_jitter_ms) * 1000u;
     return op;
 out_nomem:
     if (op != NULL)

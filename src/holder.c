@@ -183,6 +183,7 @@ static rl_status lock_new_kind(rl_client *c, const char *const *resources,
     if (st != RL_OK || o == NULL)
         return st;
     (*out)->rec.shared = o->mode == RL_MODE_SHARED;
+    (*out)->rec.fair = o->fair != 0 || o->priority != 0;
     (*out)->rec.delay_ms = o->lock_delay_ms;
     if (o->fencing || o->reentrant || (o->auto_extend && watchdog_needs_extra(o))) {
         atomic_init(&(*out)->extra, extra_new());

@@ -77,6 +77,7 @@ rl_status lockrec_init(struct lock_rec *r, void *tail,
     r->token = p;
     r->adopted = token != NULL;
     r->shared = false;
+    r->fair = false;
     r->slot = -1;
     r->delay_ms = 0;
     r->token_len = (uint8_t)token_size(token, owner);
@@ -207,6 +208,8 @@ void lockrec_script_cmd(const struct lock_rec *r, enum script_id id,
         id = SCRIPT_READER_RELEASE;
     else if (r->shared && id == SCRIPT_EXTEND)
         id = SCRIPT_READER_EXTEND;
+    else if (r->fair && id == SCRIPT_RELEASE)
+        id = SCRIPT_FAIR_RELEASE;
 
     for (i = 0; i < r->nkeys; i++) {
         out->argv[argc] = r->keys[i];

@@ -32,6 +32,8 @@ struct lock_rec {
     bool adopted;                /* token from elsewhere (rl_lock_adopt) */
     bool shared;                 /* a reader of a read-write lock: its
                                     scripts are the reader ones */
+    bool fair;                   /* acquired through the fair queue
+                                    (queue.c): released by fair-release */
 };
 
 /* Bytes lockrec_init needs after the record for these names and token
@@ -94,7 +96,8 @@ size_t lockrec_slot_key(char *buf, const char *key, size_t key_len,
                         uint32_t slot);
 
 /* A script call over the lock's keys: KEYS = keys, ARGV = token [, ttl].
- * A reader's record runs the reader variant of release and extend. */
+ * A reader's record runs the reader variant of release and extend, a
+ * fair one fair-release (its queue entry leaves with the lock). */
 struct lock_cmd {
     struct round_cmd cmd;
     const char *argv[RL_MAX_RESOURCES + 6];

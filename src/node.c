@@ -1182,14 +1182,15 @@ static bool queue_internal(struct node *n, enum req_role role, int argc,
     return false;
 }
 
-/* SCRIPT LOAD every script, so EVALSHA normally finds them: fewer round
- * trips, and a rollback never has to be resent out of order. */
+/* SCRIPT LOAD every script but the fair ones (queue.c loads those), so
+ * EVALSHA normally finds them: fewer round trips, and a rollback never
+ * has to be resent out of order. */
 static bool queue_script_loads(struct node *n)
 {
     const char *argv[3] = {"SCRIPT", "LOAD", NULL};
     int id;
 
-    for (id = 0; id < SCRIPT_COUNT; id++) {
+    for (id = 0; id < SCRIPT_PRELOADED; id++) {
         argv[2] = script_get((enum script_id)id)->source;
         if (!queue_internal(n, REQ_SCRIPT_LOAD, 3, argv))
             return false;

@@ -39,6 +39,7 @@
 #include "token.h"
 
 #define CHANNEL_PREFIX "redlock:release:"
+#define QUEUE_PREFIX "redlock:queue:" /* fair-queue announcements */
 #define MAX_IDLE_CHANNELS 1024 /* subscriptions kept with nobody waiting */
 
 struct channel {
@@ -97,7 +98,9 @@ static struct notify_waiter *waiter_of(struct list_link *link)
  * the releaser's (NULL for a subscription confirmation): a waiter is not
  * woken by its own rollback, of any of its attempts (each has its own
  * token, one stem), or it would chase its own tail while the holder still
- * holds. Only the first confirmation wakes anybody. */
+ * holds. Only the first confirmation wakes anybody. A fair waiter's
+ * announcement waiter (own_only) is the other way round: only its own
+ * acquisition's queue entry is for it, and confirmations are not. */
 static void channel_wake(struct notify *nt, const char *name, size_t len,
                          const char *token, size_t token_len)
 {
@@ -115,8 +118,9 @@ static void channel_wake(struct notify *nt, const char *name, size_t len,
     }
     for (w = waiter_of(ch->waiters.first); w != NULL; w = next) {
         next = waiter_of(w->link.next);
-        if (token != NULL &&
-            token_same_acquisition(token, token_len, w->token))
+        if (token == NULL ? w->own_only
+                          : token_same_acquisition(token, token_len,
+                                                   w->token) != w->own_only)
             continue;
         /* Remembered: a waiter busy with an attempt ignores the wake, and
          * asks again (notify_wait) if that attempt fails. */
@@ -299,10 +303,10 @@ void notify_free(struct notify *nt)
     free(nt);
 }
 
-static struct channel *channel_add(struct notify *nt, const char *key,
-                                   size_t key_len)
+static struct channel *channel_add(struct notify *nt, const char *prefix,
+                                   const char *key, size_t key_len)
 {
-    size_t plen = strlen(CHANNEL_PREFIX);
+    size_t plen = strlen(prefix);
     struct channel *ch = calloc(1, sizeof(*ch));
     size_t i;
 
@@ -313,7 +317,7 @@ static struct channel *channel_add(struct notify *nt, const char *key,
         free(ch);
         return NULL;
     }
-    memcpy(ch->name, CHANNEL_PREFIX, plen);
+    memcpy(ch->name, prefix, plen);
     memcpy(ch->name + plen, key, key_len);
     ch->name[plen + key_len] = '\0';
     ch->len = plen + key_len;
@@ -327,22 +331,23 @@ static struct channel *channel_add(struct notify *nt, const char *key,
     return ch;
 }
 
-bool notify_wait(struct notify *nt, struct notify_waiter *w, const char *key,
-                 size_t key_len, const char *token, rl_mono_us since_us,
-                 void (*wake)(void *arg), void *arg)
+static bool wait_on(struct notify *nt, struct notify_waiter *w,
+                    const char *prefix, const char *key, size_t key_len,
+                    const char *token, bool own_only, rl_mono_us since_us,
+                    void (*wake)(void *arg), void *arg)
 {
-    size_t plen = strlen(CHANNEL_PREFIX);
+    size_t plen = strlen(prefix);
     struct channel *ch;
 
     if (w->channel != NULL) /* still waiting since an earlier attempt */
         return w->seen_us >= since_us;
     for (ch = nt->channels; ch != NULL; ch = ch->next) {
-        if (ch->len == plen + key_len &&
+        if (ch->len == plen + key_len && memcmp(ch->name, prefix, plen) == 0 &&
             memcmp(ch->name + plen, key, key_len) == 0)
             break;
     }
     if (ch == NULL)
-        ch = channel_add(nt, key, key_len);
+        ch = channel_add(nt, prefix, key, key_len);
     if (ch == NULL)
         return false; /* out of memory: polling still works */
     if (list_empty(&ch->waiters))
@@ -350,12 +355,31 @@ bool notify_wait(struct notify *nt, struct notify_waiter *w, const char *key,
     w->wake = wake;
     w->arg = arg;
     w->token = token;
+    w->own_only = own_only;
     w->seen_us = 0;
     w->channel = ch;
     /* Oldest first: channel_wake goes in list order, so the longest
      * waiter sends its attempt first (fair hand-offs). */
     list_push_back(&ch->waiters, &w->link);
-    return ch->last_release_us >= since_us;
+    /* Another waiter's announcement says nothing to this one. */
+    return !own_only && ch->last_release_us >= since_us;
+}
+
+bool notify_wait(struct notify *nt, struct notify_waiter *w, const char *key,
+                 size_t key_len, const char *token, rl_mono_us since_us,
+                 void (*wake)(void *arg), void *arg)
+{
+    return wait_on(nt, w, CHANNEL_PREFIX, key, key_len, token, false,
+                   since_us, wake, arg);
+}
+
+bool notify_wait_turn(struct notify *nt, struct notify_waiter *w,
+                      const char *key, size_t key_len, const char *token,
+                      rl_mono_us since_us, void (*wake)(void *arg),
+                      void *arg)
+{
+    return wait_on(nt, w, QUEUE_PREFIX, key, key_len, token, true, since_us,
+                   wake, arg);
 }
 
 /* Too many idle subscriptions: drop the idle ones (not on every last

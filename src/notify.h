@@ -18,6 +18,8 @@ struct notify_waiter {
     struct list_link link;       /* on its channel's waiters */
     struct channel *channel;     /* NULL when not waiting */
     const char *token;           /* the waiter's own token (borrowed) */
+    bool own_only;               /* woken only by messages naming token
+                                    (notify_wait_turn), not by others' */
     rl_mono_us seen_us;          /* last release by someone else seen
                                     while waiting, boottime; 0 none */
     void (*wake)(void *arg);
@@ -39,6 +41,15 @@ void notify_free(struct notify *nt);
 bool notify_wait(struct notify *nt, struct notify_waiter *w, const char *key,
                  size_t key_len, const char *token, rl_mono_us since_us,
                  void (*wake)(void *arg), void *arg);
+/* The fair queue's announcements (queue.c): call wake(arg) whenever a
+ * node publishes token on redlock:queue:<key> (that node's lock is free
+ * and token heads its queue), until unwait; messages naming others and
+ * subscription confirmations do not wake w. Returns true when such a
+ * message was seen at or after since_us. */
+bool notify_wait_turn(struct notify *nt, struct notify_waiter *w,
+                      const char *key, size_t key_len, const char *token,
+                      rl_mono_us since_us, void (*wake)(void *arg),
+                      void *arg);
 /* Stop waiting (idempotent). */
 void notify_unwait(struct notify *nt, struct notify_waiter *w);
 

@@ -151,6 +151,138 @@ _Static_assert(TOKEN_STEM_LEN == 32 && TOKEN_HEX_LEN == 40,
     "  return true\n"                                                     \
     "end\n"
 
+/* A C constant spelled out in a script's source. */
+#define LUA_NUM_(x) #x
+#define LUA_NUM(x) LUA_NUM_(x)
+
+/* The fair queue's helpers (docs/fair-queue.md 2.5). The queue of the
+ * lock at K is K:q (token -> score, the order), K:qx (token -> expiry,
+ * the node's TIME in ms) and K:qt (the largest ticket entered here).
+ * They are derived from KEYS[1] so that fair-release and fair-rollback
+ * keep the release script's shape (one key, the token): the lock's
+ * release path stays one call (lockrec_script_cmd). Redlock nodes are
+ * standalone masters, where undeclared keys are allowed.
+ * purge(now): entries whose expiry passed go, wherever they are in the
+ * queue (at most 64 per call: the next call takes the rest).
+ * announce(except): when K is free here, publish the head's token on
+ * redlock:queue:K -- the one waiter that may take it now -- unless the
+ * head is `except` (the caller, who learns it from its own reply).
+ * settle(now): the queue keys live as long as their latest entry;
+ * an empty queue is deleted with its counter (a counter orders only
+ * entries still waiting).
+ * enter(...): add or refresh an entry (same score on every node) and
+ * raise K:qt to its ticket, which rebuilds a restarted node's counter.
+ * member(tok): a waiter's entry is named by its acquisition, not by one
+ * attempt: each attempt has its own token (token.h), so the entry is
+ * the token with its attempt digits zeroed; a value of another shape is
+ * its own name. */
+#define QUEUE_LUA                                                         \
+    "local K = KEYS[1]\n"                                                 \
+    "local Q, QX, QT = K .. ':q', K .. ':qx', K .. ':qt'\n"               \
+    "local function member(tok)\n"                                        \
+    "  local h = string.match(tok, '^%x+')\n"                             \
+    "  if not h or #h < " LUA_NUM(TOKEN_HEX_LEN) " then return tok end\n" \
+    "  return string.sub(tok, 1, " LUA_NUM(TOKEN_STEM_LEN) ") ..\n"       \
+    "         string.rep('0', " LUA_NUM(TOKEN_HEX_LEN) " - "              \
+    LUA_NUM(TOKEN_STEM_LEN) ") ..\n"                                      \
+    "         string.sub(tok, " LUA_NUM(TOKEN_HEX_LEN) " + 1)\n"          \
+    "end\n"                                                               \
+    "local function server_ms()\n"                                        \
+    "  local t = redis.call('time')\n"                                    \
+    "  return t[1] * 1000 + math.floor(t[2] / 1000)\n"                    \
+    "end\n"                                                               \
+    "local function purge(now)\n"                                         \
+    "  local dead = redis.call('zrangebyscore', QX, '-inf', now,\n"       \
+    "                          'limit', 0, 64)\n"                         \
+    "  for _, t in ipairs(dead) do\n"                                     \
+    "    redis.call('zrem', Q, t)\n"                                      \
+    "    redis.call('zrem', QX, t)\n"                                     \
+    "  end\n"                                                             \
+    "  return #dead\n"                                                    \
+    "end\n"                                                               \
+    "local function announce(except)\n"                                   \
+    "  if redis.call('exists', K) == 1 then return end\n"                 \
+    "  local h = redis.call('zrange', Q, 0, 0)[1]\n"                      \
+    "  if h and h ~= except then\n"                                       \
+    "    redis.call('publish', 'redlock:queue:' .. K, h)\n"               \
+    "  end\n"                                                             \
+    "end\n"                                                               \
+    "local function settle(now)\n"                                        \
+    "  local last = redis.call('zrange', QX, -1, -1, 'withscores')[2]\n"  \
+    "  if not last then\n"                                                \
+    "    redis.call('del', Q, QX, QT)\n"                                  \
+    "    return\n"                                                        \
+    "  end\n"                                                             \
+    "  local px = string.format('%.0f', math.max(1, tonumber(last) - now))\n" \
+    "  redis.call('pexpire', Q, px)\n"                                    \
+    "  redis.call('pexpire', QX, px)\n"                                   \
+    "  redis.call('pexpire', QT, px)\n"                                   \
+    "end\n"                                                               \
+    "local function enter(tok, score, ticket, now, epx)\n"                \
+    "  local added = redis.call('zadd', Q, score, tok)\n"                 \
+    "  redis.call('zadd', QX, string.format('%.0f', now + epx), tok)\n"   \
+    "  if tonumber(redis.call('get', QT) or '0') < tonumber(ticket) then\n" \
+    "    redis.call('set', QT, ticket)\n"                                 \
+    "  end\n"                                                             \
+    "  return added\n"                                                    \
+    "end\n"
+
+/* The first half of fair-acquire (and its fenced twin): purge, then
+ * ok says whether this caller may take the key here -- the fast path
+ * (no score) only where nobody queues, a queued caller (its entry added
+ * or refreshed here, with the same score) only at the head; qt is the
+ * node's counter as the caller's ticket read needs it. Where no queue
+ * exists a first attempt is a bare SET NX (queued false): an
+ * uncontended fair acquire costs little more than a plain one. */
+#define FAIR_TRY_LUA                                                      \
+    QUEUE_LUA                                                             \
+    "local tok = ARGV[1]\n"                                               \
+    "local mem = member(tok)\n"                                           \
+    "local now, purged, ok, rank = 0, 0, true, nil\n"                     \
+    "local queued = ARGV[4] ~= '' or redis.call('exists', Q) == 1\n"      \
+    "if queued then\n"                                                    \
+    "  now = server_ms()\n"                                               \
+    "  purged = purge(now)\n"                                             \
+    "  if ARGV[4] == '' then\n"                                           \
+    "    ok = redis.call('zcard', Q) == 0\n"                              \
+    "  else\n"                                                            \
+    "    enter(mem, ARGV[4], ARGV[5], now, tonumber(ARGV[3]))\n"          \
+    "    rank = redis.call('zrank', Q, mem)\n"                            \
+    "    ok = rank == 0\n"                                                \
+    "  end\n"                                                             \
+    "end\n"                                                               \
+    "local qt = queued and redis.call('get', QT) or '0'\n"
+
+/* fair-release and fair-rollback: release's compare-and-delete without
+ * the publish on redlock:release:K (fair waiters are told by announce;
+ * a rollback there would wake every plain waiter, docs/fair-queue.md
+ * 1.3); KEEP_ENTRY says whether the token's entry stays. With no queue
+ * on the node there is nobody to tell: it costs what release costs. */
+#define FAIR_RELEASE_LUA(KEEP_ENTRY)                                      \
+    OURS_LUA                                                              \
+    VALUE_LUA                                                             \
+    QUEUE_LUA                                                             \
+    "local tok = ARGV[1]\n"                                               \
+    "local v = value(K)\n"                                                \
+    "local r = 0\n"                                                       \
+    "if v and ours(v, tok) then\n"                                        \
+    "  redis.call('del', K)\n"                                            \
+    "  r = 1\n"                                                           \
+    "elseif v then\n"                                                     \
+    "  r = -1\n"                                                          \
+    "end\n"                                                               \
+    "if redis.call('exists', Q) == 0 then return r end\n"                 \
+    "local now = server_ms()\n"                                           \
+    "purge(now)\n"                                                        \
+    "local mem = member(tok)\n"                                           \
+    "if not " KEEP_ENTRY " then\n"                                        \
+    "  redis.call('zrem', Q, mem)\n"                                      \
+    "  redis.call('zrem', QX, mem)\n"                                     \
+    "end\n"                                                               \
+    "announce(mem)\n"                                                     \
+    "settle(now)\n"                                                       \
+    "return r\n"
+
 static struct script scripts[SCRIPT_COUNT] = {
     [SCRIPT_ACQUIRE_MULTI] = {
         "acquire-multi",
@@ -355,6 +487,84 @@ static struct script scripts[SCRIPT_COUNT] = {
         "  redis.call('publish', 'redlock:release:' .. k, ARGV[2])\n"
         "end\n"
         "return 1\n",
+        ""},
+    [SCRIPT_FAIR_ACQUIRE] = {
+        "fair-acquire",
+        FAIR_TRY_LUA
+        "if ok and redis.call('set', K, tok, 'NX', 'PX', ARGV[2]) then\n"
+        "  if queued then settle(now) end\n"
+        "  return {1, qt, 0, 0}\n"
+        "end\n"
+        "if purged > 0 then announce(mem) end\n"
+        "if queued then settle(now) end\n"
+        "return {0, qt, rank or -1, 1 - redis.call('exists', K)}\n",
+        "", true},
+    [SCRIPT_FAIR_ACQUIRE_FENCED] = {
+        "fair-acquire-fenced",
+        FAIR_TRY_LUA
+        "local cur = redis.call('get', KEYS[2])\n"
+        "local id = string.match(redis.call('info', 'server'),\n"
+        "                        'run_id:(%x+)')\n"
+        "local t = 0\n"
+        "if cur and id and redis.call('get', KEYS[3]) == id then\n"
+        "  t = 1\n"
+        "end\n"
+        "if ok and redis.call('set', K, tok, 'NX', 'PX', ARGV[2]) then\n"
+        "  redis.call('set', KEYS[4], tok)\n"
+        "  if queued then settle(now) end\n"
+        "  return {1, cur, t, qt, 0, 0}\n"
+        "end\n"
+        "if purged > 0 then announce(mem) end\n"
+        "if queued then settle(now) end\n"
+        "return {0, cur, t, qt, rank or -1, 1 - redis.call('exists', K)}\n",
+        "", true},
+    [SCRIPT_QUEUE_ENTER] = {
+        "queue-enter",
+        QUEUE_LUA
+        "local now = server_ms()\n"
+        "local purged = purge(now)\n"
+        "local mem = member(ARGV[1])\n"
+        "local added = enter(mem, ARGV[3], ARGV[4], now, tonumber(ARGV[2]))\n"
+        "if purged > 0 then announce(mem) end\n"
+        "settle(now)\n"
+        "return {redis.call('zrank', Q, mem),\n"
+        "        1 - redis.call('exists', K),\n"
+        "        redis.call('get', QT) or '0', added}\n",
+        "", true},
+    [SCRIPT_FAIR_RELEASE] = {
+        "fair-release", FAIR_RELEASE_LUA("false"), ""},
+    [SCRIPT_FAIR_ROLLBACK] = {
+        "fair-rollback", FAIR_RELEASE_LUA("true"), ""},
+    [SCRIPT_QUEUE_LEAVE] = {
+        "queue-leave",
+        QUEUE_LUA
+        "if redis.call('exists', Q) == 0 then return 0 end\n"
+        "local now = server_ms()\n"
+        "purge(now)\n"
+        "local mem = member(ARGV[1])\n"
+        "local r = redis.call('zrem', Q, mem)\n"
+        "redis.call('zrem', QX, mem)\n"
+        "announce(mem)\n"
+        "settle(now)\n"
+        "return r\n",
+        ""},
+    [SCRIPT_QUEUE_INSPECT] = {
+        "queue-inspect",
+        "local K = KEYS[1]\n"
+        "local t = redis.call('time')\n"
+        "local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
+        "local q = redis.call('zrange', K .. ':q', 0, tonumber(ARGV[1]) - 1,\n"
+        "                     'withscores')\n"
+        "local out = {string.format('%.0f', now)}\n"
+        "for i = 1, #q, 2 do\n"
+        "  local e = redis.call('zscore', K .. ':qx', q[i])\n"
+        "  if e and tonumber(e) > now then\n"
+        "    out[#out + 1] = q[i]\n"
+        "    out[#out + 1] = q[i + 1]\n"
+        "    out[#out + 1] = e\n"
+        "  end\n"
+        "end\n"
+        "return out\n",
         ""},
     [SCRIPT_INTENT_CLEAR] = {
         "intent-clear",

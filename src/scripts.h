@@ -31,6 +31,28 @@ enum script_id {
                              (it was ours) | 0 */
     SCRIPT_PROCLAIM,      /* KEYS: k1..kn; ARGV: token, new value
                              -> 1 | 0 | -1 */
+    /* Fair waiting (queue.c; docs/fair-queue.md): KEYS is the lock key K
+     * alone, the scripts derive K:q, K:qx and K:qt from it. Not loaded
+     * at the handshake (a client that never waits fair sends what it
+     * sent before): queue.c loads them before its first attempt. */
+    SCRIPT_FAIR_ACQUIRE,
+    SCRIPT_PRELOADED = SCRIPT_FAIR_ACQUIRE, /* the ones before it are */  /* ARGV: token, px, entry px, score ('' = not
+                             queued: fast path), ticket
+                             -> {1 | 0, K:qt, rank or -1, K free 1 | 0} */
+    SCRIPT_FAIR_ACQUIRE_FENCED, /* KEYS: K, fence, mark, record; ARGV:
+                             as fair-acquire -> {1 | 0, counter or false,
+                             trusted, K:qt, rank or -1, K free} (the
+                             record and trust as acquire-fenced) */
+    SCRIPT_QUEUE_ENTER,   /* ARGV: token, entry px, score, ticket
+                             (registration and refresh)
+                             -> {rank, K free 1 | 0, K:qt, 1 added | 0} */
+    SCRIPT_FAIR_RELEASE,  /* ARGV: token -> 1 | 0 | -1, as release; its
+                             entry leaves the queue */
+    SCRIPT_FAIR_ROLLBACK, /* ARGV: token -> as fair-release, the entry
+                             stays (a split attempt keeps its place) */
+    SCRIPT_QUEUE_LEAVE,   /* ARGV: token -> 1 removed | 0 */
+    SCRIPT_QUEUE_INSPECT, /* ARGV: max -> {now, then token, score,
+                             expiry per live entry, in order}; read only */
     SCRIPT_COUNT,
 };
 

@@ -14,7 +14,8 @@ layer_of() {
     loop|conn|tls|resolver|cancel)            echo 1 loop/conn ;;
     node|notify)                              echo 2 node ;;
     quorum|fence|lockrec|core)                echo 3 quorum ;;
-    acquire|extend|release|inspect|semaphore) echo 4 operations ;;
+    acquire|extend|release|inspect|semaphore|\
+    queue|queueview)                          echo 4 operations ;;
     lock)                                     echo 5 lock ;;
     watchdog)                                 echo 6 watchdog ;;
     holder)                                   echo 7 holder ;;

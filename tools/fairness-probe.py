@@ -31,8 +31,19 @@ failed attempt to the same waiter's next one, and the messages published.
 MONITOR costs the nodes time: the probe's timings are not the plain
 run's; its counts are what it is for. Python 3 standard library only.
 
+With --fair every setting runs twice in one invocation, plain and then
+with `run --fair` (docs/fair-queue.md). A fair waiter attempts only at
+its turn and is refused by the queue without a SET, so for the fair runs
+the fan-outs are counted as the fair-acquire and queue-enter scripts
+seen on each node (fair_acquire_per_acq, queue_enter_per_acq), a
+request on the server's clock is a token's first SET or fair-acquire,
+and overtaken_after_registration counts what the queue guarantees:
+acquisitions overtaken by a waiter whose first attempt came after this
+one's queue-enter had run on a majority.
+
 Usage: tools/fairness-probe.py [--cli PATH] [--procs 2,12] [--nodes 5]
-           [--acquisitions 150] [--deadline 120] [--hold-ms 50] [--json F]
+           [--acquisitions 150] [--deadline 120] [--hold-ms 50] [--fair]
+           [--json F]
 """
 import argparse
 import bisect
@@ -99,7 +110,7 @@ def commandstats(node):
 
 
 def run_scenario(cli, procs, node_count, target, deadline, hold_ms, wdir,
-                 monitor=True):
+                 monitor=True, fair=False):
     """Start the nodes and (unless not monitor) monitors, run procs looping CLIs until target
     children ran or deadline; returns (monitor lines per node, children's
     notes, commandstats deltas, CLI exit codes, key, stop time)."""
@@ -110,7 +121,7 @@ def run_scenario(cli, procs, node_count, target, deadline, hold_ms, wdir,
     lock = threading.Lock()
     halt = threading.Event()
     codes = {}
-    log = os.path.join(wdir, "acq-%d.log" % procs)
+    log = os.path.join(wdir, "acq-%d%s.log" % (procs, "-fair" * fair))
     resource = "probe%d" % procs
     try:
         mons = [Monitor(n) for n in nodes] if monitor else []
@@ -119,7 +130,8 @@ def run_scenario(cli, procs, node_count, target, deadline, hold_ms, wdir,
         before = [commandstats(n) for n in nodes]
         base = [cli, "-n", ",".join(n.addr for n in nodes),
                 "--no-quarantine", "run", resource, "--wait", "60000",
-                "--ttl", "5000", "--", "sh", "-c", CHILD]
+                "--ttl", "5000"] + ["--fair"] * fair + [
+                    "--", "sh", "-c", CHILD]
         env0 = {k: v for k, v in os.environ.items()
                 if not k.startswith("REDLOCK_")}
         env0.update(PROBE_LOG=log, PROBE_HOLD="%.3f" % (hold_ms / 1000.0))
@@ -207,11 +219,19 @@ def replay(events, key):
     (token, k) or None), DELs (ts, token), publishes and other counts."""
     val, exp = None, 0.0   # (token, k) holding key, its expiry
     seen = {}              # token -> SETs so far on this node
-    sets, dels, pubs, counts = [], [], [], {}
+    sets, dels, pubs, counts, fair = [], [], [], {}, {}
     for ts, lua, args in events:
         cmd = args[0].lower()
         name = ("lua:" if lua else "") + cmd
         counts[name] = counts.get(name, 0) + 1
+        # The fair scripts by their shape: KEYS the lock key alone, ARGV
+        # 5 (fair-acquire: token first) or 4 (queue-enter); the first of
+        # each per token is its first attempt / registration here.
+        if cmd in ("evalsha", "eval") and len(args) in (8, 9) and \
+                args[2] == "1" and args[3] == key:
+            name = "fair-acquire" if len(args) == 9 else "queue-enter"
+            counts[name] = counts.get(name, 0) + 1
+            fair.setdefault((name, args[4]), ts)
         if cmd == "publish":
             pubs.append((ts, args[2]))
             continue
@@ -235,7 +255,7 @@ def replay(events, key):
             exp = ts + int(args[2]) / 1000.0
         elif cmd == "pexpireat" and val is not None:
             exp = int(args[2]) / 1000.0
-    return sets, dels, pubs, counts
+    return sets, dels, pubs, counts, fair
 
 
 def pct(values, p):
@@ -260,7 +280,7 @@ def analyse(lines, notes, key, node_count, stop_at):
     quorum = node_count // 2 + 1
     per_node = [replay(parse(ls), key) for ls in lines]
     attempts = {}   # (token, k) -> dict
-    for sets, _, _, _ in per_node:
+    for sets, _, _, _, _ in per_node:
         for ts, tok, k, granted, blocker in sets:
             a = attempts.setdefault((tok, k), {
                 "tok": tok, "k": k, "times": [], "grants": 0,
@@ -300,7 +320,8 @@ def analyse(lines, notes, key, node_count, stop_at):
     # Holds: a winner's majority grant -> its first DEL after it (its
     # release); hand-offs: that release -> the next winner's grant.
     grant_at = [sorted(a["grant_times"])[quorum - 1] for a in wins]
-    dels = sorted((ts, tok) for _, ds, _, _ in per_node for ts, tok in ds)
+    dels = sorted((ts, tok) for _, ds, _, _, _ in per_node
+                  for ts, tok in ds)
     rel_at = []
     for a, g in zip(wins, grant_at):
         rel_at.append(next((ts for ts, tok in dels
@@ -334,7 +355,7 @@ def analyse(lines, notes, key, node_count, stop_at):
         })
     # Delay from a failed attempt to the same token's next attempt, and
     # whether a message (not the token's own) was published meanwhile.
-    pubs = sorted(p for _, _, ps, _ in per_node for p in ps)
+    pubs = sorted(p for _, _, ps, _, _ in per_node for p in ps)
     pub_ts = [p[0] for p in pubs]
     delays = {"<5": 0, "5-95": 0, "95-320": 0, ">=320": 0}
     by_msg = {"<5": 0, "5-95": 0, "95-320": 0, ">=320": 0}
@@ -356,14 +377,34 @@ def analyse(lines, notes, key, node_count, stop_at):
     req = {}
     for a in attempts.values():
         req[a["tok"]] = min(a["start"], req.get(a["tok"], a["start"]))
+    # A fair waiter sets nothing before its turn: its request is its
+    # first fair-acquire on any node, and it counts as registered once
+    # its queue-enter ran on a majority.
+    first_try, entered = {}, {}
+    for _, _, _, _, fair in per_node:
+        for (name, tok), ts in fair.items():
+            if name == "fair-acquire":
+                first_try[tok] = min(ts, first_try.get(tok, ts))
+            else:
+                entered.setdefault(tok, []).append(ts)
+    for tok, ts in first_try.items():
+        req[tok] = min(ts, req.get(tok, ts))
+    registered = {tok: sorted(ts)[quorum - 1] for tok, ts in entered.items()
+                  if len(ts) >= quorum}
     srv = [(req[a["tok"]], g) for a, g in zip(wins, grant_at)]
+    # FIFO as guaranteed (docs/fair-queue.md 2.10): B overtook A when B's
+    # first attempt came after A was registered and B was granted first.
+    reg_wins = [(registered.get(a["tok"]), req[a["tok"]], g)
+                for a, g in zip(wins, grant_at)]
+    fifo_bad = sum(1 for ra, _, ga in reg_wins if ra is not None and any(
+        rb > ra and gb < ga for _, rb, gb in reg_wins))
     cli = [(r, g) for _, r, g, _ in notes if g <= stop_at]
     classes = {}
     for a in attempts.values():
         classes[a["cls"]] = classes.get(a["cls"], 0) + 1
     first = [a for a in attempts.values() if a["k"] == 0]
     counts = {}
-    for _, _, _, c in per_node:
+    for _, _, _, c, _ in per_node:
         for k, v in c.items():
             counts[k] = counts.get(k, 0) + v
     nw = len(wins)
@@ -374,6 +415,8 @@ def analyse(lines, notes, key, node_count, stop_at):
         if nw > 1 else float("nan"),
         "overtaken_client": overtaken(cli),
         "overtaken_server": overtaken(srv),
+        "overtaken_after_registration": fifo_bad / max(nw, 1),
+        "registered": len(registered),
         "wait_client_ms": [round(pct([(g - r) * 1e3 for r, g in cli], p))
                            for p in (50, 99, 100)],
         "wait_server_ms": [round(pct([(g - r) * 1e3 for r, g in srv], p))
@@ -415,6 +458,10 @@ def analyse(lines, notes, key, node_count, stop_at):
         "retry_delay_ms": delays,
         "retry_delay_after_foreign_message": by_msg,
         "published_per_acq": len(pubs) / max(nw, 1),
+        "fair_acquire_per_acq": counts.get("fair-acquire", 0) / node_count /
+        max(nw, 1),
+        "queue_enter_per_acq": counts.get("queue-enter", 0) / node_count /
+        max(nw, 1),
         "commands_per_acq": {k: round(v / max(nw, 1), 1)
                              for k, v in sorted(counts.items())},
     }
@@ -453,6 +500,8 @@ def main():
     ap.add_argument("--keep", help="keep the MONITOR logs in this dir")
     ap.add_argument("--no-monitor", action="store_true",
                     help="control run: commandstats and notes only")
+    ap.add_argument("--fair", action="store_true",
+                    help="run every setting plain and then with --fair")
     o = ap.parse_args()
     if not os.access(o.cli, os.X_OK):
         sys.exit("no redlock-cli at %s (--cli)" % o.cli)
@@ -460,15 +509,18 @@ def main():
         sys.exit("redis-server not found")
     results = {}
     with tempfile.TemporaryDirectory(prefix="fairprobe-") as wdir:
-        for procs in (int(p) for p in o.procs.split(",")):
+        runs = [(int(p), fair) for p in o.procs.split(",")
+                for fair in ((False, True) if o.fair else (False,))]
+        for procs, fair in runs:
             lines, notes, deltas, codes, key, stop_at = run_scenario(
                 o.cli, procs, o.nodes, o.acquisitions, o.deadline,
-                o.hold_ms, wdir, not o.no_monitor)
+                o.hold_ms, wdir, not o.no_monitor, fair)
             if o.keep and not o.no_monitor:
                 os.makedirs(o.keep, exist_ok=True)
                 for i, ls in enumerate(lines):
-                    with open(os.path.join(o.keep, "p%d-node%d.log"
-                                           % (procs, i)), "w") as f:
+                    with open(os.path.join(o.keep, "p%d%s-node%d.log"
+                                           % (procs, "-fair" * fair, i)),
+                              "w") as f:
                         f.write("\n".join(ls))
             if o.no_monitor:
                 r = light(notes, deltas, stop_at)
@@ -476,9 +528,9 @@ def main():
                 r = analyse(lines, notes, key, o.nodes, stop_at)
             r["cli_exit_codes"] = codes
             r["commandstats_delta_node0"] = deltas[0] if deltas else {}
-            results[procs] = r
-            print("== %d processes, %d nodes, hold %d ms%s" %
-                  (procs, o.nodes, o.hold_ms,
+            results["%d%s" % (procs, "-fair" * fair)] = r
+            print("== %d processes%s, %d nodes, hold %d ms%s" %
+                  (procs, " --fair" * fair, o.nodes, o.hold_ms,
                    ", no MONITOR" if o.no_monitor else ""))
             for k, v in r.items():
                 print("  %-40s %s" % (k, v if not isinstance(v, float)

@@ -185,7 +185,7 @@ def check_prefixes():
         (["redlock-cli", "--prefix", "x", "st"], ["status"]),
         (["redlock-cli", "-n", "h:1", "--max-ttl", "=", "9", "ho"],
          ["hold"]),
-        (["redlock-cli", "acquire", "--f"], ["--fence"]),
+        (["redlock-cli", "acquire", "--f"], ["--fair", "--fence"]),
         (["redlock-cli", "-n", "h:1", "acquire", "R", "--lock"],
          ["--lock-delay"]),
         (["redlock-cli", "acquire", "R", "--js"], ["--json"]),

@@ -112,7 +112,12 @@ static void test_only_acquiring_scripts_create_keys(void **state)
                          i == SCRIPT_ACQUIRE_FENCED ||
                          i == SCRIPT_READER_ACQUIRE ||
                          i == SCRIPT_WRITER_ACQUIRE ||
-                         i == SCRIPT_FENCE_WRITE;
+                         i == SCRIPT_FENCE_WRITE ||
+                         /* the lock key, and a queue entry whose
+                          * waiter may have left (docs/fair-queue.md) */
+                         i == SCRIPT_FAIR_ACQUIRE ||
+                         i == SCRIPT_FAIR_ACQUIRE_FENCED ||
+                         i == SCRIPT_QUEUE_ENTER;
 
         assert_int_equal(script_get((enum script_id)i)->creates_keys,
                          acquiring);
@@ -156,6 +161,35 @@ static void test_deleting_scripts_publish_the_release(void **state)
         strstr(script_get(SCRIPT_FORCE_RELEASE)->source, "publish"));
 }
 
+/* The fair scripts that delete the lock key or an entry tell the next
+ * waiter on redlock:queue:<key> instead, and never the release channel:
+ * a rollback there would wake every waiter (docs/fair-queue.md 1.3). */
+static void test_fair_scripts_announce_not_release(void **state)
+{
+    static const enum script_id fair[] = {
+        SCRIPT_FAIR_ACQUIRE, SCRIPT_FAIR_ACQUIRE_FENCED,
+        SCRIPT_QUEUE_ENTER, SCRIPT_FAIR_RELEASE,
+        SCRIPT_FAIR_ROLLBACK, SCRIPT_QUEUE_LEAVE};
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(fair) / sizeof(fair[0]); i++) {
+        const char *src = script_get(fair[i])->source;
+
+        assert_non_null(strstr(src, "'publish', 'redlock:queue:' .."));
+        assert_null(strstr(src, "redlock:release:"));
+    }
+    /* queue-inspect (status) reads: it must not purge or refresh. */
+    {
+        const char *src = script_get(SCRIPT_QUEUE_INSPECT)->source;
+        static const char *const writes[] = {"'zadd'", "'zrem'", "'set'",
+                                             "'del'", "'publish'",
+                                             "'pexpire'"};
+
+        for (size_t i = 0; i < sizeof(writes) / sizeof(writes[0]); i++)
+            assert_null(strstr(src, writes[i]));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -167,6 +201,7 @@ int main(void)
         cmocka_unit_test(test_only_acquiring_scripts_create_keys),
         cmocka_unit_test(test_renewals_never_set_a_key),
         cmocka_unit_test(test_deleting_scripts_publish_the_release),
+        cmocka_unit_test(test_fair_scripts_announce_not_release),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -190,25 +190,28 @@ void cli_opts_free(struct cli_opts *o);
 
 /* ---- Lock kinds (kinds.c) ----------------------------------------------- */
 
-/* The raw values of --limit K, --shared, --lock-delay MS and --owner S
- * (the options of the commands that acquire). */
+/* The raw values of --limit K, --shared, --lock-delay MS, --owner S,
+ * --fair and --priority N (the options of the commands that acquire). */
 struct cli_kind {
     const char *limit_s;
     const char *delay_s;
     bool shared;
     const char *owner_s;
+    bool fair;
+    const char *priority_s;
 };
-/* Entries for a command's option table (4 of them). */
+/* Entries for a command's option table (6 of them). */
 #define CLI_KIND_OPTS(k)                                                      \
     {"limit", &(k).limit_s, NULL}, {"shared", NULL, &(k).shared},             \
-        {"lock-delay", &(k).delay_s, NULL}, {"owner", &(k).owner_s, NULL}
-#define CLI_KIND_NOPTS 4
+        {"lock-delay", &(k).delay_s, NULL}, {"owner", &(k).owner_s, NULL},    \
+        {"fair", NULL, &(k).fair}, {"priority", &(k).priority_s, NULL}
+#define CLI_KIND_NOPTS 6
 /* Parse --limit s into *limit (1..RL_MAX_LIMIT). 0, or -1 with the usage
  * error printed. */
 int cli_parse_limit(const struct cli_opts *o, const char *s,
                     uint32_t *limit);
-/* Check k and set ao's limit, mode, lock_delay_ms and owner (--owner, or
- * host:pid; kept in static storage). 0, or -1 with the usage error
+/* Check k and set ao's limit, mode, lock_delay_ms, fair, priority and
+ * owner (--owner, or host:pid; kept in static storage). 0, or -1 with the usage error
  * printed. */
 int cli_kind_apply(const struct cli_opts *o, const struct cli_kind *k,
                    rl_acquire_opts *ao);

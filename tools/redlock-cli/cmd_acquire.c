@@ -18,7 +18,8 @@ static const char usage[] =
 "Usage: redlock-cli [GLOBAL OPTIONS] acquire R [--ttl MS] [--wait MS]\n"
 "                                             [--fence] [--limit K]\n"
 "                                             [--shared] [--lock-delay MS]\n"
-"                                             [--owner S]\n"
+"                                             [--owner S] [--fair]\n"
+"                                             [--priority N]\n"
 "\n"
 "Acquire the lock on resource R and print its token on stdout (line 1).\n"
 "The lock stays held until its TTL runs out or 'release R TOKEN'.\n"
@@ -39,6 +40,10 @@ static const char usage[] =
 "  --owner S   who holds it, shown by status: up to 64 visible ASCII\n"
 "              characters (default host:pid; '' for none). Stored in the\n"
 "              value after the token: the token printed ends with .S\n"
+"  --fair      wait in R's queue: fair waiters are served first come,\n"
+"              first served (docs/fair-queue.md); a mutex only\n"
+"  --priority N  0..255, implies --fair: a higher class is served first,\n"
+"              first come, first served within a class (default 0)\n"
 "\n"
 "With --json: one object with token, validity_ms, ttl_ms, fence, nodes_ok\n"
 "and nodes.\n"
@@ -94,7 +99,7 @@ static int acquire_args(struct cli_opts *o, int argc, char **argv,
 {
     const char *ttl_s = NULL;
     const char *wait_s = NULL;
-    struct cli_kind kind = {NULL, NULL, false, NULL};
+    struct cli_kind kind = {0};
     const struct cli_cmdopt opts[] = {
         {"ttl", &ttl_s, NULL},
         {"wait", &wait_s, NULL},

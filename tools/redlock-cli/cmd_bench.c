@@ -83,6 +83,8 @@ static const char usage[] =
 "  --label TEXT         copied into every JSON object (e.g. which setup)\n"
 "  --owner S            phases a and b, --watched: store S with every lock\n"
 "                       (rl_acquire_opts.owner), to measure what it costs\n"
+"  --fair               phases a, b and c: acquire with rl_acquire_opts.fair\n"
+"                       (wait in the resource's queue), to compare\n"
 "  --watched N          instead of the phases: hold N locks with the\n"
 "                       watchdog for --duration and report renewals/s,\n"
 "                       client and server CPU per renewal, bytes per held\n"
@@ -120,6 +122,7 @@ struct bench {
     struct cli_opts *o;
     const char *label;
     const char *owner;          /* --owner: stored with every lock, or NULL */
+    bool fair;                  /* --fair: phases a, b and c wait fair */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     atomic_bool stop;
@@ -260,6 +263,7 @@ static void start_acquire(struct slot *s)
     memset(&ao, 0, sizeof(ao));
     ao.ttl_ms = b->ttl_ms;
     ao.owner = b->owner;
+    ao.fair = b->fair && (b->phase == 'a' || b->phase == 'b');
     if (b->phase == 'w') {
         ao.auto_extend = true;
         ao.lost_cb = on_lost;
@@ -334,6 +338,7 @@ static void *contender(void *arg)
     memset(&ao, 0, sizeof(ao));
     ao.ttl_ms = b->ttl_ms;
     ao.wait_ms = 1000;
+    ao.fair = b->fair;
     while (!atomic_load(&b->stop)) {
         st = timed_acquire(s, &ao, &l, &t0, &t1);
         if (st != RL_OK) {
@@ -1103,6 +1108,7 @@ int cmd_bench(struct cli_opts *o, int argc, char **argv)
     const char *label_s = "";
     const char *owner_s = NULL;
     const char *watched_s = NULL;
+    bool fair = false;
     const struct cli_cmdopt opts[] = {
         {"watched", &watched_s, NULL},
         {"phases", &phases_s, NULL},
@@ -1114,6 +1120,7 @@ int cmd_bench(struct cli_opts *o, int argc, char **argv)
         {"locks", &locks_s, NULL},
         {"label", &label_s, NULL},
         {"owner", &owner_s, NULL},
+        {"fair", NULL, &fair},
     };
     bool want[P_COUNT] = {false};
     uint32_t conc[MAX_LIST];
@@ -1178,6 +1185,7 @@ int cmd_bench(struct cli_opts *o, int argc, char **argv)
     if (owner_s != NULL && cli_check_owner(o, owner_s) != 0)
         return CLI_EXIT_USAGE;
     b.owner = owner_s != NULL && owner_s[0] != '\0' ? owner_s : NULL;
+    b.fair = fair;
     b.f_target = locks;
 
     code = cli_client_new(o, &b.c);

@@ -93,6 +93,9 @@ static const char usage[] =
 "                           runs and acquires of R are the writers)\n"
 "  --lock-delay MS          keys outlive the TTL by MS unless released\n"
 "  --owner S                who holds it, shown by status (host:pid)\n"
+"  --fair                   wait in R's queue: served first come, first\n"
+"                           served among fair waiters (a mutex only)\n"
+"  --priority N             0..255, implies --fair: higher classes first\n"
 "\n"
 "Exit: CMD's status; 1 (or N) not acquired; 2 usage; 3 no quorum; 4 lock\n"
 "lost (CMD was signalled); 126/127 CMD not executable / not found.\n"
@@ -117,7 +120,9 @@ static const char elect_usage[] =
 "TTL has run out.\n"
 "\n"
 "Options: those of run (--ttl MS, --wait MS to give up, --kill-signal,\n"
-"--conflict-exit-code, --metrics-file, --owner S, ...).\n"
+"--conflict-exit-code, --metrics-file, --owner S, --fair, --priority N,\n"
+"...): with --fair, candidates become leader in the order they started\n"
+"waiting.\n"
 "Exit: CMD's status; 1 the --wait ran out; 2 usage; 3 no quorum; 4 the\n"
 "leadership was lost.\n"
 "\n"
@@ -497,7 +502,7 @@ static int parse(struct cli_opts *o, int argc, char **argv,
     const char *sig_s = NULL;
     const char *conflict_s = NULL;
     bool fence = false;
-    struct cli_kind kind = {NULL, NULL, false, NULL};
+    struct cli_kind kind = {0};
     const struct cli_cmdopt opts[] = {
         CLI_KIND_OPTS(kind),
         {"ttl", &ttl_s, NULL},

@@ -29,14 +29,19 @@ static const char usage[] =
 "another client), how long a majority still holds it, the holder's own\n"
 "term when it acquired with --fence ('term being written' between the\n"
 "two rounds of a fenced acquire: a leader is not elected yet) and the\n"
-"latest fencing token issued for R.\n"
+"latest fencing token issued for R. When waiters queue with --fair, a\n"
+"table shows the queue a majority holds, next to be served first:\n"
+"position, token (8 characters), owner, priority, ticket, nodes holding\n"
+"it, and the ms until it lapses unless its waiter refreshes it.\n"
 "\n"
 "With --json: one object with resource, held, holder, owner,\n"
 "validity_ms, fence, term (the holder's; null when not fenced or not\n"
 "written yet), term_pending, writers_waiting (nodes where a waiting\n"
 "writer's intent refuses new readers), holder_nodes, quorum, quorum_ok\n"
 "and nodes: an array of {node, reachable, voting, holder, readers,\n"
-"pttl_ms, error}, plus readers (live readers on a majority).\n"
+"pttl_ms, error}, plus readers (live readers on a majority), queue (the\n"
+"fair queue a majority holds, in order: {position, token, owner,\n"
+"priority, ticket, nodes, expires_in_ms}) and queue_minority.\n"
 "With --limit: {\"resource\", \"limit\", \"slots\": [one object per slot]}.\n"
 "Exit: 0 (also when nodes are down), 2 usage.\n"
 "\n"
@@ -107,6 +112,49 @@ int cmd_status(struct cli_opts *o, int argc, char **argv)
     return code;
 }
 
+/* The fair queue a quorum agrees on (rl_resource_queue): a table and a
+ * line, or ,"queue":[...],"queue_minority":N in the JSON object. Nothing
+ * in text when nobody waits fair. */
+static void show_queue(const struct cli_opts *o, rl_client *c,
+                       const char *resource)
+{
+    rl_queue_entry q[RL_QUEUE_READ_MAX];
+    size_t n = 0, minority = 0, i;
+
+    (void)rl_resource_queue(c, resource, q, RL_QUEUE_READ_MAX, &n,
+                            &minority);
+    if (o->json) {
+        fputs(",\"queue\":[", stdout);
+        for (i = 0; i < n; i++) {
+            printf("%s{\"position\":%zu,\"token\":\"%.*s\",\"owner\":",
+                   i > 0 ? "," : "", i + 1, CLI_TOKEN_SHOWN, q[i].token);
+            if (q[i].owner[0] != '\0')
+                cli_json_str(stdout, q[i].owner);
+            else
+                fputs("null", stdout);
+            printf(",\"priority\":%u,\"ticket\":%" PRIu64
+                   ",\"nodes\":%u,\"expires_in_ms\":%" PRId64 "}",
+                   q[i].priority, q[i].ticket, q[i].nodes,
+                   q[i].expires_in_ms);
+        }
+        printf("],\"queue_minority\":%zu", minority);
+        return;
+    }
+    if (n == 0 && minority == 0)
+        return;
+    printf("%-8s %-8s %-24s %8s %10s %5s %10s\n", "POSITION", "TOKEN",
+           "OWNER", "PRIORITY", "TICKET", "NODES", "EXPIRES_MS");
+    for (i = 0; i < n; i++)
+        printf("%-8zu %-8.*s %-24s %8u %10" PRIu64 " %5u %10" PRId64 "\n",
+               i + 1, CLI_TOKEN_SHOWN, q[i].token,
+               q[i].owner[0] != '\0' ? q[i].owner : "-", q[i].priority,
+               q[i].ticket, q[i].nodes, q[i].expires_in_ms);
+    printf("%s: %zu waiting in the fair queue on a majority", resource, n);
+    if (minority > 0)
+        printf(" (+%zu on a minority of nodes)", minority);
+    putchar('\n');
+}
+
 /* Show one resource (a lock, or one semaphore slot: nested, inside the
  * JSON array of slots). */
 static int show(struct cli_opts *o, rl_client *c, const char *resource,
@@ -168,6 +216,8 @@ static int show(struct cli_opts *o, rl_client *c, const char *resource,
                info.writers_waiting, info.nodes_holding, quorum,
                reachable >= quorum ? "true" : "false");
         cli_json_holders(stdout, h, count);
+        if (!nested)
+            show_queue(o, c, pos[0]);
         fputs(nested ? "}" : "}\n", stdout);
     } else {
         printf("%-28s %-9s %-10s %-8s %10s  %s\n", "NODE", "REACHABLE",
@@ -214,6 +264,8 @@ static int show(struct cli_opts *o, rl_client *c, const char *resource,
         if (info.writers_waiting > 0)
             printf("%s: a waiting writer's intent refuses new readers on "
                    "%u of %zu nodes\n", pos[0], info.writers_waiting, count);
+        if (!nested)
+            show_queue(o, c, pos[0]);
     }
     code = CLI_EXIT_OK;
 

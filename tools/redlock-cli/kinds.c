@@ -1,7 +1,9 @@
 /* kinds.c -- the lock-kind options of acquire, run, extend, release and
  * status: --limit K (semaphore), --shared (reader of a
- * read-write lock), --lock-delay MS, and the handle acquire prints for a
- * lock of another kind, which extend and release adopt again.
+ * read-write lock), --lock-delay MS, --fair and --priority N (wait in
+ * the resource's queue, docs/fair-queue.md), and the handle acquire
+ * prints for a lock of another kind, which extend and release adopt
+ * again.
  *
  * Handle: the token, preceded by what release and extend need to find the
  * lock again: "slot<i>/" (the semaphore slot, key "<R>:slot:<i>"),
@@ -91,6 +93,13 @@ int cli_kind_apply(const struct cli_opts *o, const struct cli_kind *k,
                             "milliseconds in 0..--max-ttl (%u)",
                             k->delay_s, o->cfg.max_ttl_ms);
         ao->lock_delay_ms = v;
+    }
+    ao->fair = k->fair || k->priority_s != NULL;
+    if (k->priority_s != NULL) {
+        if (cli_parse_u32(k->priority_s, 0, RL_MAX_PRIORITY, &v) != 0)
+            return cli_fail(o, -1, "--priority: '%s' is not a number in "
+                            "0..%u", k->priority_s, RL_MAX_PRIORITY);
+        ao->priority = v;
     }
     return apply_owner(o, k->owner_s, ao);
 }

@@ -24,7 +24,7 @@ _redlock_cli_globals="-n= --nodes= --connect-timeout= --op-timeout=
 # accepts too, and -h/--help).
 _redlock_cli_command_options()
 {
-    local kinds="--limit= --shared --lock-delay= --owner="
+    local kinds="--limit= --shared --lock-delay= --owner= --fair --priority="
     case $1 in
         acquire | hold) echo "--ttl= --wait= --fence $kinds" ;;
         extend) echo "--ttl=" ;;
@@ -37,7 +37,7 @@ _redlock_cli_command_options()
         status) echo "--limit=" ;;
         bench)
             echo "--phases= --concurrency= --duration= --ttl= --hold=" \
-                "--contenders= --locks= --label= --owner= --watched="
+                "--contenders= --locks= --label= --owner= --watched= --fair"
             ;;
     esac
 }

@@ -1,0 +1,446 @@
+/* queue.c -- fair waiting over a quorum (docs/fair-queue.md section 2).
+ *
+ * Safety never depends on this module: the lock is still the key on a
+ * majority, and the queue only gives the nodes a reason to refuse
+ * (fair-acquire grants only the head). What it decides is who tries when.
+ *
+ * The order: the first attempt of a fair acquire is fair-acquire with no
+ * score, granted only where nobody is queued (uncontended: one round, as
+ * a plain SET). Refused, every reply carries the node's K:qt; from a
+ * quorum of replies the ticket is max(K:qt) + 1, so a registration that
+ * a quorum acknowledged before our first attempt was sent has a smaller
+ * ticket than ours (any two majorities share a node). The score,
+ * (RL_MAX_PRIORITY - priority) * 2^44 + ticket, is the same on every
+ * node; equal scores are ordered by token (a sorted set's rule).
+ *
+ * The wait: queue-enter registers the entry on every node and is resent
+ * every QUEUE_REFRESH_MS as its refresh (an entry lives QUEUE_ENTRY_MS by
+ * its node's clock, so a dead waiter's lapses wherever it stands). Every
+ * reply tells where we stand on that node and whether the lock is free
+ * there. We attempt only when it may be our turn: a node announced us
+ * (redlock:queue:K names the head when the lock is free there), a release
+ * came while we head a quorum, or a refresh found us at the head of a
+ * quorum with the lock free there. Waiters behind the head only refresh,
+ * so a release wakes one attempt, not a herd. A waiter at the head that
+ * was refused (a plain client holds the lock, or an attempt split) polls
+ * at the retry delay, as a plain waiter does.
+ *
+ * Leaving: a waiter that gives up removes its entry on every node
+ * (queue-leave); a granted one keeps it until its release (fair-release),
+ * or until it lapses, so the next waiter is announced when the lock is
+ * free again. Loop thread only. */
+#include <stdio.h>
+#include <string.h>
+
+#include "acquire.h"
+#include "notify.h"
+#include "queue.h"
+
+#define TICKET_BITS 44
+
+struct fair_wait {
+    rl_client *c;
+    const struct lock_rec *rec;
+    fair_turn_fn *turn;
+    void *arg;
+    uint32_t priority;
+    uint64_t ticket;             /* 0: none taken yet */
+    char score[24];              /* decimal, '' until the ticket */
+    char ticket_s[24];
+    char entry_px[16];
+    bool sleeping;               /* between fair_wait_turn and turn() */
+    bool granted;
+    bool left;                   /* queue-leave sent */
+    bool refreshing;             /* a queue-enter round is in flight */
+    int64_t qt[RL_MAX_NODES];    /* K:qt per node from the last attempt,
+                                    -1: no reply */
+    int64_t rank[RL_MAX_NODES];  /* our place per node from its latest
+                                    reply, -1 absent or unknown */
+    bool free_[RL_MAX_NODES];    /* the lock was free there */
+    rl_mono_us deadline_us;      /* 0: none */
+    struct loop_timer *tick;
+    struct quorum_round round;   /* queue-enter, or the final leave */
+    struct notify_waiter turn_w; /* announcements naming us */
+    struct notify_waiter release_w; /* releases by others */
+    void (*left_done)(void *owner);
+    void *left_owner;
+};
+
+static size_t count_rank0(const struct fair_wait *f)
+{
+    size_t i, n = 0;
+
+    for (i = 0; i < f->c->node_count; i++)
+        n += f->rank[i] == 0;
+    return n;
+}
+
+static size_t count_free(const struct fair_wait *f)
+{
+    size_t i, n = 0;
+
+    for (i = 0; i < f->c->node_count; i++)
+        n += f->free_[i];
+    return n;
+}
+
+static bool heads_quorum(const struct fair_wait *f)
+{
+    return count_rank0(f) >= quorum_size(f->c->node_count);
+}
+
+/* It is our turn: stop sleeping and let acquire.c attempt. */
+static void take_turn(struct fair_wait *f, bool expired)
+{
+    if (!f->sleeping)
+        return; /* an attempt is in flight already */
+    f->sleeping = false;
+    loop_timer_stop(f->tick);
+    f->turn(f->arg, expired);
+}
+
+/* A node announced us: the lock is free there and we head its queue. */
+static void announced(void *arg)
+{
+    take_turn(arg, false);
+}
+
+/* Somebody released the lock (or our subscription became active): worth
+ * an attempt only for the head; the others wait for their announcement. */
+static void released(void *arg)
+{
+    struct fair_wait *f = arg;
+
+    if (heads_quorum(f))
+        take_turn(f, false);
+}
+
+static enum vote enter_classify(void *owner, size_t slot,
+                                const struct node_reply *r)
+{
+    struct fair_wait *f = owner;
+
+    if (r->kind != REPLY_ARRAY || r->elements < 3)
+        return VOTE_ERROR;
+    f->rank[slot] = r->element[0].kind == REPLY_INTEGER
+                        ? r->element[0].integer
+                        : -1;
+    f->free_[slot] = r->element[1].kind == REPLY_INTEGER &&
+                     r->element[1].integer == 1;
+    return VOTE_YES;
+}
+
+static void enter_done(void *owner, enum verdict v)
+{
+    struct fair_wait *f = owner;
+
+    RL_UNUSED(v); /* fewer than a quorum: the next refresh resends it */
+    f->refreshing = false;
+    if (heads_quorum(f) && count_free(f) >= quorum_size(f->c->node_count))
+        take_turn(f, false);
+}
+
+/* queue-enter to every node: the registration, and each refresh (the
+ * same call: it re-adds an entry a node lost, with the same score). */
+static void refresh(struct fair_wait *f)
+{
+    const char *argv[5] = {f->rec->keys[0], f->rec->token, f->entry_px,
+                           f->score, f->ticket_s};
+    size_t lens[5] = {f->rec->key_lens[0], f->rec->token_len,
+                      strlen(f->entry_px), strlen(f->score),
+                      strlen(f->ticket_s)};
+    struct round_cmd cmd = {script_get(SCRIPT_QUEUE_ENTER), 1, 5, argv,
+                            lens};
+    enum verdict v;
+
+    if (f->refreshing)
+        return;
+    f->refreshing = true;
+    v = round_start(&f->round, ROUND_ALL, &cmd, enter_classify, enter_done,
+                    f);
+    /* Decided at once (every node down): nothing new was learnt, and
+     * turn() must not run inside the caller (fair_wait_turn). */
+    if (v != VERDICT_PENDING)
+        f->refreshing = false;
+}
+
+static void arm(struct fair_wait *f, uint64_t after_us)
+{
+    rl_mono_us now = mono_now_us();
+
+    if (f->deadline_us != 0 && now + after_us > f->deadline_us)
+        after_us = f->deadline_us > now ? f->deadline_us - now : 0;
+    loop_timer_arm(f->tick, after_us);
+}
+
+/* The sleeper's clock: the deadline, else an attempt (no ticket yet, or
+ * refused at the head: poll as a plain waiter does) or a refresh. */
+static void on_tick(void *arg)
+{
+    struct fair_wait *f = arg;
+    rl_mono_us now = mono_now_us();
+
+    if (!f->sleeping)
+        return;
+    if (f->deadline_us != 0 && now >= f->deadline_us) {
+        take_turn(f, true);
+        return;
+    }
+    if (f->ticket == 0 || heads_quorum(f)) {
+        take_turn(f, false);
+        return;
+    }
+    refresh(f);
+    arm(f, (uint64_t)QUEUE_REFRESH_MS * 1000u);
+}
+
+/* SCRIPT LOAD the fair scripts on every node, once per client, ahead of
+ * the first attempt on the same connections (the handshake loads only
+ * the others: a client that never waits fair sends what it sent before).
+ * A node that comes back without them answers NOSCRIPT, and node.c
+ * resends the call as EVAL. */
+static void load_scripts(rl_client *c)
+{
+    const char *argv[3] = {"SCRIPT", "LOAD", NULL};
+    size_t lens[3] = {6, 4, 0};
+    struct round_cmd cmd = {NULL, 0, 3, argv, lens};
+    int id;
+
+    if (c->fair_loaded)
+        return;
+    c->fair_loaded = true;
+    for (id = SCRIPT_PRELOADED; id < SCRIPT_COUNT; id++) {
+        argv[2] = script_get((enum script_id)id)->source;
+        lens[2] = strlen(argv[2]);
+        round_broadcast(c->nodes, c->node_count, &cmd);
+    }
+}
+
+struct fair_wait *fair_new(rl_client *c, const struct lock_rec *rec,
+                           uint32_t priority, fair_turn_fn *turn, void *arg)
+{
+    struct fair_wait *f = calloc(1, sizeof(*f));
+    size_t i;
+
+    if (f == NULL)
+        return NULL;
+    if (round_init(&f->round, c->nodes, c->node_count) != RL_OK) {
+        free(f);
+        return NULL;
+    }
+    f->tick = loop_timer_new(c->loop, on_tick, f);
+    if (f->tick == NULL) {
+        round_clear(&f->round);
+        free(f);
+        return NULL;
+    }
+    load_scripts(c);
+    for (i = 0; i < c->node_count; i++)
+        f->rank[i] = -1; /* nowhere yet: not at the head of anything */
+    f->c = c;
+    f->rec = rec;
+    f->priority = priority;
+    f->turn = turn;
+    f->arg = arg;
+    snprintf(f->entry_px, sizeof(f->entry_px), "%u", QUEUE_ENTRY_MS);
+    return f;
+}
+
+/* queue-leave of our token (argv and lens: the caller's, 2 each). */
+static struct round_cmd leave_cmd(const struct fair_wait *f,
+                                  const char **argv, size_t *lens)
+{
+    argv[0] = f->rec->keys[0];
+    lens[0] = f->rec->key_lens[0];
+    argv[1] = f->rec->token;
+    lens[1] = f->rec->token_len;
+    return (struct round_cmd){script_get(SCRIPT_QUEUE_LEAVE), 1, 2, argv,
+                              lens};
+}
+
+void fair_free(struct fair_wait *f)
+{
+    const char *argv[2];
+    size_t lens[2];
+    struct round_cmd cmd;
+
+    if (f == NULL)
+        return;
+    if (fair_queued(f)) {
+        cmd = leave_cmd(f, argv, lens);
+        round_broadcast(f->round.nodes, f->round.n, &cmd);
+    }
+    notify_unwait(f->c->notify, &f->turn_w);
+    notify_unwait(f->c->notify, &f->release_w);
+    round_clear(&f->round);
+    loop_timer_free(f->tick);
+    free(f);
+}
+
+void fair_attempt_cmd(struct fair_wait *f, const char *px,
+                      const char *const *fence, struct fair_cmd *out)
+{
+    const char *args[5] = {f->rec->token, px, f->entry_px, f->score,
+                           f->ticket_s};
+    int i, nkeys = fence != NULL ? 4 : 1;
+
+    for (i = 0; i < (int)f->c->node_count; i++)
+        f->qt[i] = -1;
+    out->argv[0] = f->rec->keys[0];
+    out->lens[0] = f->rec->key_lens[0];
+    for (i = 1; i < nkeys; i++) {
+        out->argv[i] = fence[i - 1];
+        out->lens[i] = strlen(fence[i - 1]);
+    }
+    for (i = 0; i < 5; i++) {
+        out->argv[nkeys + i] = args[i];
+        out->lens[nkeys + i] = strlen(args[i]);
+    }
+    out->lens[nkeys] = f->rec->token_len;
+    out->cmd = (struct round_cmd){
+        script_get(fence != NULL ? SCRIPT_FAIR_ACQUIRE_FENCED
+                                 : SCRIPT_FAIR_ACQUIRE),
+        nkeys, nkeys + 5, out->argv, out->lens};
+}
+
+enum vote fair_classify(struct fair_wait *f, size_t slot,
+                        const struct node_reply *r, struct fence_read *fr,
+                        bool voting)
+{
+    /* The fenced reply is acquire-fenced's three, then the queue's. */
+    size_t q = fr != NULL ? 3 : 1;
+    const struct node_reply *e = r->element;
+    struct node_reply head;
+    bool granted;
+
+    if (r->kind != REPLY_ARRAY || r->elements != q + 3 ||
+        e[0].kind != REPLY_INTEGER || e[q].kind != REPLY_STRING)
+        return VOTE_ERROR;
+    if (fr != NULL) {
+        head = *r;
+        head.elements = 3;
+        if (!fence_read_reply(fr, &head, voting, &granted))
+            return VOTE_ERROR;
+    }
+    f->qt[slot] = (int64_t)strtoull(e[q].str, NULL, 10);
+    f->rank[slot] = e[q + 1].kind == REPLY_INTEGER ? e[q + 1].integer : -1;
+    f->free_[slot] = e[q + 2].kind == REPLY_INTEGER && e[q + 2].integer == 1;
+    return e[0].integer == 1 ? VOTE_YES : VOTE_NO;
+}
+
+/* The ticket from a quorum of the first attempt's replies: the largest
+ * K:qt + 1. False when fewer than a quorum replied. */
+static bool take_ticket(struct fair_wait *f)
+{
+    size_t i, replies = 0;
+    int64_t max = 0;
+
+    for (i = 0; i < f->c->node_count; i++) {
+        if (f->qt[i] < 0)
+            continue;
+        replies++;
+        if (f->qt[i] > max)
+            max = f->qt[i];
+    }
+    if (replies < quorum_size(f->c->node_count) ||
+        (uint64_t)max + 1 >= UINT64_C(1) << TICKET_BITS)
+        return false;
+    f->ticket = (uint64_t)max + 1;
+    snprintf(f->ticket_s, sizeof(f->ticket_s), "%llu",
+             (unsigned long long)f->ticket);
+    snprintf(f->score, sizeof(f->score), "%llu",
+             (unsigned long long)(((uint64_t)(RL_MAX_PRIORITY - f->priority)
+                                   << TICKET_BITS) +
+                                  f->ticket));
+    return true;
+}
+
+void fair_wait_turn(struct fair_wait *f, rl_mono_us since_us,
+                    rl_mono_us deadline_us)
+{
+    rl_client *c = f->c;
+    bool registering = false, released_since;
+    uint64_t pause_us;
+
+    f->deadline_us = deadline_us;
+    f->sleeping = true;
+    if (f->ticket == 0) {
+        if (!take_ticket(f)) {
+            /* No quorum answered: read again after a retry delay. */
+            arm(f, (uint64_t)c->cfg.retry_delay_ms * 1000u);
+            return;
+        }
+        registering = true;
+        refresh(f);
+    }
+    /* Subscribed at the first refusal, before the registration's reply
+     * can come: that reply says whether we may try at once; a release
+     * after it reaches us, or (a new channel) the first confirmation
+     * wakes released() and we try if we head the queue. An OOM here
+     * only costs the wake-ups: the ticks poll. */
+    released_since = notify_wait(c->notify, &f->release_w, f->rec->keys[0],
+                                 f->rec->key_lens[0], f->rec->token,
+                                 since_us, released, f);
+    /* An announcement naming us, or a release while we head the queue,
+     * came while the attempt was in flight. */
+    if (notify_wait_turn(c->notify, &f->turn_w, f->rec->keys[0],
+                         f->rec->key_lens[0], f->rec->token, since_us,
+                         announced, f) ||
+        (released_since && heads_quorum(f))) {
+        take_turn(f, false);
+        return;
+    }
+    if (!registering && heads_quorum(f)) {
+        /* Refused at the head (a plain client holds it, or the attempt
+         * split): poll as a plain waiter does, and wake on its release. */
+        pause_us = retry_budget_pause_us(&(struct retry_budget){0}, c,
+                                         mono_now_us());
+        arm(f, pause_us);
+        return;
+    }
+    arm(f, (uint64_t)QUEUE_REFRESH_MS * 1000u);
+}
+
+void fair_granted(struct fair_wait *f)
+{
+    f->granted = true;
+}
+
+bool fair_queued(const struct fair_wait *f)
+{
+    return f->ticket != 0 && !f->granted && !f->left;
+}
+
+static enum vote left_classify(void *owner, size_t slot,
+                               const struct node_reply *r)
+{
+    RL_UNUSED(owner);
+    RL_UNUSED(slot);
+    return r->kind == REPLY_INTEGER ? VOTE_YES : VOTE_ERROR;
+}
+
+static void left_all(void *owner, enum verdict v)
+{
+    struct fair_wait *f = owner;
+
+    RL_UNUSED(v); /* the nodes that did not answer drop it as it lapses */
+    f->left_done(f->left_owner);
+}
+
+void fair_leave(struct fair_wait *f, void (*done)(void *owner), void *owner)
+{
+    const char *argv[2];
+    size_t lens[2];
+    struct round_cmd cmd = leave_cmd(f, argv, lens);
+
+    round_cancel(&f->round); /* a refresh in flight: its entry is ours */
+    f->refreshing = false;
+    f->sleeping = false;
+    loop_timer_stop(f->tick);
+    f->left = true;
+    f->left_done = done;
+    f->left_owner = owner;
+    if (round_start(&f->round, ROUND_ALL, &cmd, left_classify, left_all,
+                    f) != VERDICT_PENDING)
+        done(owner);
+}

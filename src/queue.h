@@ -1,0 +1,68 @@
+/* queue.h -- a fair acquire's place in its resource's waiting queue
+ * (docs/fair-queue.md). acquire.c runs the attempts; this module takes
+ * the ticket, registers and refreshes the entry, listens for the
+ * announcements and tells acquire.c when it is its turn to try. */
+#ifndef REDLOCK_QUEUE_H
+#define REDLOCK_QUEUE_H
+
+#include "core.h"
+#include "fence.h"
+#include "lockrec.h"
+#include "quorum.h"
+
+/* Refresh period of a waiting entry; an entry lives three of them. */
+#define QUEUE_REFRESH_MS 500u
+#define QUEUE_ENTRY_MS (3u * QUEUE_REFRESH_MS)
+
+struct fair_wait;
+
+/* Called when the waiter should attempt now (expired false), or when its
+ * deadline passed while it slept (expired true). Never from inside a
+ * fair_* call. */
+typedef void fair_turn_fn(void *arg, bool expired);
+
+/* A fair wait for rec (a mutex, one key) at priority 0..RL_MAX_PRIORITY.
+ * It subscribes to the lock's release and queue channels at its first
+ * refusal (fair_wait_turn), so an uncontended acquire subscribes to
+ * nothing. NULL on out of memory. */
+struct fair_wait *fair_new(rl_client *c, const struct lock_rec *rec,
+                           uint32_t priority, fair_turn_fn *turn, void *arg);
+/* Stop waiting; unless the lock was granted, the entry leaves every node
+ * (sent, not awaited). NULL is a no-op. */
+void fair_free(struct fair_wait *f);
+
+/* The attempt: fair-acquire of the lock with our score ('' before we
+ * have a ticket: granted only where nobody is queued); with fence keys
+ * (the counter, its run_id marker and its record, 3 of them, else NULL)
+ * fair-acquire-fenced, which also reads the counter as acquire-fenced
+ * does. out's strings are f's, px's and fence's; it must outlive the
+ * round's sends. */
+struct fair_cmd {
+    struct round_cmd cmd;
+    const char *argv[9];
+    size_t lens[9];
+};
+void fair_attempt_cmd(struct fair_wait *f, const char *px,
+                      const char *const *fence, struct fair_cmd *out);
+/* A reply of node slot to the attempt: the vote, and what it says of the
+ * queue there; fr (fenced attempts, else NULL) takes the counter read
+ * (fence_read_reply, voting as there). */
+enum vote fair_classify(struct fair_wait *f, size_t slot,
+                        const struct node_reply *r, struct fence_read *fr,
+                        bool voting);
+
+/* The attempt that started at since_us failed: take a ticket and register
+ * (first time), then sleep until it is our turn (turn(arg, false)) or
+ * deadline_us passes (turn(arg, true); 0: no deadline). */
+void fair_wait_turn(struct fair_wait *f, rl_mono_us since_us,
+                    rl_mono_us deadline_us);
+/* The lock was granted: the entry now goes with the lock (fair-release). */
+void fair_granted(struct fair_wait *f);
+/* Whether an entry may be on some node (we sent one). */
+bool fair_queued(const struct fair_wait *f);
+/* Leave the queue on every node and call done(owner) once each node
+ * answered or timed out (a timeout that reports only then leaves no entry
+ * behind on the nodes that answer). */
+void fair_leave(struct fair_wait *f, void (*done)(void *owner), void *owner);
+
+#endif

@@ -1,0 +1,320 @@
+#!/usr/bin/env python3
+"""redlock-cli --fair and --priority (docs/fair-queue.md), on real
+redis-server nodes, checked in Redis:
+
+- waiters registered one after another (each started once the previous
+  one's entry is on every node) are served in that order, also elect
+  candidates (a fenced acquire);
+- a higher priority registered last is served first;
+- a SIGKILLed waiter in the middle of the queue stops blocking the ones
+  behind it once its entry lapses, and a SIGKILLed holder is succeeded
+  by the head of the queue when its key lapses;
+- a node that lost the queue (FLUSHALL, as a restart without
+  persistence) gets every entry back in the same order, and its
+  counter, from the waiters' refreshes;
+- a waiter whose --wait runs out, or that gets SIGINT, leaves no entry on
+  any node (before the entry could have lapsed on its own);
+- status shows the queue a majority holds, in order;
+- a plain acquire sends what it sent before (INFO commandstats: one SET,
+  no script, nothing of the queue);
+- fair and plain holders never hold at once.
+
+Every wait is for an event (an entry on every node, a process exit) on a
+scaled deadline; nothing sleeps to synchronise.
+
+Usage: test_cli_fair.py PATH-TO-redlock-cli [unittest args]
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import unittest
+
+import clitest
+from clitest import base_env, kill_quietly, run_cli, scale, wait_for
+
+NODES = []
+
+setUpModule, tearDownModule = clitest.module_nodes(NODES, 3)
+
+res = clitest.resource_namer("fair")
+
+# src/queue.h: an entry lives QUEUE_ENTRY_MS, refreshed every
+# QUEUE_REFRESH_MS.
+ENTRY_S = 1.5
+REFRESH_S = 0.5
+
+
+def args_for(*args):
+    return clitest.node_args(NODES) + list(args)
+
+
+def server_ms(node):
+    sec, usec = node.cmd("TIME")
+    return int(sec) * 1000 + int(usec) // 1000
+
+
+class Base(unittest.TestCase):
+    def setUp(self):
+        self.procs = []
+        self.dir = tempfile.mkdtemp(prefix="rl-fair-")
+        self.order = os.path.join(self.dir, "order")
+
+    def tearDown(self):
+        for p in self.procs:
+            kill_quietly(p)
+            for f in (p.stdin, p.stdout, p.stderr):
+                if f is not None:
+                    f.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def start(self, *args):
+        p = subprocess.Popen([clitest.CLI] + args_for(*args), env=base_env(),
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        self.procs.append(p)
+        return p
+
+    def hold(self, r, *extra):
+        """A holder of r (hold --fair), its token read: released when its
+        stdin closes."""
+        p = self.start("hold", r, "--fair", "--ttl", "10000", *extra)
+        tok = p.stdout.readline().strip()
+        self.assertTrue(tok, p.stderr.read() if p.poll() is not None else "")
+        self.assertEqual(clitest.settled_values(NODES, r, tok),
+                         [tok] * len(NODES))
+        return p
+
+    def release(self, holder):
+        holder.stdin.close()
+        self.assertEqual(holder.wait(timeout=scale(10)), 0)
+
+    def entries(self, r):
+        """Per node: the queue's tokens in order."""
+        return [n.cmd("ZRANGE", r + ":q", 0, -1) for n in NODES]
+
+    def queued(self, r, count):
+        """Wait until every node has count entries in r's queue."""
+        return wait_for(lambda: all(len(e) == count
+                                    for e in self.entries(r)),
+                        scale(clitest.EVENT_TIMEOUT))
+
+    def waiter(self, r, name, count, *extra, wait="30000", cmd="run"):
+        """run (or cmd) r --fair noting name in the order file once it
+        holds; returns once its entry is the count-th on every node."""
+        p = self.start(cmd, r, "--fair", "--wait", wait, "--ttl", "10000",
+                       *extra, "--", "sh", "-c",
+                       "echo %s >> %s" % (name, self.order))
+        self.assertTrue(self.queued(r, count),
+                        "%s not registered: %s (exit %s)" % (
+                            name, self.entries(r), p.poll()))
+        return p
+
+    def served(self):
+        with open(self.order) as f:
+            return f.read().split()
+
+    def assert_queue_empty(self, r):
+        for n in NODES:
+            self.assertEqual(n.cmd("EXISTS", r + ":q", r + ":qx"), 0,
+                             "%s: %s" % (n.addr, n.cmd("ZRANGE", r + ":q",
+                                                        0, -1)))
+
+
+class FairOrderTest(Base):
+    def test_waiters_are_served_in_registration_order(self):
+        r = res("fifo")
+        holder = self.hold(r)
+        names = ["w%d" % i for i in range(5)]
+        procs = [self.waiter(r, name, i + 1) for i, name in enumerate(names)]
+        # status shows the queue a majority holds, in that order.
+        code, out, err = run_cli(args_for("--json", "status", r))
+        self.assertEqual(code, 0, err)
+        shown = json.loads(out)
+        self.assertEqual([e["token"] for e in shown["queue"]],
+                         [t[:8] for t in self.entries(r)[0]])
+        self.assertEqual([e["position"] for e in shown["queue"]],
+                         [1, 2, 3, 4, 5])
+        self.assertEqual(shown["queue_minority"], 0)
+        code, out, err = run_cli(args_for("status", r))
+        self.assertIn("5 waiting in the fair queue", out)
+        self.release(holder)
+        for p in procs:
+            self.assertEqual(p.wait(timeout=scale(30)), 0, p.stderr.read())
+        self.assertEqual(self.served(), names)
+        self.assertTrue(wait_for(lambda: all(
+            n.cmd("EXISTS", r + ":q") == 0 for n in NODES),
+            scale(clitest.EVENT_TIMEOUT)))
+
+    def test_elect_candidates_lead_in_the_order_they_queued(self):
+        r = res("elect")
+        holder = self.hold(r)
+        names = ["c%d" % i for i in range(3)]
+        procs = [self.waiter(r, name, i + 1, cmd="elect")
+                 for i, name in enumerate(names)]
+        self.release(holder)
+        for p in procs:
+            self.assertEqual(p.wait(timeout=scale(30)), 0, p.stderr.read())
+        self.assertEqual(self.served(), names)
+
+    def test_a_higher_priority_registered_last_is_served_first(self):
+        r = res("prio")
+        holder = self.hold(r)
+        low = [self.waiter(r, "low0", 1), self.waiter(r, "low1", 2)]
+        lows = set(self.entries(r)[0])
+        high = self.waiter(r, "high", 3, "--priority", "7")
+        # Its score sorts first on every node.
+        for e in self.entries(r):
+            self.assertNotIn(e[0], lows)
+            self.assertEqual(set(e[1:]), lows)
+        self.release(holder)
+        for p in low + [high]:
+            self.assertEqual(p.wait(timeout=scale(30)), 0, p.stderr.read())
+        self.assertEqual(self.served(), ["high", "low0", "low1"])
+
+    def test_a_killed_waiter_stops_blocking_once_its_entry_lapses(self):
+        r = res("dead")
+        holder = self.hold(r)
+        first = self.waiter(r, "first", 1)
+        dead = self.waiter(r, "dead", 2)
+        last = self.waiter(r, "last", 3)
+        dead.kill()
+        dead.wait(timeout=scale(10))
+        self.release(holder)
+        self.assertEqual(first.wait(timeout=scale(30)), 0)
+        # The dead entry lapses QUEUE_ENTRY_MS after its last refresh and
+        # the next refresh of 'last' purges it: 'last' is served within
+        # one entry lifetime and a refresh, not at its --wait.
+        self.assertEqual(last.wait(timeout=scale(ENTRY_S + 2 * REFRESH_S +
+                                                 2.0)), 0,
+                         last.stderr.read())
+        self.assertEqual(self.served(), ["first", "last"])
+
+    def test_a_killed_holder_is_succeeded_by_the_head_at_its_ttl(self):
+        r = res("deadholder")
+        p = self.start("hold", r, "--fair", "--ttl", "2000")
+        tok = p.stdout.readline().strip()
+        self.assertTrue(tok)
+        self.assertEqual(clitest.settled_values(NODES, r, tok),
+                         [tok] * len(NODES))
+        first = self.waiter(r, "first", 1)
+        second = self.waiter(r, "second", 2)
+        p.kill()  # no release, no announcement: the key lapses
+        p.wait(timeout=scale(10))
+        for w in (first, second):
+            self.assertEqual(w.wait(timeout=scale(30)), 0, w.stderr.read())
+        self.assertEqual(self.served(), ["first", "second"])
+
+    def test_a_node_that_lost_the_queue_gets_it_back_in_order(self):
+        r = res("flushed")
+        holder = self.hold(r)
+        names = ["w%d" % i for i in range(3)]
+        procs = [self.waiter(r, name, i + 1) for i, name in enumerate(names)]
+        order = self.entries(r)[1]
+        counter = NODES[1].cmd("GET", r + ":qt")
+        # Node 0 loses everything (as a restart without persistence):
+        # the waiters' refreshes put every entry back with its score.
+        NODES[0].cmd("FLUSHALL")
+        self.assertTrue(wait_for(lambda: self.entries(r)[0] == order,
+                                 scale(clitest.EVENT_TIMEOUT)),
+                        "%s, want %s" % (self.entries(r)[0], order))
+        self.assertEqual(NODES[0].cmd("GET", r + ":qt"), counter)
+        self.release(holder)
+        for p in procs:
+            self.assertEqual(p.wait(timeout=scale(30)), 0, p.stderr.read())
+        self.assertEqual(self.served(), names)
+
+
+class LeaveTest(Base):
+    def test_a_timed_out_waiter_leaves_no_entry(self):
+        r = res("timeout")
+        holder = self.hold(r)
+        p = self.waiter(r, "late", 1, wait="1500")
+        self.assertEqual(p.wait(timeout=scale(30)), 1)
+        # The CLI reported once every node acknowledged the leave.
+        self.assert_queue_empty(r)
+        self.release(holder)
+
+    def test_sigint_leaves_no_entry_before_it_could_lapse(self):
+        r = res("sigint")
+        holder = self.hold(r)
+        p = self.waiter(r, "gone", 1)
+        expiry = max(float(n.cmd("ZRANGE", r + ":qx", 0, -1,
+                                 "WITHSCORES")[1]) for n in NODES)
+        p.send_signal(signal.SIGINT)
+        self.assertNotEqual(p.wait(timeout=scale(10)), 0)
+        self.assertTrue(wait_for(lambda: all(
+            n.cmd("EXISTS", r + ":q") == 0 for n in NODES),
+            scale(clitest.EVENT_TIMEOUT)))
+        # Removed, not lapsed: a refresh after the read above would only
+        # push a lapse later still.
+        self.assertLess(server_ms(NODES[0]), expiry)
+        self.release(holder)
+
+    def test_options_are_checked(self):
+        r = res("usage")
+        code, _, err = run_cli(args_for("acquire", r, "--priority", "256"))
+        self.assertEqual(code, 2, err)
+        code, _, err = run_cli(args_for("acquire", r, "--fair", "--limit",
+                                        "2"))
+        self.assertNotEqual(code, 0)
+        self.assertIn("mutex", err)
+        code, _, err = run_cli(args_for("acquire", r + ":q"))
+        self.assertEqual(code, 2, err)
+        self.assertIn("fair queue", err)
+
+
+def commandstats(node):
+    """{command: calls} from INFO commandstats."""
+    out = {}
+    for line in node.cmd("INFO", "commandstats").splitlines():
+        if line.startswith("cmdstat_"):
+            name, rest = line[len("cmdstat_"):].split(":", 1)
+            out[name] = int(rest.split(",")[0].split("=")[1])
+    return out
+
+
+class CostTest(Base):
+    def test_a_plain_acquire_sends_one_set_and_nothing_of_the_queue(self):
+        r = res("plain")
+        before = [commandstats(n) for n in NODES]
+        code, out, err = run_cli(args_for("acquire", r, "--ttl", "5000"))
+        self.assertEqual(code, 0, err)
+        for n, b in zip(NODES, before):
+            after = commandstats(n)
+            delta = {k: v - b.get(k, 0) for k, v in after.items()
+                     if v != b.get(k, 0)}
+            delta.pop("info", None)  # ours
+            self.assertEqual(delta.get("set"), 1, delta)
+            for cmd in ("evalsha", "eval", "zadd", "zcard", "zrank",
+                        "zrangebyscore", "subscribe", "publish"):
+                self.assertNotIn(cmd, delta)
+
+
+class SafetyTest(Base):
+    def test_fair_and_plain_holders_never_overlap(self):
+        r = res("mixed")
+        inside = os.path.join(self.dir, "inside")
+        overlap = os.path.join(self.dir, "overlap")
+        child = ("mkdir %s 2>/dev/null || echo x >> %s; echo . >> %s; "
+                 "rmdir %s" % (inside, overlap, self.order, inside))
+        loop = ("for i in 1 2 3 4; do %s || exit 1; done")
+        procs = []
+        for extra in (["--fair"], ["--fair"], [], []):
+            cmd = " ".join([clitest.CLI] + args_for(
+                "run", r, "--wait", "60000", "--ttl", "5000", *extra, "--",
+                "sh", "-c", "'%s'" % child))
+            procs.append(subprocess.Popen(["sh", "-c", loop % cmd],
+                                          env=base_env()))
+        self.procs.extend(procs)
+        for p in procs:
+            self.assertEqual(p.wait(timeout=scale(120)), 0)
+        self.assertEqual(len(self.served()), 16)
+        self.assertFalse(os.path.exists(overlap))
+
+
+if __name__ == "__main__":
+    clitest.setup_or_skip()
+    clitest.main()

@@ -1,0 +1,347 @@
+/* test_fair.c -- the fair queue (docs/fair-queue.md) on three real
+ * redis-server nodes: the scripts' rules run as the library sends them
+ * (only the head is granted, in the same step as the SET; the fast path
+ * only where nobody queues; lapsed entries are purged wherever they
+ * stand; a rollback keeps the entry, a release and a leave remove it and
+ * announce the next head), the library's fair acquire waits behind a
+ * queued entry, leaves no entry when it gives up, and refuses what it
+ * does not support, and rl_resource_queue reports what a majority
+ * holds. The CLI tests (tests/cli/test_cli_fair.py) check the
+ * order across processes. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fixture.h"
+#include "queue.h"
+#include "scripts.h"
+
+#define N 3
+
+static const struct fixture_opts fx = { .nodes = N };
+
+/* EVAL of script id over key with the arguments (NULL-terminated) on
+ * node i. */
+static redisReply *eval(struct fixture *f, int i, enum script_id id,
+                        const char *key, ...)
+{
+    const char *argv[12] = {"EVAL", script_get(id)->source, "1", key};
+    int argc = 4;
+    const char *a;
+    va_list ap;
+
+    va_start(ap, key);
+    while ((a = va_arg(ap, const char *)) != NULL && argc < 12)
+        argv[argc++] = a;
+    va_end(ap);
+    return harness_cmd_argv(&f->r[i], argc, argv);
+}
+
+/* fair-acquire's first element (1 granted, 0 refused), -1 on error. */
+static long long granted(redisReply *r)
+{
+    long long g = r != NULL && r->type == REDIS_REPLY_ARRAY &&
+                          r->elements >= 4 &&
+                          r->element[0]->type == REDIS_REPLY_INTEGER
+                      ? r->element[0]->integer
+                      : -1;
+
+    if (r != NULL)
+        freeReplyObject(r);
+    return g;
+}
+
+/* K:qt on node i (0 when absent). */
+static long long counter(struct fixture *f, int i, const char *key)
+{
+    char k[64];
+    char *v;
+    long long n;
+
+    snprintf(k, sizeof(k), "%s:qt", key);
+    v = harness_get(&f->r[i], k);
+    n = v != NULL ? atoll(v) : 0;
+    free(v);
+    return n;
+}
+
+static long long zcard(struct fixture *f, int i, const char *key)
+{
+    return harness_int(harness_cmd(&f->r[i], "ZCARD %s", key), -1);
+}
+
+static void test_only_the_head_is_granted(void **state)
+{
+    struct fixture *f = *state;
+
+    /* a registers first (ticket 1), b second (ticket 2). */
+    assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "h", "a",
+                                  "5000", "10000", "1", "1", NULL)),
+                     1);
+    assert_int_equal(harness_int(eval(f, 0, SCRIPT_FAIR_RELEASE, "h", "a",
+                                      NULL), -9),
+                     1);
+    harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, "h", "a", "10000", "1", "1",
+                     NULL), 0);
+    harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, "h", "b", "10000", "2", "2",
+                     NULL), 0);
+    /* The lock is free, but b is not the head: refused, nothing set. */
+    assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "h", "b",
+                                  "5000", "10000", "2", "2", NULL)),
+                     0);
+    assert_true(harness_key_absent(&f->r[0], "h"));
+    /* A newcomer's fast path is refused while anybody queues. */
+    assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "h", "c",
+                                  "5000", "10000", "", "", NULL)),
+                     0);
+    /* The head is granted; its entry stays while it holds. */
+    assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "h", "a",
+                                  "5000", "10000", "1", "1", NULL)),
+                     1);
+    assert_true(harness_key_holds(&f->r[0], "h", "a"));
+    assert_int_equal(zcard(f, 0, "h:q"), 2);
+    /* A rollback keeps a's place; a release gives it up. */
+    assert_int_equal(harness_int(eval(f, 0, SCRIPT_FAIR_ROLLBACK, "h", "a",
+                                      NULL), -9),
+                     1);
+    assert_int_equal(zcard(f, 0, "h:q"), 2);
+    assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "h", "a",
+                                  "5000", "10000", "1", "1", NULL)),
+                     1);
+    assert_int_equal(harness_int(eval(f, 0, SCRIPT_FAIR_RELEASE, "h", "a",
+                                      NULL), -9),
+                     1);
+    assert_int_equal(zcard(f, 0, "h:q"), 1);
+    assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "h", "b",
+                                  "5000", "10000", "2", "2", NULL)),
+                     1);
+    /* Plain clients ignore the queue: only the key refuses them. */
+    assert_int_equal(harness_int(eval(f, 0, SCRIPT_FAIR_RELEASE, "h", "b",
+                                      NULL), -9),
+                     1);
+    harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, "h", "d", "10000", "3", "3",
+                     NULL), 0);
+    assert_true(harness_ok(harness_cmd(&f->r[0], "SET h plain NX PX 5000")));
+}
+
+/* Wait until node i's clock passes ms (its TIME, in ms). */
+static void until_server_ms(struct fixture *f, int i, long long ms)
+{
+    int64_t until = harness_now_ms() + harness_scale_ms(5000);
+    redisReply *r;
+    long long now;
+
+    do {
+        r = harness_cmd(&f->r[i], "TIME");
+        assert_non_null(r);
+        now = atoll(r->element[0]->str) * 1000 +
+              atoll(r->element[1]->str) / 1000;
+        freeReplyObject(r);
+        if (now > ms)
+            return;
+        harness_sleep_ms(5);
+    } while (harness_now_ms() < until);
+    fail_msg("node %d: TIME stayed below %lld", i, ms);
+}
+
+/* The expiry of token's entry in key's queue on node i (server ms). */
+static long long entry_expiry(struct fixture *f, int i, const char *key,
+                              const char *token)
+{
+    redisReply *r = harness_cmd(&f->r[i], "ZSCORE %s:qx %s", key, token);
+    long long ms;
+
+    assert_true(r != NULL && r->type == REDIS_REPLY_STRING);
+    ms = atoll(r->str);
+    freeReplyObject(r);
+    return ms;
+}
+
+/* Each attempt of one acquisition has its own token (token.h): its
+ * entry is the acquisition's, so a retry after a split vote is still the
+ * head, and its release takes the one entry away. With the entry named by
+ * the attempt's token, the retry queued a second entry behind the first
+ * and waited for it to lapse. */
+static void test_every_attempt_of_an_acquisition_is_one_entry(void **state)
+{
+    struct fixture *f = *state;
+    const char *first = "0123456789abcdef0123456789abcdef00000001.me";
+    const char *retry = "0123456789abcdef0123456789abcdef00000002.me";
+    const char *other = "fedcba9876543210fedcba9876543210000000a1";
+
+    harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, "m", first, "10000", "1",
+                     "1", NULL), 0);
+    harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, "m", other, "10000", "2",
+                     "2", NULL), 0);
+    assert_int_equal(harness_int(eval(f, 0, SCRIPT_FAIR_ROLLBACK, "m",
+                                      first, NULL), -9),
+                     0);
+    assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "m", retry,
+                                  "5000", "10000", "1", "1", NULL)),
+                     1);
+    assert_true(harness_key_holds(&f->r[0], "m", retry));
+    assert_int_equal(zcard(f, 0, "m:q"), 2);
+    assert_int_equal(harness_int(eval(f, 0, SCRIPT_FAIR_RELEASE, "m", retry,
+                                      NULL), -9),
+                     1);
+    assert_int_equal(zcard(f, 0, "m:q"), 1);
+    assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "m", other,
+                                  "5000", "10000", "2", "2", NULL)),
+                     1);
+}
+
+static void test_a_lapsed_entry_is_purged_wherever_it_stands(void **state)
+{
+    struct fixture *f = *state;
+
+    /* a (head) and m (middle) lapse after 50 ms; z lives on. */
+    harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, "p", "a", "50", "1", "1",
+                     NULL), 0);
+    harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, "p", "m", "50", "3", "3",
+                     NULL), 0);
+    harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, "p", "b", "10000", "2", "2",
+                     NULL), 0);
+    harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, "p", "z", "10000", "4", "4",
+                     NULL), 0);
+    assert_int_equal(zcard(f, 0, "p:q"), 4);
+    until_server_ms(f, 0, entry_expiry(f, 0, "p", "m"));
+    /* b's refresh purges both, the middle one too, and b heads. */
+    harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, "p", "b", "10000", "2", "2",
+                     NULL), 0);
+    assert_int_equal(zcard(f, 0, "p:q"), 2);
+    assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "p", "b",
+                                  "5000", "10000", "2", "2", NULL)),
+                     1);
+    /* The counter holds the largest ticket entered. */
+    assert_int_equal(counter(f, 0, "p"), 4);
+}
+
+static void test_a_fair_acquire_waits_behind_the_head_and_leaves(void **state)
+{
+    struct fixture *f = *state;
+    rl_acquire_opts o = {0};
+    rl_lock *l = NULL;
+    int i;
+
+    /* A foreign waiter heads the queue on every node for 60 s. */
+    for (i = 0; i < N; i++)
+        harness_int(eval(f, i, SCRIPT_QUEUE_ENTER, "w", "other", "60000",
+                         "1", "1", NULL), 0);
+    o.ttl_ms = 5000;
+    o.fair = 1;
+    o.wait_ms = harness_scale_ms(800);
+    assert_int_equal(rl_acquire(f->c, "w", &o, &l), RL_ENOTACQUIRED);
+    assert_null(l);
+    assert_true(harness_key_absent(&f->r[0], "w"));
+    /* It registered behind it, and left every node before returning. */
+    for (i = 0; i < N; i++) {
+        assert_int_equal(zcard(f, i, "w:q"), 1);
+        assert_int_equal(counter(f, i, "w"), 2);
+    }
+    /* A plain acquire ignores the queue. */
+    o.fair = 0;
+    assert_int_equal(rl_acquire(f->c, "w", &o, &l), RL_OK);
+    assert_int_equal(rl_release(l), RL_OK);
+    /* Once the head leaves, a fair acquire is granted. */
+    for (i = 0; i < N; i++)
+        harness_int(eval(f, i, SCRIPT_QUEUE_LEAVE, "w", "other", NULL), 0);
+    o.fair = 1;
+    assert_int_equal(rl_acquire(f->c, "w", &o, &l), RL_OK);
+    assert_int_equal(rl_release(l), RL_OK);
+    for (i = 0; i < N; i++)
+        assert_int_equal(zcard(f, i, "w:q"), 0);
+}
+
+static void test_the_queue_a_majority_holds_is_reported_in_order(void **state)
+{
+    struct fixture *f = *state;
+    rl_queue_entry q[4];
+    char high[24];
+    size_t n = 9, minority = 9;
+    int i;
+
+    /* priority 3, ticket 7: (255 - 3) << 44 | 7 (src/queue.c) */
+    snprintf(high, sizeof(high), "%llu",
+             (unsigned long long)((UINT64_C(252) << 44) + 7));
+    for (i = 0; i < N; i++) {
+        harness_int(eval(f, i, SCRIPT_QUEUE_ENTER, "v", "low.me", "60000",
+                         "4486007441326081", "1", NULL), 0);
+        harness_int(eval(f, i, SCRIPT_QUEUE_ENTER, "v", "high", "60000",
+                         high, "7", NULL), 0);
+    }
+    /* On one node only: not the majority's. */
+    harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, "v", "alone", "60000", "5",
+                     "5", NULL), 0);
+    assert_int_equal(rl_resource_queue(f->c, "v", q, 4, &n, &minority),
+                     RL_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(minority, 1);
+    assert_string_equal(q[0].token, "high");
+    assert_int_equal(q[0].priority, 3);
+    assert_int_equal(q[0].ticket, 7);
+    assert_int_equal(q[0].nodes, N);
+    assert_true(q[0].expires_in_ms > 0 && q[0].expires_in_ms <= 60000);
+    assert_string_equal(q[1].token, "low.me");
+    assert_string_equal(q[1].owner, "");
+    assert_int_equal(q[1].priority, 0);
+    assert_int_equal(q[1].ticket, 1);
+    /* cap 1: the head only; NULL out with cap 0 counts nothing. */
+    assert_int_equal(rl_resource_queue(f->c, "v", q, 1, &n, NULL), RL_OK);
+    assert_int_equal(n, 1);
+    assert_string_equal(q[0].token, "high");
+    assert_int_equal(rl_resource_queue(f->c, "v", NULL, 1, &n, NULL),
+                     RL_EINVAL);
+    assert_int_equal(rl_resource_queue(f->c, "v:q", q, 1, &n, NULL),
+                     RL_EINVAL);
+}
+
+static void test_unsupported_fair_options_are_refused(void **state)
+{
+    struct fixture *f = *state;
+    const char *two[2] = {"fo:a", "fo:b"};
+    rl_acquire_opts o = {0};
+    rl_lock *l = NULL;
+
+    o.fair = 1;
+    assert_int_equal(rl_acquire_multi(f->c, two, 2, &o, &l), RL_EINVAL);
+    assert_non_null(strstr(rl_last_error(), "one resource"));
+    o.limit = 2;
+    assert_int_equal(rl_acquire(f->c, "fo:a", &o, &l), RL_EINVAL);
+    assert_non_null(strstr(rl_last_error(), "semaphore"));
+    o.limit = 0;
+    o.mode = RL_MODE_SHARED;
+    assert_int_equal(rl_acquire(f->c, "fo:a", &o, &l), RL_EINVAL);
+    o.mode = RL_MODE_EXCLUSIVE;
+    o.fair = 2;
+    assert_int_equal(rl_acquire(f->c, "fo:a", &o, &l), RL_EINVAL);
+    assert_non_null(strstr(rl_last_error(), "fair 2"));
+    o.fair = 0;
+    o.priority = RL_MAX_PRIORITY + 1;
+    assert_int_equal(rl_acquire(f->c, "fo:a", &o, &l), RL_EINVAL);
+    assert_non_null(strstr(rl_last_error(), "priority 256"));
+    o.priority = 0;
+    assert_int_equal(rl_acquire(f->c, "fo:a:qx", &o, &l), RL_EINVAL);
+    assert_non_null(strstr(rl_last_error(), "fair queue"));
+    assert_null(l);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_only_the_head_is_granted),
+        cmocka_unit_test(test_every_attempt_of_an_acquisition_is_one_entry),
+        cmocka_unit_test(test_a_lapsed_entry_is_purged_wherever_it_stands),
+        cmocka_unit_test(test_a_fair_acquire_waits_behind_the_head_and_leaves),
+        cmocka_unit_test(
+            test_the_queue_a_majority_holds_is_reported_in_order),
+        cmocka_unit_test(test_unsupported_fair_options_are_refused),
+    };
+
+    return FIXTURE_RUN("fair", &fx, tests);
+}
