@@ -819,7 +819,11 @@ typedef struct rl_holder_info {
     uint32_t writer_waiting;  /* 1: a waiting writer's intent refuses new
                                  readers on this node (a read-write
                                  lock), else 0; status and inspect */
-    uint32_t reserved32_;     /* zeroed (see "ABI" above) */
+    uint32_t lock_delay_ms;   /* the lock-delay token carries
+                                 (rl_acquire_opts.lock_delay_ms: its key
+                                 lives pttl_ms, its holder's validity
+                                 ends lock_delay_ms before), 0 when none
+                                 (or another client's token) */
     uint64_t reserved_[4];    /* zeroed (see "ABI" above) */
 } rl_holder_info;
 
@@ -860,10 +864,12 @@ typedef struct rl_resource_info {
     uint32_t nodes_holding;   /* nodes whose key holds token's lock
                                  (after a proclaim, with either owner) */
     uint32_t node_count;
-    int64_t validity_ms;      /* held: how long a quorum still holds it,
-                                 the smallest PTTL among the quorum of
-                                 nodes holding it longest (-1: no
-                                 expiry); else 0 */
+    int64_t validity_ms;      /* held: how long the holder's own
+                                 validity still lasts on a quorum: the
+                                 smallest PTTL among the quorum of nodes
+                                 holding it longest, less the lock-delay
+                                 (-1: no expiry); 0 once only the
+                                 lock-delay is left; else 0 */
     uint64_t fence;           /* the largest fencing counter the nodes
                                  report for the resource (the latest token
                                  issued, to this holder or an earlier
@@ -878,7 +884,18 @@ typedef struct rl_resource_info {
                                  refuses new readers (a read-write lock;
                                  it lapses soon after the writer gives
                                  up), 0 when none */
-    uint64_t reserved_[6];    /* zeroed (see "ABI" above) */
+    int64_t blocked_ms;       /* held: how long a quorum's keys still
+                                 refuse others: validity_ms plus what is
+                                 left of the lock-delay (-1: no expiry);
+                                 validity_ms 0 and blocked_ms > 0: the
+                                 holder's validity is over (it crashed or
+                                 stopped renewing) and the lock is in its
+                                 lock-delay; else 0 */
+    uint32_t lock_delay_ms;   /* held: the lock-delay its token carries
+                                 (0: none); the keys outlive the holder's
+                                 validity by it */
+    uint32_t reserved32_;     /* zeroed (see "ABI" above) */
+    uint64_t reserved_[4];    /* zeroed (see "ABI" above) */
 } rl_resource_info;
 
 /* rl_resource_status plus a summary: reads the resource's key, its
@@ -913,16 +930,18 @@ RL_API rl_status rl_resource_inspect(rl_client *c, const char *resource,
  * info->owner its published value, info->term its term when
  * info->term_state is RL_TERM_SET -- 0 and RL_TERM_NONE for a holder
  * that took the name without fencing, which no campaign does;
- * info->validity_ms how long a majority still holds it) -- once at the
- * start and then at every change (another leader, none, another owner
- * after a proclaim, another term), in the order read. A leader is never
+ * info->validity_ms how long the leader's validity lasts on a
+ * majority) -- once at the start and then at every change (another
+ * leader, none, another owner after a proclaim, another term, the
+ * leader's validity over with its lock-delay left: validity_ms 0,
+ * blocked_ms not), in the order read. A leader is never
  * reported before its term is on a quorum: while a campaign is between
  * its two rounds (RL_TERM_PENDING), the observer reads again after 2 ms,
  * doubling up to retry_delay_ms, and reports nothing; a candidate whose
  * second round fails is rolled back and never reported. The nodes are read again
  * when a release or proclaim is announced on the release channel, when
  * the validity read has run out (a leader that crashed is noticed within
- * its TTL), and every retry_delay_ms while there is no leader (or a read
+ * its TTL) and then its lock-delay, and every retry_delay_ms while there is no leader (or a read
  * did not reach a quorum). When the client is freed first, cb gets
  * RL_ECANCELED once (info NULL) and nothing after; likewise RL_ENOMEM
  * if the observer could not start. info is valid during the call only.

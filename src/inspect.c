@@ -130,8 +130,10 @@ enum vote inspect_read_holder(struct node *n, rl_holder_info *h,
     }
     h->reachable = true;
     h->voting = node_voting(n);
-    if (r->element[0].kind == REPLY_STRING)
+    if (r->element[0].kind == REPLY_STRING) {
         copy_text(h->token, sizeof(h->token), &r->element[0]);
+        h->lock_delay_ms = lockrec_delay_of(h->token);
+    }
     h->pttl_ms = r->element[1].integer;
     if (r->elements >= 3 && r->element[2].kind == REPLY_INTEGER)
         h->readers = (uint32_t)r->element[2].integer; /* live readers */
@@ -663,9 +665,17 @@ void inspect_summarize(const rl_holder_info *h, size_t n,
     if (!out->held)
         return;
     /* The quorum of nodes that hold it longest: until the shortest of
-     * those expires, a quorum holds it. */
+     * those expires, a quorum refuses others. The holder's own validity
+     * ended the lock-delay before (its value carries the delay; every
+     * node's value of one lock carries the same). */
     sort_desc(pttl, m);
-    out->validity_ms = pttl[quorum - 1] == INT64_MAX ? -1 : pttl[quorum - 1];
+    out->lock_delay_ms = lockrec_delay_of(value);
+    out->blocked_ms = pttl[quorum - 1] == INT64_MAX ? -1 : pttl[quorum - 1];
+    out->validity_ms = out->blocked_ms;
+    if (out->blocked_ms >= 0)
+        out->validity_ms = out->blocked_ms > out->lock_delay_ms
+                               ? out->blocked_ms - out->lock_delay_ms
+                               : 0;
     summarize_term(h, n, value, quorum, out);
 }
 

@@ -62,17 +62,20 @@
 #include "scripts.h"
 
 /* ours(v, t): v is the value of the lock whose token is t -- equal, or
- * both carry an owner (40 hex digits, '.', owner) and the 40 digits are
- * the same: proclaim changed the owner on that node. Only a value with
- * an owner can differ, so plain tokens (redsync, node-redlock, ours
- * without an owner) compare exactly as before. touch-batch tests v == t
- * before calling it: its common case costs no call. */
+ * both carry an owner after the same identity (40 hex digits, then
+ * "~<lock-delay>" when the lock has one, then '.': lockrec_id_len):
+ * proclaim changed the owner on that node. Only a value with an owner
+ * can differ, so plain tokens (redsync, node-redlock, ours without an
+ * owner) compare exactly as before. touch-batch tests v == t before
+ * calling it: its common case costs no call. */
 #define OURS_LUA                                                          \
     "local function ours(v, t)\n"                                         \
     "  if v == t then return true end\n"                                  \
-    "  if #t < 42 or #v < 42 then return false end\n"                     \
-    "  local p = t:sub(1, 41)\n"                                          \
-    "  return v:sub(1, 41) == p and p:match('^%x+%.$') ~= nil\n"           \
+    "  local p = t:match('^%x+~%d+%.') or t:match('^%x+%.')\n"            \
+    "  if p == nil or (p:byte(41) ~= 46 and p:byte(41) ~= 126) then\n"    \
+    "    return false\n"                                                  \
+    "  end\n"                                                             \
+    "  return #t > #p and #v > #p and v:sub(1, #p) == p\n"               \
     "end\n"
 
 /* value(k): GET k, except that readers' hash at k (another lock, which

@@ -237,6 +237,51 @@ class LockDelay(unittest.TestCase):
         rc, out, err = cli("acquire", r)
         self.assertEqual(rc, 0, err)
 
+    def test_status_leader_and_force_release_tell_the_delay(self):
+        # A holder's validity is its TTL; the lock-delay after it is not
+        # validity. While valid, status says how long it is valid (not
+        # ttl + delay); once its validity is over, the key still refuses
+        # others, and status, leader and release --force say the lock is
+        # in its lock-delay, not held by a live holder.
+        r = res("delayshow")
+        rc, h, err = cli("acquire", r, "--ttl", "500", "--lock-delay",
+                         "10000", "--owner", "a")
+        acquired = time.time()
+        self.assertEqual(rc, 0, err)
+        tok = h.strip().split("/", 1)[1]
+        self.assertEqual(clitest.settled_values(NODES, r, tok), [tok] * 3)
+        rc, out, err = cli("--json", "status", r)
+        self.assertEqual(rc, 0, err)
+        st = json.loads(out)
+        self.assertTrue(st["held"], out)
+        self.assertLessEqual(st["validity_ms"], 500, out)
+        self.assertEqual(st["lock_delay_ms"], 10000, out)
+        self.assertFalse(st["in_lock_delay"], out)
+        time.sleep(max(0.0, acquired + 0.6 - time.time()))
+        rc, out, err = cli("--json", "status", r)
+        self.assertEqual(rc, 0, err)
+        st = json.loads(out)
+        if time.time() * 1000 >= min(clitest.expiries(NODES, r)):
+            self.skipTest("SKIP: too slow to be meaningful: the lock-delay "
+                          "ended before status read it")
+        self.assertEqual((st["held"], st["validity_ms"],
+                          st["in_lock_delay"]), (True, 0, True), out)
+        self.assertGreater(st["blocked_ms"], 0, out)
+        self.assertLessEqual(st["blocked_ms"], 10000, out)
+        rc, out, err = cli("status", r)
+        self.assertEqual(rc, 0, err)
+        self.assertIn("in its lock-delay", out)
+        self.assertNotIn("ms more", out)
+        rc, out, err = cli("leader", r)
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn("no leader", out)
+        self.assertIn("lock-delay", out)
+        rc, out, err = cli("release", "--force", r)
+        self.assertEqual(rc, 0, err)
+        self.assertNotIn("its holder has lost the lock", out)
+        self.assertIn("lock-delay", out)
+        self.assertEqual(clitest.settled_values(NODES, r, None), [None] * 3)
+
     def test_lock_delay_above_max_ttl_is_refused(self):
         rc, out, err = cli("acquire", res("bad"), "--lock-delay", "x")
         self.assertEqual((rc, out), (2, ""))

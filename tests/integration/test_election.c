@@ -307,6 +307,53 @@ static void test_proclaim_changes_the_owner_not_the_lock(void **state)
         assert_true(harness_key_absent(&f->r[i], "throne"));
 }
 
+/* A lock with a lock-delay carries it in its token, before the owner
+ * ("<digits>~<delay>.<owner>"): a proclaim keeps it, the scripts still
+ * match either owner, and inspect reports the holder's validity apart
+ * from the delay (the keys' PTTL is ttl + delay). */
+static void test_proclaim_keeps_the_lock_delay(void **state)
+{
+    struct fixture *f = *state;
+    rl_acquire_opts o = {0};
+    rl_resource_info info;
+    char old[132], want[132];
+    redisReply *rep;
+    int64_t t0;
+    rl_lock *l = NULL;
+
+    o.owner = "first";
+    o.ttl_ms = 10000;
+    o.lock_delay_ms = 5000;
+    assert_int_equal(rl_acquire(cand(f, 0), "delayed", &o, &l), RL_OK);
+    snprintf(old, sizeof(old), "%s", rl_lock_token(l));
+    assert_string_equal(old + 40, "~5000.first");
+    assert_true(all_hold(f, "delayed", old));
+    assert_int_equal(rl_resource_inspect(cand(f, 1), "delayed", &info, NULL,
+                                         0, NULL), RL_OK);
+    assert_true(info.held);
+    assert_string_equal(info.owner, "first");
+    assert_int_equal(info.lock_delay_ms, 5000);
+    assert_true(info.validity_ms > 0 && info.validity_ms <= 10000);
+    assert_true(info.blocked_ms == info.validity_ms + 5000);
+
+    assert_int_equal(rl_proclaim(l, "second"), RL_OK);
+    snprintf(want, sizeof(want), "%.40s~5000.second", old);
+    assert_true(all_hold(f, "delayed", want));
+    assert_int_equal(rl_resource_inspect(cand(f, 1), "delayed", &info, NULL,
+                                         0, NULL), RL_OK);
+    assert_string_equal(info.owner, "second");
+    assert_int_equal(info.lock_delay_ms, 5000);
+    /* A node that missed it keeps the old value: still ours. */
+    rep = harness_cmd(&f->r[0], "SET delayed %s PX 15000", old);
+    assert_true(harness_ok(rep));
+    t0 = harness_now_ms();
+    assert_int_equal(rl_extend(l, 10000), RL_OK);
+    assert_true(harness_all_hold_ttl(&f->r[0], 1, "delayed", old, t0,
+                                     15000));
+    assert_int_equal(rl_release(l), RL_OK);
+    assert_true(harness_key_gone(f->r, NODES, "delayed"));
+}
+
 static void test_proclaim_quorum_loss_and_refusals(void **state)
 {
     struct fixture *f = *state;
@@ -550,6 +597,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_one_leader_at_a_time_terms_increase),
         cmocka_unit_test(test_campaign_abandoned_and_kinds_refused),
         cmocka_unit_test(test_proclaim_changes_the_owner_not_the_lock),
+        cmocka_unit_test(test_proclaim_keeps_the_lock_delay),
         cmocka_unit_test(test_proclaim_quorum_loss_and_refusals),
         cmocka_unit_test(test_observers_see_every_change_in_order),
         cmocka_unit_test(test_a_killed_leader_is_replaced_and_noticed),

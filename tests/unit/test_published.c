@@ -29,6 +29,10 @@ static void test_same_lock(void **state)
     assert_false(lockrec_same_lock(DIGITS, DIGITS ".new"));
     assert_false(lockrec_same_lock(DIGITS ".a", OTHER ".a"));
     assert_false(lockrec_same_lock(DIGITS ".", DIGITS ".a"));
+    /* With a lock-delay: the identity is digits and delay. */
+    assert_true(lockrec_same_lock(DIGITS "~800.old", DIGITS "~800.new"));
+    assert_false(lockrec_same_lock(DIGITS "~800.a", DIGITS "~900.a"));
+    assert_false(lockrec_same_lock(DIGITS "~800.a", DIGITS ".a"));
     /* Not 40 hex digits: another client's value, exact. */
     assert_false(lockrec_same_lock("xyz0123456789abcdef0123456789abcdef01234.a",
                                    "xyz0123456789abcdef0123456789abcdef01234.b"));

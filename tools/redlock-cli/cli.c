@@ -909,11 +909,17 @@ void cli_json_holders(FILE *f, const rl_holder_info *h, size_t count)
         else
             fputs("null", f);
         fprintf(f, ",\"readers\":%" PRIu32 ",\"pttl_ms\":%" PRId64
-                ",\"error\":", h[i].readers, h[i].pttl_ms);
+                ",\"lock_delay_ms\":%" PRIu32 ",\"error\":", h[i].readers,
+                h[i].pttl_ms, h[i].lock_delay_ms);
         cli_json_str(f, h[i].error);
         fputc('}', f);
     }
     fputc(']', f);
+}
+
+bool cli_in_lock_delay(const rl_resource_info *info)
+{
+    return info->held && info->validity_ms == 0 && info->blocked_ms != 0;
 }
 
 void cli_holder_text(char *buf, size_t len, const rl_holder_info *h)

@@ -31,10 +31,12 @@ static const char usage[] =
 "show per node the holder removed (first 8 characters of its token, or\n"
 "readers:N for the readers of a read-write lock, removed too). The\n"
 "holder is not asked: it loses the lock (its watchdog reports it lost,\n"
-"`run` signals its command). Fence counters are never touched.\n"
+"`run` signals its command). Fence counters are never touched. A lock\n"
+"whose holder's validity was already over (only its lock-delay was left)\n"
+"is said to be so: removing it ends the delay, nobody loses anything.\n"
 "With --json: one object with resource, result (\"removed\", \"free\" or\n"
-"\"no_quorum\"), removed, quorum and nodes: an array of {node, reachable,\n"
-"holder, readers, pttl_ms, error}.\n"
+"\"no_quorum\"), removed, quorum, in_lock_delay and nodes: an array of\n"
+"{node, reachable, holder, readers, pttl_ms, lock_delay_ms, error}.\n"
 "Exit: 0 removed from a majority, 1 already free, 2 usage, 3 no quorum\n"
 "(removed where nodes answered).\n"
 "\n"
@@ -43,17 +45,36 @@ static const char usage[] =
 "  redlock-cli release deploy \"$tok\"\n"
 "  redlock-cli release --force deploy     # after a lost deployment\n";
 
+/* Did the lock removed have validity left on fewer than a quorum of
+ * the nodes (its holder's validity over, only its lock-delay left)? */
+static bool removed_in_lock_delay(const rl_holder_info *h, size_t count)
+{
+    size_t i, delayed = 0, valid = 0;
+
+    for (i = 0; i < count; i++) {
+        if (!h[i].reachable || h[i].token[0] == '\0')
+            continue;
+        if (h[i].pttl_ms >= 0 && h[i].pttl_ms <= h[i].lock_delay_ms)
+            delayed++;
+        else
+            valid++;
+    }
+    return delayed > 0 && valid < count / 2 + 1;
+}
+
 static void print_forced(const struct cli_opts *o, const char *resource,
                          const rl_holder_info *h, size_t count,
                          size_t removed, const char *result)
 {
+    bool delayed = removed_in_lock_delay(h, count);
     size_t i;
 
     if (o->json) {
         fputs("{\"resource\":", stdout);
         cli_json_str(stdout, resource);
         printf(",\"result\":\"%s\",\"removed\":%zu,\"quorum\":%zu,"
-               "\"nodes\":", result, removed, count / 2 + 1);
+               "\"in_lock_delay\":%s,\"nodes\":", result, removed,
+               count / 2 + 1, delayed ? "true" : "false");
         cli_json_holders(stdout, h, count);
         fputs("}\n", stdout);
         return;
@@ -69,7 +90,11 @@ static void print_forced(const struct cli_opts *o, const char *resource,
         printf("%-28s %-9s %-8s %10s  %s\n", h[i].name,
                h[i].reachable ? "yes" : "no", tok, pttl, h[i].error);
     }
-    if (strcmp(result, "removed") == 0)
+    if (strcmp(result, "removed") == 0 && delayed)
+        printf("%s: removed from %zu of %zu nodes: its holder's validity "
+               "was already over; this ended its lock-delay\n", resource,
+               removed, count);
+    else if (strcmp(result, "removed") == 0)
         printf("%s: removed from %zu of %zu nodes: its holder has lost the "
                "lock\n", resource, removed, count);
     else if (strcmp(result, "free") == 0 && removed > 0)

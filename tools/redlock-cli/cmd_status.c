@@ -26,17 +26,23 @@ static const char usage[] =
 "\n"
 "The summary names the holder a majority agrees on, its owner (--owner\n"
 "of acquire, run, hold; 'unknown' for a lock taken without one or by\n"
-"another client), how long a majority still holds it, the holder's own\n"
+"another client), how long its validity lasts on a majority (then its\n"
+"lock-delay, if it took one: the summary says when only that is left),\n"
+"the holder's own\n"
 "term when it acquired with --fence ('term being written' between the\n"
 "two rounds of a fenced acquire: a leader is not elected yet) and the\n"
 "latest fencing token issued for R.\n"
 "\n"
 "With --json: one object with resource, held, holder, owner,\n"
-"validity_ms, fence, term (the holder's; null when not fenced or not\n"
+"validity_ms (the holder's, without the lock-delay), lock_delay_ms,\n"
+"in_lock_delay (the holder's validity is over, its lock-delay is not),\n"
+"blocked_ms (how long a majority's keys still refuse others), fence,\n"
+"term (the holder's; null when not fenced or not\n"
 "written yet), term_pending, writers_waiting (nodes where a waiting\n"
 "writer's intent refuses new readers), holder_nodes, quorum, quorum_ok\n"
 "and nodes: an array of {node, reachable, voting, holder, readers,\n"
-"pttl_ms, error}, plus readers (live readers on a majority).\n"
+"pttl_ms, lock_delay_ms, error}, plus readers (live readers on a\n"
+"majority).\n"
 "With --limit: {\"resource\", \"limit\", \"slots\": [one object per slot]}.\n"
 "Exit: 0 (also when nodes are down), 2 usage.\n"
 "\n"
@@ -155,8 +161,12 @@ static int show(struct cli_opts *o, rl_client *c, const char *resource,
             cli_json_str(stdout, info.owner);
         else
             fputs("null", stdout);
-        printf(",\"validity_ms\":%" PRId64 ",\"fence\":%" PRIu64
-               ",\"term\":", info.validity_ms, info.fence);
+        printf(",\"validity_ms\":%" PRId64 ",\"lock_delay_ms\":%" PRIu32
+               ",\"in_lock_delay\":%s,\"blocked_ms\":%" PRId64
+               ",\"fence\":%" PRIu64 ",\"term\":", info.validity_ms,
+               info.lock_delay_ms,
+               cli_in_lock_delay(&info) ? "true" : "false", info.blocked_ms,
+               info.fence);
         if (info.term_state == RL_TERM_SET)
             printf("%" PRIu64, info.term);
         else
@@ -185,11 +195,20 @@ static int show(struct cli_opts *o, rl_client *c, const char *resource,
                                    : "quarantine",
                    tok, pttl, h[i].error);
         }
-        if (info.held) {
+        if (cli_in_lock_delay(&info)) {
+            printf("%s: in its lock-delay: the holder's validity is over; "
+                   "its keys refuse others for %" PRId64 " ms (%s on %u of "
+                   "%zu nodes, owner %s)\n", pos[0], info.blocked_ms,
+                   holder, info.nodes_holding, count,
+                   info.owner[0] != '\0' ? info.owner : "unknown");
+        } else if (info.held) {
             printf("%s: held by %s on %u of %zu nodes (owner %s), for %"
                    PRId64 " ms more", pos[0], holder, info.nodes_holding,
                    count, info.owner[0] != '\0' ? info.owner : "unknown",
                    info.validity_ms);
+            if (info.lock_delay_ms != 0)
+                printf(", then its lock-delay of %" PRIu32 " ms",
+                       info.lock_delay_ms);
             if (info.term_state == RL_TERM_SET)
                 printf(", term %" PRIu64, info.term);
             else if (info.term_state == RL_TERM_PENDING)
