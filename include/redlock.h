@@ -925,6 +925,32 @@ RL_API rl_status rl_resource_inspect(rl_client *c, const char *resource,
                                      rl_holder_info *nodes, size_t cap,
                                      size_t *count);
 
+/* rl_resource_inspect for the permits of a semaphore
+ * (rl_acquire_opts.limit): slots 0..limit-1 of resource (limit
+ * 1..RL_MAX_LIMIT), all read in one script per node, so each node's
+ * answer is one snapshot of its slots (a holder that moves from a slot
+ * to another shows on one of them, never on two). slots[i] (limit
+ * entries) sums up slot i as rl_resource_inspect would. nodes (may be
+ * NULL with cap 0 and count NULL) gets node j's view of slot i at
+ * nodes[i * cap + j] (limit * cap entries; j below cap); *count = number
+ * of nodes. To find the permits of a semaphore whose limit is unknown,
+ * pass RL_MAX_LIMIT: only the slots present are sent back, each node
+ * still reads every one (a few ms). Blocks about op_timeout_ms;
+ * thread-safe.
+ * Returns:
+ *   RL_OK         a quorum answered; slots are filled.
+ *   RL_ENOQUORUM  fewer did; slots are filled from the nodes that
+ *                 answered.
+ *   RL_EINVAL     NULL client or slots, limit 0 or above RL_MAX_LIMIT,
+ *                 nodes NULL with cap > 0, nodes without count, or bad
+ *                 resource.
+ *   RL_EMISUSE    external loop, or called from a callback.
+ *   RL_ENOMEM */
+RL_API rl_status rl_semaphore_inspect(rl_client *c, const char *resource,
+                                      uint32_t limit, rl_resource_info *slots,
+                                      rl_holder_info *nodes, size_t cap,
+                                      size_t *count);
+
 /* Observe the leader of name: cb runs on the client's loop thread with
  * the leader as rl_resource_inspect reports it (info->held false: none;
  * info->owner its published value, info->term its term when

@@ -227,6 +227,31 @@ static struct script scripts[SCRIPT_COUNT] = {
         "return {redis.call('get', KEYS[1]), redis.call('pttl', KEYS[1]), 0, "
         "f, r, w}\n",
         ""},
+    /* A semaphore's slots in one step: a holder that moves between slots
+     * (a retry keeps its token) shows on one of them, never two. Only the
+     * slots with a key or a fence counter are answered (the others are
+     * free), in one string (replies are flat arrays of scalars): per
+     * slot "<i> <pttl> " then value, counter and record, each as
+     * "<length>:<bytes>", "-1:" when absent. */
+    [SCRIPT_INSPECT_SLOTS] = {
+        "inspect-slots",
+        "local function field(s)\n"
+        "  if s then return #s .. ':' .. s end\n"
+        "  return '-1:'\n"
+        "end\n"
+        "local out = {}\n"
+        "for i = 0, tonumber(ARGV[1]) - 1 do\n"
+        "  local k = KEYS[1] .. ':slot:' .. i\n"
+        "  local v = redis.call('get', k)\n"
+        "  local f = redis.call('get', 'redlock:fence:' .. k)\n"
+        "  if v or f then\n"
+        "    out[#out + 1] = i .. ' ' .. redis.call('pttl', k) .. ' ' ..\n"
+        "      field(v) .. field(f) ..\n"
+        "      field(redis.call('get', 'redlock:fencefor:' .. k))\n"
+        "  end\n"
+        "end\n"
+        "return table.concat(out)\n",
+        ""},
     [SCRIPT_ACQUIRE_FENCED] = {
         "acquire-fenced",
         "local n = #KEYS - 3\n"

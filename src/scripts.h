@@ -11,6 +11,10 @@ enum script_id {
     SCRIPT_EXTEND,        /* KEYS: k1..kn; ARGV: token, ttl_ms -> 1 | 0 | -1 */
     SCRIPT_INSPECT,       /* KEYS: k[, fence]; -> {value or false, pttl,
                              readers, fence or false} */
+    SCRIPT_INSPECT_SLOTS, /* KEYS: k; ARGV: limit -> one string: per slot
+                             of k with a key or a fence counter, "<slot>
+                             <pttl> " and value, counter and record as
+                             "<len>:<bytes>" ("-1:" absent) */
     SCRIPT_ACQUIRE_FENCED,/* KEYS: k1..kn, fence, mark[, writer intent];
                              ARGV: token, ttl_ms[, intent px]
                              -> {1 | 0, counter or false, trusted} */

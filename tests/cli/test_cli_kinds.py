@@ -63,6 +63,61 @@ class Semaphore(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         self.assertEqual(out.count("held by"), 3)
 
+    def test_status_and_force_release_of_r_see_its_slots(self):
+        # A full semaphore is not "free": status R (no --limit) finds
+        # its slots, and release --force R removes them.
+        r = res("semfull")
+        handles = []
+        for _ in range(2):
+            rc, out, err = cli("acquire", r, "--limit", "2")
+            self.assertEqual(rc, 0, err)
+            handles.append(out.strip())
+        rc, out, err = cli("status", r)
+        self.assertEqual(rc, 0, err)
+        self.assertNotIn("%s: free" % r, out)
+        self.assertIn("semaphore: 2 permits held (slots 0, 1)", out)
+        rc, out, err = cli("--json", "status", r)
+        self.assertEqual(rc, 0, err)
+        obj = json.loads(out)
+        self.assertFalse(obj["held"])
+        self.assertEqual(obj["slots_held"], [0, 1])
+        rc, out, err = cli("release", "--force", r)
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn(":slot:0: removed from 3 of 3 nodes", out)
+        self.assertIn(":slot:1: removed from 3 of 3 nodes", out)
+        for i in range(2):
+            self.assertEqual(clitest.settled_values(NODES, "%s:slot:%d"
+                                                    % (r, i), None),
+                             [None] * 3)
+        rc, out, err = cli("status", r)
+        self.assertEqual(rc, 0, err)
+        self.assertIn("%s: free" % r, out)
+
+    def test_status_limit_reads_the_slots_in_one_script_per_node(self):
+        # One snapshot per node: the slots are read in one step, so a
+        # holder moving between slots (its token is the same) cannot
+        # show on two. Counted on the nodes: one script call each, not
+        # one per slot.
+        r = res("semsnap")
+        for _ in range(2):
+            self.assertEqual(cli("acquire", r, "--limit", "4")[0], 0)
+
+        def scripts_run():
+            total = 0
+            for n in NODES:
+                for line in n.cmd("INFO", "commandstats").splitlines():
+                    if line.startswith(("cmdstat_evalsha:",
+                                        "cmdstat_eval:")):
+                        total += int(line.split("calls=")[1].split(",")[0])
+            return total
+
+        before = scripts_run()
+        rc, out, err = cli("status", r, "--limit", "4")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(out.count("held by"), 2)
+        self.assertEqual(out.count(": free"), 2)
+        self.assertEqual(scripts_run() - before, len(NODES))
+
     def test_run_with_limit_holds_a_slot_while_the_command_runs(self):
         r = res("semrun")
         rc, out, err = cli("run", r, "--limit", "1", "--", "sh", "-c",

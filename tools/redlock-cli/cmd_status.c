@@ -7,7 +7,9 @@
  * A summary (rl_resource_inspect) says whether one token holds a
  * majority, its owner, the majority's remaining validity and the fence. A read-write lock
  * held by readers shows how many each node has; --limit K shows each of
- * the semaphore's K slots in turn. Exit 0 (2 usage). */
+ * the semaphore's K slots, read in one step per node
+ * (rl_semaphore_inspect); without --limit, a free R is looked up as a
+ * semaphore too, so a full one does not read "free". Exit 0 (2 usage). */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +24,9 @@ static const char usage[] =
 "votes (a node younger than --max-ttl is quarantined and does not vote).\n"
 "Readers of a read-write lock show as readers:N, and a line says where a\n"
 "waiting writer's intent refuses new readers. --limit K shows each\n"
-"slot R:slot:0..K-1 of a semaphore with K permits.\n"
+"slot R:slot:0..K-1 of a semaphore with K permits, all read in one step\n"
+"per node; without it, when R's own key is free, the summary names the\n"
+"semaphore slots a majority holds.\n"
 "\n"
 "The summary names the holder a majority agrees on, its owner (--owner\n"
 "of acquire, run, hold; 'unknown' for a lock taken without one or by\n"
@@ -42,7 +46,7 @@ static const char usage[] =
 "writer's intent refuses new readers), holder_nodes, quorum, quorum_ok\n"
 "and nodes: an array of {node, reachable, voting, holder, readers,\n"
 "pttl_ms, lock_delay_ms, error}, plus readers (live readers on a\n"
-"majority).\n"
+"majority) and slots_held (the semaphore slots a majority holds).\n"
 "With --limit: {\"resource\", \"limit\", \"slots\": [one object per slot]}.\n"
 "Exit: 0 (also when nodes are down), 2 usage.\n"
 "\n"
@@ -65,8 +69,9 @@ static uint32_t majority_readers(const rl_holder_info *h, size_t count)
     return best;
 }
 
-static int show(struct cli_opts *o, rl_client *c, const char *resource,
-                bool nested);
+static int show(struct cli_opts *o, rl_client *c, const char *resource);
+static int show_slots(struct cli_opts *o, rl_client *c, const char *resource,
+                      uint32_t limit);
 
 int cmd_status(struct cli_opts *o, int argc, char **argv)
 {
@@ -75,7 +80,7 @@ int cmd_status(struct cli_opts *o, int argc, char **argv)
     char name[CLI_SLOT_NAME_MAX];
     const char *pos[1];
     rl_client *c = NULL;
-    uint32_t limit = 0, i;
+    uint32_t limit = 0;
     int code;
 
     code = cli_parse_resource(o, argc, argv, opts, 1, usage, "resource",
@@ -89,58 +94,51 @@ int cmd_status(struct cli_opts *o, int argc, char **argv)
     code = cli_client_new(o, &c);
     if (code != CLI_EXIT_OK)
         return code;
-    if (limit == 0) {
-        code = show(o, c, pos[0], false);
-    } else {
-        if (o->json) {
-            fputs("{\"resource\":", stdout);
-            cli_json_str(stdout, pos[0]);
-            printf(",\"limit\":%u,\"slots\":[", limit);
-        }
-        for (i = 0, code = CLI_EXIT_OK; i < limit && code == CLI_EXIT_OK;
-             i++) {
-            if (o->json && i > 0)
-                fputc(',', stdout);
-            else if (!o->json && i > 0)
-                fputc('\n', stdout);
-            cli_slot_name(name, sizeof(name), pos[0], i);
-            code = show(o, c, name, true);
-        }
-        if (o->json)
-            fputs("]}\n", stdout);
-    }
+    code = limit == 0 ? show(o, c, pos[0]) : show_slots(o, c, pos[0], limit);
     rl_client_free(c);
     return code;
 }
 
-/* Show one resource (a lock, or one semaphore slot: nested, inside the
- * JSON array of slots). */
-static int show(struct cli_opts *o, rl_client *c, const char *resource,
-                bool nested)
+/* The slots of resource's semaphore that a majority holds, read in one
+ * step (every possible slot: the limit is not known here): their
+ * numbers into held (RL_MAX_LIMIT entries), their count returned; 0
+ * when none, or on an error (status then reports resource alone). */
+static uint32_t slots_held(rl_client *c, const char *resource,
+                           uint32_t *held)
+{
+    rl_resource_info *slots = calloc(RL_MAX_LIMIT, sizeof(*slots));
+    uint32_t i, n = 0;
+    rl_status st;
+
+    if (slots == NULL)
+        return 0;
+    st = rl_semaphore_inspect(c, resource, RL_MAX_LIMIT, slots, NULL, 0,
+                              NULL);
+    for (i = 0; (st == RL_OK || st == RL_ENOQUORUM) && i < RL_MAX_LIMIT;
+         i++) {
+        if (slots[i].held)
+            held[n++] = i;
+    }
+    free(slots);
+    return n;
+}
+
+/* Print one resource's status: a lock, or one semaphore slot (nested:
+ * inside the JSON array of slots); held lists the slots of R's
+ * semaphore a majority holds (nheld of them; status R alone). */
+static void print_one(struct cli_opts *o, const char *resource,
+                      const rl_resource_info *info_in,
+                      const rl_holder_info *h, size_t count, bool nested,
+                      const uint32_t *held, uint32_t nheld)
 {
     const char *pos[1] = {resource};
-    rl_holder_info *h = NULL;
+    const rl_resource_info info = *info_in;
     char holder[CLI_TOKEN_SHOWN + 1];
-    rl_resource_info info;
-    size_t count = 0;
     size_t reachable = 0;
     size_t quorum;
     size_t i;
     uint32_t readers;
-    int code;
 
-    h = calloc(o->cfg.node_count, sizeof(*h));
-    if (h == NULL) {
-        code = cli_fail(o, CLI_EXIT_NOT_ACQUIRED, "out of memory");
-        goto out;
-    }
-    /* Per-node failures are in the array; a quorum failure is not an
-     * error for status. */
-    if (rl_resource_inspect(c, pos[0], &info, h, o->cfg.node_count, &count) ==
-        RL_EINVAL) {
-        code = cli_status_exit(o, RL_EINVAL, pos[0]);
-        goto out;
-    }
     for (i = 0; i < count; i++)
         reachable += h[i].reachable;
     /* The token held by the most nodes, and its owner. */
@@ -178,6 +176,12 @@ static int show(struct cli_opts *o, rl_client *c, const char *resource,
                info.writers_waiting, info.nodes_holding, quorum,
                reachable >= quorum ? "true" : "false");
         cli_json_holders(stdout, h, count);
+        if (!nested) {
+            fputs(",\"slots_held\":[", stdout);
+            for (i = 0; i < nheld; i++)
+                printf("%s%u", i > 0 ? "," : "", held[i]);
+            fputc(']', stdout);
+        }
         fputs(nested ? "}" : "}\n", stdout);
     } else {
         printf("%-28s %-9s %-10s %-8s %10s  %s\n", "NODE", "REACHABLE",
@@ -224,6 +228,12 @@ static int show(struct cli_opts *o, rl_client *c, const char *resource,
             printf("%s: not held by a majority (%s on %u of %zu nodes, "
                    "quorum %zu)\n", pos[0], holder, info.nodes_holding,
                    count, quorum);
+        } else if (nheld > 0) {
+            printf("%s: semaphore: %u permit%s held (slot%s", pos[0], nheld,
+                   nheld == 1 ? "" : "s", nheld == 1 ? "" : "s");
+            for (i = 0; i < nheld; i++)
+                printf("%s%u", i > 0 ? ", " : " ", held[i]);
+            printf("); status %s --limit K shows each\n", pos[0]);
         } else if (reachable < quorum) {
             printf("%s: unknown: only %zu of %zu nodes answered (quorum "
                    "%zu)\n", pos[0], reachable, count, quorum);
@@ -234,9 +244,77 @@ static int show(struct cli_opts *o, rl_client *c, const char *resource,
             printf("%s: a waiting writer's intent refuses new readers on "
                    "%u of %zu nodes\n", pos[0], info.writers_waiting, count);
     }
-    code = CLI_EXIT_OK;
+}
+
+/* status R: R's key, and, when nobody holds it, its semaphore's slots
+ * (a full semaphore is not free). */
+static int show(struct cli_opts *o, rl_client *c, const char *resource)
+{
+    rl_holder_info *h = calloc(o->cfg.node_count, sizeof(*h));
+    uint32_t *held = calloc(RL_MAX_LIMIT, sizeof(*held));
+    rl_resource_info info;
+    uint32_t nheld = 0;
+    size_t count = 0;
+    int code = CLI_EXIT_OK;
+
+    if (h == NULL || held == NULL) {
+        code = cli_fail(o, CLI_EXIT_NOT_ACQUIRED, "out of memory");
+        goto out;
+    }
+    /* Per-node failures are in the array; a quorum failure is not an
+     * error for status. */
+    if (rl_resource_inspect(c, resource, &info, h, o->cfg.node_count,
+                            &count) == RL_EINVAL) {
+        code = cli_status_exit(o, RL_EINVAL, resource);
+        goto out;
+    }
+    if (info.nodes_holding == 0 && majority_readers(h, count) == 0)
+        nheld = slots_held(c, resource, held);
+    print_one(o, resource, &info, h, count, false, held, nheld);
+
+out:
+    free(held);
+    free(h);
+    return code;
+}
+
+/* status R --limit K: the K slots, read in one step per node. */
+static int show_slots(struct cli_opts *o, rl_client *c, const char *resource,
+                      uint32_t limit)
+{
+    size_t n = o->cfg.node_count, count = 0;
+    rl_resource_info *slots = calloc(limit, sizeof(*slots));
+    rl_holder_info *h = calloc((size_t)limit * n, sizeof(*h));
+    char name[CLI_SLOT_NAME_MAX];
+    int code = CLI_EXIT_OK;
+    uint32_t i;
+
+    if (slots == NULL || h == NULL) {
+        code = cli_fail(o, CLI_EXIT_NOT_ACQUIRED, "out of memory");
+        goto out;
+    }
+    if (rl_semaphore_inspect(c, resource, limit, slots, h, n, &count) ==
+        RL_EINVAL) {
+        code = cli_status_exit(o, RL_EINVAL, resource);
+        goto out;
+    }
+    if (o->json) {
+        fputs("{\"resource\":", stdout);
+        cli_json_str(stdout, resource);
+        printf(",\"limit\":%u,\"slots\":[", limit);
+    }
+    for (i = 0; i < limit; i++) {
+        if (i > 0)
+            fputc(o->json ? ',' : '\n', stdout);
+        cli_slot_name(name, sizeof(name), resource, i);
+        print_one(o, name, &slots[i], &h[(size_t)i * n], count, true, NULL,
+                  0);
+    }
+    if (o->json)
+        fputs("]}\n", stdout);
 
 out:
     free(h);
+    free(slots);
     return code;
 }
