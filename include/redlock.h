@@ -812,7 +812,8 @@ typedef struct rl_holder_info {
                                  or RL_TERM_SET; rl_resource_inspect
                                  only */
     uint64_t fence;           /* the node's fencing counter for the
-                                 resource (the latest token issued), 0
+                                 resource (the latest token issued to a
+                                 lock whose first resource it is), 0
                                  when none; rl_resource_inspect only */
     uint64_t term;            /* RL_TERM_SET: token's own fencing token
                                  as this node recorded it, else 0 */
@@ -871,9 +872,14 @@ typedef struct rl_resource_info {
                                  (-1: no expiry); 0 once only the
                                  lock-delay is left; else 0 */
     uint64_t fence;           /* the largest fencing counter the nodes
-                                 report for the resource (the latest token
-                                 issued, to this holder or an earlier
-                                 one: compare term); 0 when none */
+                                 report for the resource: the latest
+                                 token issued to a lock whose first (or
+                                 only) resource it is, this holder or an
+                                 earlier one (compare term). A lock on
+                                 several resources is fenced by its first
+                                 resource's counter only: read as a later
+                                 one, it has no term here and this is an
+                                 earlier holder's counter; 0 when none */
     uint64_t term;            /* held and term_state RL_TERM_SET: the
                                  holder's own fencing token (a quorum of
                                  the voting nodes holding it recorded it

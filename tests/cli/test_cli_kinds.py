@@ -347,6 +347,39 @@ class LockDelay(unittest.TestCase):
         self.assertIn("max_ttl_ms", err)
 
 
+class FenceOfALaterResource(unittest.TestCase):
+    def test_status_does_not_pass_an_earlier_holders_counter_as_fence(self):
+        # A lock on several resources (rl_acquire_multi) is fenced by its
+        # first resource's counter only: its other keys hold its token
+        # beside their own counters, raised for earlier holders. status
+        # of such a resource must not show that counter as the holder's
+        # fence.
+        a, b = res("first"), res("second")
+        rc, out, err = cli("acquire", b, "--fence")
+        self.assertEqual(rc, 0, err)
+        earlier = int(out.split()[1])
+        self.assertEqual(cli("release", b, out.split()[0])[0], 0)
+        tok = "ab" * 20
+        for n in NODES:  # the keys an unfenced or A-fenced multi-lock sets
+            for k in (a, b):
+                self.assertEqual(n.cmd("SET", k, tok, "NX", "PX", "30000"),
+                                 "OK")
+        rc, out, err = cli("--json", "status", b)
+        self.assertEqual(rc, 0, err)
+        st = json.loads(out)
+        self.assertEqual((st["held"], st["term"], st["fence"]),
+                         (True, None, earlier), out)
+        rc, out, err = cli("status", b)
+        self.assertEqual(rc, 0, err)
+        self.assertNotIn("fence %d" % earlier, out)
+        self.assertIn("no term on %s (its fence counter, %d, is an earlier "
+                      "holder's)" % (b, earlier), out)
+        rc, out, err = cli("status", "--help")
+        self.assertIn("first resource", " ".join(out.split()))
+        for n in NODES:
+            n.cmd("DEL", a, b)
+
+
 class Bench(unittest.TestCase):
     def test_bench_phase_k_reports_every_kind(self):
         rc, out, err = cli("--json", "bench", "--phases", "k", "--duration",

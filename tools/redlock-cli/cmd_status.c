@@ -32,17 +32,20 @@ static const char usage[] =
 "of acquire, run, hold; 'unknown' for a lock taken without one or by\n"
 "another client), how long its validity lasts on a majority (then its\n"
 "lock-delay, if it took one: the summary says when only that is left),\n"
-"the holder's own\n"
-"term when it acquired with --fence ('term being written' between the\n"
-"two rounds of a fenced acquire: a leader is not elected yet) and the\n"
-"latest fencing token issued for R.\n"
+"the holder's own term when it acquired with --fence ('term being\n"
+"written' between the two rounds of a fenced acquire: a leader is not\n"
+"elected yet) and R's fence counter: the latest fencing token issued\n"
+"to a lock whose first resource is R (a lock on several resources is\n"
+"fenced by its first resource's counter only; when R is a later one,\n"
+"or the holder took R without --fence, the holder has no term on R and\n"
+"the counter is an earlier holder's).\n"
 "\n"
 "With --json: one object with resource, held, holder, owner,\n"
 "validity_ms (the holder's, without the lock-delay), lock_delay_ms,\n"
 "in_lock_delay (the holder's validity is over, its lock-delay is not),\n"
-"blocked_ms (how long a majority's keys still refuse others), fence,\n"
-"term (the holder's; null when not fenced or not\n"
-"written yet), term_pending, writers_waiting (nodes where a waiting\n"
+"blocked_ms (how long a majority's keys still refuse others), fence (R's\n"
+"counter, as above), term (the holder's; null when not fenced on R or\n"
+"not written yet), term_pending, writers_waiting (nodes where a waiting\n"
 "writer's intent refuses new readers), holder_nodes, quorum, quorum_ok\n"
 "and nodes: an array of {node, reachable, voting, holder, readers,\n"
 "pttl_ms, lock_delay_ms, error}, plus readers (live readers on a\n"
@@ -218,8 +221,14 @@ static void print_one(struct cli_opts *o, const char *resource,
             else if (info.term_state == RL_TERM_PENDING)
                 fputs(", term being written (a fenced acquire between its "
                       "rounds)", stdout);
-            if (info.fence != 0 && info.fence != info.term)
-                printf(", fence %" PRIu64, info.fence);
+            /* R's counter is raised only by fenced locks whose first
+             * resource is R: without a term here, the holder is not
+             * fenced on R, and the counter is an earlier holder's. */
+            if (info.fence != 0 && info.term_state == RL_TERM_NONE)
+                printf(", no term on %s (its fence counter, %" PRIu64
+                       ", is an earlier holder's)", pos[0], info.fence);
+            else if (info.fence != 0 && info.fence != info.term)
+                printf(", fence counter %" PRIu64, info.fence);
             putchar('\n');
         } else if (readers > 0) {
             printf("%s: read by %u reader%s (on a majority)\n", pos[0],
