@@ -705,8 +705,14 @@ RL_API rl_status rl_campaign_async(rl_client *c, const char *name,
  *   - RL_ENOMEM;
  *   - RL_ELOST: l is no longer held (lost, validity over, or a majority
  *     holds no key of l's);
- *   - RL_ENOQUORUM: fewer than a quorum answered yes; l is still held,
- *     the nodes that answered yes publish owner (call again). */
+ *   - RL_ENOQUORUM: fewer than a quorum answered yes in time; l is still
+ *     held. The outcome is unknown, not "not published": the nodes that
+ *     answered yes publish owner, and those that did not answer (a lost
+ *     or late reply) may have changed it all the same, so a majority may
+ *     hold owner and rl_resource_inspect and observers may report it,
+ *     while l's own value (what its renewals put back on a restarted
+ *     node) stays the previous owner. Call again to settle it: with
+ *     owner, or with the previous owner to go back. */
 typedef void (*rl_proclaim_cb)(rl_lock *l, rl_status st, void *privdata);
 RL_API rl_status rl_proclaim(rl_lock *l, const char *owner);
 RL_API rl_status rl_proclaim_async(rl_lock *l, const char *owner,
@@ -857,8 +863,12 @@ typedef struct rl_resource_info {
     bool held;                /* a quorum of voting nodes (node_count / 2
                                  + 1) hold token's lock */
     char token[132];          /* the value the most nodes hold (the
-                                 holder's token), "" when no node holds
-                                 one (free, or only readers) */
+                                 holder's token; of the lock most nodes
+                                 hold, its value most of them hold: a
+                                 proclaim may leave two owners; ties go
+                                 to the bytewise smallest value, not to
+                                 node order), "" when no node holds one
+                                 (free, or only readers) */
     char owner[RL_OWNER_MAX + 1]; /* its owner (rl_acquire_opts.owner);
                                  "" when unknown: taken without an owner,
                                  or by another client (redsync, ...) */

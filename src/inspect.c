@@ -739,17 +739,27 @@ void inspect_summarize(const rl_holder_info *h, size_t n,
         out->writers_waiting += h[i].reachable && h[i].writer_waiting;
     }
     /* The lock the most nodes hold; then, of its values (a leader's
-     * proclaim may have reached only some nodes), the one most hold. */
+     * proclaim may have reached only some nodes), the one most hold.
+     * Ties go to the bytewise smallest value, never to the node that
+     * comes first: which nodes answer changes from read to read, and an
+     * observer must not report an owner flipping back and forth. */
     for (i = 0; i < n; i++) {
         if (!h[i].reachable || h[i].token[0] == '\0')
             continue;
         m = count_holding(h, n, i, false);
-        if (m > best || (m == best && value != NULL &&
-                         lockrec_same_lock(value, h[i].token) &&
-                         count_holding(h, n, i, true) > most)) {
+        if (value == NULL || m > best ||
+            (m == best && strcmp(h[i].token, value) < 0)) {
             best = m;
             value = h[i].token;
-            most = count_holding(h, n, i, true);
+        }
+    }
+    for (i = 0; value != NULL && i < n; i++) {
+        if (!holds_lock(&h[i], value))
+            continue;
+        m = count_holding(h, n, i, true);
+        if (m > most || (m == most && strcmp(h[i].token, value) < 0)) {
+            most = m;
+            value = h[i].token;
         }
     }
     if (value == NULL)

@@ -139,12 +139,45 @@ static void test_summary_after_a_proclaim(void **state)
     assert_int_equal(info.nodes_holding, 2);
 }
 
+/* Ties are broken by the values, not by which node answered first: a
+ * proclaim that reached half of the nodes (or a node that stops
+ * answering) must not make the owner reported flip with node order. */
+static void test_ties_do_not_depend_on_node_order(void **state)
+{
+    const char *owners[2][4] = {
+        {DIGITS ".old", DIGITS ".new", DIGITS ".new", DIGITS ".old"},
+        {DIGITS ".new", DIGITS ".old", DIGITS ".old", DIGITS ".new"}};
+    const char *locks[2][3] = {{DIGITS, OTHER, NULL},
+                               {OTHER, DIGITS, NULL}};
+    rl_holder_info h[4];
+    rl_resource_info a, b;
+
+    (void)state;
+    fill(h, 4, owners[0]);
+    inspect_summarize(h, 4, &a);
+    fill(h, 4, owners[1]);
+    inspect_summarize(h, 4, &b);
+    assert_true(a.held && b.held);
+    assert_string_equal(a.owner, b.owner);
+    assert_string_equal(a.token, b.token);
+
+    /* Two locks on one node each: neither is held; the same one is
+     * named either way. */
+    fill(h, 3, locks[0]);
+    inspect_summarize(h, 3, &a);
+    fill(h, 3, locks[1]);
+    inspect_summarize(h, 3, &b);
+    assert_false(a.held || b.held);
+    assert_string_equal(a.token, b.token);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_same_lock),
         cmocka_unit_test(test_summary_counts_votes_and_terms),
         cmocka_unit_test(test_summary_after_a_proclaim),
+        cmocka_unit_test(test_ties_do_not_depend_on_node_order),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
