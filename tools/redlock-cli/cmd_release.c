@@ -217,8 +217,11 @@ static int force_release(struct cli_opts *o, const char *resource)
         }
         fputs("]}\n", stdout);
     } else if (!o->quiet) {
-        for (i = 0; i <= nslots; i++) {
-            fputs(i > 0 ? "\n" : "", stdout);
+        /* A semaphore's R has no key of its own: its slots say it all. */
+        size_t first = nslots > 0 && f[0].st == RL_OK && f[0].removed == 0;
+
+        for (i = first; i <= nslots; i++) {
+            fputs(i > first ? "\n" : "", stdout);
             print_forced_text(&f[i]);
         }
     }
