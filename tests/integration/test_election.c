@@ -412,6 +412,7 @@ struct seen {
     int canceled;
     struct {
         bool held;
+        bool delayed; /* held, only its lock-delay left */
         char owner[RL_OWNER_MAX + 1];
         uint64_t term;
         int64_t at_ms;
@@ -429,6 +430,8 @@ static void on_change(rl_observer *o, rl_status st,
         s->canceled++;
     else if (s->n < MAX_SEEN) {
         s->e[s->n].held = info->held;
+        s->e[s->n].delayed = info->held && info->validity_ms == 0 &&
+                             info->blocked_ms != 0;
         snprintf(s->e[s->n].owner, sizeof(s->e[s->n].owner), "%s",
                  info->owner);
         s->e[s->n].term = info->held ? info->term : 0;
@@ -491,6 +494,40 @@ static void test_observers_see_every_change_in_order(void **state)
     assert_true(s.e[1].term == first && s.e[2].term == first);
     assert_true(s.e[4].term > first);
     pthread_mutex_unlock(&s.mutex);
+}
+
+/* A leader that crashed with a lock-delay: reported when its validity
+ * ends (its lock-delay left: validity_ms 0, blocked_ms above 0), then
+ * as gone when the delay ends -- not as valid through the delay. */
+static void test_observers_see_a_crashed_leaders_lock_delay(void **state)
+{
+    struct fixture *f = *state;
+    struct seen s = {.mutex = PTHREAD_MUTEX_INITIALIZER};
+    rl_acquire_opts o = {0};
+    rl_observer *obs = NULL;
+    rl_lock *l = NULL;
+    int k;
+
+    assert_int_equal(rl_observe(cand(f, 4), "lapse", on_change, &s, &obs),
+                     RL_OK);
+    assert_int_equal(wait_seen(&s, false, "", 3000), 0);
+    o.ttl_ms = 400;
+    o.lock_delay_ms = 2000;
+    o.owner = "gone";
+    assert_int_equal(rl_acquire(cand(f, 0), "lapse", &o, &l), RL_OK);
+    assert_int_equal(wait_seen(&s, true, "gone", 3000), 1);
+    rl_lock_free(l); /* crashes: no release, no renewal */
+    assert_int_equal(wait_seen(&s, false, "", 6000), 3);
+    rl_observe_stop(obs);
+    pthread_mutex_lock(&s.mutex);
+    k = s.n;
+    assert_false(s.e[1].delayed);
+    assert_true(s.e[2].held && s.e[2].delayed);
+    assert_string_equal(s.e[2].owner, "gone");
+    /* Reported as in its delay before the delay was over. */
+    assert_true(s.e[3].at_ms - s.e[2].at_ms > 1000);
+    pthread_mutex_unlock(&s.mutex);
+    assert_int_equal(k, 4);
 }
 
 static const char *self_path;
@@ -600,6 +637,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_proclaim_keeps_the_lock_delay),
         cmocka_unit_test(test_proclaim_quorum_loss_and_refusals),
         cmocka_unit_test(test_observers_see_every_change_in_order),
+        cmocka_unit_test(test_observers_see_a_crashed_leaders_lock_delay),
         cmocka_unit_test(test_a_killed_leader_is_replaced_and_noticed),
     };
 
