@@ -810,7 +810,8 @@ typedef struct rl_holder_info {
     bool voting;              /* its vote counts (not quarantined after a
                                  restart, nor clock-suspect) */
     uint32_t readers;         /* live readers of a read-write lock (token
-                                 is then ""), else 0 */
+                                 is then ""), within their validity;
+                                 else 0 */
     uint32_t term_state;      /* rl_term_state of token on this node:
                                  RL_TERM_NONE (not taken with fencing, or
                                  free), RL_TERM_PENDING (taken with
@@ -831,7 +832,11 @@ typedef struct rl_holder_info {
                                  lives pttl_ms, its holder's validity
                                  ends lock_delay_ms before), 0 when none
                                  (or another client's token) */
-    uint64_t reserved_[4];    /* zeroed (see "ABI" above) */
+    uint32_t readers_in_delay; /* readers whose validity is over but whose
+                                 lock-delay is not: they still keep
+                                 writers out (not in readers) */
+    uint32_t reserved32_;     /* zeroed (see "ABI" above) */
+    uint64_t reserved_[3];    /* zeroed (see "ABI" above) */
 } rl_holder_info;
 
 /* Read the resource's key on every node (out[i] for node i, up to cap;

@@ -120,7 +120,7 @@ static enum vote classify_ping(struct inspect_op *op, size_t slot,
 enum vote inspect_read_holder(struct node *n, rl_holder_info *h,
                               const struct node_reply *r)
 {
-    if (r->kind != REPLY_ARRAY || r->elements < 2 || r->elements > 6 ||
+    if (r->kind != REPLY_ARRAY || r->elements < 2 || r->elements > 7 ||
         r->element[1].kind != REPLY_INTEGER) {
         if (r->kind == REPLY_ERROR)
             snprintf(h->error, sizeof(h->error), "%s: %.*s",
@@ -151,8 +151,10 @@ enum vote inspect_read_holder(struct node *n, rl_holder_info *h,
         h->term_state = fence_record_parse(r->element[4].str,
                                            r->element[4].len, h->token,
                                            &h->term);
-    if (r->elements == 6)
+    if (r->elements >= 6)
         h->writer_waiting = r->element[5].kind == REPLY_STRING;
+    if (r->elements == 7 && r->element[6].kind == REPLY_INTEGER)
+        h->readers_in_delay = (uint32_t)r->element[6].integer;
     return VOTE_YES;
 }
 

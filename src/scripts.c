@@ -102,16 +102,30 @@
     "end\n"
 
 /* live_readers(k): the readers in the hash at k whose expiry (server
- * ms) is still ahead of the server's TIME. */
+ * ms) is still ahead of the server's TIME: n of them within their own
+ * validity, d in their lock-delay -- the delay their token carries
+ * ("<40 hex digits>~<delay>", then nothing or '.' and an owner) is the
+ * end of their expiry, after their validity. Both keep writers out. */
 #define LIVE_READERS_LUA                                                  \
     "local function live_readers(k)\n"                                    \
     "  local t = redis.call('time')\n"                                    \
     "  local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"               \
-    "  local n = 0\n"                                                     \
-    "  for _, e in ipairs(redis.call('hvals', k)) do\n"                   \
-    "    if tonumber(e) > now then n = n + 1 end\n"                       \
+    "  local pat = '^' .. string.rep('%x', 40) .. '~(%d+)(.*)$'\n"         \
+    "  local n, d = 0, 0\n"                                               \
+    "  local all = redis.call('hgetall', k)\n"                            \
+    "  for i = 1, #all, 2 do\n"                                           \
+    "    local e = tonumber(all[i + 1])\n"                                \
+    "    if e > now then\n"                                               \
+    "      local delay, rest = all[i]:match(pat)\n"                       \
+    "      if delay and (rest == '' or rest:sub(1, 1) == '.') and\n"      \
+    "         e - tonumber(delay) <= now then\n"                          \
+    "        d = d + 1\n"                                                 \
+    "      else\n"                                                        \
+    "        n = n + 1\n"                                                 \
+    "      end\n"                                                         \
+    "    end\n"                                                           \
     "  end\n"                                                             \
-    "  return n\n"                                                        \
+    "  return n, d\n"                                                     \
     "end\n"
 
 /* The reader scripts' helpers. server_ms(): the server's TIME in ms.
@@ -221,11 +235,11 @@ static struct script scripts[SCRIPT_COUNT] = {
         "  r = redis.call('get', KEYS[4])\n"
         "end\n"
         "if redis.call('type', KEYS[1]).ok == 'hash' then\n"
-        "  return {false, redis.call('pttl', KEYS[1]), "
-        "live_readers(KEYS[1]), f, r, w}\n"
+        "  local n, d = live_readers(KEYS[1])\n"
+        "  return {false, redis.call('pttl', KEYS[1]), n, f, r, w, d}\n"
         "end\n"
         "return {redis.call('get', KEYS[1]), redis.call('pttl', KEYS[1]), 0, "
-        "f, r, w}\n",
+        "f, r, w, 0}\n",
         ""},
     /* A semaphore's slots in one step: a holder that moves between slots
      * (a retry keeps its token) shows on one of them, never two. Only the
@@ -297,13 +311,13 @@ static struct script scripts[SCRIPT_COUNT] = {
         LIVE_READERS_LUA
         "local ty = redis.call('type', KEYS[1]).ok\n"
         "if ty == 'none' then return {false, -2, 0} end\n"
-        "local v, n = false, 0\n"
-        "if ty == 'hash' then n = live_readers(KEYS[1])\n"
+        "local v, n, d = false, 0, 0\n"
+        "if ty == 'hash' then n, d = live_readers(KEYS[1])\n"
         "else v = redis.call('get', KEYS[1]) end\n"
         "local t = redis.call('pttl', KEYS[1])\n"
         "redis.call('del', KEYS[1])\n"
         "redis.call('publish', 'redlock:release:' .. KEYS[1], v or '')\n"
-        "return {v, t, n}\n",
+        "return {v, t, n, false, false, false, d}\n",
         ""},
     [SCRIPT_READER_ACQUIRE] = {
         "reader-acquire",

@@ -9,8 +9,10 @@ enum script_id {
     SCRIPT_ACQUIRE_MULTI, /* KEYS: k1..kn; ARGV: token, ttl_ms -> 1 | 0 */
     SCRIPT_RELEASE,       /* KEYS: k1..kn; ARGV: token -> 1 | 0 | -1 */
     SCRIPT_EXTEND,        /* KEYS: k1..kn; ARGV: token, ttl_ms -> 1 | 0 | -1 */
-    SCRIPT_INSPECT,       /* KEYS: k[, fence]; -> {value or false, pttl,
-                             readers, fence or false} */
+    SCRIPT_INSPECT,       /* KEYS: k[, intent[, fence, record]]; ->
+                             {value or false, pttl, readers, fence or
+                             false, record or false, intent or false,
+                             readers in their lock-delay} */
     SCRIPT_INSPECT_SLOTS, /* KEYS: k; ARGV: limit -> one string: per slot
                              of k with a key or a fence counter, "<slot>
                              <pttl> " and value, counter and record as
@@ -21,7 +23,8 @@ enum script_id {
     SCRIPT_FENCE_WRITE,   /* KEYS: k, fence, mark; ARGV: token, value
                              -> 1 | 0 */
     SCRIPT_FORCE_RELEASE, /* KEYS: k; -> {value or false, pttl, live
-                             readers}, deleted */
+                             readers, false, false, false, readers in
+                             their lock-delay}, deleted */
     SCRIPT_TOUCH_BATCH,   /* KEYS: one per lock; ARGV: per run of equal
                              PX: px, n, n tokens -> "1"|"0"|"2" per lock */
     SCRIPT_READER_ACQUIRE,/* KEYS: k, writer intent; ARGV: token, px

@@ -337,6 +337,31 @@ class LockDelay(unittest.TestCase):
         self.assertIn("lock-delay", out)
         self.assertEqual(clitest.settled_values(NODES, r, None), [None] * 3)
 
+    def test_a_readers_lock_delay_is_not_a_live_reader(self):
+        # A reader whose validity is over but whose lock-delay is not
+        # still keeps writers out; status says so, not "read by 1".
+        r = res("delayread")
+        rc, h, err = cli("acquire", r, "--shared", "--ttl", "400",
+                         "--lock-delay", "10000")
+        acquired = time.time()
+        self.assertEqual(rc, 0, err)
+        rc, out, err = cli("status", r)
+        self.assertIn("read by 1 reader", out)
+        time.sleep(max(0.0, acquired + 0.5 - time.time()))
+        rc, out, err = cli("--json", "status", r)
+        self.assertEqual(rc, 0, err)
+        if time.time() * 1000 >= min(clitest.expiries(NODES, r)):
+            self.skipTest("SKIP: too slow to be meaningful: the lock-delay "
+                          "ended before status read it")
+        st = json.loads(out)
+        self.assertEqual((st["readers"], st["readers_in_lock_delay"]),
+                         (0, 1), out)
+        rc, out, err = cli("status", r)
+        self.assertNotIn("read by", out)
+        self.assertNotIn("%s: free" % r, out)
+        self.assertIn("1 reader in its lock-delay", out)
+        self.assertEqual(cli("release", "--force", r)[0], 0)
+
     def test_lock_delay_above_max_ttl_is_refused(self):
         rc, out, err = cli("acquire", res("bad"), "--lock-delay", "x")
         self.assertEqual((rc, out), (2, ""))

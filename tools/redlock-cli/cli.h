@@ -73,9 +73,10 @@ void cli_json_str(FILE *f, const char *s);
 bool cli_in_lock_delay(const rl_resource_info *info);
 /* The JSON array of per-node holders (status, release --force): node,
  * reachable, voting, holder (the first 8 characters of the token, or
- * null), readers (live readers of a read-write lock, else 0), pttl_ms,
- * lock_delay_ms (the lock-delay the token carries: pttl_ms includes it),
- * error. */
+ * null), readers (live readers of a read-write lock, else 0),
+ * readers_in_lock_delay (readers past their validity, in their
+ * lock-delay), pttl_ms, lock_delay_ms (the lock-delay the token carries:
+ * pttl_ms includes it), error. */
 void cli_json_holders(FILE *f, const rl_holder_info *h, size_t count);
 /* A holder's HOLDER column (status, release --force) into buf (at least
  * CLI_HOLDER_TEXT bytes): "readers:N" for readers of a read-write lock,

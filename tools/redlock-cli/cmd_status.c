@@ -49,25 +49,36 @@ static const char usage[] =
 "writer's intent refuses new readers), holder_nodes, quorum, quorum_ok\n"
 "and nodes: an array of {node, reachable, voting, holder, readers,\n"
 "pttl_ms, lock_delay_ms, error}, plus readers (live readers on a\n"
-"majority) and slots_held (the semaphore slots a majority holds).\n"
+"majority), readers_in_lock_delay (readers whose validity is over but\n"
+"whose lock-delay still keeps writers out, on a majority) and\n"
+"slots_held (the semaphore slots a majority holds).\n"
 "With --limit: {\"resource\", \"limit\", \"slots\": [one object per slot]}.\n"
 "Exit: 0 (also when nodes are down), 2 usage.\n"
 "\n"
 "Example:\n"
 "  redlock-cli -n h1:6379,h2:6379,h3:6379 status deploy\n";
 
-/* The fewest live readers a majority of the nodes reports (0 if none). */
-static uint32_t majority_readers(const rl_holder_info *h, size_t count)
+/* Node i's readers: within their validity, and with delayed those in
+ * their lock-delay too (all that keep writers out). */
+static uint32_t readers_of(const rl_holder_info *h, bool delayed)
+{
+    return h->readers + (delayed ? h->readers_in_delay : 0);
+}
+
+/* The fewest readers a majority of the nodes reports (0 if none). */
+static uint32_t majority_readers(const rl_holder_info *h, size_t count,
+                                 bool delayed)
 {
     size_t i, j, at_least;
-    uint32_t best = 0;
+    uint32_t best = 0, r;
 
     for (i = 0; i < count; i++) {
+        r = readers_of(&h[i], delayed);
         at_least = 0;
         for (j = 0; j < count; j++)
-            at_least += h[j].readers >= h[i].readers && h[i].readers > 0;
-        if (at_least >= count / 2 + 1 && h[i].readers > best)
-            best = h[i].readers;
+            at_least += readers_of(&h[j], delayed) >= r && r > 0;
+        if (at_least >= count / 2 + 1 && r > best)
+            best = r;
     }
     return best;
 }
@@ -140,19 +151,21 @@ static void print_one(struct cli_opts *o, const char *resource,
     size_t reachable = 0;
     size_t quorum;
     size_t i;
-    uint32_t readers;
+    uint32_t readers, blocking;
 
     for (i = 0; i < count; i++)
         reachable += h[i].reachable;
     /* The token held by the most nodes, and its owner. */
     snprintf(holder, sizeof(holder), "%s", info.token);
     quorum = count / 2 + 1;
-    readers = majority_readers(h, count);
+    readers = majority_readers(h, count, false);
+    blocking = majority_readers(h, count, true);
     if (o->json) {
         fputs("{\"resource\":", stdout);
         cli_json_str(stdout, pos[0]);
-        printf(",\"held\":%s,\"readers\":%u,\"holder\":",
-               info.held ? "true" : "false", readers);
+        printf(",\"held\":%s,\"readers\":%u,\"readers_in_lock_delay\":%u,"
+               "\"holder\":", info.held ? "true" : "false", readers,
+               blocking - readers);
         if (info.nodes_holding > 0)
             cli_json_str(stdout, holder);
         else
@@ -233,6 +246,10 @@ static void print_one(struct cli_opts *o, const char *resource,
         } else if (readers > 0) {
             printf("%s: read by %u reader%s (on a majority)\n", pos[0],
                    readers, readers == 1 ? "" : "s");
+        } else if (blocking > 0) {
+            printf("%s: %u reader%s in %s lock-delay (validity over; writers "
+                   "are refused until it ends)\n", pos[0], blocking,
+                   blocking == 1 ? "" : "s", blocking == 1 ? "its" : "their");
         } else if (info.nodes_holding > 0) {
             printf("%s: not held by a majority (%s on %u of %zu nodes, "
                    "quorum %zu)\n", pos[0], holder, info.nodes_holding,
@@ -277,7 +294,7 @@ static int show(struct cli_opts *o, rl_client *c, const char *resource)
         code = cli_status_exit(o, RL_EINVAL, resource);
         goto out;
     }
-    if (info.nodes_holding == 0 && majority_readers(h, count) == 0)
+    if (info.nodes_holding == 0 && majority_readers(h, count, true) == 0)
         nheld = slots_held(c, resource, held);
     print_one(o, resource, &info, h, count, false, held, nheld);
 
