@@ -721,8 +721,14 @@ RL_API rl_status rl_campaign_async(rl_client *c, const char *name,
  *   - RL_ENOMEM;
  *   - RL_ELOST: l is no longer held (lost, validity over, or a majority
  *     holds no key of l's);
- *   - RL_ENOQUORUM: fewer than a quorum answered yes; l is still held,
- *     the nodes that answered yes publish owner (call again). */
+ *   - RL_ENOQUORUM: fewer than a quorum answered yes in time; l is still
+ *     held. The outcome is unknown, not "not published": the nodes that
+ *     answered yes publish owner, and those that did not answer (a lost
+ *     or late reply) may have changed it all the same, so a majority may
+ *     hold owner and rl_resource_inspect and observers may report it,
+ *     while l's own value (what its renewals put back on a restarted
+ *     node) stays the previous owner. Call again to settle it: with
+ *     owner, or with the previous owner to go back. */
 typedef void (*rl_proclaim_cb)(rl_lock *l, rl_status st, void *privdata);
 RL_API rl_status rl_proclaim(rl_lock *l, const char *owner);
 RL_API rl_status rl_proclaim_async(rl_lock *l, const char *owner,
@@ -820,7 +826,8 @@ typedef struct rl_holder_info {
     bool voting;              /* its vote counts (not quarantined after a
                                  restart, nor clock-suspect) */
     uint32_t readers;         /* live readers of a read-write lock (token
-                                 is then ""), else 0 */
+                                 is then ""), within their validity;
+                                 else 0 */
     uint32_t term_state;      /* rl_term_state of token on this node:
                                  RL_TERM_NONE (not taken with fencing, or
                                  free), RL_TERM_PENDING (taken with
@@ -828,15 +835,24 @@ typedef struct rl_holder_info {
                                  or RL_TERM_SET; rl_resource_inspect
                                  only */
     uint64_t fence;           /* the node's fencing counter for the
-                                 resource (the latest token issued), 0
+                                 resource (the latest token issued to a
+                                 lock whose first resource it is), 0
                                  when none; rl_resource_inspect only */
     uint64_t term;            /* RL_TERM_SET: token's own fencing token
                                  as this node recorded it, else 0 */
     uint32_t writer_waiting;  /* 1: a waiting writer's intent refuses new
                                  readers on this node (a read-write
                                  lock), else 0; status and inspect */
+    uint32_t lock_delay_ms;   /* the lock-delay token carries
+                                 (rl_acquire_opts.lock_delay_ms: its key
+                                 lives pttl_ms, its holder's validity
+                                 ends lock_delay_ms before), 0 when none
+                                 (or another client's token) */
+    uint32_t readers_in_delay; /* readers whose validity is over but whose
+                                 lock-delay is not: they still keep
+                                 writers out (not in readers) */
     uint32_t reserved32_;     /* zeroed (see "ABI" above) */
-    uint64_t reserved_[4];    /* zeroed (see "ABI" above) */
+    uint64_t reserved_[3];    /* zeroed (see "ABI" above) */
 } rl_holder_info;
 
 /* Read the resource's key on every node (out[i] for node i, up to cap;
@@ -900,22 +916,33 @@ typedef struct rl_resource_info {
     bool held;                /* a quorum of voting nodes (node_count / 2
                                  + 1) hold token's lock */
     char token[132];          /* the value the most nodes hold (the
-                                 holder's token), "" when no node holds
-                                 one (free, or only readers) */
+                                 holder's token; of the lock most nodes
+                                 hold, its value most of them hold: a
+                                 proclaim may leave two owners; ties go
+                                 to the bytewise smallest value, not to
+                                 node order), "" when no node holds one
+                                 (free, or only readers) */
     char owner[RL_OWNER_MAX + 1]; /* its owner (rl_acquire_opts.owner);
                                  "" when unknown: taken without an owner,
                                  or by another client (redsync, ...) */
     uint32_t nodes_holding;   /* nodes whose key holds token's lock
                                  (after a proclaim, with either owner) */
     uint32_t node_count;
-    int64_t validity_ms;      /* held: how long a quorum still holds it,
-                                 the smallest PTTL among the quorum of
-                                 nodes holding it longest (-1: no
-                                 expiry); else 0 */
+    int64_t validity_ms;      /* held: how long the holder's own
+                                 validity still lasts on a quorum: the
+                                 smallest PTTL among the quorum of nodes
+                                 holding it longest, less the lock-delay
+                                 (-1: no expiry); 0 once only the
+                                 lock-delay is left; else 0 */
     uint64_t fence;           /* the largest fencing counter the nodes
-                                 report for the resource (the latest token
-                                 issued, to this holder or an earlier
-                                 one: compare term); 0 when none */
+                                 report for the resource: the latest
+                                 token issued to a lock whose first (or
+                                 only) resource it is, this holder or an
+                                 earlier one (compare term). A lock on
+                                 several resources is fenced by its first
+                                 resource's counter only: read as a later
+                                 one, it has no term here and this is an
+                                 earlier holder's counter; 0 when none */
     uint64_t term;            /* held and term_state RL_TERM_SET: the
                                  holder's own fencing token (a quorum of
                                  the voting nodes holding it recorded it
@@ -926,7 +953,18 @@ typedef struct rl_resource_info {
                                  refuses new readers (a read-write lock;
                                  it lapses soon after the writer gives
                                  up), 0 when none */
-    uint64_t reserved_[6];    /* zeroed (see "ABI" above) */
+    int64_t blocked_ms;       /* held: how long a quorum's keys still
+                                 refuse others: validity_ms plus what is
+                                 left of the lock-delay (-1: no expiry);
+                                 validity_ms 0 and blocked_ms > 0: the
+                                 holder's validity is over (it crashed or
+                                 stopped renewing) and the lock is in its
+                                 lock-delay; else 0 */
+    uint32_t lock_delay_ms;   /* held: the lock-delay its token carries
+                                 (0: none); the keys outlive the holder's
+                                 validity by it */
+    uint32_t reserved32_;     /* zeroed (see "ABI" above) */
+    uint64_t reserved_[4];    /* zeroed (see "ABI" above) */
 } rl_resource_info;
 
 /* rl_resource_status plus a summary: reads the resource's key, its
@@ -956,21 +994,49 @@ RL_API rl_status rl_resource_inspect(rl_client *c, const char *resource,
                                      rl_holder_info *nodes, size_t cap,
                                      size_t *count);
 
+/* rl_resource_inspect for the permits of a semaphore
+ * (rl_acquire_opts.limit): slots 0..limit-1 of resource (limit
+ * 1..RL_MAX_LIMIT), all read in one script per node, so each node's
+ * answer is one snapshot of its slots (a holder that moves from a slot
+ * to another shows on one of them, never on two). slots[i] (limit
+ * entries) sums up slot i as rl_resource_inspect would. nodes (may be
+ * NULL with cap 0 and count NULL) gets node j's view of slot i at
+ * nodes[i * cap + j] (limit * cap entries; j below cap); *count = number
+ * of nodes. To find the permits of a semaphore whose limit is unknown,
+ * pass RL_MAX_LIMIT: only the slots present are sent back, each node
+ * still reads every one (a few ms). Blocks about op_timeout_ms;
+ * thread-safe.
+ * Returns:
+ *   RL_OK         a quorum answered; slots are filled.
+ *   RL_ENOQUORUM  fewer did; slots are filled from the nodes that
+ *                 answered.
+ *   RL_EINVAL     NULL client or slots, limit 0 or above RL_MAX_LIMIT,
+ *                 nodes NULL with cap > 0, nodes without count, or bad
+ *                 resource.
+ *   RL_EMISUSE    external loop, or called from a callback.
+ *   RL_ENOMEM */
+RL_API rl_status rl_semaphore_inspect(rl_client *c, const char *resource,
+                                      uint32_t limit, rl_resource_info *slots,
+                                      rl_holder_info *nodes, size_t cap,
+                                      size_t *count);
+
 /* Observe the leader of name: cb runs on the client's loop thread with
  * the leader as rl_resource_inspect reports it (info->held false: none;
  * info->owner its published value, info->term its term when
  * info->term_state is RL_TERM_SET -- 0 and RL_TERM_NONE for a holder
  * that took the name without fencing, which no campaign does;
- * info->validity_ms how long a majority still holds it) -- once at the
- * start and then at every change (another leader, none, another owner
- * after a proclaim, another term), in the order read. A leader is never
+ * info->validity_ms how long the leader's validity lasts on a
+ * majority) -- once at the start and then at every change (another
+ * leader, none, another owner after a proclaim, another term, the
+ * leader's validity over with its lock-delay left: validity_ms 0,
+ * blocked_ms not), in the order read. A leader is never
  * reported before its term is on a quorum: while a campaign is between
  * its two rounds (RL_TERM_PENDING), the observer reads again after 2 ms,
  * doubling up to retry_delay_ms, and reports nothing; a candidate whose
  * second round fails is rolled back and never reported. The nodes are read again
  * when a release or proclaim is announced on the release channel, when
  * the validity read has run out (a leader that crashed is noticed within
- * its TTL), and every retry_delay_ms while there is no leader (or a read
+ * its TTL) and then its lock-delay, and every retry_delay_ms while there is no leader (or a read
  * did not reach a quorum). When the client is freed first, cb gets
  * RL_ECANCELED once (info NULL) and nothing after; likewise RL_ENOMEM
  * if the observer could not start. info is valid during the call only.

@@ -259,28 +259,6 @@ void config_log(const struct config *cfg, int level, const char *fmt, ...)
     callback_leave();
 }
 
-/* The fair queue of the lock at K lives at K:q, K:qx and K:qt
- * (docs/fair-queue.md); :qm and :qw are kept for the reader and status
- * parts of it. A resource named so would be another lock's queue. */
-static rl_status check_queue_suffix(const char *resource, size_t len,
-                                    const char *what)
-{
-    static const char *const suffixes[] = {":q", ":qx", ":qt", ":qm",
-                                           ":qw"};
-    size_t i, n;
-
-    for (i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
-        n = strlen(suffixes[i]);
-        if (len >= n && memcmp(resource + len - n, suffixes[i], n) == 0)
-            return rl_fail(RL_EINVAL,
-                           "%s '%s' ends in '%s', reserved for the fair "
-                           "queue of '%.*s'",
-                           what, resource, suffixes[i], (int)(len - n),
-                           resource);
-    }
-    return RL_OK;
-}
-
 rl_status config_check_resource(const struct config *cfg,
                                 const char *resource, const char *what)
 {
@@ -307,7 +285,7 @@ rl_status config_check_resource(const struct config *cfg,
                        "prefix + %s '%s%s' is in the reserved namespace "
                        "'%s'",
                        what, cfg->prefix, resource, RL_RESERVED_PREFIX);
-    return check_queue_suffix(resource, len, what);
+    return RL_OK;
 }
 
 rl_status config_effective_ttl(const struct config *cfg, uint32_t ttl_ms,

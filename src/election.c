@@ -56,7 +56,8 @@ struct proclaim_op {
     rl_lock *lock;
     rl_proclaim_cb cb;
     void *privdata;
-    char value[TOKEN_HEX_LEN + 1 + RL_OWNER_MAX + 1];
+    char owner[RL_OWNER_MAX + 1];
+    char value[LOCKREC_ID_MAX + RL_OWNER_MAX + 1];
     struct quorum_round round;
 };
 
@@ -124,7 +125,8 @@ static void proclaim_start(struct op *base)
                                  "proclaim"));
         return;
     }
-    memcpy(op->value, rec->token, TOKEN_HEX_LEN + 1);
+    snprintf(op->value, sizeof(op->value), "%.*s%s",
+             (int)lockrec_id_len(rec->token), rec->token, op->owner);
     for (i = 0; i < rec->nkeys; i++) {
         argv[i] = rec->keys[i];
         lens[i] = rec->key_lens[i];
@@ -171,8 +173,8 @@ rl_status election_proclaim(rl_lock *l, const char *owner, rl_proclaim_cb cb,
     op->privdata = privdata;
     op->base.start = proclaim_start;
     op->base.cancel = proclaim_cancel;
-    /* The digits are copied on the loop thread; the owner now. */
-    snprintf(op->value + TOKEN_HEX_LEN + 1, RL_OWNER_MAX + 1, "%s", owner);
+    /* The identity is copied on the loop thread; the owner now. */
+    snprintf(op->owner, sizeof(op->owner), "%s", owner);
     st = holder_submit(l, &op->base, blocking);
     if (st != RL_OK)
         free(op);
@@ -241,10 +243,17 @@ static void observe_woken(void *arg)
     observe_read(arg);
 }
 
+/* Held, but only its lock-delay is left: the holder's validity is
+ * over. */
+static bool in_lock_delay(const rl_resource_info *i)
+{
+    return i->held && i->validity_ms == 0 && i->blocked_ms != 0;
+}
+
 static bool leader_changed(const rl_resource_info *a,
                            const rl_resource_info *b)
 {
-    return a->held != b->held ||
+    return a->held != b->held || in_lock_delay(a) != in_lock_delay(b) ||
            (a->held && (strcmp(a->token, b->token) != 0 ||
                         a->term != b->term));
 }
@@ -287,8 +296,11 @@ static void observe_decided(void *owner, enum verdict v)
     }
     if (o->again)
         loop_timer_arm(o->timer, 0);
-    else if (info.held && info.validity_ms >= 0)
+    else if (info.held && info.validity_ms > 0)
         loop_timer_arm(o->timer, (uint64_t)info.validity_ms * 1000 +
+                                     OBSERVE_MARGIN_US);
+    else if (info.held && info.blocked_ms >= 0) /* the lock-delay's end */
+        loop_timer_arm(o->timer, (uint64_t)info.blocked_ms * 1000 +
                                      OBSERVE_MARGIN_US);
     else if (info.held)
         loop_timer_stop(o->timer); /* no expiry: notifications only */

@@ -125,17 +125,18 @@ static void registry_remove(rl_client *c, struct rl_lock *l)
 /* One allocation per handle (thousands may be held at once): the struct,
  * then the record's key pointers, lengths, keys and token. */
 static rl_status lock_new(rl_client *c, const char *const *resources,
-                          size_t count, const char *token, const char *owner,
-                          struct rl_lock **out)
+                          size_t count, const char *token, uint32_t delay_ms,
+                          const char *owner, struct rl_lock **out)
 {
-    size_t tail = lockrec_tail_size(&c->cfg, resources, count, token, owner);
+    size_t tail = lockrec_tail_size(&c->cfg, resources, count, token,
+                                    delay_ms, owner);
     struct rl_lock *l = calloc(1, sizeof(*l) + tail);
     rl_status st;
 
     if (l == NULL)
         return rl_fail(RL_ENOMEM, "out of memory for a lock");
     st = lockrec_init(&l->rec, l + 1, &c->cfg, resources, count, token,
-                      owner);
+                      delay_ms, owner);
     if (st != RL_OK) {
         free(l);
         return st;
@@ -164,18 +165,19 @@ static rl_status lock_new_kind(rl_client *c, const char *const *resources,
 {
     size_t len = strlen(resources[0]);
     const char *owner = o != NULL ? o->owner : NULL;
+    uint32_t delay_ms = o != NULL ? o->lock_delay_ms : 0;
     char *slot_name;
     rl_status st;
 
     if (o == NULL || o->limit == 0) {
-        st = lock_new(c, resources, count, token, owner, out);
+        st = lock_new(c, resources, count, token, delay_ms, owner, out);
     } else {
         slot_name = malloc(len + LOCKREC_SLOT_SUFFIX_MAX);
         if (slot_name == NULL)
             return rl_fail(RL_ENOMEM, "out of memory for a lock");
         lockrec_slot_key(slot_name, resources[0], len, o->limit - 1);
-        st = lock_new(c, (const char *const *)&slot_name, 1, token, owner,
-                      out);
+        st = lock_new(c, (const char *const *)&slot_name, 1, token,
+                      delay_ms, owner, out);
         free(slot_name);
         if (st == RL_OK)
             (*out)->rec.slot = (int32_t)(o->limit - 1);
@@ -184,7 +186,6 @@ static rl_status lock_new_kind(rl_client *c, const char *const *resources,
         return st;
     (*out)->rec.shared = o->mode == RL_MODE_SHARED;
     (*out)->rec.fair = o->fair != 0 || o->priority != 0;
-    (*out)->rec.delay_ms = o->lock_delay_ms;
     if (o->fencing || o->reentrant || (o->auto_extend && watchdog_needs_extra(o))) {
         atomic_init(&(*out)->extra, extra_new());
         if (lock_extra_of(*out) == NULL) {

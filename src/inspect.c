@@ -44,6 +44,9 @@ struct inspect_op {
     char *fence_for;            /* and the counter's record (whom for) */
     char *intent_key;           /* status: its writer intent */
     enum script_id script;      /* status: inspect or force-release */
+    uint32_t limit;             /* inspect-slots: slots 0..limit-1, their
+                                   holders[slot * nodes + node] */
+    char limit_text[12];
     size_t answered;            /* status: nodes that ran the script */
     struct quorum_round round;
 };
@@ -117,7 +120,7 @@ static enum vote classify_ping(struct inspect_op *op, size_t slot,
 enum vote inspect_read_holder(struct node *n, rl_holder_info *h,
                               const struct node_reply *r)
 {
-    if (r->kind != REPLY_ARRAY || r->elements < 2 || r->elements > 6 ||
+    if (r->kind != REPLY_ARRAY || r->elements < 2 || r->elements > 7 ||
         r->element[1].kind != REPLY_INTEGER) {
         if (r->kind == REPLY_ERROR)
             snprintf(h->error, sizeof(h->error), "%s: %.*s",
@@ -130,8 +133,10 @@ enum vote inspect_read_holder(struct node *n, rl_holder_info *h,
     }
     h->reachable = true;
     h->voting = node_voting(n);
-    if (r->element[0].kind == REPLY_STRING)
+    if (r->element[0].kind == REPLY_STRING) {
         copy_text(h->token, sizeof(h->token), &r->element[0]);
+        h->lock_delay_ms = lockrec_delay_of(h->token);
+    }
     h->pttl_ms = r->element[1].integer;
     if (r->elements >= 3 && r->element[2].kind == REPLY_INTEGER)
         h->readers = (uint32_t)r->element[2].integer; /* live readers */
@@ -146,8 +151,97 @@ enum vote inspect_read_holder(struct node *n, rl_holder_info *h,
         h->term_state = fence_record_parse(r->element[4].str,
                                            r->element[4].len, h->token,
                                            &h->term);
-    if (r->elements == 6)
+    if (r->elements >= 6)
         h->writer_waiting = r->element[5].kind == REPLY_STRING;
+    if (r->elements == 7 && r->element[6].kind == REPLY_INTEGER)
+        h->readers_in_delay = (uint32_t)r->element[6].integer;
+    return VOTE_YES;
+}
+
+/* One "<len>:<bytes>" field of an inspect-slots answer at *p (before
+ * end) into out (a string, or nil for -1); false when malformed. */
+static bool slot_field(const char **p, const char *end,
+                       struct node_reply *out)
+{
+    char *colon;
+    long len = strtol(*p, &colon, 10);
+
+    if (colon == *p || colon >= end || *colon != ':' || len < -1 ||
+        len > end - colon - 1)
+        return false;
+    memset(out, 0, sizeof(*out));
+    out->kind = len < 0 ? REPLY_NIL : REPLY_STRING;
+    out->str = colon + 1;
+    out->len = len < 0 ? 0 : (size_t)len;
+    *p = colon + 1 + out->len;
+    return true;
+}
+
+/* Node node's inspect-slots answer (r a string) into op->holders, each
+ * slot as the inspect script would answer for it; false when
+ * malformed. */
+static bool read_slots(struct inspect_op *op, size_t node,
+                       const struct node_reply *r)
+{
+    const char *p = r->str, *end = r->str + r->len;
+    struct node_reply e[5];
+    struct node_reply one = {REPLY_ARRAY, 0, NULL, 0, 5, e};
+    char *next;
+    long long slot;
+
+    while (p < end) {
+        slot = strtoll(p, &next, 10);
+        if (next == p || next >= end || *next != ' ' || slot < 0 ||
+            (uint64_t)slot >= op->limit)
+            return false;
+        memset(&e[1], 0, sizeof(e[1]));
+        e[1].kind = REPLY_INTEGER;
+        e[1].integer = strtoll(next + 1, &next, 10);
+        if (next >= end || *next != ' ')
+            return false;
+        p = next + 1;
+        e[2] = (struct node_reply){REPLY_INTEGER, 0, NULL, 0, 0, NULL};
+        if (!slot_field(&p, end, &e[0]) || !slot_field(&p, end, &e[3]) ||
+            !slot_field(&p, end, &e[4]))
+            return false;
+        inspect_read_holder(op->round.nodes[node],
+                            &op->holders[(size_t)slot * op->round.n + node],
+                            &one);
+    }
+    return true;
+}
+
+/* A node's answer to inspect-slots: every slot it does not name is free
+ * there; an error is every slot's. */
+static enum vote classify_slots(struct inspect_op *op, size_t node,
+                                const struct node_reply *r)
+{
+    struct node *n = op->round.nodes[node];
+    size_t count = op->round.n, i;
+    rl_holder_info *h = op->holders;
+    bool ok = r->kind == REPLY_STRING;
+
+    for (i = 0; ok && i < op->limit; i++) {
+        h[i * count + node].reachable = true;
+        h[i * count + node].voting = node_voting(n);
+    }
+    if (ok && !read_slots(op, node, r)) {
+        ok = false;
+        for (i = 0; i < op->limit; i++)
+            h[i * count + node].reachable = false;
+    }
+    if (!ok) {
+        if (r->kind == REPLY_STRING)
+            snprintf(h[node].error, sizeof(h[node].error),
+                     "unexpected reply");
+        else
+            inspect_read_holder(n, &h[node], r); /* the error's text */
+        for (i = 1; i < op->limit; i++)
+            memcpy(h[i * count + node].error, h[node].error,
+                   sizeof(h[node].error));
+        return VOTE_ERROR;
+    }
+    op->answered++;
     return VOTE_YES;
 }
 
@@ -168,6 +262,8 @@ static enum vote classify(void *owner, size_t slot,
 
     if (op->nodes != NULL)
         return classify_ping(op, slot, r);
+    if (op->limit > 0)
+        return classify_slots(op, slot, r);
     return classify_status(op, slot, r);
 }
 
@@ -337,6 +433,12 @@ static void start(struct op *base)
         argv[0] = "PING";
         lens[0] = 4;
         cmd = (struct round_cmd){NULL, 0, 1, argv, lens};
+    } else if (op->limit > 0) {
+        argv[0] = op->key;
+        lens[0] = strlen(op->key);
+        argv[1] = op->limit_text;
+        lens[1] = strlen(op->limit_text);
+        cmd = (struct round_cmd){s, 1, 2, argv, lens};
     } else {
         inspect_keys(op->key, op->intent_key, op->fence_key, op->fence_for,
                      s, argv, lens, &cmd);
@@ -346,12 +448,13 @@ static void start(struct op *base)
         decided(op, v);
 }
 
-/* Run one inspection round and wait for it (script: for holders). */
+/* Run one inspection round and wait for it (script: for holders; limit:
+ * inspect-slots' slots, holders one per slot and node). */
 static rl_status inspect_run(rl_client *c, rl_node_info *nodes,
                              rl_holder_info *holders, const char *resource,
                              const struct stats_req *stats,
-                             enum script_id script,
-                             bool fence)
+                             enum script_id script, bool fence,
+                             uint32_t limit)
 {
     struct inspect_op *op = calloc(1, sizeof(*op));
     struct waiter w;
@@ -396,6 +499,8 @@ static rl_status inspect_run(rl_client *c, rl_node_info *nodes,
     if (stats != NULL)
         op->stats = *stats;
     op->script = script;
+    op->limit = limit;
+    snprintf(op->limit_text, sizeof(op->limit_text), "%u", limit);
     waiter_init(&w);
     op->waiter = &w;
     st = loop_submit(c->loop, &op->base);
@@ -443,14 +548,14 @@ rl_status inspect_wait_connected(rl_client *c)
 
     if (scratch == NULL)
         return rl_fail(RL_ENOMEM, "out of memory");
-    inspect_run(c, scratch, NULL, NULL, NULL, SCRIPT_INSPECT, false);
+    inspect_run(c, scratch, NULL, NULL, NULL, SCRIPT_INSPECT, false, 0);
     /* Clock guard: the first round rode the handshake, so its
      * clock samples are bracketed from the connect on. A second round
      * over the warm connections takes one bracketed by a round trip, at
      * least a round trip before the caller's first request: a clock far
      * off (x5) shows at that request's sample. */
     if (c->cfg.clock_guard)
-        inspect_run(c, scratch, NULL, NULL, NULL, SCRIPT_INSPECT, false);
+        inspect_run(c, scratch, NULL, NULL, NULL, SCRIPT_INSPECT, false, 0);
     st = refuse_twins(c, scratch);
     free(scratch);
     return st;
@@ -499,7 +604,7 @@ rl_status rl_client_ping(rl_client *c, rl_node_info *out, size_t cap,
         all[i].latency_us = -1;
         all[i].uptime_ms = -1;
     }
-    st = inspect_run(c, all, NULL, NULL, NULL, SCRIPT_INSPECT, false);
+    st = inspect_run(c, all, NULL, NULL, NULL, SCRIPT_INSPECT, false, 0);
     copy_out(c, out, cap, count, all, sizeof(*all));
     return st;
 }
@@ -526,7 +631,8 @@ static rl_status resource_read(rl_client *c, const char *resource,
                  c->cfg.addrs[i].display);
         (*all)[i].pttl_ms = -2;
     }
-    st = inspect_run(c, NULL, *all, resource, NULL, script, info != NULL);
+    st = inspect_run(c, NULL, *all, resource, NULL, script, info != NULL,
+                     0);
     if (info != NULL && st != RL_ENOMEM)
         inspect_summarize(*all, c->node_count, info);
     return st;
@@ -637,17 +743,27 @@ void inspect_summarize(const rl_holder_info *h, size_t n,
         out->writers_waiting += h[i].reachable && h[i].writer_waiting;
     }
     /* The lock the most nodes hold; then, of its values (a leader's
-     * proclaim may have reached only some nodes), the one most hold. */
+     * proclaim may have reached only some nodes), the one most hold.
+     * Ties go to the bytewise smallest value, never to the node that
+     * comes first: which nodes answer changes from read to read, and an
+     * observer must not report an owner flipping back and forth. */
     for (i = 0; i < n; i++) {
         if (!h[i].reachable || h[i].token[0] == '\0')
             continue;
         m = count_holding(h, n, i, false);
-        if (m > best || (m == best && value != NULL &&
-                         lockrec_same_lock(value, h[i].token) &&
-                         count_holding(h, n, i, true) > most)) {
+        if (value == NULL || m > best ||
+            (m == best && strcmp(h[i].token, value) < 0)) {
             best = m;
             value = h[i].token;
-            most = count_holding(h, n, i, true);
+        }
+    }
+    for (i = 0; value != NULL && i < n; i++) {
+        if (!holds_lock(&h[i], value))
+            continue;
+        m = count_holding(h, n, i, true);
+        if (m > most || (m == most && strcmp(h[i].token, value) < 0)) {
+            most = m;
+            value = h[i].token;
         }
     }
     if (value == NULL)
@@ -665,9 +781,17 @@ void inspect_summarize(const rl_holder_info *h, size_t n,
     if (!out->held)
         return;
     /* The quorum of nodes that hold it longest: until the shortest of
-     * those expires, a quorum holds it. */
+     * those expires, a quorum refuses others. The holder's own validity
+     * ended the lock-delay before (its value carries the delay; every
+     * node's value of one lock carries the same). */
     sort_desc(pttl, m);
-    out->validity_ms = pttl[quorum - 1] == INT64_MAX ? -1 : pttl[quorum - 1];
+    out->lock_delay_ms = lockrec_delay_of(value);
+    out->blocked_ms = pttl[quorum - 1] == INT64_MAX ? -1 : pttl[quorum - 1];
+    out->validity_ms = out->blocked_ms;
+    if (out->blocked_ms >= 0)
+        out->validity_ms = out->blocked_ms > out->lock_delay_ms
+                               ? out->blocked_ms - out->lock_delay_ms
+                               : 0;
     summarize_term(h, n, value, quorum, out);
 }
 
@@ -704,6 +828,53 @@ rl_status rl_resource_inspect(rl_client *c, const char *resource,
     return st;
 }
 
+rl_status rl_semaphore_inspect(rl_client *c, const char *resource,
+                               uint32_t limit, rl_resource_info *slots,
+                               rl_holder_info *nodes, size_t cap,
+                               size_t *count)
+{
+    rl_holder_info *all;
+    rl_status st;
+    size_t i, n;
+
+    if (c == NULL || slots == NULL)
+        return rl_fail(RL_EINVAL, "rl_semaphore_inspect: client and slots "
+                                  "must not be NULL");
+    if (limit == 0 || limit > RL_MAX_LIMIT)
+        return rl_fail(RL_EINVAL, "rl_semaphore_inspect: limit %u is not "
+                       "in 1..%u", limit, RL_MAX_LIMIT);
+    if ((nodes == NULL && cap > 0) || (nodes != NULL && count == NULL))
+        return rl_fail(RL_EINVAL, "rl_semaphore_inspect: nodes without cap "
+                                  "or count");
+    memset(slots, 0, limit * sizeof(*slots));
+    st = waiter_check(c->loop, "rl_semaphore_inspect");
+    if (st == RL_OK)
+        st = config_check_resource(&c->cfg, resource, "resource");
+    if (st != RL_OK)
+        return st;
+    n = c->node_count;
+    all = calloc((size_t)limit * n, sizeof(*all));
+    if (all == NULL)
+        return rl_fail(RL_ENOMEM, "out of memory");
+    for (i = 0; i < (size_t)limit * n; i++) {
+        snprintf(all[i].name, sizeof(all[i].name), "%s",
+                 c->cfg.addrs[i % n].display);
+        all[i].pttl_ms = -2;
+    }
+    st = inspect_run(c, NULL, all, resource, NULL, SCRIPT_INSPECT_SLOTS,
+                     false, limit);
+    for (i = 0; st != RL_ENOMEM && i < limit; i++) {
+        inspect_summarize(&all[i * n], n, &slots[i]);
+        if (nodes != NULL)
+            memcpy(&nodes[i * cap], &all[i * n],
+                   (cap < n ? cap : n) * sizeof(*all));
+    }
+    if (count != NULL)
+        *count = n;
+    free(all);
+    return st;
+}
+
 rl_status rl_resource_status(rl_client *c, const char *resource,
                              rl_holder_info *out, size_t cap, size_t *count)
 {
@@ -733,7 +904,7 @@ rl_status rl_client_stats(rl_client *c, rl_stats *out)
     st = waiter_check(c->loop, "rl_client_stats");
     if (st != RL_OK)
         return st;
-    return inspect_run(c, NULL, NULL, NULL, &req, SCRIPT_INSPECT, false);
+    return inspect_run(c, NULL, NULL, NULL, &req, SCRIPT_INSPECT, false, 0);
 }
 
 rl_status rl_client_totals(rl_client *c, rl_totals *out)
@@ -760,5 +931,5 @@ rl_status rl_client_node_stats(rl_client *c, size_t i, rl_node_stats *out)
     st = waiter_check(c->loop, "rl_client_node_stats");
     if (st != RL_OK)
         return st;
-    return inspect_run(c, NULL, NULL, NULL, &req, SCRIPT_INSPECT, false);
+    return inspect_run(c, NULL, NULL, NULL, &req, SCRIPT_INSPECT, false, 0);
 }

@@ -29,9 +29,11 @@ void inspect_keys(const char *key, const char *intent_key,
 /* Summarize per-node answers (rl_resource_inspect): the lock held by
  * the most reachable nodes (values with the same token digits and
  * different owners are one lock: lockrec_same_lock), the value of it most
- * of them hold and its owner, whether a quorum of n is held by voting
- * nodes, the remaining PTTL of the voting quorum that holds it longest,
- * the largest fence counter, and the holder's own term: set only when a
+ * of them hold and its owner (ties: the bytewise smallest value, never
+ * node order), whether a quorum of n is held by voting
+ * nodes, the remaining PTTL of the voting quorum that holds it longest
+ * (blocked_ms) and, less the lock-delay its value carries, the holder's
+ * validity, the largest fence counter, and the holder's own term: set only when a
  * quorum of the voting nodes holding it recorded that term for it
  * (pending while any of them names it as fenced without). Pure. */
 void inspect_summarize(const rl_holder_info *h, size_t n,

@@ -14,9 +14,10 @@
 /* The record's narrow fields hold every accepted value. */
 _Static_assert(RL_MAX_RESOURCES <= UINT8_MAX, "nkeys is a uint8_t");
 _Static_assert(RL_MAX_TOKEN_LEN <= UINT8_MAX, "token_len is a uint8_t");
-/* A token with an owner can be adopted (rl_lock_adopt). */
-_Static_assert(TOKEN_HEX_LEN + 1 + RL_OWNER_MAX <= RL_MAX_TOKEN_LEN,
-               "a token with its owner fits RL_MAX_TOKEN_LEN");
+/* A token with its lock-delay and owner can be adopted (rl_lock_adopt). */
+_Static_assert(LOCKREC_ID_MAX + RL_OWNER_MAX <= RL_MAX_TOKEN_LEN,
+               "a token with its lock-delay and owner fits "
+               "RL_MAX_TOKEN_LEN");
 _Static_assert(RL_MAX_LIMIT <= INT16_MAX, "slot is an int16_t");
 /* Prefix and resource are at most RL_MAX_RESOURCE_LEN each, plus a
  * semaphore's slot suffix. */
@@ -24,25 +25,39 @@ _Static_assert(2 * RL_MAX_RESOURCE_LEN + LOCKREC_SLOT_SUFFIX_MAX <= UINT16_MAX,
                "key_lens are uint16_t");
 
 /* A new token with an owner is followed by room for the value a proclaim
- * publishes (the same digits, another owner), NUL-terminated. */
-#define PUBLISHED_SIZE (TOKEN_HEX_LEN + 1 + RL_OWNER_MAX + 1)
+ * publishes (the same identity, another owner), NUL-terminated. */
+#define PUBLISHED_SIZE (LOCKREC_ID_MAX + RL_OWNER_MAX + 1)
 
-/* The token's length: token's, or a new one with owner's. */
-static size_t token_size(const char *token, const char *owner)
+/* "~<delay_ms>" of a new token (buf: 12 bytes), "" for no delay. */
+static size_t delay_text(char *buf, uint32_t delay_ms)
 {
+    buf[0] = '\0';
+    if (delay_ms == 0)
+        return 0;
+    return (size_t)snprintf(buf, 12, "%c%u", LOCKREC_DELAY_SEP, delay_ms);
+}
+
+/* The token's length: token's, or a new one with delay_ms's and owner's. */
+static size_t token_size(const char *token, uint32_t delay_ms,
+                         const char *owner)
+{
+    char delay[12];
+    size_t len = TOKEN_HEX_LEN + delay_text(delay, delay_ms);
+
     if (token != NULL)
         return strlen(token);
     if (owner != NULL && owner[0] != '\0')
-        return TOKEN_HEX_LEN + 1 + strlen(owner);
-    return TOKEN_HEX_LEN;
+        return len + 1 + strlen(owner);
+    return len;
 }
 
 size_t lockrec_tail_size(const struct config *cfg,
                          const char *const *resources, size_t count,
-                         const char *token, const char *owner)
+                         const char *token, uint32_t delay_ms,
+                         const char *owner)
 {
     size_t size = count * (sizeof(char *) + sizeof(uint16_t)) +
-                  token_size(token, owner) + 1;
+                  token_size(token, delay_ms, owner) + 1;
 
     if (token == NULL && owner != NULL && owner[0] != '\0')
         size += PUBLISHED_SIZE;
@@ -56,8 +71,11 @@ size_t lockrec_tail_size(const struct config *cfg,
 rl_status lockrec_init(struct lock_rec *r, void *tail,
                        const struct config *cfg,
                        const char *const *resources, size_t count,
-                       const char *token, const char *owner)
+                       const char *token, uint32_t delay_ms,
+                       const char *owner)
 {
+    char delay[12];
+    size_t delay_len = delay_text(delay, delay_ms);
     rl_status st;
     char *p;
     size_t i;
@@ -79,24 +97,27 @@ rl_status lockrec_init(struct lock_rec *r, void *tail,
     r->shared = false;
     r->fair = false;
     r->slot = -1;
-    r->delay_ms = 0;
-    r->token_len = (uint8_t)token_size(token, owner);
+    r->delay_ms = delay_ms;
+    r->token_len = (uint8_t)token_size(token, delay_ms, owner);
     if (token != NULL) {
         strcpy(r->token, token);
         return RL_OK;
     }
     st = token_generate(r->token);
-    if (st == RL_OK && r->token_len > TOKEN_HEX_LEN) {
-        r->token[TOKEN_HEX_LEN] = LOCKREC_OWNER_SEP;
-        strcpy(r->token + TOKEN_HEX_LEN + 1, owner);
+    if (st != RL_OK)
+        return st;
+    strcpy(r->token + TOKEN_HEX_LEN, delay);
+    if (r->token_len > TOKEN_HEX_LEN + delay_len) {
+        r->token[TOKEN_HEX_LEN + delay_len] = LOCKREC_OWNER_SEP;
+        strcpy(r->token + TOKEN_HEX_LEN + delay_len + 1, owner);
         strcpy(r->token + r->token_len + 1, r->token);
     }
-    return st;
+    return RL_OK;
 }
 
 bool lockrec_can_proclaim(const struct lock_rec *r)
 {
-    return !r->adopted && !r->shared && r->token_len > TOKEN_HEX_LEN;
+    return !r->adopted && !r->shared && lockrec_id_len(r->token) > 0;
 }
 
 void lockrec_next_attempt(struct lock_rec *r)
@@ -116,21 +137,57 @@ void lockrec_publish(struct lock_rec *r, const char *value)
     snprintf(r->token + r->token_len + 1, PUBLISHED_SIZE, "%s", value);
 }
 
-bool lockrec_same_lock(const char *a, const char *b)
+/* Past the TOKEN_HEX_LEN hex digits value starts with and its
+ * "~<digits>" (*delay_len bytes, 0 when none); NULL when value does not
+ * start with the digits. */
+static const char *past_digits(const char *value, size_t *delay_len)
 {
     size_t i;
 
+    *delay_len = 0;
+    for (i = 0; i < TOKEN_HEX_LEN; i++) {
+        if (!isxdigit((unsigned char)value[i]))
+            return NULL;
+    }
+    if (value[i] == LOCKREC_DELAY_SEP) {
+        *delay_len = 1 + strspn(value + i + 1, "0123456789");
+        if (*delay_len == 1)
+            *delay_len = 0;
+    }
+    return value + i;
+}
+
+size_t lockrec_id_len(const char *value)
+{
+    size_t delay_len;
+    const char *p = past_digits(value, &delay_len);
+
+    if (p == NULL || p[delay_len] != LOCKREC_OWNER_SEP ||
+        p[delay_len + 1] == '\0')
+        return 0;
+    return TOKEN_HEX_LEN + delay_len + 1;
+}
+
+uint32_t lockrec_delay_of(const char *value)
+{
+    size_t delay_len;
+    const char *p = past_digits(value, &delay_len);
+    unsigned long long v;
+
+    if (p == NULL || delay_len == 0 || delay_len > 11 ||
+        (p[delay_len] != '\0' && p[delay_len] != LOCKREC_OWNER_SEP))
+        return 0;
+    v = strtoull(p + 1, NULL, 10);
+    return v <= UINT32_MAX ? (uint32_t)v : 0;
+}
+
+bool lockrec_same_lock(const char *a, const char *b)
+{
+    size_t id = lockrec_id_len(a);
+
     if (strcmp(a, b) == 0)
         return true;
-    if (strlen(a) <= TOKEN_HEX_LEN + 1 || strlen(b) <= TOKEN_HEX_LEN + 1 ||
-        a[TOKEN_HEX_LEN] != LOCKREC_OWNER_SEP ||
-        memcmp(a, b, TOKEN_HEX_LEN + 1) != 0)
-        return false;
-    for (i = 0; i < TOKEN_HEX_LEN; i++) {
-        if (!isxdigit((unsigned char)a[i]))
-            return false;
-    }
-    return true;
+    return id > 0 && lockrec_id_len(b) == id && memcmp(a, b, id) == 0;
 }
 
 rl_status lockrec_check_owner(const char *owner)
@@ -154,20 +211,19 @@ rl_status lockrec_check_owner(const char *owner)
 
 void lockrec_owner_of(const char *value, char *out, size_t len)
 {
-    size_t i;
+    size_t i, id = lockrec_id_len(value);
 
     if (len == 0)
         return;
     out[0] = '\0';
-    if (strlen(value) <= TOKEN_HEX_LEN + 1 ||
-        value[TOKEN_HEX_LEN] != LOCKREC_OWNER_SEP)
+    if (id == 0)
         return;
     for (i = 0; i < TOKEN_HEX_LEN; i++) {
         if (!((value[i] >= '0' && value[i] <= '9') ||
               (value[i] >= 'a' && value[i] <= 'f')))
             return;
     }
-    snprintf(out, len, "%s", value + TOKEN_HEX_LEN + 1);
+    snprintf(out, len, "%s", value + id);
 }
 
 uint64_t lockrec_px_ms(const struct lock_rec *r, uint32_t ttl_ms)

@@ -37,22 +37,41 @@ struct lock_rec {
 };
 
 /* Bytes lockrec_init needs after the record for these names and token
- * (token NULL: a new one is generated, with owner if not NULL). */
+ * (token NULL: a new one is generated, with delay_ms and owner if not
+ * 0 and NULL). */
 size_t lockrec_tail_size(const struct config *cfg,
                          const char *const *resources, size_t count,
-                         const char *token, const char *owner);
+                         const char *token, uint32_t delay_ms,
+                         const char *owner);
 /* Lay the keys and token out in tail (lockrec_tail_size bytes): copies the
- * names, applies the prefix, generates a token (TOKEN_HEX_LEN hex digits,
- * then LOCKREC_OWNER_SEP and owner when owner is not NULL) or copies
- * token. RL_ERANDOM when no random token could be made. */
+ * names, applies the prefix, sets delay_ms, generates a token
+ * (TOKEN_HEX_LEN hex digits, then LOCKREC_DELAY_SEP and delay_ms in
+ * decimal when it is not 0, then LOCKREC_OWNER_SEP and owner when owner
+ * is not NULL) or copies token. RL_ERANDOM when no random token could be
+ * made. */
 rl_status lockrec_init(struct lock_rec *r, void *tail,
                        const struct config *cfg,
                        const char *const *resources, size_t count,
-                       const char *token, const char *owner);
+                       const char *token, uint32_t delay_ms,
+                       const char *owner);
 
-/* Holder identity: a value of the form <TOKEN_HEX_LEN lowercase hex
- * digits> LOCKREC_OWNER_SEP <owner> carries its owner. */
+/* Holder identity: a value of the form <TOKEN_HEX_LEN hex digits>
+ * [LOCKREC_DELAY_SEP <lock-delay ms>] LOCKREC_OWNER_SEP <owner> carries
+ * its owner; the part before the owner is the lock's identity, which a
+ * proclaim keeps. A value that is <TOKEN_HEX_LEN hex digits>
+ * LOCKREC_DELAY_SEP <digits>, alone or before LOCKREC_OWNER_SEP, carries
+ * its lock-delay: a reader of the key (inspect) tells the holder's
+ * validity (PTTL - delay) from the delay after it. */
 #define LOCKREC_OWNER_SEP '.'
+#define LOCKREC_DELAY_SEP '~'
+/* The longest identity: digits, LOCKREC_DELAY_SEP, a uint32_t, and
+ * LOCKREC_OWNER_SEP. */
+#define LOCKREC_ID_MAX (TOKEN_HEX_LEN + 1 + 10 + 1)
+/* The identity's length, up to and with LOCKREC_OWNER_SEP, when value
+ * carries an owner (1 or more bytes after it); else 0. */
+size_t lockrec_id_len(const char *value);
+/* The lock-delay value carries, 0 when none (or more than UINT32_MAX). */
+uint32_t lockrec_delay_of(const char *value);
 /* RL_OK when owner is NULL, "" or 1..RL_OWNER_MAX visible ASCII
  * characters; else RL_EINVAL naming the option. */
 rl_status lockrec_check_owner(const char *owner);
@@ -62,7 +81,7 @@ void lockrec_owner_of(const char *value, char *out, size_t len);
  * publish another owner with the same token digits. Nodes may hold
  * either value: release, extend and proclaim match both (the scripts'
  * ours(); lockrec_same_lock is the same rule in C: equal, or both carry
- * an owner after the same TOKEN_HEX_LEN hex digits). */
+ * an owner after the same identity: lockrec_id_len). */
 bool lockrec_can_proclaim(const struct lock_rec *r);
 /* Before each attempt of an acquisition (loop thread; not for an adopted
  * record, which is never acquired): the token's next attempt digits
@@ -73,8 +92,9 @@ bool lockrec_same_lock(const char *a, const char *b);
  * the value of its last successful proclaim. What a restarted node gets
  * back. Loop thread. */
 const char *lockrec_published(const struct lock_rec *r);
-/* Loop thread, lockrec_can_proclaim: publish value (the token's digits,
- * LOCKREC_OWNER_SEP, an owner checked by lockrec_check_owner). */
+/* Loop thread, lockrec_can_proclaim: publish value (the token's identity
+ * up to LOCKREC_OWNER_SEP, then an owner checked by
+ * lockrec_check_owner). */
 void lockrec_publish(struct lock_rec *r, const char *value);
 
 /* <key>:wintent, the writer-intent key of a read-write lock at key

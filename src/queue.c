@@ -6,8 +6,8 @@
  *
  * The order: the first attempt of a fair acquire is fair-acquire with no
  * score, granted only where nobody is queued (uncontended: one round, as
- * a plain SET). Refused, every reply carries the node's K:qt; from a
- * quorum of replies the ticket is max(K:qt) + 1, so a registration that
+ * a plain SET). Refused, every reply carries the node's redlock:qt:K; from a
+ * quorum of replies the ticket is max(redlock:qt:K) + 1, so a registration that
  * a quorum acknowledged before our first attempt was sent has a smaller
  * ticket than ours (any two majorities share a node). The score,
  * (RL_MAX_PRIORITY - priority) * 2^44 + ticket, is the same on every
@@ -52,7 +52,7 @@ struct fair_wait {
     bool granted;
     bool left;                   /* queue-leave sent */
     bool refreshing;             /* a queue-enter round is in flight */
-    int64_t qt[RL_MAX_NODES];    /* K:qt per node from the last attempt,
+    int64_t qt[RL_MAX_NODES];    /* redlock:qt:K per node from the last attempt,
                                     -1: no reply */
     int64_t rank[RL_MAX_NODES];  /* our place per node from its latest
                                     reply, -1 absent or unknown */
@@ -329,7 +329,7 @@ enum vote fair_classify(struct fair_wait *f, size_t slot,
 }
 
 /* The ticket from a quorum of the first attempt's replies: the largest
- * K:qt + 1. False when fewer than a quorum replied. */
+ * redlock:qt:K + 1. False when fewer than a quorum replied. */
 static bool take_ticket(struct fair_wait *f)
 {
     size_t i, replies = 0;

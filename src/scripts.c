@@ -67,17 +67,20 @@ _Static_assert(TOKEN_STEM_LEN == 32 && TOKEN_HEX_LEN == 40,
                "intent-clear's attempt digits are 33..40");
 
 /* ours(v, t): v is the value of the lock whose token is t -- equal, or
- * both carry an owner (40 hex digits, '.', owner) and the 40 digits are
- * the same: proclaim changed the owner on that node. Only a value with
- * an owner can differ, so plain tokens (redsync, node-redlock, ours
- * without an owner) compare exactly as before. touch-batch tests v == t
- * before calling it: its common case costs no call. */
+ * both carry an owner after the same identity (40 hex digits, then
+ * "~<lock-delay>" when the lock has one, then '.': lockrec_id_len):
+ * proclaim changed the owner on that node. Only a value with an owner
+ * can differ, so plain tokens (redsync, node-redlock, ours without an
+ * owner) compare exactly as before. touch-batch tests v == t before
+ * calling it: its common case costs no call. */
 #define OURS_LUA                                                          \
     "local function ours(v, t)\n"                                         \
     "  if v == t then return true end\n"                                  \
-    "  if #t < 42 or #v < 42 then return false end\n"                     \
-    "  local p = t:sub(1, 41)\n"                                          \
-    "  return v:sub(1, 41) == p and p:match('^%x+%.$') ~= nil\n"           \
+    "  local p = t:match('^%x+~%d+%.') or t:match('^%x+%.')\n"            \
+    "  if p == nil or (p:byte(41) ~= 46 and p:byte(41) ~= 126) then\n"    \
+    "    return false\n"                                                  \
+    "  end\n"                                                             \
+    "  return #t > #p and #v > #p and v:sub(1, #p) == p\n"               \
     "end\n"
 
 /* value(k): GET k, except that readers' hash at k (another lock, which
@@ -104,16 +107,30 @@ _Static_assert(TOKEN_STEM_LEN == 32 && TOKEN_HEX_LEN == 40,
     "end\n"
 
 /* live_readers(k): the readers in the hash at k whose expiry (server
- * ms) is still ahead of the server's TIME. */
+ * ms) is still ahead of the server's TIME: n of them within their own
+ * validity, d in their lock-delay -- the delay their token carries
+ * ("<40 hex digits>~<delay>", then nothing or '.' and an owner) is the
+ * end of their expiry, after their validity. Both keep writers out. */
 #define LIVE_READERS_LUA                                                  \
     "local function live_readers(k)\n"                                    \
     "  local t = redis.call('time')\n"                                    \
     "  local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"               \
-    "  local n = 0\n"                                                     \
-    "  for _, e in ipairs(redis.call('hvals', k)) do\n"                   \
-    "    if tonumber(e) > now then n = n + 1 end\n"                       \
+    "  local pat = '^' .. string.rep('%x', 40) .. '~(%d+)(.*)$'\n"         \
+    "  local n, d = 0, 0\n"                                               \
+    "  local all = redis.call('hgetall', k)\n"                            \
+    "  for i = 1, #all, 2 do\n"                                           \
+    "    local e = tonumber(all[i + 1])\n"                                \
+    "    if e > now then\n"                                               \
+    "      local delay, rest = all[i]:match(pat)\n"                       \
+    "      if delay and (rest == '' or rest:sub(1, 1) == '.') and\n"      \
+    "         e - tonumber(delay) <= now then\n"                          \
+    "        d = d + 1\n"                                                 \
+    "      else\n"                                                        \
+    "        n = n + 1\n"                                                 \
+    "      end\n"                                                         \
+    "    end\n"                                                           \
     "  end\n"                                                             \
-    "  return n\n"                                                        \
+    "  return n, d\n"                                                     \
     "end\n"
 
 /* The reader scripts' helpers. server_ms(): the server's TIME in ms.
@@ -156,8 +173,10 @@ _Static_assert(TOKEN_STEM_LEN == 32 && TOKEN_HEX_LEN == 40,
 #define LUA_NUM(x) LUA_NUM_(x)
 
 /* The fair queue's helpers (docs/fair-queue.md 2.5). The queue of the
- * lock at K is K:q (token -> score, the order), K:qx (token -> expiry,
- * the node's TIME in ms) and K:qt (the largest ticket entered here).
+ * lock at K is redlock:q:K (entry -> score, the order), redlock:qx:K
+ * (entry -> expiry, the node's TIME in ms) and redlock:qt:K (the largest
+ * ticket entered here): in the reserved namespace, so no resource name
+ * can be another lock's queue.
  * They are derived from KEYS[1] so that fair-release and fair-rollback
  * keep the release script's shape (one key, the token): the lock's
  * release path stays one call (lockrec_script_cmd). Redlock nodes are
@@ -171,14 +190,15 @@ _Static_assert(TOKEN_STEM_LEN == 32 && TOKEN_HEX_LEN == 40,
  * an empty queue is deleted with its counter (a counter orders only
  * entries still waiting).
  * enter(...): add or refresh an entry (same score on every node) and
- * raise K:qt to its ticket, which rebuilds a restarted node's counter.
+ * raise the counter to its ticket, which rebuilds a restarted node's counter.
  * member(tok): a waiter's entry is named by its acquisition, not by one
  * attempt: each attempt has its own token (token.h), so the entry is
  * the token with its attempt digits zeroed; a value of another shape is
  * its own name. */
 #define QUEUE_LUA                                                         \
     "local K = KEYS[1]\n"                                                 \
-    "local Q, QX, QT = K .. ':q', K .. ':qx', K .. ':qt'\n"               \
+    "local Q, QX, QT = 'redlock:q:' .. K, 'redlock:qx:' .. K,\n"          \
+    "                  'redlock:qt:' .. K\n"                              \
     "local function member(tok)\n"                                        \
     "  local h = string.match(tok, '^%x+')\n"                             \
     "  if not h or #h < " LUA_NUM(TOKEN_HEX_LEN) " then return tok end\n" \
@@ -355,11 +375,36 @@ static struct script scripts[SCRIPT_COUNT] = {
         "  r = redis.call('get', KEYS[4])\n"
         "end\n"
         "if redis.call('type', KEYS[1]).ok == 'hash' then\n"
-        "  return {false, redis.call('pttl', KEYS[1]), "
-        "live_readers(KEYS[1]), f, r, w}\n"
+        "  local n, d = live_readers(KEYS[1])\n"
+        "  return {false, redis.call('pttl', KEYS[1]), n, f, r, w, d}\n"
         "end\n"
         "return {redis.call('get', KEYS[1]), redis.call('pttl', KEYS[1]), 0, "
-        "f, r, w}\n",
+        "f, r, w, 0}\n",
+        ""},
+    /* A semaphore's slots in one step: a holder that moves between slots
+     * (a retry keeps its token) shows on one of them, never two. Only the
+     * slots with a key or a fence counter are answered (the others are
+     * free), in one string (replies are flat arrays of scalars): per
+     * slot "<i> <pttl> " then value, counter and record, each as
+     * "<length>:<bytes>", "-1:" when absent. */
+    [SCRIPT_INSPECT_SLOTS] = {
+        "inspect-slots",
+        "local function field(s)\n"
+        "  if s then return #s .. ':' .. s end\n"
+        "  return '-1:'\n"
+        "end\n"
+        "local out = {}\n"
+        "for i = 0, tonumber(ARGV[1]) - 1 do\n"
+        "  local k = KEYS[1] .. ':slot:' .. i\n"
+        "  local v = redis.call('get', k)\n"
+        "  local f = redis.call('get', 'redlock:fence:' .. k)\n"
+        "  if v or f then\n"
+        "    out[#out + 1] = i .. ' ' .. redis.call('pttl', k) .. ' ' ..\n"
+        "      field(v) .. field(f) ..\n"
+        "      field(redis.call('get', 'redlock:fencefor:' .. k))\n"
+        "  end\n"
+        "end\n"
+        "return table.concat(out)\n",
         ""},
     [SCRIPT_ACQUIRE_FENCED] = {
         "acquire-fenced",
@@ -406,13 +451,13 @@ static struct script scripts[SCRIPT_COUNT] = {
         LIVE_READERS_LUA
         "local ty = redis.call('type', KEYS[1]).ok\n"
         "if ty == 'none' then return {false, -2, 0} end\n"
-        "local v, n = false, 0\n"
-        "if ty == 'hash' then n = live_readers(KEYS[1])\n"
+        "local v, n, d = false, 0, 0\n"
+        "if ty == 'hash' then n, d = live_readers(KEYS[1])\n"
         "else v = redis.call('get', KEYS[1]) end\n"
         "local t = redis.call('pttl', KEYS[1])\n"
         "redis.call('del', KEYS[1])\n"
         "redis.call('publish', 'redlock:release:' .. KEYS[1], v or '')\n"
-        "return {v, t, n}\n",
+        "return {v, t, n, false, false, false, d}\n",
         ""},
     [SCRIPT_READER_ACQUIRE] = {
         "reader-acquire",
@@ -553,11 +598,12 @@ static struct script scripts[SCRIPT_COUNT] = {
         "local K = KEYS[1]\n"
         "local t = redis.call('time')\n"
         "local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
-        "local q = redis.call('zrange', K .. ':q', 0, tonumber(ARGV[1]) - 1,\n"
+        "local q = redis.call('zrange', 'redlock:q:' .. K, 0,\n"
+        "                     tonumber(ARGV[1]) - 1,\n"
         "                     'withscores')\n"
         "local out = {string.format('%.0f', now)}\n"
         "for i = 1, #q, 2 do\n"
-        "  local e = redis.call('zscore', K .. ':qx', q[i])\n"
+        "  local e = redis.call('zscore', 'redlock:qx:' .. K, q[i])\n"
         "  if e and tonumber(e) > now then\n"
         "    out[#out + 1] = q[i]\n"
         "    out[#out + 1] = q[i + 1]\n"

@@ -9,15 +9,22 @@ enum script_id {
     SCRIPT_ACQUIRE_MULTI, /* KEYS: k1..kn; ARGV: token, ttl_ms -> 1 | 0 */
     SCRIPT_RELEASE,       /* KEYS: k1..kn; ARGV: token -> 1 | 0 | -1 */
     SCRIPT_EXTEND,        /* KEYS: k1..kn; ARGV: token, ttl_ms -> 1 | 0 | -1 */
-    SCRIPT_INSPECT,       /* KEYS: k[, fence]; -> {value or false, pttl,
-                             readers, fence or false} */
+    SCRIPT_INSPECT,       /* KEYS: k[, intent[, fence, record]]; ->
+                             {value or false, pttl, readers, fence or
+                             false, record or false, intent or false,
+                             readers in their lock-delay} */
+    SCRIPT_INSPECT_SLOTS, /* KEYS: k; ARGV: limit -> one string: per slot
+                             of k with a key or a fence counter, "<slot>
+                             <pttl> " and value, counter and record as
+                             "<len>:<bytes>" ("-1:" absent) */
     SCRIPT_ACQUIRE_FENCED,/* KEYS: k1..kn, fence, mark[, writer intent];
                              ARGV: token, ttl_ms[, intent px]
                              -> {1 | 0, counter or false, trusted} */
     SCRIPT_FENCE_WRITE,   /* KEYS: k, fence, mark; ARGV: token, value
                              -> 1 | 0 */
     SCRIPT_FORCE_RELEASE, /* KEYS: k; -> {value or false, pttl, live
-                             readers}, deleted */
+                             readers, false, false, false, readers in
+                             their lock-delay}, deleted */
     SCRIPT_TOUCH_BATCH,   /* KEYS: one per lock; ARGV: per run of equal
                              PX: px, n, n tokens -> "1"|"0"|"2" per lock */
     SCRIPT_READER_ACQUIRE,/* KEYS: k, writer intent; ARGV: token, px
@@ -32,20 +39,20 @@ enum script_id {
     SCRIPT_PROCLAIM,      /* KEYS: k1..kn; ARGV: token, new value
                              -> 1 | 0 | -1 */
     /* Fair waiting (queue.c; docs/fair-queue.md): KEYS is the lock key K
-     * alone, the scripts derive K:q, K:qx and K:qt from it. Not loaded
+     * alone, the scripts derive redlock:q:K, redlock:qx:K and redlock:qt:K from it. Not loaded
      * at the handshake (a client that never waits fair sends what it
      * sent before): queue.c loads them before its first attempt. */
     SCRIPT_FAIR_ACQUIRE,
     SCRIPT_PRELOADED = SCRIPT_FAIR_ACQUIRE, /* the ones before it are */  /* ARGV: token, px, entry px, score ('' = not
                              queued: fast path), ticket
-                             -> {1 | 0, K:qt, rank or -1, K free 1 | 0} */
+                             -> {1 | 0, redlock:qt:K, rank or -1, K free 1 | 0} */
     SCRIPT_FAIR_ACQUIRE_FENCED, /* KEYS: K, fence, mark, record; ARGV:
                              as fair-acquire -> {1 | 0, counter or false,
-                             trusted, K:qt, rank or -1, K free} (the
+                             trusted, redlock:qt:K, rank or -1, K free} (the
                              record and trust as acquire-fenced) */
     SCRIPT_QUEUE_ENTER,   /* ARGV: token, entry px, score, ticket
                              (registration and refresh)
-                             -> {rank, K free 1 | 0, K:qt, 1 added | 0} */
+                             -> {rank, K free 1 | 0, redlock:qt:K, 1 added | 0} */
     SCRIPT_FAIR_RELEASE,  /* ARGV: token -> 1 | 0 | -1, as release; its
                              entry leaves the queue */
     SCRIPT_FAIR_ROLLBACK, /* ARGV: token -> as fair-release, the entry

@@ -93,7 +93,7 @@ class Base(unittest.TestCase):
 
     def entries(self, r):
         """Per node: the queue's tokens in order."""
-        return [n.cmd("ZRANGE", r + ":q", 0, -1) for n in NODES]
+        return [n.cmd("ZRANGE", "redlock:q:" + r, 0, -1) for n in NODES]
 
     def queued(self, r, count):
         """Wait until every node has count entries in r's queue."""
@@ -118,8 +118,8 @@ class Base(unittest.TestCase):
 
     def assert_queue_empty(self, r):
         for n in NODES:
-            self.assertEqual(n.cmd("EXISTS", r + ":q", r + ":qx"), 0,
-                             "%s: %s" % (n.addr, n.cmd("ZRANGE", r + ":q",
+            self.assertEqual(n.cmd("EXISTS", "redlock:q:" + r, "redlock:qx:" + r), 0,
+                             "%s: %s" % (n.addr, n.cmd("ZRANGE", "redlock:q:" + r,
                                                         0, -1)))
 
 
@@ -145,7 +145,7 @@ class FairOrderTest(Base):
             self.assertEqual(p.wait(timeout=scale(30)), 0, p.stderr.read())
         self.assertEqual(self.served(), names)
         self.assertTrue(wait_for(lambda: all(
-            n.cmd("EXISTS", r + ":q") == 0 for n in NODES),
+            n.cmd("EXISTS", "redlock:q:" + r) == 0 for n in NODES),
             scale(clitest.EVENT_TIMEOUT)))
 
     def test_elect_candidates_lead_in_the_order_they_queued(self):
@@ -213,14 +213,14 @@ class FairOrderTest(Base):
         names = ["w%d" % i for i in range(3)]
         procs = [self.waiter(r, name, i + 1) for i, name in enumerate(names)]
         order = self.entries(r)[1]
-        counter = NODES[1].cmd("GET", r + ":qt")
+        counter = NODES[1].cmd("GET", "redlock:qt:" + r)
         # Node 0 loses everything (as a restart without persistence):
         # the waiters' refreshes put every entry back with its score.
         NODES[0].cmd("FLUSHALL")
         self.assertTrue(wait_for(lambda: self.entries(r)[0] == order,
                                  scale(clitest.EVENT_TIMEOUT)),
                         "%s, want %s" % (self.entries(r)[0], order))
-        self.assertEqual(NODES[0].cmd("GET", r + ":qt"), counter)
+        self.assertEqual(NODES[0].cmd("GET", "redlock:qt:" + r), counter)
         self.release(holder)
         for p in procs:
             self.assertEqual(p.wait(timeout=scale(30)), 0, p.stderr.read())
@@ -241,12 +241,12 @@ class LeaveTest(Base):
         r = res("sigint")
         holder = self.hold(r)
         p = self.waiter(r, "gone", 1)
-        expiry = max(float(n.cmd("ZRANGE", r + ":qx", 0, -1,
+        expiry = max(float(n.cmd("ZRANGE", "redlock:qx:" + r, 0, -1,
                                  "WITHSCORES")[1]) for n in NODES)
         p.send_signal(signal.SIGINT)
         self.assertNotEqual(p.wait(timeout=scale(10)), 0)
         self.assertTrue(wait_for(lambda: all(
-            n.cmd("EXISTS", r + ":q") == 0 for n in NODES),
+            n.cmd("EXISTS", "redlock:q:" + r) == 0 for n in NODES),
             scale(clitest.EVENT_TIMEOUT)))
         # Removed, not lapsed: a refresh after the read above would only
         # push a lapse later still.
@@ -261,9 +261,9 @@ class LeaveTest(Base):
                                         "2"))
         self.assertNotEqual(code, 0)
         self.assertIn("mutex", err)
-        code, _, err = run_cli(args_for("acquire", r + ":q"))
+        code, _, err = run_cli(args_for("acquire", "redlock:q:" + r))
         self.assertEqual(code, 2, err)
-        self.assertIn("fair queue", err)
+        self.assertIn("reserved namespace", err)
 
 
 def commandstats(node):

@@ -63,6 +63,61 @@ class Semaphore(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         self.assertEqual(out.count("held by"), 3)
 
+    def test_status_and_force_release_of_r_see_its_slots(self):
+        # A full semaphore is not "free": status R (no --limit) finds
+        # its slots, and release --force R removes them.
+        r = res("semfull")
+        handles = []
+        for _ in range(2):
+            rc, out, err = cli("acquire", r, "--limit", "2")
+            self.assertEqual(rc, 0, err)
+            handles.append(out.strip())
+        rc, out, err = cli("status", r)
+        self.assertEqual(rc, 0, err)
+        self.assertNotIn("%s: free" % r, out)
+        self.assertIn("semaphore: 2 permits held (slots 0, 1)", out)
+        rc, out, err = cli("--json", "status", r)
+        self.assertEqual(rc, 0, err)
+        obj = json.loads(out)
+        self.assertFalse(obj["held"])
+        self.assertEqual(obj["slots_held"], [0, 1])
+        rc, out, err = cli("release", "--force", r)
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn(":slot:0: removed from 3 of 3 nodes", out)
+        self.assertIn(":slot:1: removed from 3 of 3 nodes", out)
+        for i in range(2):
+            self.assertEqual(clitest.settled_values(NODES, "%s:slot:%d"
+                                                    % (r, i), None),
+                             [None] * 3)
+        rc, out, err = cli("status", r)
+        self.assertEqual(rc, 0, err)
+        self.assertIn("%s: free" % r, out)
+
+    def test_status_limit_reads_the_slots_in_one_script_per_node(self):
+        # One snapshot per node: the slots are read in one step, so a
+        # holder moving between slots (its token is the same) cannot
+        # show on two. Counted on the nodes: one script call each, not
+        # one per slot.
+        r = res("semsnap")
+        for _ in range(2):
+            self.assertEqual(cli("acquire", r, "--limit", "4")[0], 0)
+
+        def scripts_run():
+            total = 0
+            for n in NODES:
+                for line in n.cmd("INFO", "commandstats").splitlines():
+                    if line.startswith(("cmdstat_evalsha:",
+                                        "cmdstat_eval:")):
+                        total += int(line.split("calls=")[1].split(",")[0])
+            return total
+
+        before = scripts_run()
+        rc, out, err = cli("status", r, "--limit", "4")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(out.count("held by"), 2)
+        self.assertEqual(out.count(": free"), 2)
+        self.assertEqual(scripts_run() - before, len(NODES))
+
     def test_run_with_limit_holds_a_slot_while_the_command_runs(self):
         r = res("semrun")
         rc, out, err = cli("run", r, "--limit", "1", "--", "sh", "-c",
@@ -237,6 +292,76 @@ class LockDelay(unittest.TestCase):
         rc, out, err = cli("acquire", r)
         self.assertEqual(rc, 0, err)
 
+    def test_status_leader_and_force_release_tell_the_delay(self):
+        # A holder's validity is its TTL; the lock-delay after it is not
+        # validity. While valid, status says how long it is valid (not
+        # ttl + delay); once its validity is over, the key still refuses
+        # others, and status, leader and release --force say the lock is
+        # in its lock-delay, not held by a live holder.
+        r = res("delayshow")
+        rc, h, err = cli("acquire", r, "--ttl", "500", "--lock-delay",
+                         "10000", "--owner", "a")
+        acquired = time.time()
+        self.assertEqual(rc, 0, err)
+        tok = h.strip().split("/", 1)[1]
+        self.assertEqual(clitest.settled_values(NODES, r, tok), [tok] * 3)
+        rc, out, err = cli("--json", "status", r)
+        self.assertEqual(rc, 0, err)
+        st = json.loads(out)
+        self.assertTrue(st["held"], out)
+        self.assertLessEqual(st["validity_ms"], 500, out)
+        self.assertEqual(st["lock_delay_ms"], 10000, out)
+        self.assertFalse(st["in_lock_delay"], out)
+        time.sleep(max(0.0, acquired + 0.6 - time.time()))
+        rc, out, err = cli("--json", "status", r)
+        self.assertEqual(rc, 0, err)
+        st = json.loads(out)
+        if time.time() * 1000 >= min(clitest.expiries(NODES, r)):
+            self.skipTest("SKIP: too slow to be meaningful: the lock-delay "
+                          "ended before status read it")
+        self.assertEqual((st["held"], st["validity_ms"],
+                          st["in_lock_delay"]), (True, 0, True), out)
+        self.assertGreater(st["blocked_ms"], 0, out)
+        self.assertLessEqual(st["blocked_ms"], 10000, out)
+        rc, out, err = cli("status", r)
+        self.assertEqual(rc, 0, err)
+        self.assertIn("in its lock-delay", out)
+        self.assertNotIn("ms more", out)
+        rc, out, err = cli("leader", r)
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn("no leader", out)
+        self.assertIn("lock-delay", out)
+        rc, out, err = cli("release", "--force", r)
+        self.assertEqual(rc, 0, err)
+        self.assertNotIn("its holder has lost the lock", out)
+        self.assertIn("lock-delay", out)
+        self.assertEqual(clitest.settled_values(NODES, r, None), [None] * 3)
+
+    def test_a_readers_lock_delay_is_not_a_live_reader(self):
+        # A reader whose validity is over but whose lock-delay is not
+        # still keeps writers out; status says so, not "read by 1".
+        r = res("delayread")
+        rc, h, err = cli("acquire", r, "--shared", "--ttl", "400",
+                         "--lock-delay", "10000")
+        acquired = time.time()
+        self.assertEqual(rc, 0, err)
+        rc, out, err = cli("status", r)
+        self.assertIn("read by 1 reader", out)
+        time.sleep(max(0.0, acquired + 0.5 - time.time()))
+        rc, out, err = cli("--json", "status", r)
+        self.assertEqual(rc, 0, err)
+        if time.time() * 1000 >= min(clitest.expiries(NODES, r)):
+            self.skipTest("SKIP: too slow to be meaningful: the lock-delay "
+                          "ended before status read it")
+        st = json.loads(out)
+        self.assertEqual((st["readers"], st["readers_in_lock_delay"]),
+                         (0, 1), out)
+        rc, out, err = cli("status", r)
+        self.assertNotIn("read by", out)
+        self.assertNotIn("%s: free" % r, out)
+        self.assertIn("1 reader in its lock-delay", out)
+        self.assertEqual(cli("release", "--force", r)[0], 0)
+
     def test_lock_delay_above_max_ttl_is_refused(self):
         rc, out, err = cli("acquire", res("bad"), "--lock-delay", "x")
         self.assertEqual((rc, out), (2, ""))
@@ -245,6 +370,39 @@ class LockDelay(unittest.TestCase):
                            "--lock-delay", "20000")
         self.assertEqual((rc, out), (2, ""))
         self.assertIn("max_ttl_ms", err)
+
+
+class FenceOfALaterResource(unittest.TestCase):
+    def test_status_does_not_pass_an_earlier_holders_counter_as_fence(self):
+        # A lock on several resources (rl_acquire_multi) is fenced by its
+        # first resource's counter only: its other keys hold its token
+        # beside their own counters, raised for earlier holders. status
+        # of such a resource must not show that counter as the holder's
+        # fence.
+        a, b = res("first"), res("second")
+        rc, out, err = cli("acquire", b, "--fence")
+        self.assertEqual(rc, 0, err)
+        earlier = int(out.split()[1])
+        self.assertEqual(cli("release", b, out.split()[0])[0], 0)
+        tok = "ab" * 20
+        for n in NODES:  # the keys an unfenced or A-fenced multi-lock sets
+            for k in (a, b):
+                self.assertEqual(n.cmd("SET", k, tok, "NX", "PX", "30000"),
+                                 "OK")
+        rc, out, err = cli("--json", "status", b)
+        self.assertEqual(rc, 0, err)
+        st = json.loads(out)
+        self.assertEqual((st["held"], st["term"], st["fence"]),
+                         (True, None, earlier), out)
+        rc, out, err = cli("status", b)
+        self.assertEqual(rc, 0, err)
+        self.assertNotIn("fence %d" % earlier, out)
+        self.assertIn("no term on %s (its fence counter, %d, is an earlier "
+                      "holder's)" % (b, earlier), out)
+        rc, out, err = cli("status", "--help")
+        self.assertIn("first resource", " ".join(out.split()))
+        for n in NODES:
+            n.cmd("DEL", a, b)
 
 
 class Bench(unittest.TestCase):

@@ -307,6 +307,53 @@ static void test_proclaim_changes_the_owner_not_the_lock(void **state)
         assert_true(harness_key_absent(&f->r[i], "throne"));
 }
 
+/* A lock with a lock-delay carries it in its token, before the owner
+ * ("<digits>~<delay>.<owner>"): a proclaim keeps it, the scripts still
+ * match either owner, and inspect reports the holder's validity apart
+ * from the delay (the keys' PTTL is ttl + delay). */
+static void test_proclaim_keeps_the_lock_delay(void **state)
+{
+    struct fixture *f = *state;
+    rl_acquire_opts o = {0};
+    rl_resource_info info;
+    char old[132], want[132];
+    redisReply *rep;
+    int64_t t0;
+    rl_lock *l = NULL;
+
+    o.owner = "first";
+    o.ttl_ms = 10000;
+    o.lock_delay_ms = 5000;
+    assert_int_equal(rl_acquire(cand(f, 0), "delayed", &o, &l), RL_OK);
+    snprintf(old, sizeof(old), "%s", rl_lock_token(l));
+    assert_string_equal(old + 40, "~5000.first");
+    assert_true(all_hold(f, "delayed", old));
+    assert_int_equal(rl_resource_inspect(cand(f, 1), "delayed", &info, NULL,
+                                         0, NULL), RL_OK);
+    assert_true(info.held);
+    assert_string_equal(info.owner, "first");
+    assert_int_equal(info.lock_delay_ms, 5000);
+    assert_true(info.validity_ms > 0 && info.validity_ms <= 10000);
+    assert_true(info.blocked_ms == info.validity_ms + 5000);
+
+    assert_int_equal(rl_proclaim(l, "second"), RL_OK);
+    snprintf(want, sizeof(want), "%.40s~5000.second", old);
+    assert_true(all_hold(f, "delayed", want));
+    assert_int_equal(rl_resource_inspect(cand(f, 1), "delayed", &info, NULL,
+                                         0, NULL), RL_OK);
+    assert_string_equal(info.owner, "second");
+    assert_int_equal(info.lock_delay_ms, 5000);
+    /* A node that missed it keeps the old value: still ours. */
+    rep = harness_cmd(&f->r[0], "SET delayed %s PX 15000", old);
+    assert_true(harness_ok(rep));
+    t0 = harness_now_ms();
+    assert_int_equal(rl_extend(l, 10000), RL_OK);
+    assert_true(harness_all_hold_ttl(&f->r[0], 1, "delayed", old, t0,
+                                     15000));
+    assert_int_equal(rl_release(l), RL_OK);
+    assert_true(harness_key_gone(f->r, NODES, "delayed"));
+}
+
 static void test_proclaim_quorum_loss_and_refusals(void **state)
 {
     struct fixture *f = *state;
@@ -365,6 +412,7 @@ struct seen {
     int canceled;
     struct {
         bool held;
+        bool delayed; /* held, only its lock-delay left */
         char owner[RL_OWNER_MAX + 1];
         uint64_t term;
         int64_t at_ms;
@@ -382,6 +430,8 @@ static void on_change(rl_observer *o, rl_status st,
         s->canceled++;
     else if (s->n < MAX_SEEN) {
         s->e[s->n].held = info->held;
+        s->e[s->n].delayed = info->held && info->validity_ms == 0 &&
+                             info->blocked_ms != 0;
         snprintf(s->e[s->n].owner, sizeof(s->e[s->n].owner), "%s",
                  info->owner);
         s->e[s->n].term = info->held ? info->term : 0;
@@ -444,6 +494,40 @@ static void test_observers_see_every_change_in_order(void **state)
     assert_true(s.e[1].term == first && s.e[2].term == first);
     assert_true(s.e[4].term > first);
     pthread_mutex_unlock(&s.mutex);
+}
+
+/* A leader that crashed with a lock-delay: reported when its validity
+ * ends (its lock-delay left: validity_ms 0, blocked_ms above 0), then
+ * as gone when the delay ends -- not as valid through the delay. */
+static void test_observers_see_a_crashed_leaders_lock_delay(void **state)
+{
+    struct fixture *f = *state;
+    struct seen s = {.mutex = PTHREAD_MUTEX_INITIALIZER};
+    rl_acquire_opts o = {0};
+    rl_observer *obs = NULL;
+    rl_lock *l = NULL;
+    int k;
+
+    assert_int_equal(rl_observe(cand(f, 4), "lapse", on_change, &s, &obs),
+                     RL_OK);
+    assert_int_equal(wait_seen(&s, false, "", 3000), 0);
+    o.ttl_ms = 400;
+    o.lock_delay_ms = 2000;
+    o.owner = "gone";
+    assert_int_equal(rl_acquire(cand(f, 0), "lapse", &o, &l), RL_OK);
+    assert_int_equal(wait_seen(&s, true, "gone", 3000), 1);
+    rl_lock_free(l); /* crashes: no release, no renewal */
+    assert_int_equal(wait_seen(&s, false, "", 6000), 3);
+    rl_observe_stop(obs);
+    pthread_mutex_lock(&s.mutex);
+    k = s.n;
+    assert_false(s.e[1].delayed);
+    assert_true(s.e[2].held && s.e[2].delayed);
+    assert_string_equal(s.e[2].owner, "gone");
+    /* Reported as in its delay before the delay was over. */
+    assert_true(s.e[3].at_ms - s.e[2].at_ms > 1000);
+    pthread_mutex_unlock(&s.mutex);
+    assert_int_equal(k, 4);
 }
 
 static const char *self_path;
@@ -550,8 +634,10 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_one_leader_at_a_time_terms_increase),
         cmocka_unit_test(test_campaign_abandoned_and_kinds_refused),
         cmocka_unit_test(test_proclaim_changes_the_owner_not_the_lock),
+        cmocka_unit_test(test_proclaim_keeps_the_lock_delay),
         cmocka_unit_test(test_proclaim_quorum_loss_and_refusals),
         cmocka_unit_test(test_observers_see_every_change_in_order),
+        cmocka_unit_test(test_observers_see_a_crashed_leaders_lock_delay),
         cmocka_unit_test(test_a_killed_leader_is_replaced_and_noticed),
     };
 

@@ -64,7 +64,7 @@ static long long counter(struct fixture *f, int i, const char *key)
     char *v;
     long long n;
 
-    snprintf(k, sizeof(k), "%s:qt", key);
+    snprintf(k, sizeof(k), "redlock:qt:%s", key);
     v = harness_get(&f->r[i], k);
     n = v != NULL ? atoll(v) : 0;
     free(v);
@@ -105,19 +105,19 @@ static void test_only_the_head_is_granted(void **state)
                                   "5000", "10000", "1", "1", NULL)),
                      1);
     assert_true(harness_key_holds(&f->r[0], "h", "a"));
-    assert_int_equal(zcard(f, 0, "h:q"), 2);
+    assert_int_equal(zcard(f, 0, "redlock:q:h"), 2);
     /* A rollback keeps a's place; a release gives it up. */
     assert_int_equal(harness_int(eval(f, 0, SCRIPT_FAIR_ROLLBACK, "h", "a",
                                       NULL), -9),
                      1);
-    assert_int_equal(zcard(f, 0, "h:q"), 2);
+    assert_int_equal(zcard(f, 0, "redlock:q:h"), 2);
     assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "h", "a",
                                   "5000", "10000", "1", "1", NULL)),
                      1);
     assert_int_equal(harness_int(eval(f, 0, SCRIPT_FAIR_RELEASE, "h", "a",
                                       NULL), -9),
                      1);
-    assert_int_equal(zcard(f, 0, "h:q"), 1);
+    assert_int_equal(zcard(f, 0, "redlock:q:h"), 1);
     assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "h", "b",
                                   "5000", "10000", "2", "2", NULL)),
                      1);
@@ -154,7 +154,8 @@ static void until_server_ms(struct fixture *f, int i, long long ms)
 static long long entry_expiry(struct fixture *f, int i, const char *key,
                               const char *token)
 {
-    redisReply *r = harness_cmd(&f->r[i], "ZSCORE %s:qx %s", key, token);
+    redisReply *r =
+        harness_cmd(&f->r[i], "ZSCORE redlock:qx:%s %s", key, token);
     long long ms;
 
     assert_true(r != NULL && r->type == REDIS_REPLY_STRING);
@@ -186,11 +187,11 @@ static void test_every_attempt_of_an_acquisition_is_one_entry(void **state)
                                   "5000", "10000", "1", "1", NULL)),
                      1);
     assert_true(harness_key_holds(&f->r[0], "m", retry));
-    assert_int_equal(zcard(f, 0, "m:q"), 2);
+    assert_int_equal(zcard(f, 0, "redlock:q:m"), 2);
     assert_int_equal(harness_int(eval(f, 0, SCRIPT_FAIR_RELEASE, "m", retry,
                                       NULL), -9),
                      1);
-    assert_int_equal(zcard(f, 0, "m:q"), 1);
+    assert_int_equal(zcard(f, 0, "redlock:q:m"), 1);
     assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "m", other,
                                   "5000", "10000", "2", "2", NULL)),
                      1);
@@ -209,12 +210,12 @@ static void test_a_lapsed_entry_is_purged_wherever_it_stands(void **state)
                      NULL), 0);
     harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, "p", "z", "10000", "4", "4",
                      NULL), 0);
-    assert_int_equal(zcard(f, 0, "p:q"), 4);
+    assert_int_equal(zcard(f, 0, "redlock:q:p"), 4);
     until_server_ms(f, 0, entry_expiry(f, 0, "p", "m"));
     /* b's refresh purges both, the middle one too, and b heads. */
     harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, "p", "b", "10000", "2", "2",
                      NULL), 0);
-    assert_int_equal(zcard(f, 0, "p:q"), 2);
+    assert_int_equal(zcard(f, 0, "redlock:q:p"), 2);
     assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "p", "b",
                                   "5000", "10000", "2", "2", NULL)),
                      1);
@@ -241,7 +242,7 @@ static void test_a_fair_acquire_waits_behind_the_head_and_leaves(void **state)
     assert_true(harness_key_absent(&f->r[0], "w"));
     /* It registered behind it, and left every node before returning. */
     for (i = 0; i < N; i++) {
-        assert_int_equal(zcard(f, i, "w:q"), 1);
+        assert_int_equal(zcard(f, i, "redlock:q:w"), 1);
         assert_int_equal(counter(f, i, "w"), 2);
     }
     /* A plain acquire ignores the queue. */
@@ -255,7 +256,7 @@ static void test_a_fair_acquire_waits_behind_the_head_and_leaves(void **state)
     assert_int_equal(rl_acquire(f->c, "w", &o, &l), RL_OK);
     assert_int_equal(rl_release(l), RL_OK);
     for (i = 0; i < N; i++)
-        assert_int_equal(zcard(f, i, "w:q"), 0);
+        assert_int_equal(zcard(f, i, "redlock:q:w"), 0);
 }
 
 static void test_the_queue_a_majority_holds_is_reported_in_order(void **state)
@@ -297,7 +298,7 @@ static void test_the_queue_a_majority_holds_is_reported_in_order(void **state)
     assert_string_equal(q[0].token, "high");
     assert_int_equal(rl_resource_queue(f->c, "v", NULL, 1, &n, NULL),
                      RL_EINVAL);
-    assert_int_equal(rl_resource_queue(f->c, "v:q", q, 1, &n, NULL),
+    assert_int_equal(rl_resource_queue(f->c, "redlock:q:v", q, 1, &n, NULL),
                      RL_EINVAL);
 }
 
@@ -326,8 +327,14 @@ static void test_unsupported_fair_options_are_refused(void **state)
     assert_int_equal(rl_acquire(f->c, "fo:a", &o, &l), RL_EINVAL);
     assert_non_null(strstr(rl_last_error(), "priority 256"));
     o.priority = 0;
-    assert_int_equal(rl_acquire(f->c, "fo:a:qx", &o, &l), RL_EINVAL);
-    assert_non_null(strstr(rl_last_error(), "fair queue"));
+    /* The queues live in the reserved namespace: no resource names one,
+     * and a resource may end in ':q' (a queue of the user's own). */
+    assert_int_equal(rl_acquire(f->c, "redlock:q:fo", &o, &l), RL_EINVAL);
+    assert_non_null(strstr(rl_last_error(), "reserved namespace"));
+    o.fair = 1;
+    assert_int_equal(rl_acquire(f->c, "fo:q", &o, &l), RL_OK);
+    assert_int_equal(rl_release(l), RL_OK);
+    l = NULL;
     assert_null(l);
 }
 

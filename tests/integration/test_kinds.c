@@ -968,6 +968,61 @@ static void test_semaphore_works_with_rl_with_lock_and_fencing(void **state)
     assert_true(slot >= 0 && slot < 4);
 }
 
+/* rl_semaphore_inspect: every slot in one step per node, each summed up
+ * as rl_resource_inspect would (a fenced slot with its own term), the
+ * others free; bad arguments refused. */
+static void test_semaphore_inspect_reads_every_slot(void **state)
+{
+    struct fixture *f = *state;
+    rl_acquire_opts o = opts_ttl(5000);
+    rl_resource_info slots[3], one;
+    rl_holder_info nodes[3 * N];
+    rl_lock *plain, *fenced;
+    size_t count = 0;
+    int s1, s2, i;
+
+    o.limit = 3;
+    assert_int_equal(rl_acquire(f->c, "ks:inspect", &o, &plain), RL_OK);
+    o.fencing = true;
+    assert_int_equal(rl_acquire(f->c, "ks:inspect", &o, &fenced), RL_OK);
+    s1 = rl_lock_slot(plain);
+    s2 = rl_lock_slot(fenced);
+    assert_int_equal(rl_semaphore_inspect(f->c, "ks:inspect", 3, slots,
+                                          nodes, N, &count), RL_OK);
+    assert_int_equal(count, N);
+    for (i = 0; i < 3; i++) {
+        char name[64];
+
+        snprintf(name, sizeof(name), "ks:inspect:slot:%d", i);
+        assert_int_equal(rl_resource_inspect(f->c, name, &one, NULL, 0,
+                                             NULL), RL_OK);
+        assert_int_equal(slots[i].held, i == s1 || i == s2);
+        assert_string_equal(slots[i].token, one.token);
+        assert_true(slots[i].fence == one.fence);
+        assert_true(slots[i].term == one.term);
+        assert_int_equal(slots[i].term_state, one.term_state);
+        assert_int_equal(nodes[i * N].reachable, true);
+        assert_string_equal(nodes[i * N + 1].token, one.token);
+    }
+    assert_string_equal(slots[s1].token, rl_lock_token(plain));
+    assert_int_equal(slots[s2].term_state, RL_TERM_SET);
+    assert_true(slots[s2].term == rl_lock_fence(fenced));
+    assert_true(slots[s1].validity_ms > 0 && slots[s1].validity_ms <= 5000);
+    /* Only the slots asked for; the summary alone. */
+    assert_int_equal(rl_semaphore_inspect(f->c, "ks:inspect", 1, slots,
+                                          NULL, 0, NULL), RL_OK);
+    assert_int_equal(slots[0].held, s1 == 0 || s2 == 0);
+    assert_int_equal(rl_semaphore_inspect(f->c, "ks:inspect", 0, slots,
+                                          NULL, 0, NULL), RL_EINVAL);
+    assert_int_equal(rl_semaphore_inspect(f->c, "ks:inspect",
+                                          RL_MAX_LIMIT + 1, slots, NULL, 0,
+                                          NULL), RL_EINVAL);
+    assert_int_equal(rl_semaphore_inspect(f->c, "ks:inspect", 3, slots,
+                                          NULL, 2, NULL), RL_EINVAL);
+    assert_int_equal(rl_release(plain), RL_OK);
+    assert_int_equal(rl_release(fenced), RL_OK);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -996,6 +1051,7 @@ int main(void)
         cmocka_unit_test(test_semaphore_waiter_gets_the_slot_released),
         cmocka_unit_test(
             test_semaphore_works_with_rl_with_lock_and_fencing),
+        cmocka_unit_test(test_semaphore_inspect_reads_every_slot),
     };
 
     return FIXTURE_RUN("kinds", &fx, tests);

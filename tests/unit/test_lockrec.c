@@ -25,21 +25,22 @@ static void config_with_prefix(struct config *cfg, const char *prefix)
 /* A record over names in a tail of exactly lockrec_tail_size bytes (so
  * ASan or valgrind catch a write past it); the tail is *tail, for the
  * caller to free. */
-static struct lock_rec make(const char *prefix, const char *const *names,
-                            size_t count, const char *token,
-                            const char *owner, void **tail)
+static struct lock_rec make_delayed(const char *prefix,
+                                    const char *const *names, size_t count,
+                                    const char *token, uint32_t delay_ms,
+                                    const char *owner, void **tail)
 {
     struct config cfg;
     struct lock_rec r;
     size_t size;
 
     config_with_prefix(&cfg, prefix);
-    size = lockrec_tail_size(&cfg, names, count, token, owner);
+    size = lockrec_tail_size(&cfg, names, count, token, delay_ms, owner);
     *tail = malloc(size);
     assert_non_null(*tail);
     memset(&r, 0xa5, sizeof(r));
     assert_int_equal(lockrec_init(&r, *tail, &cfg, names, count, token,
-                                  owner), RL_OK);
+                                  delay_ms, owner), RL_OK);
     /* The token is the last thing in the tail and ends at its end; a new
      * token with an owner is followed by the value a proclaim publishes,
      * inside the tail too. */
@@ -48,6 +49,13 @@ static struct lock_rec make(const char *prefix, const char *const *names,
     assert_true(lockrec_published(&r) + strlen(lockrec_published(&r)) + 1 <=
                 (char *)*tail + size);
     return r;
+}
+
+static struct lock_rec make(const char *prefix, const char *const *names,
+                            size_t count, const char *token,
+                            const char *owner, void **tail)
+{
+    return make_delayed(prefix, names, count, token, 0, owner, tail);
 }
 
 static bool lower_hex(const char *s, size_t len)
@@ -132,6 +140,47 @@ static void test_new_token_carries_the_owner(void **state)
     assert_ptr_not_equal(lockrec_published(&r), r.token);
     assert_string_equal(lockrec_published(&r), r.token);
     free(tail);
+}
+
+/* A lock-delay is in the token, before the owner: a reader of the key
+ * tells validity from delay; a proclaim keeps it (the identity). */
+static void test_new_token_carries_the_lock_delay(void **state)
+{
+    const char *names[] = { "job" };
+    char owner[RL_OWNER_MAX + 1];
+    void *tail;
+    struct lock_rec r = make_delayed("p:", names, 1, NULL, 4294967295u,
+                                     "web-1", &tail);
+
+    (void)state;
+    assert_int_equal(r.delay_ms, 4294967295u);
+    assert_true(lower_hex(r.token, TOKEN_HEX_LEN));
+    assert_string_equal(r.token + TOKEN_HEX_LEN, "~4294967295.web-1");
+    assert_int_equal(r.token_len, strlen(r.token));
+    assert_int_equal(lockrec_delay_of(r.token), 4294967295u);
+    assert_int_equal(lockrec_id_len(r.token), LOCKREC_ID_MAX);
+    lockrec_owner_of(r.token, owner, sizeof(owner));
+    assert_string_equal(owner, "web-1");
+    assert_true(lockrec_can_proclaim(&r));
+    assert_string_equal(lockrec_published(&r), r.token);
+    free(tail);
+
+    r = make_delayed("p:", names, 1, NULL, 800, NULL, &tail);
+    assert_string_equal(r.token + TOKEN_HEX_LEN, "~800");
+    assert_int_equal(lockrec_delay_of(r.token), 800);
+    assert_int_equal(lockrec_id_len(r.token), 0);
+    assert_false(lockrec_can_proclaim(&r));
+    free(tail);
+
+    /* Only this exact shape: another client's value carries no delay. */
+    assert_int_equal(lockrec_delay_of("0123456789abcdef0123456789abcdef"
+                                      "01234567~12x"), 0);
+    assert_int_equal(lockrec_delay_of("0123456789abcdef0123456789abcdef"
+                                      "0123456~12"), 0);
+    assert_int_equal(lockrec_delay_of("0123456789abcdef0123456789abcdef"
+                                      "01234567~99999999999"), 0);
+    assert_int_equal(lockrec_delay_of("0123456789abcdef0123456789abcdef"
+                                      "01234567.a~12"), 0);
 }
 
 static void test_empty_owner_is_no_owner(void **state)
@@ -382,6 +431,7 @@ int main(void)
         cmocka_unit_test(test_no_prefix_keeps_the_name),
         cmocka_unit_test(test_new_token_is_hex_and_not_adopted),
         cmocka_unit_test(test_new_token_carries_the_owner),
+        cmocka_unit_test(test_new_token_carries_the_lock_delay),
         cmocka_unit_test(test_empty_owner_is_no_owner),
         cmocka_unit_test(test_given_token_is_copied_and_adopted),
         cmocka_unit_test(test_longest_names_fit_their_lengths),

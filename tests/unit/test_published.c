@@ -29,6 +29,10 @@ static void test_same_lock(void **state)
     assert_false(lockrec_same_lock(DIGITS, DIGITS ".new"));
     assert_false(lockrec_same_lock(DIGITS ".a", OTHER ".a"));
     assert_false(lockrec_same_lock(DIGITS ".", DIGITS ".a"));
+    /* With a lock-delay: the identity is digits and delay. */
+    assert_true(lockrec_same_lock(DIGITS "~800.old", DIGITS "~800.new"));
+    assert_false(lockrec_same_lock(DIGITS "~800.a", DIGITS "~900.a"));
+    assert_false(lockrec_same_lock(DIGITS "~800.a", DIGITS ".a"));
     /* Not 40 hex digits: another client's value, exact. */
     assert_false(lockrec_same_lock("xyz0123456789abcdef0123456789abcdef01234.a",
                                    "xyz0123456789abcdef0123456789abcdef01234.b"));
@@ -135,12 +139,45 @@ static void test_summary_after_a_proclaim(void **state)
     assert_int_equal(info.nodes_holding, 2);
 }
 
+/* Ties are broken by the values, not by which node answered first: a
+ * proclaim that reached half of the nodes (or a node that stops
+ * answering) must not make the owner reported flip with node order. */
+static void test_ties_do_not_depend_on_node_order(void **state)
+{
+    const char *owners[2][4] = {
+        {DIGITS ".old", DIGITS ".new", DIGITS ".new", DIGITS ".old"},
+        {DIGITS ".new", DIGITS ".old", DIGITS ".old", DIGITS ".new"}};
+    const char *locks[2][3] = {{DIGITS, OTHER, NULL},
+                               {OTHER, DIGITS, NULL}};
+    rl_holder_info h[4];
+    rl_resource_info a, b;
+
+    (void)state;
+    fill(h, 4, owners[0]);
+    inspect_summarize(h, 4, &a);
+    fill(h, 4, owners[1]);
+    inspect_summarize(h, 4, &b);
+    assert_true(a.held && b.held);
+    assert_string_equal(a.owner, b.owner);
+    assert_string_equal(a.token, b.token);
+
+    /* Two locks on one node each: neither is held; the same one is
+     * named either way. */
+    fill(h, 3, locks[0]);
+    inspect_summarize(h, 3, &a);
+    fill(h, 3, locks[1]);
+    inspect_summarize(h, 3, &b);
+    assert_false(a.held || b.held);
+    assert_string_equal(a.token, b.token);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_same_lock),
         cmocka_unit_test(test_summary_counts_votes_and_terms),
         cmocka_unit_test(test_summary_after_a_proclaim),
+        cmocka_unit_test(test_ties_do_not_depend_on_node_order),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

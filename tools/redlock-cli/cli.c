@@ -908,18 +908,27 @@ void cli_json_holders(FILE *f, const rl_holder_info *h, size_t count)
             cli_json_str(f, tok);
         else
             fputs("null", f);
-        fprintf(f, ",\"readers\":%" PRIu32 ",\"pttl_ms\":%" PRId64
-                ",\"error\":", h[i].readers, h[i].pttl_ms);
+        fprintf(f, ",\"readers\":%" PRIu32 ",\"readers_in_lock_delay\":%"
+                PRIu32 ",\"pttl_ms\":%" PRId64 ",\"lock_delay_ms\":%" PRIu32
+                ",\"error\":", h[i].readers, h[i].readers_in_delay,
+                h[i].pttl_ms, h[i].lock_delay_ms);
         cli_json_str(f, h[i].error);
         fputc('}', f);
     }
     fputc(']', f);
 }
 
+bool cli_in_lock_delay(const rl_resource_info *info)
+{
+    return info->held && info->validity_ms == 0 && info->blocked_ms != 0;
+}
+
 void cli_holder_text(char *buf, size_t len, const rl_holder_info *h)
 {
     if (h->readers > 0)
         snprintf(buf, len, "readers:%" PRIu32, h->readers);
+    else if (h->readers_in_delay > 0)
+        snprintf(buf, len, "delayed:%" PRIu32, h->readers_in_delay);
     else if (h->token[0] != '\0')
         snprintf(buf, len, "%.*s", CLI_TOKEN_SHOWN, h->token);
     else

@@ -68,10 +68,15 @@ void cli_info(const struct cli_opts *o, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Write s as a JSON string (with the quotes). */
 void cli_json_str(FILE *f, const char *s);
+/* A held lock whose holder's validity is over and whose lock-delay is
+ * not: its keys still refuse others (status, leader). */
+bool cli_in_lock_delay(const rl_resource_info *info);
 /* The JSON array of per-node holders (status, release --force): node,
  * reachable, voting, holder (the first 8 characters of the token, or
- * null), readers (live readers of a read-write lock, else 0), pttl_ms,
- * error. */
+ * null), readers (live readers of a read-write lock, else 0),
+ * readers_in_lock_delay (readers past their validity, in their
+ * lock-delay), pttl_ms, lock_delay_ms (the lock-delay the token carries:
+ * pttl_ms includes it), error. */
 void cli_json_holders(FILE *f, const rl_holder_info *h, size_t count);
 /* A holder's HOLDER column (status, release --force) into buf (at least
  * CLI_HOLDER_TEXT bytes): "readers:N" for readers of a read-write lock,

@@ -40,8 +40,13 @@ static const char usage[] =
 "campaign) is read again for up to about a second, then shown as\n"
 "'election in progress'.\n"
 "\n"
+"A name whose last holder's validity is over but whose lock-delay is not\n"
+"(acquire --lock-delay) has no leader; the line says for how long the\n"
+"name is still kept.\n"
+"\n"
 "With --json: one object (a line per change with --watch): name, leader\n"
 "(true/false), electing (true while a candidate is between its rounds),\n"
+"in_lock_delay (true while only a lock-delay keeps the name),\n"
 "owner, term, validity_ms, holder (8 characters of the token).\n"
 "Exit: 0 a leader (--watch: stopped by a signal), 1 none or an election\n"
 "in progress, 2 usage, 3 unknown (fewer than a majority answered).\n"
@@ -54,23 +59,27 @@ static const char usage[] =
  * all. */
 #define SETTLE_READS 10
 
-/* A leader: held, and not by a candidate whose term is unwritten. */
+/* A leader: held, not by a candidate whose term is unwritten, and with
+ * validity left (not only its lock-delay). */
 static bool is_leader(const rl_resource_info *info)
 {
-    return info->held && info->term_state != RL_TERM_PENDING;
+    return info->held && info->term_state != RL_TERM_PENDING &&
+           !cli_in_lock_delay(info);
 }
 
 static void print_leader(const struct cli_opts *o, const char *name,
                          const rl_resource_info *info)
 {
     bool leader = is_leader(info);
-    bool electing = info->held && !leader;
+    bool delayed = cli_in_lock_delay(info);
+    bool electing = info->held && !leader && !delayed;
 
     if (o->json) {
         fputs("{\"name\":", stdout);
         cli_json_str(stdout, name);
-        printf(",\"leader\":%s,\"electing\":%s,\"owner\":",
-               leader ? "true" : "false", electing ? "true" : "false");
+        printf(",\"leader\":%s,\"electing\":%s,\"in_lock_delay\":%s,"
+               "\"owner\":", leader ? "true" : "false",
+               electing ? "true" : "false", delayed ? "true" : "false");
         if (leader && info->owner[0] != '\0')
             cli_json_str(stdout, info->owner);
         else
@@ -88,6 +97,10 @@ static void print_leader(const struct cli_opts *o, const char *name,
                " ms (holder %.*s)\n", name,
                info->owner[0] != '\0' ? info->owner : "unknown",
                info->term, info->validity_ms, CLI_TOKEN_SHOWN, info->token);
+    } else if (delayed) {
+        printf("%s: no leader: the last leader's validity is over; its "
+               "lock-delay keeps the name for %" PRId64 " ms\n", name,
+               info->blocked_ms);
     } else if (electing) {
         printf("%s: election in progress (a candidate holds the name; its "
                "term is not written yet)\n", name);

@@ -10,7 +10,8 @@
  * release) or as readers:N for a read-write lock's readers. Exit 0 when
  * removed from a majority (R was locked; its holder has lost it), 1 when
  * R was already free (stale keys on a minority are removed too), 3 when
- * too few nodes answered. */
+ * too few nodes answered. A semaphore's slots (R:slot:<i>, found in one
+ * read of every possible slot) are removed the same way. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,10 +32,14 @@ static const char usage[] =
 "show per node the holder removed (first 8 characters of its token, or\n"
 "readers:N for the readers of a read-write lock, removed too). The\n"
 "holder is not asked: it loses the lock (its watchdog reports it lost,\n"
-"`run` signals its command). Fence counters are never touched.\n"
+"`run` signals its command). The slots of a semaphore R are removed\n"
+"too, each shown as R:slot:<i>. Fence counters are never touched. A lock\n"
+"whose holder's validity was already over (only its lock-delay was left)\n"
+"is said to be so: removing it ends the delay, nobody loses anything.\n"
 "With --json: one object with resource, result (\"removed\", \"free\" or\n"
-"\"no_quorum\"), removed, quorum and nodes: an array of {node, reachable,\n"
-"holder, readers, pttl_ms, error}.\n"
+"\"no_quorum\"), removed, quorum, in_lock_delay, nodes: an array of\n"
+"{node, reachable, holder, readers, pttl_ms, lock_delay_ms, error}, and\n"
+"slots: one such object (with slot) per semaphore slot removed.\n"
 "Exit: 0 removed from a majority, 1 already free, 2 usage, 3 no quorum\n"
 "(removed where nodes answered).\n"
 "\n"
@@ -43,85 +48,190 @@ static const char usage[] =
 "  redlock-cli release deploy \"$tok\"\n"
 "  redlock-cli release --force deploy     # after a lost deployment\n";
 
-static void print_forced(const struct cli_opts *o, const char *resource,
-                         const rl_holder_info *h, size_t count,
-                         size_t removed, const char *result)
+/* Did the lock removed have validity left on fewer than a quorum of
+ * the nodes (its holder's validity over, only its lock-delay left)? */
+static bool removed_in_lock_delay(const rl_holder_info *h, size_t count)
 {
-    size_t i;
+    size_t i, delayed = 0, valid = 0;
 
-    if (o->json) {
-        fputs("{\"resource\":", stdout);
-        cli_json_str(stdout, resource);
-        printf(",\"result\":\"%s\",\"removed\":%zu,\"quorum\":%zu,"
-               "\"nodes\":", result, removed, count / 2 + 1);
-        cli_json_holders(stdout, h, count);
-        fputs("}\n", stdout);
-        return;
+    for (i = 0; i < count; i++) {
+        if (!h[i].reachable || h[i].token[0] == '\0')
+            continue;
+        if (h[i].pttl_ms >= 0 && h[i].pttl_ms <= h[i].lock_delay_ms)
+            delayed++;
+        else
+            valid++;
     }
+    return delayed > 0 && valid < count / 2 + 1;
+}
+
+/* One key removed by force: R's, or one of its semaphore's slots. */
+struct forced {
+    char name[CLI_SLOT_NAME_MAX];
+    int64_t slot;                /* -1: R itself */
+    rl_holder_info *h;           /* per node */
+    size_t count, removed;
+    rl_status st;                /* RL_OK or RL_ENOQUORUM */
+};
+
+static const char *forced_result(const struct forced *f)
+{
+    return f->st == RL_ENOQUORUM              ? "no_quorum"
+           : f->removed >= f->count / 2 + 1 ? "removed"
+                                              : "free";
+}
+
+/* Remove f->name by force; RL_OK, RL_ENOQUORUM or the call's failure. */
+static rl_status force_one(const struct cli_opts *o, rl_client *c,
+                           struct forced *f)
+{
+    f->h = calloc(o->cfg.node_count, sizeof(*f->h));
+    if (f->h == NULL)
+        return RL_ENOMEM;
+    f->st = rl_resource_force_unlock(c, f->name, f->h, o->cfg.node_count,
+                                     &f->count, &f->removed);
+    return f->st;
+}
+
+/* The JSON object of f, without its closing brace. */
+static void print_forced_json(const struct forced *f)
+{
+    fputs("{\"resource\":", stdout);
+    cli_json_str(stdout, f->name);
+    if (f->slot >= 0)
+        printf(",\"slot\":%lld", (long long)f->slot);
+    printf(",\"result\":\"%s\",\"removed\":%zu,\"quorum\":%zu,"
+           "\"in_lock_delay\":%s,\"nodes\":", forced_result(f), f->removed,
+           f->count / 2 + 1,
+           removed_in_lock_delay(f->h, f->count) ? "true" : "false");
+    cli_json_holders(stdout, f->h, f->count);
+}
+
+static void print_forced_text(const struct forced *f)
+{
+    const char *result = forced_result(f);
+    const char *name = f->name;
+    size_t i, removed = f->removed, count = f->count;
+
     printf("%-28s %-9s %-8s %10s  %s\n", "NODE", "REACHABLE", "REMOVED",
            "PTTL_MS", "ERROR");
     for (i = 0; i < count; i++) {
         char tok[CLI_HOLDER_TEXT];
         char pttl[24];
 
-        cli_holder_text(tok, sizeof(tok), &h[i]);
-        cli_pttl_text(pttl, sizeof(pttl), &h[i], "-");
-        printf("%-28s %-9s %-8s %10s  %s\n", h[i].name,
-               h[i].reachable ? "yes" : "no", tok, pttl, h[i].error);
+        cli_holder_text(tok, sizeof(tok), &f->h[i]);
+        cli_pttl_text(pttl, sizeof(pttl), &f->h[i], "-");
+        printf("%-28s %-9s %-8s %10s  %s\n", f->h[i].name,
+               f->h[i].reachable ? "yes" : "no", tok, pttl, f->h[i].error);
     }
-    if (strcmp(result, "removed") == 0)
+    if (strcmp(result, "removed") == 0 &&
+        removed_in_lock_delay(f->h, count))
+        printf("%s: removed from %zu of %zu nodes: its holder's validity "
+               "was already over; this ended its lock-delay\n", name,
+               removed, count);
+    else if (strcmp(result, "removed") == 0)
         printf("%s: removed from %zu of %zu nodes: its holder has lost the "
-               "lock\n", resource, removed, count);
+               "lock\n", name, removed, count);
     else if (strcmp(result, "free") == 0 && removed > 0)
         printf("%s: was not held by a majority; stale keys removed from %zu "
-               "of %zu nodes\n", resource, removed, count);
+               "of %zu nodes\n", name, removed, count);
     else if (strcmp(result, "free") == 0)
-        printf("%s: already free\n", resource);
+        printf("%s: already free\n", name);
     else
         printf("%s: too few nodes answered; removed from %zu of %zu nodes\n",
-               resource, removed, count);
+               name, removed, count);
 }
 
-/* release --force R */
+/* R's semaphore slots that hold a key on some node, read in one step
+ * (every possible slot: the limit is not known here), into f[1..]; the
+ * number found. */
+static size_t find_slots(rl_client *c, const char *resource,
+                         struct forced *f)
+{
+    rl_resource_info *slots = calloc(RL_MAX_LIMIT, sizeof(*slots));
+    rl_status st;
+    size_t n = 0;
+    uint32_t i;
+
+    if (slots == NULL)
+        return 0;
+    st = rl_semaphore_inspect(c, resource, RL_MAX_LIMIT, slots, NULL, 0,
+                              NULL);
+    for (i = 0; (st == RL_OK || st == RL_ENOQUORUM) && i < RL_MAX_LIMIT;
+         i++) {
+        if (slots[i].nodes_holding == 0)
+            continue;
+        if (cli_slot_name(f[1 + n].name, sizeof(f[1 + n].name), resource,
+                          i) != 0)
+            break;
+        f[1 + n++].slot = i;
+    }
+    free(slots);
+    return n;
+}
+
+/* release --force R: R's key, and its semaphore's slots if it has any
+ * (a semaphore's permits are keys of their own). */
 static int force_release(struct cli_opts *o, const char *resource)
 {
-    rl_holder_info *h = NULL;
+    struct forced *f = calloc(1 + RL_MAX_LIMIT, sizeof(*f));
     rl_client *c = NULL;
-    size_t count = 0;
-    size_t removed = 0;
-    rl_status st;
+    size_t nslots = 0, i;
+    rl_status st = RL_OK;
+    bool removed = false;
     int code;
 
     code = cli_client_new(o, &c);
-    if (code != CLI_EXIT_OK)
+    if (code != CLI_EXIT_OK) {
+        free(f);
         return code;
-    h = calloc(o->cfg.node_count, sizeof(*h));
-    if (h == NULL) {
+    }
+    if (f == NULL) {
         code = cli_fail(o, CLI_EXIT_NOT_ACQUIRED, "out of memory");
         goto out;
     }
-    st = rl_resource_force_unlock(c, resource, h, o->cfg.node_count, &count,
-                                  &removed);
-    if (st != RL_OK && st != RL_ENOQUORUM) {
-        code = cli_status_exit(o, st, resource);
-        goto out;
+    snprintf(f[0].name, sizeof(f[0].name), "%s", resource);
+    f[0].slot = -1;
+    nslots = find_slots(c, resource, f);
+    for (i = 0; i <= nslots; i++) {
+        rl_status one = force_one(o, c, &f[i]);
+
+        if (one != RL_OK && one != RL_ENOQUORUM) {
+            code = cli_status_exit(o, one, f[i].name);
+            goto out;
+        }
+        if (one == RL_ENOQUORUM)
+            st = one;
+        removed = removed || strcmp(forced_result(&f[i]), "removed") == 0;
     }
-    if (st == RL_ENOQUORUM)
-        code = CLI_EXIT_NO_QUORUM;
-    else if (removed >= count / 2 + 1)
-        code = CLI_EXIT_OK;
-    else
-        code = CLI_EXIT_NOT_ACQUIRED;
-    if (!o->quiet || o->json)
-        print_forced(o, resource, h, count, removed,
-                     code == CLI_EXIT_OK            ? "removed"
-                     : code == CLI_EXIT_NO_QUORUM ? "no_quorum"
-                                                  : "free");
+    code = st == RL_ENOQUORUM ? CLI_EXIT_NO_QUORUM
+           : removed          ? CLI_EXIT_OK
+                              : CLI_EXIT_NOT_ACQUIRED;
+    if (o->json) {
+        print_forced_json(&f[0]);
+        fputs(",\"slots\":[", stdout);
+        for (i = 1; i <= nslots; i++) {
+            fputs(i > 1 ? "," : "", stdout);
+            print_forced_json(&f[i]);
+            fputc('}', stdout);
+        }
+        fputs("]}\n", stdout);
+    } else if (!o->quiet) {
+        /* A semaphore's R has no key of its own: its slots say it all. */
+        size_t first = nslots > 0 && f[0].st == RL_OK && f[0].removed == 0;
+
+        for (i = first; i <= nslots; i++) {
+            fputs(i > first ? "\n" : "", stdout);
+            print_forced_text(&f[i]);
+        }
+    }
     if (st == RL_ENOQUORUM)
         code = cli_status_exit(o, st, resource);
 
 out:
-    free(h);
+    for (i = 0; f != NULL && i <= nslots; i++)
+        free(f[i].h);
+    free(f);
     rl_client_free(c);
     return code;
 }

@@ -7,7 +7,9 @@
  * A summary (rl_resource_inspect) says whether one token holds a
  * majority, its owner, the majority's remaining validity and the fence. A read-write lock
  * held by readers shows how many each node has; --limit K shows each of
- * the semaphore's K slots in turn. Exit 0 (2 usage). */
+ * the semaphore's K slots, read in one step per node
+ * (rl_semaphore_inspect); without --limit, a free R is looked up as a
+ * semaphore too, so a full one does not read "free". Exit 0 (2 usage). */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,50 +24,74 @@ static const char usage[] =
 "votes (a node younger than --max-ttl is quarantined and does not vote).\n"
 "Readers of a read-write lock show as readers:N, and a line says where a\n"
 "waiting writer's intent refuses new readers. --limit K shows each\n"
-"slot R:slot:0..K-1 of a semaphore with K permits.\n"
+"slot R:slot:0..K-1 of a semaphore with K permits, all read in one step\n"
+"per node; without it, when R's own key is free, the summary names the\n"
+"semaphore slots a majority holds.\n"
 "\n"
 "The summary names the holder a majority agrees on, its owner (--owner\n"
 "of acquire, run, hold; 'unknown' for a lock taken without one or by\n"
-"another client), how long a majority still holds it, the holder's own\n"
-"term when it acquired with --fence ('term being written' between the\n"
-"two rounds of a fenced acquire: a leader is not elected yet) and the\n"
-"latest fencing token issued for R. When waiters queue with --fair, a\n"
-"table shows the queue a majority holds, next to be served first:\n"
-"position, token (8 characters), owner, priority, ticket, nodes holding\n"
-"it, and the ms until it lapses unless its waiter refreshes it.\n"
+"another client), how long its validity lasts on a majority (then its\n"
+"lock-delay, if it took one: the summary says when only that is left),\n"
+"the holder's own term when it acquired with --fence ('term being\n"
+"written' between the two rounds of a fenced acquire: a leader is not\n"
+"elected yet) and R's fence counter: the latest fencing token issued\n"
+"to a lock whose first resource is R (a lock on several resources is\n"
+"fenced by its first resource's counter only; when R is a later one,\n"
+"or the holder took R without --fence, the holder has no term on R and\n"
+"the counter is an earlier holder's).\n"
+"When waiters queue with --fair, a table shows the queue a majority\n"
+"holds, next to be served first: position, token (8 characters),\n"
+"owner, priority, ticket, nodes holding it, and the ms until it lapses\n"
+"unless its waiter refreshes it.\n"
 "\n"
 "With --json: one object with resource, held, holder, owner,\n"
-"validity_ms, fence, term (the holder's; null when not fenced or not\n"
-"written yet), term_pending, writers_waiting (nodes where a waiting\n"
+"validity_ms (the holder's, without the lock-delay), lock_delay_ms,\n"
+"in_lock_delay (the holder's validity is over, its lock-delay is not),\n"
+"blocked_ms (how long a majority's keys still refuse others), fence (R's\n"
+"counter, as above), term (the holder's; null when not fenced on R or\n"
+"not written yet), term_pending, writers_waiting (nodes where a waiting\n"
 "writer's intent refuses new readers), holder_nodes, quorum, quorum_ok\n"
 "and nodes: an array of {node, reachable, voting, holder, readers,\n"
-"pttl_ms, error}, plus readers (live readers on a majority), queue (the\n"
-"fair queue a majority holds, in order: {position, token, owner,\n"
-"priority, ticket, nodes, expires_in_ms}) and queue_minority.\n"
+"pttl_ms, lock_delay_ms, error}, plus readers (live readers on a\n"
+"majority), readers_in_lock_delay (readers whose validity is over but\n"
+"whose lock-delay still keeps writers out, on a majority), slots_held\n"
+"(the semaphore slots a majority holds), queue (the fair queue a\n"
+"majority holds, in order: {position, token, owner, priority, ticket,\n"
+"nodes, expires_in_ms}) and queue_minority.\n"
 "With --limit: {\"resource\", \"limit\", \"slots\": [one object per slot]}.\n"
 "Exit: 0 (also when nodes are down), 2 usage.\n"
 "\n"
 "Example:\n"
 "  redlock-cli -n h1:6379,h2:6379,h3:6379 status deploy\n";
 
-/* The fewest live readers a majority of the nodes reports (0 if none). */
-static uint32_t majority_readers(const rl_holder_info *h, size_t count)
+/* Node i's readers: within their validity, and with delayed those in
+ * their lock-delay too (all that keep writers out). */
+static uint32_t readers_of(const rl_holder_info *h, bool delayed)
+{
+    return h->readers + (delayed ? h->readers_in_delay : 0);
+}
+
+/* The fewest readers a majority of the nodes reports (0 if none). */
+static uint32_t majority_readers(const rl_holder_info *h, size_t count,
+                                 bool delayed)
 {
     size_t i, j, at_least;
-    uint32_t best = 0;
+    uint32_t best = 0, r;
 
     for (i = 0; i < count; i++) {
+        r = readers_of(&h[i], delayed);
         at_least = 0;
         for (j = 0; j < count; j++)
-            at_least += h[j].readers >= h[i].readers && h[i].readers > 0;
-        if (at_least >= count / 2 + 1 && h[i].readers > best)
-            best = h[i].readers;
+            at_least += readers_of(&h[j], delayed) >= r && r > 0;
+        if (at_least >= count / 2 + 1 && r > best)
+            best = r;
     }
     return best;
 }
 
-static int show(struct cli_opts *o, rl_client *c, const char *resource,
-                bool nested);
+static int show(struct cli_opts *o, rl_client *c, const char *resource);
+static int show_slots(struct cli_opts *o, rl_client *c, const char *resource,
+                      uint32_t limit);
 
 int cmd_status(struct cli_opts *o, int argc, char **argv)
 {
@@ -74,7 +100,7 @@ int cmd_status(struct cli_opts *o, int argc, char **argv)
     char name[CLI_SLOT_NAME_MAX];
     const char *pos[1];
     rl_client *c = NULL;
-    uint32_t limit = 0, i;
+    uint32_t limit = 0;
     int code;
 
     code = cli_parse_resource(o, argc, argv, opts, 1, usage, "resource",
@@ -88,26 +114,7 @@ int cmd_status(struct cli_opts *o, int argc, char **argv)
     code = cli_client_new(o, &c);
     if (code != CLI_EXIT_OK)
         return code;
-    if (limit == 0) {
-        code = show(o, c, pos[0], false);
-    } else {
-        if (o->json) {
-            fputs("{\"resource\":", stdout);
-            cli_json_str(stdout, pos[0]);
-            printf(",\"limit\":%u,\"slots\":[", limit);
-        }
-        for (i = 0, code = CLI_EXIT_OK; i < limit && code == CLI_EXIT_OK;
-             i++) {
-            if (o->json && i > 0)
-                fputc(',', stdout);
-            else if (!o->json && i > 0)
-                fputc('\n', stdout);
-            cli_slot_name(name, sizeof(name), pos[0], i);
-            code = show(o, c, name, true);
-        }
-        if (o->json)
-            fputs("]}\n", stdout);
-    }
+    code = limit == 0 ? show(o, c, pos[0]) : show_slots(o, c, pos[0], limit);
     rl_client_free(c);
     return code;
 }
@@ -155,45 +162,59 @@ static void show_queue(const struct cli_opts *o, rl_client *c,
     putchar('\n');
 }
 
-/* Show one resource (a lock, or one semaphore slot: nested, inside the
- * JSON array of slots). */
-static int show(struct cli_opts *o, rl_client *c, const char *resource,
-                bool nested)
+/* The slots of resource's semaphore that a majority holds, read in one
+ * step (every possible slot: the limit is not known here): their
+ * numbers into held (RL_MAX_LIMIT entries), their count returned; 0
+ * when none, or on an error (status then reports resource alone). */
+static uint32_t slots_held(rl_client *c, const char *resource,
+                           uint32_t *held)
+{
+    rl_resource_info *slots = calloc(RL_MAX_LIMIT, sizeof(*slots));
+    uint32_t i, n = 0;
+    rl_status st;
+
+    if (slots == NULL)
+        return 0;
+    st = rl_semaphore_inspect(c, resource, RL_MAX_LIMIT, slots, NULL, 0,
+                              NULL);
+    for (i = 0; (st == RL_OK || st == RL_ENOQUORUM) && i < RL_MAX_LIMIT;
+         i++) {
+        if (slots[i].held)
+            held[n++] = i;
+    }
+    free(slots);
+    return n;
+}
+
+/* Print one resource's status: a lock, or one semaphore slot (nested:
+ * inside the JSON array of slots); held lists the slots of R's
+ * semaphore a majority holds (nheld of them; status R alone). */
+static void print_one(struct cli_opts *o, rl_client *c,
+                      const char *resource, const rl_resource_info *info_in,
+                      const rl_holder_info *h, size_t count, bool nested,
+                      const uint32_t *held, uint32_t nheld)
 {
     const char *pos[1] = {resource};
-    rl_holder_info *h = NULL;
+    const rl_resource_info info = *info_in;
     char holder[CLI_TOKEN_SHOWN + 1];
-    rl_resource_info info;
-    size_t count = 0;
     size_t reachable = 0;
     size_t quorum;
     size_t i;
-    uint32_t readers;
-    int code;
+    uint32_t readers, blocking;
 
-    h = calloc(o->cfg.node_count, sizeof(*h));
-    if (h == NULL) {
-        code = cli_fail(o, CLI_EXIT_NOT_ACQUIRED, "out of memory");
-        goto out;
-    }
-    /* Per-node failures are in the array; a quorum failure is not an
-     * error for status. */
-    if (rl_resource_inspect(c, pos[0], &info, h, o->cfg.node_count, &count) ==
-        RL_EINVAL) {
-        code = cli_status_exit(o, RL_EINVAL, pos[0]);
-        goto out;
-    }
     for (i = 0; i < count; i++)
         reachable += h[i].reachable;
     /* The token held by the most nodes, and its owner. */
     snprintf(holder, sizeof(holder), "%s", info.token);
     quorum = count / 2 + 1;
-    readers = majority_readers(h, count);
+    readers = majority_readers(h, count, false);
+    blocking = majority_readers(h, count, true);
     if (o->json) {
         fputs("{\"resource\":", stdout);
         cli_json_str(stdout, pos[0]);
-        printf(",\"held\":%s,\"readers\":%u,\"holder\":",
-               info.held ? "true" : "false", readers);
+        printf(",\"held\":%s,\"readers\":%u,\"readers_in_lock_delay\":%u,"
+               "\"holder\":", info.held ? "true" : "false", readers,
+               blocking - readers);
         if (info.nodes_holding > 0)
             cli_json_str(stdout, holder);
         else
@@ -203,8 +224,12 @@ static int show(struct cli_opts *o, rl_client *c, const char *resource,
             cli_json_str(stdout, info.owner);
         else
             fputs("null", stdout);
-        printf(",\"validity_ms\":%" PRId64 ",\"fence\":%" PRIu64
-               ",\"term\":", info.validity_ms, info.fence);
+        printf(",\"validity_ms\":%" PRId64 ",\"lock_delay_ms\":%" PRIu32
+               ",\"in_lock_delay\":%s,\"blocked_ms\":%" PRId64
+               ",\"fence\":%" PRIu64 ",\"term\":", info.validity_ms,
+               info.lock_delay_ms,
+               cli_in_lock_delay(&info) ? "true" : "false", info.blocked_ms,
+               info.fence);
         if (info.term_state == RL_TERM_SET)
             printf("%" PRIu64, info.term);
         else
@@ -216,8 +241,13 @@ static int show(struct cli_opts *o, rl_client *c, const char *resource,
                info.writers_waiting, info.nodes_holding, quorum,
                reachable >= quorum ? "true" : "false");
         cli_json_holders(stdout, h, count);
-        if (!nested)
+        if (!nested) {
+            fputs(",\"slots_held\":[", stdout);
+            for (i = 0; i < nheld; i++)
+                printf("%s%u", i > 0 ? "," : "", held[i]);
+            fputc(']', stdout);
             show_queue(o, c, pos[0]);
+        }
         fputs(nested ? "}" : "}\n", stdout);
     } else {
         printf("%-28s %-9s %-10s %-8s %10s  %s\n", "NODE", "REACHABLE",
@@ -235,26 +265,51 @@ static int show(struct cli_opts *o, rl_client *c, const char *resource,
                                    : "quarantine",
                    tok, pttl, h[i].error);
         }
-        if (info.held) {
+        if (cli_in_lock_delay(&info)) {
+            printf("%s: in its lock-delay: the holder's validity is over; "
+                   "its keys refuse others for %" PRId64 " ms (%s on %u of "
+                   "%zu nodes, owner %s)\n", pos[0], info.blocked_ms,
+                   holder, info.nodes_holding, count,
+                   info.owner[0] != '\0' ? info.owner : "unknown");
+        } else if (info.held) {
             printf("%s: held by %s on %u of %zu nodes (owner %s), for %"
                    PRId64 " ms more", pos[0], holder, info.nodes_holding,
                    count, info.owner[0] != '\0' ? info.owner : "unknown",
                    info.validity_ms);
+            if (info.lock_delay_ms != 0)
+                printf(", then its lock-delay of %" PRIu32 " ms",
+                       info.lock_delay_ms);
             if (info.term_state == RL_TERM_SET)
                 printf(", term %" PRIu64, info.term);
             else if (info.term_state == RL_TERM_PENDING)
                 fputs(", term being written (a fenced acquire between its "
                       "rounds)", stdout);
-            if (info.fence != 0 && info.fence != info.term)
-                printf(", fence %" PRIu64, info.fence);
+            /* R's counter is raised only by fenced locks whose first
+             * resource is R: without a term here, the holder is not
+             * fenced on R, and the counter is an earlier holder's. */
+            if (info.fence != 0 && info.term_state == RL_TERM_NONE)
+                printf(", no term on %s (its fence counter, %" PRIu64
+                       ", is an earlier holder's)", pos[0], info.fence);
+            else if (info.fence != 0 && info.fence != info.term)
+                printf(", fence counter %" PRIu64, info.fence);
             putchar('\n');
         } else if (readers > 0) {
             printf("%s: read by %u reader%s (on a majority)\n", pos[0],
                    readers, readers == 1 ? "" : "s");
+        } else if (blocking > 0) {
+            printf("%s: %u reader%s in %s lock-delay (validity over; writers "
+                   "are refused until it ends)\n", pos[0], blocking,
+                   blocking == 1 ? "" : "s", blocking == 1 ? "its" : "their");
         } else if (info.nodes_holding > 0) {
             printf("%s: not held by a majority (%s on %u of %zu nodes, "
                    "quorum %zu)\n", pos[0], holder, info.nodes_holding,
                    count, quorum);
+        } else if (nheld > 0) {
+            printf("%s: semaphore: %u permit%s held (slot%s", pos[0], nheld,
+                   nheld == 1 ? "" : "s", nheld == 1 ? "" : "s");
+            for (i = 0; i < nheld; i++)
+                printf("%s%u", i > 0 ? ", " : " ", held[i]);
+            printf("); status %s --limit K shows each\n", pos[0]);
         } else if (reachable < quorum) {
             printf("%s: unknown: only %zu of %zu nodes answered (quorum "
                    "%zu)\n", pos[0], reachable, count, quorum);
@@ -267,9 +322,77 @@ static int show(struct cli_opts *o, rl_client *c, const char *resource,
         if (!nested)
             show_queue(o, c, pos[0]);
     }
-    code = CLI_EXIT_OK;
+}
+
+/* status R: R's key, and, when nobody holds it, its semaphore's slots
+ * (a full semaphore is not free). */
+static int show(struct cli_opts *o, rl_client *c, const char *resource)
+{
+    rl_holder_info *h = calloc(o->cfg.node_count, sizeof(*h));
+    uint32_t *held = calloc(RL_MAX_LIMIT, sizeof(*held));
+    rl_resource_info info;
+    uint32_t nheld = 0;
+    size_t count = 0;
+    int code = CLI_EXIT_OK;
+
+    if (h == NULL || held == NULL) {
+        code = cli_fail(o, CLI_EXIT_NOT_ACQUIRED, "out of memory");
+        goto out;
+    }
+    /* Per-node failures are in the array; a quorum failure is not an
+     * error for status. */
+    if (rl_resource_inspect(c, resource, &info, h, o->cfg.node_count,
+                            &count) == RL_EINVAL) {
+        code = cli_status_exit(o, RL_EINVAL, resource);
+        goto out;
+    }
+    if (info.nodes_holding == 0 && majority_readers(h, count, true) == 0)
+        nheld = slots_held(c, resource, held);
+    print_one(o, c, resource, &info, h, count, false, held, nheld);
+
+out:
+    free(held);
+    free(h);
+    return code;
+}
+
+/* status R --limit K: the K slots, read in one step per node. */
+static int show_slots(struct cli_opts *o, rl_client *c, const char *resource,
+                      uint32_t limit)
+{
+    size_t n = o->cfg.node_count, count = 0;
+    rl_resource_info *slots = calloc(limit, sizeof(*slots));
+    rl_holder_info *h = calloc((size_t)limit * n, sizeof(*h));
+    char name[CLI_SLOT_NAME_MAX];
+    int code = CLI_EXIT_OK;
+    uint32_t i;
+
+    if (slots == NULL || h == NULL) {
+        code = cli_fail(o, CLI_EXIT_NOT_ACQUIRED, "out of memory");
+        goto out;
+    }
+    if (rl_semaphore_inspect(c, resource, limit, slots, h, n, &count) ==
+        RL_EINVAL) {
+        code = cli_status_exit(o, RL_EINVAL, resource);
+        goto out;
+    }
+    if (o->json) {
+        fputs("{\"resource\":", stdout);
+        cli_json_str(stdout, resource);
+        printf(",\"limit\":%u,\"slots\":[", limit);
+    }
+    for (i = 0; i < limit; i++) {
+        if (i > 0)
+            fputc(o->json ? ',' : '\n', stdout);
+        cli_slot_name(name, sizeof(name), resource, i);
+        print_one(o, c, name, &slots[i], &h[(size_t)i * n], count, true, NULL,
+                  0);
+    }
+    if (o->json)
+        fputs("]}\n", stdout);
 
 out:
     free(h);
+    free(slots);
     return code;
 }
