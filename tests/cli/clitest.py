@@ -248,15 +248,30 @@ def main():
     sys.exit(77 if result.skipped else 0)
 
 
+def start_cli(procs, args, env):
+    """A redlock-cli running args with pipes on all three streams, added
+    to procs (for kill_quietly at teardown)."""
+    p = subprocess.Popen([CLI] + list(args), env=env, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    procs.append(p)
+    return p
+
+
 def kill_quietly(proc):
-    if proc is not None and proc.poll() is None:
+    """Kill proc if it still runs, reap it and close its pipes."""
+    if proc is None:
+        return
+    if proc.poll() is None:
         try:
             proc.send_signal(signal.SIGCONT)
             proc.kill()
         except OSError:
             pass
-    if proc is not None:
-        try:
-            proc.communicate(timeout=5)
-        except (subprocess.TimeoutExpired, ValueError):
-            pass
+    try:
+        proc.communicate(timeout=5)
+    except (subprocess.TimeoutExpired, ValueError):
+        pass
+    for f in (proc.stdin, proc.stdout, proc.stderr):
+        if f is not None:
+            f.close()

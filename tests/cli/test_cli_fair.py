@@ -65,17 +65,10 @@ class Base(unittest.TestCase):
     def tearDown(self):
         for p in self.procs:
             kill_quietly(p)
-            for f in (p.stdin, p.stdout, p.stderr):
-                if f is not None:
-                    f.close()
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def start(self, *args):
-        p = subprocess.Popen([clitest.CLI] + args_for(*args), env=base_env(),
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
-        self.procs.append(p)
-        return p
+        return clitest.start_cli(self.procs, args_for(*args), base_env())
 
     def hold(self, r, *extra):
         """A holder of r (hold --fair), its token read: released when its

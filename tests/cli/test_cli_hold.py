@@ -37,16 +37,9 @@ class Base(unittest.TestCase):
     def tearDown(self):
         for p in self.procs:
             kill_quietly(p)
-            for f in (p.stdin, p.stdout, p.stderr):
-                if f is not None:
-                    f.close()
 
     def start(self, *args):
-        p = subprocess.Popen([clitest.CLI] + args_for(*args), env=base_env(),
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
-        self.procs.append(p)
-        return p
+        return clitest.start_cli(self.procs, args_for(*args), base_env())
 
     def assert_held(self, key, token):
         """Every node holds token, awaited: the acquire returned at a

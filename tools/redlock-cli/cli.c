@@ -947,3 +947,23 @@ void cli_pttl_text(char *buf, size_t len, const rl_holder_info *h,
     else
         snprintf(buf, len, "%" PRId64, h->pttl_ms);
 }
+
+uint32_t cli_semaphore_slots(rl_client *c, const char *resource,
+                             bool any_node, uint32_t *out)
+{
+    rl_resource_info *slots = calloc(RL_MAX_LIMIT, sizeof(*slots));
+    uint32_t i, n = 0;
+    rl_status st;
+
+    if (slots == NULL)
+        return 0;
+    st = rl_semaphore_inspect(c, resource, RL_MAX_LIMIT, slots, NULL, 0,
+                              NULL);
+    for (i = 0; (st == RL_OK || st == RL_ENOQUORUM) && i < RL_MAX_LIMIT;
+         i++) {
+        if (any_node ? slots[i].nodes_holding > 0 : slots[i].held)
+            out[n++] = i;
+    }
+    free(slots);
+    return n;
+}

@@ -246,6 +246,13 @@ typedef int (*cli_handle_fn)(const struct cli_opts *o, const char *resource,
  * after a message. */
 int cli_on_handle(struct cli_opts *o, const char *resource,
                   const char *handle, cli_handle_fn fn, void *arg);
+/* resource's semaphore slots, read in one step (every possible slot:
+ * the limit is not known here): the numbers of those a majority holds
+ * (any_node false) or that some node holds (true), ascending, into out
+ * (RL_MAX_LIMIT entries); their count (0 when none, or on an error). */
+uint32_t cli_semaphore_slots(rl_client *c, const char *resource,
+                             bool any_node, uint32_t *out);
+
 /* "<resource>:slot:<slot>" into buf; -1 when it does not fit. */
 #define CLI_SLOT_NAME_MAX 540
 int cli_slot_name(char *buf, size_t len, const char *resource,

@@ -142,29 +142,23 @@ static void print_forced_text(const struct forced *f)
                name, removed, count);
 }
 
-/* R's semaphore slots that hold a key on some node, read in one step
- * (every possible slot: the limit is not known here), into f[1..]; the
+/* R's semaphore slots that hold a key on some node into f[1..]; the
  * number found. */
 static size_t find_slots(rl_client *c, const char *resource,
                          struct forced *f)
 {
-    rl_resource_info *slots = calloc(RL_MAX_LIMIT, sizeof(*slots));
-    rl_status st;
+    uint32_t *slots = calloc(RL_MAX_LIMIT, sizeof(*slots));
+    uint32_t i, found;
     size_t n = 0;
-    uint32_t i;
 
     if (slots == NULL)
         return 0;
-    st = rl_semaphore_inspect(c, resource, RL_MAX_LIMIT, slots, NULL, 0,
-                              NULL);
-    for (i = 0; (st == RL_OK || st == RL_ENOQUORUM) && i < RL_MAX_LIMIT;
-         i++) {
-        if (slots[i].nodes_holding == 0)
-            continue;
+    found = cli_semaphore_slots(c, resource, true, slots);
+    for (i = 0; i < found; i++) {
         if (cli_slot_name(f[1 + n].name, sizeof(f[1 + n].name), resource,
-                          i) != 0)
+                          slots[i]) != 0)
             break;
-        f[1 + n++].slot = i;
+        f[1 + n++].slot = slots[i];
     }
     free(slots);
     return n;

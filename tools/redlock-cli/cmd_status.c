@@ -162,30 +162,6 @@ static void show_queue(const struct cli_opts *o, rl_client *c,
     putchar('\n');
 }
 
-/* The slots of resource's semaphore that a majority holds, read in one
- * step (every possible slot: the limit is not known here): their
- * numbers into held (RL_MAX_LIMIT entries), their count returned; 0
- * when none, or on an error (status then reports resource alone). */
-static uint32_t slots_held(rl_client *c, const char *resource,
-                           uint32_t *held)
-{
-    rl_resource_info *slots = calloc(RL_MAX_LIMIT, sizeof(*slots));
-    uint32_t i, n = 0;
-    rl_status st;
-
-    if (slots == NULL)
-        return 0;
-    st = rl_semaphore_inspect(c, resource, RL_MAX_LIMIT, slots, NULL, 0,
-                              NULL);
-    for (i = 0; (st == RL_OK || st == RL_ENOQUORUM) && i < RL_MAX_LIMIT;
-         i++) {
-        if (slots[i].held)
-            held[n++] = i;
-    }
-    free(slots);
-    return n;
-}
-
 /* Print one resource's status: a lock, or one semaphore slot (nested:
  * inside the JSON array of slots); held lists the slots of R's
  * semaphore a majority holds (nheld of them; status R alone). */
@@ -347,7 +323,7 @@ static int show(struct cli_opts *o, rl_client *c, const char *resource)
         goto out;
     }
     if (info.nodes_holding == 0 && majority_readers(h, count, true) == 0)
-        nheld = slots_held(c, resource, held);
+        nheld = cli_semaphore_slots(c, resource, false, held);
     print_one(o, c, resource, &info, h, count, false, held, nheld);
 
 out:
