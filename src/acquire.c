@@ -214,15 +214,6 @@ static void report(struct acquire_op *op, rl_status st)
     done(owner, st, st == RL_OK ? &g : NULL);
 }
 
-/* An intent-clear landed on that node (either answer: ours is gone). */
-static enum vote clear_landed(void *owner, size_t slot,
-                              const struct node_reply *r)
-{
-    RL_UNUSED(owner);
-    RL_UNUSED(slot);
-    return r->kind == REPLY_INTEGER ? VOTE_YES : VOTE_ERROR;
-}
-
 static void intent_cleared(void *owner, enum verdict v)
 {
     struct acquire_op *op = owner;
@@ -266,7 +257,7 @@ static void finish(struct acquire_op *op, rl_status st)
     }
     op->outcome = st;
     cmd = intent_clear_cmd(op, argv, lens);
-    if (round_start(&op->round, ROUND_EARLY, &cmd, clear_landed,
+    if (round_start(&op->round, ROUND_EARLY, &cmd, round_classify_landed,
                     intent_cleared, op) != VERDICT_PENDING)
         report(op, st);
 }

@@ -411,14 +411,6 @@ bool fair_queued(const struct fair_wait *f)
     return f->ticket != 0 && !f->granted && !f->left;
 }
 
-static enum vote left_classify(void *owner, size_t slot,
-                               const struct node_reply *r)
-{
-    RL_UNUSED(owner);
-    RL_UNUSED(slot);
-    return r->kind == REPLY_INTEGER ? VOTE_YES : VOTE_ERROR;
-}
-
 static void left_all(void *owner, enum verdict v)
 {
     struct fair_wait *f = owner;
@@ -440,7 +432,7 @@ void fair_leave(struct fair_wait *f, void (*done)(void *owner), void *owner)
     f->left = true;
     f->left_done = done;
     f->left_owner = owner;
-    if (round_start(&f->round, ROUND_ALL, &cmd, left_classify, left_all,
-                    f) != VERDICT_PENDING)
+    if (round_start(&f->round, ROUND_ALL, &cmd, round_classify_landed,
+                    left_all, f) != VERDICT_PENDING)
         done(owner);
 }

@@ -49,6 +49,14 @@ enum vote round_classify_one(void *owner, size_t slot,
     return r->integer == 1 ? VOTE_YES : VOTE_NO;
 }
 
+enum vote round_classify_landed(void *owner, size_t slot,
+                                const struct node_reply *r)
+{
+    RL_UNUSED(owner);
+    RL_UNUSED(slot);
+    return r->kind == REPLY_INTEGER ? VOTE_YES : VOTE_ERROR;
+}
+
 rl_status round_init(struct quorum_round *q, struct node **nodes, size_t n)
 {
     memset(q, 0, sizeof(*q));

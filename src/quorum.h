@@ -58,6 +58,10 @@ typedef void round_done_fn(void *owner, enum verdict v);
  * (refused); anything else is an error. */
 enum vote round_classify_one(void *owner, size_t slot,
                              const struct node_reply *r);
+/* Classifier for calls whose any integer answer means "it landed" (a
+ * leave or an intent clear: either answer leaves nothing of ours). */
+enum vote round_classify_landed(void *owner, size_t slot,
+                                const struct node_reply *r);
 
 struct round_slot {
     struct request *req; /* in flight, or NULL */
