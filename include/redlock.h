@@ -1108,7 +1108,22 @@ typedef struct rl_stats {
                                  renew_window_pct (never with 0): of all
                                  renewals, the share the window brings
                                  forward */
-    uint64_t reserved_[5];    /* zeroed (see "ABI" above) */
+    /* Fair waiting (rl_acquire_opts.fair; docs/fair-queue.md): a fair
+     * acquire refused at its first attempt takes a ticket and registers
+     * in the resource's queue; the registration then ends once, granted
+     * or given up. Registrations so far (rl_totals.queue_registrations)
+     * are queue_waiters + queue_wait_count + queue_leaves. */
+    uint64_t queue_waiters;   /* now: fair acquires registered, not yet
+                                 granted or given up */
+    uint64_t queue_wait_ms_total; /* registration to grant, whole ms,
+                                 summed over the granted ones: divided
+                                 by queue_wait_count, the mean wait in
+                                 the queue */
+    uint64_t queue_wait_count; /* registrations that ended granted */
+    uint64_t queue_leaves;    /* registrations that ended without the
+                                 lock: timed out, cancelled, or the
+                                 client freed while waiting */
+    uint64_t reserved_[1];    /* zeroed (see "ABI" above) */
 } rl_stats;
 
 /* Snapshot the counters since rl_client_new: the client's totals and
@@ -1133,7 +1148,16 @@ typedef struct rl_totals {
     uint64_t node_count;      /* nodes of the client (cfg.node_count):
                                  rl_client_node_stats takes 0..this-1 */
     uint64_t renewals_early;  /* as in rl_stats */
-    uint64_t reserved_[7];    /* zeroed (see "ABI" above) */
+    uint64_t queue_waiters;   /* as in rl_stats */
+    uint64_t queue_wait_ms_total;
+    uint64_t queue_wait_count;
+    uint64_t queue_leaves;
+    uint64_t queue_registrations; /* fair acquires that registered in a
+                                 queue (rl_stats: queue_waiters +
+                                 queue_wait_count + queue_leaves; read
+                                 here one counter at a time, the sum can
+                                 be off by one while a wait ends) */
+    uint64_t reserved_[2];    /* zeroed (see "ABI" above) */
 } rl_totals;
 
 /* Read the client's totals (128 bytes) without the node array: the
