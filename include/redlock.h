@@ -1221,9 +1221,12 @@ RL_API rl_status rl_resource_force_unlock(rl_client *c, const char *resource,
  * (version 0.0.4): HELP and TYPE lines, then per client
  *   redlock_acquired_total, redlock_contended_total, redlock_lost_total,
  *   redlock_renewals_total, redlock_fences_total,
- *   redlock_overload_refused_total, redlock_renewals_early_total
- *                                                            (counters)
- *   redlock_renewals_waiting                                 (gauge)
+ *   redlock_overload_refused_total, redlock_renewals_early_total,
+ *   redlock_queue_waits_total (queue_wait_count),
+ *   redlock_queue_wait_seconds_total (queue_wait_ms_total / 1000),
+ *   redlock_queue_leaves_total, redlock_queue_registrations_total
+ *   (queue_waiters + queue_wait_count + queue_leaves)       (counters)
+ *   redlock_renewals_waiting, redlock_queue_waiters          (gauges)
  * and per node, labelled node="host:port",
  *   redlock_node_requests_total, _errors_total, _timeouts_total,
  *   _down_total, redlock_node_votes_total{vote="for"|"against"}
