@@ -1155,8 +1155,8 @@ typedef struct rl_totals {
     uint64_t queue_registrations; /* fair acquires that registered in a
                                  queue (rl_stats: queue_waiters +
                                  queue_wait_count + queue_leaves; read
-                                 here one counter at a time, the sum can
-                                 be off by one while a wait ends) */
+                                 here one counter at a time, the sum
+                                 may differ briefly while waits end) */
     uint64_t reserved_[2];    /* zeroed (see "ABI" above) */
 } rl_totals;
 
