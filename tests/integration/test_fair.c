@@ -335,13 +335,14 @@ static void expect_queue_totals(rl_client *c, uint64_t registrations,
 
 /* A fixed amount of fair work, counted exactly: a fair holder granted at
  * once (no registration), two fair waiters that register behind it and
- * are granted in turn, one that registers and times out. */
+ * are granted in turn, one that registers and times out, one that
+ * registers and is cancelled. */
 static void test_the_metrics_count_registrations_waits_and_leaves(
     void **state)
 {
     struct fixture *f = *state;
     static const char *const res[] = {"qm"};
-    struct fixture_acquirer w[3] = {{0}};
+    struct fixture_acquirer w[4] = {{0}};
     struct fixture_acquirer *first, *second;
     const int64_t give_up_ms = harness_scale_ms(400);
     int64_t t0 = harness_now_ms();
@@ -358,13 +359,17 @@ static void test_the_metrics_count_registrations_waits_and_leaves(
     o.fair = 1;
     assert_int_equal(rl_acquire(f->c, "qm", &o, &f->l), RL_OK);
     expect_queue_totals(f->c, 0, 0, 0, 0);
-    for (i = 0; i < 3; i++) {
+    for (i = 0; i < 4; i++) {
         w[i].c = f->c;
         w[i].resources = res;
         w[i].count = 1;
         w[i].o = o;
-        w[i].o.wait_ms = i < 2 ? (uint32_t)harness_scale_ms(30000)
-                               : (uint32_t)give_up_ms;
+        w[i].o.wait_ms = i == 2 ? (uint32_t)give_up_ms
+                                : (uint32_t)harness_scale_ms(30000);
+    }
+    w[3].o.cancel = rl_cancel_new();
+    assert_non_null(w[3].o.cancel);
+    for (i = 0; i < 3; i++) {
         fixture_acquirer_start(&w[i]);
         /* One at a time: each is refused and registers. */
         assert_true(FIXTURE_WAIT_TOTAL(f->c, queue_registrations,
@@ -376,6 +381,14 @@ static void test_the_metrics_count_registrations_waits_and_leaves(
     fixture_acquirer_join(&w[2]);
     assert_int_equal(w[2].st, RL_ENOTACQUIRED);
     expect_queue_totals(f->c, 3, 2, 0, 1);
+    /* The fourth registers and is cancelled. */
+    fixture_acquirer_start(&w[3]);
+    assert_true(FIXTURE_WAIT_TOTAL(f->c, queue_registrations, 4, 5000));
+    assert_int_equal(rl_cancel_fire(w[3].o.cancel), RL_OK);
+    fixture_acquirer_join(&w[3]);
+    rl_cancel_free(w[3].o.cancel);
+    assert_int_equal(w[3].st, RL_EABORTED);
+    expect_queue_totals(f->c, 4, 2, 0, 2);
     /* The release hands the lock to one waiter, its release to the next. */
     assert_int_equal(rl_release(f->l), RL_OK);
     f->l = NULL;
@@ -383,13 +396,13 @@ static void test_the_metrics_count_registrations_waits_and_leaves(
     assert_non_null(first);
     fixture_acquirer_join(first);
     assert_int_equal(first->st, RL_OK);
-    expect_queue_totals(f->c, 3, 1, 1, 1);
+    expect_queue_totals(f->c, 4, 1, 1, 2);
     second = first == &w[0] ? &w[1] : &w[0];
     assert_int_equal(rl_release(first->lock), RL_OK);
     fixture_acquirer_join(second);
     assert_int_equal(second->st, RL_OK);
     assert_int_equal(rl_release(second->lock), RL_OK);
-    expect_queue_totals(f->c, 3, 0, 2, 1);
+    expect_queue_totals(f->c, 4, 0, 2, 2);
     /* Both waited from before the third started until after it gave up;
      * neither longer than the case. */
     assert_int_equal(rl_client_totals(f->c, &t), RL_OK);
@@ -400,15 +413,15 @@ static void test_the_metrics_count_registrations_waits_and_leaves(
     assert_int_equal(rl_client_stats(f->c, s), RL_OK);
     assert_int_equal(s->queue_waiters, 0);
     assert_int_equal(s->queue_wait_count, 2);
-    assert_int_equal(s->queue_leaves, 1);
+    assert_int_equal(s->queue_leaves, 2);
     assert_int_equal(s->queue_wait_ms_total, t.queue_wait_ms_total);
     assert_int_equal(rl_stats_format_prometheus(s, NULL, 0, text, 64 * 1024,
                                                 &needed),
                      RL_OK);
-    assert_non_null(strstr(text, "\nredlock_queue_registrations_total 3\n"));
+    assert_non_null(strstr(text, "\nredlock_queue_registrations_total 4\n"));
     assert_non_null(strstr(text, "\nredlock_queue_waiters 0\n"));
     assert_non_null(strstr(text, "\nredlock_queue_waits_total 2\n"));
-    assert_non_null(strstr(text, "\nredlock_queue_leaves_total 1\n"));
+    assert_non_null(strstr(text, "\nredlock_queue_leaves_total 2\n"));
     free(text);
     free(s);
 }
