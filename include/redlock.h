@@ -1108,7 +1108,22 @@ typedef struct rl_stats {
                                  renew_window_pct (never with 0): of all
                                  renewals, the share the window brings
                                  forward */
-    uint64_t reserved_[5];    /* zeroed (see "ABI" above) */
+    /* Fair waiting (rl_acquire_opts.fair; docs/fair-queue.md): a fair
+     * acquire refused at its first attempt takes a ticket and registers
+     * in the resource's queue; the registration then ends once, granted
+     * or given up. Registrations so far (rl_totals.queue_registrations)
+     * are queue_waiters + queue_wait_count + queue_leaves. */
+    uint64_t queue_waiters;   /* now: fair acquires registered, not yet
+                                 granted or given up */
+    uint64_t queue_wait_ms_total; /* registration to grant, whole ms,
+                                 summed over the granted ones: divided
+                                 by queue_wait_count, the mean wait in
+                                 the queue */
+    uint64_t queue_wait_count; /* registrations that ended granted */
+    uint64_t queue_leaves;    /* registrations that ended without the
+                                 lock: timed out, cancelled, or the
+                                 client freed while waiting */
+    uint64_t reserved_[1];    /* zeroed (see "ABI" above) */
 } rl_stats;
 
 /* Snapshot the counters since rl_client_new: the client's totals and
@@ -1133,7 +1148,16 @@ typedef struct rl_totals {
     uint64_t node_count;      /* nodes of the client (cfg.node_count):
                                  rl_client_node_stats takes 0..this-1 */
     uint64_t renewals_early;  /* as in rl_stats */
-    uint64_t reserved_[7];    /* zeroed (see "ABI" above) */
+    uint64_t queue_waiters;   /* as in rl_stats */
+    uint64_t queue_wait_ms_total;
+    uint64_t queue_wait_count;
+    uint64_t queue_leaves;
+    uint64_t queue_registrations; /* fair acquires that registered in a
+                                 queue (rl_stats: queue_waiters +
+                                 queue_wait_count + queue_leaves; read
+                                 here one counter at a time, the sum
+                                 may differ briefly while waits end) */
+    uint64_t reserved_[2];    /* zeroed (see "ABI" above) */
 } rl_totals;
 
 /* Read the client's totals (128 bytes) without the node array: the
@@ -1197,9 +1221,12 @@ RL_API rl_status rl_resource_force_unlock(rl_client *c, const char *resource,
  * (version 0.0.4): HELP and TYPE lines, then per client
  *   redlock_acquired_total, redlock_contended_total, redlock_lost_total,
  *   redlock_renewals_total, redlock_fences_total,
- *   redlock_overload_refused_total, redlock_renewals_early_total
- *                                                            (counters)
- *   redlock_renewals_waiting                                 (gauge)
+ *   redlock_overload_refused_total, redlock_renewals_early_total,
+ *   redlock_queue_waits_total (queue_wait_count),
+ *   redlock_queue_wait_seconds_total (queue_wait_ms_total / 1000),
+ *   redlock_queue_leaves_total, redlock_queue_registrations_total
+ *   (queue_waiters + queue_wait_count + queue_leaves)       (counters)
+ *   redlock_renewals_waiting, redlock_queue_waiters          (gauges)
  * and per node, labelled node="host:port",
  *   redlock_node_requests_total, _errors_total, _timeouts_total,
  *   _down_total, redlock_node_votes_total{vote="for"|"against"}

@@ -20,6 +20,13 @@ enum client_stat {
     STAT_OVERLOAD_REFUSED,
     STAT_RENEWALS_WAITING,      /* a gauge: the watchdog's backlog */
     STAT_RENEWALS_EARLY,
+    /* Fair waiting (queue.c): every registration ends once, granted or
+     * left, so registrations = waiters + wait_count + leaves. */
+    STAT_QUEUE_WAITERS,         /* a gauge: registered, not yet ended */
+    STAT_QUEUE_REGISTRATIONS,
+    STAT_QUEUE_WAIT_MS,         /* registration to grant, summed */
+    STAT_QUEUE_WAIT_COUNT,      /* registrations that ended granted */
+    STAT_QUEUE_LEAVES,          /* registrations that ended giving up */
     STAT_COUNT,
 };
 

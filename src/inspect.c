@@ -341,6 +341,12 @@ static void snapshot_totals(const rl_client *c, rl_totals *out)
     out->overload_refused = atomic_load(&c->stats[STAT_OVERLOAD_REFUSED]);
     out->renewals_waiting = atomic_load(&c->stats[STAT_RENEWALS_WAITING]);
     out->renewals_early = atomic_load(&c->stats[STAT_RENEWALS_EARLY]);
+    out->queue_waiters = atomic_load(&c->stats[STAT_QUEUE_WAITERS]);
+    out->queue_wait_ms_total = atomic_load(&c->stats[STAT_QUEUE_WAIT_MS]);
+    out->queue_wait_count = atomic_load(&c->stats[STAT_QUEUE_WAIT_COUNT]);
+    out->queue_leaves = atomic_load(&c->stats[STAT_QUEUE_LEAVES]);
+    out->queue_registrations =
+        atomic_load(&c->stats[STAT_QUEUE_REGISTRATIONS]);
     out->node_count = c->node_count;
 }
 
@@ -389,6 +395,10 @@ static void snapshot_stats(const rl_client *c, rl_stats *out)
     out->overload_refused = t.overload_refused;
     out->renewals_waiting = t.renewals_waiting;
     out->renewals_early = t.renewals_early;
+    out->queue_waiters = t.queue_waiters;
+    out->queue_wait_ms_total = t.queue_wait_ms_total;
+    out->queue_wait_count = t.queue_wait_count;
+    out->queue_leaves = t.queue_leaves;
     out->node_count = c->node_count;
     for (i = 0; i < c->node_count && i < RL_STATS_MAX_NODES; i++)
         snapshot_node(c->nodes[i], &out->nodes[i]);

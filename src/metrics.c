@@ -95,6 +95,15 @@ static void put_family(struct text *t, const char *name, const char *type,
     put(t, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* A client-wide family's HELP and TYPE and the start of its one sample. */
+static void put_client(struct text *t, const char *name, const char *type,
+                       const char *help, const char *const *labels,
+                       size_t count)
+{
+    put_family(t, name, type, help);
+    put_series(t, name, labels, count, NULL, NULL);
+}
+
 static void put_seconds(struct text *t, uint32_t us)
 {
     put(t, " %u.%06u\n", us / 1000000u, us % 1000000u);
@@ -226,6 +235,15 @@ static const struct client_family client_families[] = {
     {"redlock_renewals_early_total", "counter",
      "Watchdog renewals sent before they were due, with others due within "
      "renew_window_pct.", offsetof(rl_stats, renewals_early)},
+    {"redlock_queue_waiters", "gauge",
+     "Fair acquires registered in a queue now, not yet granted or given "
+     "up.", offsetof(rl_stats, queue_waiters)},
+    {"redlock_queue_waits_total", "counter",
+     "Fair acquires granted after registering in a queue.",
+     offsetof(rl_stats, queue_wait_count)},
+    {"redlock_queue_leaves_total", "counter",
+     "Fair acquires that registered and gave up (timed out, cancelled, "
+     "client freed).", offsetof(rl_stats, queue_leaves)},
 };
 
 struct node_family {
@@ -385,10 +403,24 @@ static void render(struct text *t, const rl_stats *s,
     for (f = 0; f < ARRAY_SIZE(client_families); f++) {
         const struct client_family *cf = &client_families[f];
 
-        put_family(t, cf->name, cf->type, cf->help);
-        put_series(t, cf->name, labels, count, NULL, NULL);
+        put_client(t, cf->name, cf->type, cf->help, labels, count);
         put(t, " %llu\n", (unsigned long long)field_u64(s, cf->offset));
     }
+    put_client(t, "redlock_queue_wait_seconds_total", "counter",
+               "Time from registration to grant of the fair acquires "
+               "granted after registering (whole ms, summed).",
+               labels, count);
+    put(t, " %llu.%03u\n",
+        (unsigned long long)(s->queue_wait_ms_total / 1000u),
+        (unsigned)(s->queue_wait_ms_total % 1000u));
+    /* rl_stats has no room for the registrations (its reserved tail keeps
+     * one word); each one is a waiter until it ends, granted or left. */
+    put_client(t, "redlock_queue_registrations_total", "counter",
+               "Fair acquires that registered in a queue (refused at their "
+               "first attempt).", labels, count);
+    put(t, " %llu\n", (unsigned long long)(s->queue_waiters +
+                                           s->queue_wait_count +
+                                           s->queue_leaves));
     for (f = 0; f < ARRAY_SIZE(node_counters); f++) {
         const struct node_family *nf = &node_counters[f];
 

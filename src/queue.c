@@ -52,6 +52,7 @@ struct fair_wait {
     bool granted;
     bool left;                   /* queue-leave sent */
     bool refreshing;             /* a queue-enter round is in flight */
+    rl_mono_us registered_us;    /* when the ticket was taken */
     int64_t qt[RL_MAX_NODES];    /* redlock:qt:K per node from the last attempt,
                                     -1: no reply */
     int64_t rank[RL_MAX_NODES];  /* our place per node from its latest
@@ -65,6 +66,30 @@ struct fair_wait {
     void (*left_done)(void *owner);
     void *left_owner;
 };
+
+/* The metrics: a registration is a waiter while it is queued (from the
+ * ticket until it is granted or leaves), and ends once, granted (its wait
+ * from the ticket counted) or given up. */
+static void count_registered(struct fair_wait *f)
+{
+    f->registered_us = mono_now_us();
+    client_count(f->c, STAT_QUEUE_REGISTRATIONS);
+    client_count(f->c, STAT_QUEUE_WAITERS);
+}
+
+static void count_ended(struct fair_wait *f, bool granted)
+{
+    if (!fair_queued(f))
+        return;
+    if (granted) {
+        atomic_fetch_add(&f->c->stats[STAT_QUEUE_WAIT_MS],
+                         (mono_now_us() - f->registered_us) / 1000u);
+        client_count(f->c, STAT_QUEUE_WAIT_COUNT);
+    } else {
+        client_count(f->c, STAT_QUEUE_LEAVES);
+    }
+    atomic_fetch_sub(&f->c->stats[STAT_QUEUE_WAITERS], 1);
+}
 
 static size_t count_rank0(const struct fair_wait *f)
 {
@@ -267,6 +292,7 @@ void fair_free(struct fair_wait *f)
     if (f == NULL)
         return;
     if (fair_queued(f)) {
+        count_ended(f, false); /* cancelled, or its client freed */
         cmd = leave_cmd(f, argv, lens);
         round_broadcast(f->round.nodes, f->round.n, &cmd);
     }
@@ -371,6 +397,7 @@ void fair_wait_turn(struct fair_wait *f, rl_mono_us since_us,
             return;
         }
         registering = true;
+        count_registered(f);
         refresh(f);
     }
     /* Subscribed at the first refusal, before the registration's reply
@@ -403,6 +430,7 @@ void fair_wait_turn(struct fair_wait *f, rl_mono_us since_us,
 
 void fair_granted(struct fair_wait *f)
 {
+    count_ended(f, true);
     f->granted = true;
 }
 
@@ -429,6 +457,7 @@ void fair_leave(struct fair_wait *f, void (*done)(void *owner), void *owner)
     f->refreshing = false;
     f->sleeping = false;
     loop_timer_stop(f->tick);
+    count_ended(f, false);
     f->left = true;
     f->left_done = done;
     f->left_owner = owner;

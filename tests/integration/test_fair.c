@@ -302,6 +302,130 @@ static void test_the_queue_a_majority_holds_is_reported_in_order(void **state)
                      RL_EINVAL);
 }
 
+/* Which of a and b returned first (waits up to harness_scale_ms(ms)), or
+ * NULL. */
+static struct fixture_acquirer *first_done(struct fixture_acquirer *a,
+                                           struct fixture_acquirer *b,
+                                           int64_t ms)
+{
+    int64_t deadline = harness_now_ms() + harness_scale_ms(ms);
+
+    do {
+        if (atomic_load(&a->done))
+            return a;
+        if (atomic_load(&b->done))
+            return b;
+        harness_sleep_ms(5);
+    } while (harness_now_ms() < deadline);
+    return NULL;
+}
+
+static void expect_queue_totals(rl_client *c, uint64_t registrations,
+                                uint64_t waiters, uint64_t granted,
+                                uint64_t leaves)
+{
+    rl_totals t;
+
+    assert_int_equal(rl_client_totals(c, &t), RL_OK);
+    assert_int_equal(t.queue_registrations, registrations);
+    assert_int_equal(t.queue_waiters, waiters);
+    assert_int_equal(t.queue_wait_count, granted);
+    assert_int_equal(t.queue_leaves, leaves);
+}
+
+/* A fixed amount of fair work, counted exactly: a fair holder granted at
+ * once (no registration), two fair waiters that register behind it and
+ * are granted in turn, one that registers and times out, one that
+ * registers and is cancelled. */
+static void test_the_metrics_count_registrations_waits_and_leaves(
+    void **state)
+{
+    struct fixture *f = *state;
+    static const char *const res[] = {"qm"};
+    struct fixture_acquirer w[4] = {{0}};
+    struct fixture_acquirer *first, *second;
+    const int64_t give_up_ms = harness_scale_ms(400);
+    int64_t t0 = harness_now_ms();
+    rl_acquire_opts o = {0};
+    rl_stats *s = malloc(sizeof(*s));
+    char *text = malloc(64 * 1024);
+    size_t needed;
+    rl_totals t;
+    int i;
+
+    assert_non_null(s);
+    assert_non_null(text);
+    o.ttl_ms = 30000;
+    o.fair = 1;
+    assert_int_equal(rl_acquire(f->c, "qm", &o, &f->l), RL_OK);
+    expect_queue_totals(f->c, 0, 0, 0, 0);
+    for (i = 0; i < 4; i++) {
+        w[i].c = f->c;
+        w[i].resources = res;
+        w[i].count = 1;
+        w[i].o = o;
+        w[i].o.wait_ms = i == 2 ? (uint32_t)give_up_ms
+                                : (uint32_t)harness_scale_ms(30000);
+    }
+    w[3].o.cancel = rl_cancel_new();
+    assert_non_null(w[3].o.cancel);
+    for (i = 0; i < 3; i++) {
+        fixture_acquirer_start(&w[i]);
+        /* One at a time: each is refused and registers. */
+        assert_true(FIXTURE_WAIT_TOTAL(f->c, queue_registrations,
+                                       (uint64_t)i + 1, 5000));
+        expect_queue_totals(f->c, (uint64_t)i + 1, (uint64_t)i + 1, 0, 0);
+    }
+    /* The third gives up while the lock is held: it left (counted before
+     * its acquire returned), the others still wait. */
+    fixture_acquirer_join(&w[2]);
+    assert_int_equal(w[2].st, RL_ENOTACQUIRED);
+    expect_queue_totals(f->c, 3, 2, 0, 1);
+    /* The fourth registers and is cancelled. */
+    fixture_acquirer_start(&w[3]);
+    assert_true(FIXTURE_WAIT_TOTAL(f->c, queue_registrations, 4, 5000));
+    assert_int_equal(rl_cancel_fire(w[3].o.cancel), RL_OK);
+    fixture_acquirer_join(&w[3]);
+    rl_cancel_free(w[3].o.cancel);
+    assert_int_equal(w[3].st, RL_EABORTED);
+    expect_queue_totals(f->c, 4, 2, 0, 2);
+    /* The release hands the lock to one waiter, its release to the next. */
+    assert_int_equal(rl_release(f->l), RL_OK);
+    f->l = NULL;
+    first = first_done(&w[0], &w[1], 10000);
+    assert_non_null(first);
+    fixture_acquirer_join(first);
+    assert_int_equal(first->st, RL_OK);
+    expect_queue_totals(f->c, 4, 1, 1, 2);
+    second = first == &w[0] ? &w[1] : &w[0];
+    assert_int_equal(rl_release(first->lock), RL_OK);
+    fixture_acquirer_join(second);
+    assert_int_equal(second->st, RL_OK);
+    assert_int_equal(rl_release(second->lock), RL_OK);
+    expect_queue_totals(f->c, 4, 0, 2, 2);
+    /* Both waited from before the third started until after it gave up;
+     * neither longer than the case. */
+    assert_int_equal(rl_client_totals(f->c, &t), RL_OK);
+    assert_true(t.queue_wait_ms_total >= 2 * (uint64_t)give_up_ms);
+    assert_true(t.queue_wait_ms_total <=
+                2 * (uint64_t)(harness_now_ms() - t0));
+    /* The same in the full snapshot and its Prometheus text. */
+    assert_int_equal(rl_client_stats(f->c, s), RL_OK);
+    assert_int_equal(s->queue_waiters, 0);
+    assert_int_equal(s->queue_wait_count, 2);
+    assert_int_equal(s->queue_leaves, 2);
+    assert_int_equal(s->queue_wait_ms_total, t.queue_wait_ms_total);
+    assert_int_equal(rl_stats_format_prometheus(s, NULL, 0, text, 64 * 1024,
+                                                &needed),
+                     RL_OK);
+    assert_non_null(strstr(text, "\nredlock_queue_registrations_total 4\n"));
+    assert_non_null(strstr(text, "\nredlock_queue_waiters 0\n"));
+    assert_non_null(strstr(text, "\nredlock_queue_waits_total 2\n"));
+    assert_non_null(strstr(text, "\nredlock_queue_leaves_total 2\n"));
+    free(text);
+    free(s);
+}
+
 static void test_unsupported_fair_options_are_refused(void **state)
 {
     struct fixture *f = *state;
@@ -347,6 +471,8 @@ int main(void)
         cmocka_unit_test(test_a_fair_acquire_waits_behind_the_head_and_leaves),
         cmocka_unit_test(
             test_the_queue_a_majority_holds_is_reported_in_order),
+        cmocka_unit_test(
+            test_the_metrics_count_registrations_waits_and_leaves),
         cmocka_unit_test(test_unsupported_fair_options_are_refused),
     };
 

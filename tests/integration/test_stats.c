@@ -261,6 +261,13 @@ static void test_totals_and_one_node_match_the_whole_snapshot(void **state)
     assert_int_equal(t.overload_refused, s->overload_refused);
     assert_int_equal(t.renewals_waiting, s->renewals_waiting);
     assert_int_equal(t.renewals_early, s->renewals_early);
+    assert_int_equal(t.queue_waiters, s->queue_waiters);
+    assert_int_equal(t.queue_wait_ms_total, s->queue_wait_ms_total);
+    assert_int_equal(t.queue_wait_count, s->queue_wait_count);
+    assert_int_equal(t.queue_leaves, s->queue_leaves);
+    assert_int_equal(t.queue_registrations,
+                     s->queue_waiters + s->queue_wait_count +
+                         s->queue_leaves);
     assert_int_equal(t.node_count, NODES);
     for (size_t i = 0; i < NODES; i++) {
         assert_int_equal(rl_client_node_stats(f->c, i, &n), RL_OK);

@@ -255,9 +255,20 @@ static size_t samples_named(const struct parsed *ps, const char *name)
     X(fences, "redlock_fences_total", 3)                                     \
     X(overload_refused, "redlock_overload_refused_total", 12)                \
     X(renewals_waiting, "redlock_renewals_waiting", 340)                     \
-    X(renewals_early, "redlock_renewals_early_total", 25)
+    X(renewals_early, "redlock_renewals_early_total", 25)                   \
+    X(queue_waiters, "redlock_queue_waiters", 2)                             \
+    X(queue_wait_count, "redlock_queue_waits_total", 9)                      \
+    X(queue_leaves, "redlock_queue_leaves_total", 4)
+/* The client-wide families that are not one field as it is: the family
+ * and the value it has with fill_stats. */
+#define QUEUE_WAIT_MS 12345
+#define CLIENT_DERIVED(X)                                                    \
+    X("redlock_queue_wait_seconds_total", 12.345) /* QUEUE_WAIT_MS */        \
+    X("redlock_queue_registrations_total", 15)    /* waiters+waits+leaves */
 #define ONE_(field, family, value) +1
-#define CLIENT_COUNTER_COUNT (0 CLIENT_COUNTERS(ONE_))
+#define ONE_DERIVED_(family, value) +1
+#define CLIENT_COUNTER_COUNT                                                 \
+    (0 CLIENT_COUNTERS(ONE_) CLIENT_DERIVED(ONE_DERIVED_))
 
 static void fill_stats(rl_stats *s, size_t nodes)
 {
@@ -267,6 +278,7 @@ static void fill_stats(rl_stats *s, size_t nodes)
 #define SET_COUNTER_(field, family, value) s->field = value;
     CLIENT_COUNTERS(SET_COUNTER_)
 #undef SET_COUNTER_
+    s->queue_wait_ms_total = QUEUE_WAIT_MS;
     s->node_count = nodes;
     for (i = 0; i < nodes; i++) {
         rl_node_stats *n = &s->nodes[i];
@@ -363,7 +375,10 @@ static void rendering_free(struct rendering *r)
 static void test_every_family_is_rendered_and_parses(void **state)
 {
 #define FAMILY_(field, family, value) family,
-    static const char *const client_families[] = {CLIENT_COUNTERS(FAMILY_)};
+#define DERIVED_FAMILY_(family, value) family,
+    static const char *const client_families[] = {
+        CLIENT_COUNTERS(FAMILY_) CLIENT_DERIVED(DERIVED_FAMILY_)};
+#undef DERIVED_FAMILY_
 #undef FAMILY_
     static const char *const per_node[] = {
         "redlock_node_requests_total", "redlock_node_errors_total",
@@ -404,7 +419,10 @@ static void test_values_match_the_stats(void **state)
         double value;
     } samples[] = {
 #define CLIENT_SAMPLE_(field, family, value) {family, 0, "", value},
+#define DERIVED_SAMPLE_(family, value) {family, 0, "", value},
         CLIENT_COUNTERS(CLIENT_SAMPLE_)
+        CLIENT_DERIVED(DERIVED_SAMPLE_)
+#undef DERIVED_SAMPLE_
 #undef CLIENT_SAMPLE_
         {"redlock_node_requests_total", 7003, "", 1002},
         {"redlock_node_errors_total", 7002, "", 11},
@@ -455,6 +473,27 @@ static void test_values_match_the_stats(void **state)
     }
     /* Exact decimal seconds, not a rounded double. */
     assert_non_null(strstr(r.text, "quantile=\"0.99\"} 3.000001\n"));
+    assert_non_null(strstr(r.text, "redlock_queue_wait_seconds_total "
+                                   "12.345\n"));
+    rendering_free(&r);
+}
+
+/* Below a second, and the largest count of ms: exact digits. */
+static void test_queue_wait_is_written_in_exact_seconds(void **state)
+{
+    struct rendering r;
+
+    (void)state;
+    fill_stats(&r.s, 0);
+    r.s.queue_wait_ms_total = 7;
+    render_and_parse(&r, NULL, 0);
+    assert_non_null(strstr(r.text, "redlock_queue_wait_seconds_total "
+                                   "0.007\n"));
+    rendering_free(&r);
+    r.s.queue_wait_ms_total = UINT64_MAX;
+    render_and_parse(&r, NULL, 0);
+    assert_non_null(strstr(r.text, "redlock_queue_wait_seconds_total "
+                                   "18446744073709551.615\n"));
     rendering_free(&r);
 }
 
@@ -653,6 +692,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_family_is_rendered_and_parses),
         cmocka_unit_test(test_values_match_the_stats),
+        cmocka_unit_test(test_queue_wait_is_written_in_exact_seconds),
         cmocka_unit_test(test_label_values_are_escaped),
         cmocka_unit_test(test_extra_labels_are_on_every_sample),
         cmocka_unit_test(test_zero_nodes_renders_the_client_counters),
