@@ -887,7 +887,9 @@ typedef struct rl_queue_entry {
  * the entries that a quorum of the nodes holds with the same place, in
  * queue order (the first is the next to be served), up to cap;
  * *minority (may be NULL) counts the entries held by fewer. Reads at most
- * RL_QUEUE_READ_MAX entries per node, changes nothing. Blocks.
+ * RL_QUEUE_READ_MAX entries per node, changes nothing. What it shows
+ * at each step of a fair wait (registration, the head's attempt, the
+ * grant, the release): docs/protocol.md section 4, "Fair queue". Blocks.
  * Returns:
  *   RL_OK         a quorum answered.
  *   RL_ENOQUORUM  fewer did (*count is 0).
@@ -978,7 +980,10 @@ typedef struct rl_resource_info {
  * validity left, its fence write short of a quorum) is rolled back: a
  * read in that round trip reports it held, and, for a fenced one, with
  * RL_TERM_PENDING unless its fence write had already reached a quorum.  A node holding another
- * value does not change the holder a quorum agrees on. nodes (cap
+ * value does not change the holder a quorum agrees on. What it reports
+ * at each step of each operation (acquire, extend, release, readers and
+ * writers, semaphore, proclaim, fair queue): the tables in
+ * docs/protocol.md section 4, "What others see, step by step". nodes (cap
  * entries; *count = number of nodes) may be NULL with cap 0 and count
  * NULL. Blocks about op_timeout_ms; thread-safe.
  * Returns:
@@ -1029,12 +1034,16 @@ RL_API rl_status rl_semaphore_inspect(rl_client *c, const char *resource,
  * majority) -- once at the start and then at every change (another
  * leader, none, another owner after a proclaim, another term, the
  * leader's validity over with its lock-delay left: validity_ms 0,
- * blocked_ms not), in the order read. A leader is never
+ * blocked_ms not), in the order read (what a read finds at each step
+ * of a campaign, a proclaim or a release: docs/protocol.md section 4,
+ * "What others see, step by step"). A leader is never
  * reported before its term is on a quorum: while a campaign is between
  * its two rounds (RL_TERM_PENDING), the observer reads again after 2 ms,
  * doubling up to retry_delay_ms, and reports nothing; a candidate whose
  * second round fails is rolled back and never reported. The nodes are read again
- * when a release or proclaim is announced on the release channel, when
+ * when a release or proclaim is announced on the release channel (a
+ * fair lock's release is not announced there: it is seen at the next
+ * timed read), when
  * the validity read has run out (a leader that crashed is noticed within
  * its TTL) and then its lock-delay, and every retry_delay_ms while there is no leader (or a read
  * did not reach a quorum). When the client is freed first, cb gets
