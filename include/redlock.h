@@ -1002,8 +1002,9 @@ RL_API rl_status rl_resource_inspect(rl_client *c, const char *resource,
 /* rl_resource_inspect for the permits of a semaphore
  * (rl_acquire_opts.limit): slots 0..limit-1 of resource (limit
  * 1..RL_MAX_LIMIT), all read in one script per node, so each node's
- * answer is one snapshot of its slots (a holder that moves from a slot
- * to another shows on one of them, never on two). slots[i] (limit
+ * answer is one snapshot of its slots (not a slot per round; a failed
+ * slot attempt's rollback still landing can show one acquisition on two
+ * slots for a round trip, docs/protocol.md). slots[i] (limit
  * entries) sums up slot i as rl_resource_inspect would. nodes (may be
  * NULL with cap 0 and count NULL) gets node j's view of slot i at
  * nodes[i * cap + j] (limit * cap entries; j below cap); *count = number

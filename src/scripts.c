@@ -172,6 +172,20 @@ _Static_assert(TOKEN_STEM_LEN == 32 && TOKEN_HEX_LEN == 40,
 #define LUA_NUM_(x) #x
 #define LUA_NUM(x) LUA_NUM_(x)
 
+/* member(tok): a waiter's queue entry is named by its acquisition, not
+ * by one attempt: each attempt has its own token (token.h), so the entry
+ * is the token with its attempt digits zeroed; a value of another shape
+ * is its own name. */
+#define MEMBER_LUA                                                        \
+    "local function member(tok)\n"                                        \
+    "  local h = string.match(tok, '^%x+')\n"                             \
+    "  if not h or #h < " LUA_NUM(TOKEN_HEX_LEN) " then return tok end\n" \
+    "  return string.sub(tok, 1, " LUA_NUM(TOKEN_STEM_LEN) ") ..\n"       \
+    "         string.rep('0', " LUA_NUM(TOKEN_HEX_LEN) " - "              \
+    LUA_NUM(TOKEN_STEM_LEN) ") ..\n"                                      \
+    "         string.sub(tok, " LUA_NUM(TOKEN_HEX_LEN) " + 1)\n"          \
+    "end\n"
+
 /* The fair queue's helpers (docs/fair-queue.md 2.5). The queue of the
  * lock at K is redlock:q:K (entry -> score, the order), redlock:qx:K
  * (entry -> expiry, the node's TIME in ms) and redlock:qt:K (the largest
@@ -190,23 +204,13 @@ _Static_assert(TOKEN_STEM_LEN == 32 && TOKEN_HEX_LEN == 40,
  * an empty queue is deleted with its counter (a counter orders only
  * entries still waiting).
  * enter(...): add or refresh an entry (same score on every node) and
- * raise the counter to its ticket, which rebuilds a restarted node's counter.
- * member(tok): a waiter's entry is named by its acquisition, not by one
- * attempt: each attempt has its own token (token.h), so the entry is
- * the token with its attempt digits zeroed; a value of another shape is
- * its own name. */
+ * raise the counter to its ticket, which rebuilds a restarted node's
+ * counter. */
 #define QUEUE_LUA                                                         \
     "local K = KEYS[1]\n"                                                 \
     "local Q, QX, QT = 'redlock:q:' .. K, 'redlock:qx:' .. K,\n"          \
     "                  'redlock:qt:' .. K\n"                              \
-    "local function member(tok)\n"                                        \
-    "  local h = string.match(tok, '^%x+')\n"                             \
-    "  if not h or #h < " LUA_NUM(TOKEN_HEX_LEN) " then return tok end\n" \
-    "  return string.sub(tok, 1, " LUA_NUM(TOKEN_STEM_LEN) ") ..\n"       \
-    "         string.rep('0', " LUA_NUM(TOKEN_HEX_LEN) " - "              \
-    LUA_NUM(TOKEN_STEM_LEN) ") ..\n"                                      \
-    "         string.sub(tok, " LUA_NUM(TOKEN_HEX_LEN) " + 1)\n"          \
-    "end\n"                                                               \
+    MEMBER_LUA                                                            \
     "local function server_ms()\n"                                        \
     "  local t = redis.call('time')\n"                                    \
     "  return t[1] * 1000 + math.floor(t[2] / 1000)\n"                    \
@@ -273,12 +277,15 @@ _Static_assert(TOKEN_STEM_LEN == 32 && TOKEN_HEX_LEN == 40,
     "end\n"                                                               \
     "local qt = queued and redis.call('get', QT) or '0'\n"
 
-/* fair-release and fair-rollback: release's compare-and-delete without
- * the publish on redlock:release:K (fair waiters are told by announce;
- * a rollback there would wake every plain waiter, docs/fair-queue.md
- * 1.3); KEEP_ENTRY says whether the token's entry stays. With no queue
+/* fair-release and fair-rollback: release's compare-and-delete. A
+ * release publishes on redlock:release:K as every release does (an
+ * observer, a plain waiter and the head learn it; fair waiters behind
+ * the head ignore it); a rollback does not (it would wake every plain
+ * waiter for nothing, docs/fair-queue.md 1.3). KEEP_ENTRY (the rollback)
+ * says whether the token's entry stays; ON_DELETE runs when the key was
+ * ours and is gone. With no queue
  * on the node there is nobody to tell: it costs what release costs. */
-#define FAIR_RELEASE_LUA(KEEP_ENTRY)                                      \
+#define FAIR_RELEASE_LUA(KEEP_ENTRY, ON_DELETE)                           \
     OURS_LUA                                                              \
     VALUE_LUA                                                             \
     QUEUE_LUA                                                             \
@@ -287,6 +294,7 @@ _Static_assert(TOKEN_STEM_LEN == 32 && TOKEN_HEX_LEN == 40,
     "local r = 0\n"                                                       \
     "if v and ours(v, tok) then\n"                                        \
     "  redis.call('del', K)\n"                                            \
+    ON_DELETE                                                             \
     "  r = 1\n"                                                           \
     "elseif v then\n"                                                     \
     "  r = -1\n"                                                          \
@@ -577,9 +585,12 @@ static struct script scripts[SCRIPT_COUNT] = {
         "        redis.call('get', QT) or '0', added}\n",
         "", true},
     [SCRIPT_FAIR_RELEASE] = {
-        "fair-release", FAIR_RELEASE_LUA("false"), ""},
+        "fair-release",
+        FAIR_RELEASE_LUA("false", "  redis.call('publish', "
+                                  "'redlock:release:' .. K, tok)\n"),
+        ""},
     [SCRIPT_FAIR_ROLLBACK] = {
-        "fair-rollback", FAIR_RELEASE_LUA("true"), ""},
+        "fair-rollback", FAIR_RELEASE_LUA("true", ""), ""},
     [SCRIPT_QUEUE_LEAVE] = {
         "queue-leave",
         QUEUE_LUA
@@ -595,16 +606,22 @@ static struct script scripts[SCRIPT_COUNT] = {
         ""},
     [SCRIPT_QUEUE_INSPECT] = {
         "queue-inspect",
+        MEMBER_LUA
         "local K = KEYS[1]\n"
         "local t = redis.call('time')\n"
         "local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
+        /* The holder keeps its entry a while after its grant: it holds,
+         * it does not wait, so it is not listed. */
+        "local holder = redis.call('type', K).ok == 'string' and\n"
+        "               string.sub(member(redis.call('get', K)), 1,\n"
+        "                          " LUA_NUM(TOKEN_HEX_LEN) ")\n"
         "local q = redis.call('zrange', 'redlock:q:' .. K, 0,\n"
-        "                     tonumber(ARGV[1]) - 1,\n"
-        "                     'withscores')\n"
+        "                     tonumber(ARGV[1]) - 1, 'withscores')\n"
         "local out = {string.format('%.0f', now)}\n"
         "for i = 1, #q, 2 do\n"
         "  local e = redis.call('zscore', 'redlock:qx:' .. K, q[i])\n"
-        "  if e and tonumber(e) > now then\n"
+        "  if e and tonumber(e) > now and\n"
+        "     string.sub(q[i], 1, " LUA_NUM(TOKEN_HEX_LEN) ") ~= holder then\n"
         "    out[#out + 1] = q[i]\n"
         "    out[#out + 1] = q[i + 1]\n"
         "    out[#out + 1] = e\n"

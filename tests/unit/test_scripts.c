@@ -159,17 +159,19 @@ static void test_deleting_scripts_publish_the_release(void **state)
         strstr(script_get(SCRIPT_READER_RELEASE)->source, "publish"));
     assert_non_null(
         strstr(script_get(SCRIPT_FORCE_RELEASE)->source, "publish"));
+    assert_non_null(strstr(script_get(SCRIPT_FAIR_RELEASE)->source,
+                           "'publish', 'redlock:release:' .."));
 }
 
 /* The fair scripts that delete the lock key or an entry tell the next
- * waiter on redlock:queue:<key> instead, and never the release channel:
- * a rollback there would wake every waiter (docs/fair-queue.md 1.3). */
+ * waiter on redlock:queue:<key>; only fair-release (above) also tells the
+ * release channel: a rollback there would wake every waiter
+ * (docs/fair-queue.md 1.3). */
 static void test_fair_scripts_announce_not_release(void **state)
 {
     static const enum script_id fair[] = {
         SCRIPT_FAIR_ACQUIRE, SCRIPT_FAIR_ACQUIRE_FENCED,
-        SCRIPT_QUEUE_ENTER, SCRIPT_FAIR_RELEASE,
-        SCRIPT_FAIR_ROLLBACK, SCRIPT_QUEUE_LEAVE};
+        SCRIPT_QUEUE_ENTER, SCRIPT_FAIR_ROLLBACK, SCRIPT_QUEUE_LEAVE};
 
     (void)state;
     for (size_t i = 0; i < sizeof(fair) / sizeof(fair[0]); i++) {
@@ -178,6 +180,8 @@ static void test_fair_scripts_announce_not_release(void **state)
         assert_non_null(strstr(src, "'publish', 'redlock:queue:' .."));
         assert_null(strstr(src, "redlock:release:"));
     }
+    assert_non_null(strstr(script_get(SCRIPT_FAIR_RELEASE)->source,
+                           "'publish', 'redlock:queue:' .."));
     /* queue-inspect (status) reads: it must not purge or refresh. */
     {
         const char *src = script_get(SCRIPT_QUEUE_INSPECT)->source;
