@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -412,6 +413,65 @@ static void test_external_loop_client_free_cancels_pending_ops(void **state)
     assert_int_equal(atomic_load(&done), 10);
 }
 
+/* Every node holds key with token and a PTTL above min_pttl (a renewal
+ * landed), looked at until a scaled ms have passed. */
+static bool all_renewed_within(const struct fixture *f, const char *key,
+                               const char *token, long long min_pttl,
+                               int64_t ms)
+{
+    int64_t deadline = harness_now_ms() + harness_scale_ms(ms);
+    int k = 0;
+
+    while (k < NODES) {
+        if (harness_key_holds_ttl(&f->r[k], key, token, min_pttl, LLONG_MAX))
+            k++;
+        else if (harness_now_ms() < deadline)
+            harness_sleep_ms(10);
+        else
+            return false;
+    }
+    return true;
+}
+
+/* A loop that stood still past op_timeout_ms (its thread kept off the
+ * CPU on a loaded machine) wakes to sockets holding the replies that came
+ * meanwhile and to request timers due in the same iteration: the replies
+ * count, no node is failed for a timeout. The servers are paused while
+ * the extension is sent, so nothing can be read before the stall; each
+ * node has extended the key (seen from outside) before the loop runs
+ * again. */
+static void test_external_loop_stalled_past_op_timeout_reads_the_replies(
+    void **state)
+{
+    struct fixture *f = *state;
+    const char *token;
+    int64_t sent;
+
+    start_acquires(f, "async:stalled", 1, 2000);
+    assert_true(wait_for(f, &done, 1, 5000));
+    assert_int_equal(recs[0].st, RL_OK);
+    token = rl_lock_token(recs[0].lock);
+    for (int k = 0; k < NODES; k++)
+        assert_int_equal(harness_pause(&f->r[k]), 0);
+    assert_int_equal(rl_extend_async(recs[0].lock, 10000, ext_cb, &recs[1]),
+                     RL_OK);
+    for (int i = 0; i < 3; i++) /* started, then written */
+        ev_run(f->loop, EVRUN_NOWAIT);
+    sent = harness_now_ms();
+    for (int k = 0; k < NODES; k++)
+        assert_int_equal(harness_resume(&f->r[k]), 0);
+    assert_true(all_renewed_within(f, "async:stalled0", token, 2001, 5000));
+    while (harness_now_ms() - sent <= 2 * harness_scale_ms(150))
+        harness_sleep_ms(10);
+    assert_true(wait_for(f, &done, 2, 5000));
+    if (recs[1].st != RL_OK)
+        fprintf(stderr, "  extend after the stall: %s: %s\n",
+                rl_status_name(recs[1].st), recs[1].err);
+    assert_int_equal(recs[1].st, RL_OK);
+    recs[1].lock = NULL;
+    release_many(f, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -429,6 +489,9 @@ int main(void)
             test_external_loop_runs_callbacks_on_the_callers_thread, &external),
         FIXTURE_TEST(
             test_external_loop_client_free_cancels_pending_ops, &external),
+        FIXTURE_TEST(
+            test_external_loop_stalled_past_op_timeout_reads_the_replies,
+            &external),
     };
 
     return FIXTURE_RUN("async", &owned, tests);
