@@ -472,6 +472,86 @@ static void test_external_loop_stalled_past_op_timeout_reads_the_replies(
     release_many(f, 1);
 }
 
+/* No coalescing window: a renewal leaves when due, not before; its
+ * request's deadline (op timeout) comes after the lock's margin, so only
+ * the watchdog's timer is due when the loop runs again (a request timer
+ * due then reads the replies first itself). */
+static void due_renewals(rl_config *cfg)
+{
+    cfg->renew_window_pct = 0;
+    cfg->op_timeout_ms = 8000;
+}
+
+static const struct fixture_opts external_due = { .nodes = NODES,
+                                                  .external_loop = true,
+                                                  .tune = due_renewals,
+                                                  .setup = setup,
+                                                  .cleanup = cleanup };
+
+/* Run the loop until harness_now_ms() reaches at. */
+static void run_until(struct fixture *f, int64_t at)
+{
+    while (harness_now_ms() < at) {
+        ev_run(f->loop, EVRUN_NOWAIT);
+        harness_sleep_ms(1);
+    }
+}
+
+/* The same stall past a watched lock's safety margin: its renewal was
+ * sent, every node renewed the key, and the reply waits in the sockets
+ * when the loop runs again past the margin (before the validity ends).
+ * The watchdog reads it before judging the lock: renewed, not lost. A
+ * 10 s TTL: renewal due 3.3 s in, margin 1 s before the validity ends. */
+static void test_external_loop_stalled_past_the_margin_reads_the_renewal(
+    void **state)
+{
+    struct fixture *f = *state;
+    rl_acquire_opts o = { 0 };
+    rl_totals tot;
+    const char *token;
+    int64_t t0 = harness_now_ms(), v;
+
+    o.ttl_ms = 10000;
+    o.auto_extend = true;
+    assert_int_equal(rl_acquire_async(f->c, "async:margin", &o, acq_cb,
+                                      &recs[0]),
+                     RL_OK);
+    assert_true(wait_for(f, &done, 1, 5000));
+    assert_int_equal(recs[0].st, RL_OK);
+    token = rl_lock_token(recs[0].lock);
+    /* The renewal leaves 3333 ms after the acquisition (no window) while
+     * the servers are paused; the loop runs for less than the 300 ms
+     * (connect timeout) a paused node's periodic check may wait. */
+    run_until(f, t0 + 3250);
+    for (int k = 0; k < NODES; k++)
+        assert_int_equal(harness_pause(&f->r[k]), 0);
+    run_until(f, t0 + 3450);
+    for (int k = 0; k < NODES; k++)
+        assert_int_equal(harness_resume(&f->r[k]), 0);
+    /* Renewed on every node (an unrenewed key has < 6.6 s left now). */
+    assert_true(all_renewed_within(f, "async:margin", token, 7000, 2000));
+    /* Past the margin, before the validity ends: the loop stood still. */
+    while ((v = rl_lock_validity_ms(recs[0].lock)) > 800)
+        harness_sleep_ms(10);
+    fprintf(stderr, "  the loop runs again with %lld ms of validity left\n",
+            (long long)v);
+    if (v <= 200) {
+        fprintf(stderr, "SKIP: this thread overslept the margin (loaded "
+                        "machine)\n");
+        skip();
+    }
+    ev_run(f->loop, EVRUN_NOWAIT);
+    ev_run(f->loop, EVRUN_NOWAIT);
+    assert_int_equal(rl_client_totals(f->c, &tot), RL_OK);
+    fprintf(stderr, "  lost %d, renewals %llu, validity %lld ms\n",
+            rl_lock_lost(recs[0].lock), (unsigned long long)tot.renewals,
+            (long long)rl_lock_validity_ms(recs[0].lock));
+    assert_false(rl_lock_lost(recs[0].lock));
+    assert_int_equal(tot.renewals, 1);
+    assert_true(rl_lock_validity_ms(recs[0].lock) > 2000); /* a new one */
+    release_many(f, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -492,6 +572,9 @@ int main(void)
         FIXTURE_TEST(
             test_external_loop_stalled_past_op_timeout_reads_the_replies,
             &external),
+        FIXTURE_TEST(
+            test_external_loop_stalled_past_the_margin_reads_the_renewal,
+            &external_due),
     };
 
     return FIXTURE_RUN("async", &owned, tests);
