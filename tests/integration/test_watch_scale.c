@@ -134,33 +134,11 @@ static const struct fixture_opts fx = { .nodes = NODES,
                                         .setup = alloc_many,
                                         .cleanup = free_many };
 
-/* Why a lock was lost, inside its lost callback (rl_last_error() of the
- * loop thread, set by the watchdog just before): true when the client
- * and the nodes were too slow for it -- no renewal confirmed before the
- * safety margin, or the validity ran out first. On a machine that keeps
- * them off the CPU that is the truthful outcome; any other reason (a
- * majority says the key is gone, or its votes no longer count) is not
- * load. */
-static bool lost_for_being_slow(void)
-{
-    static const char *const slow[] = {
-        "no renewal succeeded before the safety margin",
-        "validity ran out before the extension",
-        "extension round took longer than the TTL",
-    };
-    const char *why = rl_last_error();
-
-    for (size_t i = 0; i < sizeof(slow) / sizeof(slow[0]); i++)
-        if (strstr(why, slow[i]) != NULL)
-            return true;
-    return false;
-}
-
 static void on_lost(rl_lock *l, void *privdata)
 {
     struct lost_tally *t = privdata;
 
-    if (!lost_for_being_slow() && atomic_fetch_add(&t->gone, 1) == 0)
+    if (!fixture_lost_for_being_slow() && atomic_fetch_add(&t->gone, 1) == 0)
         snprintf(t->gone_why, sizeof(t->gone_why), "%s", rl_last_error());
     if (rl_lock_validity_ms(l) <= 0)
         atomic_fetch_add(&t->late, 1);
