@@ -509,7 +509,7 @@ static void test_external_loop_stalled_past_the_margin_reads_the_renewal(
     rl_acquire_opts o = { 0 };
     rl_totals tot;
     const char *token;
-    int64_t t0 = harness_now_ms(), v;
+    int64_t t0 = harness_now_ms(), acquired, v;
 
     o.ttl_ms = 10000;
     o.auto_extend = true;
@@ -517,15 +517,17 @@ static void test_external_loop_stalled_past_the_margin_reads_the_renewal(
                                       &recs[0]),
                      RL_OK);
     assert_true(wait_for(f, &done, 1, 5000));
+    acquired = harness_now_ms();
     assert_int_equal(recs[0].st, RL_OK);
     token = rl_lock_token(recs[0].lock);
-    /* The renewal leaves 3333 ms after the acquisition (no window) while
-     * the servers are paused; the loop runs for less than the 300 ms
-     * (connect timeout) a paused node's periodic check may wait. */
+    /* The renewal leaves 3333 ms after the acquisition (no window: between
+     * t0 and `acquired`) while the servers are paused; the loop runs for
+     * less than the connect timeout a paused node's periodic check may
+     * wait. */
     run_until(f, t0 + 3250);
     for (int k = 0; k < NODES; k++)
         assert_int_equal(harness_pause(&f->r[k]), 0);
-    run_until(f, t0 + 3450);
+    run_until(f, acquired + 3400);
     for (int k = 0; k < NODES; k++)
         assert_int_equal(harness_resume(&f->r[k]), 0);
     /* Renewed on every node (an unrenewed key has < 6.6 s left now). */
