@@ -640,6 +640,14 @@ static void on_readable(struct ev_loop *loop, ev_io *w, int revents)
     leave(c);
 }
 
+void conn_read_now(struct conn *c)
+{
+    enter(c);
+    if (c->state == CONN_OPEN)
+        do_read(c);
+    leave(c);
+}
+
 static void on_writable(struct ev_loop *loop, ev_io *w, int revents)
 {
     struct conn *c = w->data;

@@ -92,6 +92,10 @@ bool conn_push_command(struct conn *c, int argc, const char **argv,
 /* Write what is queued now (an open connection), instead of at the end
  * of the loop iteration. Safe anywhere, including callbacks. */
 void conn_flush(struct conn *c);
+/* Read what the socket already holds now (an open connection; replies
+ * go to their requests), instead of when the readable watcher runs.
+ * Not inside a callback of c. */
+void conn_read_now(struct conn *c);
 
 /* Tear down now: every pending request is answered with reply NULL and
  * reason, then on_close(reason) runs. No-op when already closed. */

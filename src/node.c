@@ -197,7 +197,20 @@ static void arm_request_timer(struct node *n)
  * only the oldest request can be overdue first. If it is, the connection
  * is stuck (e.g. a SIGSTOPped server): it is torn down before anyone is
  * told, so owners that react (rollbacks) already see the node down; every
- * pending request is then reported REPLY_DOWN with the timeout as reason. */
+ * pending request is then reported REPLY_DOWN with the timeout as reason.
+ * Replies the socket already holds are read first: libev runs the
+ * watchers of one loop iteration latest first, so a timer due in the
+ * iteration that also found the socket readable runs before the read --
+ * and every time this thread was kept off the CPU past op_timeout_ms
+ * (a loaded machine), answers that had arrived were thrown away as
+ * timeouts and a healthy node was taken down. A late answer is safe to
+ * use: each round's outcome is reckoned from its start. */
+void node_read_now(struct node *n)
+{
+    if (n->conn != NULL && conn_get_state(n->conn) == CONN_OPEN)
+        conn_read_now(n->conn);
+}
+
 static void on_request_timer(struct ev_loop *loop, ev_timer *w, int revents)
 {
     struct node *n = w->data;
@@ -205,6 +218,13 @@ static void on_request_timer(struct ev_loop *loop, ev_timer *w, int revents)
 
     RL_UNUSED(loop);
     RL_UNUSED(revents);
+    if (r != NULL && r->deadline_us <= mono_now_us() && n->conn != NULL &&
+        conn_get_state(n->conn) == CONN_OPEN) {
+        node_read_now(n); /* may answer r, or close the connection */
+        if (n->conn == NULL || ev_is_active(&n->request_timer))
+            return; /* down, or re-armed for the next request */
+        r = request_of(n->pending.first);
+    }
     if (r == NULL || r->deadline_us > mono_now_us()) {
         arm_request_timer(n);
         return;

@@ -100,6 +100,13 @@ void wire_unref(struct wire *w);
  * then nothing will be called back and *why (if not NULL) points at a
  * reason that lives as long as the node. fn may be NULL (fire and forget:
  * the reply is dropped). */
+/* Read the replies n's socket already holds now (when connected): their
+ * owners are told before whatever runs next. A timer due in the same loop
+ * iteration as the socket's readiness runs first (libev runs the latest
+ * pending watcher first), so one about to give up on a reply calls this.
+ * Loop thread, not inside a reply of n. */
+void node_read_now(struct node *n);
+
 struct request *node_send_wire(struct node *n, struct wire *w,
                                node_reply_fn *fn, void *owner, size_t slot,
                                const char **why);

@@ -5,7 +5,8 @@
  * HELD and renewals go on, else (a round in flight, or a cap reached) the
  * start of its safety margin (validity end - min(ttl/10, 1 s)); a renewal
  * due after the margin start is queued at the margin. When the timer
- * fires, locks past their margin become LOST; then every lock due by now
+ * fires, locks past their margin become LOST (once the replies already
+ * received are read: one may renew them); then every lock due by now
  * + the coalescing window is renewed in batches (extend.c). The window is
  * the first due lock's min(interval x renew_window_pct, 100 ms): renewals
  * go out that much early (counted: STAT_RENEWALS_EARLY; none with a
@@ -370,8 +371,26 @@ static bool renew(struct watchdog *w, struct rl_lock *l,
     return true;
 }
 
-/* The timer: locks past their margin are lost; locks waiting for room go
- * first; then every renewal due within the window, in batches. */
+/* A lock is past its margin: unless done already this tick (*read), read
+ * the replies the nodes' sockets already hold first -- this timer runs
+ * before them when both are due in one loop iteration (a loop thread
+ * kept off the CPU past the margin), and one may renew the lock. True
+ * when they were read now: look at the lock again. */
+static bool replies_first(struct watchdog *w, bool *read)
+{
+    size_t i;
+
+    if (*read)
+        return false;
+    *read = true;
+    for (i = 0; i < w->client->node_count; i++)
+        node_read_now(w->client->nodes[i]);
+    return true;
+}
+
+/* The timer: locks past their margin are lost (after the replies already
+ * received); locks waiting for room go first; then every renewal due
+ * within the window, in batches. */
 static void tick(void *arg)
 {
     struct watchdog *w = arg;
@@ -379,11 +398,14 @@ static void tick(void *arg)
     struct extend_batch *b = NULL;
     struct theap_node *n;
     struct rl_lock *l;
+    bool read = false;
 
     w->armed_at = 0;
     while ((n = theap_min(&w->backlog)) != NULL) {
         l = timer_lock(n);
-        if (n->key <= now) {
+        if (n->key <= now && replies_first(w, &read)) {
+            continue;
+        } else if (n->key <= now) {
             w->behind = true;
             lose_at_margin(w, l);
         } else if (!renews(l, now)) {
@@ -395,7 +417,9 @@ static void tick(void *arg)
     }
     while ((n = theap_min(&w->timers)) != NULL && n->key <= horizon) {
         l = timer_lock(n);
-        if (margin_at(l) <= now) {
+        if (margin_at(l) <= now && replies_first(w, &read)) {
+            continue;
+        } else if (margin_at(l) <= now) {
             lose_at_margin(w, l);
         } else if (!renews(l, now)) {
             if (n->key > now)

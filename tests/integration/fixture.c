@@ -414,3 +414,18 @@ void fixture_acquirer_join(struct fixture_acquirer *a)
 {
     pthread_join(a->thread, NULL);
 }
+
+bool fixture_lost_for_being_slow(void)
+{
+    static const char *const slow[] = {
+        "no renewal succeeded before the safety margin",
+        "validity ran out before the extension",
+        "extension round took longer than the TTL",
+    };
+    const char *why = rl_last_error();
+
+    for (size_t i = 0; i < sizeof(slow) / sizeof(slow[0]); i++)
+        if (strstr(why, slow[i]) != NULL)
+            return true;
+    return false;
+}

@@ -147,6 +147,14 @@ void fixture_proxy_stop(pid_t *pid);
  * option; anything but RL_OK fails the case, naming the status and
  * rl_last_error(). Returns the lock. */
 rl_lock *fixture_acquire(rl_client *c, const char *resource, uint32_t ttl_ms);
+/* Inside a lost callback: true when the watchdog lost the lock for being
+ * too slow -- no renewal confirmed before the safety margin, or the
+ * validity ran out first (rl_last_error() of the loop thread, set just
+ * before, says why). A machine that keeps the client or the nodes off
+ * the CPU loses locks so, truthfully; any other reason (a majority says
+ * the key is gone, or its votes no longer count) is not load. */
+bool fixture_lost_for_being_slow(void);
+
 /* harness_all_hold_ttl on f's nodes: every one holds key = value (one
  * shared deadline), and with ttl_ms > 0 its expiry is that of a write of
  * ttl_ms made at since_ms (harness_now_ms() before the call) or later.

