@@ -10,7 +10,7 @@
 # tools/bench-plot.sh docs/benchmarks.png.
 #   tools/bench-compare.sh [--rounds N] [--duration S] [--base-port P]
 #                          [--no-install] [--no-docs] [--watched-only]
-#                          [--tls-only]
+#                          [--tls-only] [--fair-only]
 #   --rounds N     interleaved rounds of the main workloads (3, at least 3
 #                  for the report's medians)
 #   --duration S   seconds per measurement (3)
@@ -27,6 +27,9 @@
 #                  both clients, over TLS and plaintext to the same
 #                  servers) and the node-restart measurement; their
 #                  section of docs/benchmarks.md is replaced, the rest kept
+#   --fair-only    only the fair-waiting rows (q: a and c, plain and
+#                  --fair alternately, ours only); their section of
+#                  docs/benchmarks.md is replaced, the rest kept
 # Environment: BENCH_BUILD_DIR (build/release), BENCH_OUT (where the run is
 # saved: a new temp dir unless set). Runs as root or with sudo for apt.
 # Nodes come from tools/nodes.sh; the script turns their AOF off
@@ -45,6 +48,7 @@ install=1
 docs=1
 watched_only=0
 tls_only=0
+fair_only=0
 cmdline="${BENCH_BUILD_DIR:+BENCH_BUILD_DIR=$BENCH_BUILD_DIR }tools/bench-compare.sh${*:+ $*}"
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -55,6 +59,7 @@ while [ $# -gt 0 ]; do
     --no-docs) docs=0 ;;
     --watched-only) watched_only=1 ;;
     --tls-only) tls_only=1 ;;
+    --fair-only) fair_only=1 ;;
     -h|--help) sed -n '2,/^set /{/^#/p;}' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-compare: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
@@ -86,8 +91,8 @@ if [ "$install" = 1 ]; then
     (cd bench/peers/node-redlock &&
         npm ci --no-audit --no-fund --loglevel=error >/dev/null)
 fi
-[ "$watched_only" = 1 ] && [ "$tls_only" = 1 ] &&
-    { say "--watched-only or --tls-only, not both"; exit 2; }
+[ $((watched_only + tls_only + fair_only)) -le 1 ] ||
+    { say "one of --watched-only, --tls-only, --fair-only"; exit 2; }
 for c in redis-server redis-cli redis-benchmark node python3 openssl; do
     command -v "$c" >/dev/null || { say "$c not found"; exit 1; }
 done
@@ -176,7 +181,8 @@ t_start=$(date +%s)
 # covers whole renewal intervals.
 wdur=$(awk -v d="$duration" 'BEGIN { print d < 5 ? 5 : d }')
 knee_locks="50000 100000 150000 200000 300000 450000 600000"
-[ "$tls_only" = 1 ] && rounds_w=0 || rounds_w=$rounds
+[ "$tls_only" = 1 ] || [ "$fair_only" = 1 ] && rounds_w=0 ||
+    rounds_w=$rounds
 for ((r = 1; r <= rounds_w; r++)); do
     for spec in 1000:3000:$wdur 10000:3000:$wdur 100000:30000:20; do
         IFS=: read -r n ttl d <<<"$spec"
@@ -207,8 +213,8 @@ if [ "$rounds_w" -gt 0 ]; then
 fi
 
 # ---- Main workloads a, b, c, interleaved; the floor each round -------------
-[ "$watched_only" = 1 ] || [ "$tls_only" = 1 ] && rounds_main=0 ||
-    rounds_main=$rounds
+[ "$watched_only" = 1 ] || [ "$tls_only" = 1 ] || [ "$fair_only" = 1 ] &&
+    rounds_main=0 || rounds_main=$rounds
 for ((r = 1; r <= rounds_main; r++)); do
     say "round $r/$rounds: redlock (a, b, c, floor)"
     ours "$n5" --phases a,b,c "${dur[@]}" --label main >"$out/ours.main.$r.jsonl"
@@ -224,8 +230,21 @@ for ((r = 1; r <= rounds_main; r++)); do
     ours "$n5" --phases k "${dur[@]}" --label k >"$out/ours.k.$r.jsonl"
 done
 
+# ---- q: fair waiting against plain, ours only, alternately: a (one
+# uncontended fair acquire against a plain one) and c (hand-offs among 2
+# and 8 contenders in one client) ------------------------------------------
+[ "$watched_only" = 1 ] || [ "$tls_only" = 1 ] && rounds_q=0 ||
+    rounds_q=$rounds
+for ((r = 1; r <= rounds_q; r++)); do
+    say "round $r/$rounds: fair waiting against plain (q: a, c)"
+    ours "$n5" --phases a,c "${dur[@]}" --label q:plain >>"$out/ours.q.$r.jsonl"
+    ours "$n5" --phases a,c "${dur[@]}" --fair --label q:fair \
+        >>"$out/ours.q.$r.jsonl"
+done
+
 # ---- t: TLS against plaintext, same servers, interleaved -----------------
-[ "$watched_only" = 1 ] && rounds_t=0 || rounds_t=$rounds
+[ "$watched_only" = 1 ] || [ "$fair_only" = 1 ] && rounds_t=0 ||
+    rounds_t=$rounds
 for ((r = 1; r <= rounds_t; r++)); do
     say "round $r/$rounds: TLS and plaintext (a, b 64), both clients"
     ab=(--phases a,b --concurrency 64 "${dur[@]}")
@@ -235,7 +254,7 @@ for ((r = 1; r <= rounds_t; r++)); do
     theirs_tls "$t5" "${ab[@]}" --label t:tls >>"$out/node.t.$r.jsonl"
 done
 
-if [ "$watched_only" = 0 ] && [ "$tls_only" = 0 ]; then
+if [ "$watched_only" = 0 ] && [ "$tls_only" = 0 ] && [ "$fair_only" = 0 ]; then
 # ---- d: node counts ---------------------------------------------------------
 for ((r = 1; r <= rounds; r++)); do
     for n in 3 5 7 9; do
@@ -367,7 +386,8 @@ tls_session() { # PORT SESSION_FILE in|out: prints Reused or New
         sed -n 's/^\(Reused\|New\),.*/\1/p' | head -1
 }
 rport=$((base + 4))
-[ "$watched_only" = 1 ] && rounds_r=0 || rounds_r=$rounds
+[ "$watched_only" = 1 ] || [ "$fair_only" = 1 ] && rounds_r=0 ||
+    rounds_r=$rounds
 : >"$out/restart.txt"
 for ((r = 1; r <= rounds_r; r++)); do
     say "round $r/$rounds: node $rport restarted, its connection killed"
@@ -426,6 +446,7 @@ elapsed=$(($(date +%s) - t_start))
     echo "watched_only=$watched_only"
     echo "knee_locks=$knee_locks"
     echo "tls_only=$tls_only"
+    echo "fair_only=$fair_only"
     echo "openssl=$(openssl version | cut -d' ' -f2)"
     echo "tls_version=$("$cli" -q --json --no-quarantine \
         --cacert "$certs/ca.pem" -n "rediss://127.0.0.1:$((base + 1000))" ping |
@@ -440,14 +461,15 @@ elapsed=$(($(date +%s) - t_start))
 # ---- Report and plot -------------------------------------------------------
 # The saved run ($out) is all the report needs: tools/bench_report.py
 # renders it (and renders it again later, without measuring anything). A
-# watched-only or tls-only run replaces its section of the current page.
+# watched-only, tls-only or fair-only run replaces its section of the
+# current page.
 report=$out/benchmarks.md
 cp docs/benchmarks.md "$report"
 python3 tools/bench_report.py "$out" "$report" "$out/plot.dat"
 if [ "$docs" = 1 ]; then
     cp "$report" docs/benchmarks.md
-    if [ "$watched_only" = 1 ] || [ "$tls_only" = 1 ]; then
-        say "watched-only or tls-only: docs/benchmarks.png kept"
+    if [ $((watched_only + tls_only + fair_only)) -eq 1 ]; then
+        say "watched-only, tls-only or fair-only: docs/benchmarks.png kept"
     elif command -v gnuplot >/dev/null; then
         tools/bench-plot.sh "$out/plot.dat" docs/benchmarks.png
     else

@@ -9,14 +9,15 @@ run without measuring anything:
     python3 tools/bench_report.py OUT_DIR docs/benchmarks.md [PLOT.dat]
 
 OUT_DIR holds <client>.<section>.<round>.jsonl (client "ours" or "node";
-section main, d, e, f, k, w, t or r), machine.txt (key=value lines about
+section main, d, e, f, k, q, w, t or r), machine.txt (key=value lines about
 the machine and the run), and, when they were measured, server.txt
 (redis-benchmark --csv), proxy_cpu.txt, restart.txt and touch-floor.txt.
 Hand-written notes that belong to a run are saved with it and copied in
 as they are: profile.md (a profile of that run, a section of its own) and
 tls-note.md (a paragraph closing the TLS section). The acceptance targets
-come from tools/bench-targets.json. With machine.txt's watched_only=1 or
-tls_only=1 only that section of the existing report is replaced.
+come from tools/bench-targets.json. With machine.txt's watched_only=1,
+tls_only=1 or fair_only=1 only that section of the existing report is
+replaced.
 """
 import glob
 import json
@@ -30,6 +31,8 @@ W_BEGIN = "<!-- watched: begin (tools/bench-compare.sh) -->"
 W_END = "<!-- watched: end -->"
 T_BEGIN = "<!-- tls: begin (tools/bench-compare.sh) -->"
 T_END = "<!-- tls: end -->"
+Q_BEGIN = "<!-- fair: begin (tools/bench-compare.sh) -->"
+Q_END = "<!-- fair: end -->"
 
 def load(out, client, section):
     """{round: [rows]} from OUT/<client>.<section>.<round>.jsonl."""
@@ -118,6 +121,59 @@ def read_machine(out):
         return dict(l.rstrip("\n").split("=", 1) for l in f if "=" in l)
 
 
+def fair_section(q, machine):
+    """The q section's lines: plain and --fair side by side (phases a and
+    c of the same rounds, run alternately)."""
+    lines = ["## q: fair waiting against plain (libredlock only)", ""]
+    w = lines.append
+    w("Each round runs `redlock-cli --no-quarantine -q --json -n NODES "
+      "--retry-delay 10 --retry-jitter 5 bench --phases a,c --duration %s` "
+      "and then the same with `--fair` (`rl_acquire_opts.fair`), 5 nodes. "
+      "a: one uncontended acquire + release at a time on fresh resources "
+      "(a fair one where no queue exists is a SET NX inside a script). c: "
+      "2 and 8 contenders in one client on one resource, holding 1 ms, "
+      "`wait_ms` 1000; in one client the plain hand-off is already in "
+      "order (the oldest waiter is woken first), so this measures what "
+      "the queue costs, not the order across processes it buys (that is "
+      "`tools/fairness-probe.py --fair`, docs/fair-queue.md 2.0). Ratio = "
+      "fair ÷ plain (medians)%s." % (
+          machine.get("duration", "?"),
+          "; only this section was regenerated, the others are from the run "
+          "they name" if machine.get("fair_only") == "1" else ""))
+    w("")
+    w("Made by `%s` on %s, commit %s (load average %s at start, %s at "
+      "end)." % (machine.get("cmdline", "?"), machine.get("date", "?"),
+                 machine.get("commit", "?"), machine.get("load_start", "?"),
+                 machine.get("load_end", "?")))
+    w("")
+    w("| workload | measure | plain | `--fair` | ratio |")
+    w("|---|---|---:|---:|---:|")
+    rows = [("a sequential", "a", None, m, k) for m, k in (
+        ("cycles/s", "cycles_per_s"), ("acquire p50", "acquire_us.p50"),
+        ("acquire p99", "acquire_us.p99"), ("release p50", "release_us.p50"),
+        ("cycle p50", "cycle_us.p50"),
+        ("client CPU µs/cycle", "cpu_us_per_cycle"),
+        ("server CPU µs/cycle", "server_cpu_us_per_cycle"))]
+    conts = sorted({r["concurrency"] for rows_ in q.values() for r in rows_
+                    if r.get("phase") == "c"})
+    for n in conts:
+        rows += [("c %d contenders" % n, "c", n, m, k) for m, k in (
+            ("acquisitions/s", "acquisitions_per_s"),
+            ("hand-off p50", "handoff_us.p50"),
+            ("hand-off p99", "handoff_us.p99"), ("wait p50", "wait_us.p50"),
+            ("wait p99", "wait_us.p99"),
+            ("fairness (Jain, 1 = even)", "fairness"),
+            ("client CPU µs/cycle", "cpu_us_per_cycle"),
+            ("failures", "failures"))]
+    for name, ph, n, m, k in rows:
+        a = values(q, ph, "q:plain", n, k)
+        b = values(q, ph, "q:fair", n, k)
+        w("| %s | %s | %s | %s | %s |" % (name, m, cell(a), cell(b),
+                                          ratio(b, a)))
+    w("")
+    return lines
+
+
 def render(out, previous, T):
     """(report, plot data) for the run saved in out. previous: the report
     being replaced (its other sections are kept by a watched-only or
@@ -125,7 +181,7 @@ def render(out, previous, T):
     machine = read_machine(out)
     nproc = int(machine.get("nproc", "2"))
     ours = {s: load(out, "ours", s)
-            for s in ("main", "d", "e", "f", "w", "t", "k")}
+            for s in ("main", "d", "e", "f", "w", "t", "k", "q")}
     node = {s: load(out, "node", s)
             for s in ("main", "d", "e", "f", "w", "t")}
     lines = []
@@ -350,6 +406,14 @@ def render(out, previous, T):
               cell(values(ours["k"], "h", "k", 9, "acquire_us.p99")),
               cell(values(ours["k"], "h", "k", 9, "reader_cycles_per_s"))))
         w("")
+
+    # ---- q: fair waiting
+    ql = [Q_BEGIN]
+    if any(ours["q"].values()):
+        ql.extend(fair_section(ours["q"], machine))
+    ql.append(Q_END)
+    ql.append("")
+    lines.extend(ql)
 
     # ---- Servers and floor
     w("## The servers' own limit and the fan-out floor")
@@ -820,6 +884,8 @@ def render(out, previous, T):
 
     if machine.get("watched_only") == "1":
         report = splice(wl, W_BEGIN, W_END)
+    elif machine.get("fair_only") == "1":
+        report = splice(ql, Q_BEGIN, Q_END)
     elif machine.get("tls_only") == "1":
         report = splice(tl, T_BEGIN, T_END)
     else:

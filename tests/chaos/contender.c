@@ -26,6 +26,9 @@
  * reads counter:R at the start and at the end of its hold and logs
  * "rcheck" (a writer inside a reader's section changes it); it writes
  * nothing and takes no fencing token.
+ * With --fair a cycle waits in the resource's fair queue (issue 34:
+ * rl_acquire_opts.fair), with --priority N in its class N (implies
+ * fair); the checker reports their order but asserts only safety.
  * --ignore-loss plays a broken candidate (a negative control): it keeps
  * leading for its whole hold time after a loss and logs its exit stamp as
  * its end.
@@ -98,6 +101,8 @@ struct opts {
     bool allow_evicting;  /* --allow-evicting-nodes (neg-evict-allowed) */
     uint32_t limit;                /* --limit: semaphore permits, 0 mutex */
     uint32_t shared_pct;           /* --shared-pct: share of reader cycles */
+    bool fair;                     /* --fair: wait in the fair queue */
+    uint32_t priority;             /* --priority: its class, implies fair */
     const char *cacert;         /* --cacert: TLS CA file, or NULL */
     uint32_t max_ttl_ms;
     const char *register_sha;  /* --register-sha: the fenced register */
@@ -220,6 +225,7 @@ static void usage(FILE *f)
         "                 [--no-quarantine]\n"
         "                 [--no-clock-guard] [--max-ttl MS] [--cacert FILE]\n"
         "                 [--limit K] [--shared-pct P]\n"
+        "                 [--fair] [--priority N]\n"
         "                 [--allow-evicting-nodes]\n"
         "       contender --now\n");
 }
@@ -276,6 +282,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         {"ignore-loss", no_argument, NULL, 'L'},
         {"limit", required_argument, NULL, 'K'},
         {"shared-pct", required_argument, NULL, 'P'},
+        {"fair", no_argument, NULL, 'F'},
+        {"priority", required_argument, NULL, 'p'},
         {"no-quarantine", no_argument, NULL, 'Q'},
         {"no-clock-guard", no_argument, NULL, 'G'},
         {"allow-evicting-nodes", no_argument, NULL, 'E'},
@@ -294,14 +302,14 @@ static int parse_opts(int argc, char **argv, struct opts *o)
     } switches[] = {
         {'f', &o->fence}, {'S', &o->stale_write}, {'L', &o->ignore_loss},
         {'Q', &o->no_quarantine}, {'G', &o->no_clock_guard},
-        {'E', &o->allow_evicting},
+        {'E', &o->allow_evicting}, {'F', &o->fair},
     };
     const struct {
         int ch;
         uint32_t *value;
     } numbers[] = {
         {'t', &o->ttl_ms}, {'I', &o->idle_max_ms}, {'K', &o->limit},
-        {'M', &o->max_ttl_ms},
+        {'M', &o->max_ttl_ms}, {'p', &o->priority},
     };
     int ch;
     size_t i;
@@ -731,6 +739,8 @@ static void run_cycle(rl_client *c, struct cs *s)
     s->shared = o->shared_pct > 0 && rnd() % 100 < o->shared_pct;
     ao.mode = s->shared ? RL_MODE_SHARED : RL_MODE_EXCLUSIVE;
     ao.fencing = o->fence && !s->shared;
+    ao.fair = o->fair || o->priority > 0;
+    ao.priority = o->priority;
     s->resource = o->resources[rnd() % o->resource_count];
     s->hold_ms = rnd_between(o->hold_min_ms, o->hold_max_ms);
     s->entered = false;
