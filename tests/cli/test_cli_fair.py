@@ -288,6 +288,18 @@ class LeaveTest(Base):
         self.assertLess(server_ms(NODES[0]), expiry)
         self.release(holder)
 
+    def test_a_queue_nobody_answered_for_is_unknown_not_empty(self):
+        # No node listens: fewer than a quorum answered, so status must
+        # not print an empty queue as if it knew.
+        down = ",".join("127.0.0.1:%d" % clitest.free_port()
+                        for _ in range(3))
+        code, out, err = run_cli(["-n", down, "--json", "status",
+                                  res("unknown")])
+        self.assertEqual(code, 0, err)
+        shown = json.loads(out)
+        self.assertIsNone(shown["queue"], out)
+        self.assertIsNone(shown["queue_minority"], out)
+
     def test_options_are_checked(self):
         r = res("usage")
         code, _, err = run_cli(args_for("acquire", r, "--priority", "256"))

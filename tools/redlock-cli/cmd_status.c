@@ -57,7 +57,8 @@ static const char usage[] =
 "whose lock-delay still keeps writers out, on a majority), slots_held\n"
 "(the semaphore slots a majority holds), queue (the fair queue a\n"
 "majority holds, in order: {position, token, owner, priority, ticket,\n"
-"nodes, expires_in_ms}) and queue_minority.\n"
+"nodes, expires_in_ms}; null when fewer than a quorum answered) and\n"
+"queue_minority.\n"
 "With --limit: {\"resource\", \"limit\", \"slots\": [one object per slot]}.\n"
 "Exit: 0 (also when nodes are down), 2 usage.\n"
 "\n"
@@ -66,8 +67,12 @@ static const char usage[] =
 
 /* Node i's readers: within their validity, and with delayed those in
  * their lock-delay too (all that keep writers out). */
+/* A node's readers, counted only where it votes (as held is): a
+ * quarantined node's readers make no majority. */
 static uint32_t readers_of(const rl_holder_info *h, bool delayed)
 {
+    if (!h->reachable || !h->voting)
+        return 0;
     return h->readers + (delayed ? h->readers_in_delay : 0);
 }
 
@@ -128,8 +133,16 @@ static void show_queue(const struct cli_opts *o, rl_client *c,
     rl_queue_entry q[RL_QUEUE_READ_MAX];
     size_t n = 0, minority = 0, i;
 
-    (void)rl_resource_queue(c, resource, q, RL_QUEUE_READ_MAX, &n,
-                            &minority);
+    if (rl_resource_queue(c, resource, q, RL_QUEUE_READ_MAX, &n,
+                          &minority) == RL_ENOQUORUM) {
+        /* Fewer than a quorum answered: not an empty queue. */
+        if (o->json)
+            fputs(",\"queue\":null,\"queue_minority\":null", stdout);
+        else
+            printf("%s: fair queue unknown: fewer than a quorum of the "
+                   "nodes answered\n", resource);
+        return;
+    }
     if (o->json) {
         fputs(",\"queue\":[", stdout);
         for (i = 0; i < n; i++) {
