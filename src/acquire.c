@@ -694,8 +694,9 @@ static void attempt(void *arg)
         fair_attempt_cmd(op->fair, op->ttl_buf,
                          op->fence_key != NULL ? argv : NULL, &fair);
         cmd = &fair.cmd;
-        if (op->fence_key != NULL)
-            mode = ROUND_ALL; /* fence.c: every node's counter */
+        /* fence.c: every node's counter; queue.c: a refusal's ticket
+         * from a quorum of replies. */
+        mode = op->fence_key != NULL ? ROUND_ALL : ROUND_REPLIES;
     } else if (op->intent_key != NULL && op->fence_key == NULL) {
         /* A reader, or a writer once refused (one key, no fencing). */
         argv[0] = l->keys[0];

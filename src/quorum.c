@@ -4,7 +4,8 @@
  * as they come. In ROUND_EARLY mode it decides the moment the outcome is
  * certain: success at the quorum-th voting YES, failure as soon as more
  * than N - quorum nodes can no longer say yes; stragglers are detached and
- * their late replies dropped by node.c. Nodes that are known down answer
+ * their late replies dropped by node.c. ROUND_REPLIES decides a failure
+ * only once a quorum of nodes replied (or every node is done). Nodes that are known down answer
  * at once (node_send returns NULL) so they never make a round wait.
  * A YES from a node that is not voting (restart quarantine) counts
  * as a NO for the decision: its key still blocks others, but it cannot
@@ -102,11 +103,22 @@ static void note_failure(struct quorum_round *q, size_t slot,
 
 static enum verdict round_verdict(const struct quorum_round *q)
 {
-    if (q->mode == ROUND_EARLY)
-        return quorum_verdict(q->n, q->yes, q->no);
-    if (q->answered < q->n)
+    enum verdict v;
+
+    if (q->mode == ROUND_ALL) {
+        if (q->answered < q->n)
+            return VERDICT_PENDING;
+        return q->yes >= quorum_size(q->n) ? VERDICT_SUCCESS
+                                           : VERDICT_FAILURE;
+    }
+    v = quorum_verdict(q->n, q->yes, q->no);
+    /* A known-down node fails at once: with it, fewer refusals than a
+     * quorum make the failure certain, and their replies alone would not
+     * say what a quorum holds. */
+    if (v == VERDICT_FAILURE && q->mode == ROUND_REPLIES &&
+        q->answered - q->failed < quorum_size(q->n) && q->answered < q->n)
         return VERDICT_PENDING;
-    return q->yes >= quorum_size(q->n) ? VERDICT_SUCCESS : VERDICT_FAILURE;
+    return v;
 }
 
 /* Count one vote; returns the verdict after it. */

@@ -33,8 +33,11 @@ enum vote {
 };
 
 enum round_mode {
-    ROUND_EARLY, /* decide as soon as the verdict is certain */
-    ROUND_ALL,   /* wait for every node (or its timeout) */
+    ROUND_EARLY,   /* decide as soon as the verdict is certain */
+    ROUND_ALL,     /* wait for every node (or its timeout) */
+    ROUND_REPLIES, /* a success as ROUND_EARLY; a failure once a quorum of
+                      nodes replied (or every node is done): the fair
+                      queue reads its ticket from a quorum of replies */
 };
 
 /* One command, the same for every node. script NULL: plain argv. */
