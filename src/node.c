@@ -205,10 +205,12 @@ static void arm_request_timer(struct node *n)
  * (a loaded machine), answers that had arrived were thrown away as
  * timeouts and a healthy node was taken down. A late answer is safe to
  * use: each round's outcome is reckoned from its start. */
-void node_read_now(struct node *n)
+bool node_read_now(struct node *n)
 {
-    if (n->conn != NULL && conn_get_state(n->conn) == CONN_OPEN)
-        conn_read_now(n->conn);
+    if (n->conn == NULL || conn_get_state(n->conn) != CONN_OPEN)
+        return false;
+    conn_read_now(n->conn);
+    return true;
 }
 
 static void on_request_timer(struct ev_loop *loop, ev_timer *w, int revents)
@@ -218,9 +220,8 @@ static void on_request_timer(struct ev_loop *loop, ev_timer *w, int revents)
 
     RL_UNUSED(loop);
     RL_UNUSED(revents);
-    if (r != NULL && r->deadline_us <= mono_now_us() && n->conn != NULL &&
-        conn_get_state(n->conn) == CONN_OPEN) {
-        node_read_now(n); /* may answer r, or close the connection */
+    /* Reading may answer r, or close the connection. */
+    if (r != NULL && r->deadline_us <= mono_now_us() && node_read_now(n)) {
         if (n->conn == NULL || ev_is_active(&n->request_timer))
             return; /* down, or re-armed for the next request */
         r = request_of(n->pending.first);

@@ -104,8 +104,9 @@ void wire_unref(struct wire *w);
  * owners are told before whatever runs next. A timer due in the same loop
  * iteration as the socket's readiness runs first (libev runs the latest
  * pending watcher first), so one about to give up on a reply calls this.
- * Loop thread, not inside a reply of n. */
-void node_read_now(struct node *n);
+ * Loop thread, not inside a reply of n. False when n has no open
+ * connection (nothing was read). */
+bool node_read_now(struct node *n);
 
 struct request *node_send_wire(struct node *n, struct wire *w,
                                node_reply_fn *fn, void *owner, size_t slot,

@@ -384,7 +384,7 @@ static bool replies_first(struct watchdog *w, bool *read)
         return false;
     *read = true;
     for (i = 0; i < w->client->node_count; i++)
-        node_read_now(w->client->nodes[i]);
+        (void)node_read_now(w->client->nodes[i]);
     return true;
 }
 
