@@ -99,7 +99,10 @@ majority stays healthy, except one short majority pause in `mixed`):
                    `redlock-cli run --fair`) while a library and a CLI
                    contender barge in without it: kill, then pause, then
                    restart-fast faults. Safety never depends on the
-                   queue: checks 1-3 as for every profile. The order is
+                   queue: checks 1-3 as for every profile; and no
+                   stuck queue: once every contender stopped, the queue
+                   is gone from every node within 10 s (an entry lives
+                   1.5 s past its last refresh). The order is
                    reported, not asserted (faults cost order): fair
                    sections that overtook an earlier fair request of no
                    lower priority still waiting, fair timeouts, fair
@@ -1692,6 +1695,10 @@ def check(env, t_begin, slack_ns, expect_cli_kills=False):
     check_kinds(env, sections, slack_ns, res)
     if any(c.fair for c in env.contenders):
         report_fair_order(env, sections, attempts, res)
+        for node, entries in getattr(env, "queue_left", []):
+            V.append("fair: node %d still has %d queue entries %.0f s after "
+                     "every contender stopped (a stuck queue): %s" %
+                     (node, len(entries), QUEUE_DRAIN_S, entries[:3]))
     if env.name == "election":
         check_election(sections, res)
     return res
@@ -1719,6 +1726,31 @@ def check_election(sections, res):
         "candidates (availability: most campaigns wait behind a leader "
         "until their --wait runs out)" % (len(order), order[0].fence, order[-1].fence,
                         changes, len({cs.cid for cs in sections})))
+
+
+# A fair waiter's entry lives 1.5 s past its last refresh (src/queue.h)
+# and the queue keys expire with their latest entry: once every contender
+# stopped, no queue outlives that on any node. The deadline is generous.
+QUEUE_DRAIN_S = 10.0
+
+
+def queue_left_after(env, res):
+    """Wait until res's fair queue is gone on every node (every node is up
+    again: the faults were healed), at most QUEUE_DRAIN_S. -> [(node,
+    entries)] for the nodes where it is still there."""
+    conns = [Redis(n.host, n.port) for n in env.nodes]
+    try:
+        deadline = time.monotonic() + QUEUE_DRAIN_S
+        while True:
+            left = [(i, c.cmd("ZRANGE", "redlock:q:" + res, 0, -1))
+                    for i, c in enumerate(conns)]
+            left = [(i, e) for i, e in left if e]
+            if not left or time.monotonic() >= deadline:
+                return left
+            time.sleep(0.1)
+    finally:
+        for c in conns:
+            c.close()
 
 
 def report_fair_order(env, sections, attempts, res):
@@ -1995,6 +2027,8 @@ def run_profile(args, name, no_clock_guard=False, ignore_loss=False):
         left = env.duration - (mono_ns() - t_begin) / 1e9
         for c in env.contenders:
             c.wait_done(max(0.0, left) + 4 * env.ttl / 1000.0 + 30)
+        if name == "fair":
+            env.queue_left = queue_left_after(env, resources[0])
         return t_begin
 
     r = run_checked(args, env, run)
