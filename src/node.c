@@ -217,6 +217,7 @@ static void on_request_timer(struct ev_loop *loop, ev_timer *w, int revents)
 {
     struct node *n = w->data;
     struct request *r = request_of(n->pending.first);
+    rl_mono_us waited_ms;
 
     RL_UNUSED(loop);
     RL_UNUSED(revents);
@@ -235,12 +236,15 @@ static void on_request_timer(struct ev_loop *loop, ev_timer *w, int revents)
      * (on_open re-arms this timer). */
     if (n->conn != NULL && conn_get_state(n->conn) != CONN_OPEN)
         return;
+    /* Its own wait: the op timeout for commands, the connect timeout
+     * for the handshake and a node's checks before it is ready. */
+    waited_ms = (r->deadline_us - r->sent_us) / 1000u;
     for (; r != NULL; r = request_of(r->link.next)) {
         if (r->fn != NULL)
             n->stats.timeouts++;
     }
-    connection_fail(n, "%s: no reply within %u ms", n->addr->display,
-                    n->cfg->op_timeout_ms);
+    connection_fail(n, "%s: no reply within %llu ms", n->addr->display,
+                    (unsigned long long)waited_ms);
 }
 
 /* ---- Reply handling ----------------------------------------------------- */
