@@ -307,8 +307,9 @@ void retry_budget_init(struct retry_budget *b, const rl_client *c,
 void retry_budget_fair(struct retry_budget *b, const rl_client *c)
 {
     /* A queued waiter attempts only at its turn: the retry count becomes
-     * the time it would have taken. */
-    if (!b->forever && b->deadline_us == 0)
+     * the time it would have taken (none: one attempt, or one round of a
+     * semaphore's slots, as without fair). */
+    if (!b->forever && b->deadline_us == 0 && b->retries_left > 0)
         b->deadline_us = mono_now_us() +
                          (rl_mono_us)c->cfg.retry_count *
                              (c->cfg.retry_delay_ms + c->cfg.retry_jitter_ms) *

@@ -462,6 +462,19 @@ void fair_wait_turn(struct fair_wait *f, rl_mono_us since_us,
     arm(f, (uint64_t)QUEUE_REFRESH_MS * 1000u);
 }
 
+bool fair_another_slot(const struct fair_wait *f)
+{
+    size_t i, unqueued = 0, need = quorum_size(f->c->node_count);
+
+    if (count_free(f) < need)
+        return false; /* every slot is taken on a majority */
+    if (f->ticket != 0)
+        return heads_quorum(f);
+    for (i = 0; i < f->c->node_count; i++)
+        unqueued += f->qt[i] == 0; /* no queue there: the fast path */
+    return unqueued >= need;
+}
+
 void fair_granted(struct fair_wait *f)
 {
     count_ended(f, true);

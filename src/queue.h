@@ -62,6 +62,11 @@ enum vote fair_classify(struct fair_wait *f, size_t slot,
  * deadline_us passes (turn(arg, true); 0: no deadline). */
 void fair_wait_turn(struct fair_wait *f, rl_mono_us since_us,
                     rl_mono_us deadline_us);
+/* A semaphore's slot attempt was refused: whether the attempt's replies
+ * leave another slot worth trying this round (a slot free and we may
+ * take it on a majority: entitled there, or, before the ticket, no queue
+ * there). When not, every other slot would be refused the same way. */
+bool fair_another_slot(const struct fair_wait *f);
 /* The lock was granted: the entry now goes with the lock (fair-release). */
 void fair_granted(struct fair_wait *f);
 /* Whether an entry may be on some node (we sent one). */

@@ -57,6 +57,7 @@ struct sem_op {
     rl_mono_us round_t0;
     bool sleeping;
     bool in_run;                  /* inside acquire_run */
+    bool queued_out;              /* a fair round ended early (queued_out) */
     rl_status last;               /* the last slot attempt's outcome */
     struct acquire_grant grant;
     char detail[RL_ERRLEN];
@@ -190,6 +191,12 @@ static void round_failed(struct sem_op *op)
             snprintf(op->detail, sizeof(op->detail),
                      "'%.*s': all %u slots are held by other clients",
                      (int)name_len, op->rec->resource, op->limit);
+        else if (op->queued_out)
+            snprintf(op->detail, sizeof(op->detail),
+                     "'%.*s': no slot of %u is free for us on a majority "
+                     "(held by other clients, or by earlier waiters in "
+                     "the queue)",
+                     (int)name_len, op->rec->resource, op->limit);
         else if (op->refused == op->tried)
             snprintf(op->detail, sizeof(op->detail),
                      "'%.*s': the wait ran out after %u of %u slots, all "
@@ -228,6 +235,17 @@ static void round_failed(struct sem_op *op)
     loop_timer_arm(op->timer, delay_us);
 }
 
+/* A fair round ends at a refusal that says no other slot can be ours
+ * now (queue.c fair_another_slot): the queue or full slots refuse every
+ * slot alike, so trying the others would cost a round each for nothing;
+ * an entitled waiter is told when a slot frees (announcements). */
+static bool queued_out(struct sem_op *op)
+{
+    op->queued_out = op->fair != NULL && op->last == RL_ENOTACQUIRED &&
+                     !fair_another_slot(op->fair);
+    return op->queued_out;
+}
+
 /* Try the round's remaining slots, one attempt at a time, until one is
  * won or all failed. Attempts that end inside acquire_run are handled in
  * this loop (no recursion over K slots). */
@@ -239,6 +257,8 @@ static void try_slots(struct sem_op *op)
         if (op->tried > 0 &&
             retry_budget_expired(&op->budget, mono_now_us()))
             break; /* the wait is over: no more slots this round */
+        if (op->tried > 0 && queued_out(op))
+            break;
         slot = op->order[op->tried++];
         lockrec_set_slot(op->rec, slot);
         op->cur = acquire_new(op->client, op->rec, op->ttl_ms, &op->opts,
@@ -308,6 +328,7 @@ static void round_from(struct sem_op *op, int64_t first)
     }
     op->tried = 0;
     op->refused = 0;
+    op->queued_out = false;
     op->round_t0 = mono_now_us();
     try_slots(op);
 }
