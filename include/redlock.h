@@ -397,8 +397,9 @@ typedef struct rl_acquire_opts {
      * out of the reserved tail, so 0 keeps today's behaviour and cost. */
     uint32_t fair;            /* 1: wait in the resource's queue, served
                                  first come, first served among fair
-                                 waiters (a mutex, one resource; not
-                                 with limit or RL_MODE_SHARED yet:
+                                 waiters (one resource: a mutex, or a
+                                 semaphore, whose permits go in queue
+                                 order; not with RL_MODE_SHARED yet:
                                  RL_EINVAL). 0: race as before */
     uint32_t priority;        /* 0..RL_MAX_PRIORITY, implies fair: a
                                  higher class is served first, FIFO

@@ -28,7 +28,9 @@
  * (semaphore.c waits and retries over the slots). A fair acquire
  * (queue.c) attempts with fair-acquire, rolls back with fair-rollback
  * (its queue entry stays) and, once refused, sleeps in the queue until
- * queue.c says it is its turn; giving up, it leaves the queue. */
+ * queue.c says it is its turn; giving up, it leaves the queue. A fair
+ * semaphore slot's attempt borrows semaphore.c's wait (the base key's
+ * queue): it attempts and rolls back fair, nothing more. */
 #include <stdio.h>
 #include <string.h>
 
@@ -75,6 +77,8 @@ struct acquire_op {
     uint64_t last_term;          /* the candidate of the latest attempt */
     struct notify_waiter waiter; /* woken when the holder releases */
     struct fair_wait *fair;      /* fair waiting (queue.c), or NULL */
+    bool fair_borrowed;          /* a semaphore slot's: semaphore.c owns
+                                    the wait, the grant and the leave */
     bool sleeping;               /* between attempts */
     rl_mono_us wake_us;          /* when the sleep ends, boottime */
     struct request *pttl_req;    /* asking a refusing node for the TTL */
@@ -113,7 +117,8 @@ static void roll_back(struct acquire_op *op, bool all)
 static void acquire_free(struct acquire_op *op)
 {
     notify_unwait(op->client->notify, &op->waiter);
-    fair_free(op->fair);
+    if (!op->fair_borrowed)
+        fair_free(op->fair);
     request_detach(op->pttl_req);
     round_clear(&op->round);
     loop_timer_free(op->retry_timer);
@@ -201,7 +206,7 @@ static void report(struct acquire_op *op, rl_status st)
     struct acquire_grant g = {op->t0, op->voters, op->fence, op->holders};
 
     if (st == RL_OK) {
-        if (op->fair != NULL)
+        if (op->fair != NULL && !op->fair_borrowed)
             fair_granted(op->fair);
         if (op->intent_set)
             clear_intent(op);
@@ -244,7 +249,8 @@ static void finish(struct acquire_op *op, rl_status st)
     size_t lens[2];
     struct round_cmd cmd;
 
-    if (st != RL_OK && op->fair != NULL && fair_queued(op->fair)) {
+    if (st != RL_OK && op->fair != NULL && !op->fair_borrowed &&
+        fair_queued(op->fair)) {
         /* As the intent below: report once the entry left every node
          * that answers, not while it may still stand first there. */
         op->outcome = st;
@@ -296,6 +302,18 @@ void retry_budget_init(struct retry_budget *b, const rl_client *c,
         b->forever = true;
     else if (o != NULL && o->wait_ms > 0)
         b->deadline_us = mono_now_us() + (rl_mono_us)o->wait_ms * 1000u;
+}
+
+void retry_budget_fair(struct retry_budget *b, const rl_client *c)
+{
+    /* A queued waiter attempts only at its turn: the retry count becomes
+     * the time it would have taken (none: one attempt, or one round of a
+     * semaphore's slots, as without fair). */
+    if (!b->forever && b->deadline_us == 0 && b->retries_left > 0)
+        b->deadline_us = mono_now_us() +
+                         (rl_mono_us)c->cfg.retry_count *
+                             (c->cfg.retry_delay_ms + c->cfg.retry_jitter_ms) *
+                             1000u;
 }
 
 bool retry_budget_expired(const struct retry_budget *b, rl_mono_us now)
@@ -764,7 +782,8 @@ static void attempt(void *arg)
         acquire_decided(op, v);
 }
 
-/* Fair waiting: one queue per acquire, the mutex only for now. */
+/* Fair waiting: one queue per acquire (a semaphore's is its base key's);
+ * readers and writers not yet. */
 static rl_status check_fair(size_t count, const rl_acquire_opts *o)
 {
     if (o->fair > 1)
@@ -777,11 +796,10 @@ static rl_status check_fair(size_t count, const rl_acquire_opts *o)
     if (count != 1)
         return rl_fail(RL_EINVAL, "a fair acquire takes exactly one "
                        "resource (one queue per acquire)");
-    if (o->limit != 0 || o->mode == RL_MODE_SHARED)
+    if (o->mode == RL_MODE_SHARED)
         return rl_fail(RL_EINVAL, "fair waiting is implemented for a "
-                       "mutex only: not with %s yet",
-                       o->limit != 0 ? "a semaphore (limit)"
-                                     : "a shared (reader) lock");
+                       "mutex and a semaphore: not with a shared (reader) "
+                       "lock yet");
     return RL_OK;
 }
 
@@ -879,8 +897,9 @@ struct acquire_op *acquire_new(rl_client *c, struct lock_rec *rec,
     }
     if (rec->shared && !make_intent_key(op))
         goto out_nomem;
-    if (rec->fair) {
-        op->fair = fair_new(c, rec, o->priority, fair_turn, op);
+    if (rec->fair && rec->slot < 0) { /* a slot's: acquire_borrow_fair */
+        op->fair = fair_new(c, rec, rec->keys[0], rec->key_lens[0], 0,
+                            o->priority, fair_turn, op);
         if (op->fair == NULL)
             goto out_nomem;
     }
@@ -898,20 +917,20 @@ struct acquire_op *acquire_new(rl_client *c, struct lock_rec *rec,
     if (rec->slot < 0)
         retry_budget_init(&op->budget, c, o);
     /* else one attempt: semaphore.c waits over all the slots */
-    if (op->fair != NULL && !op->budget.forever &&
-        op->budget.deadline_us == 0)
-        /* A queued waiter attempts only at its turn: the retry count
-         * becomes the time it would have taken. */
-        op->budget.deadline_us =
-            mono_now_us() + (rl_mono_us)c->cfg.retry_count *
-                                (c->cfg.retry_delay_ms +
-                                 c->cfg.retry_jitter_ms) * 1000u;
+    if (op->fair != NULL)
+        retry_budget_fair(&op->budget, c);
     return op;
 out_nomem:
     if (op != NULL)
         acquire_free(op); /* copes with a half-made op */
     rl_fail(RL_ENOMEM, "out of memory for an acquire");
     return NULL;
+}
+
+void acquire_borrow_fair(struct acquire_op *op, struct fair_wait *f)
+{
+    op->fair = f;
+    op->fair_borrowed = true;
 }
 
 void acquire_run(struct acquire_op *op)

@@ -29,6 +29,9 @@ struct retry_budget {
 
 void retry_budget_init(struct retry_budget *b, const rl_client *c,
                        const rl_acquire_opts *o);
+/* A fair wait counting retries waits as long as they would take
+ * instead (it attempts only at its turn). */
+void retry_budget_fair(struct retry_budget *b, const rl_client *c);
 /* True when the wait has a deadline and now is past it. */
 bool retry_budget_expired(const struct retry_budget *b, rl_mono_us now);
 /* May another attempt start at now? Counts one retry when counting. */
@@ -55,6 +58,11 @@ rl_status acquire_check(rl_client *c, const char *const *resources,
 struct acquire_op *acquire_new(rl_client *c, struct lock_rec *rec,
                                uint32_t ttl, const rl_acquire_opts *o,
                                acquire_done_fn *done, void *owner);
+struct fair_wait;
+/* A fair semaphore slot's attempt (before acquire_run): attempt with f
+ * (queue.c), owned by the semaphore's operation, which takes the grant,
+ * the wait and the leave; the attempt neither frees nor leaves it. */
+void acquire_borrow_fair(struct acquire_op *op, struct fair_wait *f);
 /* First attempt now; done may run before this returns. */
 void acquire_run(struct acquire_op *op);
 /* Stop (client freed): no callback; nothing else is sent. */

@@ -179,8 +179,10 @@ static rl_status lock_new_kind(rl_client *c, const char *const *resources,
         st = lock_new(c, (const char *const *)&slot_name, 1, token,
                       delay_ms, owner, out);
         free(slot_name);
-        if (st == RL_OK)
+        if (st == RL_OK) {
             (*out)->rec.slot = (int32_t)(o->limit - 1);
+            (*out)->rec.limit = (uint16_t)o->limit;
+        }
     }
     if (st != RL_OK || o == NULL)
         return st;

@@ -19,6 +19,7 @@ _Static_assert(LOCKREC_ID_MAX + RL_OWNER_MAX <= RL_MAX_TOKEN_LEN,
                "a token with its lock-delay and owner fits "
                "RL_MAX_TOKEN_LEN");
 _Static_assert(RL_MAX_LIMIT <= INT16_MAX, "slot is an int16_t");
+_Static_assert(RL_MAX_LIMIT <= UINT16_MAX, "limit is a uint16_t");
 /* Prefix and resource are at most RL_MAX_RESOURCE_LEN each, plus a
  * semaphore's slot suffix. */
 _Static_assert(2 * RL_MAX_RESOURCE_LEN + LOCKREC_SLOT_SUFFIX_MAX <= UINT16_MAX,
@@ -97,6 +98,7 @@ rl_status lockrec_init(struct lock_rec *r, void *tail,
     r->shared = false;
     r->fair = false;
     r->slot = -1;
+    r->limit = 0;
     r->delay_ms = delay_ms;
     r->token_len = (uint8_t)token_size(token, delay_ms, owner);
     if (token != NULL) {
@@ -245,6 +247,12 @@ size_t lockrec_slot_key(char *buf, const char *key, size_t key_len,
                                       ":slot:%u", slot);
 }
 
+size_t lockrec_slot_base_len(const struct lock_rec *r)
+{
+    return (size_t)(strrchr(r->keys[0], ':') - r->keys[0]) -
+           (sizeof(":slot") - 1);
+}
+
 void lockrec_set_slot(struct lock_rec *r, uint32_t slot)
 {
     char *colon = strrchr(r->keys[0], ':');
@@ -276,6 +284,14 @@ void lockrec_script_cmd(const struct lock_rec *r, enum script_id id,
     if (ttl != NULL) {
         out->argv[argc] = ttl;
         out->lens[argc++] = strlen(ttl);
+    }
+    if (r->fair && r->slot >= 0 &&
+        (id == SCRIPT_FAIR_RELEASE || id == SCRIPT_FAIR_ROLLBACK)) {
+        out->argv[argc] = r->keys[0]; /* its base key is a prefix */
+        out->lens[argc++] = lockrec_slot_base_len(r);
+        out->lens[argc] = (size_t)snprintf(out->limit, sizeof(out->limit),
+                                           "%u", r->limit);
+        out->argv[argc++] = out->limit;
     }
     out->cmd.script = script_get(id);
     out->cmd.nkeys = (int)r->nkeys;

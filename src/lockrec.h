@@ -27,6 +27,8 @@ struct lock_rec {
     int16_t slot;                /* semaphore slot named by keys[0], -1:
                                     none; a slot is tried once per attempt
                                     (semaphore.c retries) */
+    uint16_t limit;              /* the semaphore's permits (slot >= 0),
+                                    for a fair one's release: 0 none */
     uint8_t nkeys;               /* 1..RL_MAX_RESOURCES */
     uint8_t token_len;           /* 1..RL_MAX_TOKEN_LEN */
     bool adopted;                /* token from elsewhere (rl_lock_adopt) */
@@ -109,6 +111,9 @@ void lockrec_px(const struct lock_rec *r, uint32_t ttl_ms, char *buf);
 /* Rewrite keys[0] (made for the semaphore's last slot, the longest name,
  * "<key>:slot:<limit - 1>") to name slot instead. */
 void lockrec_set_slot(struct lock_rec *r, uint32_t slot);
+/* The length of the base key "<key>" that keys[0] ("<key>:slot:<i>")
+ * starts with (r->slot >= 0). */
+size_t lockrec_slot_base_len(const struct lock_rec *r);
 /* Write "<key>:slot:<slot>" (NUL-terminated) into buf; returns its
  * length. buf holds at least key_len + LOCKREC_SLOT_SUFFIX_MAX bytes. */
 #define LOCKREC_SLOT_SUFFIX_MAX 20
@@ -117,11 +122,14 @@ size_t lockrec_slot_key(char *buf, const char *key, size_t key_len,
 
 /* A script call over the lock's keys: KEYS = keys, ARGV = token [, ttl].
  * A reader's record runs the reader variant of release and extend, a
- * fair one fair-release (its queue entry leaves with the lock). */
+ * fair one fair-release (its queue entry leaves with the lock); a fair
+ * semaphore slot's fair-release and fair-rollback also name the base key
+ * and the limit (the queue's, scripts.h). */
 struct lock_cmd {
     struct round_cmd cmd;
     const char *argv[RL_MAX_RESOURCES + 6];
     size_t lens[RL_MAX_RESOURCES + 6];
+    char limit[8];
 };
 /* Fill out (which must outlive the round's sends; the strings are the
  * record's and ttl's, not copied). ttl may be NULL. */

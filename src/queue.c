@@ -28,7 +28,13 @@
  * Leaving: a waiter that gives up removes its entry on every node
  * (queue-leave); a granted one keeps it until its release (fair-release),
  * or until it lapses, so the next waiter is announced when the lock is
- * free again. Loop thread only. */
+ * free again.
+ *
+ * A semaphore of L permits (semaphore.c owns the wait, its slot attempts
+ * borrow it) queues at its base key: the entitled are the first L
+ * entries (the head of a mutex's queue is its first 1), and a node
+ * grants a slot to a queued waiter only with fewer non-holders ahead of
+ * it than slots free there (scripts.c sem_entitled). Loop thread only. */
 #include <stdio.h>
 #include <string.h>
 
@@ -40,7 +46,13 @@
 
 struct fair_wait {
     rl_client *c;
-    const struct lock_rec *rec;
+    const struct lock_rec *rec;  /* the token (and the key attempted) */
+    char *qkey;                  /* the queue's key: the lock's, or a
+                                    semaphore's base key */
+    size_t qkey_len;
+    uint32_t limit;              /* permits: 1 a mutex, L a semaphore */
+    char limit_s[12];            /* a semaphore's L, appended to its
+                                    scripts' ARGV; '' for a mutex */
     fair_turn_fn *turn;
     void *arg;
     uint32_t priority;
@@ -91,12 +103,14 @@ static void count_ended(struct fair_wait *f, bool granted)
     atomic_fetch_sub(&f->c->stats[STAT_QUEUE_WAITERS], 1);
 }
 
-static size_t count_rank0(const struct fair_wait *f)
+/* Nodes where we stand within the first limit entries (the head of a
+ * mutex's queue). */
+static size_t count_entitled(const struct fair_wait *f)
 {
     size_t i, n = 0;
 
     for (i = 0; i < f->c->node_count; i++)
-        n += f->rank[i] == 0;
+        n += f->rank[i] >= 0 && f->rank[i] < (int64_t)f->limit;
     return n;
 }
 
@@ -109,9 +123,10 @@ static size_t count_free(const struct fair_wait *f)
     return n;
 }
 
+/* At the head (a semaphore's: among the first limit) on a quorum. */
 static bool heads_quorum(const struct fair_wait *f)
 {
-    return count_rank0(f) >= quorum_size(f->c->node_count);
+    return count_entitled(f) >= quorum_size(f->c->node_count);
 }
 
 /* It is our turn: stop sleeping and let acquire.c attempt. */
@@ -169,13 +184,13 @@ static void enter_done(void *owner, enum verdict v)
  * same call: it re-adds an entry a node lost, with the same score). */
 static void refresh(struct fair_wait *f)
 {
-    const char *argv[5] = {f->rec->keys[0], f->rec->token, f->entry_px,
-                           f->score, f->ticket_s};
-    size_t lens[5] = {f->rec->key_lens[0], f->rec->token_len,
+    const char *argv[6] = {f->qkey, f->rec->token, f->entry_px,
+                           f->score, f->ticket_s, f->limit_s};
+    size_t lens[6] = {f->qkey_len, f->rec->token_len,
                       strlen(f->entry_px), strlen(f->score),
-                      strlen(f->ticket_s)};
-    struct round_cmd cmd = {script_get(SCRIPT_QUEUE_ENTER), 1, 5, argv,
-                            lens};
+                      strlen(f->ticket_s), strlen(f->limit_s)};
+    struct round_cmd cmd = {script_get(SCRIPT_QUEUE_ENTER), 1,
+                            f->limit_s[0] != '\0' ? 6 : 5, argv, lens};
     enum verdict v;
 
     if (f->refreshing)
@@ -242,23 +257,35 @@ static void load_scripts(rl_client *c)
 }
 
 struct fair_wait *fair_new(rl_client *c, const struct lock_rec *rec,
-                           uint32_t priority, fair_turn_fn *turn, void *arg)
+                           const char *qkey, size_t qkey_len,
+                           uint32_t limit, uint32_t priority,
+                           fair_turn_fn *turn, void *arg)
 {
     struct fair_wait *f = calloc(1, sizeof(*f));
     size_t i;
 
     if (f == NULL)
         return NULL;
-    if (round_init(&f->round, c->nodes, c->node_count) != RL_OK) {
+    f->qkey = malloc(qkey_len + 1);
+    if (f->qkey == NULL ||
+        round_init(&f->round, c->nodes, c->node_count) != RL_OK) {
+        free(f->qkey);
         free(f);
         return NULL;
     }
     f->tick = loop_timer_new(c->loop, on_tick, f);
     if (f->tick == NULL) {
         round_clear(&f->round);
+        free(f->qkey);
         free(f);
         return NULL;
     }
+    memcpy(f->qkey, qkey, qkey_len);
+    f->qkey[qkey_len] = '\0';
+    f->qkey_len = qkey_len;
+    f->limit = limit > 0 ? limit : 1;
+    if (limit > 0)
+        snprintf(f->limit_s, sizeof(f->limit_s), "%u", limit);
     load_scripts(c);
     for (i = 0; i < c->node_count; i++)
         f->rank[i] = -1; /* nowhere yet: not at the head of anything */
@@ -271,22 +298,24 @@ struct fair_wait *fair_new(rl_client *c, const struct lock_rec *rec,
     return f;
 }
 
-/* queue-leave of our token (argv and lens: the caller's, 2 each). */
+/* queue-leave of our token (argv and lens: the caller's, 3 each). */
 static struct round_cmd leave_cmd(const struct fair_wait *f,
                                   const char **argv, size_t *lens)
 {
-    argv[0] = f->rec->keys[0];
-    lens[0] = f->rec->key_lens[0];
+    argv[0] = f->qkey;
+    lens[0] = f->qkey_len;
     argv[1] = f->rec->token;
     lens[1] = f->rec->token_len;
-    return (struct round_cmd){script_get(SCRIPT_QUEUE_LEAVE), 1, 2, argv,
-                              lens};
+    argv[2] = f->limit_s;
+    lens[2] = strlen(f->limit_s);
+    return (struct round_cmd){script_get(SCRIPT_QUEUE_LEAVE), 1,
+                              f->limit_s[0] != '\0' ? 3 : 2, argv, lens};
 }
 
 void fair_free(struct fair_wait *f)
 {
-    const char *argv[2];
-    size_t lens[2];
+    const char *argv[3];
+    size_t lens[3];
     struct round_cmd cmd;
 
     if (f == NULL)
@@ -300,15 +329,17 @@ void fair_free(struct fair_wait *f)
     notify_unwait(f->c->notify, &f->release_w);
     round_clear(&f->round);
     loop_timer_free(f->tick);
+    free(f->qkey);
     free(f);
 }
 
 void fair_attempt_cmd(struct fair_wait *f, const char *px,
                       const char *const *fence, struct fair_cmd *out)
 {
-    const char *args[5] = {f->rec->token, px, f->entry_px, f->score,
-                           f->ticket_s};
+    const char *args[7] = {f->rec->token, px, f->entry_px, f->score,
+                           f->ticket_s, f->qkey, f->limit_s};
     int i, nkeys = fence != NULL ? 4 : 1;
+    int nargs = f->limit_s[0] != '\0' ? 7 : 5;
 
     for (i = 0; i < (int)f->c->node_count; i++)
         f->qt[i] = -1;
@@ -318,7 +349,7 @@ void fair_attempt_cmd(struct fair_wait *f, const char *px,
         out->argv[i] = fence[i - 1];
         out->lens[i] = strlen(fence[i - 1]);
     }
-    for (i = 0; i < 5; i++) {
+    for (i = 0; i < nargs; i++) {
         out->argv[nkeys + i] = args[i];
         out->lens[nkeys + i] = strlen(args[i]);
     }
@@ -326,7 +357,7 @@ void fair_attempt_cmd(struct fair_wait *f, const char *px,
     out->cmd = (struct round_cmd){
         script_get(fence != NULL ? SCRIPT_FAIR_ACQUIRE_FENCED
                                  : SCRIPT_FAIR_ACQUIRE),
-        nkeys, nkeys + 5, out->argv, out->lens};
+        nkeys, nkeys + nargs, out->argv, out->lens};
 }
 
 enum vote fair_classify(struct fair_wait *f, size_t slot,
@@ -405,14 +436,17 @@ void fair_wait_turn(struct fair_wait *f, rl_mono_us since_us,
      * after it reaches us, or (a new channel) the first confirmation
      * wakes released() and we try if we head the queue. An OOM here
      * only costs the wake-ups: the ticks poll. */
-    released_since = notify_wait(c->notify, &f->release_w, f->rec->keys[0],
-                                 f->rec->key_lens[0], f->rec->token,
-                                 since_us, released, f);
+    /* A semaphore's releases are its slots' (any of them): its waiters
+     * learn of a fair holder's from the announcements, of a plain one's
+     * at their poll or refresh. */
+    released_since = f->limit_s[0] == '\0' &&
+                     notify_wait(c->notify, &f->release_w, f->qkey,
+                                 f->qkey_len, f->rec->token, since_us,
+                                 released, f);
     /* An announcement naming us, or a release while we head the queue,
      * came while the attempt was in flight. */
-    if (notify_wait_turn(c->notify, &f->turn_w, f->rec->keys[0],
-                         f->rec->key_lens[0], f->rec->token, since_us,
-                         announced, f) ||
+    if (notify_wait_turn(c->notify, &f->turn_w, f->qkey, f->qkey_len,
+                         f->rec->token, since_us, announced, f) ||
         (released_since && heads_quorum(f))) {
         take_turn(f, false);
         return;
@@ -426,6 +460,19 @@ void fair_wait_turn(struct fair_wait *f, rl_mono_us since_us,
         return;
     }
     arm(f, (uint64_t)QUEUE_REFRESH_MS * 1000u);
+}
+
+bool fair_another_slot(const struct fair_wait *f)
+{
+    size_t i, unqueued = 0, need = quorum_size(f->c->node_count);
+
+    if (count_free(f) < need)
+        return false; /* every slot is taken on a majority */
+    if (f->ticket != 0)
+        return heads_quorum(f);
+    for (i = 0; i < f->c->node_count; i++)
+        unqueued += f->qt[i] == 0; /* no queue there: the fast path */
+    return unqueued >= need;
 }
 
 void fair_granted(struct fair_wait *f)
@@ -449,8 +496,8 @@ static void left_all(void *owner, enum verdict v)
 
 void fair_leave(struct fair_wait *f, void (*done)(void *owner), void *owner)
 {
-    const char *argv[2];
-    size_t lens[2];
+    const char *argv[3];
+    size_t lens[3];
     struct round_cmd cmd = leave_cmd(f, argv, lens);
 
     round_cancel(&f->round); /* a refresh in flight: its entry is ours */

@@ -21,12 +21,18 @@ struct fair_wait;
  * fair_* call. */
 typedef void fair_turn_fn(void *arg, bool expired);
 
-/* A fair wait for rec (a mutex, one key) at priority 0..RL_MAX_PRIORITY.
- * It subscribes to the lock's release and queue channels at its first
- * refusal (fair_wait_turn), so an uncontended acquire subscribes to
- * nothing. NULL on out of memory. */
+/* A fair wait of rec (its token; its keys[0] is the key attempted) in
+ * the queue of qkey (qkey_len bytes, copied): a mutex's own key with
+ * limit 0, or a semaphore's base key with its limit (the slot attempts'
+ * scripts get the base key and the limit, and the first limit entries
+ * are entitled), at priority 0..RL_MAX_PRIORITY. It subscribes to the
+ * queue's channel (and a mutex's release channel) at its first refusal
+ * (fair_wait_turn), so an uncontended acquire subscribes to nothing.
+ * NULL on out of memory. */
 struct fair_wait *fair_new(rl_client *c, const struct lock_rec *rec,
-                           uint32_t priority, fair_turn_fn *turn, void *arg);
+                           const char *qkey, size_t qkey_len,
+                           uint32_t limit, uint32_t priority,
+                           fair_turn_fn *turn, void *arg);
 /* Stop waiting; unless the lock was granted, the entry leaves every node
  * (sent, not awaited). NULL is a no-op. */
 void fair_free(struct fair_wait *f);
@@ -39,8 +45,8 @@ void fair_free(struct fair_wait *f);
  * round's sends. */
 struct fair_cmd {
     struct round_cmd cmd;
-    const char *argv[9];
-    size_t lens[9];
+    const char *argv[11];
+    size_t lens[11];
 };
 void fair_attempt_cmd(struct fair_wait *f, const char *px,
                       const char *const *fence, struct fair_cmd *out);
@@ -56,6 +62,11 @@ enum vote fair_classify(struct fair_wait *f, size_t slot,
  * deadline_us passes (turn(arg, true); 0: no deadline). */
 void fair_wait_turn(struct fair_wait *f, rl_mono_us since_us,
                     rl_mono_us deadline_us);
+/* A semaphore's slot attempt was refused: whether the attempt's replies
+ * leave another slot worth trying this round (a slot free and we may
+ * take it on a majority: entitled there, or, before the ticket, no queue
+ * there). When not, every other slot would be refused the same way. */
+bool fair_another_slot(const struct fair_wait *f);
 /* The lock was granted: the entry now goes with the lock (fair-release). */
 void fair_granted(struct fair_wait *f);
 /* Whether an entry may be on some node (we sent one). */

@@ -186,6 +186,59 @@ _Static_assert(TOKEN_STEM_LEN == 32 && TOKEN_HEX_LEN == 40,
     "         string.sub(tok, " LUA_NUM(TOKEN_HEX_LEN) " + 1)\n"          \
     "end\n"
 
+/* A semaphore's queue (L permits; QK is its base key, the queue's, and
+ * its slots QK:slot:0..L-1 are ordinary lock keys; L nil: a mutex at K).
+ * slots_held(): the entries holding a slot here (a slot's value named as
+ * its entry is, member()) and how many slots are taken.
+ * sem_entitled(mem): mem may take a slot here -- fewer entries ahead of
+ * it that hold no slot here than slots are free (so at most the first L
+ * entries, and a waiter is never passed by the one behind it while the
+ * holders that got their permit without queueing hold).
+ * sem_announce(except): name each entitled entry (at most the free
+ * slots, so at most L messages), as announce() names the mutex's head.
+ * free_here(): 1 when K (a mutex) or one of the L slots is free here. */
+#define SEM_QUEUE_LUA                                                     \
+    "local function slots_held()\n"                                       \
+    "  local held, n = {}, 0\n"                                           \
+    "  for i = 0, L - 1 do\n"                                             \
+    "    local v = redis.call('get', QK .. ':slot:' .. i)\n"              \
+    "    if v then\n"                                                     \
+    "      held[member(v)] = true\n"                                      \
+    "      n = n + 1\n"                                                   \
+    "    end\n"                                                           \
+    "  end\n"                                                             \
+    "  return held, n\n"                                                  \
+    "end\n"                                                               \
+    "local function sem_entitled(mem)\n"                                  \
+    "  local held, n = slots_held()\n"                                    \
+    "  local ahead = 0\n"                                                 \
+    "  for _, e in ipairs(redis.call('zrange', Q, 0, L - 1)) do\n"        \
+    "    if e == mem then return ahead < L - n end\n"                     \
+    "    if not held[e] then ahead = ahead + 1 end\n"                     \
+    "  end\n"                                                             \
+    "  return false\n"                                                    \
+    "end\n"                                                               \
+    "local function sem_announce(except)\n"                               \
+    "  local held, n = slots_held()\n"                                    \
+    "  local free = L - n\n"                                              \
+    "  if free <= 0 then return end\n"                                    \
+    "  for _, e in ipairs(redis.call('zrange', Q, 0, L - 1)) do\n"        \
+    "    if not held[e] then\n"                                           \
+    "      if e ~= except then\n"                                         \
+    "        redis.call('publish', 'redlock:queue:' .. QK, e)\n"          \
+    "      end\n"                                                         \
+    "      free = free - 1\n"                                             \
+    "      if free == 0 then return end\n"                                \
+    "    end\n"                                                           \
+    "  end\n"                                                             \
+    "end\n"                                                               \
+    "local function free_here()\n"                                        \
+    "  if not L then return 1 - redis.call('exists', K) end\n"            \
+    "  local _, n = slots_held()\n"                                       \
+    "  if n < L then return 1 end\n"                                      \
+    "  return 0\n"                                                        \
+    "end\n"
+
 /* The fair queue's helpers (docs/fair-queue.md 2.5). The queue of the
  * lock at K is redlock:q:K (entry -> score, the order), redlock:qx:K
  * (entry -> expiry, the node's TIME in ms) and redlock:qt:K (the largest
@@ -195,21 +248,28 @@ _Static_assert(TOKEN_STEM_LEN == 32 && TOKEN_HEX_LEN == 40,
  * keep the release script's shape (one key, the token): the lock's
  * release path stays one call (lockrec_script_cmd). Redlock nodes are
  * standalone masters, where undeclared keys are allowed.
+ * QUEUE_AT_LUA(QKEY, LIMIT) names the queue's key QK and the permits L
+ * (Lua expressions, usually of optional ARGV): a semaphore slot's
+ * scripts run at its slot key K and use the queue of the base key QK;
+ * QUEUE_LUA is the mutex's (QK = K, L nil).
  * purge(now): entries whose expiry passed go, wherever they are in the
  * queue (at most 64 per call: the next call takes the rest).
  * announce(except): when K is free here, publish the head's token on
- * redlock:queue:K -- the one waiter that may take it now -- unless the
- * head is `except` (the caller, who learns it from its own reply).
+ * redlock:queue:QK -- the one waiter that may take it now -- unless the
+ * head is `except` (the caller, who learns it from its own reply); a
+ * semaphore's: sem_announce.
  * settle(now): the queue keys live as long as their latest entry;
  * an empty queue is deleted with its counter (a counter orders only
  * entries still waiting).
  * enter(...): add or refresh an entry (same score on every node) and
  * raise the counter to its ticket, which rebuilds a restarted node's
  * counter. */
-#define QUEUE_LUA                                                         \
+#define QUEUE_LUA QUEUE_AT_LUA("K", "nil")
+#define QUEUE_AT_LUA(QKEY, LIMIT)                                         \
     "local K = KEYS[1]\n"                                                 \
-    "local Q, QX, QT = 'redlock:q:' .. K, 'redlock:qx:' .. K,\n"          \
-    "                  'redlock:qt:' .. K\n"                              \
+    "local QK, L = " QKEY ", " LIMIT "\n"                                \
+    "local Q, QX, QT = 'redlock:q:' .. QK, 'redlock:qx:' .. QK,\n"        \
+    "                  'redlock:qt:' .. QK\n"                             \
     MEMBER_LUA                                                            \
     "local function server_ms()\n"                                        \
     "  local t = redis.call('time')\n"                                    \
@@ -224,11 +284,13 @@ _Static_assert(TOKEN_STEM_LEN == 32 && TOKEN_HEX_LEN == 40,
     "  end\n"                                                             \
     "  return #dead\n"                                                    \
     "end\n"                                                               \
+    SEM_QUEUE_LUA                                                         \
     "local function announce(except)\n"                                   \
+    "  if L then return sem_announce(except) end\n"                       \
     "  if redis.call('exists', K) == 1 then return end\n"                 \
     "  local h = redis.call('zrange', Q, 0, 0)[1]\n"                      \
     "  if h and h ~= except then\n"                                       \
-    "    redis.call('publish', 'redlock:queue:' .. K, h)\n"               \
+    "    redis.call('publish', 'redlock:queue:' .. QK, h)\n"              \
     "  end\n"                                                             \
     "end\n"                                                               \
     "local function settle(now)\n"                                        \
@@ -259,7 +321,7 @@ _Static_assert(TOKEN_STEM_LEN == 32 && TOKEN_HEX_LEN == 40,
  * exists a first attempt is a bare SET NX (queued false): an
  * uncontended fair acquire costs little more than a plain one. */
 #define FAIR_TRY_LUA                                                      \
-    QUEUE_LUA                                                             \
+    QUEUE_AT_LUA("ARGV[6] or K", "tonumber(ARGV[7] or '')")               \
     "local tok = ARGV[1]\n"                                               \
     "local mem = member(tok)\n"                                           \
     "local now, purged, ok, rank = 0, 0, true, nil\n"                     \
@@ -272,7 +334,7 @@ _Static_assert(TOKEN_STEM_LEN == 32 && TOKEN_HEX_LEN == 40,
     "  else\n"                                                            \
     "    enter(mem, ARGV[4], ARGV[5], now, tonumber(ARGV[3]))\n"          \
     "    rank = redis.call('zrank', Q, mem)\n"                            \
-    "    ok = rank == 0\n"                                                \
+    "    if L then ok = sem_entitled(mem) else ok = rank == 0 end\n"       \
     "  end\n"                                                             \
     "end\n"                                                               \
     "local qt = queued and redis.call('get', QT) or '0'\n"
@@ -288,7 +350,7 @@ _Static_assert(TOKEN_STEM_LEN == 32 && TOKEN_HEX_LEN == 40,
 #define FAIR_RELEASE_LUA(KEEP_ENTRY, ON_DELETE)                           \
     OURS_LUA                                                              \
     VALUE_LUA                                                             \
-    QUEUE_LUA                                                             \
+    QUEUE_AT_LUA("ARGV[2] or K", "tonumber(ARGV[3] or '')")               \
     "local tok = ARGV[1]\n"                                               \
     "local v = value(K)\n"                                                \
     "local r = 0\n"                                                       \
@@ -550,7 +612,7 @@ static struct script scripts[SCRIPT_COUNT] = {
         "end\n"
         "if purged > 0 then announce(mem) end\n"
         "if queued then settle(now) end\n"
-        "return {0, qt, rank or -1, 1 - redis.call('exists', K)}\n",
+        "return {0, qt, rank or -1, free_here()}\n",
         "", true},
     [SCRIPT_FAIR_ACQUIRE_FENCED] = {
         "fair-acquire-fenced",
@@ -569,11 +631,11 @@ static struct script scripts[SCRIPT_COUNT] = {
         "end\n"
         "if purged > 0 then announce(mem) end\n"
         "if queued then settle(now) end\n"
-        "return {0, cur, t, qt, rank or -1, 1 - redis.call('exists', K)}\n",
+        "return {0, cur, t, qt, rank or -1, free_here()}\n",
         "", true},
     [SCRIPT_QUEUE_ENTER] = {
         "queue-enter",
-        QUEUE_LUA
+        QUEUE_AT_LUA("K", "tonumber(ARGV[5] or '')")
         "local now = server_ms()\n"
         "local purged = purge(now)\n"
         "local mem = member(ARGV[1])\n"
@@ -581,7 +643,7 @@ static struct script scripts[SCRIPT_COUNT] = {
         "if purged > 0 then announce(mem) end\n"
         "settle(now)\n"
         "return {redis.call('zrank', Q, mem),\n"
-        "        1 - redis.call('exists', K),\n"
+        "        free_here(),\n"
         "        redis.call('get', QT) or '0', added}\n",
         "", true},
     [SCRIPT_FAIR_RELEASE] = {
@@ -593,7 +655,7 @@ static struct script scripts[SCRIPT_COUNT] = {
         "fair-rollback", FAIR_RELEASE_LUA("true", ""), ""},
     [SCRIPT_QUEUE_LEAVE] = {
         "queue-leave",
-        QUEUE_LUA
+        QUEUE_AT_LUA("K", "tonumber(ARGV[2] or '')")
         "if redis.call('exists', Q) == 0 then return 0 end\n"
         "local now = server_ms()\n"
         "purge(now)\n"

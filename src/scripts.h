@@ -41,7 +41,14 @@ enum script_id {
     /* Fair waiting (queue.c; docs/fair-queue.md): KEYS is the lock key K
      * alone, the scripts derive redlock:q:K, redlock:qx:K and redlock:qt:K from it. Not loaded
      * at the handshake (a client that never waits fair sends what it
-     * sent before): queue.c loads them before its first attempt. */
+     * sent before): queue.c loads them before its first attempt.
+     * A semaphore slot's (K = its slot key) append the base key and the
+     * limit: fair-acquire(-fenced) as ARGV 6-7, fair-release and
+     * fair-rollback as ARGV 2-3; queue-enter and queue-leave run at the
+     * base key and append the limit (ARGV 5, ARGV 2). The queue is then
+     * the base key's, "K free" means a slot is free, and a queued caller
+     * is granted only with fewer queued non-holders ahead of it than
+     * slots free (docs/protocol.md). */
     SCRIPT_FAIR_ACQUIRE,
     SCRIPT_PRELOADED = SCRIPT_FAIR_ACQUIRE, /* the ones before it are */  /* ARGV: token, px, entry px, score ('' = not
                              queued: fast path), ticket

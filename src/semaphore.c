@@ -23,11 +23,18 @@
  * (lockrec_set_slot), it names the slot won at the end, so the handle is
  * an ordinary lock on that slot (release, extend, watchdog, fencing per
  * slot). The token's stem serves every slot; each slot attempt has its own
- * attempt digits (acquire.c), so no rollback touches a later attempt. */
+ * attempt digits (acquire.c), so no rollback touches a later attempt.
+ * A fair semaphore (docs/fair-queue.md) waits in its base key's queue
+ * (queue.c, owned here; each slot attempt borrows it and runs
+ * fair-acquire on its slot): a round whose every slot refused takes the
+ * ticket and sleeps in the queue as a mutex's waiter does, and its turn
+ * is a new round; the nodes grant a queued waiter a slot in queue
+ * order. */
 #include <stdio.h>
 #include <string.h>
 
 #include "notify.h"
+#include "queue.h"
 #include "semaphore.h"
 
 struct sem_op {
@@ -45,10 +52,12 @@ struct sem_op {
     struct acquire_op *cur;       /* the slot attempt in flight (not
                                      ended), or NULL */
     struct loop_timer *timer;
+    struct fair_wait *fair;       /* fair: the base key's queue, or NULL */
     struct retry_budget budget;
     rl_mono_us round_t0;
     bool sleeping;
     bool in_run;                  /* inside acquire_run */
+    bool queued_out;              /* a fair round ended early (queued_out) */
     rl_status last;               /* the last slot attempt's outcome */
     struct acquire_grant grant;
     char detail[RL_ERRLEN];
@@ -80,6 +89,7 @@ void sem_abort(struct sem_op *op)
     if (op == NULL)
         return;
     acquire_abort(op->cur);
+    fair_free(op->fair); /* still queued: leaves, not awaited */
     unwait_all(op);
     loop_timer_free(op->timer);
     free(op->order);
@@ -102,10 +112,13 @@ static void finish(struct sem_op *op, rl_status st)
     void *owner = op->owner;
     struct acquire_grant g = op->grant;
 
-    if (st == RL_OK)
+    if (st == RL_OK) {
+        if (op->fair != NULL)
+            fair_granted(op->fair); /* the entry goes with the permit */
         rl_error_clear();
-    else
+    } else {
         rl_error_set_text(op->detail);
+    }
     op->cur = NULL;
     sem_abort(op);
     done(owner, st, st == RL_OK ? &g : NULL);
@@ -124,14 +137,46 @@ static void released_elsewhere(void *arg)
     round_from(op, sw->slot);
 }
 
+/* A fair semaphore that gave up left the queue on every node that
+ * answers. */
+static void left_queue(void *owner)
+{
+    struct sem_op *op = owner;
+
+    finish(op, op->last);
+}
+
+/* Give up with st; a queued fair waiter reports once its entry left
+ * every node that answers (as acquire.c's finish), not while it may
+ * still stand among the entitled there. */
+static void fair_failed(struct sem_op *op, rl_status st)
+{
+    if (op->fair == NULL || !fair_queued(op->fair)) {
+        finish(op, st);
+        return;
+    }
+    op->last = st;
+    fair_leave(op->fair, left_queue, op);
+}
+
+/* queue.c: our turn to run a round, or the wait ran out in the queue. */
+static void fair_turn(void *arg, bool expired)
+{
+    struct sem_op *op = arg;
+
+    if (expired)
+        fair_failed(op, op->last);
+    else
+        round_from(op, -1);
+}
+
 /* Every slot failed: report, or sleep until the delay ends or any slot
- * is released. */
+ * is released (a fair one: until queue.c says it is its turn). */
 static void round_failed(struct sem_op *op)
 {
     rl_client *c = op->client;
     rl_mono_us now = mono_now_us();
-    size_t base = (size_t)(strrchr(op->rec->keys[0], ':') -
-                           op->rec->keys[0]) - (sizeof(":slot") - 1);
+    size_t base = lockrec_slot_base_len(op->rec);
     size_t name_len = base - (size_t)(op->rec->resource - op->rec->keys[0]);
     /* "held by another client" if any slot was refused, else the last
      * attempt's error */
@@ -145,6 +190,12 @@ static void round_failed(struct sem_op *op)
         if (op->refused == op->limit)
             snprintf(op->detail, sizeof(op->detail),
                      "'%.*s': all %u slots are held by other clients",
+                     (int)name_len, op->rec->resource, op->limit);
+        else if (op->queued_out)
+            snprintf(op->detail, sizeof(op->detail),
+                     "'%.*s': no slot of %u is free for us on a majority "
+                     "(held by other clients, or by earlier waiters in "
+                     "the queue)",
                      (int)name_len, op->rec->resource, op->limit);
         else if (op->refused == op->tried)
             snprintf(op->detail, sizeof(op->detail),
@@ -160,7 +211,12 @@ static void round_failed(struct sem_op *op)
                      op->tried, op->fail_detail);
     }
     if (!retry_budget_take(&op->budget, now)) {
-        finish(op, failure);
+        fair_failed(op, failure);
+        return;
+    }
+    if (op->fair != NULL) {
+        op->last = failure; /* reported if the wait runs out */
+        fair_wait_turn(op->fair, op->round_t0, op->budget.deadline_us);
         return;
     }
     delay_us = retry_budget_pause_us(&op->budget, c, now);
@@ -179,6 +235,17 @@ static void round_failed(struct sem_op *op)
     loop_timer_arm(op->timer, delay_us);
 }
 
+/* A fair round ends at a refusal that says no other slot can be ours
+ * now (queue.c fair_another_slot): the queue or full slots refuse every
+ * slot alike, so trying the others would cost a round each for nothing;
+ * an entitled waiter is told when a slot frees (announcements). */
+static bool queued_out(struct sem_op *op)
+{
+    op->queued_out = op->fair != NULL && op->last == RL_ENOTACQUIRED &&
+                     !fair_another_slot(op->fair);
+    return op->queued_out;
+}
+
 /* Try the round's remaining slots, one attempt at a time, until one is
  * won or all failed. Attempts that end inside acquire_run are handled in
  * this loop (no recursion over K slots). */
@@ -190,15 +257,19 @@ static void try_slots(struct sem_op *op)
         if (op->tried > 0 &&
             retry_budget_expired(&op->budget, mono_now_us()))
             break; /* the wait is over: no more slots this round */
+        if (op->tried > 0 && queued_out(op))
+            break;
         slot = op->order[op->tried++];
         lockrec_set_slot(op->rec, slot);
         op->cur = acquire_new(op->client, op->rec, op->ttl_ms, &op->opts,
                               slot_done, op);
         if (op->cur == NULL) {
             snprintf(op->detail, sizeof(op->detail), "%s", rl_last_error());
-            finish(op, RL_ENOMEM);
+            fair_failed(op, RL_ENOMEM);
             return;
         }
+        if (op->fair != NULL)
+            acquire_borrow_fair(op->cur, op->fair);
         op->in_run = true;
         acquire_run(op->cur);
         op->in_run = false;
@@ -257,6 +328,7 @@ static void round_from(struct sem_op *op, int64_t first)
     }
     op->tried = 0;
     op->refused = 0;
+    op->queued_out = false;
     op->round_t0 = mono_now_us();
     try_slots(op);
 }
@@ -293,6 +365,13 @@ struct sem_op *sem_new(rl_client *c, struct lock_rec *rec, uint32_t limit,
         op->waiters[i].slot = i;
     }
     retry_budget_init(&op->budget, c, o);
+    if (rec->fair) {
+        op->fair = fair_new(c, rec, rec->keys[0], lockrec_slot_base_len(rec),
+                            limit, o->priority, fair_turn, op);
+        if (op->fair == NULL)
+            goto out_nomem;
+        retry_budget_fair(&op->budget, c);
+    }
     return op;
 out_nomem:
     if (op != NULL) {

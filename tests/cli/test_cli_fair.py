@@ -15,6 +15,8 @@ redis-server nodes, checked in Redis:
 - a waiter whose --wait runs out, or that gets SIGINT, leaves no entry on
   any node (before the entry could have lapsed on its own);
 - status shows the queue a majority holds, in order;
+- a semaphore (--limit 2) serves its waiters in registration order from
+  the resource's queue, which status shows as a mutex's;
 - a plain acquire sends what it sent before (INFO commandstats: one SET,
   no script, nothing of the queue);
 - fair and plain holders never hold at once.
@@ -262,6 +264,51 @@ class FairOrderTest(Base):
         self.assertEqual(self.served(), names)
 
 
+class FairSemaphoreTest(Base):
+    def test_semaphore_waiters_are_served_in_registration_order(self):
+        # Two holders take both permits (not queued: the queue was
+        # empty); five waiters registered one after another at the
+        # resource's queue (not a slot's) get the permits in that order,
+        # each run's child releasing its permit for the next.
+        r = res("sem")
+        holders = []
+        for _ in range(2):
+            p = self.start("hold", r, "--limit", "2", "--fair", "--ttl",
+                           "10000")
+            handle = p.stdout.readline().strip()
+            self.assertTrue(handle.startswith("slot"), p.stderr.read()
+                            if p.poll() is not None else handle)
+            holders.append(p)
+        slots = [r + ":slot:0", r + ":slot:1"]
+        self.assertTrue(wait_for(lambda: all(n.cmd("EXISTS", *slots) == 2
+                                             for n in NODES),
+                                 scale(clitest.EVENT_TIMEOUT)))
+        names = ["w%d" % i for i in range(5)]
+        procs = [self.waiter(r, name, i + 1, "--limit", "2")
+                 for i, name in enumerate(names)]
+        for n in NODES:
+            self.assertEqual(n.cmd("KEYS", "redlock:q*:" + r + ":slot:*"),
+                             [])
+        # status shows the semaphore's queue as a mutex's.
+        code, out, err = run_cli(args_for("--json", "status", r))
+        self.assertEqual(code, 0, err)
+        shown = json.loads(out)
+        self.assertEqual([e["token"] for e in shown["queue"]],
+                         [t[:8] for t in self.entries(r)[0]])
+        self.assertEqual([e["position"] for e in shown["queue"]],
+                         [1, 2, 3, 4, 5])
+        code, out, err = run_cli(args_for("status", r))
+        self.assertIn("5 waiting in the fair queue", out)
+        self.release(holders[0])
+        for p in procs:
+            self.assertEqual(p.wait(timeout=scale(30)), 0, p.stderr.read())
+        self.assertEqual(self.served(), names)
+        self.release(holders[1])
+        self.assertTrue(wait_for(lambda: all(
+            n.cmd("EXISTS", "redlock:q:" + r, *slots) == 0 for n in NODES),
+            scale(clitest.EVENT_TIMEOUT)))
+
+
 class LeaveTest(Base):
     def test_a_timed_out_waiter_leaves_no_entry(self):
         r = res("timeout")
@@ -304,10 +351,10 @@ class LeaveTest(Base):
         r = res("usage")
         code, _, err = run_cli(args_for("acquire", r, "--priority", "256"))
         self.assertEqual(code, 2, err)
-        code, _, err = run_cli(args_for("acquire", r, "--fair", "--limit",
-                                        "2"))
+        code, _, err = run_cli(args_for("acquire", r, "--fair",
+                                        "--shared"))
         self.assertNotEqual(code, 0)
-        self.assertIn("mutex", err)
+        self.assertIn("reader", err)
         code, _, err = run_cli(args_for("acquire", "redlock:q:" + r))
         self.assertEqual(code, 2, err)
         self.assertIn("reserved namespace", err)

@@ -6,7 +6,8 @@
  * announce the next head), the library's fair acquire waits behind a
  * queued entry, leaves no entry when it gives up, and refuses what it
  * does not support, and rl_resource_queue reports what a majority
- * holds. The CLI tests (tests/cli/test_cli_fair.py) check the
+ * holds; a semaphore (limit) queues at its base key and hands its
+ * permits out in queue order, never to more than limit holders. The CLI tests (tests/cli/test_cli_fair.py) check the
  * order across processes. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -476,6 +477,318 @@ static void test_a_waiter_queues_while_a_node_is_down(void **state)
     assert_int_equal(harness_resume(&f->r[2]), 0);
 }
 
+/* A semaphore's slot scripts use its base key's queue: a queued waiter
+ * takes a slot only with fewer non-holders ahead of it than slots free
+ * on the node (a holder that got its permit without queueing is not in
+ * the queue, so rank < limit alone would let the second waiter pass the
+ * first); a release removes the holder's entry, a rollback keeps it. */
+static void test_a_semaphore_slot_goes_to_the_first_waiters(void **state)
+{
+    struct fixture *f = *state;
+
+    /* A plain holder on slot 0; a then b queue at the base key. */
+    assert_true(harness_ok(harness_cmd(&f->r[0], "SET ss:slot:0 x PX 60000")));
+    harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, "ss", "a", "60000", "1", "1",
+                     "2", NULL), 0);
+    harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, "ss", "b", "60000", "2", "2",
+                     "2", NULL), 0);
+    assert_int_equal(zcard(f, 0, "redlock:q:ss"), 2);
+    /* One slot free: b (rank 1 < limit 2) is still refused, a is not. */
+    assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "ss:slot:1",
+                                  "b", "5000", "60000", "2", "2", "ss", "2",
+                                  NULL)),
+                     0);
+    assert_true(harness_key_absent(&f->r[0], "ss:slot:1"));
+    /* A newcomer's fast path is refused while anybody queues. */
+    assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "ss:slot:1",
+                                  "c", "5000", "60000", "", "", "ss", "2",
+                                  NULL)),
+                     0);
+    assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "ss:slot:1",
+                                  "a", "5000", "60000", "1", "1", "ss", "2",
+                                  NULL)),
+                     1);
+    assert_true(harness_key_holds(&f->r[0], "ss:slot:1", "a"));
+    /* Both slots taken: the queue says no slot is free here. */
+    {
+        redisReply *r = eval(f, 0, SCRIPT_QUEUE_ENTER, "ss", "b", "60000",
+                             "2", "2", "2", NULL);
+
+        assert_true(r != NULL && r->type == REDIS_REPLY_ARRAY &&
+                    r->elements == 4);
+        assert_int_equal(r->element[0]->integer, 1); /* b's rank */
+        assert_int_equal(r->element[1]->integer, 0); /* no slot free */
+        freeReplyObject(r);
+    }
+    /* a's rollback keeps its place: b is refused again. */
+    assert_int_equal(harness_int(eval(f, 0, SCRIPT_FAIR_ROLLBACK,
+                                      "ss:slot:1", "a", "ss", "2", NULL),
+                                 -9),
+                     1);
+    assert_int_equal(zcard(f, 0, "redlock:q:ss"), 2);
+    assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "ss:slot:1",
+                                  "b", "5000", "60000", "2", "2", "ss", "2",
+                                  NULL)),
+                     0);
+    assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "ss:slot:1",
+                                  "a", "5000", "60000", "1", "1", "ss", "2",
+                                  NULL)),
+                     1);
+    /* a's release takes its entry from the base key's queue: b's turn. */
+    assert_int_equal(harness_int(eval(f, 0, SCRIPT_FAIR_RELEASE,
+                                      "ss:slot:1", "a", "ss", "2", NULL),
+                                 -9),
+                     1);
+    assert_int_equal(zcard(f, 0, "redlock:q:ss"), 1);
+    assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "ss:slot:1",
+                                  "b", "5000", "60000", "2", "2", "ss", "2",
+                                  NULL)),
+                     1);
+    /* No queue of the slot's own was made. */
+    assert_int_equal(harness_count_keys(&f->r[0], "redlock:q*:ss:slot:*"), 0);
+}
+
+/* Wait until every node holds n entries in resource's queue. */
+static bool queue_len_everywhere(struct fixture *f, const char *resource,
+                                 long long n)
+{
+    int64_t deadline = harness_now_ms() + harness_scale_ms(5000);
+    char key[64];
+    int i, ok;
+
+    snprintf(key, sizeof(key), "redlock:q:%s", resource);
+    do {
+        for (i = 0, ok = 0; i < N; i++)
+            ok += zcard(f, i, key) == n;
+        if (ok == N)
+            return true;
+        harness_sleep_ms(5);
+    } while (harness_now_ms() < deadline);
+    return false;
+}
+
+/* The one of w[0..n) not served yet that is done, waiting up to ms;
+ * NULL if none or more than one. */
+static struct fixture_acquirer *the_one_done(struct fixture_acquirer *w,
+                                             const bool *served, int n,
+                                             int64_t ms)
+{
+    int64_t deadline = harness_now_ms() + harness_scale_ms(ms);
+    struct fixture_acquirer *one = NULL;
+    int i, done;
+
+    do {
+        for (i = 0, done = 0; i < n; i++) {
+            if (!served[i] && atomic_load(&w[i].done)) {
+                done++;
+                one = &w[i];
+            }
+        }
+        if (done > 0)
+            return done == 1 ? one : NULL;
+        harness_sleep_ms(5);
+    } while (harness_now_ms() < deadline);
+    return NULL;
+}
+
+/* Two holders take both permits of a semaphore (limit 2), then four fair
+ * waiters register one after another and a priority one last: as permits
+ * are released, the priority waiter is served first, then the others in
+ * their order, one per released permit, and never more than two hold. */
+static void test_a_fair_semaphore_serves_its_queue_in_order(void **state)
+{
+    struct fixture *f = *state;
+    static const char *const res[] = {"fs"};
+    struct fixture_acquirer w[5] = {{0}};
+    struct fixture_acquirer *next;
+    rl_lock *h[2] = {NULL};
+    bool served[5] = {false};
+    /* Who is served after each release. */
+    static const int order[5] = {4, 0, 1, 2, 3};
+    rl_acquire_opts o = {0};
+    rl_lock *release;
+    int i, k;
+
+    o.ttl_ms = 30000;
+    o.limit = 2;
+    o.fair = 1;
+    for (i = 0; i < 2; i++)
+        assert_int_equal(rl_acquire(f->c, "fs", &o, &h[i]), RL_OK);
+    for (i = 0; i < 5; i++) {
+        w[i].c = f->c;
+        w[i].resources = res;
+        w[i].count = 1;
+        w[i].o = o;
+        w[i].o.wait_ms = (uint32_t)harness_scale_ms(30000);
+        if (i == 4)
+            w[i].o.priority = 5;
+        fixture_acquirer_start(&w[i]);
+        /* Registered on every node before the next one starts. */
+        assert_true(queue_len_everywhere(f, "fs", i + 1));
+    }
+    release = h[0];
+    for (k = 0; k < 5; k++) {
+        assert_int_equal(rl_release(release), RL_OK);
+        next = the_one_done(w, served, 5, 10000);
+        assert_non_null(next);
+        fixture_acquirer_join(next);
+        assert_int_equal(next->st, RL_OK);
+        assert_ptr_equal(next, &w[order[k]]);
+        assert_true(rl_lock_slot(next->lock) >= 0);
+        /* Never more than the two permits on any node. */
+        for (i = 0; i < N; i++)
+            assert_true(harness_count_keys(&f->r[i], "fs:slot:*") <= 2);
+        /* Alternately the newest holder's permit and the older one's. */
+        release = k == 2 ? h[1] : next->lock;
+        if (k == 2)
+            h[1] = next->lock;
+        served[next - w] = true;
+    }
+    assert_int_equal(rl_release(w[order[4]].lock), RL_OK);
+    assert_int_equal(rl_release(h[1]), RL_OK);
+    for (i = 0; i < N; i++) {
+        assert_int_equal(harness_count_keys(&f->r[i], "fs:slot:*"), 0);
+        assert_int_equal(harness_count_keys(&f->r[i], "redlock:q*:fs:slot*"),
+                         0);
+    }
+}
+
+/* A fair semaphore waiter that gives up leaves its entry on no node. */
+static void test_a_fair_semaphore_waiter_that_gives_up_leaves(void **state)
+{
+    struct fixture *f = *state;
+    rl_acquire_opts o = {0};
+    rl_lock *h[2] = {NULL}, *l = NULL;
+    rl_totals t;
+    int i;
+
+    o.ttl_ms = 30000;
+    o.limit = 2;
+    for (i = 0; i < 2; i++)
+        assert_int_equal(rl_acquire(f->c, "fg", &o, &h[i]), RL_OK);
+    o.fair = 1;
+    o.wait_ms = harness_scale_ms(600);
+    assert_int_equal(rl_acquire(f->c, "fg", &o, &l), RL_ENOTACQUIRED);
+    assert_null(l);
+    assert_int_equal(rl_client_totals(f->c, &t), RL_OK);
+    assert_int_equal(t.queue_registrations, 1);
+    assert_int_equal(t.queue_leaves, 1);
+    for (i = 0; i < N; i++) {
+        assert_int_equal(harness_count_keys(&f->r[i], "redlock:q*:fg"), 0);
+        assert_int_equal(harness_count_keys(&f->r[i], "fg:slot:*"), 2);
+    }
+    /* Once a permit is free, a fair acquire takes it at once. */
+    assert_int_equal(rl_release(h[0]), RL_OK);
+    o.wait_ms = 0;
+    assert_int_equal(rl_acquire(f->c, "fg", &o, &l), RL_OK);
+    assert_int_equal(rl_release(l), RL_OK);
+    assert_int_equal(rl_release(h[1]), RL_OK);
+}
+
+/* A cancelled fair semaphore waiter takes its entry off every node
+ * before the entry could have lapsed on its own. */
+static void test_a_cancelled_fair_semaphore_waiter_leaves(void **state)
+{
+    struct fixture *f = *state;
+    static const char *const res[] = {"fc"};
+    struct fixture_acquirer w = {0};
+    rl_acquire_opts o = {0};
+    rl_lock *h[2] = {NULL};
+    redisReply *r;
+    long long expiry = 0, e, now;
+    int i;
+
+    o.ttl_ms = 30000;
+    o.limit = 2;
+    for (i = 0; i < 2; i++)
+        assert_int_equal(rl_acquire(f->c, "fc", &o, &h[i]), RL_OK);
+    w.c = f->c;
+    w.resources = res;
+    w.count = 1;
+    w.o = o;
+    w.o.fair = 1;
+    w.o.wait_ms = (uint32_t)harness_scale_ms(30000);
+    w.o.cancel = rl_cancel_new();
+    assert_non_null(w.o.cancel);
+    fixture_acquirer_start(&w);
+    assert_true(queue_len_everywhere(f, "fc", 1));
+    for (i = 0; i < N; i++) {
+        r = harness_cmd(&f->r[i], "ZRANGE redlock:qx:fc 0 0 WITHSCORES");
+        assert_true(r != NULL && r->type == REDIS_REPLY_ARRAY &&
+                    r->elements == 2);
+        e = atoll(r->element[1]->str);
+        expiry = e > expiry ? e : expiry;
+        freeReplyObject(r);
+    }
+    assert_int_equal(rl_cancel_fire(w.o.cancel), RL_OK);
+    fixture_acquirer_join(&w);
+    rl_cancel_free(w.o.cancel);
+    assert_int_equal(w.st, RL_EABORTED);
+    assert_true(queue_len_everywhere(f, "fc", 0));
+    /* Removed, not lapsed: a refresh after the read above only pushes
+     * the lapse later. */
+    r = harness_cmd(&f->r[0], "TIME");
+    assert_non_null(r);
+    now = atoll(r->element[0]->str) * 1000 + atoll(r->element[1]->str) / 1000;
+    freeReplyObject(r);
+    assert_true(now < expiry);
+    for (i = 0; i < 2; i++)
+        assert_int_equal(rl_release(h[i]), RL_OK);
+}
+
+struct mixed_sem {
+    rl_client *c;
+    atomic_int inside;
+    atomic_int over;             /* times more than the limit held */
+    atomic_int failures;
+    const struct fixture *f;
+};
+
+/* Fair and plain holders on one semaphore: count who is inside, and the
+ * slot keys on every node while inside. */
+static void *mixed_worker(void *arg)
+{
+    struct fixture_worker *w = arg;
+    struct mixed_sem *m = w->shared;
+    rl_acquire_opts o = {0};
+    rl_lock *l = NULL;
+    int i, j;
+
+    o.ttl_ms = 10000;
+    o.limit = 2;
+    o.fair = (uint32_t)(w->id % 2);
+    o.wait_ms = harness_scale_ms(30000);
+    for (i = 0; i < 6; i++) {
+        if (rl_acquire(m->c, "fm", &o, &l) != RL_OK) {
+            atomic_fetch_add(&m->failures, 1);
+            continue;
+        }
+        if (atomic_fetch_add(&m->inside, 1) >= 2)
+            atomic_fetch_add(&m->over, 1);
+        for (j = 0; j < N; j++)
+            if (harness_count_keys(&m->f->r[j], "fm:slot:*") > 2)
+                atomic_fetch_add(&m->over, 1);
+        harness_sleep_ms(5);
+        atomic_fetch_sub(&m->inside, 1);
+        if (rl_release(l) != RL_OK)
+            atomic_fetch_add(&m->failures, 1);
+    }
+    return NULL;
+}
+
+static void test_fair_and_plain_never_exceed_the_limit(void **state)
+{
+    struct fixture *f = *state;
+    struct mixed_sem m = {.c = f->c, .f = f};
+    int i;
+
+    fixture_run_workers(6, mixed_worker, &m);
+    assert_int_equal(atomic_load(&m.failures), 0);
+    assert_int_equal(atomic_load(&m.over), 0);
+    for (i = 0; i < N; i++)
+        assert_int_equal(harness_count_keys(&f->r[i], "fm:slot:*"), 0);
+}
+
 static void test_unsupported_fair_options_are_refused(void **state)
 {
     struct fixture *f = *state;
@@ -486,12 +799,9 @@ static void test_unsupported_fair_options_are_refused(void **state)
     o.fair = 1;
     assert_int_equal(rl_acquire_multi(f->c, two, 2, &o, &l), RL_EINVAL);
     assert_non_null(strstr(rl_last_error(), "one resource"));
-    o.limit = 2;
-    assert_int_equal(rl_acquire(f->c, "fo:a", &o, &l), RL_EINVAL);
-    assert_non_null(strstr(rl_last_error(), "semaphore"));
-    o.limit = 0;
     o.mode = RL_MODE_SHARED;
     assert_int_equal(rl_acquire(f->c, "fo:a", &o, &l), RL_EINVAL);
+    assert_non_null(strstr(rl_last_error(), "reader"));
     o.mode = RL_MODE_EXCLUSIVE;
     o.fair = 2;
     assert_int_equal(rl_acquire(f->c, "fo:a", &o, &l), RL_EINVAL);
@@ -524,6 +834,11 @@ int main(void)
         cmocka_unit_test(
             test_the_metrics_count_registrations_waits_and_leaves),
         cmocka_unit_test(test_a_waiter_queues_while_a_node_is_down),
+        cmocka_unit_test(test_a_semaphore_slot_goes_to_the_first_waiters),
+        cmocka_unit_test(test_a_fair_semaphore_serves_its_queue_in_order),
+        cmocka_unit_test(test_a_fair_semaphore_waiter_that_gives_up_leaves),
+        cmocka_unit_test(test_a_cancelled_fair_semaphore_waiter_leaves),
+        cmocka_unit_test(test_fair_and_plain_never_exceed_the_limit),
         cmocka_unit_test(test_unsupported_fair_options_are_refused),
     };
 

@@ -41,7 +41,7 @@ static const char usage[] =
 "              characters (default host:pid; '' for none). Stored in the\n"
 "              value after the token: the token printed ends with .S\n"
 "  --fair      wait in R's queue: fair waiters are served first come,\n"
-"              first served (docs/fair-queue.md); a mutex only\n"
+"              first served (docs/fair-queue.md); a mutex or --limit\n"
 "  --priority N  0..255, implies --fair: a higher class is served first,\n"
 "              first come, first served within a class (default 0)\n"
 "\n"

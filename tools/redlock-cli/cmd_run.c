@@ -94,7 +94,7 @@ static const char usage[] =
 "  --lock-delay MS          keys outlive the TTL by MS unless released\n"
 "  --owner S                who holds it, shown by status (host:pid)\n"
 "  --fair                   wait in R's queue: served first come, first\n"
-"                           served among fair waiters (a mutex only)\n"
+"                           served among fair waiters (not --shared)\n"
 "  --priority N             0..255, implies --fair: higher classes first\n"
 "\n"
 "Exit: CMD's status; 1 (or N) not acquired; 2 usage; 3 no quorum; 4 lock\n"
