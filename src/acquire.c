@@ -222,12 +222,15 @@ static void intent_cleared(void *owner, enum verdict v)
     report(op, op->outcome);
 }
 
-/* A fair waiter that gave up left the queue on every node that answers. */
+static void finish(struct acquire_op *op, rl_status st);
+
+/* A fair waiter that gave up left the queue on every node that answers;
+ * a writer's intent goes next. */
 static void left_queue(void *owner)
 {
     struct acquire_op *op = owner;
 
-    report(op, op->outcome);
+    finish(op, op->outcome);
 }
 
 /* Every path ends here. A writer that gives up after marking its intent
@@ -381,6 +384,8 @@ static void attempt_failed(struct acquire_op *op, rl_status st)
     }
     if (op->fair != NULL) {
         op->outcome = st; /* reported if the wait runs out */
+        if (st == RL_ENOTACQUIRED)
+            writer_waits(op);
         fair_wait_turn(op->fair, op->t0, op->budget.deadline_us);
         return;
     }
@@ -691,8 +696,14 @@ static void attempt(void *arg)
         argv[0] = op->fence_key;
         argv[1] = op->fence_mark;
         argv[2] = op->fence_for;
+        if (op->intent_px[0] != '\0' && !l->shared)
+            op->intent_set = true;
         fair_attempt_cmd(op->fair, op->ttl_buf,
-                         op->fence_key != NULL ? argv : NULL, &fair);
+                         op->fence_key != NULL ? argv : NULL,
+                         op->intent_px[0] != '\0' && !l->shared
+                             ? op->intent_px
+                             : NULL,
+                         &fair);
         cmd = &fair.cmd;
         /* fence.c: every node's counter; queue.c: a refusal's ticket
          * from a quorum of replies. */
@@ -764,7 +775,8 @@ static void attempt(void *arg)
         acquire_decided(op, v);
 }
 
-/* Fair waiting: one queue per acquire, the mutex only for now. */
+/* Fair waiting: one queue per acquire; a mutex, a writer or a reader
+ * (not a semaphore yet). */
 static rl_status check_fair(size_t count, const rl_acquire_opts *o)
 {
     if (o->fair > 1)
@@ -777,11 +789,10 @@ static rl_status check_fair(size_t count, const rl_acquire_opts *o)
     if (count != 1)
         return rl_fail(RL_EINVAL, "a fair acquire takes exactly one "
                        "resource (one queue per acquire)");
-    if (o->limit != 0 || o->mode == RL_MODE_SHARED)
+    if (o->limit != 0)
         return rl_fail(RL_EINVAL, "fair waiting is implemented for a "
-                       "mutex only: not with %s yet",
-                       o->limit != 0 ? "a semaphore (limit)"
-                                     : "a shared (reader) lock");
+                       "mutex and a read-write lock: not with a semaphore "
+                       "(limit) yet");
     return RL_OK;
 }
 

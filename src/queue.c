@@ -169,12 +169,13 @@ static void enter_done(void *owner, enum verdict v)
  * same call: it re-adds an entry a node lost, with the same score). */
 static void refresh(struct fair_wait *f)
 {
-    const char *argv[5] = {f->rec->keys[0], f->rec->token, f->entry_px,
-                           f->score, f->ticket_s};
-    size_t lens[5] = {f->rec->key_lens[0], f->rec->token_len,
+    const char *argv[6] = {f->rec->keys[0], f->rec->token, f->entry_px,
+                           f->score, f->ticket_s,
+                           f->rec->shared ? "s" : "x"};
+    size_t lens[6] = {f->rec->key_lens[0], f->rec->token_len,
                       strlen(f->entry_px), strlen(f->score),
-                      strlen(f->ticket_s)};
-    struct round_cmd cmd = {script_get(SCRIPT_QUEUE_ENTER), 1, 5, argv,
+                      strlen(f->ticket_s), 1};
+    struct round_cmd cmd = {script_get(SCRIPT_QUEUE_ENTER), 1, 6, argv,
                             lens};
     enum verdict v;
 
@@ -304,11 +305,16 @@ void fair_free(struct fair_wait *f)
 }
 
 void fair_attempt_cmd(struct fair_wait *f, const char *px,
-                      const char *const *fence, struct fair_cmd *out)
+                      const char *const *fence, const char *intent_px,
+                      struct fair_cmd *out)
 {
-    const char *args[5] = {f->rec->token, px, f->entry_px, f->score,
-                           f->ticket_s};
-    int i, nkeys = fence != NULL ? 4 : 1;
+    const char *args[6] = {f->rec->token, px, f->entry_px, f->score,
+                           f->ticket_s, intent_px};
+    int i, nargs = intent_px != NULL ? 6 : 5;
+    int nkeys = fence != NULL ? 4 : 1;
+    enum script_id id = f->rec->shared  ? SCRIPT_FAIR_READER_ACQUIRE
+                        : fence != NULL ? SCRIPT_FAIR_ACQUIRE_FENCED
+                                        : SCRIPT_FAIR_ACQUIRE;
 
     for (i = 0; i < (int)f->c->node_count; i++)
         f->qt[i] = -1;
@@ -318,15 +324,13 @@ void fair_attempt_cmd(struct fair_wait *f, const char *px,
         out->argv[i] = fence[i - 1];
         out->lens[i] = strlen(fence[i - 1]);
     }
-    for (i = 0; i < 5; i++) {
+    for (i = 0; i < nargs; i++) {
         out->argv[nkeys + i] = args[i];
         out->lens[nkeys + i] = strlen(args[i]);
     }
     out->lens[nkeys] = f->rec->token_len;
-    out->cmd = (struct round_cmd){
-        script_get(fence != NULL ? SCRIPT_FAIR_ACQUIRE_FENCED
-                                 : SCRIPT_FAIR_ACQUIRE),
-        nkeys, nkeys + 5, out->argv, out->lens};
+    out->cmd = (struct round_cmd){script_get(id), nkeys, nkeys + nargs,
+                                  out->argv, out->lens};
 }
 
 enum vote fair_classify(struct fair_wait *f, size_t slot,

@@ -21,7 +21,9 @@ struct fair_wait;
  * fair_* call. */
 typedef void fair_turn_fn(void *arg, bool expired);
 
-/* A fair wait for rec (a mutex, one key) at priority 0..RL_MAX_PRIORITY.
+/* A fair wait for rec (a mutex, a writer or a reader: one key) at
+ * priority 0..RL_MAX_PRIORITY; its entry's kind is rec's (shared: a
+ * reader, which may try once no exclusive entry is ahead of it).
  * It subscribes to the lock's release and queue channels at its first
  * refusal (fair_wait_turn), so an uncontended acquire subscribes to
  * nothing. NULL on out of memory. */
@@ -35,15 +37,19 @@ void fair_free(struct fair_wait *f);
  * have a ticket: granted only where nobody is queued); with fence keys
  * (the counter, its run_id marker and its record, 3 of them, else NULL)
  * fair-acquire-fenced, which also reads the counter as acquire-fenced
- * does. out's strings are f's, px's and fence's; it must outlive the
- * round's sends. */
+ * does; intent_px (a writer once refused, else NULL): the writer
+ * intent's PX, marked where readers refuse it at its turn. A reader
+ * (rec shared) attempts with fair-reader-acquire (no fence, no intent).
+ * out's strings are f's, px's, fence's and intent_px's; it must outlive
+ * the round's sends. */
 struct fair_cmd {
     struct round_cmd cmd;
-    const char *argv[9];
-    size_t lens[9];
+    const char *argv[10];
+    size_t lens[10];
 };
 void fair_attempt_cmd(struct fair_wait *f, const char *px,
-                      const char *const *fence, struct fair_cmd *out);
+                      const char *const *fence, const char *intent_px,
+                      struct fair_cmd *out);
 /* A reply of node slot to the attempt: the vote, and what it says of the
  * queue there; fr (fenced attempts, else NULL) takes the counter read
  * (fence_read_reply, voting as there). */

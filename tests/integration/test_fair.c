@@ -490,9 +490,6 @@ static void test_unsupported_fair_options_are_refused(void **state)
     assert_int_equal(rl_acquire(f->c, "fo:a", &o, &l), RL_EINVAL);
     assert_non_null(strstr(rl_last_error(), "semaphore"));
     o.limit = 0;
-    o.mode = RL_MODE_SHARED;
-    assert_int_equal(rl_acquire(f->c, "fo:a", &o, &l), RL_EINVAL);
-    o.mode = RL_MODE_EXCLUSIVE;
     o.fair = 2;
     assert_int_equal(rl_acquire(f->c, "fo:a", &o, &l), RL_EINVAL);
     assert_non_null(strstr(rl_last_error(), "fair 2"));
