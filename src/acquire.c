@@ -26,9 +26,12 @@
  * hold the key in the same step as the refusal, and clears it once it
  * wins or gives up (finish); a semaphore slot gets one attempt
  * (semaphore.c waits and retries over the slots). A fair acquire
- * (queue.c) attempts with fair-acquire, rolls back with fair-rollback
- * (its queue entry stays) and, once refused, sleeps in the queue until
- * queue.c says it is its turn; giving up, it leaves the queue. */
+ * (queue.c) attempts with fair-acquire (a reader: fair-reader-acquire),
+ * rolls back with fair-rollback (fair-reader-rollback; its queue entry
+ * stays) and, once refused, sleeps in the queue until queue.c says it is
+ * its turn; a fair writer once refused marks its intent as a plain one
+ * does, from inside fair-acquire; giving up, it leaves the queue, then
+ * clears its intent. */
 #include <stdio.h>
 #include <string.h>
 
@@ -696,13 +699,12 @@ static void attempt(void *arg)
         argv[0] = op->fence_key;
         argv[1] = op->fence_mark;
         argv[2] = op->fence_for;
-        if (op->intent_px[0] != '\0' && !l->shared)
-            op->intent_set = true;
+        /* A writer once refused (writer_waits) marks its intent at its
+         * turn where readers refuse it. */
+        op->intent_set = op->intent_set || op->intent_px[0] != '\0';
         fair_attempt_cmd(op->fair, op->ttl_buf,
                          op->fence_key != NULL ? argv : NULL,
-                         op->intent_px[0] != '\0' && !l->shared
-                             ? op->intent_px
-                             : NULL,
+                         op->intent_px[0] != '\0' ? op->intent_px : NULL,
                          &fair);
         cmd = &fair.cmd;
         /* fence.c: every node's counter; queue.c: a refusal's ticket
