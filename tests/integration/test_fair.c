@@ -214,10 +214,15 @@ static void test_a_lapsed_entry_is_purged_wherever_it_stands(void **state)
                      NULL), 0);
     assert_int_equal(zcard(f, 0, "redlock:q:p"), 4);
     until_server_ms(f, 0, entry_expiry(f, 0, "p", "m"));
-    /* b's refresh purges both, the middle one too, and b heads. */
+    /* b's refresh purges both, the middle one too, and b heads; they
+     * leave the writers' set and the records too. */
     harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, "p", "b", "10000", "2", "2",
                      NULL), 0);
     assert_int_equal(zcard(f, 0, "redlock:q:p"), 2);
+    assert_int_equal(zcard(f, 0, "redlock:qw:p"), 2);
+    assert_int_equal(harness_int(harness_cmd(&f->r[0], "HLEN redlock:qm:p"),
+                                 -1),
+                     2);
     assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "p", "b",
                                   "5000", "10000", "2", "2", NULL)),
                      1);
