@@ -397,10 +397,15 @@ typedef struct rl_acquire_opts {
      * out of the reserved tail, so 0 keeps today's behaviour and cost. */
     uint32_t fair;            /* 1: wait in the resource's queue, served
                                  first come, first served among fair
-                                 waiters (one resource: a mutex, or a
+                                 waiters (one resource: a mutex, a
                                  semaphore, whose permits go in queue
-                                 order; not with RL_MODE_SHARED yet:
-                                 RL_EINVAL). 0: race as before */
+                                 order, a writer or a reader). Readers:
+                                 a fair reader waits behind every fair
+                                 writer queued before it and shares with
+                                 the readers next to it; a fair writer
+                                 waits for the readers queued before it
+                                 and goes before those queued after it.
+                                 0: race as before */
     uint32_t priority;        /* 0..RL_MAX_PRIORITY, implies fair: a
                                  higher class is served first, FIFO
                                  within a class. default 0 */
@@ -878,7 +883,15 @@ typedef struct rl_queue_entry {
     uint32_t nodes;           /* nodes that hold it with that place */
     int64_t expires_in_ms;    /* until its entry lapses on the quorum
                                  that holds it longest, unless refreshed */
-    uint64_t reserved_[4];    /* zeroed (see "ABI" above) */
+    uint32_t mode;            /* RL_MODE_SHARED: a reader; else
+                                 RL_MODE_EXCLUSIVE (a mutex or a writer) */
+    uint32_t reserved32_;     /* zeroed (see "ABI" above) */
+    int64_t waited_ms;        /* since it registered: the median over the
+                                 nodes that hold it of each node's now
+                                 minus its registration time (both by
+                                 that node's clock); -1 unknown (an entry
+                                 of an older version) */
+    uint64_t reserved_[2];    /* zeroed (see "ABI" above) */
 } rl_queue_entry;
 
 /* Largest queue rl_resource_queue reads from each node. */

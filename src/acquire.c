@@ -26,11 +26,14 @@
  * hold the key in the same step as the refusal, and clears it once it
  * wins or gives up (finish); a semaphore slot gets one attempt
  * (semaphore.c waits and retries over the slots). A fair acquire
- * (queue.c) attempts with fair-acquire, rolls back with fair-rollback
- * (its queue entry stays) and, once refused, sleeps in the queue until
- * queue.c says it is its turn; giving up, it leaves the queue. A fair
- * semaphore slot's attempt borrows semaphore.c's wait (the base key's
- * queue): it attempts and rolls back fair, nothing more. */
+ * (queue.c) attempts with fair-acquire (a reader: fair-reader-acquire),
+ * rolls back with fair-rollback (fair-reader-rollback; its queue entry
+ * stays) and, once refused, sleeps in the queue until queue.c says it is
+ * its turn; a fair writer once refused marks its intent as a plain one
+ * does, from inside fair-acquire; giving up, it leaves the queue, then
+ * clears its intent. A fair semaphore slot's attempt borrows
+ * semaphore.c's wait (the base key's queue): it attempts and rolls back
+ * fair, nothing more. */
 #include <stdio.h>
 #include <string.h>
 
@@ -227,12 +230,15 @@ static void intent_cleared(void *owner, enum verdict v)
     report(op, op->outcome);
 }
 
-/* A fair waiter that gave up left the queue on every node that answers. */
+static void finish(struct acquire_op *op, rl_status st);
+
+/* A fair waiter that gave up left the queue on every node that answers;
+ * a writer's intent goes next. */
 static void left_queue(void *owner)
 {
     struct acquire_op *op = owner;
 
-    report(op, op->outcome);
+    finish(op, op->outcome);
 }
 
 /* Every path ends here. A writer that gives up after marking its intent
@@ -399,6 +405,8 @@ static void attempt_failed(struct acquire_op *op, rl_status st)
     }
     if (op->fair != NULL) {
         op->outcome = st; /* reported if the wait runs out */
+        if (st == RL_ENOTACQUIRED)
+            writer_waits(op);
         fair_wait_turn(op->fair, op->t0, op->budget.deadline_us);
         return;
     }
@@ -709,8 +717,13 @@ static void attempt(void *arg)
         argv[0] = op->fence_key;
         argv[1] = op->fence_mark;
         argv[2] = op->fence_for;
+        /* A writer once refused (writer_waits) marks its intent at its
+         * turn where readers refuse it. */
+        op->intent_set = op->intent_set || op->intent_px[0] != '\0';
         fair_attempt_cmd(op->fair, op->ttl_buf,
-                         op->fence_key != NULL ? argv : NULL, &fair);
+                         op->fence_key != NULL ? argv : NULL,
+                         op->intent_px[0] != '\0' ? op->intent_px : NULL,
+                         &fair);
         cmd = &fair.cmd;
         /* fence.c: every node's counter; queue.c: a refusal's ticket
          * from a quorum of replies. */
@@ -782,8 +795,8 @@ static void attempt(void *arg)
         acquire_decided(op, v);
 }
 
-/* Fair waiting: one queue per acquire (a semaphore's is its base key's);
- * readers and writers not yet. */
+/* Fair waiting: one queue per acquire (a semaphore's is its base
+ * key's), every kind. */
 static rl_status check_fair(size_t count, const rl_acquire_opts *o)
 {
     if (o->fair > 1)
@@ -796,10 +809,6 @@ static rl_status check_fair(size_t count, const rl_acquire_opts *o)
     if (count != 1)
         return rl_fail(RL_EINVAL, "a fair acquire takes exactly one "
                        "resource (one queue per acquire)");
-    if (o->mode == RL_MODE_SHARED)
-        return rl_fail(RL_EINVAL, "fair waiting is implemented for a "
-                       "mutex and a semaphore: not with a shared (reader) "
-                       "lock yet");
     return RL_OK;
 }
 

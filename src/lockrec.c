@@ -268,7 +268,11 @@ void lockrec_script_cmd(const struct lock_rec *r, enum script_id id,
     size_t i;
     int argc = 0;
 
-    if (r->shared && id == SCRIPT_RELEASE)
+    if (r->shared && r->fair && id == SCRIPT_RELEASE)
+        id = SCRIPT_FAIR_READER_RELEASE;
+    else if (r->shared && id == SCRIPT_FAIR_ROLLBACK)
+        id = SCRIPT_FAIR_READER_ROLLBACK;
+    else if (r->shared && id == SCRIPT_RELEASE)
         id = SCRIPT_READER_RELEASE;
     else if (r->shared && id == SCRIPT_EXTEND)
         id = SCRIPT_READER_EXTEND;

@@ -27,7 +27,10 @@
 #include "node.h"
 #include "resolver.h"
 
-#define MAX_ARRAY_ELEMENTS 16
+/* The longest array reply our scripts send: queue-inspect's, the node's
+ * time and 4 fields per entry, RL_QUEUE_READ_MAX entries (the others
+ * stay under 16). Kept on the stack of deliver, ~12 KB. */
+#define MAX_ARRAY_ELEMENTS (1 + 4 * RL_QUEUE_READ_MAX)
 #define MAX_DEFERRED 4096 /* rollbacks kept per down node */
 
 enum req_role {

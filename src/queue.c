@@ -184,13 +184,15 @@ static void enter_done(void *owner, enum verdict v)
  * same call: it re-adds an entry a node lost, with the same score). */
 static void refresh(struct fair_wait *f)
 {
-    const char *argv[6] = {f->qkey, f->rec->token, f->entry_px,
-                           f->score, f->ticket_s, f->limit_s};
-    size_t lens[6] = {f->qkey_len, f->rec->token_len,
+    /* ARGV[5] the kind, ARGV[6] a semaphore's permits. */
+    const char *argv[7] = {f->qkey, f->rec->token, f->entry_px,
+                           f->score, f->ticket_s,
+                           f->rec->shared ? "s" : "x", f->limit_s};
+    size_t lens[7] = {f->qkey_len, f->rec->token_len,
                       strlen(f->entry_px), strlen(f->score),
-                      strlen(f->ticket_s), strlen(f->limit_s)};
+                      strlen(f->ticket_s), 1, strlen(f->limit_s)};
     struct round_cmd cmd = {script_get(SCRIPT_QUEUE_ENTER), 1,
-                            f->limit_s[0] != '\0' ? 6 : 5, argv, lens};
+                            f->limit_s[0] != '\0' ? 7 : 6, argv, lens};
     enum verdict v;
 
     if (f->refreshing)
@@ -334,12 +336,19 @@ void fair_free(struct fair_wait *f)
 }
 
 void fair_attempt_cmd(struct fair_wait *f, const char *px,
-                      const char *const *fence, struct fair_cmd *out)
+                      const char *const *fence, const char *intent_px,
+                      struct fair_cmd *out)
 {
-    const char *args[7] = {f->rec->token, px, f->entry_px, f->score,
-                           f->ticket_s, f->qkey, f->limit_s};
-    int i, nkeys = fence != NULL ? 4 : 1;
-    int nargs = f->limit_s[0] != '\0' ? 7 : 5;
+    /* ARGV[6] a writer's intent PX, ARGV[7] and [8] a semaphore's
+     * queue and permits (FAIR_TRY_LUA). */
+    const char *args[8] = {f->rec->token, px, f->entry_px, f->score,
+                           f->ticket_s, intent_px != NULL ? intent_px : "",
+                           f->qkey, f->limit_s};
+    int i, nargs = f->limit_s[0] != '\0' ? 8 : intent_px != NULL ? 6 : 5;
+    int nkeys = fence != NULL ? 4 : 1;
+    enum script_id id = f->rec->shared  ? SCRIPT_FAIR_READER_ACQUIRE
+                        : fence != NULL ? SCRIPT_FAIR_ACQUIRE_FENCED
+                                        : SCRIPT_FAIR_ACQUIRE;
 
     for (i = 0; i < (int)f->c->node_count; i++)
         f->qt[i] = -1;
@@ -354,10 +363,8 @@ void fair_attempt_cmd(struct fair_wait *f, const char *px,
         out->lens[nkeys + i] = strlen(args[i]);
     }
     out->lens[nkeys] = f->rec->token_len;
-    out->cmd = (struct round_cmd){
-        script_get(fence != NULL ? SCRIPT_FAIR_ACQUIRE_FENCED
-                                 : SCRIPT_FAIR_ACQUIRE),
-        nkeys, nkeys + nargs, out->argv, out->lens};
+    out->cmd = (struct round_cmd){script_get(id), nkeys, nkeys + nargs,
+                                  out->argv, out->lens};
 }
 
 enum vote fair_classify(struct fair_wait *f, size_t slot,

@@ -22,11 +22,13 @@ struct fair_wait;
 typedef void fair_turn_fn(void *arg, bool expired);
 
 /* A fair wait of rec (its token; its keys[0] is the key attempted) in
- * the queue of qkey (qkey_len bytes, copied): a mutex's own key with
- * limit 0, or a semaphore's base key with its limit (the slot attempts'
- * scripts get the base key and the limit, and the first limit entries
- * are entitled), at priority 0..RL_MAX_PRIORITY. It subscribes to the
- * queue's channel (and a mutex's release channel) at its first refusal
+ * the queue of qkey (qkey_len bytes, copied): a mutex's or read-write
+ * lock's own key with limit 0, or a semaphore's base key with its limit
+ * (the slot attempts' scripts get the base key and the limit, and the
+ * first limit entries are entitled), at priority 0..RL_MAX_PRIORITY. Its
+ * entry's kind is rec's (shared: a reader, which may try once no
+ * exclusive entry is ahead of it). It subscribes to the queue's channel
+ * (and a mutex's release channel) at its first refusal
  * (fair_wait_turn), so an uncontended acquire subscribes to nothing.
  * NULL on out of memory. */
 struct fair_wait *fair_new(rl_client *c, const struct lock_rec *rec,
@@ -41,15 +43,19 @@ void fair_free(struct fair_wait *f);
  * have a ticket: granted only where nobody is queued); with fence keys
  * (the counter, its run_id marker and its record, 3 of them, else NULL)
  * fair-acquire-fenced, which also reads the counter as acquire-fenced
- * does. out's strings are f's, px's and fence's; it must outlive the
- * round's sends. */
+ * does; intent_px (a writer once refused, else NULL): the writer
+ * intent's PX, marked where readers refuse it at its turn. A reader
+ * (rec shared) attempts with fair-reader-acquire (no fence, no intent).
+ * out's strings are f's, px's, fence's and intent_px's; it must outlive
+ * the round's sends. */
 struct fair_cmd {
     struct round_cmd cmd;
-    const char *argv[11];
-    size_t lens[11];
+    const char *argv[12]; /* 4 keys (fenced), 8 arguments (a slot) */
+    size_t lens[12];
 };
 void fair_attempt_cmd(struct fair_wait *f, const char *px,
-                      const char *const *fence, struct fair_cmd *out);
+                      const char *const *fence, const char *intent_px,
+                      struct fair_cmd *out);
 /* A reply of node slot to the attempt: the vote, and what it says of the
  * queue there; fr (fenced attempts, else NULL) takes the counter read
  * (fence_read_reply, voting as there). */

@@ -5,7 +5,10 @@
  * refreshes) reads up to RL_QUEUE_READ_MAX live entries per node, each
  * with its score and its expiry by that node's clock. An entry is shown
  * when a quorum of the nodes holds it with the same score: that is the
- * place the head rule sees on a majority. Entries are in score order,
+ * place the head rule sees on a majority; with it its kind and how long
+ * it has waited (redlock:qm:K: the registration time by that node's
+ * clock, set once; the median over those nodes of their now minus it).
+ * Entries are in score order,
  * then token order (a sorted set's order, so every node's). The others
  * are counted apart. Loop thread from start to finish; the caller sleeps
  * on a waiter. */
@@ -24,6 +27,9 @@ struct seen {
     char token[132];
     uint64_t score;
     int64_t left_ms;            /* this node: until it lapses */
+    int64_t waited_ms;          /* this node: since it registered, -1
+                                   unknown (no redlock:qm:K field) */
+    bool shared;                /* a reader, by this node's record */
 };
 
 struct view_op {
@@ -67,20 +73,27 @@ static enum vote classify(void *owner, size_t slot,
     long long now;
     size_t i;
 
-    if (r->kind != REPLY_ARRAY || r->elements % 3 != 1 ||
+    if (r->kind != REPLY_ARRAY || r->elements % 4 != 1 ||
         e[0].kind != REPLY_STRING)
         return VOTE_ERROR;
     now = atoll(e[0].str);
-    for (i = 1; i + 2 < r->elements && op->nseen[slot] < RL_QUEUE_READ_MAX;
-         i += 3) {
+    for (i = 1; i + 3 < r->elements && op->nseen[slot] < RL_QUEUE_READ_MAX;
+         i += 4) {
+        struct seen *n = &s[op->nseen[slot]];
+        const char *m = e[i + 3].str; /* "<kind> <registered ms>" or '' */
+
         if (e[i].kind != REPLY_STRING || e[i + 1].kind != REPLY_STRING ||
-            e[i + 2].kind != REPLY_STRING ||
+            e[i + 2].kind != REPLY_STRING || e[i + 3].kind != REPLY_STRING ||
             e[i].len >= sizeof(s->token))
             continue;
-        memcpy(s[op->nseen[slot]].token, e[i].str, e[i].len);
-        s[op->nseen[slot]].token[e[i].len] = '\0';
-        s[op->nseen[slot]].score = strtoull(e[i + 1].str, NULL, 10);
-        s[op->nseen[slot]].left_ms = atoll(e[i + 2].str) - now;
+        memcpy(n->token, e[i].str, e[i].len);
+        n->token[e[i].len] = '\0';
+        n->score = strtoull(e[i + 1].str, NULL, 10);
+        n->left_ms = atoll(e[i + 2].str) - now;
+        n->shared = e[i + 3].len > 2 && m[0] == 's';
+        n->waited_ms = e[i + 3].len > 2 && m[1] == ' '
+                           ? now - atoll(m + 2)
+                           : -1;
         op->nseen[slot]++;
     }
     return VOTE_YES;
@@ -148,8 +161,9 @@ static void agree(const struct view_op *op, size_t n, rl_queue_entry *out,
 {
     size_t quorum = quorum_size(n), total = n * RL_QUEUE_READ_MAX;
     rl_queue_entry *all = calloc(total, sizeof(*all));
-    int64_t left[RL_MAX_NODES];
+    int64_t left[RL_MAX_NODES], waited[RL_MAX_NODES];
     size_t i, j, k, m, found = 0;
+    bool shared;
 
     *count = 0;
     if (all == NULL)
@@ -172,6 +186,7 @@ static void agree(const struct view_op *op, size_t n, rl_queue_entry *out,
             if (dup)
                 continue;
             m = 0;
+            shared = false;
             for (k = i; k < n; k++) {
                 size_t p;
 
@@ -180,8 +195,11 @@ static void agree(const struct view_op *op, size_t n, rl_queue_entry *out,
                         &op->seen[k * RL_QUEUE_READ_MAX + p];
 
                     if (o->score == s->score &&
-                        strcmp(o->token, s->token) == 0)
+                        strcmp(o->token, s->token) == 0) {
+                        shared = shared || o->shared;
+                        waited[m] = o->waited_ms;
                         left[m++] = o->left_ms;
+                    }
                 }
             }
             if (m < quorum) {
@@ -190,6 +208,7 @@ static void agree(const struct view_op *op, size_t n, rl_queue_entry *out,
                 continue;
             }
             qsort(left, m, sizeof(left[0]), desc_ms);
+            qsort(waited, m, sizeof(waited[0]), desc_ms);
             snprintf(all[found].token, sizeof(all[found].token), "%s",
                      s->token);
             lockrec_owner_of(s->token, all[found].owner,
@@ -200,6 +219,9 @@ static void agree(const struct view_op *op, size_t n, rl_queue_entry *out,
                 s->score & ((UINT64_C(1) << TICKET_BITS) - 1);
             all[found].nodes = (uint32_t)m;
             all[found].expires_in_ms = left[quorum - 1];
+            all[found].mode = shared ? RL_MODE_SHARED : RL_MODE_EXCLUSIVE;
+            /* The median; a node without the record (-1) sorts last. */
+            all[found].waited_ms = waited[m / 2];
             found++;
         }
     }

@@ -168,6 +168,47 @@ _Static_assert(TOKEN_STEM_LEN == 32 && TOKEN_HEX_LEN == 40,
     "  return true\n"                                                     \
     "end\n"
 
+/* reader_take(k, wi, tok, px): reader-acquire -- refused (0) where a
+ * writer holds k or its intent wi is marked; else the reader tok joins
+ * the hash at k until now + px, lapsed readers pruned, and k lives as
+ * long as its latest reader (1). Needs PRUNE_LUA. */
+#define READER_TAKE_LUA                                                   \
+    "local function reader_take(k, wi, tok, px)\n"                        \
+    "  local ty = redis.call('type', k).ok\n"                             \
+    "  if ty == 'string' then return 0 end\n"                             \
+    "  if redis.call('exists', wi) == 1 then return 0 end\n"              \
+    "  local now = server_ms()\n"                                         \
+    "  local mine = now + tonumber(px)\n"                                 \
+    "  local last = mine\n"                                               \
+    "  if ty == 'hash' then\n"                                            \
+    "    last = math.max(last, prune(k, now))\n"                          \
+    "  end\n"                                                             \
+    "  redis.call('hset', k, tok, string.format('%.0f', mine))\n"         \
+    "  redis.call('pexpire', k, string.format('%.0f', last - now))\n"     \
+    "  return 1\n"                                                        \
+    "end\n"
+
+/* reader_release(k, tok): reader-release -- 0 nothing of tok's (absent,
+ * lapsed), -1 k is no readers' hash, 1 removed; settles k and publishes
+ * on redlock:release:k when k is gone or tok left. Needs SETTLE_LUA. */
+#define READER_RELEASE_LUA                                                \
+    "local function reader_release(k, tok)\n"                             \
+    "  local ty = redis.call('type', k).ok\n"                             \
+    "  if ty == 'none' then return 0 end\n"                               \
+    "  if ty ~= 'hash' then return -1 end\n"                              \
+    "  local now = server_ms()\n"                                         \
+    "  local e = redis.call('hget', k, tok)\n"                            \
+    "  local r = 0\n"                                                     \
+    "  if e and tonumber(e) > now then\n"                                 \
+    "    redis.call('hdel', k, tok)\n"                                    \
+    "    r = 1\n"                                                         \
+    "  end\n"                                                             \
+    "  if not settle(k, now) or r == 1 then\n"                            \
+    "    redis.call('publish', 'redlock:release:' .. k, tok)\n"           \
+    "  end\n"                                                             \
+    "  return r\n"                                                        \
+    "end\n"
+
 /* A C constant spelled out in a script's source. */
 #define LUA_NUM_(x) #x
 #define LUA_NUM(x) LUA_NUM_(x)
@@ -186,6 +227,10 @@ _Static_assert(TOKEN_STEM_LEN == 32 && TOKEN_HEX_LEN == 40,
     "         string.sub(tok, " LUA_NUM(TOKEN_HEX_LEN) " + 1)\n"          \
     "end\n"
 
+/* At most this many readers are named by one announcement (one PUBLISH
+ * each); the ones further on learn it from their refresh. */
+#define QUEUE_ANNOUNCE_MAX 64
+
 /* A semaphore's queue (L permits; QK is its base key, the queue's, and
  * its slots QK:slot:0..L-1 are ordinary lock keys; L nil: a mutex at K).
  * slots_held(): the entries holding a slot here (a slot's value named as
@@ -196,7 +241,8 @@ _Static_assert(TOKEN_STEM_LEN == 32 && TOKEN_HEX_LEN == 40,
  * holders that got their permit without queueing hold).
  * sem_announce(except): name each entitled entry (at most the free
  * slots, so at most L messages), as announce() names the mutex's head.
- * free_here(): 1 when K (a mutex) or one of the L slots is free here. */
+ * free_here(kind): 1 when this kind may take the lock here now: a
+ * semaphore's slot is free, else open(kind). */
 #define SEM_QUEUE_LUA                                                     \
     "local function slots_held()\n"                                       \
     "  local held, n = {}, 0\n"                                           \
@@ -232,8 +278,8 @@ _Static_assert(TOKEN_STEM_LEN == 32 && TOKEN_HEX_LEN == 40,
     "    end\n"                                                           \
     "  end\n"                                                             \
     "end\n"                                                               \
-    "local function free_here()\n"                                        \
-    "  if not L then return 1 - redis.call('exists', K) end\n"            \
+    "local function free_here(kind)\n"                                    \
+    "  if not L then return open(kind) end\n"                             \
     "  local _, n = slots_held()\n"                                       \
     "  if n < L then return 1 end\n"                                      \
     "  return 0\n"                                                        \
@@ -241,52 +287,100 @@ _Static_assert(TOKEN_STEM_LEN == 32 && TOKEN_HEX_LEN == 40,
 
 /* The fair queue's helpers (docs/fair-queue.md 2.5). The queue of the
  * lock at K is redlock:q:K (entry -> score, the order), redlock:qx:K
- * (entry -> expiry, the node's TIME in ms) and redlock:qt:K (the largest
- * ticket entered here): in the reserved namespace, so no resource name
- * can be another lock's queue.
+ * (entry -> expiry, the node's TIME in ms), redlock:qt:K (the largest
+ * ticket entered here), redlock:qw:K (the exclusive entries -- mutex,
+ * writer -- with their scores: a reader finds the first one in
+ * O(log n)) and redlock:qm:K (entry -> "<kind> <registered ms>", kind
+ * x exclusive or s shared, for status): in the reserved namespace, so
+ * no resource name can be another lock's queue.
  * They are derived from KEYS[1] so that fair-release and fair-rollback
  * keep the release script's shape (one key, the token): the lock's
  * release path stays one call (lockrec_script_cmd). Redlock nodes are
- * standalone masters, where undeclared keys are allowed.
+ * standalone masters, where undeclared keys are allowed. So is the
+ * writer intent, K .. ':wintent' (lockrec_intent_key).
  * QUEUE_AT_LUA(QKEY, LIMIT) names the queue's key QK and the permits L
  * (Lua expressions, usually of optional ARGV): a semaphore slot's
  * scripts run at its slot key K and use the queue of the base key QK;
- * QUEUE_LUA is the mutex's (QK = K, L nil).
+ * QUEUE_LUA is the mutex's and the read-write lock's (QK = K, L nil).
+ * drop(t): the entry leaves all four of its keys.
  * purge(now): entries whose expiry passed go, wherever they are in the
  * queue (at most 64 per call: the next call takes the rest).
- * announce(except): when K is free here, publish the head's token on
- * redlock:queue:QK -- the one waiter that may take it now -- unless the
- * head is `except` (the caller, who learns it from its own reply); a
- * semaphore's: sem_announce.
+ * open(kind): K may take this kind here now: free for an exclusive one;
+ * for a reader, no writer holds it and no writer intent is marked.
+ * where(mem, kind): the place the turn rule sees: the rank, except that
+ * a reader with no exclusive entry ahead of it (score, then member: the
+ * sorted set's order) is at 0 -- every such reader may try; nil absent.
+ * announce(except): who may try now, never `except` (the caller, who
+ * learns it from its own reply), one token per message on
+ * redlock:queue:QK: a semaphore's entitled entries (sem_announce); when
+ * a reader heads and readers may enter here, every reader before the
+ * first exclusive entry (at most QUEUE_ANNOUNCE_MAX); else the head's
+ * token when K is free here.
  * settle(now): the queue keys live as long as their latest entry;
  * an empty queue is deleted with its counter (a counter orders only
  * entries still waiting).
- * enter(...): add or refresh an entry (same score on every node) and
- * raise the counter to its ticket, which rebuilds a restarted node's
- * counter. */
+ * enter(..., kind): add or refresh an entry (same score on every node),
+ * note its kind and registration time once, and raise the counter to
+ * its ticket, which rebuilds a restarted node's counter. */
 #define QUEUE_LUA QUEUE_AT_LUA("K", "nil")
 #define QUEUE_AT_LUA(QKEY, LIMIT)                                         \
     "local K = KEYS[1]\n"                                                 \
     "local QK, L = " QKEY ", " LIMIT "\n"                                \
     "local Q, QX, QT = 'redlock:q:' .. QK, 'redlock:qx:' .. QK,\n"        \
     "                  'redlock:qt:' .. QK\n"                             \
+    "local QW, QM = 'redlock:qw:' .. QK, 'redlock:qm:' .. QK\n"           \
     MEMBER_LUA                                                            \
     "local function server_ms()\n"                                        \
     "  local t = redis.call('time')\n"                                    \
     "  return t[1] * 1000 + math.floor(t[2] / 1000)\n"                    \
     "end\n"                                                               \
+    "local function drop(t)\n"                                            \
+    "  local r = redis.call('zrem', Q, t)\n"                              \
+    "  redis.call('zrem', QX, t)\n"                                       \
+    "  redis.call('zrem', QW, t)\n"                                       \
+    "  redis.call('hdel', QM, t)\n"                                       \
+    "  return r\n"                                                        \
+    "end\n"                                                               \
     "local function purge(now)\n"                                         \
     "  local dead = redis.call('zrangebyscore', QX, '-inf', now,\n"       \
     "                          'limit', 0, 64)\n"                         \
-    "  for _, t in ipairs(dead) do\n"                                     \
-    "    redis.call('zrem', Q, t)\n"                                      \
-    "    redis.call('zrem', QX, t)\n"                                     \
-    "  end\n"                                                             \
+    "  for _, t in ipairs(dead) do drop(t) end\n"                        \
     "  return #dead\n"                                                    \
+    "end\n"                                                               \
+    "local function open(kind)\n"                                         \
+    "  if kind ~= 's' then return 1 - redis.call('exists', K) end\n"      \
+    "  if redis.call('type', K).ok == 'string' or\n"                      \
+    "     redis.call('exists', K .. ':wintent') == 1 then return 0 end\n" \
+    "  return 1\n"                                                        \
+    "end\n"                                                               \
+    "local function where(mem, kind)\n"                                   \
+    "  local r = redis.call('zrank', Q, mem)\n"                           \
+    "  if r and kind == 's' then\n"                                       \
+    "    local w = redis.call('zrange', QW, 0, 0)[1]\n"                   \
+    "    if not w or (redis.call('zrank', Q, w) or r) >= r then\n"        \
+    "      return 0\n"                                                    \
+    "    end\n"                                                           \
+    "  end\n"                                                             \
+    "  return r\n"                                                        \
+    "end\n"                                                               \
+    "local function announce_readers(except)\n"                           \
+    "  local h = redis.call('zrange', Q, 0, 0)[1]\n"                      \
+    "  if not h or redis.call('zscore', QW, h) then return false end\n"   \
+    "  if open('s') == 0 then return true end\n"                          \
+    "  local w = redis.call('zrange', QW, 0, 0)[1]\n"                     \
+    "  local n = " LUA_NUM(QUEUE_ANNOUNCE_MAX) "\n"                        \
+    "  if w then n = math.min(n, redis.call('zrank', Q, w) or n) end\n"   \
+    "  for _, t in ipairs(redis.call('zrange', Q, 0, n - 1)) do\n"        \
+    "    if t ~= except then\n"                                           \
+    "      redis.call('publish', 'redlock:queue:' .. QK, t)\n"             \
+    "    end\n"                                                           \
+    "  end\n"                                                             \
+    "  return true\n"                                                     \
     "end\n"                                                               \
     SEM_QUEUE_LUA                                                         \
     "local function announce(except)\n"                                   \
     "  if L then return sem_announce(except) end\n"                       \
+    "  if announce_readers(except) then return end\n"                     \
     "  if redis.call('exists', K) == 1 then return end\n"                 \
     "  local h = redis.call('zrange', Q, 0, 0)[1]\n"                      \
     "  if h and h ~= except then\n"                                       \
@@ -296,16 +390,21 @@ _Static_assert(TOKEN_STEM_LEN == 32 && TOKEN_HEX_LEN == 40,
     "local function settle(now)\n"                                        \
     "  local last = redis.call('zrange', QX, -1, -1, 'withscores')[2]\n"  \
     "  if not last then\n"                                                \
-    "    redis.call('del', Q, QX, QT)\n"                                  \
+    "    redis.call('del', Q, QX, QT, QW, QM)\n"                          \
     "    return\n"                                                        \
     "  end\n"                                                             \
     "  local px = string.format('%.0f', math.max(1, tonumber(last) - now))\n" \
     "  redis.call('pexpire', Q, px)\n"                                    \
     "  redis.call('pexpire', QX, px)\n"                                   \
     "  redis.call('pexpire', QT, px)\n"                                   \
+    "  redis.call('pexpire', QW, px)\n"                                   \
+    "  redis.call('pexpire', QM, px)\n"                                   \
     "end\n"                                                               \
-    "local function enter(tok, score, ticket, now, epx)\n"                \
+    "local function enter(tok, score, ticket, now, epx, kind)\n"          \
     "  local added = redis.call('zadd', Q, score, tok)\n"                 \
+    "  redis.call('hsetnx', QM, tok, (kind or 'x') .. ' ' ..\n"           \
+    "             string.format('%.0f', now))\n"                         \
+    "  if kind ~= 's' then redis.call('zadd', QW, score, tok) end\n"      \
     "  redis.call('zadd', QX, string.format('%.0f', now + epx), tok)\n"   \
     "  if tonumber(redis.call('get', QT) or '0') < tonumber(ticket) then\n" \
     "    redis.call('set', QT, ticket)\n"                                 \
@@ -313,15 +412,23 @@ _Static_assert(TOKEN_STEM_LEN == 32 && TOKEN_HEX_LEN == 40,
     "  return added\n"                                                    \
     "end\n"
 
-/* The first half of fair-acquire (and its fenced twin): purge, then
+/* The first half of fair-acquire (and its fenced twin, and
+ * fair-reader-acquire: KIND, a Lua string, 'x' or 's'): purge, then
  * ok says whether this caller may take the key here -- the fast path
- * (no score) only where nobody queues, a queued caller (its entry added
- * or refreshed here, with the same score) only at the head; qt is the
- * node's counter as the caller's ticket read needs it. Where no queue
- * exists a first attempt is a bare SET NX (queued false): an
- * uncontended fair acquire costs little more than a plain one. */
-#define FAIR_TRY_LUA                                                      \
-    QUEUE_AT_LUA("ARGV[6] or K", "tonumber(ARGV[7] or '')")               \
+ * (no score) only where nobody queues (a reader: where no exclusive
+ * entry queues), a queued caller (its entry added or refreshed here,
+ * with the same score) only at its turn (where() is 0: the head, or a
+ * reader with no exclusive entry ahead); qt is the node's counter as the
+ * caller's ticket read needs it. Where no queue exists a first attempt
+ * is a bare SET NX (queued false): an uncontended fair acquire costs
+ * little more than a plain one. A writer refused where readers hold at
+ * its turn marks its intent (ARGV[6], the intent's PX, '' none, as
+ * writer-acquire): plain readers wait behind it as behind a plain
+ * writer. A semaphore's slot attempt names its queue and permits
+ * (ARGV[7], ARGV[8]): a queued caller's turn is sem_entitled. */
+#define FAIR_TRY_LUA(KIND)                                                \
+    QUEUE_AT_LUA("ARGV[7] or K", "tonumber(ARGV[8] or '')")               \
+    "local kind = " KIND "\n"                                             \
     "local tok = ARGV[1]\n"                                               \
     "local mem = member(tok)\n"                                           \
     "local now, purged, ok, rank = 0, 0, true, nil\n"                     \
@@ -330,14 +437,36 @@ _Static_assert(TOKEN_STEM_LEN == 32 && TOKEN_HEX_LEN == 40,
     "  now = server_ms()\n"                                               \
     "  purged = purge(now)\n"                                             \
     "  if ARGV[4] == '' then\n"                                           \
-    "    ok = redis.call('zcard', Q) == 0\n"                              \
+    "    ok = redis.call('zcard', kind == 's' and QW or Q) == 0\n"        \
     "  else\n"                                                            \
-    "    enter(mem, ARGV[4], ARGV[5], now, tonumber(ARGV[3]))\n"          \
-    "    rank = redis.call('zrank', Q, mem)\n"                            \
-    "    if L then ok = sem_entitled(mem) else ok = rank == 0 end\n"       \
+    "    enter(mem, ARGV[4], ARGV[5], now, tonumber(ARGV[3]), kind)\n"    \
+    "    rank = where(mem, kind)\n"                                       \
+    "    if L then ok = sem_entitled(mem) else ok = rank == 0 end\n"      \
     "  end\n"                                                             \
     "end\n"                                                               \
-    "local qt = queued and redis.call('get', QT) or '0'\n"
+    "local qt = queued and redis.call('get', QT) or '0'\n"                \
+    "local function refused()\n"                                          \
+    "  if ok and (ARGV[6] or '') ~= '' and\n"                             \
+    "     redis.call('type', K).ok == 'hash' then\n"                      \
+    "    redis.call('set', K .. ':wintent', tok, 'PX', ARGV[6])\n"        \
+    "  end\n"                                                             \
+    "  if purged > 0 then announce(mem) end\n"                            \
+    "  if queued then settle(now) end\n"                                  \
+    "end\n"
+
+/* The second half of the fair releases (r: the release's reply): with
+ * a queue here, purge, remove the caller's entry unless KEEP_ENTRY (a
+ * rollback: a split attempt keeps its place), and announce who may try
+ * now. */
+#define QUEUE_RELEASE_LUA(KEEP_ENTRY)                                     \
+    "if redis.call('exists', Q) == 0 then return r end\n"                 \
+    "local now = server_ms()\n"                                           \
+    "purge(now)\n"                                                        \
+    "local mem = member(tok)\n"                                           \
+    "if not " KEEP_ENTRY " then drop(mem) end\n"                          \
+    "announce(mem)\n"                                                     \
+    "settle(now)\n"                                                       \
+    "return r\n"
 
 /* fair-release and fair-rollback: release's compare-and-delete. A
  * release publishes on redlock:release:K as every release does (an
@@ -361,17 +490,20 @@ _Static_assert(TOKEN_STEM_LEN == 32 && TOKEN_HEX_LEN == 40,
     "elseif v then\n"                                                     \
     "  r = -1\n"                                                          \
     "end\n"                                                               \
-    "if redis.call('exists', Q) == 0 then return r end\n"                 \
-    "local now = server_ms()\n"                                           \
-    "purge(now)\n"                                                        \
-    "local mem = member(tok)\n"                                           \
-    "if not " KEEP_ENTRY " then\n"                                        \
-    "  redis.call('zrem', Q, mem)\n"                                      \
-    "  redis.call('zrem', QX, mem)\n"                                     \
-    "end\n"                                                               \
-    "announce(mem)\n"                                                     \
-    "settle(now)\n"                                                       \
-    "return r\n"
+    QUEUE_RELEASE_LUA(KEEP_ENTRY)
+
+/* fair-reader-release and fair-reader-rollback: reader-release (which
+ * publishes on redlock:release:K as it does for plain readers), then the
+ * queue as fair-release does. The reader helpers come before QUEUE_LUA:
+ * its settle(now) shadows theirs for the code after it, and
+ * reader_release keeps the one it was written with. */
+#define FAIR_READER_RELEASE_LUA(KEEP_ENTRY)                               \
+    SETTLE_LUA                                                            \
+    READER_RELEASE_LUA                                                    \
+    QUEUE_LUA                                                             \
+    "local tok = ARGV[1]\n"                                               \
+    "local r = reader_release(K, tok)\n"                                  \
+    QUEUE_RELEASE_LUA(KEEP_ENTRY)
 
 static struct script scripts[SCRIPT_COUNT] = {
     [SCRIPT_ACQUIRE_MULTI] = {
@@ -532,18 +664,8 @@ static struct script scripts[SCRIPT_COUNT] = {
     [SCRIPT_READER_ACQUIRE] = {
         "reader-acquire",
         PRUNE_LUA
-        "local ty = redis.call('type', KEYS[1]).ok\n"
-        "if ty == 'string' then return 0 end\n"
-        "if redis.call('exists', KEYS[2]) == 1 then return 0 end\n"
-        "local now = server_ms()\n"
-        "local mine = now + tonumber(ARGV[2])\n"
-        "local last = mine\n"
-        "if ty == 'hash' then\n"
-        "  last = math.max(last, prune(KEYS[1], now))\n"
-        "end\n"
-        "redis.call('hset', KEYS[1], ARGV[1], string.format('%.0f', mine))\n"
-        "redis.call('pexpire', KEYS[1], string.format('%.0f', last - now))\n"
-        "return 1\n",
+        READER_TAKE_LUA
+        "return reader_take(KEYS[1], KEYS[2], ARGV[1], ARGV[2])\n",
         "", true},
     [SCRIPT_READER_EXTEND] = {
         "reader-extend",
@@ -567,20 +689,8 @@ static struct script scripts[SCRIPT_COUNT] = {
     [SCRIPT_READER_RELEASE] = {
         "reader-release",
         SETTLE_LUA
-        "local ty = redis.call('type', KEYS[1]).ok\n"
-        "if ty == 'none' then return 0 end\n"
-        "if ty ~= 'hash' then return -1 end\n"
-        "local now = server_ms()\n"
-        "local e = redis.call('hget', KEYS[1], ARGV[1])\n"
-        "local r = 0\n"
-        "if e and tonumber(e) > now then\n"
-        "  redis.call('hdel', KEYS[1], ARGV[1])\n"
-        "  r = 1\n"
-        "end\n"
-        "if not settle(KEYS[1], now) or r == 1 then\n"
-        "  redis.call('publish', 'redlock:release:' .. KEYS[1], ARGV[1])\n"
-        "end\n"
-        "return r\n",
+        READER_RELEASE_LUA
+        "return reader_release(KEYS[1], ARGV[1])\n",
         ""},
     [SCRIPT_WRITER_ACQUIRE] = {
         "writer-acquire",
@@ -605,18 +715,17 @@ static struct script scripts[SCRIPT_COUNT] = {
         ""},
     [SCRIPT_FAIR_ACQUIRE] = {
         "fair-acquire",
-        FAIR_TRY_LUA
+        FAIR_TRY_LUA("'x'")
         "if ok and redis.call('set', K, tok, 'NX', 'PX', ARGV[2]) then\n"
         "  if queued then settle(now) end\n"
         "  return {1, qt, 0, 0}\n"
         "end\n"
-        "if purged > 0 then announce(mem) end\n"
-        "if queued then settle(now) end\n"
-        "return {0, qt, rank or -1, free_here()}\n",
+        "refused()\n"
+        "return {0, qt, rank or -1, free_here(kind)}\n",
         "", true},
     [SCRIPT_FAIR_ACQUIRE_FENCED] = {
         "fair-acquire-fenced",
-        FAIR_TRY_LUA
+        FAIR_TRY_LUA("'x'")
         "local cur = redis.call('get', KEYS[2])\n"
         "local id = string.match(redis.call('info', 'server'),\n"
         "                        'run_id:(%x+)')\n"
@@ -629,21 +738,21 @@ static struct script scripts[SCRIPT_COUNT] = {
         "  if queued then settle(now) end\n"
         "  return {1, cur, t, qt, 0, 0}\n"
         "end\n"
-        "if purged > 0 then announce(mem) end\n"
-        "if queued then settle(now) end\n"
-        "return {0, cur, t, qt, rank or -1, free_here()}\n",
+        "refused()\n"
+        "return {0, cur, t, qt, rank or -1, free_here(kind)}\n",
         "", true},
     [SCRIPT_QUEUE_ENTER] = {
         "queue-enter",
-        QUEUE_AT_LUA("K", "tonumber(ARGV[5] or '')")
+        QUEUE_AT_LUA("K", "tonumber(ARGV[6] or '')")
         "local now = server_ms()\n"
         "local purged = purge(now)\n"
         "local mem = member(ARGV[1])\n"
-        "local added = enter(mem, ARGV[3], ARGV[4], now, tonumber(ARGV[2]))\n"
+        "local kind = ARGV[5] or 'x'\n"
+        "local added = enter(mem, ARGV[3], ARGV[4], now, tonumber(ARGV[2]),\n"
+        "                    kind)\n"
         "if purged > 0 then announce(mem) end\n"
         "settle(now)\n"
-        "return {redis.call('zrank', Q, mem),\n"
-        "        free_here(),\n"
+        "return {where(mem, kind), free_here(kind),\n"
         "        redis.call('get', QT) or '0', added}\n",
         "", true},
     [SCRIPT_FAIR_RELEASE] = {
@@ -660,33 +769,57 @@ static struct script scripts[SCRIPT_COUNT] = {
         "local now = server_ms()\n"
         "purge(now)\n"
         "local mem = member(ARGV[1])\n"
-        "local r = redis.call('zrem', Q, mem)\n"
-        "redis.call('zrem', QX, mem)\n"
+        "local r = drop(mem)\n"
         "announce(mem)\n"
         "settle(now)\n"
         "return r\n",
         ""},
+    [SCRIPT_FAIR_READER_ACQUIRE] = {
+        "fair-reader-acquire",
+        PRUNE_LUA
+        READER_TAKE_LUA
+        FAIR_TRY_LUA("'s'")
+        "if ok and reader_take(K, K .. ':wintent', tok, ARGV[2]) == 1 then\n"
+        "  if queued then settle(now) end\n"
+        "  return {1, qt, 0, 0}\n"
+        "end\n"
+        "refused()\n"
+        "return {0, qt, rank or -1, open(kind)}\n",
+        "", true},
+    [SCRIPT_FAIR_READER_RELEASE] = {
+        "fair-reader-release", FAIR_READER_RELEASE_LUA("false"), ""},
+    [SCRIPT_FAIR_READER_ROLLBACK] = {
+        "fair-reader-rollback", FAIR_READER_RELEASE_LUA("true"), ""},
     [SCRIPT_QUEUE_INSPECT] = {
         "queue-inspect",
         MEMBER_LUA
         "local K = KEYS[1]\n"
         "local t = redis.call('time')\n"
         "local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
-        /* The holder keeps its entry a while after its grant: it holds,
-         * it does not wait, so it is not listed. */
-        "local holder = redis.call('type', K).ok == 'string' and\n"
-        "               string.sub(member(redis.call('get', K)), 1,\n"
-        "                          " LUA_NUM(TOKEN_HEX_LEN) ")\n"
+        /* A holder keeps its entry a while after its grant: it holds,
+         * it does not wait, so it is not listed (the writer's key, or
+         * each reader in the hash). */
+        "local held = {}\n"
+        "local function hold(t)\n"
+        "  held[string.sub(member(t), 1, " LUA_NUM(TOKEN_HEX_LEN) ")] = true\n"
+        "end\n"
+        "local ty = redis.call('type', K).ok\n"
+        "if ty == 'string' then hold(redis.call('get', K))\n"
+        "elseif ty == 'hash' then\n"
+        "  for _, f in ipairs(redis.call('hkeys', K)) do hold(f) end\n"
+        "end\n"
         "local q = redis.call('zrange', 'redlock:q:' .. K, 0,\n"
         "                     tonumber(ARGV[1]) - 1, 'withscores')\n"
         "local out = {string.format('%.0f', now)}\n"
         "for i = 1, #q, 2 do\n"
         "  local e = redis.call('zscore', 'redlock:qx:' .. K, q[i])\n"
         "  if e and tonumber(e) > now and\n"
-        "     string.sub(q[i], 1, " LUA_NUM(TOKEN_HEX_LEN) ") ~= holder then\n"
+        "     not held[string.sub(q[i], 1, " LUA_NUM(TOKEN_HEX_LEN) ")] then\n"
         "    out[#out + 1] = q[i]\n"
         "    out[#out + 1] = q[i + 1]\n"
         "    out[#out + 1] = e\n"
+        "    out[#out + 1] = redis.call('hget', 'redlock:qm:' .. K, q[i])\n"
+        "                    or ''\n"
         "  end\n"
         "end\n"
         "return out\n",

@@ -39,34 +39,49 @@ enum script_id {
     SCRIPT_PROCLAIM,      /* KEYS: k1..kn; ARGV: token, new value
                              -> 1 | 0 | -1 */
     /* Fair waiting (queue.c; docs/fair-queue.md): KEYS is the lock key K
-     * alone, the scripts derive redlock:q:K, redlock:qx:K and redlock:qt:K from it. Not loaded
+     * alone, the scripts derive redlock:q:K, redlock:qx:K, redlock:qt:K,
+     * redlock:qw:K, redlock:qm:K and the writer intent from it. Not loaded
      * at the handshake (a client that never waits fair sends what it
      * sent before): queue.c loads them before its first attempt.
      * A semaphore slot's (K = its slot key) append the base key and the
-     * limit: fair-acquire(-fenced) as ARGV 6-7, fair-release and
-     * fair-rollback as ARGV 2-3; queue-enter and queue-leave run at the
-     * base key and append the limit (ARGV 5, ARGV 2). The queue is then
+     * limit: fair-acquire(-fenced) as ARGV 7-8 (ARGV 6, the intent px,
+     * ''), fair-release and fair-rollback as ARGV 2-3; queue-enter and
+     * queue-leave run at the base key and append the limit (ARGV 6 after
+     * the kind, ARGV 2). The queue is then
      * the base key's, "K free" means a slot is free, and a queued caller
      * is granted only with fewer queued non-holders ahead of it than
      * slots free (docs/protocol.md). */
     SCRIPT_FAIR_ACQUIRE,
     SCRIPT_PRELOADED = SCRIPT_FAIR_ACQUIRE, /* the ones before it are */  /* ARGV: token, px, entry px, score ('' = not
-                             queued: fast path), ticket
-                             -> {1 | 0, redlock:qt:K, rank or -1, K free 1 | 0} */
+                             queued: fast path), ticket[, intent px: mark
+                             the writer intent where readers refuse it at
+                             its turn] -> {1 | 0, redlock:qt:K, rank or
+                             -1, K free 1 | 0} */
     SCRIPT_FAIR_ACQUIRE_FENCED, /* KEYS: K, fence, mark, record; ARGV:
                              as fair-acquire -> {1 | 0, counter or false,
                              trusted, redlock:qt:K, rank or -1, K free} (the
                              record and trust as acquire-fenced) */
-    SCRIPT_QUEUE_ENTER,   /* ARGV: token, entry px, score, ticket
-                             (registration and refresh)
-                             -> {rank, K free 1 | 0, redlock:qt:K, 1 added | 0} */
+    SCRIPT_QUEUE_ENTER,   /* ARGV: token, entry px, score, ticket[, kind
+                             x (default) | s (a reader)] (registration and
+                             refresh) -> {rank (a reader with no
+                             exclusive entry ahead: 0), K open to this
+                             kind 1 | 0, redlock:qt:K, 1 added | 0} */
     SCRIPT_FAIR_RELEASE,  /* ARGV: token -> 1 | 0 | -1, as release; its
                              entry leaves the queue */
     SCRIPT_FAIR_ROLLBACK, /* ARGV: token -> as fair-release, the entry
                              stays (a split attempt keeps its place) */
     SCRIPT_QUEUE_LEAVE,   /* ARGV: token -> 1 removed | 0 */
     SCRIPT_QUEUE_INSPECT, /* ARGV: max -> {now, then token, score,
-                             expiry per live entry, in order}; read only */
+                             expiry, "<kind> <registered ms>" or '' per
+                             live entry not holding, in order}; read only */
+    SCRIPT_FAIR_READER_ACQUIRE, /* ARGV: as fair-acquire, no intent px:
+                             reader-acquire at a reader's turn (no
+                             exclusive entry ahead) -> as fair-acquire,
+                             "free": readers may enter here */
+    SCRIPT_FAIR_READER_RELEASE, /* ARGV: token -> as reader-release; its
+                             entry leaves the queue */
+    SCRIPT_FAIR_READER_ROLLBACK, /* ARGV: token -> as fair-reader-release,
+                             the entry stays */
     SCRIPT_COUNT,
 };
 

@@ -17,6 +17,10 @@ redis-server nodes, checked in Redis:
 - status shows the queue a majority holds, in order;
 - a semaphore (--limit 2) serves its waiters in registration order from
   the resource's queue, which status shows as a mutex's;
+- status shows the queue a majority holds, in order, with each
+  entry's kind and how long it has waited;
+- a writer waiting between readers is served after the readers queued
+  before it and before those queued after it, which share;
 - a plain acquire sends what it sent before (INFO commandstats: one SET,
   no script, nothing of the queue);
 - fair and plain holders never hold at once.
@@ -309,6 +313,64 @@ class FairSemaphoreTest(Base):
             scale(clitest.EVENT_TIMEOUT)))
 
 
+class ReadWriteTest(Base):
+    def child(self, name, *, meet=None):
+        """sh -c: note name in the order file; with meet, also wait (at
+        most 30 s, else exit 3) until the reader named meet is inside at
+        the same time."""
+        here = os.path.join(self.dir, name + ".in")
+        cmd = "echo %s >> %s" % (name, self.order)
+        if meet is not None:
+            there = os.path.join(self.dir, meet + ".in")
+            cmd += ("; touch %s; i=0; while [ ! -e %s ]; do i=$((i+1)); "
+                    "[ $i -gt 3000 ] && exit 3; sleep 0.01; done" %
+                    (here, there))
+        return cmd
+
+    def rw_waiter(self, r, name, count, *extra, meet=None):
+        p = self.start("run", r, "--fair", "--wait", "30000", "--ttl",
+                       "10000", *extra, "--", "sh", "-c",
+                       self.child(name, meet=meet))
+        self.assertTrue(self.queued(r, count),
+                        "%s not registered: %s (exit %s)" % (
+                            name, self.entries(r), p.poll()))
+        return p
+
+    def test_a_writer_goes_between_the_readers_around_it(self):
+        # Readers r1, then writer w, then readers r2 and r3 queue (each
+        # registered on every node before the next starts) while a writer
+        # holds: r1 reads first, w writes after it, r2 and r3 read after
+        # w, together (each waits inside until the other is in).
+        r = res("rw")
+        holder = self.hold(r)
+        procs = [self.rw_waiter(r, "r1", 1, "--shared"),
+                 self.rw_waiter(r, "w", 2),
+                 self.rw_waiter(r, "r2", 3, "--shared", meet="r3"),
+                 self.rw_waiter(r, "r3", 4, "--shared", meet="r2")]
+        code, out, err = run_cli(args_for("--json", "status", r))
+        self.assertEqual(code, 0, err)
+        shown = json.loads(out)["queue"]
+        self.assertEqual([e["kind"] for e in shown],
+                         ["shared", "exclusive", "shared", "shared"])
+        waited = [e["waited_ms"] for e in shown]
+        self.assertTrue(all(isinstance(w, int) and w >= 0 for w in waited),
+                        waited)
+        self.assertEqual(waited, sorted(waited, reverse=True))
+        code, out, err = run_cli(args_for("status", r))
+        self.assertIn("WAITED_MS", out)
+        self.assertEqual(out.count(" reader "), 3, out)
+        self.release(holder)
+        for p in procs:
+            self.assertEqual(p.wait(timeout=scale(60)), 0, p.stderr.read())
+        served = self.served()
+        self.assertEqual(served[:2], ["r1", "w"])
+        self.assertEqual(sorted(served[2:]), ["r2", "r3"])
+        self.assertTrue(wait_for(lambda: all(
+            n.cmd("EXISTS", "redlock:q:" + r, "redlock:qw:" + r,
+                  "redlock:qm:" + r) == 0 for n in NODES),
+            scale(clitest.EVENT_TIMEOUT)))
+
+
 class LeaveTest(Base):
     def test_a_timed_out_waiter_leaves_no_entry(self):
         r = res("timeout")
@@ -351,10 +413,6 @@ class LeaveTest(Base):
         r = res("usage")
         code, _, err = run_cli(args_for("acquire", r, "--priority", "256"))
         self.assertEqual(code, 2, err)
-        code, _, err = run_cli(args_for("acquire", r, "--fair",
-                                        "--shared"))
-        self.assertNotEqual(code, 0)
-        self.assertIn("reader", err)
         code, _, err = run_cli(args_for("acquire", "redlock:q:" + r))
         self.assertEqual(code, 2, err)
         self.assertIn("reserved namespace", err)

@@ -9,8 +9,10 @@
  * holds; a semaphore (limit) queues at its base key and hands its
  * permits out in queue order, never to more than limit holders. The CLI tests (tests/cli/test_cli_fair.py) check the
  * order across processes. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -213,10 +215,15 @@ static void test_a_lapsed_entry_is_purged_wherever_it_stands(void **state)
                      NULL), 0);
     assert_int_equal(zcard(f, 0, "redlock:q:p"), 4);
     until_server_ms(f, 0, entry_expiry(f, 0, "p", "m"));
-    /* b's refresh purges both, the middle one too, and b heads. */
+    /* b's refresh purges both, the middle one too, and b heads; they
+     * leave the writers' set and the records too. */
     harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, "p", "b", "10000", "2", "2",
                      NULL), 0);
     assert_int_equal(zcard(f, 0, "redlock:q:p"), 2);
+    assert_int_equal(zcard(f, 0, "redlock:qw:p"), 2);
+    assert_int_equal(harness_int(harness_cmd(&f->r[0], "HLEN redlock:qm:p"),
+                                 -1),
+                     2);
     assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "p", "b",
                                   "5000", "10000", "2", "2", NULL)),
                      1);
@@ -301,6 +308,32 @@ static void test_the_queue_a_majority_holds_is_reported_in_order(void **state)
                      RL_EINVAL);
     assert_int_equal(rl_resource_queue(f->c, "redlock:q:v", q, 1, &n, NULL),
                      RL_EINVAL);
+}
+
+/* More entries than fit a short reply (a node delivered 16 elements of
+ * an array, 5 entries of queue-inspect): all of them are reported. */
+static void test_a_long_queue_is_reported_whole(void **state)
+{
+    struct fixture *f = *state;
+    rl_queue_entry q[RL_QUEUE_READ_MAX];
+    char tok[16], score[16];
+    size_t n = 0;
+    int i, k;
+
+    for (k = 1; k <= 20; k++) {
+        snprintf(tok, sizeof(tok), "e%02d", k);
+        snprintf(score, sizeof(score), "%d", k);
+        for (i = 0; i < N; i++)
+            harness_int(eval(f, i, SCRIPT_QUEUE_ENTER, "lq", tok, "60000",
+                             score, score, k % 2 ? "s" : "x", NULL), 0);
+    }
+    assert_int_equal(rl_resource_queue(f->c, "lq", q, RL_QUEUE_READ_MAX, &n,
+                                       NULL),
+                     RL_OK);
+    assert_int_equal(n, 20);
+    assert_string_equal(q[19].token, "e20");
+    assert_int_equal(q[18].mode, RL_MODE_SHARED);
+    assert_int_equal(q[19].mode, RL_MODE_EXCLUSIVE);
 }
 
 /* Which of a and b returned first (waits up to harness_scale_ms(ms)), or
@@ -489,30 +522,30 @@ static void test_a_semaphore_slot_goes_to_the_first_waiters(void **state)
     /* A plain holder on slot 0; a then b queue at the base key. */
     assert_true(harness_ok(harness_cmd(&f->r[0], "SET ss:slot:0 x PX 60000")));
     harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, "ss", "a", "60000", "1", "1",
-                     "2", NULL), 0);
+                     "x", "2", NULL), 0);
     harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, "ss", "b", "60000", "2", "2",
-                     "2", NULL), 0);
+                     "x", "2", NULL), 0);
     assert_int_equal(zcard(f, 0, "redlock:q:ss"), 2);
     /* One slot free: b (rank 1 < limit 2) is still refused, a is not. */
     assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "ss:slot:1",
-                                  "b", "5000", "60000", "2", "2", "ss", "2",
+                                  "b", "5000", "60000", "2", "2", "", "ss", "2",
                                   NULL)),
                      0);
     assert_true(harness_key_absent(&f->r[0], "ss:slot:1"));
     /* A newcomer's fast path is refused while anybody queues. */
     assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "ss:slot:1",
-                                  "c", "5000", "60000", "", "", "ss", "2",
+                                  "c", "5000", "60000", "", "", "", "ss", "2",
                                   NULL)),
                      0);
     assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "ss:slot:1",
-                                  "a", "5000", "60000", "1", "1", "ss", "2",
+                                  "a", "5000", "60000", "1", "1", "", "ss", "2",
                                   NULL)),
                      1);
     assert_true(harness_key_holds(&f->r[0], "ss:slot:1", "a"));
     /* Both slots taken: the queue says no slot is free here. */
     {
         redisReply *r = eval(f, 0, SCRIPT_QUEUE_ENTER, "ss", "b", "60000",
-                             "2", "2", "2", NULL);
+                             "2", "2", "x", "2", NULL);
 
         assert_true(r != NULL && r->type == REDIS_REPLY_ARRAY &&
                     r->elements == 4);
@@ -527,11 +560,11 @@ static void test_a_semaphore_slot_goes_to_the_first_waiters(void **state)
                      1);
     assert_int_equal(zcard(f, 0, "redlock:q:ss"), 2);
     assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "ss:slot:1",
-                                  "b", "5000", "60000", "2", "2", "ss", "2",
+                                  "b", "5000", "60000", "2", "2", "", "ss", "2",
                                   NULL)),
                      0);
     assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "ss:slot:1",
-                                  "a", "5000", "60000", "1", "1", "ss", "2",
+                                  "a", "5000", "60000", "1", "1", "", "ss", "2",
                                   NULL)),
                      1);
     /* a's release takes its entry from the base key's queue: b's turn. */
@@ -541,7 +574,7 @@ static void test_a_semaphore_slot_goes_to_the_first_waiters(void **state)
                      1);
     assert_int_equal(zcard(f, 0, "redlock:q:ss"), 1);
     assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "ss:slot:1",
-                                  "b", "5000", "60000", "2", "2", "ss", "2",
+                                  "b", "5000", "60000", "2", "2", "", "ss", "2",
                                   NULL)),
                      1);
     /* No queue of the slot's own was made. */
@@ -776,6 +809,319 @@ static void *mixed_worker(void *arg)
     return NULL;
 }
 
+/* ---- Readers and writers ------------------------------------------------ */
+
+/* Nodes where "HEXISTS key token" answers 1: readers holding (safe from
+ * any thread: harness_cmd connects per call). */
+static int readers_holding(struct fixture *f, const char *key,
+                           const char *token)
+{
+    int i, n = 0;
+
+    for (i = 0; i < N; i++)
+        n += harness_int(harness_cmd(&f->r[i], "HEXISTS %s %s", key, token),
+                         0) == 1;
+    return n;
+}
+
+/* Wait until every node's queue of key has count entries. */
+static bool queued_everywhere(struct fixture *f, const char *key,
+                              long long count)
+{
+    char q[64];
+    int64_t until = harness_now_ms() + harness_scale_ms(10000);
+    int i, ok;
+
+    snprintf(q, sizeof(q), "redlock:q:%s", key);
+    do {
+        for (i = 0, ok = 0; i < N; i++)
+            ok += zcard(f, i, q) == count;
+        if (ok == N)
+            return true;
+        harness_sleep_ms(5);
+    } while (harness_now_ms() < until);
+    return false;
+}
+
+/* The member at rank i of key's queue on node 0 (freed by the caller). */
+static char *queue_member(struct fixture *f, const char *key, int rank)
+{
+    redisReply *r = harness_cmd(&f->r[0], "ZRANGE redlock:q:%s %d %d", key,
+                                rank, rank);
+    char *m = NULL;
+
+    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 1)
+        m = strdup(r->element[0]->str);
+    if (r != NULL)
+        freeReplyObject(r);
+    assert_non_null(m);
+    return m;
+}
+
+/* Wait until member's entry was refreshed on every node after the
+ * expiries in before[] were read: its waiter has since learnt where it
+ * stands there (a refresh reply), so it would have tried if told to. */
+static bool refreshed_everywhere(struct fixture *f, const char *key,
+                                 const char *member, const long long *before)
+{
+    int64_t until = harness_now_ms() + harness_scale_ms(10000);
+    int i, ok;
+
+    do {
+        for (i = 0, ok = 0; i < N; i++)
+            ok += entry_expiry(f, i, key, member) > before[i];
+        if (ok == N)
+            return true;
+        harness_sleep_ms(5);
+    } while (harness_now_ms() < until);
+    return false;
+}
+
+/* The rules inside the scripts, on one node: a reader may take its turn
+ * once no exclusive entry is ahead of it, the fast path of a reader only
+ * where no exclusive entry queues; redlock:qw:K holds the exclusive
+ * entries, redlock:qm:K every entry's kind and registration. */
+static void test_a_reader_takes_its_turn_once_no_writer_is_ahead(
+    void **state)
+{
+    struct fixture *f = *state;
+    redisReply *r;
+
+    harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, "rs", "r1", "10000", "1",
+                     "1", "s", NULL), 0);
+    harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, "rs", "w", "10000", "2",
+                     "2", "x", NULL), 0);
+    harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, "rs", "r2", "10000", "3",
+                     "3", "s", NULL), 0);
+    assert_int_equal(zcard(f, 0, "redlock:qw:rs"), 1);
+    r = harness_cmd(&f->r[0], "HGET redlock:qm:rs r2");
+    assert_true(r != NULL && r->type == REDIS_REPLY_STRING &&
+                strncmp(r->str, "s ", 2) == 0);
+    freeReplyObject(r);
+    /* A newcomer reader's fast path: refused, a writer queues. */
+    assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_READER_ACQUIRE, "rs",
+                                  "n", "5000", "10000", "", "", NULL)),
+                     0);
+    /* r1 heads: granted; r2 is behind w: refused though readers hold. */
+    assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_READER_ACQUIRE, "rs",
+                                  "r1", "5000", "10000", "1", "1", NULL)),
+                     1);
+    assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_READER_ACQUIRE, "rs",
+                                  "r2", "5000", "10000", "3", "3", NULL)),
+                     0);
+    assert_int_equal(harness_int(harness_cmd(&f->r[0], "HLEN rs"), -1), 1);
+    /* w is not the head while r1's entry stands. */
+    assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "rs", "w",
+                                  "5000", "10000", "2", "2", NULL)),
+                     0);
+    /* r1's release takes its entry: w heads and takes the free key. */
+    assert_int_equal(harness_int(eval(f, 0, SCRIPT_FAIR_READER_RELEASE,
+                                      "rs", "r1", NULL), -9),
+                     1);
+    assert_true(harness_key_absent(&f->r[0], "rs"));
+    assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "rs", "w",
+                                  "5000", "10000", "2", "2", NULL)),
+                     1);
+    assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_READER_ACQUIRE, "rs",
+                                  "r2", "5000", "10000", "3", "3", NULL)),
+                     0);
+    assert_int_equal(harness_int(eval(f, 0, SCRIPT_FAIR_RELEASE, "rs", "w",
+                                      NULL), -9),
+                     1);
+    assert_int_equal(zcard(f, 0, "redlock:qw:rs"), 0);
+    assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_READER_ACQUIRE, "rs",
+                                  "r2", "5000", "10000", "3", "3", NULL)),
+                     1);
+    /* Its release empties the queue: every key of it goes. */
+    assert_int_equal(harness_int(eval(f, 0, SCRIPT_FAIR_READER_RELEASE,
+                                      "rs", "r2", NULL), -9),
+                     1);
+    assert_int_equal(harness_count_keys(&f->r[0], "redlock:q*:rs"), 0);
+}
+
+static void start_waiter(struct fixture_acquirer *a, rl_client *c,
+                         const char *const *res, enum rl_mode mode)
+{
+    memset(a, 0, sizeof(*a));
+    a->c = c;
+    a->resources = res;
+    a->count = 1;
+    a->o.ttl_ms = 30000;
+    a->o.fair = 1;
+    a->o.mode = mode;
+    a->o.wait_ms = (uint32_t)harness_scale_ms(30000);
+    fixture_acquirer_start(a);
+}
+
+/* R1, then W, then R2 and R3 wait (each registered on every node before
+ * the next starts) while a writer holds: R1 is served at its release, W
+ * only after R1 released, R2 and R3 only after W, together. Without the
+ * writer rule R2 and R3 share with R1 (they are readers, R1 is one). */
+static void test_a_writer_is_served_between_the_readers_around_it(
+    void **state)
+{
+    struct fixture *f = *state;
+    static const char *const res[] = {"rw"};
+    struct fixture_acquirer r1, w, r2, r3;
+    rl_queue_entry q[4];
+    size_t n = 0;
+    long long before[N];
+    char *m2;
+    int i;
+
+    f->l = NULL;
+    {
+        rl_acquire_opts o = {0};
+
+        o.ttl_ms = 30000;
+        o.fair = 1;
+        assert_int_equal(rl_acquire(f->c, "rw", &o, &f->l), RL_OK);
+    }
+    start_waiter(&r1, f->c, res, RL_MODE_SHARED);
+    assert_true(queued_everywhere(f, "rw", 1));
+    start_waiter(&w, f->c, res, RL_MODE_EXCLUSIVE);
+    assert_true(queued_everywhere(f, "rw", 2));
+    start_waiter(&r2, f->c, res, RL_MODE_SHARED);
+    assert_true(queued_everywhere(f, "rw", 3));
+    start_waiter(&r3, f->c, res, RL_MODE_SHARED);
+    assert_true(queued_everywhere(f, "rw", 4));
+    /* status: the kinds in order, each waiting since it registered. */
+    assert_int_equal(rl_resource_queue(f->c, "rw", q, 4, &n, NULL), RL_OK);
+    assert_int_equal(n, 4);
+    assert_int_equal(q[0].mode, RL_MODE_SHARED);
+    assert_int_equal(q[1].mode, RL_MODE_EXCLUSIVE);
+    assert_int_equal(q[2].mode, RL_MODE_SHARED);
+    assert_int_equal(q[3].mode, RL_MODE_SHARED);
+    for (i = 0; i < 4; i++)
+        assert_true(q[i].waited_ms >= 0 && q[i].waited_ms < 60000);
+    assert_true(q[0].waited_ms >= q[3].waited_ms);
+    m2 = queue_member(f, "rw", 2);
+
+    assert_int_equal(rl_release(f->l), RL_OK);
+    f->l = NULL;
+    fixture_acquirer_join(&r1);
+    assert_int_equal(r1.st, RL_OK);
+    /* R2 refreshed on every node since: it knows where it stands, and
+     * stays out (as W and R3) while R1 reads alone. */
+    for (i = 0; i < N; i++)
+        before[i] = entry_expiry(f, i, "rw", m2);
+    assert_true(refreshed_everywhere(f, "rw", m2, before));
+    assert_false(atomic_load(&r2.done));
+    assert_false(atomic_load(&r3.done));
+    assert_false(atomic_load(&w.done));
+    for (i = 0; i < N; i++)
+        assert_true(harness_int(harness_cmd(&f->r[i], "HLEN rw"), -1) <= 1);
+
+    assert_int_equal(rl_release(r1.lock), RL_OK);
+    fixture_acquirer_join(&w);
+    assert_int_equal(w.st, RL_OK);
+    assert_true(harness_holders(f->r, N, "rw", rl_lock_token(w.lock),
+                                NULL) >= N / 2 + 1);
+    assert_false(atomic_load(&r2.done));
+    assert_false(atomic_load(&r3.done));
+
+    assert_int_equal(rl_release(w.lock), RL_OK);
+    fixture_acquirer_join(&r2);
+    fixture_acquirer_join(&r3);
+    assert_int_equal(r2.st, RL_OK);
+    assert_int_equal(r3.st, RL_OK);
+    /* Both read at once. */
+    assert_true(readers_holding(f, "rw", rl_lock_token(r2.lock)) >=
+                N / 2 + 1);
+    assert_true(readers_holding(f, "rw", rl_lock_token(r3.lock)) >=
+                N / 2 + 1);
+    assert_int_equal(rl_release(r2.lock), RL_OK);
+    assert_int_equal(rl_release(r3.lock), RL_OK);
+    free(m2);
+}
+
+/* While a reader holds and a writer queues, a fair reader stays out
+ * (a plain one, which ignores the queue, gets in); once the writer's
+ * entry leaves, the fair reader shares with the holder. The queued
+ * writer is a bare entry (no intent key): the queue alone refuses. */
+static void test_a_fair_reader_does_not_pass_a_queued_writer(void **state)
+{
+    struct fixture *f = *state;
+    rl_acquire_opts o = {0};
+    rl_lock *plain = NULL, *fair = NULL;
+    int i;
+
+    o.ttl_ms = 30000;
+    o.mode = RL_MODE_SHARED;
+    assert_int_equal(rl_acquire(f->c, "pw", &o, &f->l), RL_OK);
+    for (i = 0; i < N; i++)
+        harness_int(eval(f, i, SCRIPT_QUEUE_ENTER, "pw", "writer", "60000",
+                         "1", "1", "x", NULL), 0);
+    o.fair = 1;
+    o.wait_ms = harness_scale_ms(800);
+    assert_int_equal(rl_acquire(f->c, "pw", &o, &fair), RL_ENOTACQUIRED);
+    assert_null(fair);
+    for (i = 0; i < N; i++)
+        assert_int_equal(harness_int(harness_cmd(&f->r[i], "HLEN pw"), -1),
+                         1);
+    o.fair = 0;
+    assert_int_equal(rl_acquire(f->c, "pw", &o, &plain), RL_OK);
+    assert_int_equal(rl_release(plain), RL_OK);
+    for (i = 0; i < N; i++)
+        harness_int(eval(f, i, SCRIPT_QUEUE_LEAVE, "pw", "writer", NULL), 0);
+    o.fair = 1;
+    assert_int_equal(rl_acquire(f->c, "pw", &o, &fair), RL_OK);
+    assert_true(readers_holding(f, "pw", rl_lock_token(fair)) >= N / 2 + 1);
+    assert_true(readers_holding(f, "pw", rl_lock_token(f->l)) >= N / 2 + 1);
+    assert_int_equal(rl_release(fair), RL_OK);
+    assert_int_equal(rl_release(f->l), RL_OK);
+    f->l = NULL;
+}
+
+struct mixed {
+    struct fixture *f;
+    enum rl_mode mode;
+    uint32_t fair;
+    atomic_int *readers, *writers, *bad;
+    int sections;
+};
+
+static void *mixed_main(void *arg)
+{
+    struct mixed *m = arg;
+    rl_acquire_opts o = {0};
+    rl_lock *l;
+    int k, in;
+
+    o.ttl_ms = 10000;
+    o.mode = m->mode;
+    o.fair = m->fair;
+    o.wait_ms = (uint32_t)harness_scale_ms(60000);
+    for (k = 0; k < 4; k++) {
+        l = NULL;
+        if (rl_acquire(m->f->c, "mx", &o, &l) != RL_OK) {
+            atomic_fetch_add(m->bad, 1);
+            continue;
+        }
+        if (m->mode == RL_MODE_SHARED) {
+            atomic_fetch_add(m->readers, 1);
+            /* Nobody writes: its field is in the hash on a majority. */
+            in = readers_holding(m->f, "mx", rl_lock_token(l));
+            if (atomic_load(m->writers) != 0 || in < N / 2 + 1)
+                atomic_fetch_add(m->bad, 1);
+            harness_sleep_ms(5); /* a read, not a synchronisation */
+            atomic_fetch_sub(m->readers, 1);
+        } else {
+            in = atomic_fetch_add(m->writers, 1);
+            /* Alone: its string is the key on a majority. */
+            if (in != 0 || atomic_load(m->readers) != 0 ||
+                harness_holders(m->f->r, N, "mx", rl_lock_token(l), NULL) <
+                    N / 2 + 1)
+                atomic_fetch_add(m->bad, 1);
+            harness_sleep_ms(5);
+            atomic_fetch_sub(m->writers, 1);
+        }
+        m->sections++;
+        rl_release(l);
+    }
+    return NULL;
+}
+
 static void test_fair_and_plain_never_exceed_the_limit(void **state)
 {
     struct fixture *f = *state;
@@ -789,6 +1135,30 @@ static void test_fair_and_plain_never_exceed_the_limit(void **state)
         assert_int_equal(harness_count_keys(&f->r[i], "fm:slot:*"), 0);
 }
 
+/* Plain and fair readers and writers on one resource: a writer is never
+ * in with anybody, in the process and in Redis. */
+static void test_fair_and_plain_readers_and_writers_never_overlap(
+    void **state)
+{
+    struct fixture *f = *state;
+    atomic_int readers = 0, writers = 0, bad = 0;
+    struct mixed m[6];
+    pthread_t t[6];
+    int i, total = 0;
+
+    for (i = 0; i < 6; i++) {
+        m[i] = (struct mixed){f, i % 2 ? RL_MODE_EXCLUSIVE : RL_MODE_SHARED,
+                              i < 4, &readers, &writers, &bad, 0};
+        assert_int_equal(pthread_create(&t[i], NULL, mixed_main, &m[i]), 0);
+    }
+    for (i = 0; i < 6; i++) {
+        pthread_join(t[i], NULL);
+        total += m[i].sections;
+    }
+    assert_int_equal(atomic_load(&bad), 0);
+    assert_int_equal(total, 24);
+}
+
 static void test_unsupported_fair_options_are_refused(void **state)
 {
     struct fixture *f = *state;
@@ -799,10 +1169,6 @@ static void test_unsupported_fair_options_are_refused(void **state)
     o.fair = 1;
     assert_int_equal(rl_acquire_multi(f->c, two, 2, &o, &l), RL_EINVAL);
     assert_non_null(strstr(rl_last_error(), "one resource"));
-    o.mode = RL_MODE_SHARED;
-    assert_int_equal(rl_acquire(f->c, "fo:a", &o, &l), RL_EINVAL);
-    assert_non_null(strstr(rl_last_error(), "reader"));
-    o.mode = RL_MODE_EXCLUSIVE;
     o.fair = 2;
     assert_int_equal(rl_acquire(f->c, "fo:a", &o, &l), RL_EINVAL);
     assert_non_null(strstr(rl_last_error(), "fair 2"));
@@ -839,6 +1205,13 @@ int main(void)
         cmocka_unit_test(test_a_fair_semaphore_waiter_that_gives_up_leaves),
         cmocka_unit_test(test_a_cancelled_fair_semaphore_waiter_leaves),
         cmocka_unit_test(test_fair_and_plain_never_exceed_the_limit),
+        cmocka_unit_test(test_a_long_queue_is_reported_whole),
+        cmocka_unit_test(test_a_reader_takes_its_turn_once_no_writer_is_ahead),
+        cmocka_unit_test(
+            test_a_writer_is_served_between_the_readers_around_it),
+        cmocka_unit_test(test_a_fair_reader_does_not_pass_a_queued_writer),
+        cmocka_unit_test(
+            test_fair_and_plain_readers_and_writers_never_overlap),
         cmocka_unit_test(test_unsupported_fair_options_are_refused),
     };
 

@@ -117,6 +117,7 @@ static void test_only_acquiring_scripts_create_keys(void **state)
                           * waiter may have left (docs/fair-queue.md) */
                          i == SCRIPT_FAIR_ACQUIRE ||
                          i == SCRIPT_FAIR_ACQUIRE_FENCED ||
+                         i == SCRIPT_FAIR_READER_ACQUIRE ||
                          i == SCRIPT_QUEUE_ENTER;
 
         assert_int_equal(script_get((enum script_id)i)->creates_keys,
@@ -181,6 +182,17 @@ static void test_fair_scripts_announce_not_release(void **state)
         assert_null(strstr(src, "redlock:release:"));
     }
     assert_non_null(strstr(script_get(SCRIPT_FAIR_RELEASE)->source,
+                           "'publish', 'redlock:queue:' .."));
+    /* A reader's acquire announces as a writer's does; its release and
+     * rollback are reader-release's (which publishes on the release
+     * channel for plain readers too), then announce. */
+    assert_non_null(strstr(script_get(SCRIPT_FAIR_READER_ACQUIRE)->source,
+                           "'publish', 'redlock:queue:' .."));
+    assert_null(strstr(script_get(SCRIPT_FAIR_READER_ACQUIRE)->source,
+                       "redlock:release:"));
+    assert_non_null(strstr(script_get(SCRIPT_FAIR_READER_RELEASE)->source,
+                           "'publish', 'redlock:queue:' .."));
+    assert_non_null(strstr(script_get(SCRIPT_FAIR_READER_ROLLBACK)->source,
                            "'publish', 'redlock:queue:' .."));
     /* queue-inspect (status) reads: it must not purge or refresh. */
     {

@@ -41,8 +41,11 @@ static const char usage[] =
 "the counter is an earlier holder's).\n"
 "When waiters queue with --fair, a table shows the queue a majority\n"
 "holds, next to be served first: position, token (8 characters),\n"
-"owner, priority, ticket, nodes holding it, and the ms until it lapses\n"
-"unless its waiter refreshes it.\n"
+"owner, kind (reader, or exclusive: a mutex or a writer), priority,\n"
+"ticket, nodes holding it, the ms until it lapses unless its waiter\n"
+"refreshes it, and the ms it has waited since it registered (the\n"
+"median over those nodes, each by its own clock; - unknown). Holders\n"
+"granted from the queue are not listed.\n"
 "\n"
 "With --json: one object with resource, held, holder, owner,\n"
 "validity_ms (the holder's, without the lock-delay), lock_delay_ms,\n"
@@ -56,8 +59,9 @@ static const char usage[] =
 "majority), readers_in_lock_delay (readers whose validity is over but\n"
 "whose lock-delay still keeps writers out, on a majority), slots_held\n"
 "(the semaphore slots a majority holds), queue (the fair queue a\n"
-"majority holds, in order: {position, token, owner, priority, ticket,\n"
-"nodes, expires_in_ms}; null when fewer than a quorum answered) and\n"
+"majority holds, in order: {position, token, owner, kind (\"shared\"\n"
+"or \"exclusive\"), priority, ticket, nodes, expires_in_ms, waited_ms\n"
+"(null: unknown)}; null when fewer than a quorum answered) and\n"
 "queue_minority.\n"
 "With --limit: {\"resource\", \"limit\", \"slots\": [one object per slot]}.\n"
 "Exit: 0 (also when nodes are down), 2 usage.\n"
@@ -152,23 +156,38 @@ static void show_queue(const struct cli_opts *o, rl_client *c,
                 cli_json_str(stdout, q[i].owner);
             else
                 fputs("null", stdout);
-            printf(",\"priority\":%u,\"ticket\":%" PRIu64
-                   ",\"nodes\":%u,\"expires_in_ms\":%" PRId64 "}",
+            printf(",\"kind\":\"%s\",\"priority\":%u,\"ticket\":%" PRIu64
+                   ",\"nodes\":%u,\"expires_in_ms\":%" PRId64
+                   ",\"waited_ms\":",
+                   q[i].mode == RL_MODE_SHARED ? "shared" : "exclusive",
                    q[i].priority, q[i].ticket, q[i].nodes,
                    q[i].expires_in_ms);
+            if (q[i].waited_ms >= 0)
+                printf("%" PRId64 "}", q[i].waited_ms);
+            else
+                fputs("null}", stdout);
         }
         printf("],\"queue_minority\":%zu", minority);
         return;
     }
     if (n == 0 && minority == 0)
         return;
-    printf("%-8s %-8s %-24s %8s %10s %5s %10s\n", "POSITION", "TOKEN",
-           "OWNER", "PRIORITY", "TICKET", "NODES", "EXPIRES_MS");
-    for (i = 0; i < n; i++)
-        printf("%-8zu %-8.*s %-24s %8u %10" PRIu64 " %5u %10" PRId64 "\n",
+    printf("%-8s %-8s %-24s %-9s %8s %10s %5s %10s %10s\n", "POSITION",
+           "TOKEN", "OWNER", "KIND", "PRIORITY", "TICKET", "NODES",
+           "EXPIRES_MS", "WAITED_MS");
+    for (i = 0; i < n; i++) {
+        char waited[24] = "-";
+
+        if (q[i].waited_ms >= 0)
+            snprintf(waited, sizeof(waited), "%" PRId64, q[i].waited_ms);
+        printf("%-8zu %-8.*s %-24s %-9s %8u %10" PRIu64 " %5u %10" PRId64
+               " %10s\n",
                i + 1, CLI_TOKEN_SHOWN, q[i].token,
-               q[i].owner[0] != '\0' ? q[i].owner : "-", q[i].priority,
-               q[i].ticket, q[i].nodes, q[i].expires_in_ms);
+               q[i].owner[0] != '\0' ? q[i].owner : "-",
+               q[i].mode == RL_MODE_SHARED ? "reader" : "exclusive",
+               q[i].priority, q[i].ticket, q[i].nodes, q[i].expires_in_ms,
+               waited);
+    }
     printf("%s: %zu waiting in the fair queue on a majority", resource, n);
     if (minority > 0)
         printf(" (+%zu on a minority of nodes)", minority);
