@@ -100,9 +100,11 @@ majority stays healthy, except one short majority pause in `mixed`):
                    contender barge in without it: kill, then pause, then
                    restart-fast faults. Safety never depends on the
                    queue: checks 1-3 as for every profile; and no
-                   stuck queue: once every contender stopped, the queue
-                   is gone from every node within 10 s (an entry lives
-                   1.5 s past its last refresh). The order is
+                   stuck queue (also in semaphore and rwlock, where half
+                   of the contenders wait fair): once every contender
+                   stopped, the queue is gone from every node within
+                   10 s (an entry lives 1.5 s past its last refresh).
+                   The order is
                    reported, not asserted (faults cost order): fair
                    sections that overtook an earlier fair request of no
                    lower priority still waiting, fair timeouts, fair
@@ -143,6 +145,7 @@ import dataclasses
 import json
 import os
 import random
+import re
 import select
 import shutil
 import signal
@@ -1695,10 +1698,11 @@ def check(env, t_begin, slack_ns, expect_cli_kills=False):
     check_kinds(env, sections, slack_ns, res)
     if any(c.fair for c in env.contenders):
         report_fair_order(env, sections, attempts, res)
-        for node, entries in getattr(env, "queue_left", []):
-            V.append("fair: node %d still has %d queue entries %.0f s after "
-                     "every contender stopped (a stuck queue): %s" %
-                     (node, len(entries), QUEUE_DRAIN_S, entries[:3]))
+        for node, r, entries in getattr(env, "queue_left", []):
+            V.append("fair: node %d still has %d entries in %s's queue "
+                     "%.0f s after every contender stopped (a stuck "
+                     "queue): %s" % (node, len(entries), r, QUEUE_DRAIN_S,
+                                     entries[:3]))
     if env.name == "election":
         check_election(sections, res)
     return res
@@ -1737,14 +1741,14 @@ QUEUE_DRAIN_S = 10.0
 def queue_left_after(env, res):
     """Wait until res's fair queue is gone on every node (every node is up
     again: the faults were healed), at most QUEUE_DRAIN_S. -> [(node,
-    entries)] for the nodes where it is still there."""
+    res, entries)] for the nodes where it is still there."""
     conns = [Redis(n.host, n.port) for n in env.nodes]
     try:
         deadline = time.monotonic() + QUEUE_DRAIN_S
         while True:
             left = [(i, c.cmd("ZRANGE", "redlock:q:" + res, 0, -1))
                     for i, c in enumerate(conns)]
-            left = [(i, e) for i, e in left if e]
+            left = [(i, res, e) for i, e in left if e]
             if not left or time.monotonic() >= deadline:
                 return left
             time.sleep(0.1)
@@ -1764,20 +1768,33 @@ def report_fair_order(env, sections, attempts, res):
     the fair waits."""
     prio = {c.cid: c.priority for c in env.contenders if c.fair}
     fair = [cs for cs in sections if cs.fair and cs.t_try]
-    # Every fair request's wait: (start, end, priority, contender).
-    waits = [(cs.t_try, cs.enter, cs.prio, cs.cid) for cs in fair]
+
+    def queue_of(r):
+        """A semaphore's sections are on its slots; its queue is R's."""
+        return re.sub(r":slot:\d+$", "", r)
+    # Every fair request's wait, per queue: (start, end, priority,
+    # contender).
+    waits = {}
+    for cs in fair:
+        waits.setdefault(queue_of(cs.res), []).append(
+            (cs.t_try, cs.enter, cs.prio, cs.cid))
     ok_status = ("RL_OK", "RL_ELOST")
     failed = [a for a in attempts if a[4] in prio and a[3] not in ok_status
               and not a[3].startswith("KILLED")]
-    waits += [(a[0], a[1], prio[a[4]], a[4]) for a in failed]
-    waits.sort()
-    starts = [w[0] for w in waits]
+    for a in failed:
+        waits.setdefault(queue_of(a[2]), []).append(
+            (a[0], a[1], prio[a[4]], a[4]))
+    starts = {}
+    for q, w in waits.items():
+        w.sort()
+        starts[q] = [x[0] for x in w]
     overtook = 0
     by = {}
     for cs in fair:
-        k = bisect.bisect_left(starts, cs.t_try)
+        q = queue_of(cs.res)
+        k = bisect.bisect_left(starts[q], cs.t_try)
         if any(w[1] > cs.enter and w[2] >= cs.prio and w[3] != cs.cid
-               for w in waits[:k]):
+               for w in waits[q][:k]):
             overtook += 1
             by[cs.cid] = by.get(cs.cid, 0) + 1
     timeouts = sum(1 for a in failed if a[3] == "RL_ENOTACQUIRED")
@@ -1993,14 +2010,17 @@ def run_profile(args, name, no_clock_guard=False, ignore_loss=False):
                                extra=["--ignore-loss"] if ignore_loss
                                else None)
         elif name in ("semaphore", "rwlock"):
-            # Library contenders only (issue 13).
+            # Library contenders only (issue 13); half of them wait in
+            # the fair queue (issue 34), beside the plain ones.
             if name == "semaphore":
                 env.limit = 3
                 extra = ["--limit", "3"]
             else:
                 extra = ["--shared-pct", "60"]
-            env.add_contenders(["blocking", "with_lock"] * 4, resources,
-                               fence_ids=(1, 2, 3, 5, 6), extra=extra)
+            env.add_contenders(["blocking", "with_lock"] * 2, resources,
+                               fence_ids=(1, 2, 3), extra=extra)
+            env.add_contenders(["blocking", "with_lock"] * 2, resources,
+                               fence_ids=(5, 6), extra=extra, fair=True)
         elif name == "fair":
             # One resource: everybody waits for the same queue. Fair
             # library contenders (one in priority class 5), a fair CLI,
@@ -2027,8 +2047,9 @@ def run_profile(args, name, no_clock_guard=False, ignore_loss=False):
         left = env.duration - (mono_ns() - t_begin) / 1e9
         for c in env.contenders:
             c.wait_done(max(0.0, left) + 4 * env.ttl / 1000.0 + 30)
-        if name == "fair":
-            env.queue_left = queue_left_after(env, resources[0])
+        if any(c.fair for c in env.contenders):
+            env.queue_left = [left for r in resources
+                              for left in queue_left_after(env, r)]
         return t_begin
 
     r = run_checked(args, env, run)
