@@ -7,7 +7,9 @@
  * The order: the first attempt of a fair acquire is fair-acquire with no
  * score, granted only where nobody is queued (uncontended: one round, as
  * a plain SET). Refused, every reply carries the node's redlock:qt:K; from a
- * quorum of replies the ticket is max(redlock:qt:K) + 1, so a registration that
+ * quorum of replies the ticket is max(redlock:qt:K) + 1 (a refused first
+ * attempt also increments the counter it read, so newcomers that reach
+ * the nodes one after another are ordered by arrival), so a registration that
  * a quorum acknowledged before our first attempt was sent has a smaller
  * ticket than ours (any two majorities share a node). The score,
  * (RL_MAX_PRIORITY - priority) * 2^44 + ticket, is the same on every

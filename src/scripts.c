@@ -419,7 +419,12 @@ _Static_assert(TOKEN_STEM_LEN == 32 && TOKEN_HEX_LEN == 40,
  * entry queues), a queued caller (its entry added or refreshed here,
  * with the same score) only at its turn (where() is 0: the head, or a
  * reader with no exclusive entry ahead); qt is the node's counter as the
- * caller's ticket read needs it. Where no queue exists a first attempt
+ * caller's ticket read needs it. refused(): a first attempt refused here
+ * also counts itself in the counter (qt is the value before it), so
+ * first attempts that reach the nodes one after another get increasing
+ * tickets even while none has registered yet (a burst of newcomers is
+ * served in arrival order, not in token order); a counter with no queue
+ * lives an entry lifetime. Where no queue exists a first attempt
  * is a bare SET NX (queued false): an uncontended fair acquire costs
  * little more than a plain one. A writer refused where readers hold at
  * its turn marks its intent (ARGV[6], the intent's PX, '' none, as
@@ -446,6 +451,10 @@ _Static_assert(TOKEN_STEM_LEN == 32 && TOKEN_HEX_LEN == 40,
     "end\n"                                                               \
     "local qt = queued and redis.call('get', QT) or '0'\n"                \
     "local function refused()\n"                                          \
+    "  if ARGV[4] == '' then\n"                                           \
+    "    qt = tostring(redis.call('incr', QT) - 1)\n"                     \
+    "    if not queued then redis.call('pexpire', QT, ARGV[3]) end\n"     \
+    "  end\n"                                                             \
     "  if ok and (ARGV[6] or '') ~= '' and\n"                             \
     "     redis.call('type', K).ok == 'hash' then\n"                      \
     "    redis.call('set', K .. ':wintent', tok, 'PX', ARGV[6])\n"        \

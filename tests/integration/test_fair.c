@@ -133,6 +133,58 @@ static void test_only_the_head_is_granted(void **state)
     assert_true(harness_ok(harness_cmd(&f->r[0], "SET h plain NX PX 5000")));
 }
 
+/* fair-acquire's counter element (qt), -1 on error. */
+static long long counter_read(redisReply *r)
+{
+    long long qt = r != NULL && r->type == REDIS_REPLY_ARRAY &&
+                           r->elements >= 4 &&
+                           r->element[1]->type == REDIS_REPLY_STRING
+                       ? atoll(r->element[1]->str)
+                       : -1;
+
+    if (r != NULL)
+        freeReplyObject(r);
+    return qt;
+}
+
+/* Newcomers refused one after another read increasing counters, before
+ * any of them registered (a burst is served in arrival order, not in
+ * token order); a counter with no queue lapses with an entry. */
+static void test_refused_first_attempts_read_increasing_counters(
+    void **state)
+{
+    struct fixture *f = *state;
+    long long pttl;
+
+    assert_true(harness_ok(harness_cmd(&f->r[0], "SET fc plain PX 60000")));
+    assert_int_equal(counter_read(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "fc", "a",
+                                       "5000", "1500", "", "", NULL)),
+                     0);
+    assert_int_equal(counter_read(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "fc", "b",
+                                       "5000", "1500", "", "", NULL)),
+                     1);
+    assert_int_equal(counter(f, 0, "fc"), 2);
+    pttl = harness_int(harness_cmd(&f->r[0], "PTTL redlock:qt:fc"), -9);
+    assert_true(pttl > 0 && pttl <= 1500);
+    /* b registers with its ticket (2): a, taking 1, still goes first. */
+    harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, "fc", "b", "10000", "2", "2",
+                     NULL), 0);
+    harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, "fc", "a", "10000", "1", "1",
+                     NULL), 0);
+    assert_int_equal(harness_int(harness_cmd(&f->r[0],
+                                             "ZRANK redlock:q:fc a"), -1),
+                     0);
+    /* A granted first attempt counts nothing. */
+    assert_true(harness_int(harness_cmd(&f->r[0], "DEL fc redlock:q:fc "
+                                        "redlock:qx:fc redlock:qt:fc "
+                                        "redlock:qw:fc redlock:qm:fc"),
+                            -1) > 0);
+    assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "fc", "c",
+                                  "5000", "1500", "", "", NULL)),
+                     1);
+    assert_int_equal(counter(f, 0, "fc"), 0);
+}
+
 /* Wait until node i's clock passes ms (its TIME, in ms). */
 static void until_server_ms(struct fixture *f, int i, long long ms)
 {
@@ -1192,6 +1244,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_only_the_head_is_granted),
+        cmocka_unit_test(
+            test_refused_first_attempts_read_increasing_counters),
         cmocka_unit_test(test_every_attempt_of_an_acquisition_is_one_entry),
         cmocka_unit_test(test_a_lapsed_entry_is_purged_wherever_it_stands),
         cmocka_unit_test(test_a_fair_acquire_waits_behind_the_head_and_leaves),
