@@ -13,8 +13,9 @@ gets SIGINT (SIGKILL after 10 s) and the nodes are stopped.
 Every node is watched with MONITOR. Commands run by our Lua scripts show
 there too ([0 lua]), in execution order, so replaying the stream of one
 node tells, for each SET NX of the lock key, whether it was granted and,
-when refused, which token held the key then. An attempt is the k-th SET
-of one token on every node (a round sends to all nodes); it is
+when refused, which acquisition held the key then. An attempt is the
+k-th SET of one acquisition (a token's stem: each attempt has a token of
+its own) on every node (a round sends to all nodes); it is
 
   win           granted by a majority (win-not-kept: the client did not
                 keep it, e.g. its replies came after op_timeout)
@@ -36,8 +37,9 @@ with `run --fair` (docs/fair-queue.md). A fair waiter attempts only at
 its turn and is refused by the queue without a SET, so for the fair runs
 the fan-outs are counted as the fair-acquire and queue-enter scripts
 seen on each node (fair_acquire_per_acq, queue_enter_per_acq), a
-request on the server's clock is a token's first SET or fair-acquire,
-and overtaken_after_registration counts what the queue guarantees:
+request on the server's clock is an acquisition's first SET or
+fair-acquire, and overtaken_after_registration counts what the queue
+guarantees:
 acquisitions overtaken by a waiter whose first attempt came after this
 one's queue-enter had run on a majority.
 
@@ -397,7 +399,8 @@ def analyse(lines, notes, key, node_count, stop_at):
         hi = bisect.bisect_right(pub_ts, n["start"])
         if any(pubs[j][1] != a["tok"] for j in range(lo, hi)):
             by_msg[b] += 1
-    # Requests and grants, server clock: a token's first SET, its win.
+    # Requests and grants, server clock: an acquisition's first SET, its
+    # win.
     req = {}
     for a in attempts.values():
         req[a["tok"]] = min(a["start"], req.get(a["tok"], a["start"]))
@@ -422,6 +425,18 @@ def analyse(lines, notes, key, node_count, stop_at):
                 for a, g in zip(wins, grant_at)]
     fifo_bad = sum(1 for ra, _, ga in reg_wins if ra is not None and any(
         rb > ra and gb < ga for _, rb, gb in reg_wins))
+    # Why an acquisition was overtaken: its place in the grant order (0:
+    # the first grant; the processes all ask at once at the start) and how
+    # much later than its request the latest overtaker's came, against
+    # its own first attempt to registration on a majority (when the
+    # overtaker asked inside that window, the two tickets may have been
+    # read from the same counters).
+    late = [i for i, (r, g) in enumerate(srv)
+            if any(rb > r and gb < g for rb, gb in srv)]
+    gaps = [round(max(rb - srv[i][0] for rb, gb in srv
+                      if rb > srv[i][0] and gb < srv[i][1]) * 1e3, 1)
+            for i in late]
+    reg_ms = [(ra - r) * 1e3 for ra, r, _ in reg_wins if ra is not None]
     cli = [(r, g) for _, r, g, _ in notes if g <= stop_at]
     classes = {}
     for a in attempts.values():
@@ -441,6 +456,9 @@ def analyse(lines, notes, key, node_count, stop_at):
         "overtaken_server": overtaken(srv),
         "overtaken_after_registration": fifo_bad / max(nw, 1),
         "registered": len(registered),
+        "overtaken_request_gap_ms": gaps,
+        "overtaken_grant_index": late,
+        "registration_ms": [round(pct(reg_ms, p), 1) for p in (50, 99, 100)],
         "wait_client_ms": [round(pct([(g - r) * 1e3 for r, g in cli], p))
                            for p in (50, 99, 100)],
         "wait_server_ms": [round(pct([(g - r) * 1e3 for r, g in srv], p))
