@@ -243,9 +243,9 @@ def fair_order_section(run):
           num(m["deadline_s"])))
     w("")
     w("Made by `%s` on %s, commit %s (load average %s at start, %s at "
-      "end); cells: median [min–max] over %d rounds." % (
+      "end); cells: median [min–max] over %d round%s." % (
           m["cmdline"], m["date"], m["commit"], m["load_start"],
-          m["load_end"], len(rs)))
+          m["load_end"], len(rs), "s" * (len(rs) != 1)))
     w("")
 
     def get(res, key):
