@@ -349,9 +349,11 @@ def fair_order_section(run):
           "from %s (before: the parent of the fair queue's first commit, "
           "`git log -- src/queue.c`) and from %s (after), in turn in the "
           "same invocation, the order swapped every round. Neither uses "
-          "`--fair`. Ratio = after ÷ before (medians): above 1 is better for "
-          "rates, below 1 for times and CPU. Times in µs." % (
-              num(m["bench_duration_s"]), m["baseline_rev"], m["commit"]))
+          "`--fair`; what differs is all of `git log %s..%s -- src`, not "
+          "the fair queue alone. Ratio = after ÷ before (medians): above 1 "
+          "is better for rates, below 1 for times and CPU. Times in µs." % (
+              num(m["bench_duration_s"]), m["baseline_rev"], m["commit"],
+              m["baseline_rev"], m["commit"].split("+")[0]))
         w("")
         w("| workload | measure | before | after | ratio |")
         w("|---|---|---:|---:|---:|")
