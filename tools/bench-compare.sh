@@ -30,6 +30,10 @@
 #   --fair-only    only the fair-waiting rows (q: a and c, plain and
 #                  --fair alternately, ours only); their section of
 #                  docs/benchmarks.md is replaced, the rest kept
+# Section o of the page (the fair order across processes, plain mode
+# before and after the fair queue) is not measured here: it is
+# tools/fairness-probe.py --rounds N [--baseline-cli OLD] --report
+# docs/benchmarks.md; a run of this script keeps it.
 # Environment: BENCH_BUILD_DIR (build/release), BENCH_OUT (where the run is
 # saved: a new temp dir unless set). Runs as root or with sudo for apt.
 # Nodes come from tools/nodes.sh; the script turns their AOF off

@@ -14,10 +14,15 @@ the machine and the run), and, when they were measured, server.txt
 (redis-benchmark --csv), proxy_cpu.txt, restart.txt and touch-floor.txt.
 Hand-written notes that belong to a run are saved with it and copied in
 as they are: profile.md (a profile of that run, a section of its own) and
-tls-note.md (a paragraph closing the TLS section). The acceptance targets
-come from tools/bench-targets.json. With machine.txt's watched_only=1,
-tls_only=1 or fair_only=1 only that section of the existing report is
-replaced.
+tls-note.md (a paragraph closing the TLS section). Section o (the fair
+order across processes, plain mode before and after the fair queue) is
+measured by `tools/fairness-probe.py --rounds N`, which saves
+fair-order.json and puts the section into the page itself (--report); a
+run with a fair-order.json renders it, one without keeps the page's. The
+acceptance targets come from tools/bench-targets.json; the fair rows are
+read from sections o and q as the page shows them. With machine.txt's
+watched_only=1, tls_only=1 or fair_only=1 only that section of the
+existing report is replaced.
 """
 import glob
 import json
@@ -33,6 +38,8 @@ T_BEGIN = "<!-- tls: begin (tools/bench-compare.sh) -->"
 T_END = "<!-- tls: end -->"
 Q_BEGIN = "<!-- fair: begin (tools/bench-compare.sh) -->"
 Q_END = "<!-- fair: end -->"
+FO_BEGIN = "<!-- fair-order: begin (tools/fairness-probe.py) -->"
+FO_END = "<!-- fair-order: end -->"
 
 def load(out, client, section):
     """{round: [rows]} from OUT/<client>.<section>.<round>.jsonl."""
@@ -121,6 +128,38 @@ def read_machine(out):
         return dict(l.rstrip("\n").split("=", 1) for l in f if "=" in l)
 
 
+def abc_rows(concs, conts):
+    """The rows of phases a, b (at concs in flight) and c (conts
+    contenders): (workload, measure, phase, concurrency, key)."""
+    rows = [("a sequential", "cycles/s", "a", 1, "cycles_per_s")]
+    for k in ("acquire_us", "release_us", "cycle_us"):
+        for p in ("p50", "p90", "p99", "max"):
+            rows.append(("a sequential", "%s %s" % (k.split("_")[0], p), "a", 1,
+                         "%s.%s" % (k, p)))
+    rows += [("a sequential", "client CPU µs/cycle", "a", 1,
+              "cpu_us_per_cycle"),
+             ("a sequential", "server CPU µs/cycle", "a", 1,
+              "server_cpu_us_per_cycle")]
+    for n in concs:
+        rows += [("b %d in flight" % n, m, "b", n, key) for m, key in (
+            ("cycles/s", "cycles_per_s"), ("cycle p50", "cycle_us.p50"),
+            ("cycle p99", "cycle_us.p99"),
+            ("client CPU µs/cycle", "cpu_us_per_cycle"),
+            ("server CPU µs/cycle", "server_cpu_us_per_cycle"),
+            ("failures", "failures"))]
+    for n in conts:
+        rows += [("c %d contenders" % n, m, "c", n, key) for m, key in (
+            ("acquisitions/s", "acquisitions_per_s"),
+            ("hand-offs/s", "handoffs_per_s"), ("wait p50", "wait_us.p50"),
+            ("wait p99", "wait_us.p99"), ("wait max", "wait_us.max"),
+            ("hand-off p50", "handoff_us.p50"),
+            ("hand-off p99", "handoff_us.p99"),
+            ("fairness (Jain, 1 = even)", "fairness"),
+            ("client CPU µs/cycle", "cpu_us_per_cycle"),
+            ("failures", "failures"))]
+    return rows
+
+
 def fair_section(q, machine):
     """The q section's lines: plain and --fair side by side (phases a and
     c of the same rounds, run alternately)."""
@@ -172,6 +211,271 @@ def fair_section(q, machine):
                                           ratio(b, a)))
     w("")
     return lines
+
+
+def fair_order_section(run):
+    """Section o's lines, markers included, from a saved
+    `tools/fairness-probe.py --rounds N --json` run: the order across
+    processes, plain and --fair, and plain mode before and after a change
+    when the run benched a baseline (--baseline-cli)."""
+    m, rs = run["meta"], run["rounds"]
+    procs = m["procs"]
+    lines = [FO_BEGIN, "## o: fair order across processes (libredlock only)",
+             ""]
+    w = lines.append
+    w("`tools/fairness-probe.py` (docs/fair-queue.md 1.1, 2.0) starts %d "
+      "nodes of its own and runs %d processes, each looping `redlock-cli run "
+      "R --wait 60000 --ttl 5000 -- CHILD` (CHILD notes when it got the lock "
+      "and sleeps %d ms), until %d children ran (at most %s s); each round "
+      "runs that plain and then with `run --fair`. Every node is watched "
+      "with MONITOR, which slows the nodes: the order and the counts are "
+      "what this measures, its times are not an unwatched run's. Times are "
+      "the server's clock. A *request* is the acquire's first attempt (its "
+      "first SET NX, or with `--fair` its first fair-acquire, on any node); "
+      "the CLI start (process start-up and connecting to the nodes, not the "
+      "lock's queue) is shown beside it. An acquisition is *overtaken* when "
+      "a later request was granted before it. Cycle: first grant to last "
+      "over the acquisitions. Bound: (processes − 1) × cycle, what a FIFO "
+      "waiter behind every other one waits. The hand-off latency and "
+      "cycles/s of one client with and without `--fair` are section q's. "
+      "Ratio = fair ÷ plain (medians)." % (
+          m["nodes"], procs, m["hold_ms"], m["acquisitions"],
+          num(m["deadline_s"])))
+    w("")
+    w("Made by `%s` on %s, commit %s (load average %s at start, %s at "
+      "end); cells: median [min–max] over %d round%s." % (
+          m["cmdline"], m["date"], m["commit"], m["load_start"],
+          m["load_end"], len(rs), "s" * (len(rs) != 1)))
+    w("")
+
+    def get(res, key):
+        v = res
+        for k in key.split("."):
+            if v is None:
+                return None
+            v = v[int(k)] if isinstance(v, list) else v.get(k)
+        return v
+
+    def bound(res, key):
+        return get(res, key) / ((procs - 1) * res["cycle_ms"])
+
+    measures = [
+        ("acquisitions", lambda r: r["acquisitions"]),
+        ("cycle per acquisition (ms)", lambda r: r["cycle_ms"]),
+        ("overtaken (%), request = first attempt",
+         lambda r: 100 * r["overtaken_server"]),
+        ("overtaken (%), request = CLI start",
+         lambda r: 100 * r["overtaken_client"]),
+        ("overtaken (%) by a request after this one was registered on a "
+         "majority (the queue's guarantee, docs/fair-queue.md 2.10)",
+         lambda r: 100 * r["overtaken_after_registration"]
+         if r["registered"] else None),
+        ("first attempt → registered on a majority (ms), p50",
+         lambda r: get(r, "registration_ms.0") if r["registered"] else None),
+        ("first attempt → registered on a majority (ms), longest",
+         lambda r: get(r, "registration_ms.2") if r["registered"] else None),
+        ("wait p50 (ms), first attempt → grant",
+         lambda r: get(r, "wait_server_ms.0")),
+        ("wait p99 (ms), first attempt → grant",
+         lambda r: get(r, "wait_server_ms.1")),
+        ("longest wait (ms), first attempt → grant",
+         lambda r: get(r, "wait_server_ms.2")),
+        ("wait p50 (ms), CLI start → grant",
+         lambda r: get(r, "wait_client_ms.0")),
+        ("wait p99 (ms), CLI start → grant",
+         lambda r: get(r, "wait_client_ms.1")),
+        ("longest wait (ms), CLI start → grant",
+         lambda r: get(r, "wait_client_ms.2")),
+        ("bound (ms): %d × cycle" % (procs - 1),
+         lambda r: (procs - 1) * r["cycle_ms"]),
+        ("longest wait ÷ bound, first attempt",
+         lambda r: bound(r, "wait_server_ms.2")),
+        ("longest wait ÷ bound, CLI start",
+         lambda r: bound(r, "wait_client_ms.2")),
+        ("attempts (SET rounds) per acquisition",
+         lambda r: r["attempts_per_acq"]),
+        ("fair-acquire rounds per acquisition",
+         lambda r: r["fair_acquire_per_acq"]),
+        ("hand-off p50 (ms), release → next grant",
+         lambda r: get(r, "handoff_ms.0")),
+        ("hand-off p99 (ms), release → next grant",
+         lambda r: get(r, "handoff_ms.2")),
+        ("messages published per acquisition (all nodes)",
+         lambda r: r["published_per_acq"]),
+    ]
+    w("| %d processes | plain | `--fair` | ratio |" % procs)
+    w("|---|---:|---:|---:|")
+    for name, f in measures:
+        a = [float(v) for v in (f(r["plain"]) for r in rs) if v is not None]
+        b = [float(v) for v in (f(r["fair"]) for r in rs) if v is not None]
+        w("| %s | %s | %s | %s |" % (name, cell(a), cell(b), ratio(b, a)))
+    w("")
+    w("Per round (plain; fair): overtaken %% by first attempt %s; %s. "
+      "Longest wait ÷ bound %s; %s." % tuple(
+          ", ".join(fmt(f(r[mode])) for r in rs)
+          for f in (lambda r: 100 * r["overtaken_server"],
+                    lambda r: bound(r, "wait_server_ms.2"))
+          for mode in ("plain", "fair")))
+    w("")
+    if any("overtaken_grant_index" in r["fair"] for r in rs):
+        w("With `--fair`, the overtaken acquisitions by their place in the "
+          "grant order (1: the first grant; the %d processes all ask at "
+          "once at the start) and how much later than theirs the latest "
+          "request that overtook them came: %s. An overtaker that asked "
+          "before the overtaken one was registered on a majority (the "
+          "first attempt → registered window above) overlapped its "
+          "registration, and the queue orders overlapping registrations by "
+          "(ticket, token), not by arrival (docs/fair-queue.md 2.4, 2.10); "
+          "the row \"by a request after this one was registered\" counts "
+          "the others." % (procs, "; ".join(
+              "round %d: %s" % (i + 1, ", ".join(
+                  "#%d (%s ms)" % (k + 1, fmt(g)) for k, g in zip(
+                      r["fair"]["overtaken_grant_index"],
+                      r["fair"]["overtaken_request_gap_ms"])) or "none")
+              for i, r in enumerate(rs))))
+        w("")
+    if any("before" in r for r in rs):
+        before = {i: r["before"] for i, r in enumerate(rs) if "before" in r}
+        after = {i: r["after"] for i, r in enumerate(rs) if "after" in r}
+        concs = sorted({x["concurrency"] for x in before[0]
+                        if x.get("phase") == "b"})
+        conts = sorted({x["concurrency"] for x in before[0]
+                        if x.get("phase") == "c"})
+        w("### Plain mode before and after the fair queue")
+        w("")
+        w("`redlock-cli bench --phases a,b,c --duration %s` as "
+          "`tools/bench-compare.sh` runs its main rounds (`--no-quarantine`, "
+          "retry delay 10 ms, jitter 5 ms), 5 fresh nodes per round, built "
+          "from %s (before: the parent of the fair queue's first commit, "
+          "`git log -- src/queue.c`) and from %s (after), in turn in the "
+          "same invocation, the order swapped every round. Neither uses "
+          "`--fair`; what differs is all of `git log %s..%s -- src`, not "
+          "the fair queue alone. Ratio = after ÷ before (medians): above 1 "
+          "is better for rates, below 1 for times and CPU. Times in µs." % (
+              num(m["bench_duration_s"]), m["baseline_rev"], m["commit"],
+              m["baseline_rev"], m["commit"].split("+")[0]))
+        w("")
+        w("| workload | measure | before | after | ratio |")
+        w("|---|---|---:|---:|---:|")
+        for t, name, ph, n, key in abc_rows(concs, conts):
+            a = values(before, ph, "before", n, key)
+            b = values(after, ph, "after", n, key)
+            w("| %s | %s | %s | %s | %s |" % (t, name, cell(a), cell(b),
+                                              ratio(b, a)))
+        w("")
+    lines.append(FO_END)
+    return lines
+
+
+def shown(section, start, col):
+    """The median a section's table shows in column col (0: the first) of
+    its first row that starts with start; None when there is none."""
+    for l in section:
+        if l.startswith(start):
+            c = [x.strip() for x in l.strip().strip("|").split("|")][col]
+            try:
+                return float(c.split(" [")[0].replace(",", ""))
+            except ValueError:
+                return None
+    return None
+
+
+def between(page, begin, end):
+    """The lines of page's section from marker begin to end, or none."""
+    if begin not in page or end not in page:
+        return []
+    return page.split(begin, 1)[1].split(end, 1)[0].split("\n")
+
+
+FAIR_TARGETS = ("| fair order", "| plain mode unchanged",
+                "| uncontended fair")
+
+
+def fair_targets(page, T):
+    """The targets table's rows for fair waiting, from the medians that
+    sections o and q of page show: they stay true whichever of them a run
+    regenerated."""
+    o = between(page, FO_BEGIN, FO_END)
+    q = between(page, Q_BEGIN, Q_END)
+    rows = []
+
+    def target(text, measured, ok):
+        rows.append("| %s | %s | %s |" % (
+            text, measured, "–" if ok is None else ("yes" if ok else
+                                                    "**no**")))
+
+    def x(v):
+        return "–" if v is None else "%.2f×" % v
+
+    ov = [shown(o, "| overtaken (%%), request = %s" % r, c)
+          for r in ("first attempt", "CLI start") for c in (2, 1)]
+    target("fair order (o): overtaken by a later request ≤ %s %% (request = "
+           "first attempt)" % num(T["fair_overtaken_pct"]),
+           "%s %% (CLI start: %s %%; plain: %s %%, %s %%)" % (
+               fmt(ov[0]), fmt(ov[2]), fmt(ov[1]), fmt(ov[3])),
+           None if ov[0] is None else ov[0] <= T["fair_overtaken_pct"])
+    wb = [shown(o, "| longest wait ÷ bound, %s" % r, 2)
+          for r in ("first attempt", "CLI start")]
+    target("fair order (o): longest wait ≤ %s × (processes − 1) × cycle" %
+           num(T["fair_wait_vs_bound"]),
+           "%s (CLI start: %s)" % (x(wb[0]), x(wb[1])),
+           None if wb[0] is None else wb[0] <= T["fair_wait_vs_bound"])
+    cy = [shown(o, "| cycle per acquisition", c) for c in (1, 2)]
+    cr = cy[1] / cy[0] if None not in cy and cy[0] else None
+    target("fair order (o): fair cycle ≤ %s × plain's" %
+           num(T["fair_cycle_vs_plain"]),
+           "%s (%s vs %s ms)" % (x(cr), fmt(cy[1]), fmt(cy[0])),
+           None if cr is None else cr <= T["fair_cycle_vs_plain"])
+    ba = [(shown(o, "| %s | %s |" % wm, 2), shown(o, "| %s | %s |" % wm, 3))
+          for wm in (("a sequential", "cycles/s"),
+                     ("a sequential", "acquire p50"),
+                     ("b 64 in flight", "cycles/s"),
+                     ("c 8 contenders", "hand-off p50"))]
+    target("plain mode unchanged by the fair queue (o: after ÷ before; "
+           "issue 34 sets no number)",
+           "a cycles/s %s, a acquire p50 %s, b 64 cycles/s %s, c 8 hand-off "
+           "p50 %s" % tuple(x(a / b if a is not None and b else None)
+                            for b, a in ba), None)
+    ua = [shown(q, "| a sequential | %s |" % k, c)
+          for k in ("cycles/s", "acquire p50") for c in (2, 3)]
+    ur = [ua[1] / ua[0] if None not in ua[:2] else None,
+          ua[3] / ua[2] if None not in ua[2:] else None]
+    lim = T["fair_uncontended"]
+    target("uncontended fair within %s %% of plain (q, a sequential)" %
+           num(100 * lim),
+           "cycles/s %s, acquire p50 %s" % (x(ur[0]), x(ur[1])),
+           None if None in ur else ur[0] >= 1 - lim and ur[1] <= 1 + lim)
+    return rows
+
+
+def with_fair_targets(page, T):
+    """page with the fair rows of its targets table made anew (appended
+    to the table)."""
+    head, sep, tail = page.partition("## Targets")
+    if not sep:
+        return page
+    tl = [l for l in tail.split("\n")
+          if not l.startswith(FAIR_TARGETS)]
+    i = next(i for i, l in enumerate(tl) if l.startswith("|"))
+    while i < len(tl) and tl[i].startswith("|"):
+        i += 1
+    tl[i:i] = fair_targets(page, T)
+    return head + sep + "\n".join(tl)
+
+
+def put_fair_order(page, run, T):
+    """page with section o made from run (in place of the old one, or
+    after section q) and the fair rows of its targets table anew."""
+    section = "\n".join(fair_order_section(run))
+    if FO_BEGIN in page and FO_END in page:
+        head, rest = page.split(FO_BEGIN, 1)
+        page = head + section + rest.split(FO_END, 1)[1]
+    elif Q_END in page:
+        head, tail = page.split(Q_END, 1)
+        page = head + Q_END + "\n\n" + section + tail
+    else:
+        page = page + "\n" + section + "\n"
+    return with_fair_targets(page, T)
 
 
 def render(out, previous, T):
@@ -238,32 +542,7 @@ def render(out, previous, T):
     w("")
 
     # ---- Main table
-    rows = [("a sequential", "cycles/s", "a", 1, "cycles_per_s")]
-    for k in ("acquire_us", "release_us", "cycle_us"):
-        for p in ("p50", "p90", "p99", "max"):
-            rows.append(("a sequential", "%s %s" % (k.split("_")[0], p), "a", 1,
-                         "%s.%s" % (k, p)))
-    rows += [("a sequential", "client CPU µs/cycle", "a", 1,
-              "cpu_us_per_cycle"),
-             ("a sequential", "server CPU µs/cycle", "a", 1,
-              "server_cpu_us_per_cycle")]
-    for n in concs:
-        rows += [("b %d in flight" % n, m, "b", n, key) for m, key in (
-            ("cycles/s", "cycles_per_s"), ("cycle p50", "cycle_us.p50"),
-            ("cycle p99", "cycle_us.p99"),
-            ("client CPU µs/cycle", "cpu_us_per_cycle"),
-            ("server CPU µs/cycle", "server_cpu_us_per_cycle"),
-            ("failures", "failures"))]
-    for n in conts:
-        rows += [("c %d contenders" % n, m, "c", n, key) for m, key in (
-            ("acquisitions/s", "acquisitions_per_s"),
-            ("hand-offs/s", "handoffs_per_s"), ("wait p50", "wait_us.p50"),
-            ("wait p99", "wait_us.p99"), ("wait max", "wait_us.max"),
-            ("hand-off p50", "handoff_us.p50"),
-            ("hand-off p99", "handoff_us.p99"),
-            ("fairness (Jain, 1 = even)", "fairness"),
-            ("client CPU µs/cycle", "cpu_us_per_cycle"),
-            ("failures", "failures"))]
+    rows = abc_rows(concs, conts)
     w("## a, b, c: 5 nodes, interleaved rounds")
     w("")
     w("| workload | measure | libredlock (C) | node-redlock | ratio |")
@@ -414,6 +693,16 @@ def render(out, previous, T):
     ql.append(Q_END)
     ql.append("")
     lines.extend(ql)
+
+    # ---- o: fair order across processes (tools/fairness-probe.py --rounds
+    # saves it as fair-order.json; a run without one keeps the page's)
+    fo = os.path.join(out, "fair-order.json")
+    if os.path.exists(fo):
+        with open(fo) as f:
+            lines.extend(fair_order_section(json.load(f)) + [""])
+    elif FO_BEGIN in previous and FO_END in previous:
+        lines.extend([FO_BEGIN] + between(previous, FO_BEGIN, FO_END)[1:-1]
+                     + [FO_END, ""])
 
     # ---- Servers and floor
     w("## The servers' own limit and the fan-out floor")
@@ -890,6 +1179,7 @@ def render(out, previous, T):
         report = splice(tl, T_BEGIN, T_END)
     else:
         report = "\n".join(lines) + "\n"
+    report = with_fair_targets(report, T)
     plot = ["# in_flight ours_med ours_min ours_max node_med node_min "
             "node_max (cycles/s)\n"]
     for n in concs:

@@ -13,8 +13,9 @@ gets SIGINT (SIGKILL after 10 s) and the nodes are stopped.
 Every node is watched with MONITOR. Commands run by our Lua scripts show
 there too ([0 lua]), in execution order, so replaying the stream of one
 node tells, for each SET NX of the lock key, whether it was granted and,
-when refused, which token held the key then. An attempt is the k-th SET
-of one token on every node (a round sends to all nodes); it is
+when refused, which acquisition held the key then. An attempt is the
+k-th SET of one acquisition (a token's stem: each attempt has a token of
+its own) on every node (a round sends to all nodes); it is
 
   win           granted by a majority (win-not-kept: the client did not
                 keep it, e.g. its replies came after op_timeout)
@@ -36,14 +37,28 @@ with `run --fair` (docs/fair-queue.md). A fair waiter attempts only at
 its turn and is refused by the queue without a SET, so for the fair runs
 the fan-outs are counted as the fair-acquire and queue-enter scripts
 seen on each node (fair_acquire_per_acq, queue_enter_per_acq), a
-request on the server's clock is a token's first SET or fair-acquire,
-and overtaken_after_registration counts what the queue guarantees:
+request on the server's clock is an acquisition's first SET or
+fair-acquire, and overtaken_after_registration counts what the queue
+guarantees:
 acquisitions overtaken by a waiter whose first attempt came after this
 one's queue-enter had run on a majority.
+
+With --rounds N (issue 34's benchmark rows) the setting (--procs, one
+number, 12 by default) runs N times, plain and --fair alternately, and
+--json saves every round with the command, date, commit and load
+average; --markdown prints the medians as docs/benchmarks.md's section o
+(tools/bench_report.py renders it), --report PAGE puts that section and
+the fair rows of the targets table into PAGE. --baseline-cli OLD also
+runs, in every round, `bench --phases a,b,c` with OLD and with --cli in
+turn (the order swapped each round) on 5 fresh nodes: plain mode before
+and after a change, on the same machine at the same time.
 
 Usage: tools/fairness-probe.py [--cli PATH] [--procs 2,12] [--nodes 5]
            [--acquisitions 150] [--deadline 120] [--hold-ms 50] [--fair]
            [--json F]
+       tools/fairness-probe.py --rounds N [--procs 12] [--markdown]
+           [--report docs/benchmarks.md] [--baseline-cli OLD
+           --baseline-rev REV] [--bench-duration 3] [--json F]
 """
 import argparse
 import bisect
@@ -181,7 +196,8 @@ def run_scenario(cli, procs, node_count, target, deadline, hold_ms, wdir,
             with open(log) as f:
                 for line in f:
                     tok, req, got, who = line.split()
-                    notes.append((tok, int(req) / 1e9, int(got) / 1e9,
+                    notes.append((acquisition(tok), int(req) / 1e9,
+                                  int(got) / 1e9,
                                   int(who)))
         deltas = []
         for b, a in zip(before, after):
@@ -214,11 +230,21 @@ def parse(lines):
     return out
 
 
+def acquisition(token):
+    """The acquisition a token belongs to: its stem (src/token.h,
+    TOKEN_STEM_LEN). Each attempt has a token of its own (the stem and its
+    attempt digits), so an acquisition's k-th attempt is the k-th SET of
+    its stem; a token of an older build (one per acquisition) is its own
+    stem."""
+    return token[:32]
+
+
 def replay(events, key):
-    """Replay one node: its SETs of key (ts, token, k, granted, blocker
-    (token, k) or None), DELs (ts, token), publishes and other counts."""
-    val, exp = None, 0.0   # (token, k) holding key, its expiry
-    seen = {}              # token -> SETs so far on this node
+    """Replay one node: its SETs of key (ts, acquisition, k, granted,
+    blocker (acquisition, k) or None), DELs (ts, acquisition), publishes
+    and other counts."""
+    val, exp = None, 0.0   # (acquisition, k) holding key, its expiry
+    seen = {}              # acquisition -> SETs so far on this node
     sets, dels, pubs, counts, fair = [], [], [], {}, {}
     for ts, lua, args in events:
         cmd = args[0].lower()
@@ -231,16 +257,16 @@ def replay(events, key):
                 args[2] == "1" and args[3] == key:
             name = "fair-acquire" if len(args) == 9 else "queue-enter"
             counts[name] = counts.get(name, 0) + 1
-            fair.setdefault((name, args[4]), ts)
+            fair.setdefault((name, acquisition(args[4])), ts)
         if cmd == "publish":
-            pubs.append((ts, args[2]))
+            pubs.append((ts, acquisition(args[2])))
             continue
         if len(args) < 2 or args[1] != key:
             continue
         if val is not None and ts >= exp:
             val = None
         if cmd == "set" and "NX" in (a.upper() for a in args[3:]):
-            tok = args[2]
+            tok = acquisition(args[2])
             k = seen.get(tok, 0)
             seen[tok] = k + 1
             granted = val is None
@@ -373,7 +399,8 @@ def analyse(lines, notes, key, node_count, stop_at):
         hi = bisect.bisect_right(pub_ts, n["start"])
         if any(pubs[j][1] != a["tok"] for j in range(lo, hi)):
             by_msg[b] += 1
-    # Requests and grants, server clock: a token's first SET, its win.
+    # Requests and grants, server clock: an acquisition's first SET, its
+    # win.
     req = {}
     for a in attempts.values():
         req[a["tok"]] = min(a["start"], req.get(a["tok"], a["start"]))
@@ -398,6 +425,18 @@ def analyse(lines, notes, key, node_count, stop_at):
                 for a, g in zip(wins, grant_at)]
     fifo_bad = sum(1 for ra, _, ga in reg_wins if ra is not None and any(
         rb > ra and gb < ga for _, rb, gb in reg_wins))
+    # Why an acquisition was overtaken: its place in the grant order (0:
+    # the first grant; the processes all ask at once at the start) and how
+    # much later than its request the latest overtaker's came, against
+    # its own first attempt to registration on a majority (when the
+    # overtaker asked inside that window, the two tickets may have been
+    # read from the same counters).
+    late = [i for i, (r, g) in enumerate(srv)
+            if any(rb > r and gb < g for rb, gb in srv)]
+    gaps = [round(max(rb - srv[i][0] for rb, gb in srv
+                      if rb > srv[i][0] and gb < srv[i][1]) * 1e3, 1)
+            for i in late]
+    reg_ms = [(ra - r) * 1e3 for ra, r, _ in reg_wins if ra is not None]
     cli = [(r, g) for _, r, g, _ in notes if g <= stop_at]
     classes = {}
     for a in attempts.values():
@@ -417,6 +456,9 @@ def analyse(lines, notes, key, node_count, stop_at):
         "overtaken_server": overtaken(srv),
         "overtaken_after_registration": fifo_bad / max(nw, 1),
         "registered": len(registered),
+        "overtaken_request_gap_ms": gaps,
+        "overtaken_grant_index": late,
+        "registration_ms": [round(pct(reg_ms, p), 1) for p in (50, 99, 100)],
         "wait_client_ms": [round(pct([(g - r) * 1e3 for r, g in cli], p))
                            for p in (50, 99, 100)],
         "wait_server_ms": [round(pct([(g - r) * 1e3 for r, g in srv], p))
@@ -487,11 +529,98 @@ def light(notes, deltas, stop_at):
     }
 
 
+def bench_rows(cli, nodes, label, duration):
+    """redlock-cli bench --phases a,b,c as tools/bench-compare.sh runs its
+    main rounds: its JSON objects, labelled."""
+    out = subprocess.run(
+        [cli, "--no-quarantine", "-q", "--json", "-n",
+         ",".join(n.addr for n in nodes), "--retry-delay", "10",
+         "--retry-jitter", "5", "bench", "--phases", "a,b,c", "--duration",
+         str(duration), "--label", label],
+        stdout=subprocess.PIPE, universal_newlines=True, check=True).stdout
+    return [json.loads(l) for l in out.splitlines() if l.startswith("{")]
+
+
+def git_commit():
+    def git(*args):
+        return subprocess.run(["git", "-C", ROOT] + list(args),
+                              stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL,
+                              universal_newlines=True)
+    rev = git("rev-parse", "--short", "HEAD").stdout.strip() or "?"
+    dirty = git("diff", "--quiet", "HEAD", "--", "src", "include")
+    return rev + ("+local changes" if dirty.returncode else "")
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def rounds_mode(o, procs):
+    """N rounds of the setting, plain and --fair alternately (and the
+    plain bench with the baseline and this CLI in turn): the saved run
+    tools/bench_report.py renders as section o."""
+    run = {"meta": {
+        "cmdline": " ".join(["tools/fairness-probe.py"] + sys.argv[1:]),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "commit": git_commit(), "baseline_rev": o.baseline_rev,
+        "load_start": loadavg(), "procs": procs, "nodes": o.nodes,
+        "hold_ms": o.hold_ms, "acquisitions": o.acquisitions,
+        "deadline_s": o.deadline, "bench_duration_s": o.bench_duration,
+        "nproc": os.cpu_count()}, "rounds": []}
+    with tempfile.TemporaryDirectory(prefix="fairprobe-") as wdir:
+        for r in range(o.rounds):
+            rec = {}
+            for fair in (False, True):
+                lines, notes, deltas, codes, key, stop_at = run_scenario(
+                    o.cli, procs, o.nodes, o.acquisitions, o.deadline,
+                    o.hold_ms, wdir, True, fair)
+                res = analyse(lines, notes, key, o.nodes, stop_at)
+                res["cli_exit_codes"] = codes
+                rec["fair" if fair else "plain"] = res
+                os.unlink(os.path.join(wdir, "acq-%d%s.log" %
+                                       (procs, "-fair" * fair)))
+                sys.stderr.write(
+                    "round %d/%d %s: cycle %.0f ms, overtaken %.1f %% "
+                    "(first attempt), waits %s ms\n" % (
+                        r + 1, o.rounds, "fair" if fair else "plain",
+                        res["cycle_ms"], 100 * res["overtaken_server"],
+                        res["wait_server_ms"]))
+            if o.baseline_cli:
+                nodes = rlnodes.start_nodes(o.nodes)
+                try:
+                    turn = [("before", o.baseline_cli), ("after", o.cli)]
+                    for label, cli in turn[::-1 if r % 2 else 1]:
+                        sys.stderr.write("round %d/%d: bench %s\n" %
+                                         (r + 1, o.rounds, label))
+                        rec[label] = bench_rows(cli, nodes, label,
+                                                o.bench_duration)
+                finally:
+                    for n in nodes:
+                        n.stop()
+            run["rounds"].append(rec)
+    run["meta"]["load_end"] = loadavg()
+    if o.json:
+        with open(o.json, "w") as f:
+            json.dump(run, f, indent=1, default=str)
+    import bench_report  # tools/: one renderer for the page and for this
+    if o.markdown:
+        print("\n".join(bench_report.fair_order_section(run)))
+    if o.report:
+        with open(bench_report.TARGETS) as f:
+            targets = json.load(f)
+        with open(o.report) as f:
+            page = f.read()
+        with open(o.report, "w") as f:
+            f.write(bench_report.put_fair_order(page, run, targets))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cli", default=os.path.join(
         ROOT, "build", "release", "tools", "redlock-cli", "redlock-cli"))
-    ap.add_argument("--procs", default="2,12")
+    ap.add_argument("--procs", help="2,12 (with --rounds: 12)")
     ap.add_argument("--nodes", type=int, default=5)
     ap.add_argument("--acquisitions", type=int, default=150)
     ap.add_argument("--deadline", type=float, default=120.0)
@@ -502,11 +631,33 @@ def main():
                     help="control run: commandstats and notes only")
     ap.add_argument("--fair", action="store_true",
                     help="run every setting plain and then with --fair")
+    ap.add_argument("--rounds", type=int,
+                    help="run the setting N times, plain and --fair "
+                    "alternately (the benchmark rows)")
+    ap.add_argument("--markdown", action="store_true",
+                    help="with --rounds: print the medians as markdown")
+    ap.add_argument("--report",
+                    help="with --rounds: put section o into this page")
+    ap.add_argument("--baseline-cli",
+                    help="with --rounds: also bench plain mode with this "
+                    "redlock-cli and --cli in turn")
+    ap.add_argument("--baseline-rev", default="?",
+                    help="the commit --baseline-cli was built from")
+    ap.add_argument("--bench-duration", type=float, default=3.0,
+                    help="seconds per bench measurement (3)")
     o = ap.parse_args()
     if not os.access(o.cli, os.X_OK):
         sys.exit("no redlock-cli at %s (--cli)" % o.cli)
     if rlnodes.REDIS_SERVER is None:
         sys.exit("redis-server not found")
+    if o.rounds:
+        if o.no_monitor or "," in (o.procs or ""):
+            sys.exit("--rounds: one --procs value, with MONITOR")
+        if o.baseline_cli and not os.access(o.baseline_cli, os.X_OK):
+            sys.exit("no redlock-cli at %s (--baseline-cli)" %
+                     o.baseline_cli)
+        return rounds_mode(o, int(o.procs or 12))
+    o.procs = o.procs or "2,12"
     results = {}
     with tempfile.TemporaryDirectory(prefix="fairprobe-") as wdir:
         runs = [(int(p), fair) for p in o.procs.split(",")

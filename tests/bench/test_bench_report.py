@@ -111,6 +111,58 @@ class Render(unittest.TestCase):
         self.assertNotIn("\nold\n", report)
         self.assertIn("| 1,000 | 3,000 | renewals/s |", report)
 
+    def test_fair_targets_are_read_from_sections_o_and_q(self):
+        # Section o from saved-run/fair-order.json (a fairness-probe
+        # --rounds run), q from ours.q.1.jsonl (a: 6000 plain, 5200 fair).
+        o = bench_report.between(self.report, bench_report.FO_BEGIN,
+                                 bench_report.FO_END)
+        plain = bench_report.shown(o, "| cycle per acquisition", 1)
+        fair = bench_report.shown(o, "| cycle per acquisition", 2)
+        cyc = row(self.report, "| fair order (o): fair cycle")
+        self.assertEqual(cyc[1], "%.2f× (%s vs %s ms)" % (
+            fair / plain, bench_report.fmt(fair), bench_report.fmt(plain)))
+        self.assertEqual(row(self.report, "| uncontended fair")[1:],
+                         ["cycles/s 0.87×, acquire p50 1.27×", "**no**"])
+        t = targets()
+        t["fair_cycle_vs_plain"] = fair / plain - 0.01
+        report, _ = bench_report.render(RUN, "", t)
+        self.assertEqual(row(report, "| fair order (o): fair cycle")[2],
+                         "**no**")
+        t["fair_cycle_vs_plain"] = fair / plain + 0.01
+        report, _ = bench_report.render(RUN, "", t)
+        self.assertEqual(row(report, "| fair order (o): fair cycle")[2],
+                         "yes")
+
+    def test_fair_order_is_put_in_place_and_kept_by_other_runs(self):
+        with open(os.path.join(RUN, "fair-order.json")) as f:
+            run = json.load(f)
+        page = "above\n%s\nq\n%s\nbelow\n\n## Targets\n\n| target " \
+            "| measured | met |\n|---|---|---|\n| x | 1 | yes |\n\n" \
+            "tail\n" % (bench_report.Q_BEGIN, bench_report.Q_END)
+        once = bench_report.put_fair_order(page, run, targets())
+        self.assertEqual(bench_report.put_fair_order(once, run, targets()),
+                         once)
+        self.assertTrue(once.startswith("above\n%s\nq\n%s\n\n%s\n" % (
+            bench_report.Q_BEGIN, bench_report.Q_END,
+            bench_report.FO_BEGIN)))
+        self.assertIn(bench_report.FO_END + "\nbelow\n", once)
+        self.assertIn("| x | 1 | yes |\n| fair order (o): overtaken", once)
+        self.assertTrue(once.endswith("|\n\ntail\n"))
+        # A full run without fair-order.json keeps the page's section o.
+        tmp = tempfile.mkdtemp()
+        try:
+            bare = os.path.join(tmp, "run")
+            shutil.copytree(RUN, bare)
+            os.unlink(os.path.join(bare, "fair-order.json"))
+            report, _ = bench_report.render(bare, self.report, targets())
+            self.assertEqual(report, self.report)
+            report, _ = bench_report.render(bare, "", targets())
+        finally:
+            shutil.rmtree(tmp)
+        self.assertNotIn(bench_report.FO_BEGIN, report)
+        self.assertEqual(row(report, "| fair order (o): fair cycle")[1:],
+                         ["– (– vs – ms)", "–"])
+
     def test_command_line_writes_report_and_plot(self):
         tmp = tempfile.mkdtemp()
         try:
