@@ -251,11 +251,13 @@ def replay(events, key):
         name = ("lua:" if lua else "") + cmd
         counts[name] = counts.get(name, 0) + 1
         # The fair scripts by their shape: KEYS the lock key alone, ARGV
-        # 5 (fair-acquire: token first) or 4 (queue-enter); the first of
-        # each per token is its first attempt / registration here.
-        if cmd in ("evalsha", "eval") and len(args) in (8, 9) and \
+        # token first, 5 for fair-acquire (6 with a writer's intent) and
+        # queue-enter, whose last is the entry's kind (x or s); the first
+        # of each per token is its first attempt / registration here.
+        if cmd in ("evalsha", "eval") and len(args) in (9, 10) and \
                 args[2] == "1" and args[3] == key:
-            name = "fair-acquire" if len(args) == 9 else "queue-enter"
+            name = ("queue-enter" if len(args) == 9 and args[-1] in ("x", "s")
+                    else "fair-acquire")
             counts[name] = counts.get(name, 0) + 1
             fair.setdefault((name, acquisition(args[4])), ts)
         if cmd == "publish":
