@@ -339,6 +339,15 @@ enum vote fair_classify(struct fair_wait *f, size_t slot,
     struct node_reply head;
     bool granted;
 
+    if (r->kind == REPLY_INTEGER && fr == NULL) {
+        /* fair-acquire's fast path (no score, no queue on the node):
+         * {1, '0', 0, 0} granted or {0, '0', -1, 0} refused, as one
+         * integer. */
+        f->qt[slot] = 0;
+        f->rank[slot] = r->integer == 1 ? 0 : -1;
+        f->free_[slot] = false;
+        return r->integer == 1 ? VOTE_YES : VOTE_NO;
+    }
     if (r->kind != REPLY_ARRAY || r->elements != q + 3 ||
         e[0].kind != REPLY_INTEGER || e[q].kind != REPLY_STRING)
         return VOTE_ERROR;

@@ -256,8 +256,8 @@ _Static_assert(TOKEN_STEM_LEN == 32 && TOKEN_HEX_LEN == 40,
  * (no score) only where nobody queues, a queued caller (its entry added
  * or refreshed here, with the same score) only at the head; qt is the
  * node's counter as the caller's ticket read needs it. Where no queue
- * exists a first attempt is a bare SET NX (queued false): an
- * uncontended fair acquire costs little more than a plain one. */
+ * exists a first attempt is a bare SET NX (queued false); fair-acquire
+ * takes that case before this (its fast path). */
 #define FAIR_TRY_LUA                                                      \
     QUEUE_LUA                                                             \
     "local tok = ARGV[1]\n"                                               \
@@ -283,13 +283,13 @@ _Static_assert(TOKEN_STEM_LEN == 32 && TOKEN_HEX_LEN == 40,
  * the head ignore it); a rollback does not (it would wake every plain
  * waiter for nothing, docs/fair-queue.md 1.3). KEEP_ENTRY (the rollback)
  * says whether the token's entry stays; ON_DELETE runs when the key was
- * ours and is gone. With no queue
- * on the node there is nobody to tell: it costs what release costs. */
+ * ours and is gone. With no queue on the node there is nobody to tell:
+ * it returns before QUEUE_LUA's helpers are defined, and costs what
+ * release costs and one EXISTS. */
 #define FAIR_RELEASE_LUA(KEEP_ENTRY, ON_DELETE)                           \
     OURS_LUA                                                              \
     VALUE_LUA                                                             \
-    QUEUE_LUA                                                             \
-    "local tok = ARGV[1]\n"                                               \
+    "local K, tok = KEYS[1], ARGV[1]\n"                                   \
     "local v = value(K)\n"                                                \
     "local r = 0\n"                                                       \
     "if v and ours(v, tok) then\n"                                        \
@@ -299,7 +299,8 @@ _Static_assert(TOKEN_STEM_LEN == 32 && TOKEN_HEX_LEN == 40,
     "elseif v then\n"                                                     \
     "  r = -1\n"                                                          \
     "end\n"                                                               \
-    "if redis.call('exists', Q) == 0 then return r end\n"                 \
+    "if redis.call('exists', 'redlock:q:' .. K) == 0 then return r end\n" \
+    QUEUE_LUA                                                             \
     "local now = server_ms()\n"                                           \
     "purge(now)\n"                                                        \
     "local mem = member(tok)\n"                                           \
@@ -543,6 +544,18 @@ static struct script scripts[SCRIPT_COUNT] = {
         ""},
     [SCRIPT_FAIR_ACQUIRE] = {
         "fair-acquire",
+        /* The uncontended case first, before QUEUE_LUA's helpers exist
+         * (defining them costs more than the SET): a first attempt
+         * where no queue exists is a bare SET NX, with an integer
+         * reply (1 or 0) that stands for {1, '0', 0, 0} or
+         * {0, '0', -1, 0} (a refused SET NX: K exists). */
+        "if ARGV[4] == '' and\n"
+        "   redis.call('exists', 'redlock:q:' .. KEYS[1]) == 0 then\n"
+        "  if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
+        "    return 1\n"
+        "  end\n"
+        "  return 0\n"
+        "end\n"
         FAIR_TRY_LUA
         "if ok and redis.call('set', K, tok, 'NX', 'PX', ARGV[2]) then\n"
         "  if queued then settle(now) end\n"
