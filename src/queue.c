@@ -259,9 +259,10 @@ struct fair_wait *fair_new(rl_client *c, const struct lock_rec *rec,
         free(f);
         return NULL;
     }
-    load_scripts(c);
-    for (i = 0; i < c->node_count; i++)
+    for (i = 0; i < c->node_count; i++) {
+        f->qt[i] = -1;   /* no reply yet */
         f->rank[i] = -1; /* nowhere yet: not at the head of anything */
+    }
     f->c = c;
     f->rec = rec;
     f->priority = priority;
@@ -303,30 +304,66 @@ void fair_free(struct fair_wait *f)
     free(f);
 }
 
-void fair_attempt_cmd(struct fair_wait *f, const char *px,
-                      const char *const *fence, struct fair_cmd *out)
+/* fair-acquire (fair-acquire-fenced with fence) of rec's key with
+ * ARGV token, px and args (entry_px, score, ticket). */
+static void attempt_cmd(const struct lock_rec *rec, const char *px,
+                        const char *const *args, const char *const *fence,
+                        struct fair_cmd *out)
 {
-    const char *args[5] = {f->rec->token, px, f->entry_px, f->score,
-                           f->ticket_s};
     int i, nkeys = fence != NULL ? 4 : 1;
 
-    for (i = 0; i < (int)f->c->node_count; i++)
-        f->qt[i] = -1;
-    out->argv[0] = f->rec->keys[0];
-    out->lens[0] = f->rec->key_lens[0];
+    out->argv[0] = rec->keys[0];
+    out->lens[0] = rec->key_lens[0];
     for (i = 1; i < nkeys; i++) {
         out->argv[i] = fence[i - 1];
         out->lens[i] = strlen(fence[i - 1]);
     }
-    for (i = 0; i < 5; i++) {
-        out->argv[nkeys + i] = args[i];
-        out->lens[nkeys + i] = strlen(args[i]);
+    out->argv[nkeys] = rec->token;
+    out->lens[nkeys] = rec->token_len;
+    out->argv[nkeys + 1] = px;
+    out->lens[nkeys + 1] = strlen(px);
+    for (i = 0; i < 3; i++) {
+        out->argv[nkeys + 2 + i] = args[i];
+        out->lens[nkeys + 2 + i] = strlen(args[i]);
     }
-    out->lens[nkeys] = f->rec->token_len;
     out->cmd = (struct round_cmd){
         script_get(fence != NULL ? SCRIPT_FAIR_ACQUIRE_FENCED
                                  : SCRIPT_FAIR_ACQUIRE),
         nkeys, nkeys + 5, out->argv, out->lens};
+}
+
+void fair_first_cmd(rl_client *c, const struct lock_rec *rec,
+                    const char *px, const char *const *fence,
+                    struct fair_cmd *out)
+{
+    /* No score: the script reads no entry_px (it enters nothing). */
+    static const char *const args[3] = {"", "", ""};
+
+    load_scripts(c);
+    attempt_cmd(rec, px, args, fence, out);
+}
+
+void fair_attempt_cmd(struct fair_wait *f, const char *px,
+                      const char *const *fence, struct fair_cmd *out)
+{
+    const char *args[3] = {f->entry_px, f->score, f->ticket_s};
+    size_t i;
+
+    for (i = 0; i < f->c->node_count; i++)
+        f->qt[i] = -1;
+    attempt_cmd(f->rec, px, args, fence, out);
+}
+
+bool fair_fast_grant(const struct node_reply *r)
+{
+    return r->kind == REPLY_INTEGER && r->integer == 1;
+}
+
+void fair_fast_granted(struct fair_wait *f, size_t slot)
+{
+    f->qt[slot] = 0;
+    f->rank[slot] = 0;
+    f->free_[slot] = false;
 }
 
 enum vote fair_classify(struct fair_wait *f, size_t slot,
@@ -343,10 +380,11 @@ enum vote fair_classify(struct fair_wait *f, size_t slot,
         /* fair-acquire's fast path (no score, no queue on the node):
          * {1, '0', 0, 0} granted or {0, '0', -1, 0} refused, as one
          * integer. */
-        f->qt[slot] = 0;
-        f->rank[slot] = r->integer == 1 ? 0 : -1;
-        f->free_[slot] = false;
-        return r->integer == 1 ? VOTE_YES : VOTE_NO;
+        fair_fast_granted(f, slot);
+        if (fair_fast_grant(r))
+            return VOTE_YES;
+        f->rank[slot] = -1;
+        return VOTE_NO;
     }
     if (r->kind != REPLY_ARRAY || r->elements != q + 3 ||
         e[0].kind != REPLY_INTEGER || e[q].kind != REPLY_STRING)

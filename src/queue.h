@@ -24,7 +24,9 @@ typedef void fair_turn_fn(void *arg, bool expired);
 /* A fair wait for rec (a mutex, one key) at priority 0..RL_MAX_PRIORITY.
  * It subscribes to the lock's release and queue channels at its first
  * refusal (fair_wait_turn), so an uncontended acquire subscribes to
- * nothing. NULL on out of memory. */
+ * nothing. acquire.c makes it at the first reply of the first attempt
+ * that is not the fast path's grant (fair_fast_grant), so an
+ * uncontended acquire has none. NULL on out of memory. */
 struct fair_wait *fair_new(rl_client *c, const struct lock_rec *rec,
                            uint32_t priority, fair_turn_fn *turn, void *arg);
 /* Stop waiting; unless the lock was granted, the entry leaves every node
@@ -35,15 +37,25 @@ void fair_free(struct fair_wait *f);
  * have a ticket: granted only where nobody is queued); with fence keys
  * (the counter, its run_id marker and its record, 3 of them, else NULL)
  * fair-acquire-fenced, which also reads the counter as acquire-fenced
- * does. out's strings are f's, px's and fence's; it must outlive the
- * round's sends. */
+ * does. out's strings are f's (rec's), px's and fence's; it must outlive
+ * the round's sends. fair_first_cmd is the first attempt, before any
+ * wait exists (no score); it loads the fair scripts on c's nodes, once
+ * per client, ahead of it. */
 struct fair_cmd {
     struct round_cmd cmd;
     const char *argv[9];
     size_t lens[9];
 };
+void fair_first_cmd(rl_client *c, const struct lock_rec *rec,
+                    const char *px, const char *const *fence,
+                    struct fair_cmd *out);
 void fair_attempt_cmd(struct fair_wait *f, const char *px,
                       const char *const *fence, struct fair_cmd *out);
+/* Whether r is the fast path's grant (no queue on that node): the reply
+ * that needs no wait. fair_fast_granted notes one in f for slot, as
+ * fair_classify would have (a wait made after it came). */
+bool fair_fast_grant(const struct node_reply *r);
+void fair_fast_granted(struct fair_wait *f, size_t slot);
 /* A reply of node slot to the attempt: the vote, and what it says of the
  * queue there; fr (fenced attempts, else NULL) takes the counter read
  * (fence_read_reply, voting as there). */
