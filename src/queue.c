@@ -38,6 +38,11 @@
 
 #define TICKET_BITS 44
 
+/* QUEUE_ENTRY_MS in decimal, the scripts' entry_px: spelled out, so no
+ * attempt formats it. */
+#define ENTRY_PX "1500"
+_Static_assert(QUEUE_ENTRY_MS == 1500u, "ENTRY_PX is QUEUE_ENTRY_MS");
+
 struct fair_wait {
     rl_client *c;
     const struct lock_rec *rec;
@@ -47,7 +52,6 @@ struct fair_wait {
     uint64_t ticket;             /* 0: none taken yet */
     char score[24];              /* decimal, '' until the ticket */
     char ticket_s[24];
-    char entry_px[16];
     bool sleeping;               /* between fair_wait_turn and turn() */
     bool granted;
     bool left;                   /* queue-leave sent */
@@ -169,10 +173,10 @@ static void enter_done(void *owner, enum verdict v)
  * same call: it re-adds an entry a node lost, with the same score). */
 static void refresh(struct fair_wait *f)
 {
-    const char *argv[5] = {f->rec->keys[0], f->rec->token, f->entry_px,
+    const char *argv[5] = {f->rec->keys[0], f->rec->token, ENTRY_PX,
                            f->score, f->ticket_s};
     size_t lens[5] = {f->rec->key_lens[0], f->rec->token_len,
-                      strlen(f->entry_px), strlen(f->score),
+                      strlen(ENTRY_PX), strlen(f->score),
                       strlen(f->ticket_s)};
     struct round_cmd cmd = {script_get(SCRIPT_QUEUE_ENTER), 1, 5, argv,
                             lens};
@@ -268,7 +272,6 @@ struct fair_wait *fair_new(rl_client *c, const struct lock_rec *rec,
     f->priority = priority;
     f->turn = turn;
     f->arg = arg;
-    snprintf(f->entry_px, sizeof(f->entry_px), "%u", QUEUE_ENTRY_MS);
     return f;
 }
 
@@ -336,8 +339,7 @@ void fair_first_cmd(rl_client *c, const struct lock_rec *rec,
                     const char *px, const char *const *fence,
                     struct fair_cmd *out)
 {
-    /* No score: the script reads no entry_px (it enters nothing). */
-    static const char *const args[3] = {"", "", ""};
+    static const char *const args[3] = {ENTRY_PX, "", ""};
 
     load_scripts(c);
     attempt_cmd(rec, px, args, fence, out);
@@ -346,7 +348,7 @@ void fair_first_cmd(rl_client *c, const struct lock_rec *rec,
 void fair_attempt_cmd(struct fair_wait *f, const char *px,
                       const char *const *fence, struct fair_cmd *out)
 {
-    const char *args[3] = {f->entry_px, f->score, f->ticket_s};
+    const char *args[3] = {ENTRY_PX, f->score, f->ticket_s};
     size_t i;
 
     for (i = 0; i < f->c->node_count; i++)
