@@ -79,9 +79,11 @@ struct acquire_op {
     char fence_buf[24];          /* the candidate token, decimal */
     uint64_t last_term;          /* the candidate of the latest attempt */
     struct notify_waiter waiter; /* woken when the holder releases */
-    struct fair_wait *fair;      /* fair waiting (queue.c), or NULL */
+    struct fair_wait *fair;      /* a fair lock's wait (queue.c), made
+                                    at need (fair_begin), or NULL */
     bool fair_borrowed;          /* a semaphore slot's: semaphore.c owns
                                     the wait, the grant and the leave */
+    uint32_t priority;           /* a fair lock's */
     bool sleeping;               /* between attempts */
     rl_mono_us wake_us;          /* when the sleep ends, boottime */
     struct request *pttl_req;    /* asking a refusing node for the TTL */
@@ -107,7 +109,7 @@ static void roll_back(struct acquire_op *op, bool all)
     size_t i, n = 0;
 
     lockrec_script_cmd(op->lock,
-                       op->fair != NULL ? SCRIPT_FAIR_ROLLBACK
+                       op->lock->fair ? SCRIPT_FAIR_ROLLBACK
                                         : SCRIPT_RELEASE,
                        NULL, &release);
     for (i = 0; i < op->round.n; i++) {
@@ -286,6 +288,28 @@ static void fair_turn(void *arg, bool expired)
         attempt(op);
 }
 
+/* The fair wait, made at the first reply of the first attempt that is
+ * not the fast path's grant (an uncontended acquire needs none): the
+ * nodes that granted before it get what their grant says. False on out
+ * of memory. */
+static bool fair_begin(struct acquire_op *op)
+{
+    size_t i;
+
+    if (op->fair != NULL)
+        return true;
+    op->fair = fair_new(op->client, op->lock, op->lock->keys[0],
+                        op->lock->key_lens[0], 0, op->priority, fair_turn,
+                        op);
+    if (op->fair == NULL)
+        return false;
+    for (i = 0; i < op->round.n; i++) {
+        if (op->round.slots[i].vote == VOTE_YES)
+            fair_fast_granted(op->fair, i);
+    }
+    return true;
+}
+
 /* The holder released (or our subscription just became active): try
  * again now rather than at the end of the retry delay. */
 static void released_elsewhere(void *arg)
@@ -403,7 +427,13 @@ static void attempt_failed(struct acquire_op *op, rl_status st)
         finish(op, st);
         return;
     }
-    if (op->fair != NULL) {
+    if (op->lock->fair) {
+        if (!fair_begin(op)) {
+            snprintf(op->detail, sizeof(op->detail),
+                     "out of memory for a fair wait");
+            finish(op, RL_ENOMEM);
+            return;
+        }
         op->outcome = st; /* reported if the wait runs out */
         if (st == RL_ENOTACQUIRED)
             writer_waits(op);
@@ -672,10 +702,17 @@ static enum vote classify(void *owner, size_t slot,
     struct acquire_op *op = owner;
     bool granted;
 
-    if (op->fair != NULL)
+    if (op->lock->fair) {
+        /* The fast path's grant needs no wait (fair_begin notes it if
+         * one is made later); any other reply is noted in the wait. */
+        if (op->fair == NULL && op->fence_key == NULL && fair_fast_grant(r))
+            return VOTE_YES;
+        if (!fair_begin(op))
+            return VOTE_ERROR;
         return fair_classify(op->fair, slot, r,
                              op->fence_key != NULL ? &op->fence_read : NULL,
                              node_voting(op->round.nodes[slot]));
+    }
     if (op->fence_key != NULL) {
         if (!fence_read_reply(&op->fence_read, r,
                               node_voting(op->round.nodes[slot]), &granted))
@@ -713,17 +750,22 @@ static void attempt(void *arg)
     op->phase = PHASE_ACQUIRE;
     memset(&op->fence_read, 0, sizeof(op->fence_read));
     lockrec_next_attempt(op->lock);
-    if (op->fair != NULL) {
+    if (l->fair) {
         argv[0] = op->fence_key;
         argv[1] = op->fence_mark;
         argv[2] = op->fence_for;
         /* A writer once refused (writer_waits) marks its intent at its
          * turn where readers refuse it. */
         op->intent_set = op->intent_set || op->intent_px[0] != '\0';
-        fair_attempt_cmd(op->fair, op->ttl_buf,
-                         op->fence_key != NULL ? argv : NULL,
-                         op->intent_px[0] != '\0' ? op->intent_px : NULL,
-                         &fair);
+        if (op->fair != NULL)
+            fair_attempt_cmd(op->fair, op->ttl_buf,
+                             op->fence_key != NULL ? argv : NULL,
+                             op->intent_px[0] != '\0' ? op->intent_px
+                                                      : NULL,
+                             &fair);
+        else
+            fair_first_cmd(op->client, l, op->ttl_buf,
+                           op->fence_key != NULL ? argv : NULL, &fair);
         cmd = &fair.cmd;
         /* fence.c: every node's counter; queue.c: a refusal's ticket
          * from a quorum of replies. */
@@ -906,12 +948,8 @@ struct acquire_op *acquire_new(rl_client *c, struct lock_rec *rec,
     }
     if (rec->shared && !make_intent_key(op))
         goto out_nomem;
-    if (rec->fair && rec->slot < 0) { /* a slot's: acquire_borrow_fair */
-        op->fair = fair_new(c, rec, rec->keys[0], rec->key_lens[0], 0,
-                            o->priority, fair_turn, op);
-        if (op->fair == NULL)
-            goto out_nomem;
-    }
+    if (rec->fair) /* its wait: fair_begin, or a slot's is lent */
+        op->priority = o->priority;
     /* A semaphore slot gets one attempt and never sleeps: no timer. */
     if (rec->slot < 0) {
         op->retry_timer = loop_timer_new(c->loop, attempt, op);
@@ -926,7 +964,7 @@ struct acquire_op *acquire_new(rl_client *c, struct lock_rec *rec,
     if (rec->slot < 0)
         retry_budget_init(&op->budget, c, o);
     /* else one attempt: semaphore.c waits over all the slots */
-    if (op->fair != NULL)
+    if (rec->fair && rec->slot < 0)
         retry_budget_fair(&op->budget, c);
     return op;
 out_nomem:

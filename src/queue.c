@@ -46,6 +46,11 @@
 
 #define TICKET_BITS 44
 
+/* QUEUE_ENTRY_MS in decimal, the scripts' entry_px: spelled out, so no
+ * attempt formats it. */
+#define ENTRY_PX "1500"
+_Static_assert(QUEUE_ENTRY_MS == 1500u, "ENTRY_PX is QUEUE_ENTRY_MS");
+
 struct fair_wait {
     rl_client *c;
     const struct lock_rec *rec;  /* the token (and the key attempted) */
@@ -61,7 +66,6 @@ struct fair_wait {
     uint64_t ticket;             /* 0: none taken yet */
     char score[24];              /* decimal, '' until the ticket */
     char ticket_s[24];
-    char entry_px[16];
     bool sleeping;               /* between fair_wait_turn and turn() */
     bool granted;
     bool left;                   /* queue-leave sent */
@@ -187,11 +191,11 @@ static void enter_done(void *owner, enum verdict v)
 static void refresh(struct fair_wait *f)
 {
     /* ARGV[5] the kind, ARGV[6] a semaphore's permits. */
-    const char *argv[7] = {f->qkey, f->rec->token, f->entry_px,
+    const char *argv[7] = {f->qkey, f->rec->token, ENTRY_PX,
                            f->score, f->ticket_s,
                            f->rec->shared ? "s" : "x", f->limit_s};
     size_t lens[7] = {f->qkey_len, f->rec->token_len,
-                      strlen(f->entry_px), strlen(f->score),
+                      strlen(ENTRY_PX), strlen(f->score),
                       strlen(f->ticket_s), 1, strlen(f->limit_s)};
     struct round_cmd cmd = {script_get(SCRIPT_QUEUE_ENTER), 1,
                             f->limit_s[0] != '\0' ? 7 : 6, argv, lens};
@@ -290,15 +294,16 @@ struct fair_wait *fair_new(rl_client *c, const struct lock_rec *rec,
     f->limit = limit > 0 ? limit : 1;
     if (limit > 0)
         snprintf(f->limit_s, sizeof(f->limit_s), "%u", limit);
-    load_scripts(c);
-    for (i = 0; i < c->node_count; i++)
+    load_scripts(c); /* a semaphore's wait comes before its first attempt */
+    for (i = 0; i < c->node_count; i++) {
+        f->qt[i] = -1;   /* no reply yet */
         f->rank[i] = -1; /* nowhere yet: not at the head of anything */
+    }
     f->c = c;
     f->rec = rec;
     f->priority = priority;
     f->turn = turn;
     f->arg = arg;
-    snprintf(f->entry_px, sizeof(f->entry_px), "%u", QUEUE_ENTRY_MS);
     return f;
 }
 
@@ -337,36 +342,72 @@ void fair_free(struct fair_wait *f)
     free(f);
 }
 
-void fair_attempt_cmd(struct fair_wait *f, const char *px,
-                      const char *const *fence, const char *intent_px,
-                      struct fair_cmd *out)
+/* fair-acquire of rec's key (fair-acquire-fenced with fence,
+ * fair-reader-acquire for a reader) with ARGV token, px, then nargs of
+ * args: entry_px, score, ticket[, a writer's intent PX[, a semaphore's
+ * queue key and permits]] (FAIR_TRY_LUA). */
+static void attempt_cmd(const struct lock_rec *rec, const char *px,
+                        const char *const *args, int nargs,
+                        const char *const *fence, struct fair_cmd *out)
 {
-    /* ARGV[6] a writer's intent PX, ARGV[7] and [8] a semaphore's
-     * queue and permits (FAIR_TRY_LUA). */
-    const char *args[8] = {f->rec->token, px, f->entry_px, f->score,
-                           f->ticket_s, intent_px != NULL ? intent_px : "",
-                           f->qkey, f->limit_s};
-    int i, nargs = f->limit_s[0] != '\0' ? 8 : intent_px != NULL ? 6 : 5;
-    int nkeys = fence != NULL ? 4 : 1;
-    enum script_id id = f->rec->shared  ? SCRIPT_FAIR_READER_ACQUIRE
+    int i, nkeys = fence != NULL ? 4 : 1;
+    enum script_id id = rec->shared     ? SCRIPT_FAIR_READER_ACQUIRE
                         : fence != NULL ? SCRIPT_FAIR_ACQUIRE_FENCED
                                         : SCRIPT_FAIR_ACQUIRE;
 
-    for (i = 0; i < (int)f->c->node_count; i++)
-        f->qt[i] = -1;
-    out->argv[0] = f->rec->keys[0];
-    out->lens[0] = f->rec->key_lens[0];
+    out->argv[0] = rec->keys[0];
+    out->lens[0] = rec->key_lens[0];
     for (i = 1; i < nkeys; i++) {
         out->argv[i] = fence[i - 1];
         out->lens[i] = strlen(fence[i - 1]);
     }
+    out->argv[nkeys] = rec->token;
+    out->lens[nkeys] = rec->token_len;
+    out->argv[nkeys + 1] = px;
+    out->lens[nkeys + 1] = strlen(px);
     for (i = 0; i < nargs; i++) {
-        out->argv[nkeys + i] = args[i];
-        out->lens[nkeys + i] = strlen(args[i]);
+        out->argv[nkeys + 2 + i] = args[i];
+        out->lens[nkeys + 2 + i] = strlen(args[i]);
     }
-    out->lens[nkeys] = f->rec->token_len;
-    out->cmd = (struct round_cmd){script_get(id), nkeys, nkeys + nargs,
+    out->cmd = (struct round_cmd){script_get(id), nkeys, nkeys + 2 + nargs,
                                   out->argv, out->lens};
+}
+
+void fair_first_cmd(rl_client *c, const struct lock_rec *rec,
+                    const char *px, const char *const *fence,
+                    struct fair_cmd *out)
+{
+    static const char *const args[3] = {ENTRY_PX, "", ""};
+
+    load_scripts(c);
+    attempt_cmd(rec, px, args, 3, fence, out);
+}
+
+void fair_attempt_cmd(struct fair_wait *f, const char *px,
+                      const char *const *fence, const char *intent_px,
+                      struct fair_cmd *out)
+{
+    const char *args[6] = {ENTRY_PX, f->score, f->ticket_s,
+                           intent_px != NULL ? intent_px : "", f->qkey,
+                           f->limit_s};
+    int nargs = f->limit_s[0] != '\0' ? 6 : intent_px != NULL ? 4 : 3;
+    size_t i;
+
+    for (i = 0; i < f->c->node_count; i++)
+        f->qt[i] = -1;
+    attempt_cmd(f->rec, px, args, nargs, fence, out);
+}
+
+bool fair_fast_grant(const struct node_reply *r)
+{
+    return r->kind == REPLY_INTEGER && r->integer == 1;
+}
+
+void fair_fast_granted(struct fair_wait *f, size_t slot)
+{
+    f->qt[slot] = 0;
+    f->rank[slot] = 0;
+    f->free_[slot] = false;
 }
 
 enum vote fair_classify(struct fair_wait *f, size_t slot,
@@ -379,6 +420,14 @@ enum vote fair_classify(struct fair_wait *f, size_t slot,
     struct node_reply head;
     bool granted;
 
+    if (r->kind == REPLY_INTEGER && fr == NULL) {
+        /* fair-acquire's fast path (no score, no queue on the node):
+         * {1, '0', 0, 0} as one integer; a refusal is an array. */
+        if (!fair_fast_grant(r))
+            return VOTE_ERROR;
+        fair_fast_granted(f, slot);
+        return VOTE_YES;
+    }
     if (r->kind != REPLY_ARRAY || r->elements != q + 3 ||
         e[0].kind != REPLY_INTEGER || e[q].kind != REPLY_STRING)
         return VOTE_ERROR;

@@ -30,6 +30,9 @@ typedef void fair_turn_fn(void *arg, bool expired);
  * exclusive entry is ahead of it). It subscribes to the queue's channel
  * (and a mutex's release channel) at its first refusal
  * (fair_wait_turn), so an uncontended acquire subscribes to nothing.
+ * acquire.c makes a lock's at the first reply of the first attempt that
+ * is not the fast path's grant (fair_fast_grant), so an uncontended
+ * acquire has none; semaphore.c makes its own before its first round.
  * NULL on out of memory. */
 struct fair_wait *fair_new(rl_client *c, const struct lock_rec *rec,
                            const char *qkey, size_t qkey_len,
@@ -46,16 +49,26 @@ void fair_free(struct fair_wait *f);
  * does; intent_px (a writer once refused, else NULL): the writer
  * intent's PX, marked where readers refuse it at its turn. A reader
  * (rec shared) attempts with fair-reader-acquire (no fence, no intent).
- * out's strings are f's, px's, fence's and intent_px's; it must outlive
- * the round's sends. */
+ * out's strings are f's (rec's), px's, fence's and intent_px's; it must
+ * outlive the round's sends. fair_first_cmd is a lock's first attempt,
+ * before any wait exists (no score); it loads the fair scripts on c's
+ * nodes, once per client, ahead of it. */
 struct fair_cmd {
     struct round_cmd cmd;
     const char *argv[12]; /* 4 keys (fenced), 8 arguments (a slot) */
     size_t lens[12];
 };
+void fair_first_cmd(rl_client *c, const struct lock_rec *rec,
+                    const char *px, const char *const *fence,
+                    struct fair_cmd *out);
 void fair_attempt_cmd(struct fair_wait *f, const char *px,
                       const char *const *fence, const char *intent_px,
                       struct fair_cmd *out);
+/* Whether r is the fast path's grant (no queue on that node): the reply
+ * that needs no wait. fair_fast_granted notes one in f for slot, as
+ * fair_classify would have (a wait made after it came). */
+bool fair_fast_grant(const struct node_reply *r);
+void fair_fast_granted(struct fair_wait *f, size_t slot);
 /* A reply of node slot to the attempt: the vote, and what it says of the
  * queue there; fr (fenced attempts, else NULL) takes the counter read
  * (fence_read_reply, voting as there). */

@@ -425,8 +425,8 @@ _Static_assert(TOKEN_STEM_LEN == 32 && TOKEN_HEX_LEN == 40,
  * tickets even while none has registered yet (a burst of newcomers is
  * served in arrival order, not in token order); a counter with no queue
  * lives an entry lifetime. Where no queue exists a first attempt
- * is a bare SET NX (queued false): an uncontended fair acquire costs
- * little more than a plain one. A writer refused where readers hold at
+ * is a bare SET NX (queued false); fair-acquire grants that case before
+ * this (its fast path). A writer refused where readers hold at
  * its turn marks its intent (ARGV[6], the intent's PX, '' none, as
  * writer-acquire): plain readers wait behind it as behind a plain
  * writer. A semaphore's slot attempt names its queue and permits
@@ -483,13 +483,13 @@ _Static_assert(TOKEN_STEM_LEN == 32 && TOKEN_HEX_LEN == 40,
  * the head ignore it); a rollback does not (it would wake every plain
  * waiter for nothing, docs/fair-queue.md 1.3). KEEP_ENTRY (the rollback)
  * says whether the token's entry stays; ON_DELETE runs when the key was
- * ours and is gone. With no queue
- * on the node there is nobody to tell: it costs what release costs. */
+ * ours and is gone. With no queue on the node there is nobody to tell:
+ * it returns before QUEUE_LUA's helpers are defined, and costs what
+ * release costs and one EXISTS. */
 #define FAIR_RELEASE_LUA(KEEP_ENTRY, ON_DELETE)                           \
     OURS_LUA                                                              \
     VALUE_LUA                                                             \
-    QUEUE_AT_LUA("ARGV[2] or K", "tonumber(ARGV[3] or '')")               \
-    "local tok = ARGV[1]\n"                                               \
+    "local K, tok = KEYS[1], ARGV[1]\n"                                   \
     "local v = value(K)\n"                                                \
     "local r = 0\n"                                                       \
     "if v and ours(v, tok) then\n"                                        \
@@ -499,6 +499,10 @@ _Static_assert(TOKEN_STEM_LEN == 32 && TOKEN_HEX_LEN == 40,
     "elseif v then\n"                                                     \
     "  r = -1\n"                                                          \
     "end\n"                                                               \
+    "if redis.call('exists', 'redlock:q:' .. (ARGV[2] or K)) == 0 then\n" \
+    "  return r\n"                                                        \
+    "end\n"                                                               \
+    QUEUE_AT_LUA("ARGV[2] or K", "tonumber(ARGV[3] or '')")               \
     QUEUE_RELEASE_LUA(KEEP_ENTRY)
 
 /* fair-reader-release and fair-reader-rollback: reader-release (which
@@ -724,6 +728,17 @@ static struct script scripts[SCRIPT_COUNT] = {
         ""},
     [SCRIPT_FAIR_ACQUIRE] = {
         "fair-acquire",
+        /* The uncontended case first, before QUEUE_LUA's helpers exist
+         * (defining them costs more than the SET): a first attempt
+         * where no queue exists (a semaphore's: at its base key, ARGV
+         * 7) is a bare SET NX, granted with the integer 1, which stands
+         * for {1, '0', 0, 0}. Refused, it goes on below, where the
+         * refusal counts itself in the counter (FAIR_TRY_LUA). */
+        "if ARGV[4] == '' and\n"
+        "   redis.call('exists', 'redlock:q:' .. (ARGV[7] or KEYS[1])) == 0\n"
+        "   and redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
+        "  return 1\n"
+        "end\n"
         FAIR_TRY_LUA("'x'")
         "if ok and redis.call('set', K, tok, 'NX', 'PX', ARGV[2]) then\n"
         "  if queued then settle(now) end\n"

@@ -179,10 +179,50 @@ static void test_refused_first_attempts_read_increasing_counters(
                                         "redlock:qx:fc redlock:qt:fc "
                                         "redlock:qw:fc redlock:qm:fc"),
                             -1) > 0);
-    assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "fc", "c",
-                                  "5000", "1500", "", "", NULL)),
+    assert_int_equal(harness_int(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "fc", "c",
+                                      "5000", "1500", "", "", NULL), -9),
                      1);
     assert_int_equal(counter(f, 0, "fc"), 0);
+}
+
+/* Where nobody queues, a first attempt (no score) is a bare SET NX with
+ * an integer reply and a release a compare-and-delete: neither touches
+ * a queue key (a refused one counts itself: the counter alone, which
+ * lapses). With an entry queued, the same call takes the queue's path
+ * (its array reply) and is refused though the lock is free. */
+static void test_the_fast_path_is_a_set_nx_where_nobody_queues(void **state)
+{
+    struct fixture *f = *state;
+    static const char *const queue_keys[] = {"redlock:q:fp", "redlock:qx:fp",
+                                             "redlock:qt:fp"};
+    size_t i;
+
+    assert_int_equal(harness_int(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "fp", "a",
+                                      "5000", "10000", "", "", NULL), -9),
+                     1);
+    assert_true(harness_key_holds(&f->r[0], "fp", "a"));
+    assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "fp", "b",
+                                  "5000", "10000", "", "", NULL)),
+                     0);
+    assert_int_equal(harness_int(harness_cmd(&f->r[0], "DEL redlock:qt:fp"),
+                                 -1),
+                     1);
+    assert_int_equal(harness_int(eval(f, 0, SCRIPT_FAIR_RELEASE, "fp", "b",
+                                      NULL), -9),
+                     -1);
+    assert_true(harness_key_holds(&f->r[0], "fp", "a"));
+    assert_int_equal(harness_int(eval(f, 0, SCRIPT_FAIR_RELEASE, "fp", "a",
+                                      NULL), -9),
+                     1);
+    assert_true(harness_key_absent(&f->r[0], "fp"));
+    for (i = 0; i < sizeof(queue_keys) / sizeof(queue_keys[0]); i++)
+        assert_true(harness_key_absent(&f->r[0], queue_keys[i]));
+    harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, "fp", "w", "10000", "1", "1",
+                     NULL), 0);
+    assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "fp", "b",
+                                  "5000", "10000", "", "", NULL)),
+                     0);
+    assert_true(harness_key_absent(&f->r[0], "fp"));
 }
 
 /* Wait until node i's clock passes ms (its TIME, in ms). */
@@ -1246,6 +1286,7 @@ int main(void)
         cmocka_unit_test(test_only_the_head_is_granted),
         cmocka_unit_test(
             test_refused_first_attempts_read_increasing_counters),
+        cmocka_unit_test(test_the_fast_path_is_a_set_nx_where_nobody_queues),
         cmocka_unit_test(test_every_attempt_of_an_acquisition_is_one_entry),
         cmocka_unit_test(test_a_lapsed_entry_is_purged_wherever_it_stands),
         cmocka_unit_test(test_a_fair_acquire_waits_behind_the_head_and_leaves),
