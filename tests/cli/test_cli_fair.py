@@ -115,6 +115,18 @@ class Base(unittest.TestCase):
         with open(self.order) as f:
             return f.read().split()
 
+    def assert_status_lists(self, r, count):
+        """status --json lists r's count entries as node 0 orders them;
+        -> what it printed."""
+        code, out, err = run_cli(args_for("--json", "status", r))
+        self.assertEqual(code, 0, err)
+        shown = json.loads(out)
+        self.assertEqual([e["token"] for e in shown["queue"]],
+                         [t[:8] for t in self.entries(r)[0]])
+        self.assertEqual([e["position"] for e in shown["queue"]],
+                         list(range(1, count + 1)))
+        return shown
+
     def assert_queue_empty(self, r):
         for n in NODES:
             self.assertEqual(n.cmd("EXISTS", "redlock:q:" + r, "redlock:qx:" + r), 0,
@@ -171,13 +183,7 @@ class FairOrderTest(Base):
         names = ["w%d" % i for i in range(5)]
         procs = [self.waiter(r, name, i + 1) for i, name in enumerate(names)]
         # status shows the queue a majority holds, in that order.
-        code, out, err = run_cli(args_for("--json", "status", r))
-        self.assertEqual(code, 0, err)
-        shown = json.loads(out)
-        self.assertEqual([e["token"] for e in shown["queue"]],
-                         [t[:8] for t in self.entries(r)[0]])
-        self.assertEqual([e["position"] for e in shown["queue"]],
-                         [1, 2, 3, 4, 5])
+        shown = self.assert_status_lists(r, 5)
         self.assertEqual(shown["queue_minority"], 0)
         code, out, err = run_cli(args_for("status", r))
         self.assertIn("5 waiting in the fair queue", out)
@@ -294,13 +300,7 @@ class FairSemaphoreTest(Base):
             self.assertEqual(n.cmd("KEYS", "redlock:q*:" + r + ":slot:*"),
                              [])
         # status shows the semaphore's queue as a mutex's.
-        code, out, err = run_cli(args_for("--json", "status", r))
-        self.assertEqual(code, 0, err)
-        shown = json.loads(out)
-        self.assertEqual([e["token"] for e in shown["queue"]],
-                         [t[:8] for t in self.entries(r)[0]])
-        self.assertEqual([e["position"] for e in shown["queue"]],
-                         [1, 2, 3, 4, 5])
+        self.assert_status_lists(r, 5)
         code, out, err = run_cli(args_for("status", r))
         self.assertIn("5 waiting in the fair queue", out)
         self.release(holders[0])

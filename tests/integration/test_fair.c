@@ -156,33 +156,33 @@ static void test_refused_first_attempts_read_increasing_counters(
     struct fixture *f = *state;
     long long pttl;
 
-    assert_true(harness_ok(harness_cmd(&f->r[0], "SET fc plain PX 60000")));
-    assert_int_equal(counter_read(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "fc", "a",
+    assert_true(harness_ok(harness_cmd(&f->r[0], "SET fn plain PX 60000")));
+    assert_int_equal(counter_read(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "fn", "a",
                                        "5000", "1500", "", "", NULL)),
                      0);
-    assert_int_equal(counter_read(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "fc", "b",
+    assert_int_equal(counter_read(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "fn", "b",
                                        "5000", "1500", "", "", NULL)),
                      1);
-    assert_int_equal(counter(f, 0, "fc"), 2);
-    pttl = harness_int(harness_cmd(&f->r[0], "PTTL redlock:qt:fc"), -9);
+    assert_int_equal(counter(f, 0, "fn"), 2);
+    pttl = harness_int(harness_cmd(&f->r[0], "PTTL redlock:qt:fn"), -9);
     assert_true(pttl > 0 && pttl <= 1500);
     /* b registers with its ticket (2): a, taking 1, still goes first. */
-    harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, "fc", "b", "10000", "2", "2",
+    harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, "fn", "b", "10000", "2", "2",
                      NULL), 0);
-    harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, "fc", "a", "10000", "1", "1",
+    harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, "fn", "a", "10000", "1", "1",
                      NULL), 0);
     assert_int_equal(harness_int(harness_cmd(&f->r[0],
-                                             "ZRANK redlock:q:fc a"), -1),
+                                             "ZRANK redlock:q:fn a"), -1),
                      0);
     /* A granted first attempt counts nothing. */
-    assert_true(harness_int(harness_cmd(&f->r[0], "DEL fc redlock:q:fc "
-                                        "redlock:qx:fc redlock:qt:fc "
-                                        "redlock:qw:fc redlock:qm:fc"),
+    assert_true(harness_int(harness_cmd(&f->r[0], "DEL fn redlock:q:fn "
+                                        "redlock:qx:fn redlock:qt:fn "
+                                        "redlock:qw:fn redlock:qm:fn"),
                             -1) > 0);
-    assert_int_equal(harness_int(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "fc", "c",
+    assert_int_equal(harness_int(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "fn", "c",
                                       "5000", "1500", "", "", NULL), -9),
                      1);
-    assert_int_equal(counter(f, 0, "fc"), 0);
+    assert_int_equal(counter(f, 0, "fn"), 0);
 }
 
 /* Where nobody queues, a first attempt (no score) is a bare SET NX with
@@ -602,6 +602,15 @@ static void test_a_waiter_queues_while_a_node_is_down(void **state)
     assert_int_equal(harness_resume(&f->r[2]), 0);
 }
 
+/* fair-acquire of slot 1 of the semaphore ss (2 permits) on node 0 for
+ * tok with ticket (its score; '' a first attempt): 1 granted, 0 not. */
+static long long slot_try(struct fixture *f, const char *tok,
+                          const char *ticket)
+{
+    return granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "ss:slot:1", tok, "5000",
+                        "60000", ticket, ticket, "", "ss", "2", NULL));
+}
+
 /* A semaphore's slot scripts use its base key's queue: a queued waiter
  * takes a slot only with fewer non-holders ahead of it than slots free
  * on the node (a holder that got its permit without queueing is not in
@@ -619,19 +628,13 @@ static void test_a_semaphore_slot_goes_to_the_first_waiters(void **state)
                      "x", "2", NULL), 0);
     assert_int_equal(zcard(f, 0, "redlock:q:ss"), 2);
     /* One slot free: b (rank 1 < limit 2) is still refused, a is not. */
-    assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "ss:slot:1",
-                                  "b", "5000", "60000", "2", "2", "", "ss", "2",
-                                  NULL)),
+    assert_int_equal(slot_try(f, "b", "2"),
                      0);
     assert_true(harness_key_absent(&f->r[0], "ss:slot:1"));
     /* A newcomer's fast path is refused while anybody queues. */
-    assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "ss:slot:1",
-                                  "c", "5000", "60000", "", "", "", "ss", "2",
-                                  NULL)),
+    assert_int_equal(slot_try(f, "c", ""),
                      0);
-    assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "ss:slot:1",
-                                  "a", "5000", "60000", "1", "1", "", "ss", "2",
-                                  NULL)),
+    assert_int_equal(slot_try(f, "a", "1"),
                      1);
     assert_true(harness_key_holds(&f->r[0], "ss:slot:1", "a"));
     /* Both slots taken: the queue says no slot is free here. */
@@ -651,13 +654,9 @@ static void test_a_semaphore_slot_goes_to_the_first_waiters(void **state)
                                  -9),
                      1);
     assert_int_equal(zcard(f, 0, "redlock:q:ss"), 2);
-    assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "ss:slot:1",
-                                  "b", "5000", "60000", "2", "2", "", "ss", "2",
-                                  NULL)),
+    assert_int_equal(slot_try(f, "b", "2"),
                      0);
-    assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "ss:slot:1",
-                                  "a", "5000", "60000", "1", "1", "", "ss", "2",
-                                  NULL)),
+    assert_int_equal(slot_try(f, "a", "1"),
                      1);
     /* a's release takes its entry from the base key's queue: b's turn. */
     assert_int_equal(harness_int(eval(f, 0, SCRIPT_FAIR_RELEASE,
@@ -665,31 +664,10 @@ static void test_a_semaphore_slot_goes_to_the_first_waiters(void **state)
                                  -9),
                      1);
     assert_int_equal(zcard(f, 0, "redlock:q:ss"), 1);
-    assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "ss:slot:1",
-                                  "b", "5000", "60000", "2", "2", "", "ss", "2",
-                                  NULL)),
+    assert_int_equal(slot_try(f, "b", "2"),
                      1);
     /* No queue of the slot's own was made. */
     assert_int_equal(harness_count_keys(&f->r[0], "redlock:q*:ss:slot:*"), 0);
-}
-
-/* Wait until every node holds n entries in resource's queue. */
-static bool queue_len_everywhere(struct fixture *f, const char *resource,
-                                 long long n)
-{
-    int64_t deadline = harness_now_ms() + harness_scale_ms(5000);
-    char key[64];
-    int i, ok;
-
-    snprintf(key, sizeof(key), "redlock:q:%s", resource);
-    do {
-        for (i = 0, ok = 0; i < N; i++)
-            ok += zcard(f, i, key) == n;
-        if (ok == N)
-            return true;
-        harness_sleep_ms(5);
-    } while (harness_now_ms() < deadline);
-    return false;
 }
 
 /* The one of w[0..n) not served yet that is done, waiting up to ms;
@@ -714,6 +692,25 @@ static struct fixture_acquirer *the_one_done(struct fixture_acquirer *w,
         harness_sleep_ms(5);
     } while (harness_now_ms() < deadline);
     return NULL;
+}
+
+/* Wait until every node's queue of key has count entries. */
+static bool queued_everywhere(struct fixture *f, const char *key,
+                              long long count)
+{
+    char q[64];
+    int64_t until = harness_now_ms() + harness_scale_ms(10000);
+    int i, ok;
+
+    snprintf(q, sizeof(q), "redlock:q:%s", key);
+    do {
+        for (i = 0, ok = 0; i < N; i++)
+            ok += zcard(f, i, q) == count;
+        if (ok == N)
+            return true;
+        harness_sleep_ms(5);
+    } while (harness_now_ms() < until);
+    return false;
 }
 
 /* Two holders take both permits of a semaphore (limit 2), then four fair
@@ -749,7 +746,7 @@ static void test_a_fair_semaphore_serves_its_queue_in_order(void **state)
             w[i].o.priority = 5;
         fixture_acquirer_start(&w[i]);
         /* Registered on every node before the next one starts. */
-        assert_true(queue_len_everywhere(f, "fs", i + 1));
+        assert_true(queued_everywhere(f, "fs", i + 1));
     }
     release = h[0];
     for (k = 0; k < 5; k++) {
@@ -836,7 +833,7 @@ static void test_a_cancelled_fair_semaphore_waiter_leaves(void **state)
     w.o.cancel = rl_cancel_new();
     assert_non_null(w.o.cancel);
     fixture_acquirer_start(&w);
-    assert_true(queue_len_everywhere(f, "fc", 1));
+    assert_true(queued_everywhere(f, "fc", 1));
     for (i = 0; i < N; i++) {
         r = harness_cmd(&f->r[i], "ZRANGE redlock:qx:fc 0 0 WITHSCORES");
         assert_true(r != NULL && r->type == REDIS_REPLY_ARRAY &&
@@ -849,7 +846,7 @@ static void test_a_cancelled_fair_semaphore_waiter_leaves(void **state)
     fixture_acquirer_join(&w);
     rl_cancel_free(w.o.cancel);
     assert_int_equal(w.st, RL_EABORTED);
-    assert_true(queue_len_everywhere(f, "fc", 0));
+    assert_true(queued_everywhere(f, "fc", 0));
     /* Removed, not lapsed: a refresh after the read above only pushes
      * the lapse later. */
     r = harness_cmd(&f->r[0], "TIME");
@@ -916,24 +913,6 @@ static int readers_holding(struct fixture *f, const char *key,
     return n;
 }
 
-/* Wait until every node's queue of key has count entries. */
-static bool queued_everywhere(struct fixture *f, const char *key,
-                              long long count)
-{
-    char q[64];
-    int64_t until = harness_now_ms() + harness_scale_ms(10000);
-    int i, ok;
-
-    snprintf(q, sizeof(q), "redlock:q:%s", key);
-    do {
-        for (i = 0, ok = 0; i < N; i++)
-            ok += zcard(f, i, q) == count;
-        if (ok == N)
-            return true;
-        harness_sleep_ms(5);
-    } while (harness_now_ms() < until);
-    return false;
-}
 
 /* The member at rank i of key's queue on node 0 (freed by the caller). */
 static char *queue_member(struct fixture *f, const char *key, int rank)
