@@ -69,7 +69,7 @@
  *              Entitled on node n: the clients holding a slot there and
  *              the entries ahead of it there, counted once each (a
  *              client in both once), are fewer than LIMIT. RANKONLY: the
- *              entries ahead only (rank < LIMIT, as briefed), so a
+ *              entries ahead only (2.5 there: rank < limit), so a
  *              holder with no entry there (attempt 1's grant, a lapsed
  *              entry) is not counted. Attempt 1 is granted only where
  *              the queue is empty.
@@ -176,7 +176,7 @@
 #define GIVE(c, n)   if :: HOLDN(c, n) -> KEYOF(c, n) = 0 :: else fi
 /* slots held on node n */
 #define HSLOTS(n)    (B01(SLOTK(n, 0) != 0) + B01(SLOTK(n, 1) != 0))
-/* entries ahead of c on node n: all of them (the rule as briefed,
+/* entries ahead of c on node n: all of them (2.5 of docs/fair-queue.md,
  * RANKONLY), or only those whose client holds no slot there (default:
  * the holders are counted once, by their slot keys) */
 #ifdef RANKONLY
