@@ -1,6 +1,7 @@
-/* fairq.pml -- the fair waiting queue proposed in docs/fair-queue.md
- * (issue 34; section 2.12 there), beside the lock key. spec/README.md
- * maps each step to the proposal's scripts.
+/* fairq.pml -- the fair waiting queue of docs/fair-queue.md (issue 34;
+ * 2.0 and 2.12 there), beside the lock key: as built for the mutex, as
+ * being built for the semaphore (LIMIT=2) and the read-write lock (RW).
+ * spec/README.md maps each step to the scripts.
  *
  * N = 3 nodes, NC = 3 fair clients, each acquiring once. Per node: the
  * lock key as a SET NX without time (0 free, c + 1 held by client c),
@@ -61,6 +62,36 @@
  *              quorum (breaks 3: each waiter head on one node)
  *   TICKETANY  (with TMO) the ticket is taken from the refused round's
  *              replies however few carried K:qt (breaks 2)
+ * Kinds (compile time; the mutex without either):
+ *   LIMIT=2    a semaphore with 2 permits: 2 slot keys per node, each a
+ *              mutex key; an attempt is for one slot (attempt 1: any;
+ *              later: one free with the client entitled on a quorum).
+ *              Entitled on node n: the clients holding a slot there and
+ *              the entries ahead of it there, counted once each (a
+ *              client in both once), are fewer than LIMIT. RANKONLY: the
+ *              entries ahead only (2.5 there: rank < limit), so a
+ *              holder with no entry there (attempt 1's grant, a lapsed
+ *              entry) is not counted. Attempt 1 is granted only where
+ *              the queue is empty.
+ *   RW         a read-write lock: clients 0 .. NW - 1 (NW 1) write, the
+ *              others read; per node a writer key and a reader set (a
+ *              reader granted where no writer key, a writer where
+ *              neither; the writer intent is left out: the queue does
+ *              its work). Entitled: a writer at the head, a reader with
+ *              no writer entry ahead. Attempt 1: a writer where the
+ *              queue is empty, a reader where no writer entry is.
+ *   With either a holder's entry may lapse while it holds (HLAPSE; C
+ *   gives it entry_px from the grant); released, it goes.
+ *   Safety: at most LIMIT clients hold on a quorum at a grant; RW: no
+ *   writer holds on a quorum beside anyone else. ORDER: RW: at c's
+ *   grant every client of ahead[c] it conflicts with (a writer: all; a
+ *   reader: the writers) was granted before; LIMIT=2: c's permit leaves
+ *   one for each client of ahead[c] still waiting (the clients holding
+ *   on a quorum, c included, plus those waiting, at most LIMIT). REGALL:
+ *   ahead[c] holds the registrations that landed on every node, not on
+ *   a quorum (the semaphore's order needs it: docs/proof.md).
+ *   Controls: NORANK (LIMIT) entitled = registered; RANKONLY (above);
+ *   RIGNORE (RW) readers ignore the queued writers.
  * Options: FAULTS (0) faults, KILL one death (LIVE: of a registered
  * waiter between its requests; else at any step), LEAVE waiters may
  * leave, TMO one reply is lost (the request ran on its node; the client
@@ -71,6 +102,28 @@
 
 #ifndef FAULTS
 #define FAULTS 0
+#endif
+#ifndef LIMIT
+#define LIMIT 1            /* permits: 1 = the mutex, 2 = a semaphore */
+#endif
+/* ORDER: a registration counts (regm) once it landed on REGN nodes: a
+ * quorum, or with REGALL every node */
+#ifdef REGALL
+#define REGN N
+#else
+#define REGN Q
+#endif
+#if LIMIT > 2
+#error "fairq.pml: LIMIT is 1 or 2 (HSLOTS, MAYTRY)"
+#endif
+#if defined(RW) && LIMIT > 1
+#error "fairq.pml: RW is a kind of its own (limit 1)"
+#endif
+#ifndef NW
+#define NW 1               /* RW: clients 0 .. NW - 1 are writers */
+#endif
+#if LIMIT > 1 || defined(RW)
+#define HLAPSE             /* a holder's entry may lapse while it holds */
 #endif
 
 #define N   3
@@ -96,27 +149,112 @@
 #define ph   cph[c]
 #define nrep cnrep[c]
 #define BIT(c)     (1 << (c))
+#define ALLC       ((1 << NC) - 1)
 #define NB(m)      (((m) & 1) + (((m) >> 1) & 1) + (((m) >> 2) & 1))
 #define DEAD(c)    ((deadm & BIT(c)) != 0)
 #define PRES(c, n) ((ep[n] & BIT(c)) != 0)
 /* c sorts before o on node n: (score, token) */
 #define BEATS(c, o, n) (!PRES(o, n) || sc[IX(c, n)] < sc[IX(o, n)] || \
                         (sc[IX(c, n)] == sc[IX(o, n)] && (c) < (o)))
+/* o is queued ahead of c on node n (both present) */
+#define BEFORE(o, c, n) (PRES(o, n) && !BEATS(c, o, n))
+#define O1(c)  (((c) + 1) % NC)
+#define O2(c)  (((c) + 2) % NC)
+#define B01(e) ((e) -> 1 : 0)
+
+/* The kind: what client o holds on node n, whether c's key is free
+ * there, taking it, giving it back (compare-and-delete). */
+#if LIMIT > 1
+/* a semaphore: LIMIT slot keys per node, each an ordinary mutex key;
+ * client c's attempt is for slot cs[c] (its keys are all on that slot:
+ * an attempt starts once the earlier rollbacks landed) */
+#define SLOTK(n, s)  key[(n) * LIMIT + (s)]
+#define KEYOF(c, n)  SLOTK(n, cs[c])
+#define HOLDN(o, n)  (KEYOF(o, n) == (o) + 1)
+#define KFREE(c, n)  (KEYOF(c, n) == 0)
+#define TAKE(c, n)   KEYOF(c, n) = (c) + 1
+#define GIVE(c, n)   if :: HOLDN(c, n) -> KEYOF(c, n) = 0 :: else fi
+/* slots held on node n */
+#define HSLOTS(n)    (B01(SLOTK(n, 0) != 0) + B01(SLOTK(n, 1) != 0))
+/* entries ahead of c on node n: all of them (2.5 of docs/fair-queue.md,
+ * RANKONLY), or only those whose client holds no slot there (default:
+ * the holders are counted once, by their slot keys) */
+#ifdef RANKONLY
+#define AHEADN(c, n) (B01(BEFORE(O1(c), c, n)) + B01(BEFORE(O2(c), c, n)))
+#define TAKEN(n)     0
+#else
+#define AHEADN(c, n) (B01(BEFORE(O1(c), c, n) && !HOLDN(O1(c), n)) + \
+                      B01(BEFORE(O2(c), c, n) && !HOLDN(O2(c), n)))
+#define TAKEN(n)     HSLOTS(n)
+#endif
+#ifdef NORANK
+#define ENTITLED(c, n) PRES(c, n)
+#else
+#define ENTITLED(c, n) (PRES(c, n) && TAKEN(n) + AHEADN(c, n) < LIMIT)
+#endif
+#define FASTOK(c, n)   (ep[n] == 0)
+#define READYS(c, n, s) B01(ENTITLED(c, n) && SLOTK(n, s) == 0)
+#define MAYSLOT(c, s)  (READYS(c, 0, s) + READYS(c, 1, s) + READYS(c, 2, s) >= Q)
+#elif defined(RW)
+/* read-write: per node the writer key wk (c + 1) and the reader set rs
+ * (bit c); clients 0 .. NW - 1 write, the others read */
+#define WMASK        ((1 << NW) - 1)
+#define ISW(c)       ((c) < NW)
+#define HOLDN(o, n)  (wk[n] == (o) + 1 || (rs[n] & BIT(o)) != 0)
+#define KFREE(c, n)  (wk[n] == 0 && (!ISW(c) || rs[n] == 0))
+#define TAKE(c, n)   if :: ISW(c) -> wk[n] = (c) + 1 \
+                        :: else -> rs[n] = rs[n] | BIT(c) fi
+#define GIVE(c, n)   if :: wk[n] == (c) + 1 -> wk[n] = 0 :: else fi; \
+                     rs[n] = rs[n] & ~BIT(c)
+/* a reader: no writer entry ahead of it (RIGNORE: the queue ignored);
+ * a writer: the head */
+#define WAHEAD(o, c, n) (ISW(o) && BEFORE(o, c, n))
+#ifdef RIGNORE
+#define RENT(c, n)   PRES(c, n)
+#define RFAST(n)     1
+#else
+#define RENT(c, n)   (PRES(c, n) && !WAHEAD(O1(c), c, n) && !WAHEAD(O2(c), c, n))
+#define RFAST(n)     ((ep[n] & WMASK) == 0)
+#endif
+#define ENTITLED(c, n) (ISW(c) -> (PRES(c, n) && BEATS(c, O1(c), n) && \
+                        BEATS(c, O2(c), n)) : RENT(c, n))
+#define FASTOK(c, n)   (ISW(c) -> ep[n] == 0 : RFAST(n))
+#else
+/* the mutex: the lock key */
+#define HOLDN(o, n)  (key[n] == (o) + 1)
+#define KFREE(c, n)  (key[n] == 0)
+#define TAKE(c, n)   key[n] = (c) + 1
+#define GIVE(c, n)   if :: key[n] == (c) + 1 -> key[n] = 0 :: else fi
 #ifdef NOHEAD
 #define ENTITLED(c, n) PRES(c, n)
 #else
 #define ENTITLED(c, n) (PRES(c, n) && BEATS(c, ((c) + 1) % NC, n) && \
                         BEATS(c, ((c) + 2) % NC, n))
 #endif
-#define READY(c, n) ((ENTITLED(c, n) && key[n] == 0) -> 1 : 0)
+#define FASTOK(c, n)   (ep[n] == 0)
+#endif
+#if LIMIT == 1
+#define READY(c, n) ((ENTITLED(c, n) && KFREE(c, n)) -> 1 : 0)
 #define MAYTRY(c)   (READY(c, 0) + READY(c, 1) + READY(c, 2) >= Q)
-/* nodes where client o holds the key */
-#define HELD(o)     ((key[0] == (o) + 1) + (key[1] == (o) + 1) + \
-                     (key[2] == (o) + 1))
+#endif
+/* nodes where client o holds (a key, a slot, a writer key or a reader
+ * bit) */
+#define HELD(o)     (B01(HOLDN(o, 0)) + B01(HOLDN(o, 1)) + B01(HOLDN(o, 2)))
+/* clients holding on a quorum (the permits in use) */
+#define HOLDQ       (B01(HELD(0) >= Q) + B01(HELD(1) >= Q) + B01(HELD(2) >= Q))
 #define IDLE(c)     (empty(rq[IX(c, 0)]) && empty(rq[IX(c, 1)]) && \
                      empty(rq[IX(c, 2)]))
 
+#if LIMIT > 1
+byte key[N * LIMIT]; /* the slot keys: c + 1, 0 = free */
+byte cs[NC];        /* client c's slot (its current attempt's) */
+byte inuse;         /* (scratch) HOLDQ at a grant */
+#elif defined(RW)
+byte wk[N];         /* the writer key: c + 1, 0 = free */
+byte rs[N];         /* the reader set: bit c */
+#else
 byte key[N];        /* the lock key: c + 1, 0 = free */
+#endif
 byte ep[N];         /* K:q: bit c = client c's entry is there */
 byte sc[NC * N];    /* its score (0 when absent) */
 byte qt[N];         /* K:qt */
@@ -204,14 +342,42 @@ inline send_all(o)
     rq[IX(c, 0)]!o; rq[IX(c, 1)]!o; rq[IX(c, 2)]!o
 }
 
-/* at c's grant nobody else holds: a holder keeps its keys from its
- * grant until its release lands (no time here) */
+/* at c's grant nobody else holds (a semaphore: at most LIMIT hold,
+ * c included; read-write: no writer beside anyone, no reader beside a
+ * writer): a holder keeps its keys from its grant until its release
+ * lands (no time here) */
+#if LIMIT > 1
 inline assert_exclusive()
 {
-    assert(c == 0 || HELD(0) < Q);
-    assert(c == 1 || HELD(1) < Q);
-    assert(c == 2 || HELD(2) < Q)
+    assert(inuse <= LIMIT)
 }
+#else
+#ifdef RW
+#define EXCL(o) (c == (o) || !(ISW(c) || ISW(o)) || HELD(o) < Q)
+#else
+#define EXCL(o) (c == (o) || HELD(o) < Q)
+#endif
+inline assert_exclusive()
+{
+    assert(EXCL(0));
+    assert(EXCL(1));
+    assert(EXCL(2))
+}
+#endif
+
+#ifdef ORDER
+/* at c's grant the clients registered before its attempt 1 (ahead[c])
+ * that it conflicts with were granted before it; a semaphore: c's
+ * permit leaves one for each of them still waiting (the permits in use,
+ * c's included, plus those waiting, at most LIMIT) */
+#if LIMIT > 1
+#define ORDERED (inuse + NB(ahead[c] & ~servm) <= LIMIT)
+#elif defined(RW)
+#define ORDERED ((ahead[c] & ~servm & (ISW(c) -> ALLC : WMASK)) == 0)
+#else
+#define ORDERED ((ahead[c] & ~servm) == 0)
+#endif
+#endif
 
 /* The attempt is decided (at the quorum, acquire.c ROUND_EARLY), in the
  * step its deciding reply lands. */
@@ -221,10 +387,16 @@ inline decided()
     if
     :: yes >= Q ->
         /* granted; it holds until its release lands on a node */
+#if LIMIT > 1
+        inuse = HOLDQ;
+#endif
         assert_exclusive();
 #ifdef ORDER
-        assert((ahead[c] & ~servm) == 0);
+        assert(ORDERED);
         servm = servm | BIT(c);
+#endif
+#if LIMIT > 1
+        inuse = 0;
 #endif
         nfin++;
         ph = DONE;
@@ -262,9 +434,9 @@ inline apply(n)
         headpurge(n);
 #endif
         if
-        :: key[n] == 0 &&
-           ((op == OP_ACQ1 && ep[n] == 0) || (op == OP_ACQ && ENTITLED(c, n))) ->
-            key[n] = c + 1; ok = true
+        :: KFREE(c, n) &&
+           ((op == OP_ACQ1 && FASTOK(c, n)) || (op == OP_ACQ && ENTITLED(c, n))) ->
+            TAKE(c, n); ok = true
         :: else
         fi;
         if
@@ -308,7 +480,7 @@ inline apply(n)
         :: (regm & BIT(c)) == 0 ->
             ack = ack | BIT(n);
             if
-            :: NB(ack) >= Q -> regm = regm | BIT(c); ack = 0
+            :: NB(ack) >= REGN -> regm = regm | BIT(c); ack = 0
             :: else
             fi
         :: else
@@ -317,10 +489,7 @@ inline apply(n)
         skip
 #endif
     :: op == OP_RB || op == OP_REL ->
-        if
-        :: key[n] == c + 1 -> key[n] = 0
-        :: else
-        fi;
+        GIVE(c, n);
         if
         :: op == OP_REL -> drop_entry(c, n)
         :: else
@@ -356,6 +525,15 @@ inline apply(n)
 #endif
 
 #define ACTIVE(p) (ph == (p) && !DEAD(c) && IDLE(c))
+/* attempt 1's slot, any (a semaphore; a choice needs atomic, not
+ * d_step) */
+#if LIMIT > 1
+#define PICKSLOT  if :: cs[c] = 0 :: cs[c] = 1 fi;
+#define ATTEMPT1  atomic
+#else
+#define PICKSLOT
+#define ATTEMPT1  d_step
+#endif
 
 /* A client: its requests land on their nodes in any order (FIFO per
  * connection), each reply counted as it lands; after its death what it
@@ -371,8 +549,10 @@ proctype client(byte c)
 #endif
     bool ok;
 
-    /* attempt 1: the fast path */
-    d_step {
+    /* attempt 1: the fast path (a semaphore: for any slot; C tries them
+     * in a random order, one attempt each) */
+    ATTEMPT1 {
+        PICKSLOT
 #ifdef ORDER
         ahead[c] = regm;
 #endif
@@ -383,11 +563,31 @@ proctype client(byte c)
 end_loop:
     do
     DELIVER
+#if LIMIT > 1
+    /* entitled and a slot free on a quorum: that slot's fair-acquire
+     * with the score */
+    :: d_step {
+           ACTIVE(WAIT) && MAYSLOT(c, 0) -> cs[c] = 0; und = true; ph = TRY;
+           send_all(OP_ACQ)
+       }
+    :: d_step {
+           ACTIVE(WAIT) && MAYSLOT(c, 1) -> cs[c] = 1; und = true; ph = TRY;
+           send_all(OP_ACQ)
+       }
+#else
     :: d_step {
            /* entitled and free on a quorum: fair-acquire with the score */
            ACTIVE(WAIT) && MAYTRY(c) -> und = true; ph = TRY; send_all(OP_ACQ)
        }
-    :: d_step { ACTIVE(READ) -> und = true; ph = TRY; send_all(OP_ACQ1) }
+#endif
+    :: ATTEMPT1 { ACTIVE(READ) -> PICKSLOT und = true; ph = TRY; send_all(OP_ACQ1) }
+#ifdef HLAPSE
+    /* a holder's entry lapses while it holds (it lives entry_px from
+     * the grant, C: 2.0 of docs/fair-queue.md) */
+    :: d_step { ph == DONE && !DEAD(c) && PRES(c, 0) -> drop_entry(c, 0) }
+    :: d_step { ph == DONE && !DEAD(c) && PRES(c, 1) -> drop_entry(c, 1) }
+    :: d_step { ph == DONE && !DEAD(c) && PRES(c, 2) -> drop_entry(c, 2) }
+#endif
 #if FAULTS > 0
     /* refresh: the reply 'absent', queue-enter there again */
     :: d_step {
@@ -421,6 +621,21 @@ inline lapse(n)
     pv = 0
 }
 
+/* a dead client holds on node n (a slot, a writer key, a reader bit) */
+#define DEADHOLD(n) ((DEAD(0) && HOLDN(0, n)) || (DEAD(1) && HOLDN(1, n)) || \
+                     (DEAD(2) && HOLDN(2, n)))
+/* the dead clients' keys on node n lapse */
+inline give_dead(n)
+{
+    for (pv : 0 .. NC - 1) {
+        if
+        :: DEAD(pv) -> GIVE(pv, n)
+        :: else
+        fi
+    }
+    pv = 0
+}
+
 /* A dead client's entries lapse, anywhere in the queue, one node at a
  * time (HEADPURGE: not here, see headpurge); a dead holder's keys lapse.
  * The purge in every script: the live waiters' refreshes run it at least
@@ -435,9 +650,15 @@ end:
     :: d_step { (ep[1] & deadm) != 0 -> lapse(1) }
     :: d_step { (ep[2] & deadm) != 0 -> lapse(2) }
 #endif
+#if LIMIT == 1 && !defined(RW)
     :: d_step { key[0] != 0 && DEAD(key[0] - 1) -> key[0] = 0 }
     :: d_step { key[1] != 0 && DEAD(key[1] - 1) -> key[1] = 0 }
     :: d_step { key[2] != 0 && DEAD(key[2] - 1) -> key[2] = 0 }
+#else
+    :: d_step { DEADHOLD(0) -> give_dead(0) }
+    :: d_step { DEADHOLD(1) -> give_dead(1) }
+    :: d_step { DEADHOLD(2) -> give_dead(2) }
+#endif
     od
 }
 

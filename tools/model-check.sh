@@ -7,8 +7,10 @@
 # starvation, LTL), semaphore.pml, renewal.pml (batched renewals, vote
 # withdrawal, eviction, restart trust "auto"), leaderterm.pml (a reader
 # of a fenced acquire: a leader only with its own term), fairq.pml (the
-# fair waiting queue proposed in docs/fair-queue.md: safety whatever the
-# queue holds, order, liveness with a dead waiter, LTL).
+# fair waiting queue of docs/fair-queue.md: the mutex's as built, the
+# semaphore's (-DLIMIT=2) and the read-write lock's (-DRW) as being
+# built: safety whatever the queue holds, order, and for the mutex
+# liveness with a dead waiter, LTL).
 # Most state spaces are too large for exhaustive search within seconds:
 # such a run is a bitstate (-DBITSTATE, 2^28 bits) depth-first search in a
 # randomized but seeded (-RS, reproducible) transition order, or SPIN's
@@ -116,7 +118,7 @@ jobs=(
 "leaderterm-c2|hold|10|1|-DC=2 -DATT=1 -DRD=1|twin of ctl-leaderterm-oldrule and ctl-leaderterm-onerec: the rule of inspect.c|leaderterm.pml"
 "ctl-leaderterm-reuse|landed|-|7|-DC=1 -DATT=2 -DRD=1 -DREUSETERM|a retry computes its earlier attempt's term again (C before the fix; docs/proof.md, leaderterm.pml finding)|leaderterm.pml"
 "leaderterm-retry|hold|10|1|-DC=1 -DATT=2 -DRD=1|twin of ctl-leaderterm-reuse, as in C: a retry's term is above its earlier attempt's|leaderterm.pml"
-# the fair waiting queue (spec/fairq.pml; docs/fair-queue.md, a proposal)
+# the fair waiting queue (spec/fairq.pml; docs/fair-queue.md): the mutex, as built
 "fq-safety|hold|10|1|-DFAULTS=2 -DKILL -DLEAVE|3 fair clients; 2 faults on the queue or counters of any nodes, a death, leaves: still one holder|fairq.pml"
 "fq-order|hold|15|0|-DORDER|fault-free: a registration that landed on a quorum before a first attempt is served before it|fairq.pml"
 "ctl-fq-nohead|ahead[|-|0|-DORDER -DNOHEAD|the script grants any registered waiter: overtaking|fairq.pml"
@@ -125,6 +127,18 @@ jobs=(
 "fq-live|hold|20|0|$FQL|every waiter is served, a registered waiter dies (LTL, weak fairness); twin of the two controls below|fairq.pml"
 "ctl-fq-headpurge|acceptance cycle|-|0|$FQL -DHEADPURGE|dead entries purged only at the head, only in fair-acquire: stall|fairq.pml"
 "ctl-fq-pernode|acceptance cycle|-|0|$FQL -DPERNODE|score = the node's own arrival counter: each waiter head on one node|fairq.pml"
+# the fair queue of a semaphore (2 permits, 3 clients; docs/proof.md: its
+# order holds only for registrations on every node, REGALL) and of a
+# read-write lock (1 writer and 2 readers; 2 writers for safety), as
+# being built
+"fq-sem-safety|hold|8|1|-DLIMIT=2 -DFAULTS=2 -DKILL -DLEAVE|semaphore: 2 faults on the queue or counters of any nodes, a death, leaves: at most 2 holders|fairq.pml"
+"fq-sem-order|hold|10|0|-DLIMIT=2 -DORDER -DREGALL|semaphore, fault-free: a grant leaves a permit for each registration that was on every node before its attempt 1 and still waits|fairq.pml"
+"ctl-fq-sem-norank|ahead[|-|0|-DLIMIT=2 -DORDER -DREGALL -DNORANK|semaphore, the entitlement check removed: overtaking|fairq.pml"
+"ctl-fq-sem-rankonly|ahead[|-|0|-DLIMIT=2 -DORDER -DREGALL -DRANKONLY|semaphore, entitled = rank < 2 (the entries only): a holder with no entry uncounted, overtaking|fairq.pml"
+"ctl-fq-sem-quorum|ahead[|-|0|-DLIMIT=2 -DORDER|semaphore, a registration on a quorum only: the holder and the waiter ahead seen on different nodes, overtaking|fairq.pml"
+"fq-rw-safety|hold|8|1|-DRW -DNW=2 -DFAULTS=2 -DKILL -DLEAVE|read-write, 2 writers, a reader: 2 faults on the queue or counters of any nodes, a death, leaves: no writer beside anyone|fairq.pml"
+"fq-rw-order|hold|10|0|-DRW -DORDER|read-write, fault-free: a queued writer before later readers, queued readers before a later writer|fairq.pml"
+"ctl-fq-rw-rignore|ahead[|-|0|-DRW -DORDER -DRIGNORE|read-write, readers ignore the queued writer: overtaking|fairq.pml"
 )
 
 # run_one NAME EXPECT BUDGET SEED DEFS: writes $tmp/NAME.result (one line)
