@@ -241,6 +241,9 @@ _Static_assert(TOKEN_STEM_LEN == 32 && TOKEN_HEX_LEN == 40,
  * holders that got their permit without queueing hold).
  * sem_announce(except): name each entitled entry (at most the free
  * slots, so at most L messages), as announce() names the mutex's head.
+ * sem_hold(mem, on): mark mem's entry as a permit holder here (its kind
+ * 'h' in redlock:qm) or back as a waiter (a rollback): it keeps its
+ * entry a while after its grant, and queue-inspect lists waiters only.
  * free_here(kind): 1 when this kind may take the lock here now: a
  * semaphore's slot is free, else open(kind). */
 #define SEM_QUEUE_LUA                                                     \
@@ -276,6 +279,12 @@ _Static_assert(TOKEN_STEM_LEN == 32 && TOKEN_HEX_LEN == 40,
     "      free = free - 1\n"                                             \
     "      if free == 0 then return end\n"                                \
     "    end\n"                                                           \
+    "  end\n"                                                             \
+    "end\n"                                                               \
+    "local function sem_hold(mem, on)\n"                                  \
+    "  local m = redis.call('hget', QM, mem)\n"                           \
+    "  if m then\n"                                                       \
+    "    redis.call('hset', QM, mem, (on and 'h' or 'x') .. m:sub(2))\n"  \
     "  end\n"                                                             \
     "end\n"                                                               \
     "local function free_here(kind)\n"                                    \
@@ -461,6 +470,10 @@ _Static_assert(TOKEN_STEM_LEN == 32 && TOKEN_HEX_LEN == 40,
     "  end\n"                                                             \
     "  if purged > 0 then announce(mem) end\n"                            \
     "  if queued then settle(now) end\n"                                  \
+    "end\n"                                                               \
+    "local function granted()\n"                                          \
+    "  if L and ARGV[4] ~= '' then sem_hold(mem, true) end\n"             \
+    "  if queued then settle(now) end\n"                                  \
     "end\n"
 
 /* The second half of the fair releases (r: the release's reply): with
@@ -472,7 +485,8 @@ _Static_assert(TOKEN_STEM_LEN == 32 && TOKEN_HEX_LEN == 40,
     "local now = server_ms()\n"                                           \
     "purge(now)\n"                                                        \
     "local mem = member(tok)\n"                                           \
-    "if not " KEEP_ENTRY " then drop(mem) end\n"                          \
+    "if not " KEEP_ENTRY " then drop(mem)\n"                              \
+    "elseif L then sem_hold(mem, false) end\n"                            \
     "announce(mem)\n"                                                     \
     "settle(now)\n"                                                       \
     "return r\n"
@@ -741,7 +755,7 @@ static struct script scripts[SCRIPT_COUNT] = {
         "end\n"
         FAIR_TRY_LUA("'x'")
         "if ok and redis.call('set', K, tok, 'NX', 'PX', ARGV[2]) then\n"
-        "  if queued then settle(now) end\n"
+        "  granted()\n"
         "  return {1, qt, 0, 0}\n"
         "end\n"
         "refused()\n"
@@ -759,7 +773,7 @@ static struct script scripts[SCRIPT_COUNT] = {
         "end\n"
         "if ok and redis.call('set', K, tok, 'NX', 'PX', ARGV[2]) then\n"
         "  redis.call('set', KEYS[4], tok)\n"
-        "  if queued then settle(now) end\n"
+        "  granted()\n"
         "  return {1, cur, t, qt, 0, 0}\n"
         "end\n"
         "refused()\n"
@@ -821,8 +835,9 @@ static struct script scripts[SCRIPT_COUNT] = {
         "local t = redis.call('time')\n"
         "local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
         /* A holder keeps its entry a while after its grant: it holds,
-         * it does not wait, so it is not listed (the writer's key, or
-         * each reader in the hash). */
+         * it does not wait, so it is not listed (the writer's key, each
+         * reader in the hash, a semaphore's permit holders marked 'h'
+         * in redlock:qm). */
         "local held = {}\n"
         "local function hold(t)\n"
         "  held[string.sub(member(t), 1, " LUA_NUM(TOKEN_HEX_LEN) ")] = true\n"
@@ -837,13 +852,13 @@ static struct script scripts[SCRIPT_COUNT] = {
         "local out = {string.format('%.0f', now)}\n"
         "for i = 1, #q, 2 do\n"
         "  local e = redis.call('zscore', 'redlock:qx:' .. K, q[i])\n"
-        "  if e and tonumber(e) > now and\n"
+        "  local m = redis.call('hget', 'redlock:qm:' .. K, q[i]) or ''\n"
+        "  if e and tonumber(e) > now and m:sub(1, 1) ~= 'h' and\n"
         "     not held[string.sub(q[i], 1, " LUA_NUM(TOKEN_HEX_LEN) ")] then\n"
         "    out[#out + 1] = q[i]\n"
         "    out[#out + 1] = q[i + 1]\n"
         "    out[#out + 1] = e\n"
-        "    out[#out + 1] = redis.call('hget', 'redlock:qm:' .. K, q[i])\n"
-        "                    or ''\n"
+        "    out[#out + 1] = m\n"
         "  end\n"
         "end\n"
         "return out\n",

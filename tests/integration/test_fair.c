@@ -602,6 +602,23 @@ static void test_a_waiter_queues_while_a_node_is_down(void **state)
     assert_int_equal(harness_resume(&f->r[2]), 0);
 }
 
+/* The kind redlock:qm notes for entry tok of key's queue on node 0
+ * ('x', 's', 'h' a semaphore's permit holder), 0 when absent. */
+static int entry_kind(struct fixture *f, const char *key, const char *tok)
+{
+    char qm[64];
+    redisReply *r;
+    int kind = 0;
+
+    snprintf(qm, sizeof(qm), "redlock:qm:%s", key);
+    r = harness_cmd(&f->r[0], "HGET %s %s", qm, tok);
+    if (r != NULL && r->type == REDIS_REPLY_STRING && r->len > 0)
+        kind = r->str[0];
+    if (r != NULL)
+        freeReplyObject(r);
+    return kind;
+}
+
 /* fair-acquire of slot 1 of the semaphore ss (2 permits) on node 0 for
  * tok with ticket (its score; '' a first attempt): 1 granted, 0 not. */
 static long long slot_try(struct fixture *f, const char *tok,
@@ -637,6 +654,8 @@ static void test_a_semaphore_slot_goes_to_the_first_waiters(void **state)
     assert_int_equal(slot_try(f, "a", "1"),
                      1);
     assert_true(harness_key_holds(&f->r[0], "ss:slot:1", "a"));
+    /* a holds: its entry stays, marked as a holder for status. */
+    assert_int_equal(entry_kind(f, "ss", "a"), 'h');
     /* Both slots taken: the queue says no slot is free here. */
     {
         redisReply *r = eval(f, 0, SCRIPT_QUEUE_ENTER, "ss", "b", "60000",
@@ -654,6 +673,7 @@ static void test_a_semaphore_slot_goes_to_the_first_waiters(void **state)
                                  -9),
                      1);
     assert_int_equal(zcard(f, 0, "redlock:q:ss"), 2);
+    assert_int_equal(entry_kind(f, "ss", "a"), 'x');
     assert_int_equal(slot_try(f, "b", "2"),
                      0);
     assert_int_equal(slot_try(f, "a", "1"),
@@ -728,7 +748,9 @@ static void test_a_fair_semaphore_serves_its_queue_in_order(void **state)
     /* Who is served after each release. */
     static const int order[5] = {4, 0, 1, 2, 3};
     rl_acquire_opts o = {0};
+    rl_queue_entry q[8];
     rl_lock *release;
+    size_t n;
     int i, k;
 
     o.ttl_ms = 30000;
@@ -757,6 +779,11 @@ static void test_a_fair_semaphore_serves_its_queue_in_order(void **state)
         assert_int_equal(next->st, RL_OK);
         assert_ptr_equal(next, &w[order[k]]);
         assert_true(rl_lock_slot(next->lock) >= 0);
+        /* The queue lists the waiters only: the one just granted keeps
+         * its entry a while (1.5 s), but it holds. */
+        assert_int_equal(rl_resource_queue(f->c, "fs", q, 8, &n, NULL),
+                         RL_OK);
+        assert_int_equal(n, (size_t)(4 - k));
         /* Never more than the two permits on any node. */
         for (i = 0; i < N; i++)
             assert_true(harness_count_keys(&f->r[i], "fs:slot:*") <= 2);
