@@ -23,7 +23,9 @@ redis-server nodes, checked in Redis:
   before it and before those queued after it, which share;
 - a plain acquire sends what it sent before (INFO commandstats: one SET,
   no script, nothing of the queue);
-- fair and plain holders never hold at once.
+- fair and plain holders never hold at once;
+- with four nodes, one of them down, waiters are served in the order
+  they registered (a quorum of three answers every ticket read).
 
 Every wait is for an event (an entry on every node, a process exit) on a
 scaled deadline; nothing sleeps to synchronise.
@@ -369,6 +371,49 @@ class ReadWriteTest(Base):
             n.cmd("EXISTS", "redlock:q:" + r, "redlock:qw:" + r,
                   "redlock:qm:" + r) == 0 for n in NODES),
             scale(clitest.EVENT_TIMEOUT)))
+
+
+class EvenNodesTest(Base):
+    """Four nodes: a quorum is three, and two majorities share two."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.fourth = clitest.start_nodes(1)[0]
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.fourth.stop()
+
+    def test_four_nodes_one_down_serve_the_waiters_in_order(self):
+        nodes = NODES + [self.fourth]
+        live = nodes[:3]
+        r = res("even")
+
+        def start(*args):
+            return clitest.start_cli(self.procs,
+                                     clitest.node_args(nodes) + list(args),
+                                     base_env())
+
+        holder = start("hold", r, "--fair", "--ttl", "10000")
+        tok = holder.stdout.readline().strip()
+        self.assertEqual(clitest.settled_values(nodes, r, tok), [tok] * 4)
+        # One of four down: every ticket is read from the three left, the
+        # least a quorum of four allows.
+        self.fourth.kill()
+        names = ["w0", "w1", "w2"]
+        procs = []
+        for i, name in enumerate(names):
+            procs.append(start("run", r, "--fair", "--wait", "30000",
+                               "--ttl", "10000", "--", "sh", "-c",
+                               "echo %s >> %s" % (name, self.order)))
+            self.assertTrue(wait_for(lambda: all(
+                len(n.cmd("ZRANGE", "redlock:q:" + r, 0, -1)) == i + 1
+                for n in live), scale(clitest.EVENT_TIMEOUT)),
+                "%s not registered on the three nodes up" % name)
+        self.release(holder)
+        for p in procs:
+            self.assertEqual(p.wait(timeout=scale(30)), 0, p.stderr.read())
+        self.assertEqual(self.served(), names)
 
 
 class LeaveTest(Base):
