@@ -476,12 +476,11 @@ _Static_assert(TOKEN_STEM_LEN == 32 && TOKEN_HEX_LEN == 40,
     "  if queued then settle(now) end\n"                                  \
     "end\n"
 
-/* The second half of the fair releases (r: the release's reply): with
- * a queue here, purge, remove the caller's entry unless KEEP_ENTRY (a
- * rollback: a split attempt keeps its place), and announce who may try
- * now. */
+/* The second half of the fair releases (r: the release's reply), once
+ * the caller found a queue here: purge, remove the caller's entry
+ * unless KEEP_ENTRY (a rollback: a split attempt keeps its place), and
+ * announce who may try now. */
 #define QUEUE_RELEASE_LUA(KEEP_ENTRY)                                     \
-    "if redis.call('exists', Q) == 0 then return r end\n"                 \
     "local now = server_ms()\n"                                           \
     "purge(now)\n"                                                        \
     "local mem = member(tok)\n"                                           \
@@ -530,6 +529,7 @@ _Static_assert(TOKEN_STEM_LEN == 32 && TOKEN_HEX_LEN == 40,
     QUEUE_LUA                                                             \
     "local tok = ARGV[1]\n"                                               \
     "local r = reader_release(K, tok)\n"                                  \
+    "if redis.call('exists', Q) == 0 then return r end\n"                 \
     QUEUE_RELEASE_LUA(KEEP_ENTRY)
 
 static struct script scripts[SCRIPT_COUNT] = {
