@@ -730,6 +730,12 @@ static int start_child(struct cli_opts *o, const struct run_args *a,
     if (n > 0 && m.type == SUP_FAILED)
         return cli_fail(o, m.arg == ENOENT ? 127 : 126, "cannot run '%s': "
                         "%s", a->cmd[0], strerror(m.arg));
+    if (n == 0)
+        /* Gone after it was told to start CMD, which may have started
+         * and died with it (PR_SET_PDEATHSIG): as when it dies later. */
+        return cli_fail(o, CLI_EXIT_LOST, "%s: the supervisor process "
+                        "died: the command, if it started, was killed",
+                        a->resource);
     return cli_fail(o, CLI_EXIT_NOT_ACQUIRED, "%s: the supervisor process "
                     "did not answer", a->resource);
 }
