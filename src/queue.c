@@ -70,6 +70,8 @@ struct fair_wait {
     bool granted;
     bool left;                   /* queue-leave sent */
     bool refreshing;             /* a queue-enter round is in flight */
+    bool uncounted;              /* the first attempt was a bare SET NX,
+                                    refused: no counter read yet */
     rl_mono_us registered_us;    /* when the ticket was taken */
     int64_t qt[RL_MAX_NODES];    /* redlock:qt:K per node from the last attempt,
                                     -1: no reply */
@@ -380,7 +382,28 @@ void fair_first_cmd(rl_client *c, const struct lock_rec *rec,
     static const char *const args[3] = {ENTRY_PX, "", ""};
 
     load_scripts(c);
-    attempt_cmd(rec, px, args, 3, fence, out);
+    if (rec->shared || fence != NULL || rec->slot >= 0) {
+        attempt_cmd(rec, px, args, 3, fence, out);
+        return;
+    }
+    /* A mutex's (or writer's) key is never free where waiters queue: it
+     * holds QUEUE_RESERVED there (scripts.c settle), so a bare SET NX is
+     * granted only where nobody queues, as fair-acquire's fast path is,
+     * at the cost of a plain acquire. Refused, it read no counter: the
+     * next attempt is fair-acquire's first (fair_wait_turn). */
+    out->argv[0] = "SET";
+    out->argv[1] = rec->keys[0];
+    out->argv[2] = rec->token;
+    out->argv[3] = "NX";
+    out->argv[4] = "PX";
+    out->argv[5] = px;
+    out->lens[0] = 3;
+    out->lens[1] = rec->key_lens[0];
+    out->lens[2] = rec->token_len;
+    out->lens[3] = 2;
+    out->lens[4] = 2;
+    out->lens[5] = strlen(px);
+    out->cmd = (struct round_cmd){NULL, 0, 6, out->argv, out->lens};
 }
 
 void fair_attempt_cmd(struct fair_wait *f, const char *px,
@@ -400,7 +423,9 @@ void fair_attempt_cmd(struct fair_wait *f, const char *px,
 
 bool fair_fast_grant(const struct node_reply *r)
 {
-    return r->kind == REPLY_INTEGER && r->integer == 1;
+    return (r->kind == REPLY_INTEGER && r->integer == 1) ||
+           (r->kind == REPLY_STATUS && r->len == 2 &&
+            memcmp(r->str, "OK", 2) == 0);
 }
 
 void fair_fast_granted(struct fair_wait *f, size_t slot)
@@ -420,13 +445,19 @@ enum vote fair_classify(struct fair_wait *f, size_t slot,
     struct node_reply head;
     bool granted;
 
-    if (r->kind == REPLY_INTEGER && fr == NULL) {
+    if ((r->kind == REPLY_INTEGER || r->kind == REPLY_STATUS) &&
+        fr == NULL) {
         /* fair-acquire's fast path (no score, no queue on the node):
-         * {1, '0', 0, 0} as one integer; a refusal is an array. */
+         * {1, '0', 0, 0} as one integer, or a mutex's first SET NX
+         * (fair_first_cmd); a refusal is an array, or the SET's nil. */
         if (!fair_fast_grant(r))
             return VOTE_ERROR;
         fair_fast_granted(f, slot);
         return VOTE_YES;
+    }
+    if (r->kind == REPLY_NIL && fr == NULL) {
+        f->uncounted = true;
+        return VOTE_NO;
     }
     if (r->kind != REPLY_ARRAY || r->elements != q + 3 ||
         e[0].kind != REPLY_INTEGER || e[q].kind != REPLY_STRING)
@@ -481,6 +512,13 @@ void fair_wait_turn(struct fair_wait *f, rl_mono_us since_us,
     f->sleeping = true;
     if (f->ticket == 0) {
         if (!take_ticket(f)) {
+            if (f->uncounted) {
+                /* A mutex's first SET NX was refused: read the
+                 * counters (fair-acquire's first attempt) at once. */
+                f->uncounted = false;
+                take_turn(f, false);
+                return;
+            }
             /* No quorum answered: read again after a retry delay. */
             arm(f, (uint64_t)c->cfg.retry_delay_ms * 1000u);
             return;

@@ -86,10 +86,12 @@ _Static_assert(TOKEN_STEM_LEN == 32 && TOKEN_HEX_LEN == 40,
 /* value(k): GET k, except that readers' hash at k (another lock, which
  * GET refuses with WRONGTYPE) reads as '' -- never a token, so the
  * caller sees another holder; a key of any other type is no lock and
- * still fails with GET's error. pcall costs nothing when GET succeeds. */
+ * still fails with GET's error. pcall costs nothing when GET succeeds.
+ * A queue's reservation (QUEUE_RESERVED) is nobody's lock: absent. */
 #define VALUE_LUA                                                         \
     "local function value(k)\n"                                           \
     "  local v = redis.pcall('get', k)\n"                                 \
+    "  if v == " LUA_STR(QUEUE_RESERVED) " then return false end\n"        \
     "  if type(v) ~= 'table' then return v end\n"                         \
     "  if redis.call('type', k).ok == 'hash' then return '' end\n"        \
     "  return redis.call('get', k)\n"                                     \
@@ -212,6 +214,7 @@ _Static_assert(TOKEN_STEM_LEN == 32 && TOKEN_HEX_LEN == 40,
 /* A C constant spelled out in a script's source. */
 #define LUA_NUM_(x) #x
 #define LUA_NUM(x) LUA_NUM_(x)
+#define LUA_STR(s) "'" s "'"
 
 /* member(tok): a waiter's queue entry is named by its acquisition, not
  * by one attempt: each attempt has its own token (token.h), so the entry
@@ -356,9 +359,18 @@ _Static_assert(TOKEN_STEM_LEN == 32 && TOKEN_HEX_LEN == 40,
     "  for _, t in ipairs(dead) do drop(t) end\n"                        \
     "  return #dead\n"                                                    \
     "end\n"                                                               \
+    "local function reserved()\n"                                        \
+    "  return redis.pcall('get', K) == " LUA_STR(QUEUE_RESERVED) "\n"      \
+    "end\n"                                                               \
+    "local function unreserve()\n"                                       \
+    "  if not L and reserved() then redis.call('del', K) end\n"           \
+    "end\n"                                                               \
+    "local function held()\n"                                            \
+    "  return redis.call('exists', K) == 1 and not reserved()\n"          \
+    "end\n"                                                               \
     "local function open(kind)\n"                                         \
-    "  if kind ~= 's' then return 1 - redis.call('exists', K) end\n"      \
-    "  if redis.call('type', K).ok == 'string' or\n"                      \
+    "  if kind ~= 's' then return held() and 0 or 1 end\n"                \
+    "  if (redis.call('type', K).ok == 'string' and not reserved()) or\n" \
     "     redis.call('exists', K .. ':wintent') == 1 then return 0 end\n" \
     "  return 1\n"                                                        \
     "end\n"                                                               \
@@ -390,7 +402,7 @@ _Static_assert(TOKEN_STEM_LEN == 32 && TOKEN_HEX_LEN == 40,
     "local function announce(except)\n"                                   \
     "  if L then return sem_announce(except) end\n"                       \
     "  if announce_readers(except) then return end\n"                     \
-    "  if redis.call('exists', K) == 1 then return end\n"                 \
+    "  if held() then return end\n"                                      \
     "  local h = redis.call('zrange', Q, 0, 0)[1]\n"                      \
     "  if h and h ~= except then\n"                                       \
     "    redis.call('publish', 'redlock:queue:' .. QK, h)\n"              \
@@ -400,6 +412,10 @@ _Static_assert(TOKEN_STEM_LEN == 32 && TOKEN_HEX_LEN == 40,
     "  local last = redis.call('zrange', QX, -1, -1, 'withscores')[2]\n"  \
     "  if not last then\n"                                                \
     "    redis.call('del', Q, QX, QT, QW, QM)\n"                          \
+    "    if not L and reserved() then\n"                                  \
+    "      redis.call('del', K)\n"                                        \
+    "      redis.call('publish', 'redlock:release:' .. K, '')\n"          \
+    "    end\n"                                                           \
     "    return\n"                                                        \
     "  end\n"                                                             \
     "  local px = string.format('%.0f', math.max(1, tonumber(last) - now))\n" \
@@ -408,6 +424,12 @@ _Static_assert(TOKEN_STEM_LEN == 32 && TOKEN_HEX_LEN == 40,
     "  redis.call('pexpire', QT, px)\n"                                   \
     "  redis.call('pexpire', QW, px)\n"                                   \
     "  redis.call('pexpire', QM, px)\n"                                   \
+    "  if L then return end\n"                                            \
+    "  if redis.call('exists', K) == 0 then\n"                            \
+    "    redis.call('set', K, " LUA_STR(QUEUE_RESERVED) ", 'PX', px)\n"    \
+    "  elseif reserved() then\n"                                         \
+    "    redis.call('pexpire', K, px)\n"                                  \
+    "  end\n"                                                             \
     "end\n"                                                               \
     "local function enter(tok, score, ticket, now, epx, kind)\n"          \
     "  local added = redis.call('zadd', Q, score, tok)\n"                 \
@@ -581,7 +603,8 @@ static struct script scripts[SCRIPT_COUNT] = {
         "  local n = tonumber(ARGV[a + 1])\n"
         "  for i = 1, n do\n"
         "    local v = vals[k + i]\n"
-        "    if not v then out[k + i] = '0'\n"
+        "    if not v or v == " LUA_STR(QUEUE_RESERVED) " then\n"
+        "      out[k + i] = '0'\n"
         "    elseif v ~= ARGV[a + 1 + i] and not ours(v, ARGV[a + 1 + i])"
         " then\n"
         "      out[k + i] = '2'\n"
@@ -607,8 +630,11 @@ static struct script scripts[SCRIPT_COUNT] = {
         "  local n, d = live_readers(KEYS[1])\n"
         "  return {false, redis.call('pttl', KEYS[1]), n, f, r, w, d}\n"
         "end\n"
-        "return {redis.call('get', KEYS[1]), redis.call('pttl', KEYS[1]), 0, "
-        "f, r, w, 0}\n",
+        "local v = redis.call('get', KEYS[1])\n"
+        "if v == " LUA_STR(QUEUE_RESERVED) " then\n"
+        "  return {false, -2, 0, f, r, w, 0}\n"
+        "end\n"
+        "return {v, redis.call('pttl', KEYS[1]), 0, f, r, w, 0}\n",
         ""},
     /* A semaphore's slots in one step: a holder that moves between slots
      * (a retry keeps its token) shows on one of them, never two. Only the
@@ -683,6 +709,7 @@ static struct script scripts[SCRIPT_COUNT] = {
         "local v, n, d = false, 0, 0\n"
         "if ty == 'hash' then n, d = live_readers(KEYS[1])\n"
         "else v = redis.call('get', KEYS[1]) end\n"
+        "if v == " LUA_STR(QUEUE_RESERVED) " then return {false, -2, 0} end\n"
         "local t = redis.call('pttl', KEYS[1])\n"
         "redis.call('del', KEYS[1])\n"
         "redis.call('publish', 'redlock:release:' .. KEYS[1], v or '')\n"
@@ -754,6 +781,7 @@ static struct script scripts[SCRIPT_COUNT] = {
         "  return 1\n"
         "end\n"
         FAIR_TRY_LUA("'x'")
+        "if ok then unreserve() end\n"
         "if ok and redis.call('set', K, tok, 'NX', 'PX', ARGV[2]) then\n"
         "  granted()\n"
         "  return {1, qt, 0, 0}\n"
@@ -771,6 +799,7 @@ static struct script scripts[SCRIPT_COUNT] = {
         "if cur and id and redis.call('get', KEYS[3]) == id then\n"
         "  t = 1\n"
         "end\n"
+        "if ok then unreserve() end\n"
         "if ok and redis.call('set', K, tok, 'NX', 'PX', ARGV[2]) then\n"
         "  redis.call('set', KEYS[4], tok)\n"
         "  granted()\n"
@@ -817,6 +846,7 @@ static struct script scripts[SCRIPT_COUNT] = {
         PRUNE_LUA
         READER_TAKE_LUA
         FAIR_TRY_LUA("'s'")
+        "if ok then unreserve() end\n"
         "if ok and reader_take(K, K .. ':wintent', tok, ARGV[2]) == 1 then\n"
         "  if queued then settle(now) end\n"
         "  return {1, qt, 0, 0}\n"

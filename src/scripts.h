@@ -5,6 +5,14 @@
 
 #include <stdbool.h>
 
+/* The value a fair lock's key holds while it is free and waiters queue
+ * on its node (docs/fair-queue.md 2.13): no token looks like it (tokens
+ * start with hex digits), so a plain SET NX -- a fair mutex's first
+ * attempt, or any plain client's -- is refused there, and only the
+ * waiter the queue entitles takes the key over. Status reports it as
+ * free. */
+#define QUEUE_RESERVED "redlock:queued"
+
 enum script_id {
     SCRIPT_ACQUIRE_MULTI, /* KEYS: k1..kn; ARGV: token, ttl_ms -> 1 | 0 */
     SCRIPT_RELEASE,       /* KEYS: k1..kn; ARGV: token -> 1 | 0 | -1 */

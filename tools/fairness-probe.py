@@ -239,6 +239,10 @@ def acquisition(token):
     return token[:32]
 
 
+RESERVED = "redlock:queued"
+QUEUED = ("queue", -1)   # the key's holder while the queue reserves it
+
+
 def replay(events, key):
     """Replay one node: its SETs of key (ts, acquisition, k, granted,
     blocker (acquisition, k) or None), DELs (ts, acquisition), publishes
@@ -267,7 +271,13 @@ def replay(events, key):
             continue
         if val is not None and ts >= exp:
             val = None
-        if cmd == "set" and "NX" in (a.upper() for a in args[3:]):
+        if cmd == "set" and len(args) > 2 and args[2] == RESERVED:
+            # The queue's reservation of the free key (scripts.h
+            # QUEUE_RESERVED): a SET NX is refused until an entitled
+            # waiter takes it over.
+            val = QUEUED
+            exp = ts + int(args[args.index("PX") + 1]) / 1000.0
+        elif cmd == "set" and "NX" in (a.upper() for a in args[3:]):
             tok = acquisition(args[2])
             k = seen.get(tok, 0)
             seen[tok] = k + 1
@@ -277,7 +287,8 @@ def replay(events, key):
                 px = int(args[args.index("PX") + 1])
                 val, exp = (tok, k), ts + px / 1000.0
         elif cmd == "del" and val is not None:
-            dels.append((ts, val[0]))
+            if val is not QUEUED:
+                dels.append((ts, val[0]))
             val = None
         elif cmd == "pexpire" and val is not None:
             exp = ts + int(args[2]) / 1000.0
@@ -341,7 +352,7 @@ def analyse(lines, notes, key, node_count, stop_at):
                         else "win-not-kept")
         elif a["grants"] > 0:
             a["cls"] = "split"
-        elif all(b in win_ids for b in a["blockers"]):
+        elif all(b in win_ids or b is QUEUED for b in a["blockers"]):
             a["cls"] = "refused-held"
         else:
             a["cls"] = "refused-split"

@@ -79,6 +79,24 @@ static long long zcard(struct fixture *f, int i, const char *key)
     return harness_int(harness_cmd(&f->r[i], "ZCARD %s", key), -1);
 }
 
+/* The key is free but kept for the queue's entitled waiters (scripts.h
+ * QUEUE_RESERVED): no plain SET NX takes it. */
+static bool reserved(struct fixture *f, int i, const char *key)
+{
+    return harness_key_holds(&f->r[i], key, QUEUE_RESERVED);
+}
+
+/* A plain client's SET NX PX of key on node i is refused. */
+static bool set_nx_refused(struct fixture *f, int i, const char *key)
+{
+    redisReply *r = harness_cmd(&f->r[i], "SET %s plain NX PX 5000", key);
+    bool nil = r != NULL && r->type == REDIS_REPLY_NIL;
+
+    if (r != NULL)
+        freeReplyObject(r);
+    return nil;
+}
+
 static void test_only_the_head_is_granted(void **state)
 {
     struct fixture *f = *state;
@@ -94,11 +112,13 @@ static void test_only_the_head_is_granted(void **state)
                      NULL), 0);
     harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, "h", "b", "10000", "2", "2",
                      NULL), 0);
-    /* The lock is free, but b is not the head: refused, nothing set. */
+    /* The lock is free, but b is not the head: refused; the key is kept
+     * for the queue, so a plain SET NX is refused too. */
     assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "h", "b",
                                   "5000", "10000", "2", "2", NULL)),
                      0);
-    assert_true(harness_key_absent(&f->r[0], "h"));
+    assert_true(reserved(f, 0, "h"));
+    assert_true(set_nx_refused(f, 0, "h"));
     /* A newcomer's fast path is refused while anybody queues. */
     assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "h", "c",
                                   "5000", "10000", "", "", NULL)),
@@ -124,12 +144,18 @@ static void test_only_the_head_is_granted(void **state)
     assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "h", "b",
                                   "5000", "10000", "2", "2", NULL)),
                      1);
-    /* Plain clients ignore the queue: only the key refuses them. */
+    /* Plain clients yield to the queue: the key stays reserved while
+     * anybody waits, and is theirs to take once nobody does. */
     assert_int_equal(harness_int(eval(f, 0, SCRIPT_FAIR_RELEASE, "h", "b",
                                       NULL), -9),
                      1);
     harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, "h", "d", "10000", "3", "3",
                      NULL), 0);
+    assert_true(set_nx_refused(f, 0, "h"));
+    assert_int_equal(harness_int(eval(f, 0, SCRIPT_QUEUE_LEAVE, "h", "d",
+                                      NULL), -9),
+                     1);
+    assert_true(harness_key_absent(&f->r[0], "h"));
     assert_true(harness_ok(harness_cmd(&f->r[0], "SET h plain NX PX 5000")));
 }
 
@@ -222,7 +248,7 @@ static void test_the_fast_path_is_a_set_nx_where_nobody_queues(void **state)
     assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "fp", "b",
                                   "5000", "10000", "", "", NULL)),
                      0);
-    assert_true(harness_key_absent(&f->r[0], "fp"));
+    assert_true(reserved(f, 0, "fp"));
 }
 
 /* Wait until node i's clock passes ms (its TIME, in ms). */
@@ -339,16 +365,16 @@ static void test_a_fair_acquire_waits_behind_the_head_and_leaves(void **state)
     o.wait_ms = harness_scale_ms(800);
     assert_int_equal(rl_acquire(f->c, "w", &o, &l), RL_ENOTACQUIRED);
     assert_null(l);
-    assert_true(harness_key_absent(&f->r[0], "w"));
+    assert_true(reserved(f, 0, "w"));
     /* It registered behind it, and left every node before returning. */
     for (i = 0; i < N; i++) {
         assert_int_equal(zcard(f, i, "redlock:q:w"), 1);
         assert_int_equal(counter(f, i, "w"), 2);
     }
-    /* A plain acquire ignores the queue. */
+    /* A plain acquire yields to the queue as well. */
     o.fair = 0;
-    assert_int_equal(rl_acquire(f->c, "w", &o, &l), RL_OK);
-    assert_int_equal(rl_release(l), RL_OK);
+    o.wait_ms = 0;
+    assert_int_equal(rl_acquire(f->c, "w", &o, &l), RL_ENOTACQUIRED);
     /* Once the head leaves, a fair acquire is granted. */
     for (i = 0; i < N; i++)
         harness_int(eval(f, i, SCRIPT_QUEUE_LEAVE, "w", "other", NULL), 0);
@@ -1014,11 +1040,12 @@ static void test_a_reader_takes_its_turn_once_no_writer_is_ahead(
     assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "rs", "w",
                                   "5000", "10000", "2", "2", NULL)),
                      0);
-    /* r1's release takes its entry: w heads and takes the free key. */
+    /* r1's release takes its entry: w heads and takes the key, kept
+     * for the queue since the last reader left. */
     assert_int_equal(harness_int(eval(f, 0, SCRIPT_FAIR_READER_RELEASE,
                                       "rs", "r1", NULL), -9),
                      1);
-    assert_true(harness_key_absent(&f->r[0], "rs"));
+    assert_true(reserved(f, 0, "rs"));
     assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "rs", "w",
                                   "5000", "10000", "2", "2", NULL)),
                      1);
