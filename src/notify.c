@@ -331,21 +331,31 @@ static struct channel *channel_add(struct notify *nt, const char *prefix,
     return ch;
 }
 
+/* The channel prefix + key, NULL when not subscribed. */
+static struct channel *channel_of(const struct notify *nt, const char *prefix,
+                                  const char *key, size_t key_len)
+{
+    size_t plen = strlen(prefix);
+    struct channel *ch;
+
+    for (ch = nt->channels; ch != NULL; ch = ch->next) {
+        if (ch->len == plen + key_len && memcmp(ch->name, prefix, plen) == 0 &&
+            memcmp(ch->name + plen, key, key_len) == 0)
+            return ch;
+    }
+    return NULL;
+}
+
 static bool wait_on(struct notify *nt, struct notify_waiter *w,
                     const char *prefix, const char *key, size_t key_len,
                     const char *token, bool own_only, rl_mono_us since_us,
                     void (*wake)(void *arg), void *arg)
 {
-    size_t plen = strlen(prefix);
     struct channel *ch;
 
     if (w->channel != NULL) /* still waiting since an earlier attempt */
         return w->seen_us >= since_us;
-    for (ch = nt->channels; ch != NULL; ch = ch->next) {
-        if (ch->len == plen + key_len && memcmp(ch->name, prefix, plen) == 0 &&
-            memcmp(ch->name + plen, key, key_len) == 0)
-            break;
-    }
+    ch = channel_of(nt, prefix, key, key_len);
     if (ch == NULL)
         ch = channel_add(nt, prefix, key, key_len);
     if (ch == NULL)
@@ -380,6 +390,14 @@ bool notify_wait_turn(struct notify *nt, struct notify_waiter *w,
 {
     return wait_on(nt, w, QUEUE_PREFIX, key, key_len, token, true, since_us,
                    wake, arg);
+}
+
+bool notify_turn_awaited(const struct notify *nt, const char *key,
+                         size_t key_len)
+{
+    const struct channel *ch = channel_of(nt, QUEUE_PREFIX, key, key_len);
+
+    return ch != NULL && !list_empty(&ch->waiters);
 }
 
 /* Too many idle subscriptions: drop the idle ones (not on every last

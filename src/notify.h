@@ -50,6 +50,11 @@ bool notify_wait_turn(struct notify *nt, struct notify_waiter *w,
                       const char *key, size_t key_len, const char *token,
                       rl_mono_us since_us, void (*wake)(void *arg),
                       void *arg);
+/* Whether a waiter of this client waits for its turn in key's queue
+ * (notify_wait_turn): the key is contended, and reserved for that queue
+ * wherever it is free (queue.c). */
+bool notify_turn_awaited(const struct notify *nt, const char *key,
+                         size_t key_len);
 /* Stop waiting (idempotent). */
 void notify_unwait(struct notify *nt, struct notify_waiter *w);
 

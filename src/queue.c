@@ -382,7 +382,8 @@ void fair_first_cmd(rl_client *c, const struct lock_rec *rec,
     static const char *const args[3] = {ENTRY_PX, "", ""};
 
     load_scripts(c);
-    if (rec->shared || fence != NULL || rec->slot >= 0) {
+    if (rec->shared || fence != NULL || rec->slot >= 0 ||
+        notify_turn_awaited(c->notify, rec->keys[0], rec->key_lens[0])) {
         attempt_cmd(rec, px, args, 3, fence, out);
         return;
     }
@@ -390,7 +391,8 @@ void fair_first_cmd(rl_client *c, const struct lock_rec *rec,
      * holds QUEUE_RESERVED there (scripts.c settle), so a bare SET NX is
      * granted only where nobody queues, as fair-acquire's fast path is,
      * at the cost of a plain acquire. Refused, it read no counter: the
-     * next attempt is fair-acquire's first (fair_wait_turn). */
+     * next attempt is fair-acquire's first (fair_wait_turn), which this
+     * one is at once when a waiter of this client queues for the key. */
     out->argv[0] = "SET";
     out->argv[1] = rec->keys[0];
     out->argv[2] = rec->token;
