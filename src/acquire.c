@@ -707,6 +707,13 @@ static enum vote classify(void *owner, size_t slot,
          * one is made later); any other reply is noted in the wait. */
         if (op->fair == NULL && op->fence_key == NULL && fair_fast_grant(r))
             return VOTE_YES;
+        /* A mutex's first SET NX refused: held, or reserved for a queue
+         * -- contended. The counted attempt goes out now, not after a
+         * quorum of replies: newcomers are ordered by the counter at its
+         * arrival, so the shorter the step from the SET, the closer that
+         * order is to theirs. Nodes yet to answer get the rollback. */
+        if (op->fair == NULL && r->kind == REPLY_NIL)
+            op->round.abort = true;
         if (!fair_begin(op))
             return VOTE_ERROR;
         return fair_classify(op->fair, slot, r,

@@ -317,8 +317,12 @@ _Static_assert(TOKEN_STEM_LEN == 32 && TOKEN_HEX_LEN == 40,
  * drop(t): the entry leaves all four of its keys.
  * purge(now): entries whose expiry passed go, wherever they are in the
  * queue (at most 64 per call: the next call takes the rest).
- * open(kind): K may take this kind here now: free for an exclusive one;
- * for a reader, no writer holds it and no writer intent is marked.
+ * reserved(): K holds QUEUE_RESERVED (a free key kept for the queue);
+ * unreserve(): a caller at its turn clears it before taking K (not a
+ * semaphore's slot: its queue reserves nothing); held(): K is a lock.
+ * open(kind): K may take this kind here now: free (or reserved) for an
+ * exclusive one; for a reader, no writer holds it and no writer intent
+ * is marked.
  * where(mem, kind): the place the turn rule sees: the rank, except that
  * a reader with no exclusive entry ahead of it (score, then member: the
  * sorted set's order) is at 0 -- every such reader may try; nil absent.
@@ -330,7 +334,10 @@ _Static_assert(TOKEN_STEM_LEN == 32 && TOKEN_HEX_LEN == 40,
  * token when K is free here.
  * settle(now): the queue keys live as long as their latest entry;
  * an empty queue is deleted with its counter (a counter orders only
- * entries still waiting).
+ * entries still waiting). Not a semaphore's: while entries remain, a
+ * free K is reserved for them, as long as they live, so a plain SET NX
+ * (a fair mutex's first attempt too) is refused where anybody queues;
+ * once none remains, the reservation goes and plain waiters are told.
  * enter(..., kind): add or refresh an entry (same score on every node),
  * note its kind and registration time once, and raise the counter to
  * its ticket, which rebuilds a restarted node's counter. */
@@ -520,7 +527,8 @@ _Static_assert(TOKEN_STEM_LEN == 32 && TOKEN_HEX_LEN == 40,
  * says whether the token's entry stays; ON_DELETE runs when the key was
  * ours and is gone. With no queue on the node there is nobody to tell:
  * it returns before QUEUE_LUA's helpers are defined, and costs what
- * release costs and one EXISTS. */
+ * release costs and one EXISTS; so does a rollback that found nothing of
+ * ours (the attempt was not granted here: nothing changed). */
 #define FAIR_RELEASE_LUA(KEEP_ENTRY, ON_DELETE)                           \
     OURS_LUA                                                              \
     VALUE_LUA                                                             \
@@ -534,7 +542,8 @@ _Static_assert(TOKEN_STEM_LEN == 32 && TOKEN_HEX_LEN == 40,
     "elseif v then\n"                                                     \
     "  r = -1\n"                                                          \
     "end\n"                                                               \
-    "if redis.call('exists', 'redlock:q:' .. (ARGV[2] or K)) == 0 then\n" \
+    "if (" KEEP_ENTRY " and r ~= 1) or\n"                                \
+    "   redis.call('exists', 'redlock:q:' .. (ARGV[2] or K)) == 0 then\n" \
     "  return r\n"                                                        \
     "end\n"                                                               \
     QUEUE_AT_LUA("ARGV[2] or K", "tonumber(ARGV[3] or '')")               \

@@ -6,11 +6,11 @@
 #include <stdbool.h>
 
 /* The value a fair lock's key holds while it is free and waiters queue
- * on its node (docs/fair-queue.md 2.13): no token looks like it (tokens
- * start with hex digits), so a plain SET NX -- a fair mutex's first
- * attempt, or any plain client's -- is refused there, and only the
- * waiter the queue entitles takes the key over. Status reports it as
- * free. */
+ * on its node (docs/fair-queue.md 2.0, "The reservation"): no token
+ * looks like it (tokens start with hex digits), so a plain SET NX -- a
+ * fair mutex's first attempt, or any plain client's -- is refused
+ * there, and only the waiter the queue entitles takes the key over.
+ * Status reports it as free. */
 #define QUEUE_RESERVED "redlock:queued"
 
 enum script_id {

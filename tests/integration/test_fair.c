@@ -285,6 +285,77 @@ static long long entry_expiry(struct fixture *f, int i, const char *key,
     return ms;
 }
 
+/* Calls of command cmd node i has run (INFO commandstats), -1 on
+ * error. */
+static long long calls(struct fixture *f, int i, const char *cmd)
+{
+    char field[64], buf[256];
+    const char *c;
+
+    snprintf(field, sizeof(field), "cmdstat_%s", cmd);
+    if (harness_info_field(&f->r[i], "commandstats", field, buf,
+                           sizeof(buf)) != 0)
+        return 0; /* never called */
+    c = strstr(buf, "calls=");
+    return c != NULL ? atoll(c + 6) : -1;
+}
+
+/* An uncontended fair acquire costs what a plain one does: on every node
+ * its one attempt is plain acquire's SET NX PX, no script (before the
+ * queue reserved the free key, it was fair-acquire's EVALSHA, about 2.6
+ * us more per node: docs/fair-queue.md 2.0). */
+static void test_an_uncontended_fair_acquire_is_a_set_nx(void **state)
+{
+    struct fixture *f = *state;
+    rl_acquire_opts o = {.ttl_ms = 5000, .fair = 1};
+    long long set0[N], eval0[N];
+    rl_lock *l = NULL;
+    int i;
+
+    /* Warm: the client's connections and script loads are done. */
+    assert_int_equal(rl_acquire(f->c, "un0", &o, &l), RL_OK);
+    assert_int_equal(rl_release(l), RL_OK);
+    for (i = 0; i < N; i++) {
+        set0[i] = calls(f, i, "set");
+        eval0[i] = calls(f, i, "evalsha");
+    }
+    assert_int_equal(rl_acquire(f->c, "un1", &o, &l), RL_OK);
+    for (i = 0; i < N; i++) {
+        assert_true(harness_key_holds(&f->r[i], "un1", rl_lock_token(l)));
+        assert_int_equal(calls(f, i, "set"), set0[i] + 1);
+        assert_int_equal(calls(f, i, "evalsha"), eval0[i]);
+    }
+    assert_int_equal(rl_release(l), RL_OK);
+    for (i = 0; i < N; i++)
+        assert_true(harness_key_absent(&f->r[i], "un1"));
+}
+
+/* The reservation lives as long as the queue's entries: a dead waiter's
+ * lapses with its entry (nothing runs on the queue to remove it), and a
+ * queue that empties gives the key back at once. */
+static void test_the_reservation_lives_as_long_as_the_queue(void **state)
+{
+    struct fixture *f = *state;
+    long long pttl;
+
+    harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, "rv", "dead", "300", "1",
+                     "1", NULL), 0);
+    assert_true(reserved(f, 0, "rv"));
+    pttl = harness_pttl(&f->r[0], "rv");
+    assert_true(pttl > 0 && pttl <= 300);
+    assert_true(harness_key_absent(&f->r[0], "rv"));
+    assert_true(harness_key_absent(&f->r[0], "redlock:q:rv"));
+    assert_false(set_nx_refused(f, 0, "rv"));
+    assert_int_equal(harness_int(harness_cmd(&f->r[0], "DEL rv"), -1), 1);
+    harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, "rv", "w", "60000", "2",
+                     "2", NULL), 0);
+    assert_true(reserved(f, 0, "rv"));
+    assert_int_equal(harness_int(eval(f, 0, SCRIPT_QUEUE_LEAVE, "rv", "w",
+                                      NULL), -9),
+                     1);
+    assert_int_equal(harness_int(harness_cmd(&f->r[0], "EXISTS rv"), -1), 0);
+}
+
 /* Each attempt of one acquisition has its own token (token.h): its
  * entry is the acquisition's, so a retry after a split vote is still the
  * head, and its release takes the one entry away. With the entry named by
@@ -1322,6 +1393,8 @@ int main(void)
         cmocka_unit_test(
             test_refused_first_attempts_read_increasing_counters),
         cmocka_unit_test(test_the_fast_path_is_a_set_nx_where_nobody_queues),
+        cmocka_unit_test(test_an_uncontended_fair_acquire_is_a_set_nx),
+        cmocka_unit_test(test_the_reservation_lives_as_long_as_the_queue),
         cmocka_unit_test(test_every_attempt_of_an_acquisition_is_one_entry),
         cmocka_unit_test(test_a_lapsed_entry_is_purged_wherever_it_stands),
         cmocka_unit_test(test_a_fair_acquire_waits_behind_the_head_and_leaves),
