@@ -138,6 +138,11 @@
 #define OP_RB   4          /* fair-rollback */
 #define OP_REL  5          /* fair-release */
 #define OP_LV   6          /* queue-leave */
+#define OP_SET  7          /* a bare SET NX (the mutex's, a writer's attempt 1) */
+
+/* "redlock:queued" in the lock key (the mutex's, the writer key of the
+ * read-write lock): free, but reserved for the queue; never c + 1 */
+#define RESV (NC + 1)
 
 #define IX(c, n)   ((c) * N + (n))
 /* client c's round (globals, so that a death can clear them) */
@@ -193,6 +198,8 @@
 #define ENTITLED(c, n) (PRES(c, n) && TAKEN(n) + AHEADN(c, n) < LIMIT)
 #endif
 #define FASTOK(c, n)   (ep[n] == 0)
+#define SETOK(c, n)    0   /* no bare SET: attempt 1 is fair-acquire '' */
+#define OP1(c)         OP_ACQ1
 #define READYS(c, n, s) B01(ENTITLED(c, n) && SLOTK(n, s) == 0)
 #define MAYSLOT(c, s)  (READYS(c, 0, s) + READYS(c, 1, s) + READYS(c, 2, s) >= Q)
 #elif defined(RW)
@@ -201,9 +208,19 @@
 #define WMASK        ((1 << NW) - 1)
 #define ISW(c)       ((c) < NW)
 #define HOLDN(o, n)  (wk[n] == (o) + 1 || (rs[n] & BIT(o)) != 0)
-#define KFREE(c, n)  (wk[n] == 0 && (!ISW(c) || rs[n] == 0))
+/* fair-acquire: the writer key free or RES (no writer holds), and for a
+ * writer no readers; a reader takes RES (clears it, joins the readers):
+ * RES blocks nothing the queue allows */
+#define KFREE(c, n)  ((wk[n] == 0 || wk[n] == RESV) && (!ISW(c) || rs[n] == 0))
 #define TAKE(c, n)   if :: ISW(c) -> wk[n] = (c) + 1 \
-                        :: else -> rs[n] = rs[n] | BIT(c) fi
+                        :: else -> rs[n] = rs[n] | BIT(c); \
+                           if :: wk[n] == RESV -> wk[n] = 0 :: else fi fi
+/* a writer's attempt 1, a bare SET NX: no writer key, no readers, not
+ * RES; a reader's attempt 1 is fair-acquire '' */
+#define SETOK(c, n)  (wk[n] == 0 && rs[n] == 0)
+#define OP1(c)       (ISW(c) -> OP_SET : OP_ACQ1)
+#define KSLOT(n)     wk[n]
+#define KIDLE(n)     (wk[n] == 0 && rs[n] == 0)
 #define GIVE(c, n)   if :: wk[n] == (c) + 1 -> wk[n] = 0 :: else fi; \
                      rs[n] = rs[n] & ~BIT(c)
 /* a reader: no writer entry ahead of it (RIGNORE: the queue ignored);
@@ -220,9 +237,14 @@
                         BEATS(c, O2(c), n)) : RENT(c, n))
 #define FASTOK(c, n)   (ISW(c) -> ep[n] == 0 : RFAST(n))
 #else
-/* the mutex: the lock key */
+/* the mutex: the lock key; fair-acquire takes it free or RES, attempt
+ * 1 (a bare SET NX) only free */
 #define HOLDN(o, n)  (key[n] == (o) + 1)
-#define KFREE(c, n)  (key[n] == 0)
+#define KFREE(c, n)  (key[n] == 0 || key[n] == RESV)
+#define SETOK(c, n)  (key[n] == 0)
+#define OP1(c)       OP_SET
+#define KSLOT(n)     key[n]
+#define KIDLE(n)     (key[n] == 0)
 #define TAKE(c, n)   key[n] = (c) + 1
 #define GIVE(c, n)   if :: key[n] == (c) + 1 -> key[n] = 0 :: else fi
 #ifdef NOHEAD
@@ -296,6 +318,27 @@ inline drop_entry(cc, n)
     ep[n] = ep[n] & ~BIT(cc);
     sc[IX(cc, n)] = 0
 }
+
+/* settle: the end of every script step that touches node n's queue
+ * (fair-acquire granted or refused, queue-enter, fair-release and
+ * -rollback, queue-leave, the purge): while the queue is non-empty the
+ * lock key is not left free (RES: a bare SET NX cannot take it), and
+ * RES goes with the queue. A semaphore has no reservation. NORESERVE
+ * (control): RES is never set. */
+#if LIMIT == 1
+inline settle(n)
+{
+    if
+#ifndef NORESERVE
+    :: ep[n] != 0 && KIDLE(n) -> KSLOT(n) = RESV
+#endif
+    :: ep[n] == 0 && KSLOT(n) == RESV -> KSLOT(n) = 0
+    :: else
+    fi
+}
+#else
+#define settle(n) skip
+#endif
 
 #ifdef HEADPURGE
 /* (control) the purge of Redisson's FairLock: only expired heads, and
@@ -405,12 +448,17 @@ inline decided()
         roll_back();
         ph = WAIT;
         if
+        :: op == OP_SET ->
+            /* the bare SET refused: attempt 1' (fair-acquire '', which
+             * reads K:qt) */
+            ph = READ
 #ifndef TICKETANY
-        :: tk[c] == 0 && nrep < Q ->
+        :: op != OP_SET && tk[c] == 0 && nrep < Q ->
             /* fewer than a quorum of K:qt: no ticket, read again */
             ph = READ
 #endif
         :: else ->
+            /* a fair-acquire refused (not a bare SET) */
             if
             :: tk[c] == 0 ->
                 /* the first refusal: ticket from a quorum's K:qt */
@@ -424,18 +472,24 @@ inline decided()
 }
 
 /* Node n runs client c's request op in one step (its script); the
- * reply is counted in the same step (a dead client counts nothing). */
+ * reply is counted in the same step (a dead client counts nothing). A
+ * bare SET touches neither the queue nor K:qt; every other step
+ * settles. */
 inline apply(n)
 {
     ok = false;
     if
-    :: op == OP_ACQ1 || op == OP_ACQ ->
+    :: op == OP_ACQ1 || op == OP_ACQ || op == OP_SET ->
 #ifdef HEADPURGE
-        headpurge(n);
+        if
+        :: op != OP_SET -> headpurge(n)
+        :: else
+        fi;
 #endif
         if
-        :: KFREE(c, n) &&
-           ((op == OP_ACQ1 && FASTOK(c, n)) || (op == OP_ACQ && ENTITLED(c, n))) ->
+        :: (op == OP_SET && SETOK(c, n)) ||
+           (KFREE(c, n) && ((op == OP_ACQ1 && FASTOK(c, n)) ||
+                            (op == OP_ACQ && ENTITLED(c, n)))) ->
             TAKE(c, n); ok = true
         :: else
         fi;
@@ -447,9 +501,13 @@ inline apply(n)
             :: ok -> yes++
             :: else -> no++; refm = refm | BIT(n)
             fi;
-            nrep++;
             if
-            :: qt[n] > maxq -> maxq = qt[n]
+            :: op != OP_SET ->
+                nrep++;
+                if
+                :: qt[n] > maxq -> maxq = qt[n]
+                :: else
+                fi
             :: else
             fi
         :: else
@@ -495,6 +553,10 @@ inline apply(n)
         :: else
         fi
     :: op == OP_LV -> drop_entry(c, n)
+    fi;
+    if
+    :: op != OP_SET -> settle(n)
+    :: else
     fi;
     ok = false; op = 0
 }
@@ -558,7 +620,7 @@ proctype client(byte c)
 #endif
         und = true;
         ph = TRY;
-        send_all(OP_ACQ1)
+        send_all(OP1(c))
     };
 end_loop:
     do
@@ -618,7 +680,8 @@ inline lapse(n)
         :: else
         fi
     }
-    pv = 0
+    pv = 0;
+    settle(n)
 }
 
 /* a dead client holds on node n (a slot, a writer key, a reader bit) */
@@ -651,6 +714,7 @@ end:
     :: d_step { (ep[2] & deadm) != 0 -> lapse(2) }
 #endif
 #if LIMIT == 1 && !defined(RW)
+    /* (RESV - 1 is no client: RES does not lapse) */
     :: d_step { key[0] != 0 && DEAD(key[0] - 1) -> key[0] = 0 }
     :: d_step { key[1] != 0 && DEAD(key[1] - 1) -> key[1] = 0 }
     :: d_step { key[2] != 0 && DEAD(key[2] - 1) -> key[2] = 0 }
@@ -678,6 +742,10 @@ end:
         :: d_step { s > 0 -> ep[n] = ep[n] | BIT(cc); sc[IX(cc, n)] = s }
                                         /* added, duplicated, re-scored */
         :: d_step { qt[n] = s }                             /* reset, raised */
+#if LIMIT == 1
+        :: d_step { KIDLE(n) || KSLOT(n) == RESV -> KSLOT(n) = RESV - KSLOT(n) }
+                                        /* RES set where free, or cleared */
+#endif
         fi;
         d_step { f++; n = 0; cc = 0; s = 0 }
     od

@@ -122,6 +122,7 @@ jobs=(
 "fq-safety|hold|10|1|-DFAULTS=2 -DKILL -DLEAVE|3 fair clients; 2 faults on the queue or counters of any nodes, a death, leaves: still one holder|fairq.pml"
 "fq-order|hold|15|0|-DORDER|fault-free: a registration that landed on a quorum before a first attempt is served before it|fairq.pml"
 "ctl-fq-nohead|ahead[|-|0|-DORDER -DNOHEAD|the script grants any registered waiter: overtaking|fairq.pml"
+"ctl-fq-noreserve|ahead[|-|0|-DORDER -DNORESERVE|the key left free while a queue exists: a newcomer's bare SET NX takes it in the hand-off to the head, overtaking|fairq.pml"
 "fq-order-tmo|hold|15|0|-DORDER -DTMO|a reply lost: a refusal with fewer than a quorum of K:qt takes no ticket, attempt 1 again|fairq.pml"
 "ctl-fq-ticketany|ahead[|-|0|-DORDER -DTMO -DTICKETANY|a reply lost, the ticket taken from the replies there are: overtaking|fairq.pml"
 "fq-live|hold|20|0|$FQL|every waiter is served, a registered waiter dies (LTL, weak fairness); twin of the two controls below|fairq.pml"
