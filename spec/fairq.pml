@@ -305,12 +305,18 @@ byte ahead[NC];     /* regm at the client's attempt 1 */
 #endif
 
 #ifdef LIVE
-/* Every client is eventually granted or dead. A client waits from its
- * first step (enabled from the start) to its grant or death and acquires
- * once, so this is [] (waiting[c] -> <> (granted[c] || dead[c])) for
- * every c; that form's claim is larger and its search takes twice as
- * long (same verdicts, docs/proof.md). */
-ltl served { <> (nfin == NC) }
+/* Every client is eventually granted or dead, and then no node keeps
+ * RES (the dead waiter's entries purged, the queue gone: a bare SET NX
+ * passes again). A client waits from its first step (enabled from the
+ * start) to its grant or death and acquires once, so this is
+ * [] (waiting[c] -> <> (granted[c] || dead[c])) for every c; that
+ * form's claim is larger and its search takes twice as long (same
+ * verdicts, docs/proof.md). The liveness runs are the mutex's. */
+#if LIMIT > 1 || defined(RW)
+#error "fairq.pml: LIVE is the mutex's"
+#endif
+#define NORES (key[0] != RESV && key[1] != RESV && key[2] != RESV)
+ltl served { <> (nfin == NC && NORES) }
 #endif
 
 inline drop_entry(cc, n)

@@ -125,7 +125,7 @@ jobs=(
 "ctl-fq-noreserve|ahead[|-|0|-DORDER -DNORESERVE|the key left free while a queue exists: a newcomer's bare SET NX takes it in the hand-off to the head, overtaking|fairq.pml"
 "fq-order-tmo|hold|15|0|-DORDER -DTMO|a reply lost: a refusal with fewer than a quorum of K:qt takes no ticket, attempt 1 again|fairq.pml"
 "ctl-fq-ticketany|ahead[|-|0|-DORDER -DTMO -DTICKETANY|a reply lost, the ticket taken from the replies there are: overtaking|fairq.pml"
-"fq-live|hold|20|0|$FQL|every waiter is served, a registered waiter dies (LTL, weak fairness); twin of the two controls below|fairq.pml"
+"fq-live|hold|40|0|$FQL|every waiter is served, a registered waiter dies, then no RES is left (LTL, weak fairness); twin of the two controls below|fairq.pml"
 "ctl-fq-headpurge|acceptance cycle|-|0|$FQL -DHEADPURGE|dead entries purged only at the head, only in fair-acquire: stall|fairq.pml"
 "ctl-fq-pernode|acceptance cycle|-|0|$FQL -DPERNODE|score = the node's own arrival counter: each waiter head on one node|fairq.pml"
 # the fair queue of a semaphore (2 permits, 3 clients; docs/proof.md: its
