@@ -4,18 +4,28 @@
  * spec/README.md maps each step to the scripts.
  *
  * N = 3 nodes, NC = 3 fair clients, each acquiring once. Per node: the
- * lock key as a SET NX without time (0 free, c + 1 held by client c),
- * per client an entry (present, score) of K:q, and the ticket counter
- * K:qt. A client (2.6):
- *   attempt 1   fair-acquire without a score (the fast path) on every
- *               node: granted on a node only if its queue is empty and
- *               the key free; every reply carries K:qt. Decided at the
- *               quorum (yes >= Q, or no > N - Q); replies land in any
- *               order, interleaved with everything else.
- *   refused     fair-rollback (compare-and-delete of the key, the queue
- *               untouched) to every node that did not refuse; ticket =
+ * lock key as a SET NX without time (0 free, c + 1 held by client c,
+ * RESV "redlock:queued": free but reserved for the queue), per client
+ * an entry (present, score) of K:q, and the ticket counter K:qt. The
+ * reservation (mutex, read-write): the fast path of a fair mutex is a
+ * plain SET NX, which must not take the key from the queue, so every
+ * script step that touches a node's queue ends with settle: the queue
+ * non-empty and the key free -> RES; RES and the queue empty -> free.
+ * A dead holder's key lapses to free (no settle until the next queue
+ * step there). A client (2.6):
+ *   attempt 1   (mutex, writer) a bare SET NX on every node: granted on
+ *               a node only if the key is free (RES is taken); no K:qt.
+ *               Decided at the quorum (yes >= Q, or no > N - Q); replies
+ *               land in any order, interleaved with everything else.
+ *               Refused: fair-rollback where granted, then attempt 1'.
+ *   attempt 1'  (the first attempt of a semaphore and of a reader)
+ *               fair-acquire without a score on every node: granted on
+ *               a node only if its queue is empty and the key free or
+ *               RES; every reply carries K:qt. Decided as above.
+ *   refused     fair-rollback (compare-and-delete of the key, then
+ *               settle) to every node that did not refuse; ticket =
  *               max K:qt over the replies counted + 1 if they are a
- *               quorum (else attempt 1 again later: TMO below);
+ *               quorum (else attempt 1' again later: TMO below);
  *               queue-enter with it to every node (score = ticket, ties
  *               by client id, the token), landing in any order: adds the
  *               entry, raises K:qt to the ticket.
@@ -23,14 +33,16 @@
  *               and the key free on a quorum (what the announcements and
  *               refresh replies tell; a node's own state changes while
  *               the attempt is in flight); fair-acquire with the score:
- *               the head check and SET in one step per node; refused:
+ *               the head check and SET (over free or RES) in one step
+ *               per node; refused:
  *               fair-rollback, stay queued, wait again. A new attempt
  *               starts once the client's earlier requests landed (C
  *               drops a detached round's late replies instead: this only
  *               delays the attempt).
  *   granted     fair-release to every node, sent in the grant's step: the
  *               holder keeps its keys (and entries) until it lands on
- *               a node; there the key and the entry go in one step.
+ *               a node; there the key and the entry go in one step
+ *               (then settle: RES if others queue there).
  * With FAULTS also: refresh (queue-enter again, same score, where the
  * entry is absent: the refresh reply 'absent'); with LEAVE a waiter may
  * leave (queue-leave to every node); with KILL a client may die at any step (what it sent
@@ -44,13 +56,16 @@
  *       holds (assert). With FAULTS a fault process drops, adds (a
  *       duplicate, a stale entry, an entry of a client never queued
  *       there), re-scores entries and resets or raises counters on any
- *       nodes, FAULTS times.
+ *       nodes, and sets RES where the key is free or clears it,
+ *       FAULTS times.
  *   (2) ORDER (fault-free, no deaths, no leaves): ghost regm gets c when
  *       c's queue-enter has landed on a quorum (before c is told); a
- *       client's first attempt records ahead[c] = regm; at its grant
- *       every client in ahead[c] was granted before (assert).
- *   (3) LIVE: every waiter is eventually granted or dead, LTL under weak
- *       fairness (pan -a -f), one client dying while registered (KILL).
+ *       client's first request (attempt 1) records ahead[c] = regm;
+ *       at its grant every client in ahead[c] was granted before
+ *       (assert).
+ *   (3) LIVE: every waiter is eventually granted or dead, and then no
+ *       node keeps RES, LTL under weak fairness (pan -a -f), one client
+ *       dying while registered (KILL); the mutex only.
  *       The clients attempt concurrently: partial grants of overlapping
  *       attempts (fast paths, an attempt in flight while the head
  *       changes) stay in.
@@ -62,6 +77,9 @@
  *              quorum (breaks 3: each waiter head on one node)
  *   TICKETANY  (with TMO) the ticket is taken from the refused round's
  *              replies however few carried K:qt (breaks 2)
+ *   NORESERVE  attempt 1 is the bare SET but settle never sets RES
+ *              (breaks 2: a newcomer's SET takes the key between a
+ *              release and the head's fair-acquire)
  * Kinds (compile time; the mutex without either):
  *   LIMIT=2    a semaphore with 2 permits: 2 slot keys per node, each a
  *              mutex key; an attempt is for one slot (attempt 1: any;
@@ -71,15 +89,21 @@
  *              client in both once), are fewer than LIMIT. RANKONLY: the
  *              entries ahead only (2.5 there: rank < limit), so a
  *              holder with no entry there (attempt 1's grant, a lapsed
- *              entry) is not counted. Attempt 1 is granted only where
- *              the queue is empty.
+ *              entry) is not counted. Attempt 1 is fair-acquire '' (no
+ *              bare SET, no reservation), granted only where the queue
+ *              is empty.
  *   RW         a read-write lock: clients 0 .. NW - 1 (NW 1) write, the
  *              others read; per node a writer key and a reader set (a
  *              reader granted where no writer key, a writer where
  *              neither; the writer intent is left out: the queue does
  *              its work). Entitled: a writer at the head, a reader with
- *              no writer entry ahead. Attempt 1: a writer where the
- *              queue is empty, a reader where no writer entry is.
+ *              no writer entry ahead. Attempt 1: a writer's the bare
+ *              SET (no writer key, no readers, not RES), then 1' where
+ *              the queue is empty; a reader's 1' where no writer entry
+ *              is. RES (in the writer key) is set where the queue is
+ *              non-empty and neither a writer nor a reader holds; a
+ *              reader that may take the node takes RES (clears it,
+ *              joins the readers): it blocks only the bare SET.
  *   With either a holder's entry may lapse while it holds (HLAPSE; C
  *   gives it entry_px from the grant); released, it goes.
  *   Safety: at most LIMIT clients hold on a quorum at a grant; RW: no
