@@ -156,7 +156,7 @@
 #define QL  3
 #define SMAX 5             /* the largest score a fault writes */
 
-#define OP_ACQ1 1          /* fair-acquire, score '' (the fast path) */
+#define OP_ACQ1 1          /* fair-acquire, score '' (attempt 1') */
 #define OP_ACQ  2          /* fair-acquire with the score */
 #define OP_ENT  3          /* queue-enter */
 #define OP_RB   4          /* fair-rollback */
@@ -641,7 +641,8 @@ proctype client(byte c)
 #endif
     bool ok;
 
-    /* attempt 1: the fast path (a semaphore: for any slot; C tries them
+    /* attempt 1, the fast path: the bare SET (the mutex, a writer), or
+     * fair-acquire '' (a reader; a semaphore, for any slot: C tries them
      * in a random order, one attempt each) */
     ATTEMPT1 {
         PICKSLOT
@@ -672,6 +673,7 @@ end_loop:
            ACTIVE(WAIT) && MAYTRY(c) -> und = true; ph = TRY; send_all(OP_ACQ)
        }
 #endif
+    /* attempt 1': after a refused bare SET, or without a quorum of K:qt */
     :: ATTEMPT1 { ACTIVE(READ) -> PICKSLOT und = true; ph = TRY; send_all(OP_ACQ1) }
 #ifdef HLAPSE
     /* a holder's entry lapses while it holds (it lives entry_px from
