@@ -395,7 +395,7 @@ inline headpurge(n)
 #define TRY  0      /* an attempt in flight */
 #define WAIT 1      /* queued */
 #define DONE 2      /* granted (its release sent), or left */
-#define READ 3      /* refused without a ticket: attempt 1 again */
+#define READ 3      /* refused without a ticket: attempt 1' next */
 
 /* the refused attempt's grants go, on every node that did not refuse
  * (behind the attempt where it has not landed yet) */
