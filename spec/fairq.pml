@@ -4,18 +4,28 @@
  * spec/README.md maps each step to the scripts.
  *
  * N = 3 nodes, NC = 3 fair clients, each acquiring once. Per node: the
- * lock key as a SET NX without time (0 free, c + 1 held by client c),
- * per client an entry (present, score) of K:q, and the ticket counter
- * K:qt. A client (2.6):
- *   attempt 1   fair-acquire without a score (the fast path) on every
- *               node: granted on a node only if its queue is empty and
- *               the key free; every reply carries K:qt. Decided at the
- *               quorum (yes >= Q, or no > N - Q); replies land in any
- *               order, interleaved with everything else.
- *   refused     fair-rollback (compare-and-delete of the key, the queue
- *               untouched) to every node that did not refuse; ticket =
+ * lock key as a SET NX without time (0 free, c + 1 held by client c,
+ * RESV "redlock:queued": free but reserved for the queue), per client
+ * an entry (present, score) of K:q, and the ticket counter K:qt. The
+ * reservation (mutex, read-write): the fast path of a fair mutex is a
+ * plain SET NX, which must not take the key from the queue, so every
+ * script step that touches a node's queue ends with settle: the queue
+ * non-empty and the key free -> RES; RES and the queue empty -> free.
+ * A dead holder's key lapses to free (no settle until the next queue
+ * step there). A client (2.6):
+ *   attempt 1   (mutex, writer) a bare SET NX on every node: granted on
+ *               a node only if the key is free (RES is taken); no K:qt.
+ *               Decided at the quorum (yes >= Q, or no > N - Q); replies
+ *               land in any order, interleaved with everything else.
+ *               Refused: fair-rollback where granted, then attempt 1'.
+ *   attempt 1'  (the first attempt of a semaphore and of a reader)
+ *               fair-acquire without a score on every node: granted on
+ *               a node only if its queue is empty and the key free or
+ *               RES; every reply carries K:qt. Decided as above.
+ *   refused     fair-rollback (compare-and-delete of the key, then
+ *               settle) to every node that did not refuse; ticket =
  *               max K:qt over the replies counted + 1 if they are a
- *               quorum (else attempt 1 again later: TMO below);
+ *               quorum (else attempt 1' again later: TMO below);
  *               queue-enter with it to every node (score = ticket, ties
  *               by client id, the token), landing in any order: adds the
  *               entry, raises K:qt to the ticket.
@@ -23,14 +33,16 @@
  *               and the key free on a quorum (what the announcements and
  *               refresh replies tell; a node's own state changes while
  *               the attempt is in flight); fair-acquire with the score:
- *               the head check and SET in one step per node; refused:
+ *               the head check and SET (over free or RES) in one step
+ *               per node; refused:
  *               fair-rollback, stay queued, wait again. A new attempt
  *               starts once the client's earlier requests landed (C
  *               drops a detached round's late replies instead: this only
  *               delays the attempt).
  *   granted     fair-release to every node, sent in the grant's step: the
  *               holder keeps its keys (and entries) until it lands on
- *               a node; there the key and the entry go in one step.
+ *               a node; there the key and the entry go in one step
+ *               (then settle: RES if others queue there).
  * With FAULTS also: refresh (queue-enter again, same score, where the
  * entry is absent: the refresh reply 'absent'); with LEAVE a waiter may
  * leave (queue-leave to every node); with KILL a client may die at any step (what it sent
@@ -44,13 +56,16 @@
  *       holds (assert). With FAULTS a fault process drops, adds (a
  *       duplicate, a stale entry, an entry of a client never queued
  *       there), re-scores entries and resets or raises counters on any
- *       nodes, FAULTS times.
+ *       nodes, and sets RES where the key is free or clears it,
+ *       FAULTS times.
  *   (2) ORDER (fault-free, no deaths, no leaves): ghost regm gets c when
  *       c's queue-enter has landed on a quorum (before c is told); a
- *       client's first attempt records ahead[c] = regm; at its grant
- *       every client in ahead[c] was granted before (assert).
- *   (3) LIVE: every waiter is eventually granted or dead, LTL under weak
- *       fairness (pan -a -f), one client dying while registered (KILL).
+ *       client's first request (attempt 1) records ahead[c] = regm;
+ *       at its grant every client in ahead[c] was granted before
+ *       (assert).
+ *   (3) LIVE: every waiter is eventually granted or dead, and then no
+ *       node keeps RES, LTL under weak fairness (pan -a -f), one client
+ *       dying while registered (KILL); the mutex only.
  *       The clients attempt concurrently: partial grants of overlapping
  *       attempts (fast paths, an attempt in flight while the head
  *       changes) stay in.
@@ -62,6 +77,9 @@
  *              quorum (breaks 3: each waiter head on one node)
  *   TICKETANY  (with TMO) the ticket is taken from the refused round's
  *              replies however few carried K:qt (breaks 2)
+ *   NORESERVE  attempt 1 is the bare SET but settle never sets RES
+ *              (breaks 2: a newcomer's SET takes the key between a
+ *              release and the head's fair-acquire)
  * Kinds (compile time; the mutex without either):
  *   LIMIT=2    a semaphore with 2 permits: 2 slot keys per node, each a
  *              mutex key; an attempt is for one slot (attempt 1: any;
@@ -71,15 +89,21 @@
  *              client in both once), are fewer than LIMIT. RANKONLY: the
  *              entries ahead only (2.5 there: rank < limit), so a
  *              holder with no entry there (attempt 1's grant, a lapsed
- *              entry) is not counted. Attempt 1 is granted only where
- *              the queue is empty.
+ *              entry) is not counted. Attempt 1 is fair-acquire '' (no
+ *              bare SET, no reservation), granted only where the queue
+ *              is empty.
  *   RW         a read-write lock: clients 0 .. NW - 1 (NW 1) write, the
  *              others read; per node a writer key and a reader set (a
  *              reader granted where no writer key, a writer where
  *              neither; the writer intent is left out: the queue does
  *              its work). Entitled: a writer at the head, a reader with
- *              no writer entry ahead. Attempt 1: a writer where the
- *              queue is empty, a reader where no writer entry is.
+ *              no writer entry ahead. Attempt 1: a writer's the bare
+ *              SET (no writer key, no readers, not RES), then 1' where
+ *              the queue is empty; a reader's 1' where no writer entry
+ *              is. RES (in the writer key) is set where the queue is
+ *              non-empty and neither a writer nor a reader holds; a
+ *              reader that may take the node takes RES (clears it,
+ *              joins the readers): it blocks only the bare SET.
  *   With either a holder's entry may lapse while it holds (HLAPSE; C
  *   gives it entry_px from the grant); released, it goes.
  *   Safety: at most LIMIT clients hold on a quorum at a grant; RW: no
@@ -132,12 +156,17 @@
 #define QL  3
 #define SMAX 5             /* the largest score a fault writes */
 
-#define OP_ACQ1 1          /* fair-acquire, score '' (the fast path) */
+#define OP_ACQ1 1          /* fair-acquire, score '' (attempt 1') */
 #define OP_ACQ  2          /* fair-acquire with the score */
 #define OP_ENT  3          /* queue-enter */
 #define OP_RB   4          /* fair-rollback */
 #define OP_REL  5          /* fair-release */
 #define OP_LV   6          /* queue-leave */
+#define OP_SET  7          /* a bare SET NX (the mutex's, a writer's attempt 1) */
+
+/* "redlock:queued" in the lock key (the mutex's, the writer key of the
+ * read-write lock): free, but reserved for the queue; never c + 1 */
+#define RESV (NC + 1)
 
 #define IX(c, n)   ((c) * N + (n))
 /* client c's round (globals, so that a death can clear them) */
@@ -193,6 +222,8 @@
 #define ENTITLED(c, n) (PRES(c, n) && TAKEN(n) + AHEADN(c, n) < LIMIT)
 #endif
 #define FASTOK(c, n)   (ep[n] == 0)
+#define SETOK(c, n)    0   /* no bare SET: attempt 1 is fair-acquire '' */
+#define OP1(c)         OP_ACQ1
 #define READYS(c, n, s) B01(ENTITLED(c, n) && SLOTK(n, s) == 0)
 #define MAYSLOT(c, s)  (READYS(c, 0, s) + READYS(c, 1, s) + READYS(c, 2, s) >= Q)
 #elif defined(RW)
@@ -201,9 +232,19 @@
 #define WMASK        ((1 << NW) - 1)
 #define ISW(c)       ((c) < NW)
 #define HOLDN(o, n)  (wk[n] == (o) + 1 || (rs[n] & BIT(o)) != 0)
-#define KFREE(c, n)  (wk[n] == 0 && (!ISW(c) || rs[n] == 0))
+/* fair-acquire: the writer key free or RES (no writer holds), and for a
+ * writer no readers; a reader takes RES (clears it, joins the readers):
+ * RES blocks nothing the queue allows */
+#define KFREE(c, n)  ((wk[n] == 0 || wk[n] == RESV) && (!ISW(c) || rs[n] == 0))
 #define TAKE(c, n)   if :: ISW(c) -> wk[n] = (c) + 1 \
-                        :: else -> rs[n] = rs[n] | BIT(c) fi
+                        :: else -> rs[n] = rs[n] | BIT(c); \
+                           if :: wk[n] == RESV -> wk[n] = 0 :: else fi fi
+/* a writer's attempt 1, a bare SET NX: no writer key, no readers, not
+ * RES; a reader's attempt 1 is fair-acquire '' */
+#define SETOK(c, n)  (wk[n] == 0 && rs[n] == 0)
+#define OP1(c)       (ISW(c) -> OP_SET : OP_ACQ1)
+#define KSLOT(n)     wk[n]
+#define KIDLE(n)     (wk[n] == 0 && rs[n] == 0)
 #define GIVE(c, n)   if :: wk[n] == (c) + 1 -> wk[n] = 0 :: else fi; \
                      rs[n] = rs[n] & ~BIT(c)
 /* a reader: no writer entry ahead of it (RIGNORE: the queue ignored);
@@ -220,9 +261,14 @@
                         BEATS(c, O2(c), n)) : RENT(c, n))
 #define FASTOK(c, n)   (ISW(c) -> ep[n] == 0 : RFAST(n))
 #else
-/* the mutex: the lock key */
+/* the mutex: the lock key; fair-acquire takes it free or RES, attempt
+ * 1 (a bare SET NX) only free */
 #define HOLDN(o, n)  (key[n] == (o) + 1)
-#define KFREE(c, n)  (key[n] == 0)
+#define KFREE(c, n)  (key[n] == 0 || key[n] == RESV)
+#define SETOK(c, n)  (key[n] == 0)
+#define OP1(c)       OP_SET
+#define KSLOT(n)     key[n]
+#define KIDLE(n)     (key[n] == 0)
 #define TAKE(c, n)   key[n] = (c) + 1
 #define GIVE(c, n)   if :: key[n] == (c) + 1 -> key[n] = 0 :: else fi
 #ifdef NOHEAD
@@ -283,12 +329,18 @@ byte ahead[NC];     /* regm at the client's attempt 1 */
 #endif
 
 #ifdef LIVE
-/* Every client is eventually granted or dead. A client waits from its
- * first step (enabled from the start) to its grant or death and acquires
- * once, so this is [] (waiting[c] -> <> (granted[c] || dead[c])) for
- * every c; that form's claim is larger and its search takes twice as
- * long (same verdicts, docs/proof.md). */
-ltl served { <> (nfin == NC) }
+/* Every client is eventually granted or dead, and then no node keeps
+ * RES (the dead waiter's entries purged, the queue gone: a bare SET NX
+ * passes again). A client waits from its first step (enabled from the
+ * start) to its grant or death and acquires once, so this is
+ * [] (waiting[c] -> <> (granted[c] || dead[c])) for every c; that
+ * form's claim is larger and its search takes twice as long (same
+ * verdicts, docs/proof.md). The liveness runs are the mutex's. */
+#if LIMIT > 1 || defined(RW)
+#error "fairq.pml: LIVE is the mutex's"
+#endif
+#define NORES (key[0] != RESV && key[1] != RESV && key[2] != RESV)
+ltl served { <> (nfin == NC && NORES) }
 #endif
 
 inline drop_entry(cc, n)
@@ -296,6 +348,27 @@ inline drop_entry(cc, n)
     ep[n] = ep[n] & ~BIT(cc);
     sc[IX(cc, n)] = 0
 }
+
+/* settle: the end of every script step that touches node n's queue
+ * (fair-acquire granted or refused, queue-enter, fair-release and
+ * -rollback, queue-leave, the purge): while the queue is non-empty the
+ * lock key is not left free (RES: a bare SET NX cannot take it), and
+ * RES goes with the queue. A semaphore has no reservation. NORESERVE
+ * (control): RES is never set. */
+#if LIMIT == 1
+inline settle(n)
+{
+    if
+#ifndef NORESERVE
+    :: ep[n] != 0 && KIDLE(n) -> KSLOT(n) = RESV
+#endif
+    :: ep[n] == 0 && KSLOT(n) == RESV -> KSLOT(n) = 0
+    :: else
+    fi
+}
+#else
+#define settle(n) skip
+#endif
 
 #ifdef HEADPURGE
 /* (control) the purge of Redisson's FairLock: only expired heads, and
@@ -322,7 +395,7 @@ inline headpurge(n)
 #define TRY  0      /* an attempt in flight */
 #define WAIT 1      /* queued */
 #define DONE 2      /* granted (its release sent), or left */
-#define READ 3      /* refused without a ticket: attempt 1 again */
+#define READ 3      /* refused without a ticket: attempt 1' next */
 
 /* the refused attempt's grants go, on every node that did not refuse
  * (behind the attempt where it has not landed yet) */
@@ -405,12 +478,17 @@ inline decided()
         roll_back();
         ph = WAIT;
         if
+        :: op == OP_SET ->
+            /* the bare SET refused: attempt 1' (fair-acquire '', which
+             * reads K:qt) */
+            ph = READ
 #ifndef TICKETANY
-        :: tk[c] == 0 && nrep < Q ->
+        :: op != OP_SET && tk[c] == 0 && nrep < Q ->
             /* fewer than a quorum of K:qt: no ticket, read again */
             ph = READ
 #endif
         :: else ->
+            /* a fair-acquire refused (not a bare SET) */
             if
             :: tk[c] == 0 ->
                 /* the first refusal: ticket from a quorum's K:qt */
@@ -424,18 +502,24 @@ inline decided()
 }
 
 /* Node n runs client c's request op in one step (its script); the
- * reply is counted in the same step (a dead client counts nothing). */
+ * reply is counted in the same step (a dead client counts nothing). A
+ * bare SET touches neither the queue nor K:qt; every other step
+ * settles. */
 inline apply(n)
 {
     ok = false;
     if
-    :: op == OP_ACQ1 || op == OP_ACQ ->
+    :: op == OP_ACQ1 || op == OP_ACQ || op == OP_SET ->
 #ifdef HEADPURGE
-        headpurge(n);
+        if
+        :: op != OP_SET -> headpurge(n)
+        :: else
+        fi;
 #endif
         if
-        :: KFREE(c, n) &&
-           ((op == OP_ACQ1 && FASTOK(c, n)) || (op == OP_ACQ && ENTITLED(c, n))) ->
+        :: (op == OP_SET && SETOK(c, n)) ||
+           (KFREE(c, n) && ((op == OP_ACQ1 && FASTOK(c, n)) ||
+                            (op == OP_ACQ && ENTITLED(c, n)))) ->
             TAKE(c, n); ok = true
         :: else
         fi;
@@ -447,9 +531,13 @@ inline apply(n)
             :: ok -> yes++
             :: else -> no++; refm = refm | BIT(n)
             fi;
-            nrep++;
             if
-            :: qt[n] > maxq -> maxq = qt[n]
+            :: op != OP_SET ->
+                nrep++;
+                if
+                :: qt[n] > maxq -> maxq = qt[n]
+                :: else
+                fi
             :: else
             fi
         :: else
@@ -495,6 +583,10 @@ inline apply(n)
         :: else
         fi
     :: op == OP_LV -> drop_entry(c, n)
+    fi;
+    if
+    :: op != OP_SET -> settle(n)
+    :: else
     fi;
     ok = false; op = 0
 }
@@ -549,7 +641,8 @@ proctype client(byte c)
 #endif
     bool ok;
 
-    /* attempt 1: the fast path (a semaphore: for any slot; C tries them
+    /* attempt 1, the fast path: the bare SET (the mutex, a writer), or
+     * fair-acquire '' (a reader; a semaphore, for any slot: C tries them
      * in a random order, one attempt each) */
     ATTEMPT1 {
         PICKSLOT
@@ -558,7 +651,7 @@ proctype client(byte c)
 #endif
         und = true;
         ph = TRY;
-        send_all(OP_ACQ1)
+        send_all(OP1(c))
     };
 end_loop:
     do
@@ -580,6 +673,7 @@ end_loop:
            ACTIVE(WAIT) && MAYTRY(c) -> und = true; ph = TRY; send_all(OP_ACQ)
        }
 #endif
+    /* attempt 1': after a refused bare SET, or without a quorum of K:qt */
     :: ATTEMPT1 { ACTIVE(READ) -> PICKSLOT und = true; ph = TRY; send_all(OP_ACQ1) }
 #ifdef HLAPSE
     /* a holder's entry lapses while it holds (it lives entry_px from
@@ -618,7 +712,8 @@ inline lapse(n)
         :: else
         fi
     }
-    pv = 0
+    pv = 0;
+    settle(n)
 }
 
 /* a dead client holds on node n (a slot, a writer key, a reader bit) */
@@ -651,6 +746,7 @@ end:
     :: d_step { (ep[2] & deadm) != 0 -> lapse(2) }
 #endif
 #if LIMIT == 1 && !defined(RW)
+    /* (RESV - 1 is no client: RES does not lapse) */
     :: d_step { key[0] != 0 && DEAD(key[0] - 1) -> key[0] = 0 }
     :: d_step { key[1] != 0 && DEAD(key[1] - 1) -> key[1] = 0 }
     :: d_step { key[2] != 0 && DEAD(key[2] - 1) -> key[2] = 0 }
@@ -678,6 +774,10 @@ end:
         :: d_step { s > 0 -> ep[n] = ep[n] | BIT(cc); sc[IX(cc, n)] = s }
                                         /* added, duplicated, re-scored */
         :: d_step { qt[n] = s }                             /* reset, raised */
+#if LIMIT == 1
+        :: d_step { KIDLE(n) || KSLOT(n) == RESV -> KSLOT(n) = RESV - KSLOT(n) }
+                                        /* RES set where free, or cleared */
+#endif
         fi;
         d_step { f++; n = 0; cc = 0; s = 0 }
     od

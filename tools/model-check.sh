@@ -10,7 +10,8 @@
 # fair waiting queue of docs/fair-queue.md: the mutex's as built, the
 # semaphore's (-DLIMIT=2) and the read-write lock's (-DRW) as being
 # built: safety whatever the queue holds, order, and for the mutex
-# liveness with a dead waiter, LTL).
+# liveness with a dead waiter, LTL; the mutex's and the writer's first
+# attempt is a bare SET NX, the key reserved while a queue exists).
 # Most state spaces are too large for exhaustive search within seconds:
 # such a run is a bitstate (-DBITSTATE, 2^28 bits) depth-first search in a
 # randomized but seeded (-RS, reproducible) transition order, or SPIN's
@@ -122,9 +123,10 @@ jobs=(
 "fq-safety|hold|10|1|-DFAULTS=2 -DKILL -DLEAVE|3 fair clients; 2 faults on the queue or counters of any nodes, a death, leaves: still one holder|fairq.pml"
 "fq-order|hold|15|0|-DORDER|fault-free: a registration that landed on a quorum before a first attempt is served before it|fairq.pml"
 "ctl-fq-nohead|ahead[|-|0|-DORDER -DNOHEAD|the script grants any registered waiter: overtaking|fairq.pml"
+"ctl-fq-noreserve|ahead[|-|0|-DORDER -DNORESERVE|the key left free while a queue exists: a newcomer's bare SET NX takes it in the hand-off to the head, overtaking|fairq.pml"
 "fq-order-tmo|hold|15|0|-DORDER -DTMO|a reply lost: a refusal with fewer than a quorum of K:qt takes no ticket, attempt 1 again|fairq.pml"
 "ctl-fq-ticketany|ahead[|-|0|-DORDER -DTMO -DTICKETANY|a reply lost, the ticket taken from the replies there are: overtaking|fairq.pml"
-"fq-live|hold|20|0|$FQL|every waiter is served, a registered waiter dies (LTL, weak fairness); twin of the two controls below|fairq.pml"
+"fq-live|hold|60|0|$FQL|every waiter is served, a registered waiter dies, then no RES is left (LTL, weak fairness); twin of the two controls below|fairq.pml"
 "ctl-fq-headpurge|acceptance cycle|-|0|$FQL -DHEADPURGE|dead entries purged only at the head, only in fair-acquire: stall|fairq.pml"
 "ctl-fq-pernode|acceptance cycle|-|0|$FQL -DPERNODE|score = the node's own arrival counter: each waiter head on one node|fairq.pml"
 # the fair queue of a semaphore (2 permits, 3 clients; docs/proof.md: its
