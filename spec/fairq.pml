@@ -1,6 +1,6 @@
 /* fairq.pml -- the fair waiting queue of docs/fair-queue.md (issue 34;
- * 2.0 and 2.12 there), beside the lock key: as built for the mutex, as
- * being built for the semaphore (LIMIT=2) and the read-write lock (RW).
+ * 2.0 and 2.12 there), beside the lock key: as built for the mutex, the
+ * semaphore (LIMIT=2) and the read-write lock (RW).
  * spec/README.md maps each step to the scripts.
  *
  * N = 3 nodes, NC = 3 fair clients, each acquiring once. Per node: the
