@@ -249,7 +249,8 @@ static void on_tick(void *arg)
  * the others: a client that never waits fair sends what it sent before).
  * A node that comes back without them answers NOSCRIPT, and node.c
  * resends the call as EVAL. */
-static void load_scripts(rl_client *c)
+/* False when they were loaded already. */
+static bool load_scripts(rl_client *c)
 {
     const char *argv[3] = {"SCRIPT", "LOAD", NULL};
     size_t lens[3] = {6, 4, 0};
@@ -257,13 +258,14 @@ static void load_scripts(rl_client *c)
     int id;
 
     if (c->fair_loaded)
-        return;
+        return false;
     c->fair_loaded = true;
     for (id = SCRIPT_PRELOADED; id < SCRIPT_COUNT; id++) {
         argv[2] = script_get((enum script_id)id)->source;
         lens[2] = strlen(argv[2]);
         round_broadcast(c->nodes, c->node_count, &cmd);
     }
+    return true;
 }
 
 struct fair_wait *fair_new(rl_client *c, const struct lock_rec *rec,
@@ -381,8 +383,7 @@ void fair_first_cmd(rl_client *c, const struct lock_rec *rec,
 {
     static const char *const args[3] = {ENTRY_PX, "", ""};
 
-    load_scripts(c);
-    if (rec->shared || fence != NULL || rec->slot >= 0 ||
+    if (load_scripts(c) || rec->shared || fence != NULL || rec->slot >= 0 ||
         notify_turn_awaited(c->notify, rec->keys[0], rec->key_lens[0])) {
         attempt_cmd(rec, px, args, 3, fence, out);
         return;
@@ -391,8 +392,15 @@ void fair_first_cmd(rl_client *c, const struct lock_rec *rec,
      * holds QUEUE_RESERVED there (scripts.c settle), so a bare SET NX is
      * granted only where nobody queues, as fair-acquire's fast path is,
      * at the cost of a plain acquire. Refused, it read no counter: the
-     * next attempt is fair-acquire's first (fair_wait_turn), which this
-     * one is at once when a waiter of this client queues for the key. */
+     * next attempt is fair-acquire's first (fair_wait_turn). Two cases
+     * start with that one: a waiter of this client queues for the key
+     * (the SET would be refused), and the client's first fair acquire,
+     * which loads the fair scripts in the same round trip anyway. The
+     * counter it reads is the newcomers' order, and the step from a SET
+     * to the counted attempt is where processes that start together --
+     * a fleet's cron job, a CLI per acquire -- lose theirs: a process
+     * scheduled out between the two is passed by later ones (three of
+     * twelve in docs/benchmarks.md section o's start-up burst). */
     out->argv[0] = "SET";
     out->argv[1] = rec->keys[0];
     out->argv[2] = rec->token;
