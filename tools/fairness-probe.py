@@ -38,8 +38,11 @@ its turn and is refused by the queue without a SET, so for the fair runs
 the fan-outs are counted as the fair-acquire and queue-enter scripts
 seen on each node (fair_acquire_per_acq, queue_enter_per_acq), a
 request on the server's clock is an acquisition's first SET or
-fair-acquire, and overtaken_after_registration counts what the queue
-guarantees:
+fair-acquire (a fair mutex's first attempt is a SET NX, but a client's
+first fair acquire, which is every `run`'s, starts with fair-acquire),
+the queue's reservation of a free key (a SET of "redlock:queued")
+refuses a SET NX as a holder does, and overtaken_after_registration
+counts what the queue guarantees:
 acquisitions overtaken by a waiter whose first attempt came after this
 one's queue-enter had run on a majority.
 
