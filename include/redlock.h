@@ -405,7 +405,9 @@ typedef struct rl_acquire_opts {
                                  the readers next to it; a fair writer
                                  waits for the readers queued before it
                                  and goes before those queued after it.
-                                 0: race as before */
+                                 0: race as before, except that where
+                                 fair waiters queue the free key is
+                                 kept for them (refused as if held) */
     uint32_t priority;        /* 0..RL_MAX_PRIORITY, implies fair: a
                                  higher class is served first, FIFO
                                  within a class. default 0 */
