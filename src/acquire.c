@@ -712,7 +712,7 @@ static enum vote classify(void *owner, size_t slot,
          * quorum of replies: newcomers are ordered by the counter at its
          * arrival, so the shorter the step from the SET, the closer that
          * order is to theirs. Nodes yet to answer get the rollback. */
-        if (op->fair == NULL && r->kind == REPLY_NIL)
+        if (r->kind == REPLY_NIL)
             op->round.abort = true;
         if (!fair_begin(op))
             return VOTE_ERROR;
@@ -757,7 +757,9 @@ static void attempt(void *arg)
     op->phase = PHASE_ACQUIRE;
     memset(&op->fence_read, 0, sizeof(op->fence_read));
     lockrec_next_attempt(op->lock);
-    if (l->fair) {
+    /* A fair lock's first attempt may be the plain SET NX PX below. */
+    if (l->fair && (op->fair != NULL ||
+                    !fair_first_is_set(op->client, l, op->fence_key != NULL))) {
         argv[0] = op->fence_key;
         argv[1] = op->fence_mark;
         argv[2] = op->fence_for;
@@ -771,7 +773,7 @@ static void attempt(void *arg)
                                                       : NULL,
                              &fair);
         else
-            fair_first_cmd(op->client, l, op->ttl_buf,
+            fair_first_cmd(l, op->ttl_buf,
                            op->fence_key != NULL ? argv : NULL, &fair);
         cmd = &fair.cmd;
         /* fence.c: every node's counter; queue.c: a refusal's ticket

@@ -377,17 +377,10 @@ static void attempt_cmd(const struct lock_rec *rec, const char *px,
                                   out->argv, out->lens};
 }
 
-void fair_first_cmd(rl_client *c, const struct lock_rec *rec,
-                    const char *px, const char *const *fence,
-                    struct fair_cmd *out)
+bool fair_first_is_set(rl_client *c, const struct lock_rec *rec, bool fenced)
 {
-    static const char *const args[3] = {ENTRY_PX, "", ""};
+    bool first = load_scripts(c);
 
-    if (load_scripts(c) || rec->shared || fence != NULL || rec->slot >= 0 ||
-        notify_turn_awaited(c->notify, rec->keys[0], rec->key_lens[0])) {
-        attempt_cmd(rec, px, args, 3, fence, out);
-        return;
-    }
     /* A mutex's (or writer's) key is never free where waiters queue: it
      * holds QUEUE_RESERVED there (scripts.c settle), so a bare SET NX is
      * granted only where nobody queues, as fair-acquire's fast path is,
@@ -399,21 +392,19 @@ void fair_first_cmd(rl_client *c, const struct lock_rec *rec,
      * counter it reads is the newcomers' order, and the step from a SET
      * to the counted attempt is where processes that start together --
      * a fleet's cron job, a CLI per acquire -- lose theirs: a process
-     * scheduled out between the two is passed by later ones (three of
-     * twelve in docs/benchmarks.md section o's start-up burst). */
-    out->argv[0] = "SET";
-    out->argv[1] = rec->keys[0];
-    out->argv[2] = rec->token;
-    out->argv[3] = "NX";
-    out->argv[4] = "PX";
-    out->argv[5] = px;
-    out->lens[0] = 3;
-    out->lens[1] = rec->key_lens[0];
-    out->lens[2] = rec->token_len;
-    out->lens[3] = 2;
-    out->lens[4] = 2;
-    out->lens[5] = strlen(px);
-    out->cmd = (struct round_cmd){NULL, 0, 6, out->argv, out->lens};
+     * scheduled out between the two is passed by later ones (2.0-2.6 %
+     * of the probe's acquisitions, all in its start-up burst:
+     * docs/fair-queue.md 2.0, "The reservation"). */
+    return !first && !rec->shared && !fenced && rec->slot < 0 &&
+           !notify_turn_awaited(c->notify, rec->keys[0], rec->key_lens[0]);
+}
+
+void fair_first_cmd(const struct lock_rec *rec, const char *px,
+                    const char *const *fence, struct fair_cmd *out)
+{
+    static const char *const args[3] = {ENTRY_PX, "", ""};
+
+    attempt_cmd(rec, px, args, 3, fence, out);
 }
 
 void fair_attempt_cmd(struct fair_wait *f, const char *px,
@@ -459,7 +450,8 @@ enum vote fair_classify(struct fair_wait *f, size_t slot,
         fr == NULL) {
         /* fair-acquire's fast path (no score, no queue on the node):
          * {1, '0', 0, 0} as one integer, or a mutex's first SET NX
-         * (fair_first_cmd); a refusal is an array, or the SET's nil. */
+         * (fair_first_is_set); a refusal is an array, or the SET's
+         * nil. */
         if (!fair_fast_grant(r))
             return VOTE_ERROR;
         fair_fast_granted(f, slot);

@@ -51,16 +51,19 @@ void fair_free(struct fair_wait *f);
  * (rec shared) attempts with fair-reader-acquire (no fence, no intent).
  * out's strings are f's (rec's), px's, fence's and intent_px's; it must
  * outlive the round's sends. fair_first_cmd is a lock's first attempt,
- * before any wait exists (no score); it loads the fair scripts on c's
- * nodes, once per client, ahead of it. */
+ * before any wait exists (no score), when fair_first_is_set says it is
+ * not acquire's plain SET NX PX (a mutex's or writer's, fenced false,
+ * once c has made a fair acquire and while none of c's waiters queues
+ * for the key); fair_first_is_set loads the fair scripts on c's nodes,
+ * once per client, ahead of the first attempt. */
 struct fair_cmd {
     struct round_cmd cmd;
     const char *argv[12]; /* 4 keys (fenced), 8 arguments (a slot) */
     size_t lens[12];
 };
-void fair_first_cmd(rl_client *c, const struct lock_rec *rec,
-                    const char *px, const char *const *fence,
-                    struct fair_cmd *out);
+bool fair_first_is_set(rl_client *c, const struct lock_rec *rec, bool fenced);
+void fair_first_cmd(const struct lock_rec *rec, const char *px,
+                    const char *const *fence, struct fair_cmd *out);
 void fair_attempt_cmd(struct fair_wait *f, const char *px,
                       const char *const *fence, const char *intent_px,
                       struct fair_cmd *out);

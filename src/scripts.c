@@ -629,6 +629,7 @@ static struct script scripts[SCRIPT_COUNT] = {
     [SCRIPT_INSPECT] = {
         "inspect",
         LIVE_READERS_LUA
+        VALUE_LUA
         "local w, f, r = false, false, false\n"
         "if #KEYS > 1 then w = redis.call('get', KEYS[2]) end\n"
         "if #KEYS > 2 then\n"
@@ -639,10 +640,8 @@ static struct script scripts[SCRIPT_COUNT] = {
         "  local n, d = live_readers(KEYS[1])\n"
         "  return {false, redis.call('pttl', KEYS[1]), n, f, r, w, d}\n"
         "end\n"
-        "local v = redis.call('get', KEYS[1])\n"
-        "if v == " LUA_STR(QUEUE_RESERVED) " then\n"
-        "  return {false, -2, 0, f, r, w, 0}\n"
-        "end\n"
+        "local v = value(KEYS[1])\n"
+        "if not v then return {false, -2, 0, f, r, w, 0} end\n"
         "return {v, redis.call('pttl', KEYS[1]), 0, f, r, w, 0}\n",
         ""},
     /* A semaphore's slots in one step: a holder that moves between slots
@@ -713,12 +712,15 @@ static struct script scripts[SCRIPT_COUNT] = {
     [SCRIPT_FORCE_RELEASE] = {
         "force-release",
         LIVE_READERS_LUA
+        VALUE_LUA
         "local ty = redis.call('type', KEYS[1]).ok\n"
         "if ty == 'none' then return {false, -2, 0} end\n"
         "local v, n, d = false, 0, 0\n"
         "if ty == 'hash' then n, d = live_readers(KEYS[1])\n"
-        "else v = redis.call('get', KEYS[1]) end\n"
-        "if v == " LUA_STR(QUEUE_RESERVED) " then return {false, -2, 0} end\n"
+        "else\n"
+        "  v = value(KEYS[1])\n"
+        "  if not v then return {false, -2, 0} end\n"
+        "end\n"
         "local t = redis.call('pttl', KEYS[1])\n"
         "redis.call('del', KEYS[1])\n"
         "redis.call('publish', 'redlock:release:' .. KEYS[1], v or '')\n"

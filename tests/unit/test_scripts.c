@@ -180,7 +180,6 @@ static void test_fair_scripts_announce_not_release(void **state)
     (void)state;
     for (size_t i = 0; i < sizeof(fair) / sizeof(fair[0]); i++) {
         const char *src = script_get(fair[i])->source;
-
         const char *rel = strstr(src, "redlock:release:");
 
         assert_non_null(strstr(src, "'publish', 'redlock:queue:' .."));
