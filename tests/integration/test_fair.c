@@ -312,10 +312,16 @@ static void test_an_uncontended_fair_acquire_is_a_set_nx(void **state)
     rl_lock *l = NULL;
     int i;
 
-    /* Warm: the client's connections and script loads are done. */
+    /* Warm: the client's connections and script loads are done. A call
+     * returns once a majority answered: the counts are read once its
+     * acquire and release have landed on every node (each node runs a
+     * client's commands in order: the key there, then gone). */
     assert_int_equal(rl_acquire(f->c, "un0", &o, &l), RL_OK);
+    for (i = 0; i < N; i++)
+        assert_true(harness_key_holds(&f->r[i], "un0", rl_lock_token(l)));
     assert_int_equal(rl_release(l), RL_OK);
     for (i = 0; i < N; i++) {
+        assert_true(harness_key_absent(&f->r[i], "un0"));
         set0[i] = calls(f, i, "set");
         eval0[i] = calls(f, i, "evalsha");
     }
