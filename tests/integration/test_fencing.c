@@ -675,6 +675,87 @@ static void test_multi_resource_acquire_returns_a_fence(void **state)
     f->l = NULL;
 }
 
+/* ---- What fencing leaves on the nodes -------------------------------------*/
+
+/* Keys a node keeps for fencing once every lock is gone, however many
+ * names were ever fenced: the node-wide counter and its run_id marker
+ * (docs/protocol.md section 1). */
+#define FENCE_NODE_KEYS 2
+#define NAMES 200           /* distinct names per kind */
+
+/* Wait until every running node's DBSIZE is at most max (expired keys
+ * are reclaimed by the server's expiry cycle, within about a second). */
+static bool dbsize_at_most_within(struct fixture *f, int nodes, long long max,
+                                  int64_t ms)
+{
+    int64_t deadline = harness_now_ms() + harness_scale_ms(ms);
+
+    for (;;) {
+        bool ok = true;
+
+        for (int i = 0; i < nodes; i++) {
+            long long n = harness_dbsize(&f->r[i]);
+
+            if (n > max) {
+                if (harness_now_ms() >= deadline)
+                    fprintf(stderr, "  port %d: DBSIZE %lld (max %lld)\n",
+                            f->r[i].port, n, max);
+                ok = false;
+            }
+        }
+        if (ok)
+            return true;
+        if (harness_now_ms() >= deadline)
+            return false;
+        harness_sleep_ms(50);
+    }
+}
+
+/* NAMES fenced acquire/release pairs on distinct names, NAMES fenced
+ * semaphore permits and NAMES leaders, each name used once: once the
+ * locks are gone (released; their records expire with them), each node
+ * keeps FENCE_NODE_KEYS keys, not three per name. The tokens still
+ * strictly increase, here across names too (one counter per node). */
+static void test_fenced_names_leave_bounded_state(void **state)
+{
+    struct fixture *f = *state;
+    rl_acquire_opts o = { 0 };
+    uint64_t prev = 0;
+    char name[64];
+
+    start_client(f);
+    o.ttl_ms = 400;
+    o.fencing = true;
+    for (int kind = 0; kind < 3; kind++) {
+        for (int i = 0; i < NAMES; i++) {
+            uint64_t fence;
+
+            snprintf(name, sizeof(name), "fence:name:%d:%d", kind, i);
+            o.limit = kind == 1 ? 2 : 0;
+            o.owner = kind == 2 ? "node-a" : NULL;
+            if (kind == 2)
+                assert_int_equal(rl_campaign(f->c, name, &o, &f->l), RL_OK);
+            else
+                assert_int_equal(rl_acquire(f->c, name, &o, &f->l), RL_OK);
+            fence = rl_lock_fence(f->l);
+            if (fence <= prev)
+                fail_msg("%s: fence %llu after %llu", name,
+                         (unsigned long long)fence, (unsigned long long)prev);
+            prev = fence;
+            assert_int_equal(rl_release(f->l), RL_OK);
+            f->l = NULL;
+        }
+    }
+    assert_true(dbsize_at_most_within(f, NODES, FENCE_NODE_KEYS, 5000));
+    /* A name fenced before continues above every token issued. */
+    o.limit = 0;
+    o.owner = NULL;
+    assert_int_equal(rl_acquire(f->c, "fence:name:0:0", &o, &f->l), RL_OK);
+    assert_true(rl_lock_fence(f->l) > prev);
+    assert_int_equal(rl_release(f->l), RL_OK);
+    f->l = NULL;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -682,6 +763,7 @@ int main(void)
         cmocka_unit_test(
             test_fence_increases_across_processes_and_node_restarts),
         cmocka_unit_test(test_multi_resource_acquire_returns_a_fence),
+        cmocka_unit_test(test_fenced_names_leave_bounded_state),
         FIXTURE_TEST(
             test_fence_across_one_restart_with_counters_ahead_of_wall_time,
             &fx3),
