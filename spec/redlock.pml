@@ -37,8 +37,8 @@
  *            second resource's fenced acquire, reads and raises them at
  *            any moment. A fence-write sets the marker (repairs a
  *            counter it finds untrusted) only where the node's current
- *            run had been up max_ttl (the quarantine) at its round's
- *            start: REVMARK
+ *            run was out of its restart quarantine at its round's start:
+ *            REVMARK
  *   EAGERMARK (control, with REV) every fence-write sets the marker, as
  *            the per-resource rule did: another resource's stale token
  *            repairs a restarted node
@@ -193,10 +193,11 @@ bool suspect[N];    /* the clock guard's verdict (GUARD): set at start for
 
 /* node_voting(): ready, not quarantined (§5.7), not clock-suspect (§5.8) */
 #ifdef NOQUAR
-#define QUARANTINED(n) false
+#define QUARANTINED_AT(n, t) false
 #else
-#define QUARANTINED(n) (up[n] != 0 && clk + 1 < up[n] + QUAR)
+#define QUARANTINED_AT(n, t) (up[n] != 0 && (t) + 1 < up[n] + QUAR)
 #endif
+#define QUARANTINED(n) QUARANTINED_AT(n, clk)
 #if defined(FASTNODE) && defined(GUARD)
 #define VOTING(n) (!QUARANTINED(n) && !suspect[n])
 #else
@@ -243,14 +244,15 @@ inline drop_key(n)
 
 #ifdef REV
 /* fence-write's marker (REV): set only where the node's current run was
- * up max_ttl at the round's start t (it may not be voting yet, or may
- * have restarted since: the client lists the run_ids of the nodes that
- * were, acquire.c fence_write); elsewhere the counter is raised and its
- * marker left as it was. */
+ * out of its restart quarantine at the round's start t (a run that
+ * started after t is too: the client lists the run_ids of the nodes that
+ * were, acquire.c fence_markable); elsewhere the counter is raised and
+ * its marker left as it was. With NOQUAR (PERSIST: restart trusted) a
+ * restarted node's counter is whole: it may be marked at once. */
 #ifdef EAGERMARK
 #define REVMARK(n, t) true
 #else
-#define REVMARK(n, t) (up[n] == 0 || (t) + 1 >= up[n] + QUAR)
+#define REVMARK(n, t) (!QUARANTINED_AT(n, t))
 #endif
 inline fence_mark(n, t)
 {

@@ -40,8 +40,8 @@ struct inspect_op {
     rl_holder_info *holders;    /* status: one per node, or NULL */
     struct stats_req stats;     /* a statistics snapshot, or none */
     char *key;                  /* status: prefix + resource */
-    char *fence_key;            /* rl_resource_inspect: its fence counter */
-    char *fence_for;            /* and the counter's record (whom for) */
+    char *fence_for;            /* rl_resource_inspect: its fence record
+                                   (whom for; the node's counter too) */
     char *intent_key;           /* status: its writer intent */
     enum script_id script;      /* status: inspect or force-release */
     uint32_t limit;             /* inspect-slots: slots 0..limit-1, their
@@ -59,7 +59,6 @@ static void finish(struct inspect_op *op, rl_status st)
     loop_op_finished(&op->base);
     free(op->intent_key);
     free(op->fence_for);
-    free(op->fence_key);
     free(op->key);
     free(op);
     waiter_done(w, st);
@@ -405,15 +404,14 @@ static void snapshot_stats(const rl_client *c, rl_stats *out)
 }
 
 void inspect_keys(const char *key, const char *intent_key,
-                  const char *fence_key, const char *fence_for,
-                  const struct script *s, const char **argv, size_t *lens,
-                  struct round_cmd *cmd)
+                  const char *fence_for, const struct script *s,
+                  const char **argv, size_t *lens, struct round_cmd *cmd)
 {
-    int nkeys = fence_key != NULL ? 4 : intent_key != NULL ? 2 : 1;
+    int nkeys = fence_for != NULL ? 4 : intent_key != NULL ? 2 : 1;
 
     argv[0] = key;
     argv[1] = intent_key;
-    argv[2] = fence_key;
+    argv[2] = FENCE_COUNTER_KEY;
     argv[3] = fence_for;
     for (int i = 0; i < nkeys; i++)
         lens[i] = strlen(argv[i]);
@@ -450,8 +448,8 @@ static void start(struct op *base)
         lens[1] = strlen(op->limit_text);
         cmd = (struct round_cmd){s, 1, 2, argv, lens};
     } else {
-        inspect_keys(op->key, op->intent_key, op->fence_key, op->fence_for,
-                     s, argv, lens, &cmd);
+        inspect_keys(op->key, op->intent_key, op->fence_for, s, argv, lens,
+                     &cmd);
     }
     v = round_start(&op->round, ROUND_ALL, &cmd, classify, decided, op);
     if (v != VERDICT_PENDING)
@@ -481,22 +479,18 @@ static rl_status inspect_run(rl_client *c, rl_node_info *nodes,
         sprintf(op->key, "%s%s", c->cfg.prefix, resource);
         if (script == SCRIPT_INSPECT)
             op->intent_key = lockrec_intent_key(op->key, strlen(op->key));
-        if (fence) {
-            op->fence_key = fence_key(FENCE_KEY_PREFIX, op->key,
-                                      strlen(op->key));
+        if (fence)
             op->fence_for = fence_key(FENCE_FOR_PREFIX, op->key,
                                       strlen(op->key));
-        }
     }
     st = round_init(&op->round, c->nodes, c->node_count);
     if (st == RL_OK && resource != NULL && script == SCRIPT_INSPECT &&
         (op->intent_key == NULL ||
-         (fence && (op->fence_key == NULL || op->fence_for == NULL))))
+         (fence && op->fence_for == NULL)))
         st = rl_fail(RL_ENOMEM, "out of memory");
     if (st != RL_OK) {
         round_clear(&op->round);
         free(op->fence_for);
-        free(op->fence_key);
         free(op->key);
         free(op);
         return st;
@@ -518,7 +512,6 @@ static rl_status inspect_run(rl_client *c, rl_node_info *nodes,
         waiter_discard(&w);
         round_clear(&op->round);
         free(op->fence_for);
-        free(op->fence_key);
         free(op->key);
         free(op);
         return st;

@@ -1453,6 +1453,14 @@ bool node_started_after(const struct node *n, rl_mono_us t)
     return n->up_since_us != 0 && n->start_min_us > t;
 }
 
+bool node_settled_by(const struct node *n, rl_mono_us t)
+{
+    if (n->up_since_us == 0)
+        return false;
+    return node_restart_trusted(n) ||
+           n->up_since_us + (rl_mono_us)n->cfg->max_ttl_ms * 1000u <= t;
+}
+
 /* Trusted to have kept every key it acknowledged across a restart. */
 bool node_restart_trusted(const struct node *n)
 {
