@@ -133,6 +133,7 @@ int cli_acquire_start(struct cli_opts *o, int argc, char **argv,
     memset(a, 0, sizeof(*a));
     a->in.sfd = -1;
     a->in.eof_fd = -1;
+    a->in.show = o;             /* the wait line */
     code = acquire_args(o, argc, argv, help, a);
     if (code != 0)
         return code > 0 ? -1 : CLI_EXIT_USAGE;

@@ -800,6 +800,7 @@ int cmd_run(struct cli_opts *o, int argc, char **argv)
     fig.start_us = cli_mono_us();
     in.sfd = sfd;
     in.eof_fd = -1;
+    in.show = o;                /* the wait line */
     st = cli_acquire_interruptible(c, a.resource, &a.ao, &in, &l, detail,
                                    sizeof(detail));
     sig = in.sig;
