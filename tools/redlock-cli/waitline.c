@@ -7,8 +7,9 @@
  * shows it), for how long more (until its key expires, lock-delay
  * included), how long we have waited and, with --fair, our place in the
  * queue. It is cleared when the wait ends, before anything else is
- * printed. With -v and stderr not a terminal, a line is printed each
- * time the holder or our place changes instead. -q: nothing.
+ * printed; nothing is drawn while we are a background job. With -v and
+ * stderr not a terminal, a line is printed each time the holder or our
+ * place changes instead. -q: nothing.
  *
  * Cost to the nodes: the holder is read at most once a second, the
  * first time after GRACE_MS (a lock taken at once shows nothing):
@@ -212,6 +213,15 @@ static size_t columns(void)
     return ws.ws_col;
 }
 
+/* Not while a job in the background: the terminal is the foreground's
+ * (true when it is not our controlling terminal at all). */
+static bool foreground(void)
+{
+    pid_t pg = tcgetpgrp(STDERR_FILENO);
+
+    return pg <= 0 || pg == getpgrp();
+}
+
 /* Rewrite the line in place (tty), or print it when it says something
  * new (pipe, -v). */
 static void show(struct cli_waitline *w)
@@ -228,6 +238,8 @@ static void show(struct cli_waitline *w)
         }
         return;
     }
+    if (!foreground())
+        return;
     line_text(w, line, sizeof(line), true);
     n = strlen(line);
     cols = columns();
@@ -341,7 +353,7 @@ void cli_waitline_stop(struct cli_waitline *w)
     pthread_cond_signal(&w->cv);
     pthread_mutex_unlock(&w->mu);
     pthread_join(w->thread, NULL);
-    if (w->tty && w->shown > 0) {
+    if (w->tty && w->shown > 0 && foreground()) {
         if (w->erase)
             fputs("\r\033[K", stderr);
         else
