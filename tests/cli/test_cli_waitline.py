@@ -180,6 +180,22 @@ class WaitLineTest(unittest.TestCase):
         self.assertEqual(rc, 0, t.text)
         self.assertEqual(after_last_draw(t.text), "")
 
+    def test_semaphore_shows_the_permit_that_ends_first(self):
+        r = res("sem")
+        tok = hold_for_others(r, 60000, "--limit", "1")
+        t = self.term("acquire", r, "--wait", str(int(scale(60000))),
+                      "--limit", "1")
+        shown = re.compile(r"\rwaiting for %s: 1 of 1 permit held, first to "
+                           r"end: %s \((\w{8})\), [\dhms.]+ left; waited" %
+                           (re.escape(r), re.escape(OWNER)))
+        self.assertTrue(t.wait_text(shown.search), repr(t.text))
+        self.assertEqual(shown.search(t.text).group(1),
+                         tok.split("/")[-1][:8])
+        self.assertEqual(cli("release", r, tok)[0], 0)
+        rc, _ = t.finish()
+        self.assertEqual(rc, 0, t.text)
+        self.assertEqual(after_last_draw(t.text), "")
+
     def test_run_and_hold_show_it_too(self):
         for cmd in ("run", "hold"):
             with self.subTest(cmd=cmd):

@@ -126,7 +126,7 @@ static void read_lock(struct cli_waitline *w)
  * holder's key expires first. */
 static void read_permits(struct cli_waitline *w)
 {
-    char holder[RL_OWNER_MAX + 32];
+    char holder[RL_OWNER_MAX + 48];
     const rl_resource_info *first = NULL;
     uint32_t held = 0, i;
 
@@ -145,15 +145,15 @@ static void read_permits(struct cli_waitline *w)
             (first == NULL || w->slots[i].blocked_ms < first->blocked_ms))
             first = &w->slots[i];
     }
-    if (held < w->limit || first == NULL) {
-        snprintf(w->who, sizeof(w->who), "%u of %u permits held", held,
-                 w->limit);
-        return;
+    holder[0] = '\0';
+    if (held == w->limit && first != NULL) {
+        strcpy(holder, ", first to end: ");
+        holder_text(holder + strlen(holder), sizeof(holder) - strlen(holder),
+                    first);
+        w->left_ms = first->blocked_ms;
     }
-    holder_text(holder, sizeof(holder), first);
-    snprintf(w->who, sizeof(w->who), "all %u permits held, first to end: "
-             "%s", w->limit, holder);
-    w->left_ms = first->blocked_ms;
+    snprintf(w->who, sizeof(w->who), "%u of %u permit%s held%s", held,
+             w->limit, w->limit == 1 ? "" : "s", holder);
 }
 
 /* Our place in the fair queue: found by our owner, when one entry only
