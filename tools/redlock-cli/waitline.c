@@ -89,6 +89,18 @@ static void holder_text(char *buf, size_t len, const rl_resource_info *i)
              CLI_TOKEN_SHOWN, i->token);
 }
 
+/* A read that did not say who holds it: say why. True when st failed. */
+static bool read_failed(struct cli_waitline *w, rl_status st)
+{
+    if (st == RL_ENOQUORUM)
+        snprintf(w->who, sizeof(w->who), "fewer than a quorum of the "
+                 "nodes answered");
+    else if (st != RL_OK)
+        snprintf(w->who, sizeof(w->who), "cannot read the nodes: %s",
+                 rl_strerror(st));
+    return st != RL_OK;
+}
+
 /* Who holds a mutex, a writer's or a reader's resource. */
 static void read_lock(struct cli_waitline *w)
 {
@@ -98,15 +110,14 @@ static void read_lock(struct cli_waitline *w)
     uint32_t readers;
     rl_status st;
 
+    w->left_ms = -2;
     st = rl_resource_inspect(w->c, w->resource, &info, w->nodes,
                              w->o->cfg.node_count, &count);
-    w->left_ms = -2;
+    if (read_failed(w, st))
+        return;
     holder_text(holder, sizeof(holder), &info);
     readers = cli_majority_readers(w->nodes, count, true);
-    if (st != RL_OK) {
-        snprintf(w->who, sizeof(w->who), "fewer than a quorum of the "
-                 "nodes answered");
-    } else if (info.held) {
+    if (info.held) {
         snprintf(w->who, sizeof(w->who), "held by %s%s", holder,
                  cli_in_lock_delay(&info) ? " in its lock-delay" : "");
         w->left_ms = info.blocked_ms;
@@ -131,12 +142,9 @@ static void read_permits(struct cli_waitline *w)
     uint32_t held = 0, i;
 
     w->left_ms = -2;
-    if (rl_semaphore_inspect(w->c, w->resource, w->limit, w->slots, NULL, 0,
-                             NULL) != RL_OK) {
-        snprintf(w->who, sizeof(w->who), "fewer than a quorum of the "
-                 "nodes answered");
+    if (read_failed(w, rl_semaphore_inspect(w->c, w->resource, w->limit,
+                                            w->slots, NULL, 0, NULL)))
         return;
-    }
     for (i = 0; i < w->limit; i++) {
         if (!w->slots[i].held)
             continue;
