@@ -13,6 +13,7 @@
 #include "abi.h"
 #include "clock.h"
 #include "config.h"
+#include "resolver.h"
 
 /* The TLS fields were carved out of the reserved tail: the struct keeps
  * its size (tests/unit/test_config.c checks it). */
@@ -115,7 +116,7 @@ static rl_status load_nodes(const rl_config *in, struct config *out)
             return rl_fail(RL_EINVAL, "nodes[%zu] is NULL", i);
         st = uri_parse(in->nodes[i], a, err, sizeof(err));
         if (st == RL_OK)
-            st = uri_resolve(a, err, sizeof(err));
+            st = resolve_addr(a, err, sizeof(err));
         if (st != RL_OK)
             return rl_fail(st, "nodes[%zu]: %s", i, err);
         if (a->password == NULL && in->password != NULL) {
