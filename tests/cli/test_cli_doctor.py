@@ -190,6 +190,18 @@ class Doctor(unittest.TestCase):
         for check in CHECKS[1:]:
             self.assertEqual(rows[(dead, check)][0], "unknown")
 
+    def test_a_name_not_in_dns_fails_reachable_as_a_node_down(self):
+        gone = "redlock-vanished.invalid:%d" % clitest.free_port()
+        rc, out, err = run_cli(["-n", nodes_arg(HEALTHY) + "," + gone] +
+                               SLOW_OK + ["doctor"])
+        self.assertEqual(rc, 3, out + err)
+        rows = parse(out)
+        self.assertEqual(rows[(gone, "reachable")][0], "fail")
+        self.assertIn("cannot resolve host 'redlock-vanished.invalid'",
+                      rows[(gone, "reachable")][1])
+        for check in CHECKS[1:]:
+            self.assertEqual(rows[(gone, check)][0], "unknown")
+
     def test_bad_quarantine_value_is_a_usage_error(self):
         for args, env, name in (
                 (["--quarantine", "bogus"], None, "--quarantine"),
