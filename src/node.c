@@ -1296,13 +1296,10 @@ static void take_new_address(struct node *n)
         free(ip);
         return;
     }
-    if (a->ip == NULL)
-        config_log(n->cfg, RL_LOG_WARN, "node %s: host '%s' resolves to "
-                   "%s: connecting", a->display, a->host, ip);
-    else
-        config_log(n->cfg, RL_LOG_WARN,
-                   "node %s: host '%s' now resolves to %s (was %s): "
-                   "connecting there", a->display, a->host, ip, a->ip);
+    config_log(n->cfg, RL_LOG_WARN,
+               "node %s: host '%s' now resolves to %s (was %s): "
+               "connecting there", a->display, a->host, ip,
+               a->ip != NULL ? a->ip : "not resolved");
     free(a->ip);
     a->ip = ip;
 }
