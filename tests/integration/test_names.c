@@ -3,12 +3,12 @@
  * on the other nodes at once, says why on that node's row, and uses the
  * node as soon as its name resolves.
  *
- * The machine's /etc/hosts is never edited: each case runs in a mount
- * namespace of its own (unshare(CLONE_NEWNS), the test process only) with
- * a copy of /etc/hosts bind-mounted over it, and names a node
- * "*.invalid" (RFC 2606: never in DNS) that the case writes into that copy
- * when the name should appear. glibc reads the hosts file at every
- * lookup. Without the rights to make the namespace the case is skipped. */
+ * A node is named "*.invalid" (RFC 2606: never in DNS). The machine's
+ * /etc/hosts is never edited: the case that makes the name appear runs
+ * in a mount namespace of its own (unshare(CLONE_NEWNS), the test process
+ * only) with a copy of /etc/hosts bind-mounted over it, and writes the
+ * name into that copy. glibc reads the hosts file at every lookup.
+ * Without the rights to make the namespace that case is skipped. */
 #include <errno.h>
 #include <sched.h>
 #include <setjmp.h>
@@ -74,7 +74,6 @@ static rl_client *client_with_vanished_node(struct fixture *f)
     char uri[64];
     rl_config cfg;
 
-    private_hosts();
     f->n = 3;
     assert_int_equal(harness_cluster_start_nodes(f->r, 3, NULL, &f->hn), 0);
     snprintf(uri, sizeof(uri), "%s:%d", VANISHED, f->r[2].port);
@@ -121,6 +120,7 @@ static void test_a_name_that_appears_later_is_used(void **state)
     rl_node_stats ns;
     int64_t t0;
 
+    private_hosts();
     assert_non_null(client_with_vanished_node(f));
     assert_int_equal(rl_client_node_stats(f->c, 2, &ns), RL_OK);
     assert_false(ns.connected);
