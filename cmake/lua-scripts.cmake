@@ -48,6 +48,8 @@ function(expand text out depth)
   set(${out} "${text}" PARENT_SCOPE)
 endfunction()
 
+# Written afresh: a script renamed or removed leaves nothing behind.
+file(REMOVE_RECURSE "${OUT_DIR}/lint" "${OUT_DIR}/sent")
 file(MAKE_DIRECTORY "${OUT_DIR}/lint" "${OUT_DIR}/sent")
 file(GLOB scripts RELATIVE "${LUA_DIR}" "${LUA_DIR}/*.lua")
 list(SORT scripts)
