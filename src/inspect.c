@@ -444,9 +444,11 @@ static void start(struct op *base)
     } else if (op->limit > 0) {
         argv[0] = op->key;
         lens[0] = strlen(op->key);
-        argv[1] = op->limit_text;
-        lens[1] = strlen(op->limit_text);
-        cmd = (struct round_cmd){s, 1, 2, argv, lens};
+        argv[1] = FENCE_COUNTER_KEY;
+        lens[1] = strlen(FENCE_COUNTER_KEY);
+        argv[2] = op->limit_text;
+        lens[2] = strlen(op->limit_text);
+        cmd = (struct round_cmd){s, 2, 3, argv, lens};
     } else {
         inspect_keys(op->key, op->intent_key, op->fence_for, s, argv, lens,
                      &cmd);

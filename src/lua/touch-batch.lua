@@ -4,13 +4,18 @@
 -- per call, at most the PX from now): Redis rewrites every PEXPIRE
 -- into a PEXPIREAT for propagation, an allocation per key;
 -- tools/touch-floor.py compares both forms. An absent key is never
--- recreated.
+-- recreated. A lock's fence record lives as long as its key: the
+-- records are read with one more MGET and extended where they exist (a
+-- fenced lock's; another lock's left there lives no longer than ours).
 -- KEYS: one per lock
 -- ARGV: per run of locks with equal PX: px, n, then their n tokens
 -- Reply: one string, a character per lock: "1" extended | "0" absent |
 --        "2" another lock's
 --@include ours
 local vals = redis.call('mget', unpack(KEYS))
+local recs = {}
+for i, key in ipairs(KEYS) do recs[i] = 'redlock:fencefor:' .. key end
+recs = redis.call('mget', unpack(recs))
 local out = {}
 local t = redis.call('time')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
@@ -26,6 +31,9 @@ while a < #ARGV do
       out[k + i] = '2'
     else
       redis.call('pexpireat', KEYS[k + i], at)
+      if recs[k + i] then
+        redis.call('pexpireat', 'redlock:fencefor:' .. KEYS[k + i], at)
+      end
       out[k + i] = '1'
     end
   end
