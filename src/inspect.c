@@ -177,8 +177,8 @@ static bool slot_field(const char **p, const char *end,
 }
 
 /* Node node's inspect-slots answer (r a string) into op->holders, each
- * slot as the inspect script would answer for it; false when
- * malformed. */
+ * slot as the inspect script would answer for it (a free one too: the
+ * node's counter serves every slot); false when malformed. */
 static bool read_slots(struct inspect_op *op, size_t node,
                        const struct node_reply *r)
 {
@@ -187,7 +187,18 @@ static bool read_slots(struct inspect_op *op, size_t node,
     struct node_reply one = {REPLY_ARRAY, 0, NULL, 0, 5, e};
     char *next;
     long long slot;
+    size_t i;
 
+    memset(e, 0, sizeof(e));
+    e[0].kind = REPLY_NIL;
+    e[1] = (struct node_reply){REPLY_INTEGER, -2, NULL, 0, 0, NULL};
+    e[2] = (struct node_reply){REPLY_INTEGER, 0, NULL, 0, 0, NULL};
+    e[4].kind = REPLY_NIL;
+    if (!slot_field(&p, end, &e[3]))
+        return false;
+    for (i = 0; i < op->limit; i++)
+        inspect_read_holder(op->round.nodes[node],
+                            &op->holders[i * op->round.n + node], &one);
     while (p < end) {
         slot = strtoll(p, &next, 10);
         if (next == p || next >= end || *next != ' ' || slot < 0 ||
@@ -200,8 +211,7 @@ static bool read_slots(struct inspect_op *op, size_t node,
             return false;
         p = next + 1;
         e[2] = (struct node_reply){REPLY_INTEGER, 0, NULL, 0, 0, NULL};
-        if (!slot_field(&p, end, &e[0]) || !slot_field(&p, end, &e[3]) ||
-            !slot_field(&p, end, &e[4]))
+        if (!slot_field(&p, end, &e[0]) || !slot_field(&p, end, &e[4]))
             return false;
         inspect_read_holder(op->round.nodes[node],
                             &op->holders[(size_t)slot * op->round.n + node],
