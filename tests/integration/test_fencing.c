@@ -717,6 +717,54 @@ static void test_fence_mark_waits_out_the_quarantine(void **state)
         assert_marked(&f->r[i], true);
 }
 
+/* The term on a quorum, as rl_resource_inspect reads it. */
+static void assert_term(rl_client *c, const char *name, uint64_t term)
+{
+    rl_resource_info info;
+
+    assert_int_equal(rl_resource_inspect(c, name, &info, NULL, 0, NULL),
+                     RL_OK);
+    if (info.term_state != RL_TERM_SET || info.term != term)
+        fail_msg("%s: term state %u, term %llu (want %llu)", name,
+                 info.term_state, (unsigned long long)info.term,
+                 (unsigned long long)term);
+}
+
+/* The record that pairs a holder with its term expires with the lock
+ * key, and lives as long as it: renewals (the watchdog's batches, a
+ * caller's rl_extend) extend both, so a holder kept past its first TTL
+ * still reads with its term. */
+static void test_fence_record_lives_as_long_as_the_lock(void **state)
+{
+    struct fixture *f = *state;
+    rl_acquire_opts o = { 0 };
+    rl_lock *watched = NULL;
+    uint64_t t1, t2;
+
+    start_client(f);
+    o.ttl_ms = 400;
+    o.fencing = true;
+    assert_int_equal(rl_acquire(f->c, "fence:rec:x", &o, &f->l), RL_OK);
+    t1 = rl_lock_fence(f->l);
+    o.auto_extend = true;
+    assert_int_equal(rl_acquire(f->c, "fence:rec:w", &o, &watched), RL_OK);
+    t2 = rl_lock_fence(watched);
+    for (int i = 0; i < 4; i++) {
+        harness_sleep_ms(250);
+        assert_int_equal(rl_extend(f->l, 400), RL_OK);
+    }
+    assert_term(f->c, "fence:rec:x", t1);
+    assert_term(f->c, "fence:rec:w", t2);
+    for (int i = 0; i < NODES; i++) {
+        long long pttl = harness_pttl(&f->r[i], "redlock:fencefor:fence:rec:w");
+
+        assert_true(pttl == -2 || (pttl > 0 && pttl <= 400));
+    }
+    assert_int_equal(rl_release(watched), RL_OK);
+    assert_int_equal(rl_release(f->l), RL_OK);
+    f->l = NULL;
+}
+
 /* ---- Multi-resource -------------------------------------------------------*/
 
 static void test_multi_resource_acquire_returns_a_fence(void **state)
@@ -840,6 +888,7 @@ int main(void)
             test_fence_increases_across_processes_and_node_restarts),
         cmocka_unit_test(test_multi_resource_acquire_returns_a_fence),
         cmocka_unit_test(test_fenced_names_leave_bounded_state),
+        cmocka_unit_test(test_fence_record_lives_as_long_as_the_lock),
         FIXTURE_TEST(
             test_fence_across_one_restart_with_counters_ahead_of_wall_time,
             &fx3),

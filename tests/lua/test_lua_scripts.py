@@ -229,18 +229,22 @@ class Scripts(unittest.TestCase):
                     "30000", "2", TOK, TOK + ".old-owner"])
         self.assertEqual(reply, "12001")
         self.assertGreater(cmd("PTTL", "a"), 30000)
-        # A fence record lives as long as its key; none is made.
-        cmd("SET", "redlock:fencefor:a", TOK + " 5", "PX", "1000")
-        cmd("SET", "redlock:fencefor:b", OTHER + " 4", "PX", "1000")
-        self.assertEqual(ev("touch-batch", ["a", "b", "c"],
-                            ["60000", "3", TOK, TOK, TOK]), "120")
-        self.assertGreater(cmd("PTTL", "redlock:fencefor:a"), 30000)
-        self.assertLessEqual(cmd("PTTL", "redlock:fencefor:b"), 1000)
-        self.assertEqual(cmd("EXISTS", "redlock:fencefor:c"), 0)
         self.assertLessEqual(cmd("PTTL", "b"), 1000)
         self.assertEqual(cmd("EXISTS", "c"), 0)  # never recreated
         self.assertLessEqual(cmd("PTTL", "r"), 1000)
         self.assertTrue(1000 < cmd("PTTL", "d") <= 30000)
+        # A fenced run's records live as long as their keys (none is
+        # made); an unfenced run's are left alone.
+        cmd("SET", "redlock:fencefor:a", TOK + " 5", "PX", "1000")
+        cmd("SET", "redlock:fencefor:b", OTHER + " 4", "PX", "1000")
+        cmd("SET", "redlock:fencefor:d", TOK + " 6", "PX", "1000")
+        self.assertEqual(ev("touch-batch", ["a", "b", "c", "d"],
+                            ["60000f", "3", TOK, TOK, TOK,
+                             "60000", "1", TOK + ".new-owner"]), "1201")
+        self.assertGreater(cmd("PTTL", "redlock:fencefor:a"), 30000)
+        self.assertLessEqual(cmd("PTTL", "redlock:fencefor:b"), 1000)
+        self.assertEqual(cmd("EXISTS", "redlock:fencefor:c"), 0)
+        self.assertLessEqual(cmd("PTTL", "redlock:fencefor:d"), 1000)
 
     def test_proclaim(self):
         new = TOK + ".leader-2"
