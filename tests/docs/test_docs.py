@@ -18,7 +18,9 @@ run"):
 - 127.0.0.1:7001 .. 127.0.0.1:7005 (tools/nodes.sh's addresses) in a
   block stand for the test's 5 nodes, which every block finds empty.
 A failure names the file, the block and the line that broke. The count
-of blocks run and marked no-run is printed at the end.
+of blocks run and marked no-run is printed at the end. The README is also
+checked to be a front page: at most README_MAX_LINES lines, linking every
+page of docs/guide/.
 
 --self-test checks the checker: a planted file with a good block, a
 broken sh block and a broken c block must fail, naming each broken line.
@@ -42,6 +44,7 @@ DOC_ADDRS = ["127.0.0.1:700%d" % i for i in range(1, 6)]
 # fresh node votes at once (--quarantine auto).
 NODE_ARGS = ["--appendonly", "yes", "--appendfsync", "always"]
 LINE_TAG = "@@docs-line"
+README_MAX_LINES = 250
 
 
 class Block:
@@ -250,6 +253,25 @@ def self_test(args):
     return 0 if ok else 1
 
 
+def front_page(source):
+    """What keeps the README a front page: its length, and a link to
+    every page of the guide. A list of complaints."""
+    with open(os.path.join(source, "README.md")) as f:
+        text = f.read()
+    errors = []
+    lines = text.count("\n")
+    if lines > README_MAX_LINES:
+        errors.append("README.md: %d lines, more than %d: move the detail "
+                      "to docs/guide/" % (lines, README_MAX_LINES))
+    for page in sorted(glob.glob(os.path.join(source, "docs", "guide",
+                                              "*.md"))):
+        link = "](docs/guide/%s" % os.path.basename(page)
+        if link not in text:
+            errors.append("README.md: no link to docs/guide/%s"
+                          % os.path.basename(page))
+    return errors
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--source", required=True)
@@ -273,6 +295,8 @@ def main():
         + sorted(glob.glob(os.path.join(args.source, "docs", "guide",
                                         "*.md"))))
     failures, ran, skipped = run_files(files, args)
+    if not args.files:
+        failures += front_page(args.source)
     for f in failures:
         print("\n" + f)
     print("\ndocs: %d blocks run, %d failed, %d marked no-run (%d files)"
