@@ -145,7 +145,10 @@ def run_sh(block, nodes, args, work):
         f.write("set -eE -o pipefail; trap 'rc=$?; echo \"%s $LINENO $rc\""
                 " >&2' ERR\n" % LINE_TAG)
         f.write(with_nodes("\n".join(block.lines), nodes) + "\n")
-    env = dict(os.environ)
+    # The caller's REDLOCK_* settings (a password, a max TTL) are not the
+    # reader's: the block sees only the nodes.
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("REDLOCK_")}
     env["PATH"] = os.path.dirname(args.cli) + os.pathsep + env["PATH"]
     env["REDLOCK_NODES"] = ",".join(n.addr for n in nodes)
     rc, out = run_program(["bash", script], work, env, rlnodes.scale(60))
