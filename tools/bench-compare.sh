@@ -64,7 +64,9 @@ while [ $# -gt 0 ]; do
     --watched-only) watched_only=1 ;;
     --tls-only) tls_only=1 ;;
     --fair-only) fair_only=1 ;;
-    -h|--help) sed -n '2,/^set /{/^#/p;}' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^set /{/^#/p;}' "$0" |
+                   sed '/SPDX-License-Identifier/d; s/^# \{0,1\}//'
+               exit 0 ;;
     *) echo "bench-compare: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift
