@@ -110,7 +110,7 @@ static void roll_back(struct acquire_op *op, bool all)
 
     lockrec_script_cmd(op->lock,
                        op->lock->fair ? SCRIPT_FAIR_ROLLBACK
-                                        : SCRIPT_RELEASE,
+                                        : SCRIPT_ROLLBACK,
                        NULL, &release);
     for (i = 0; i < op->round.n; i++) {
         if (all || op->round.slots[i].vote != VOTE_NO)

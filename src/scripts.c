@@ -18,7 +18,11 @@
  *   reader-extend: that would hide a lapse.
  * - Deleting releases (release, reader-release, force-release) publish
  *   the removed token on redlock:release:<key> so waiters wake
- *   (notify.c); force-release of readers publishes ''.
+ *   (notify.c); force-release of readers publishes ''. rollback, a
+ *   failed exclusive attempt's release, publishes nothing: that attempt
+ *   never held the lock, and waking every waiter for it made them
+ *   retry, split the votes and roll back in turn, without end
+ *   (docs/fair-queue.md 1.3).
  * - Readers' hash at a key is another lock to release, extend and
  *   proclaim (value()); force-release removes it. A key of any other
  *   type is no lock: GET's WRONGTYPE error goes back to the caller and
@@ -563,6 +567,24 @@ _Static_assert(TOKEN_STEM_LEN == 32 && TOKEN_HEX_LEN == 40,
     "if redis.call('exists', Q) == 0 then return r end\n"                 \
     QUEUE_RELEASE_LUA(KEEP_ENTRY)
 
+/* release and rollback: delete every key that holds our lock, then
+ * ON_DELETE (k: the key). */
+#define RELEASE_LUA(ON_DELETE)                                            \
+    OURS_LUA                                                              \
+    VALUE_LUA                                                             \
+    "local r = 0\n"                                                       \
+    "for _, k in ipairs(KEYS) do\n"                                       \
+    "  local v = value(k)\n"                                              \
+    "  if v and ours(v, ARGV[1]) then\n"                                  \
+    "    redis.call('del', k)\n"                                          \
+    ON_DELETE                                                             \
+    "    if r == 0 then r = 1 end\n"                                      \
+    "  elseif v then\n"                                                   \
+    "    r = -1\n"                                                        \
+    "  end\n"                                                             \
+    "end\n"                                                               \
+    "return r\n"
+
 static struct script scripts[SCRIPT_COUNT] = {
     [SCRIPT_ACQUIRE_MULTI] = {
         "acquire-multi",
@@ -576,21 +598,10 @@ static struct script scripts[SCRIPT_COUNT] = {
         "", true},
     [SCRIPT_RELEASE] = {
         "release",
-        OURS_LUA
-        VALUE_LUA
-        "local r = 0\n"
-        "for _, k in ipairs(KEYS) do\n"
-        "  local v = value(k)\n"
-        "  if v and ours(v, ARGV[1]) then\n"
-        "    redis.call('del', k)\n"
-        "    redis.call('publish', 'redlock:release:' .. k, ARGV[1])\n"
-        "    if r == 0 then r = 1 end\n"
-        "  elseif v then\n"
-        "    r = -1\n"
-        "  end\n"
-        "end\n"
-        "return r\n",
+        RELEASE_LUA("    redis.call('publish', 'redlock:release:' .. k, "
+                    "ARGV[1])\n"),
         ""},
+    [SCRIPT_ROLLBACK] = {"rollback", RELEASE_LUA(""), ""},
     [SCRIPT_EXTEND] = {
         "extend",
         ALL_OURS_LUA

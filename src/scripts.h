@@ -16,6 +16,10 @@
 enum script_id {
     SCRIPT_ACQUIRE_MULTI, /* KEYS: k1..kn; ARGV: token, ttl_ms -> 1 | 0 */
     SCRIPT_RELEASE,       /* KEYS: k1..kn; ARGV: token -> 1 | 0 | -1 */
+    SCRIPT_ROLLBACK,      /* as release, publishing nothing: a failed
+                             attempt's (acquire.c roll_back) was never
+                             the lock, and its message would wake every
+                             waiter (docs/fair-queue.md 1.3) */
     SCRIPT_EXTEND,        /* KEYS: k1..kn; ARGV: token, ttl_ms -> 1 | 0 | -1 */
     SCRIPT_INSPECT,       /* KEYS: k[, intent[, fence, record]]; ->
                              {value or false, pttl, readers, fence or
