@@ -52,9 +52,7 @@ enum script_id {
                              -> 1 | 0 | -1 */
     /* Fair waiting (queue.c; docs/fair-queue.md): KEYS is the lock key K
      * alone, the scripts derive redlock:q:K, redlock:qx:K, redlock:qt:K,
-     * redlock:qw:K, redlock:qm:K and the writer intent from it. Not loaded
-     * at the handshake (a client that never waits fair sends what it
-     * sent before): queue.c loads them before its first attempt.
+     * redlock:qw:K, redlock:qm:K and the writer intent from it.
      * A semaphore slot's (K = its slot key) append the base key and the
      * limit: fair-acquire(-fenced) as ARGV 7-8 (ARGV 6, the intent px,
      * ''), fair-release and fair-rollback as ARGV 2-3; queue-enter and
@@ -63,8 +61,7 @@ enum script_id {
      * the base key's, "K free" means a slot is free, and a queued caller
      * is granted only with fewer queued non-holders ahead of it than
      * slots free (docs/protocol.md). */
-    SCRIPT_FAIR_ACQUIRE,
-    SCRIPT_PRELOADED = SCRIPT_FAIR_ACQUIRE, /* the ones before it are */  /* ARGV: token, px, entry px, score ('' = not
+    SCRIPT_FAIR_ACQUIRE,  /* ARGV: token, px, entry px, score ('' = not
                              queued: fast path), ticket[, intent px: mark
                              the writer intent where readers refuse it at
                              its turn] -> {1 | 0, redlock:qt:K, rank or
