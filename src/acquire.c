@@ -442,18 +442,12 @@ static void attempt_failed(struct acquire_op *op, rl_status st)
     }
     delay_us = retry_budget_pause_us(&op->budget, c, now);
     /* Held by someone else: also wake when they release (best effort;
-     * the timer is the fallback). A release while our attempt was in
-     * flight means the lock may be free now: retry at once -- unless the
-     * attempt split the votes (took nodes, not a majority): the other
-     * waiters that release woke took the rest, and retrying together
-     * they would split again. Such a loser sleeps its jittered delay, or
-     * until the next release (rollbacks publish nothing). */
+     * the timer is the fallback). */
     if (st == RL_ENOTACQUIRED &&
         notify_wait(c->notify, &op->waiter, op->lock->keys[0],
                     op->lock->key_lens[0], op->lock->token, op->t0,
-                    released_elsewhere, op) &&
-        op->round.yes == 0)
-        delay_us = 0;
+                    released_elsewhere, op))
+        delay_us = 0; /* released while our attempt was in flight */
     if (st == RL_ENOTACQUIRED)
         writer_waits(op);
     op->sleeping = true;

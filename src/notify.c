@@ -41,8 +41,6 @@
 #define CHANNEL_PREFIX "redlock:release:"
 #define QUEUE_PREFIX "redlock:queue:" /* fair-queue announcements */
 #define MAX_IDLE_CHANNELS 1024 /* subscriptions kept with nobody waiting */
-#define RELEASER_MAX 128        /* releaser tokens remembered up to this
-                                   length (ours: RL_MAX_TOKEN_LEN) */
 
 struct channel {
     struct channel *next;
@@ -50,8 +48,6 @@ struct channel {
     size_t len;
     bool confirmed;              /* a node confirmed the subscription */
     rl_mono_us last_release_us;  /* last message (not a confirmation) */
-    char releaser[RELEASER_MAX]; /* the token of that message */
-    size_t releaser_len;         /* 0: none remembered */
     struct list waiters;         /* struct notify_waiter, oldest first */
 };
 
@@ -98,24 +94,6 @@ static struct notify_waiter *waiter_of(struct list_link *link)
     return list_entry(link, struct notify_waiter, link);
 }
 
-/* Whether a message names another release than the last one: a release
- * publishes on every node, and its first message already woke every
- * waiter; their attempts are in flight, and a repeat would make each
- * retry once more at its refusal (notify_wait), for nothing but the
- * same release's. Remembers the token. A message with an empty token
- * (readers, a queue's reservation) or one too long to remember is
- * always news. */
-static bool new_release(struct channel *ch, const char *token,
-                        size_t token_len)
-{
-    if (token_len > 0 && token_len == ch->releaser_len &&
-        memcmp(token, ch->releaser, token_len) == 0)
-        return false;
-    ch->releaser_len = token_len <= RELEASER_MAX ? token_len : 0;
-    memcpy(ch->releaser, token, ch->releaser_len);
-    return true;
-}
-
 /* Wake the channel's waiters; each wake may unregister itself. token is
  * the releaser's (NULL for a subscription confirmation): a waiter is not
  * woken by its own rollback, of any of its attempts (each has its own
@@ -128,7 +106,6 @@ static void channel_wake(struct notify *nt, const char *name, size_t len,
 {
     struct channel *ch = channel_find(nt, name, len);
     struct notify_waiter *w, *next;
-    bool news = true;
 
     if (ch == NULL)
         return;
@@ -137,9 +114,7 @@ static void channel_wake(struct notify *nt, const char *name, size_t len,
             return;
         ch->confirmed = true;
     } else {
-        news = new_release(ch, token, token_len);
-        if (news)
-            ch->last_release_us = mono_now_us();
+        ch->last_release_us = mono_now_us();
     }
     for (w = waiter_of(ch->waiters.first); w != NULL; w = next) {
         next = waiter_of(w->link.next);
@@ -147,8 +122,6 @@ static void channel_wake(struct notify *nt, const char *name, size_t len,
                           : token_same_acquisition(token, token_len,
                                                    w->token) != w->own_only)
             continue;
-        if (!news && w->token[0] != '\0')
-            continue; /* an observer's ("") re-reads at every node's */
         /* Remembered: a waiter busy with an attempt ignores the wake, and
          * asks again (notify_wait) if that attempt fails. */
         if (token != NULL)

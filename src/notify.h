@@ -33,10 +33,7 @@ struct notify *notify_new(struct ev_loop *loop, const struct config *cfg,
 /* Close the subscriber connections (loop thread; no waiters left). */
 void notify_free(struct notify *nt);
 /* Call wake(arg) whenever the lock on key is released by somebody whose
- * token is not token (until unwait): once per release, at the first
- * node's message (the other nodes' messages of the same token are
- * repeats), or, with the token "" (nobody's: an observer that re-reads
- * the nodes), at every message. Returns true when such a release was
+ * token is not token (until unwait). Returns true when such a release was
  * already seen at or after since_us (boottime) -- also one that came
  * while the caller was busy with an attempt and ignored the wake: the
  * caller should retry now. May be called again while waiting (same key);
