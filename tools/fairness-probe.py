@@ -62,6 +62,20 @@ Usage: tools/fairness-probe.py [--cli PATH] [--procs 2,12] [--nodes 5]
        tools/fairness-probe.py --rounds N [--procs 12] [--markdown]
            [--report docs/benchmarks.md] [--baseline-cli OLD
            --baseline-rev REV] [--bench-duration 3] [--json F]
+       tools/fairness-probe.py --cost [--procs 12,48] [--duration 20]
+           [--modes plain,fair,node-redlock] [--repeat N]
+           [--baseline-cli OLD --baseline-rev REV] [--report PAGE]
+           [--json F]
+
+With --cost (issue 45) nothing is watched: each run starts fresh nodes,
+lets one acquire fill their script caches, then runs the processes for
+--duration seconds, and reports what the nodes paid per acquisition
+(INFO commandstats summed over the nodes, INFO left out, and the nodes'
+process CPU over their idle rate), the cycle, the overtaken share and
+the longest wait, for plain, --fair and node-redlock
+(bench/peers/node-redlock/run.js; `npm ci` there first), before
+(--baseline-cli) and after; --report puts the medians into
+docs/benchmarks.md as section s.
 """
 import argparse
 import bisect
@@ -735,6 +749,12 @@ def cost_mode(o):
             runs.append((procs, "node-redlock 5.0.0-beta.2", None,
                          "node-redlock"))
     rows = []
+    run = {"meta": {
+        "cmdline": " ".join(["tools/fairness-probe.py"] + sys.argv[1:]),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "commit": git_commit(), "baseline_rev": o.baseline_rev,
+        "load_start": loadavg(), "nproc": os.cpu_count(),
+        "duration_s": o.duration, "hold_ms": o.hold_ms}, "rows": rows}
     with tempfile.TemporaryDirectory(prefix="fairprobe-") as wdir:
         for rep in range(o.repeat):
             for procs, label, cli, mode in runs:
@@ -768,26 +788,59 @@ def cost_mode(o):
                         r["wait_max_ms"], r["load"]))
                 if o.json:
                     with open(o.json, "w") as f:
-                        json.dump({"meta": {
-                            "cmdline": " ".join(["tools/fairness-probe.py"]
-                                                + sys.argv[1:]),
-                            "commit": git_commit(),
-                            "baseline_rev": o.baseline_rev,
-                            "nproc": os.cpu_count()}, "rows": rows}, f,
-                            indent=1, default=str)
-    print("\n".join(cost_table(rows)))
+                        json.dump(run, f, indent=1, default=str)
+    run["meta"]["load_end"] = loadavg()
+    section = cost_section(run)
+    print("\n".join(section))
+    if o.report:
+        import bench_report  # tools/
+        with open(o.report) as f:
+            page = f.read()
+        with open(o.report, "w") as f:
+            f.write(bench_report.put_contention_cost(page, section))
 
 
-def cost_table(rows):
-    """The medians over the repeats of each (processes, client, mode), as
-    a markdown table."""
+def cost_section(run):
+    """docs/benchmarks.md's section s: the medians over the repeats of
+    each (processes, client, mode), between its markers."""
+    m = run["meta"]
+    rows = run["rows"]
     groups = {}
     for r in rows:
         groups.setdefault((r["procs"], r["client"], r["mode"]), []).append(r)
-    out = ["| processes | client | mode | runs | acquisitions | cycle | "
-           "node CPU / acq. (commandstats) | node process CPU / acq. | "
-           "commands / acq. (largest) | overtaken | longest wait |",
-           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    out = [
+        "<!-- contention-cost: begin (tools/fairness-probe.py --cost) -->",
+        "## s: what contended waiting costs the nodes",
+        "",
+        "`tools/fairness-probe.py --cost` (issue 45) starts 5 nodes of its "
+        "own per run and runs N processes, each looping `redlock-cli run R "
+        "--wait 60000 --ttl 5000 -- CHILD` (CHILD notes when it got the "
+        "lock and sleeps %d ms), for %.0f s, plain and with `--fair`, and "
+        "the same loop with node-redlock (`bench/peers/node-redlock/run.js`: "
+        "its `acquire` with retries for the same wait, 200 ± 100 ms apart, "
+        "then `release`). One acquire runs before the counts start (a "
+        "fresh node loads the scripts once in its life). No MONITOR. "
+        "*Node CPU*: the `usec` of `INFO commandstats` summed over the "
+        "nodes and the commands (INFO, the probe's own, left out; a "
+        "script's time includes the commands it calls, which count again "
+        "under their names), per acquisition; *process CPU*: the nodes' "
+        "utime + stime less what they spend idle, per acquisition "
+        "(connections, I/O). Cycle: first grant to last over the "
+        "acquisitions (the children's clock); overtaken: a later CLI start "
+        "was granted first; longest wait: CLI start to grant. Before: "
+        "%s; after: %s." % (m["hold_ms"], m["duration_s"],
+                            m["baseline_rev"], m["commit"]),
+        "",
+        "Made by `%s` on %s (%s CPUs, load average %s at start, %s at end: "
+        "other jobs shared the machine, so times and CPU per command are "
+        "above an idle machine's; the counts are not); cells: median over "
+        "the runs." % (m["cmdline"], m["date"], m["nproc"], m["load_start"],
+                       m.get("load_end", "?")),
+        "",
+        "| processes | client | mode | runs | acquisitions | cycle | "
+        "node CPU / acq. (commandstats) | node process CPU / acq. | "
+        "commands / acq. (largest) | overtaken | longest wait |",
+        "|---|---|---|---|---|---|---|---|---|---|---|"]
     for (procs, client, mode), rs in groups.items():
         def med(k):
             return statistics.median(r[k] for r in rs)
@@ -802,6 +855,11 @@ def cost_table(rows):
                 med("cycle_ms"), med("node_cpu_ms_per_acq"),
                 med("node_process_cpu_ms_per_acq"), med("commands_per_acq"),
                 top, 100 * med("overtaken"), med("wait_max_ms") / 1e3))
+    out += ["", "Per run, node CPU per acquisition (ms): " + "; ".join(
+        "%d %s %s %s" % (p, c, m_, ", ".join(
+            "%.2f" % r["node_cpu_ms_per_acq"] for r in rs))
+        for (p, c, m_), rs in groups.items()) + ".",
+        "<!-- contention-cost: end -->"]
     return out
 
 
@@ -826,10 +884,12 @@ def main():
     ap.add_argument("--markdown", action="store_true",
                     help="with --rounds: print the medians as markdown")
     ap.add_argument("--report",
-                    help="with --rounds: put section o into this page")
+                    help="with --rounds: put section o into this page "
+                    "(with --cost: section s)")
     ap.add_argument("--baseline-cli",
                     help="with --rounds: also bench plain mode with this "
-                    "redlock-cli and --cli in turn")
+                    "redlock-cli and --cli in turn (with --cost: run "
+                    "every setting with it too, as before)")
     ap.add_argument("--baseline-rev", default="?",
                     help="the commit --baseline-cli was built from")
     ap.add_argument("--bench-duration", type=float, default=3.0,
