@@ -923,6 +923,32 @@ bool cli_in_lock_delay(const rl_resource_info *info)
     return info->held && info->validity_ms == 0 && info->blocked_ms != 0;
 }
 
+/* A node's readers, counted only where it votes (as held is): a
+ * quarantined node's readers make no majority. */
+static uint32_t readers_of(const rl_holder_info *h, bool delayed)
+{
+    if (!h->reachable || !h->voting)
+        return 0;
+    return h->readers + (delayed ? h->readers_in_delay : 0);
+}
+
+uint32_t cli_majority_readers(const rl_holder_info *h, size_t count,
+                              bool delayed)
+{
+    size_t i, j, at_least;
+    uint32_t best = 0, r;
+
+    for (i = 0; i < count; i++) {
+        r = readers_of(&h[i], delayed);
+        at_least = 0;
+        for (j = 0; j < count; j++)
+            at_least += readers_of(&h[j], delayed) >= r && r > 0;
+        if (at_least >= count / 2 + 1 && r > best)
+            best = r;
+    }
+    return best;
+}
+
 void cli_holder_text(char *buf, size_t len, const rl_holder_info *h)
 {
     if (h->readers > 0)

@@ -78,6 +78,11 @@ bool cli_in_lock_delay(const rl_resource_info *info);
  * lock-delay), pttl_ms, lock_delay_ms (the lock-delay the token carries:
  * pttl_ms includes it), error. */
 void cli_json_holders(FILE *f, const rl_holder_info *h, size_t count);
+/* The fewest readers of a read-write lock a majority of the voting
+ * nodes reports (0 if none): within their validity, and with delayed
+ * those in their lock-delay too (all that keep writers out). */
+uint32_t cli_majority_readers(const rl_holder_info *h, size_t count,
+                              bool delayed);
 /* A holder's HOLDER column (status, release --force) into buf (at least
  * CLI_HOLDER_TEXT bytes): "readers:N" for readers of a read-write lock,
  * else the token's first 8 characters, or "-" when it holds none. */
@@ -302,6 +307,8 @@ struct cli_interrupt {
     int sfd;                    /* signalfd (cli_block_signals), or -1 */
     int eof_fd;                 /* its EOF ends the wait (hold: stdin; what
                                    it holds is read and dropped), or -1 */
+    const struct cli_opts *show; /* show the wait line (waitline.c) as
+                                   these options say, or NULL */
     int sig;                    /* out: the signal that ended it, or 0 */
     bool eof;                   /* out: eof_fd reached its end */
 };
@@ -309,7 +316,8 @@ struct cli_interrupt {
  * (not SIGCHLD) or EOF in says so. Returns the acquire's status with
  * detail its message; after an interruption RL_EABORTED, with in->sig or
  * in->eof set: the acquire was canceled and nothing of it is left on the
- * nodes (a lock granted meanwhile was released). */
+ * nodes (a lock granted meanwhile was released). in->show: the wait line
+ * (cli_waitline_start), cleared before this returns. */
 rl_status cli_acquire_interruptible(rl_client *c, const char *resource,
                                     const rl_acquire_opts *ao,
                                     struct cli_interrupt *in, rl_lock **out,
@@ -325,6 +333,22 @@ int cli_acquire_or_exit(const struct cli_opts *o, rl_client *c,
                         struct cli_interrupt *in, rl_lock **out);
 /* "TERM" for SIGTERM; "?" when unknown. */
 const char *cli_sig_name(int sig);
+
+/* ---- The line a person watches while waiting (waitline.c) ------------- */
+
+/* Start following the wait of an acquire of resource with ao (both must
+ * live until the stop): with --wait, on a terminal (stderr a TTY, no
+ * --json) or with -v, and not with -q, a thread reads who holds it at
+ * most once a second and keeps one status line on stderr up to date (in
+ * place on a TTY; one line per change otherwise). NULL when nothing is
+ * shown. */
+struct cli_waitline;
+struct cli_waitline *cli_waitline_start(const struct cli_opts *o,
+                                        rl_client *c, const char *resource,
+                                        const rl_acquire_opts *ao);
+/* The wait is over: stop the thread, clear the line and free w (NULL:
+ * no-op). */
+void cli_waitline_stop(struct cli_waitline *w);
 
 /* ---- Acquire arguments and output (cmd_acquire.c) ------------------------ */
 

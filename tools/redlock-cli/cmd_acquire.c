@@ -26,7 +26,11 @@ static const char usage[] =
 "\n"
 "  --ttl MS    lock time-to-live, 1..--max-ttl (%{ttl})\n"
 "  --wait MS   keep trying for up to MS ms ('forever': until acquired);\n"
-"              without it the retry policy (--retry-count) applies\n"
+"              without it the retry policy (--retry-count) applies.\n"
+"              On a terminal one line on stderr shows the wait: who\n"
+"              holds R (owner), for how long more, how long we waited,\n"
+"              the place in the queue with --fair; cleared once\n"
+"              acquired (-v: also on a pipe or with --json; -q: never)\n"
 "  --fence     also issue a fencing token (strictly increasing), printed\n"
 "              on stdout line 2\n"
 "  --limit K   a semaphore with K permits (1..1024): take one of the K slot\n"
@@ -133,6 +137,7 @@ int cli_acquire_start(struct cli_opts *o, int argc, char **argv,
     memset(a, 0, sizeof(*a));
     a->in.sfd = -1;
     a->in.eof_fd = -1;
+    a->in.show = o;             /* the wait line */
     code = acquire_args(o, argc, argv, help, a);
     if (code != 0)
         return code > 0 ? -1 : CLI_EXIT_USAGE;

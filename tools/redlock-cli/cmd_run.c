@@ -78,7 +78,8 @@ static const char usage[] =
 "is stopped or killed.\n"
 "\n"
 "  --ttl MS                 lock time-to-live, 1..--max-ttl (%{ttl})\n"
-"  --wait MS                wait up to MS ms for the lock ('forever')\n"
+"  --wait MS                wait up to MS ms for the lock ('forever'); a\n"
+"                           terminal shows the wait on one line (see acquire)\n"
 "  --fence                  issue a fencing token (REDLOCK_FENCE)\n"
 "  --no-watchdog            do not renew: CMD gets the kill signal shortly\n"
 "                           before the TTL runs out and SIGKILL at its end\n"
@@ -800,6 +801,7 @@ int cmd_run(struct cli_opts *o, int argc, char **argv)
     fig.start_us = cli_mono_us();
     in.sfd = sfd;
     in.eof_fd = -1;
+    in.show = o;                /* the wait line */
     st = cli_acquire_interruptible(c, a.resource, &a.ao, &in, &l, detail,
                                    sizeof(detail));
     sig = in.sig;

@@ -69,35 +69,6 @@ static const char usage[] =
 "Example:\n"
 "  redlock-cli -n h1:6379,h2:6379,h3:6379 status deploy\n";
 
-/* Node i's readers: within their validity, and with delayed those in
- * their lock-delay too (all that keep writers out). */
-/* A node's readers, counted only where it votes (as held is): a
- * quarantined node's readers make no majority. */
-static uint32_t readers_of(const rl_holder_info *h, bool delayed)
-{
-    if (!h->reachable || !h->voting)
-        return 0;
-    return h->readers + (delayed ? h->readers_in_delay : 0);
-}
-
-/* The fewest readers a majority of the nodes reports (0 if none). */
-static uint32_t majority_readers(const rl_holder_info *h, size_t count,
-                                 bool delayed)
-{
-    size_t i, j, at_least;
-    uint32_t best = 0, r;
-
-    for (i = 0; i < count; i++) {
-        r = readers_of(&h[i], delayed);
-        at_least = 0;
-        for (j = 0; j < count; j++)
-            at_least += readers_of(&h[j], delayed) >= r && r > 0;
-        if (at_least >= count / 2 + 1 && r > best)
-            best = r;
-    }
-    return best;
-}
-
 static int show(struct cli_opts *o, rl_client *c, const char *resource);
 static int show_slots(struct cli_opts *o, rl_client *c, const char *resource,
                       uint32_t limit);
@@ -215,8 +186,8 @@ static void print_one(struct cli_opts *o, rl_client *c,
     /* The token held by the most nodes, and its owner. */
     snprintf(holder, sizeof(holder), "%s", info.token);
     quorum = count / 2 + 1;
-    readers = majority_readers(h, count, false);
-    blocking = majority_readers(h, count, true);
+    readers = cli_majority_readers(h, count, false);
+    blocking = cli_majority_readers(h, count, true);
     if (o->json) {
         fputs("{\"resource\":", stdout);
         cli_json_str(stdout, pos[0]);
@@ -354,7 +325,7 @@ static int show(struct cli_opts *o, rl_client *c, const char *resource)
         code = cli_status_exit(o, RL_EINVAL, resource);
         goto out;
     }
-    if (info.nodes_holding == 0 && majority_readers(h, count, true) == 0)
+    if (info.nodes_holding == 0 && cli_majority_readers(h, count, true) == 0)
         nheld = cli_semaphore_slots(c, resource, false, held);
     print_one(o, c, resource, &info, h, count, false, held, nheld);
 

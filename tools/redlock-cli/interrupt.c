@@ -7,7 +7,8 @@
  * wait is interrupted the token fires: the library ends the acquire at
  * once and releases whatever its attempt may hold on every node; a lock
  * granted just before is released here. Either way nothing is left
- * behind, and the callback has run before this returns. */
+ * behind, and the callback has run before this returns. While it waits,
+ * waitline.c may keep a status line on stderr. */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -102,8 +103,10 @@ rl_status cli_acquire_interruptible(rl_client *c, const char *resource,
                                     char *detail, size_t len)
 {
     rl_acquire_opts o = *ao;
+    struct cli_waitline *line;
     struct acq_wait w;
     rl_status st;
+    bool done;
 
     *out = NULL;
     in->sig = 0;
@@ -124,7 +127,10 @@ rl_status cli_acquire_interruptible(rl_client *c, const char *resource,
         snprintf(detail, len, "%s", rl_last_error());
         goto out_mutex;
     }
-    if (!wait_done(&w, in)) {
+    line = cli_waitline_start(in->show, c, resource, ao);
+    done = wait_done(&w, in);
+    cli_waitline_stop(line);    /* cleared before any message */
+    if (!done) {
         /* Ends the acquire at once; its callback still runs. */
         rl_cancel_fire(o.cancel);
         wait_done(&w, NULL);
