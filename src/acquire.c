@@ -45,6 +45,9 @@
 
 /* Waits longer than this (a century) are treated as RL_WAIT_FOREVER. */
 #define MAX_WAIT_MS (INT64_C(100) * 365 * 24 * 3600 * 1000)
+/* A waiter refused everywhere again and again polls at up to 1 << this
+ * times its retry delay (poll_pause_us). */
+#define MAX_POLL_SHIFT 2
 
 enum acquire_phase {
     PHASE_ACQUIRE, /* SET NX on every node */
@@ -84,6 +87,7 @@ struct acquire_op {
     bool fair_borrowed;          /* a semaphore slot's: semaphore.c owns
                                     the wait, the grant and the leave */
     uint32_t priority;           /* a fair lock's */
+    unsigned refusals;           /* attempts in a row no node granted */
     bool sleeping;               /* between attempts */
     rl_mono_us wake_us;          /* when the sleep ends, boottime */
     struct request *pttl_req;    /* asking a refusing node for the TTL */
@@ -414,6 +418,32 @@ static void ask_holder_ttl(struct acquire_op *op)
     }
 }
 
+/* The pause before the next attempt: delay_us (the jittered retry delay
+ * within the wait), stretched for a waiter that no node granted several
+ * attempts in a row. A holder keeps it out, and the holder's release
+ * message or its key's expiry (holder_ttl) wakes it; its poll is the
+ * fallback for a message lost while a subscriber connection was down,
+ * and dozens of waiters polling every retry delay while one holds cost
+ * the nodes more than the lock (issue 45): twice, then four times the
+ * delay. An attempt granted somewhere (a split vote) keeps the delay:
+ * the others lost too, no release is coming, only the timers retry. */
+static uint64_t poll_pause_us(struct acquire_op *op, rl_status st,
+                              uint64_t delay_us, rl_mono_us now)
+{
+    const struct retry_budget *b = &op->budget;
+
+    if (st != RL_ENOTACQUIRED || op->round.yes > 0) {
+        op->refusals = 0;
+        return delay_us;
+    }
+    delay_us <<= op->refusals < MAX_POLL_SHIFT ? op->refusals
+                                                : MAX_POLL_SHIFT;
+    op->refusals++;
+    if (b->deadline_us != 0 && now + delay_us > b->deadline_us)
+        delay_us = b->deadline_us - now;
+    return delay_us;
+}
+
 static void attempt_failed(struct acquire_op *op, rl_status st)
 {
     rl_client *c = op->client;
@@ -440,7 +470,9 @@ static void attempt_failed(struct acquire_op *op, rl_status st)
         fair_wait_turn(op->fair, op->t0, op->budget.deadline_us);
         return;
     }
-    delay_us = retry_budget_pause_us(&op->budget, c, now);
+    delay_us = poll_pause_us(op, st,
+                             retry_budget_pause_us(&op->budget, c, now),
+                             now);
     /* Held by someone else: also wake when they release (best effort;
      * the timer is the fallback). */
     if (st == RL_ENOTACQUIRED &&
