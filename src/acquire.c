@@ -46,8 +46,10 @@
 /* Waits longer than this (a century) are treated as RL_WAIT_FOREVER. */
 #define MAX_WAIT_MS (INT64_C(100) * 365 * 24 * 3600 * 1000)
 /* A waiter refused everywhere again and again polls at up to 1 << this
- * times its retry delay (poll_pause_us). */
-#define MAX_POLL_SHIFT 2
+ * times its retry delay (poll_pause_us): twice, so a waiting writer's
+ * intent, PX 2 x (delay + jitter) + 100 (writer_waits), still outlives
+ * the pause that its next attempt refreshes it after. */
+#define MAX_POLL_SHIFT 1
 
 enum acquire_phase {
     PHASE_ACQUIRE, /* SET NX on every node */
@@ -424,9 +426,10 @@ static void ask_holder_ttl(struct acquire_op *op)
  * message or its key's expiry (holder_ttl) wakes it; its poll is the
  * fallback for a message lost while a subscriber connection was down,
  * and dozens of waiters polling every retry delay while one holds cost
- * the nodes more than the lock (issue 45): twice, then four times the
- * delay. An attempt granted somewhere (a split vote) keeps the delay:
- * the others lost too, no release is coming, only the timers retry. */
+ * the nodes more than the lock (issue 45): twice the delay from the
+ * second refusal on. An attempt granted somewhere (a split vote) keeps
+ * the delay: the others lost too, no release is coming, only the timers
+ * retry. */
 static uint64_t poll_pause_us(struct acquire_op *op, rl_status st,
                               uint64_t delay_us, rl_mono_us now)
 {
