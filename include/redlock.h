@@ -216,11 +216,15 @@ typedef struct rl_config {
      *   rediss://[[user]:password@]host[:port][/db]  (the same, over TLS)
      *   unix:///path/to/redis.sock[?db=N]
      *   host:port                                     (host may be [v6])
-     * Host names are resolved inside rl_client_new (one that does not
-     * resolve is RL_EINVAL), and again, off the loop thread, whenever a
-     * node's connection fails: a node whose name moved is reached at its
-     * new address (a new server there is quarantined as any restarted
-     * one, see restart_trust). */
+     * Host names are resolved inside rl_client_new, and again, off the
+     * loop thread, whenever a node's connection fails: a node whose name
+     * moved is reached at its new address (a new server there is
+     * quarantined as any restarted one, see restart_trust). A name that
+     * does not resolve (a stopped container's) is a node that is down,
+     * not a configuration error: it does not vote, is looked up again at
+     * each reconnect delay and is used once it resolves; rl_client_ping
+     * shows the lookup's message as its error. A malformed URI is
+     * RL_EINVAL. */
     const char *const *nodes;
     size_t node_count;
     const char *password;        /* for nodes whose URI has none; or NULL */
@@ -315,8 +319,9 @@ RL_API void rl_config_init(rl_config *cfg);
 
 /* Create a client: validates and copies cfg, resolves host names, starts the
  * connections (and, without cfg->loop, the loop thread), and waits up to
- * connect_timeout_ms for the nodes to answer. Unreachable nodes do not make
- * it fail: they are retried in the background with backoff. Blocks; call
+ * connect_timeout_ms for the nodes to answer. Unreachable nodes (and nodes
+ * whose host name does not resolve) do not make it fail: they are retried
+ * in the background with backoff. Blocks; call
  * from any thread but the client's loop thread.
  * Returns the client, or NULL with *st (if st is not NULL) set to:
  *   RL_EINVAL   bad configuration: rl_last_error() names the field or URI.

@@ -13,6 +13,7 @@
 #include "abi.h"
 #include "clock.h"
 #include "config.h"
+#include "resolver.h"
 
 /* The TLS fields were carved out of the reserved tail: the struct keeps
  * its size (tests/unit/test_config.c checks it). */
@@ -104,7 +105,8 @@ static rl_status load_nodes(const rl_config *in, struct config *out)
         return rl_fail(RL_EINVAL, "nodes: at most %d nodes, got %zu",
                        RL_MAX_NODES, in->node_count);
     out->addrs = calloc(in->node_count, sizeof(*out->addrs));
-    if (out->addrs == NULL)
+    out->unresolved = calloc(in->node_count, sizeof(*out->unresolved));
+    if (out->addrs == NULL || out->unresolved == NULL)
         return rl_fail(RL_ENOMEM, "out of memory for %zu nodes",
                        in->node_count);
     out->node_count = in->node_count;
@@ -114,10 +116,13 @@ static rl_status load_nodes(const rl_config *in, struct config *out)
         if (in->nodes[i] == NULL)
             return rl_fail(RL_EINVAL, "nodes[%zu] is NULL", i);
         st = uri_parse(in->nodes[i], a, err, sizeof(err));
-        if (st == RL_OK)
-            st = uri_resolve(a, err, sizeof(err));
         if (st != RL_OK)
             return rl_fail(st, "nodes[%zu]: %s", i, err);
+        /* A name missing from DNS (a stopped container's) is a node that
+         * is down, not a bad configuration: the others may be a quorum. */
+        st = resolve_addr(a, out->unresolved[i], sizeof(out->unresolved[i]));
+        if (st == RL_ENOMEM)
+            return rl_fail(st, "nodes[%zu]: %s", i, out->unresolved[i]);
         if (a->password == NULL && in->password != NULL) {
             a->password = rl_strdup(in->password);
             if (a->password == NULL)
@@ -235,6 +240,7 @@ void config_clear(struct config *cfg)
     for (i = 0; i < cfg->node_count; i++)
         node_addr_clear(&cfg->addrs[i]);
     free(cfg->addrs);
+    free(cfg->unresolved);
     free(cfg->prefix);
     free(cfg->tls_ca_file);
     free(cfg->tls_ca_dir);

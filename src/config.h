@@ -13,7 +13,11 @@
 #define RL_RESERVED_PREFIX "redlock:"
 
 struct config {
-    struct node_addr *addrs;     /* node_count parsed + resolved addresses */
+    struct node_addr *addrs;     /* node_count parsed + resolved addresses
+                                    (a TCP ip NULL: its name did not
+                                    resolve; node.c looks it up again) */
+    char (*unresolved)[RL_ERRLEN]; /* per node: why its name did not
+                                      resolve at load, "" when it did */
     size_t node_count;
     char *prefix;                /* never NULL ("" when none) */
     size_t prefix_len;
@@ -44,9 +48,11 @@ struct config {
 };
 
 /* Validate in and fill *out with owned copies; resolves host names
- * (blocking). rl_config.tls sets addrs[i].tls on every TCP node. The TLS
- * files are checked where the TLS context is made (client.c). RL_EINVAL
- * names the bad field or URI in rl_last_error(). */
+ * (blocking). A name that does not resolve is not an error: that node is
+ * down until it does (out->unresolved says why). rl_config.tls sets
+ * addrs[i].tls on every TCP node. The TLS files are checked where the TLS
+ * context is made (client.c). RL_EINVAL names the bad field or URI in
+ * rl_last_error(). */
 rl_status config_load(const rl_config *in, struct config *out);
 void config_clear(struct config *cfg);
 

@@ -1,7 +1,7 @@
 /* conn.c -- one Redis connection on a libev loop: the socket I/O that
  * hiredis async used to own, with TLS (tls.c), while hiredis keeps what it
- * is good at (redisReader parses replies, redisFormatCommandArgv formats
- * commands).
+ * is good at (its redisReader, bounded in resp.c, parses replies;
+ * redisFormatCommandArgv formats commands).
  *
  * States (enum conn_state):
  *   CONNECTING -(writable, SO_ERROR 0)-> HANDSHAKE (TLS) or OPEN
@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "conn.h"
+#include "resp.h"
 #include "tls.h"
 
 #define READ_CHUNK 16384
@@ -68,13 +69,8 @@ struct conn {
     struct tls_target *tls;      /* NULL: plaintext */
     const char *tls_version;     /* static OpenSSL string, once open */
     bool tls_resumed;
-    redisReader *reader;
-    redisReplyObjectFunctions fns; /* hiredis's, createArray bounded */
-    void *(*create_array)(const redisReadTask *, int); /* hiredis's */
-    size_t array_budget;         /* elements the current reply may have */
-    int array_refused;           /* element count refused, or 0 */
+    struct resp_reader replies;  /* parses what is read */
     bool received;               /* any byte read yet */
-    size_t max_reply;            /* bytes of one unfinished reply */
     uint32_t connect_timeout_ms;
     bool subscriber;
     conn_open_fn *on_open;
@@ -115,8 +111,7 @@ static void flush(struct conn *c);
 
 static void destroy(struct conn *c)
 {
-    if (c->reader != NULL)
-        redisReaderFree(c->reader);
+    resp_reader_clear(&c->replies);
     free(c->reqs);
     free(c->outs);
     free(c->tbuf);
@@ -195,54 +190,14 @@ static void teardown(struct conn *c, const char *fmt, ...)
 
 /* ---- Replies ------------------------------------------------------------ */
 
-/* Reads go to a redisReader; each reply goes to the oldest request (FIFO,
- * Redis answers in order), or in subscriber mode, when it is a push, to
- * on_push. A reply with no request, a parse error, more than
- * max_reply_bytes of one unfinished reply, or arrays announcing more
- * elements than that many bytes can hold (hiredis allocates them up
- * front) fail the connection. TLS reads loop while OpenSSL holds
+/* Reads go to the resp_reader; each reply goes to the oldest request
+ * (FIFO, Redis answers in order), or in subscriber mode, when it is a
+ * push, to on_push. A reply with no request, or what resp.c refuses (a
+ * parse error, more than max_reply_bytes of one unfinished reply, arrays
+ * announcing more elements than that many bytes can hold) fail the
+ * connection. TLS reads loop while OpenSSL holds
  * buffered data (SSL_has_pending), so nothing waits for a readiness event
  * that will never come. */
-
-static bool is_push(const redisReply *r)
-{
-    static const char *const kinds[] = {
-        "message", "pmessage", "smessage", "subscribe", "unsubscribe",
-        "psubscribe", "punsubscribe", "ssubscribe", "sunsubscribe",
-    };
-    const redisReply *k;
-    size_t i;
-
-    if (r->type != REDIS_REPLY_ARRAY || r->elements == 0)
-        return false;
-    k = r->element[0];
-    if (k->type != REDIS_REPLY_STRING)
-        return false;
-    for (i = 0; i < ARRAY_SIZE(kinds); i++) {
-        if ((size_t)k->len == strlen(kinds[i]) &&
-            strncasecmp(k->str, kinds[i], (size_t)k->len) == 0)
-            return true;
-    }
-    return false;
-}
-
-static const char *reply_kind(const redisReply *r)
-{
-    switch (r->type) {
-    case REDIS_REPLY_STRING:
-        return "a bulk string";
-    case REDIS_REPLY_ARRAY:
-        return "an array";
-    case REDIS_REPLY_INTEGER:
-        return "an integer";
-    case REDIS_REPLY_NIL:
-        return "a nil";
-    case REDIS_REPLY_STATUS:
-        return "a status";
-    default:
-        return "an error";
-    }
-}
 
 /* Hand one parsed reply to its request (or on_push), then free it. */
 static void dispatch(struct conn *c, redisReply *r)
@@ -250,7 +205,7 @@ static void dispatch(struct conn *c, redisReply *r)
     struct req q;
 
     if (c->subscriber &&
-        (is_push(r) || (r->type == REDIS_REPLY_ERROR && c->req_count == 0))) {
+        (resp_is_push(r) || (r->type == REDIS_REPLY_ERROR && c->req_count == 0))) {
         if (c->on_push != NULL)
             c->on_push(c, r, c->privdata);
     } else if (c->req_count > 0) {
@@ -261,43 +216,16 @@ static void dispatch(struct conn *c, redisReply *r)
             q.fn(c, r, NULL, q.privdata);
     } else {
         teardown(c, "protocol error: a reply that no request asked for "
-                    "(%s)", reply_kind(r));
+                    "(%s)", resp_kind(r));
     }
     freeReplyObject(r);
-}
-
-/* hiredis allocates an array's element pointers when it reads the count
- * ("*100000000\r\n" would be 800 MB at once): every element takes at
- * least 3 bytes, so one reply may have max_reply / 3 of them in all. */
-static void *create_array(const redisReadTask *task, int elements)
-{
-    struct conn *c = task->privdata;
-
-    if (elements < 0 || (size_t)elements > c->array_budget) {
-        c->array_refused = elements;
-        return NULL; /* the reader fails ("out of memory") */
-    }
-    c->array_budget -= (size_t)elements;
-    return c->create_array(task, elements);
-}
-
-static void reader_error(struct conn *c)
-{
-    const char *e = c->reader->errstr;
-
-    if (c->array_refused != 0)
-        teardown(c, "protocol error: an array of %d elements (more than "
-                    "a reply may have)", c->array_refused);
-    else if (strncasecmp(e, "protocol error", 14) == 0)
-        teardown(c, "%s", e);
-    else
-        teardown(c, "protocol error: %s", e);
 }
 
 /* Parse n bytes and deliver every complete reply. false once closed. */
 static bool feed(struct conn *c, const char *buf, size_t n)
 {
-    void *reply;
+    char why[RL_ERRLEN];
+    redisReply *reply;
 
     if (c->ssl == NULL && !c->received && n > 0 &&
         (buf[0] == 0x15 || buf[0] == 0x16)) {
@@ -307,25 +235,23 @@ static bool feed(struct conn *c, const char *buf, size_t n)
         return false;
     }
     c->received = true;
-    if (redisReaderFeed(c->reader, buf, n) != REDIS_OK) {
-        reader_error(c);
+    if (!resp_feed(&c->replies, buf, n, why, sizeof(why))) {
+        teardown(c, "%s", why);
         return false;
     }
     while (c->state == CONN_OPEN) {
-        if (redisReaderGetReply(c->reader, &reply) != REDIS_OK) {
-            reader_error(c);
+        if (!resp_next(&c->replies, &reply, why, sizeof(why))) {
+            teardown(c, "%s", why);
             return false;
         }
         if (reply == NULL)
             break;
-        c->array_budget = c->max_reply / 3;
         dispatch(c, reply);
     }
     if (c->state != CONN_OPEN)
         return false;
-    if (c->reader->len - c->reader->pos > c->max_reply) {
-        teardown(c, "protocol error: a reply longer than %zu bytes",
-                 c->max_reply);
+    if (!resp_unfinished_ok(&c->replies, why, sizeof(why))) {
+        teardown(c, "%s", why);
         return false;
     }
     return true;
@@ -772,10 +698,12 @@ struct conn *conn_new(struct ev_loop *loop, const struct conn_opts *o)
     c = calloc(1, sizeof(*c));
     if (c == NULL)
         return NULL;
-    c->reader = redisReaderCreate();
     c->req_cap = 16;
     c->reqs = malloc(c->req_cap * sizeof(*c->reqs));
-    if (c->reader == NULL || c->reqs == NULL) {
+    if (!resp_reader_init(&c->replies, o->max_reply_bytes > 0
+                                           ? o->max_reply_bytes
+                                           : CONN_MAX_REPLY_DEFAULT) ||
+        c->reqs == NULL) {
         destroy(c);
         return NULL;
     }
@@ -783,14 +711,6 @@ struct conn *conn_new(struct ev_loop *loop, const struct conn_opts *o)
     c->state = CONN_CONNECTING;
     c->fd = -1;
     c->tls = o->tls;
-    c->max_reply = o->max_reply_bytes > 0 ? o->max_reply_bytes
-                                          : CONN_MAX_REPLY_DEFAULT;
-    c->array_budget = c->max_reply / 3;
-    c->fns = *c->reader->fn;
-    c->create_array = c->fns.createArray;
-    c->fns.createArray = create_array;
-    c->reader->fn = &c->fns;
-    redisReaderSetPrivdata(c->reader, c);
     c->connect_timeout_ms = o->connect_timeout_ms;
     c->subscriber = o->subscriber;
     c->on_open = o->on_open;

@@ -1295,7 +1295,8 @@ static bool queue_handshake(struct node *n)
 
 /* The answer of a lookup started at a failure, if it came: a new address
  * is where this and later connections go (and the notifications'); it
- * is a new server only if its run_id says so. */
+ * is a new server only if its run_id says so. A node whose name has no
+ * address yet keeps the lookup's failure as its error. */
 static void take_new_address(struct node *n)
 {
     struct node_addr *a = &n->cfg->addrs[n->index];
@@ -1308,18 +1309,23 @@ static void take_new_address(struct node *n)
         return;
     resolve_drop(n->resolving);
     n->resolving = NULL;
+    if (st != RL_OK && a->ip == NULL) {
+        snprintf(n->last_error, sizeof(n->last_error), "%s", err);
+        return;
+    }
     if (st != RL_OK) {
         config_log(n->cfg, RL_LOG_DEBUG, "node %s: %s (trying %s again)",
                    a->display, err, a->ip);
         return;
     }
-    if (strcmp(ip, a->ip) == 0) {
+    if (a->ip != NULL && strcmp(ip, a->ip) == 0) {
         free(ip);
         return;
     }
     config_log(n->cfg, RL_LOG_WARN,
                "node %s: host '%s' now resolves to %s (was %s): "
-               "connecting there", a->display, a->host, ip, a->ip);
+               "connecting there", a->display, a->host, ip,
+               a->ip != NULL ? a->ip : "not resolved");
     free(a->ip);
     a->ip = ip;
 }
@@ -1329,6 +1335,12 @@ static void connection_start(struct node *n)
     struct conn_opts o;
 
     take_new_address(n);
+    if (n->addr->kind == ADDR_TCP && n->addr->ip == NULL) {
+        /* Its name does not resolve (yet): a node that is down, looked
+         * up again (node_down) at each of its reconnect delays. */
+        node_down(n);
+        return;
+    }
     memset(&o, 0, sizeof(o));
     o.addr = n->addr;
     o.tls = n->tls;
@@ -1407,6 +1419,8 @@ struct node *node_new(struct ev_loop *loop, const struct config *cfg,
     n->npeers = cfg->node_count;
     n->index = index;
     n->twin_of = -1;
+    snprintf(n->last_error, sizeof(n->last_error), "%s",
+             cfg->unresolved[index]);
     conn_backoff_init(&n->backoff, mono_now_us() ^ ((uint64_t)index << 32));
     ev_timer_init(&n->request_timer, on_request_timer, 0.0, 0.0);
     n->request_timer.data = n;

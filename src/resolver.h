@@ -1,4 +1,5 @@
-/* resolver.h -- a host name looked up again off the loop thread.
+/* resolver.h -- host names to numeric addresses: once, blocking, while
+ * the configuration is checked, and again off the loop thread.
  *
  * A node given by name whose connection fails may have moved (a pod
  * rescheduled, a failover that moved a DNS name). getaddrinfo blocks, so
@@ -13,6 +14,18 @@
 #include <stddef.h>
 
 #include "common.h"
+#include "uri.h"
+
+/* getaddrinfo of host (blocking), preferring IPv4: *ip is a malloc'd
+ * numeric address. RL_EINVAL / RL_ENOMEM / RL_ESYSTEM with a message in
+ * err naming host and display (the node) otherwise, *ip NULL. */
+rl_status resolve_host(const char *host, const char *display, char **ip,
+                       char *err, size_t errlen);
+
+/* TCP: resolve a->host (resolve_host) into a->ip.
+ * UNIX: nothing to do. RL_EINVAL with a message naming the host when it
+ * does not resolve. */
+rl_status resolve_addr(struct node_addr *a, char *err, size_t errlen);
 
 struct resolve_job;
 

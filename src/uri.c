@@ -1,5 +1,5 @@
 /* uri.c -- node addresses: parsing the URI forms listed above
- * rl_config.nodes and resolving host names.
+ * rl_config.nodes (host names are resolved by resolver.c).
  *
  * Owns struct node_addr and every string in it, and the public rl_uri_*
  * calls (one URI parser, for the library and its tools).
@@ -21,16 +21,11 @@
  *   - it says what is wrong in words a user can act on.
  * display is built from host/port/path/db only, so it can never hold a
  * password. Passwords are wiped before their memory is freed.
- *
- * Host names are resolved by uri_resolve() on the caller's thread, once,
- * while the configuration is checked; the node layer then connects by
- * numeric address and the event loop never waits for DNS. IPv4 results are
- * preferred because Redis binds 127.0.0.1 / 0.0.0.0 by default.
+
  */
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <limits.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -96,11 +91,8 @@ static void sanitize_line(char *s)
     }
 }
 
-static rl_status set_err(char *err, size_t errlen, rl_status st,
-                         const char *fmt, ...) RL_PRINTF(4, 5);
-
-static rl_status set_err(char *err, size_t errlen, rl_status st,
-                         const char *fmt, ...)
+rl_status uri_error(char *err, size_t errlen, rl_status st,
+                    const char *fmt, ...)
 {
     va_list ap;
 
@@ -125,7 +117,7 @@ static rl_status bad(struct parse_ctx *c, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(detail, sizeof(detail), fmt, ap);
     va_end(ap);
-    return set_err(c->err, c->errlen, RL_EINVAL, "node URI '%s': %s",
+    return uri_error(c->err, c->errlen, RL_EINVAL, "node URI '%s': %s",
                    c->quoted, detail);
 }
 
@@ -739,12 +731,12 @@ rl_status uri_parse(const char *uri, struct node_addr *out, char *err,
     if (err != NULL && errlen > 0)
         err[0] = '\0';
     if (out == NULL)
-        return set_err(err, errlen, RL_EINVAL, "uri_parse: out is NULL");
+        return uri_error(err, errlen, RL_EINVAL, "uri_parse: out is NULL");
     memset(out, 0, sizeof(*out));
     if (uri == NULL)
-        return set_err(err, errlen, RL_EINVAL, "node URI is NULL");
+        return uri_error(err, errlen, RL_EINVAL, "node URI is NULL");
     if (uri[0] == '\0')
-        return set_err(err, errlen, RL_EINVAL, "node URI is empty");
+        return uri_error(err, errlen, RL_EINVAL, "node URI is empty");
 
     memset(&u, 0, sizeof(u));
     u.kind = ADDR_TCP;
@@ -779,104 +771,8 @@ rl_status uri_parse(const char *uri, struct node_addr *out, char *err,
 
     st = build(&u, out);
     if (st != RL_OK)
-        return set_err(err, errlen, st, "node URI '%s': out of memory",
+        return uri_error(err, errlen, st, "node URI '%s': out of memory",
                        c.quoted);
-    return RL_OK;
-}
-
-/* Pick the first IPv4 result, else the first IPv6 one. */
-static const struct addrinfo *pick_address(const struct addrinfo *list)
-{
-    const struct addrinfo *ai;
-    const struct addrinfo *v6 = NULL;
-
-    for (ai = list; ai != NULL; ai = ai->ai_next) {
-        if (ai->ai_family == AF_INET)
-            return ai;
-        if (ai->ai_family == AF_INET6 && v6 == NULL)
-            v6 = ai;
-    }
-    return v6;
-}
-
-/* getaddrinfo without AI_ADDRCONFIG: on a host with only loopback up (a
- * container, a CI runner) it would hide "localhost" and 127.0.0.1. */
-rl_status uri_lookup(const char *host, const char *display, char **ip,
-                     char *err, size_t errlen)
-{
-    struct addrinfo hints;
-    struct addrinfo *list = NULL;
-    const struct addrinfo *ai;
-    const void *bin;
-    char buf[INET6_ADDRSTRLEN];
-    rl_status st = RL_OK;
-    int rc;
-
-    *ip = NULL;
-    memset(&hints, 0, sizeof(hints));
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    rc = getaddrinfo(host, NULL, &hints, &list);
-    if (rc != 0) {
-        if (rc == EAI_MEMORY)
-            st = RL_ENOMEM;
-        else if (rc == EAI_SYSTEM)
-            st = RL_ESYSTEM;
-        else
-            st = RL_EINVAL;
-        return set_err(err, errlen, st,
-                       "cannot resolve host '%s' in node '%s': %s", host,
-                       display, gai_strerror(rc));
-    }
-    ai = pick_address(list);
-    if (ai == NULL) {
-        st = set_err(err, errlen, RL_EINVAL,
-                     "cannot resolve host '%s' in node '%s': no IPv4 or "
-                     "IPv6 address", host, display);
-        goto out_free;
-    }
-    if (ai->ai_family == AF_INET)
-        bin = &((const struct sockaddr_in *)(const void *)ai->ai_addr)
-                   ->sin_addr;
-    else
-        bin = &((const struct sockaddr_in6 *)(const void *)ai->ai_addr)
-                   ->sin6_addr;
-    if (inet_ntop(ai->ai_family, bin, buf, sizeof(buf)) == NULL) {
-        st = set_err(err, errlen, RL_ESYSTEM,
-                     "cannot format the address of host '%s'", host);
-        goto out_free;
-    }
-    *ip = rl_strdup(buf);
-    if (*ip == NULL)
-        st = set_err(err, errlen, RL_ENOMEM,
-                     "resolving host '%s': out of memory", host);
-
-out_free:
-    freeaddrinfo(list);
-    return st;
-}
-
-rl_status uri_resolve(struct node_addr *a, char *err, size_t errlen)
-{
-    char *ip;
-    rl_status st;
-
-    if (err != NULL && errlen > 0)
-        err[0] = '\0';
-    if (a == NULL)
-        return set_err(err, errlen, RL_EINVAL, "uri_resolve: address is NULL");
-    if (a->kind == ADDR_UNIX)
-        return RL_OK;
-    if (a->host == NULL || a->host[0] == '\0')
-        return set_err(err, errlen, RL_EINVAL,
-                       "uri_resolve: node '%s' has no host",
-                       a->display != NULL ? a->display : "?");
-    st = uri_lookup(a->host, a->display != NULL ? a->display : a->host, &ip,
-                    err, errlen);
-    if (st != RL_OK)
-        return st;
-    free(a->ip);
-    a->ip = ip;
     return RL_OK;
 }
 

@@ -1,6 +1,6 @@
 /* uri.h -- parse one node address (the URI forms listed
- * above rl_config.nodes) and resolve its
- * host name to a numeric address, so the event loop never blocks in DNS. */
+ * above rl_config.nodes); resolver.h turns its host name into a numeric
+ * address. */
 #ifndef REDLOCK_URI_H
 #define REDLOCK_URI_H
 
@@ -40,17 +40,6 @@ struct node_addr {
 rl_status uri_parse(const char *uri, struct node_addr *out, char *err,
                     size_t errlen);
 
-/* TCP: resolve a->host (uri_lookup) into a->ip.
- * UNIX: nothing to do. RL_EINVAL with a message naming the host when it
- * does not resolve. */
-rl_status uri_resolve(struct node_addr *a, char *err, size_t errlen);
-
-/* getaddrinfo of host (blocking), preferring IPv4: *ip is a malloc'd
- * numeric address. RL_EINVAL / RL_ENOMEM / RL_ESYSTEM with a message in
- * err naming host and display (the node) otherwise, *ip NULL. */
-rl_status uri_lookup(const char *host, const char *display, char **ip,
-                     char *err, size_t errlen);
-
 /* A TCP node given by host name (not an IP literal): worth resolving
  * again when it stops answering. */
 bool uri_host_is_name(const struct node_addr *a);
@@ -73,6 +62,11 @@ static inline int node_addr_auth_argv(const struct node_addr *a,
     argv[argc++] = a->password;
     return argc;
 }
+
+/* A one-line message (control characters become '?') into err, unless
+ * err is NULL or errlen 0; returns st. */
+rl_status uri_error(char *err, size_t errlen, rl_status st,
+                    const char *fmt, ...) RL_PRINTF(4, 5);
 
 /* Free the strings and zero *a. NULL is a no-op. */
 void node_addr_clear(struct node_addr *a);

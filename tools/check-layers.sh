@@ -9,9 +9,9 @@ src=${1:-"$(dirname "$0")/../src"}
 
 layer_of() {
     case "$1" in
-    abi|common|error|clock|clockguard|facts|token|uri|config|scripts|timeheap|\
-    list)                                     echo 0 base ;;
-    loop|conn|tls|resolver|cancel)            echo 1 loop/conn ;;
+    abi|common|error|clock|clockguard|facts|token|uri|resolver|config|\
+    scripts|timeheap|list)                    echo 0 base ;;
+    loop|conn|resp|tls|cancel)                echo 1 loop/conn ;;
     node|notify)                              echo 2 node ;;
     quorum|fence|lockrec|core)                echo 3 quorum ;;
     acquire|extend|release|inspect|semaphore|\

@@ -643,6 +643,49 @@ class TestUnreachable(Helpers):
                          [True, False, False])
         self.assertFalse(obj["held"])
 
+    def test_a_name_not_in_dns_is_a_node_down(self):
+        # A stopped compose container's name leaves DNS; a name under
+        # .invalid (RFC 2606) is never in it.
+        gone = "redlock-vanished.invalid:%d" % clitest.free_port()
+        why = "cannot resolve host 'redlock-vanished.invalid'"
+        n = ",".join([NODES[0].addr, NODES[1].addr, gone])
+        r = res("vanished")
+        rc, out, err = run_cli(["-n", n, "--no-quarantine", "--json",
+                                "acquire", r, "--ttl", "10000"])
+        self.assertEqual(rc, 0, err)
+        obj = json.loads(out)
+        self.assertEqual(obj["nodes_ok"], 2)
+        self.assertTrue(clitest.wait_for(
+            lambda: [x.cmd("GET", r) for x in NODES[:2]] ==
+            [obj["token"]] * 2, clitest.EVENT_TIMEOUT))
+        rc, out, err = run_cli(["-n", n, "--no-quarantine", "--json",
+                                "ping"])
+        self.assertEqual(rc, 0, err)
+        rows = json.loads(out)["nodes"]
+        self.assertEqual([x["reachable"] for x in rows], [True, True, False])
+        self.assertIn(why, rows[2]["error"])
+        rc, out, err = run_cli(["-n", n, "--no-quarantine", "status", r])
+        self.assertEqual(rc, 0, err)
+        row = [l for l in out.splitlines() if l.startswith(gone)]
+        self.assertEqual(row[0].split()[1], "no", out)
+        self.assertIn(why, row[0])
+        self.assertIn("%s: held" % r, out)
+        rc, out, err = run_cli(["-n", n, "release", r, obj["token"]])
+        self.assertEqual(rc, 0, err)
+        # Two names gone: no quorum, as with two nodes down.
+        n2 = ",".join([NODES[0].addr, gone,
+                       "redlock-gone.invalid:%d" % clitest.free_port()])
+        rc, out, err = run_cli(["-n", n2, "--no-quarantine", "ping"])
+        self.assertEqual(rc, 3, err)
+        self.assertIn(why, out)
+        rc, out, err = run_cli(["-n", n2, "--no-quarantine", "acquire", r])
+        self.assertEqual((rc, out), (3, ""))
+
+    def test_a_malformed_node_uri_is_still_a_usage_error(self):
+        rc, out, err = run_cli(["-n", NODES[0].addr + ",bad host:1", "ping"])
+        self.assertEqual(rc, 2)
+        self.assertIn("bad --nodes", err)
+
 
 if __name__ == "__main__":
     clitest.setup_or_skip()

@@ -180,15 +180,22 @@ class Doctor(unittest.TestCase):
         self.assertEqual(s["fail"], 2)  # eviction and votes
 
     def test_an_unreachable_node_fails_reachable_and_is_not_checked(self):
-        dead = "127.0.0.1:%d" % clitest.free_port()
-        rc, out, err = run_cli(["-n", nodes_arg(HEALTHY) + "," + dead] +
-                               SLOW_OK + ["doctor"])
-        self.assertEqual(rc, 3, out + err)
-        rows = parse(out)
-        self.assertEqual(rows[(dead, "reachable")][0], "fail")
-        self.assertIn("remedy: Start the node", rows[(dead, "reachable")][1])
-        for check in CHECKS[1:]:
-            self.assertEqual(rows[(dead, check)][0], "unknown")
+        # A name not in DNS (.invalid never is) is a node that is down too.
+        for dead, why in (
+                ("127.0.0.1:%d" % clitest.free_port(), "Connection refused"),
+                ("redlock-vanished.invalid:%d" % clitest.free_port(),
+                 "cannot resolve host 'redlock-vanished.invalid'")):
+            with self.subTest(node=dead):
+                rc, out, err = run_cli(["-n", nodes_arg(HEALTHY) + "," +
+                                        dead] + SLOW_OK + ["doctor"])
+                self.assertEqual(rc, 3, out + err)
+                rows = parse(out)
+                self.assertEqual(rows[(dead, "reachable")][0], "fail")
+                self.assertIn(why, rows[(dead, "reachable")][1])
+                self.assertIn("remedy: Start the node",
+                              rows[(dead, "reachable")][1])
+                for check in CHECKS[1:]:
+                    self.assertEqual(rows[(dead, check)][0], "unknown")
 
     def test_bad_quarantine_value_is_a_usage_error(self):
         for args, env, name in (

@@ -24,6 +24,7 @@
 #include <sys/types.h>
 #include <sys/un.h>
 
+#include "resolver.h"
 #include "uri.h"
 
 /* ---- Helpers ---- */
@@ -95,13 +96,13 @@ static const char *describe_addr(const struct node_addr *a, char *buf,
     return buf[0] == ' ' ? buf + 1 : buf;
 }
 
-/* parse_ok, and then, if resolve, uri_resolve must succeed too. */
+/* parse_ok, and then, if resolve, resolve_addr must succeed too. */
 static void address_of(const char *uri, bool resolve, struct node_addr *a)
 {
     char err[RL_ERRLEN];
 
     parse_ok(uri, a);
-    if (resolve && uri_resolve(a, err, sizeof(err)) != RL_OK)
+    if (resolve && resolve_addr(a, err, sizeof(err)) != RL_OK)
         fail_msg("'%s' did not resolve: %s", uri, err);
 }
 
@@ -191,7 +192,7 @@ enum row_case {
 static const struct parse_row {
     enum row_case of;
     const char *uri;
-    bool resolve;       /* uri_resolve before the fields are compared */
+    bool resolve;       /* resolve_addr before the fields are compared */
     const char *fields; /* as describe_addr writes them */
     const char *display;
 } parse_rows[] = {
@@ -412,7 +413,7 @@ static const struct comparison_row {
     enum row_case of;
     const char *a;
     const char *b;
-    bool resolve; /* uri_resolve both first */
+    bool resolve; /* resolve_addr both first */
     bool same;
 } comparison_rows[] = {
     {SAME_NODE, "h:6379", "redis://h", false, true},
@@ -708,7 +709,7 @@ static void test_resolving_again_replaces_the_ip(void **state)
 
     (void)state;
     address_of("127.0.0.1:7001", true, &a);
-    assert_int_equal(uri_resolve(&a, err, sizeof(err)), RL_OK);
+    assert_int_equal(resolve_addr(&a, err, sizeof(err)), RL_OK);
     assert_string_equal(a.ip, "127.0.0.1");
     node_addr_clear(&a);
 }
@@ -721,7 +722,7 @@ static void test_unresolvable_host_is_rejected_naming_host_and_node(
 
     (void)state;
     parse_ok("redis://:s3cr3t@no-such-host.invalid:7000/1", &a);
-    assert_int_equal(uri_resolve(&a, err, sizeof(err)), RL_EINVAL);
+    assert_int_equal(resolve_addr(&a, err, sizeof(err)), RL_EINVAL);
     assert_null(a.ip);
     assert_true(strncmp(err,
                         "cannot resolve host 'no-such-host.invalid' in node "
@@ -744,10 +745,10 @@ static void test_resolving_null_or_an_empty_address_is_rejected(
     char err[RL_ERRLEN];
 
     (void)state;
-    assert_int_equal(uri_resolve(NULL, err, sizeof(err)), RL_EINVAL);
+    assert_int_equal(resolve_addr(NULL, err, sizeof(err)), RL_EINVAL);
     assert_true(strlen(err) > 0);
     memset(&a, 0, sizeof(a));
-    assert_int_equal(uri_resolve(&a, err, sizeof(err)), RL_EINVAL);
+    assert_int_equal(resolve_addr(&a, err, sizeof(err)), RL_EINVAL);
     assert_non_null(strstr(err, "no host"));
 }
 
@@ -1066,17 +1067,27 @@ static char *oom_strdup(const char *s)
 #define free oom_free
 #define rl_strdup oom_strdup
 #define uri_parse oom_uri_parse
-#define uri_resolve oom_uri_resolve
+#define resolve_addr oom_resolve_addr
 #define node_addr_same oom_node_addr_same
 #define node_addr_clear oom_node_addr_clear
-#define uri_lookup oom_uri_lookup
+#define resolve_host oom_resolve_host
 #define uri_host_is_name oom_uri_host_is_name
-rl_status uri_lookup(const char *host, const char *display, char **ip,
+#define uri_error oom_uri_error
+#define resolve_start oom_resolve_start
+#define resolve_poll oom_resolve_poll
+#define resolve_drop oom_resolve_drop
+rl_status resolve_host(const char *host, const char *display, char **ip,
                      char *err, size_t errlen);
 bool uri_host_is_name(const struct node_addr *a);
 rl_status uri_parse(const char *uri, struct node_addr *out, char *err,
                     size_t errlen);
-rl_status uri_resolve(struct node_addr *a, char *err, size_t errlen);
+rl_status resolve_addr(struct node_addr *a, char *err, size_t errlen);
+rl_status uri_error(char *err, size_t errlen, rl_status st,
+                    const char *fmt, ...) RL_PRINTF(4, 5);
+struct resolve_job *resolve_start(const char *host, const char *display);
+bool resolve_poll(struct resolve_job *j, char **ip, rl_status *st,
+                  char *err, size_t errlen);
+void resolve_drop(struct resolve_job *j);
 bool node_addr_same(const struct node_addr *a, const struct node_addr *b);
 void node_addr_clear(struct node_addr *a);
 #define rl_uri_describe oom_rl_uri_describe
@@ -1102,15 +1113,20 @@ bool rl_uri_tls(const rl_uri *u);
 const char *rl_uri_user(const rl_uri *u);
 const char *rl_uri_password(const rl_uri *u);
 #include "uri.c"
+#include "resolver.c"
 #undef malloc
 #undef free
 #undef rl_strdup
 #undef uri_parse
-#undef uri_resolve
+#undef resolve_addr
 #undef node_addr_same
 #undef node_addr_clear
-#undef uri_lookup
+#undef resolve_host
 #undef uri_host_is_name
+#undef uri_error
+#undef resolve_start
+#undef resolve_poll
+#undef resolve_drop
 
 static void oom_reset(int fail_at)
 {
@@ -1167,12 +1183,12 @@ static void test_out_of_memory_while_resolving_keeps_the_address(
     assert_int_equal(oom_uri_parse("127.0.0.1:7000", &a, err, sizeof(err)),
                      RL_OK);
     oom_reset(1);
-    assert_int_equal(oom_uri_resolve(&a, err, sizeof(err)), RL_ENOMEM);
+    assert_int_equal(oom_resolve_addr(&a, err, sizeof(err)), RL_ENOMEM);
     assert_null(a.ip);
     assert_string_equal(a.host, "127.0.0.1");
     assert_non_null(strstr(err, "out of memory"));
     oom_reset(0);
-    assert_int_equal(oom_uri_resolve(&a, err, sizeof(err)), RL_OK);
+    assert_int_equal(oom_resolve_addr(&a, err, sizeof(err)), RL_OK);
     assert_string_equal(a.ip, "127.0.0.1");
     oom_node_addr_clear(&a);
     assert_int_equal(oom_live, 0);
