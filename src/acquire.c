@@ -90,6 +90,8 @@ struct acquire_op {
                                     the wait, the grant and the leave */
     uint32_t priority;           /* a fair lock's */
     unsigned refusals;           /* attempts in a row no node granted */
+    bool released_in_flight;     /* a release came while the last attempt
+                                    was in flight (holder_ttl) */
     bool sleeping;               /* between attempts */
     rl_mono_us wake_us;          /* when the sleep ends, boottime */
     struct request *pttl_req;    /* asking a refusing node for the TTL */
@@ -393,7 +395,15 @@ static void holder_ttl(void *owner, size_t slot, const struct node_reply *r)
 
     RL_UNUSED(slot);
     op->pttl_req = NULL;
-    if (!op->sleeping || r->kind != REPLY_INTEGER || r->integer < 0)
+    if (!op->sleeping || r->kind != REPLY_INTEGER)
+        return;
+    if (r->integer == -2 && op->released_in_flight) {
+        /* The node let go since it refused us: the release we heard of
+         * had not reached it yet. */
+        loop_timer_arm(op->retry_timer, 0);
+        return;
+    }
+    if (r->integer < 0)
         return;
     expiry = now + (rl_mono_us)r->integer * 1000u + 1000u;
     if (expiry < op->wake_us) {
@@ -477,12 +487,16 @@ static void attempt_failed(struct acquire_op *op, rl_status st)
                              retry_budget_pause_us(&op->budget, c, now),
                              now);
     /* Held by someone else: also wake when they release (best effort;
-     * the timer is the fallback). */
-    if (st == RL_ENOTACQUIRED &&
+     * the timer is the fallback). A release that came while our attempt
+     * was in flight may have reached the nodes that refused us only
+     * after it: holder_ttl asks one of them, and we retry at once if it
+     * let go -- not when another waiter took it, or every waiter that
+     * release woke would try again for nothing. */
+    op->released_in_flight =
+        st == RL_ENOTACQUIRED &&
         notify_wait(c->notify, &op->waiter, op->lock->keys[0],
                     op->lock->key_lens[0], op->lock->token, op->t0,
-                    released_elsewhere, op))
-        delay_us = 0; /* released while our attempt was in flight */
+                    released_elsewhere, op);
     if (st == RL_ENOTACQUIRED)
         writer_waits(op);
     op->sleeping = true;
