@@ -1,6 +1,6 @@
 /* redlock.pml -- the Redlock protocol as libredlock implements it
  * (src/acquire.c, extend.c, release.c, watchdog.c, quorum.c, node.c,
- * fence.c, scripts.c), with an adversarial environment. spec/README.md maps
+ * fence.c, src/lua), with an adversarial environment. spec/README.md maps
  * every process and step to the C function that implements it.
  *
  * Configuration: compile-time macros, set by tools/model-check.sh with

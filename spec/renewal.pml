@@ -1,7 +1,7 @@
 /* renewal.pml -- renewals as the watchdog runs them, and the nodes'
  * safety preconditions. Client 0 holds two locks (resources 0 and 1) and
- * renews both with one touch-batch call per node (src/scripts.c
- * touch-batch; src/extend.c extend_batch_run, batch_node_done,
+ * renews both with one touch-batch call per node (src/lua/touch-batch.lua;
+ * src/extend.c extend_batch_run, batch_node_done,
  * batch_vote): the node answers one code per lock, and each lock is
  * decided on its own answers by the single round's rule, with vote
  * withdrawal (extend.c withdraw): a node that answers that the key is

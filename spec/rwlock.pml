@@ -2,7 +2,7 @@
  * live at the lock key itself, a hash of reader token -> expiry (server
  * time) whose key expiry is the latest reader's; writers are plain SET NX
  * holders; a writer refused by readers marks an intent key that new
- * readers respect (src/scripts.c reader-acquire, reader-extend,
+ * readers respect (src/lua reader-acquire, reader-extend,
  * reader-release, writer-intent, intent-clear; src/acquire.c attempt,
  * roll_back, mark_intent, clear_intent; src/extend.c for a reader's own
  * renewal round). The environment is redlock.pml's: reordering between

@@ -124,7 +124,7 @@ size_t lockrec_slot_key(char *buf, const char *key, size_t key_len,
  * A reader's record runs the reader variant of release and extend, a
  * fair one fair-release (its queue entry leaves with the lock); a fair
  * semaphore slot's fair-release and fair-rollback also name the base key
- * and the limit (the queue's, scripts.h). */
+ * and the limit (the queue's, src/lua/fair-release.lua). */
 struct lock_cmd {
     struct round_cmd cmd;
     const char *argv[RL_MAX_RESOURCES + 6];

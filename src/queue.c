@@ -36,7 +36,7 @@
  * borrow it) queues at its base key: the entitled are the first L
  * entries (the head of a mutex's queue is its first 1), and a node
  * grants a slot to a queued waiter only with fewer non-holders ahead of
- * it than slots free there (scripts.c sem_entitled). Loop thread only. */
+ * it than slots free there (src/lua/include/queue_semaphore.lua). Loop thread only. */
 #include <stdio.h>
 #include <string.h>
 
@@ -335,7 +335,7 @@ void fair_free(struct fair_wait *f)
 /* fair-acquire of rec's key (fair-acquire-fenced with fence,
  * fair-reader-acquire for a reader) with ARGV token, px, then nargs of
  * args: entry_px, score, ticket[, a writer's intent PX[, a semaphore's
- * queue key and permits]] (FAIR_TRY_LUA). */
+ * queue key and permits]] (src/lua/include/fair_try.lua). */
 static void attempt_cmd(const struct lock_rec *rec, const char *px,
                         const char *const *args, int nargs,
                         const char *const *fence, struct fair_cmd *out)
@@ -368,7 +368,7 @@ bool fair_first_is_set(rl_client *c, const struct lock_rec *rec, bool fenced)
     bool first = first_fair(c);
 
     /* A mutex's (or writer's) key is never free where waiters queue: it
-     * holds QUEUE_RESERVED there (scripts.c settle), so a bare SET NX is
+     * holds QUEUE_RESERVED there (src/lua/include/queue.lua settle), so a bare SET NX is
      * granted only where nobody queues, as fair-acquire's fast path is,
      * at the cost of a plain acquire. Refused, it read no counter: the
      * next attempt is fair-acquire's first (fair_wait_turn). Two cases

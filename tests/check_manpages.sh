@@ -9,7 +9,8 @@
 #   - every page has the sections a reader looks for, every link and every
 #     .Xr to one of our pages resolves, and redlock(3) lists every page;
 #   - with mandoc installed, `mandoc -T lint -W warning` finds nothing and
-#     tools/man-html.sh renders exactly the committed docs/man/html.
+#     tools/man-html.sh renders every page to HTML without a warning (the
+#     HTML is built, not committed).
 # Only bash, awk and (for the library) nm are needed.
 #   check_manpages.sh HEADER MANDIR [LIBRARY]
 set -euo pipefail
@@ -179,11 +180,9 @@ if command -v mandoc >/dev/null; then
     lint=$(cd "$mandir" && mandoc -T lint -W warning "${real[@]}" 2>&1) ||
         true
     [ -z "$lint" ] || { fail "mandoc -T lint -W warning:"; echo "$lint"; }
-    # The committed HTML (docs/man/html) must be the pages' rendering.
-    "$(dirname "$0")/../tools/man-html.sh" "$tmp/html" >/dev/null
-    diff -r "$tmp/html" "$mandir/html" >"$tmp/htmldiff" ||
-        { fail "$mandir/html is stale: run tools/man-html.sh";
-          head -n 20 "$tmp/htmldiff"; }
+    # Every page renders to HTML (tools/man-html.sh) without a warning.
+    "$(dirname "$0")/../tools/man-html.sh" "$tmp/html" >/dev/null 2>"$tmp/html.err" ||
+        { fail "tools/man-html.sh:"; cat "$tmp/html.err"; }
 else
     echo "note: mandoc not installed, pages not linted nor rendered"
 fi

@@ -332,7 +332,7 @@ done
 
 # ---- The servers' own limit -------------------------------------------------
 # SET NX PX on fresh keys (our acquire) and EVALSHA of our compare-and-delete
-# release script (src/scripts.c; on a missing key, the path redis-benchmark
+# release script (src/lua/release.lua; on a missing key, the path redis-benchmark
 # can drive), 50 connections, without and with pipelining, on one node.
 release_lua="local r = 0
 for _, k in ipairs(KEYS) do

@@ -731,7 +731,7 @@ def render(out, previous, T):
     w("")
     w("redis-benchmark against one node, 50 connections, fresh keys "
       "(`-r 100000000`); the release script is our compare-and-delete "
-      "(`src/scripts.c`) by EVALSHA, on a missing key (redis-benchmark cannot "
+      "(`src/lua/release.lua`) by EVALSHA, on a missing key (redis-benchmark cannot "
       "chain it after the SET). redis-benchmark shares the 2 CPUs with the "
       "server.")
     w("")

@@ -4,7 +4,10 @@
 set -euo pipefail
 PKGS=(build-essential cmake pkg-config libhiredis-dev libev-dev libssl-dev
       libcmocka-dev redis-server redis-tools python3 valgrind faketime
-      iproute2 procps spin)
+      iproute2 procps spin lua-check)
+# The man pages' lint and HTML rendering (tests/check_manpages.sh,
+# tools/man-html.sh).
+PKGS+=(mandoc)
 # The Debian packages (tools/package-deb.sh, tests/install/test_deb.py).
 PKGS+=(debhelper lintian)
 missing=()

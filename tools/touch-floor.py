@@ -25,7 +25,6 @@ and that times 5 (a 5-node quorum). Python 3 standard library only.
 """
 import argparse
 import os
-import re
 import secrets
 import socket
 import statistics
@@ -37,35 +36,16 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def literal_pieces(lines, macros):
-    """The Lua text of consecutive C lines that are string literals or
-    names of string macros (as `OURS_LUA`), up to the first other line or
-    the empty literal (a script's digest)."""
-    src = []
-    for line in lines:
-        line = line.rstrip("\\").strip()
-        lit = re.fullmatch(r'"(.*)"[,]?', line)
-        if lit is not None and lit.group(1) != "":
-            src.append(lit.group(1).encode().decode("unicode_escape"))
-        elif line in macros:
-            src.append(macros[line])
-        else:
-            break
-    return "".join(src)
-
-
 def script_source(name):
-    """The Lua source of script `name` as src/scripts.c has it: the C
-    string literals (and string macros) after its name, up to the empty
-    digest."""
-    lines = open(os.path.join(ROOT, "src", "scripts.c")).read().splitlines()
-    macros = {}
-    for i, line in enumerate(lines):
-        m = re.fullmatch(r"#define (\w+)\s*\\", line.strip())
-        if m:
-            macros[m.group(1)] = literal_pieces(lines[i + 1:], macros)
-    start = lines.index('        "%s",' % name) + 1
-    return literal_pieces(lines[start:], macros)
+    """The Lua text the library sends for script `name`: src/lua/<name>.lua
+    expanded by the build's own generator (cmake/lua-scripts.cmake)."""
+    with tempfile.TemporaryDirectory() as out:
+        subprocess.run(["cmake", "-DLUA_DIR=" + os.path.join(ROOT, "src", "lua"),
+                        "-DOUT_DIR=" + out, "-P",
+                        os.path.join(ROOT, "cmake", "lua-scripts.cmake")],
+                       check=True)
+        with open(os.path.join(out, "sent", name + ".lua")) as f:
+            return f.read()
 
 
 TOUCH_BATCH = script_source("touch-batch")

@@ -419,7 +419,7 @@ static int intent_nodes(struct fixture *f, const char *res, int want)
  * loaded machine left other_intent on 1 node of 3: a real release woke
  * the writer at the first node's message, and its attempt reached nodes
  * whose release had not landed yet). That is how writer intents work
- * (the last writer refused by readers marks the key; see src/scripts.c),
+ * (the last writer refused by readers marks the key; see src/lua/README.md),
  * not what this test is about. So the reader's key goes first on every
  * node (a late second attempt then finds no readers and marks nothing),
  * then the intent is replaced, then a wake-up is published. The reader's

@@ -1,5 +1,6 @@
 """Real redis-server nodes and a tiny RESP client for the Python tests
-(Python 3 stdlib only), shared by tests/cli and tests/faultproxy.
+(Python 3 stdlib only), shared by tests/cli, tests/faultproxy and
+tests/lua.
 
 A Node is one redis-server on a free loopback port, in its own temporary
 directory, persistence off, checked empty once it answers PING. Every

@@ -1,6 +1,6 @@
-/* test_scripts.c -- the scripts' table (src/scripts.c): names, digests,
- * which scripts may create lock keys, and the parts of the wire contract
- * a source shows without running it. No Redis (the integration tests run
+/* test_scripts.c -- the scripts' table (src/scripts.c, built from
+ * src/lua): names, digests, which scripts may create lock keys, and the
+ * parts of the wire contract a source shows without running it. No Redis (the integration tests run
  * them). */
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,15 +8,12 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <openssl/evp.h>
 
 #include "scripts.h"
-
-#define THREADS 4
 
 static void test_every_script_has_a_distinct_name_and_a_source(
     void **state)
@@ -71,33 +68,28 @@ static void test_digests_are_distinct(void **state)
     }
 }
 
-static void *get_all(void *arg)
+/* The C constants the scripts spell out (src/lua/README.md): the
+ * reservation every script that reads a lock key as a lock knows, and
+ * the token's layout (its 40 hex digits, the first 32 naming the
+ * acquisition: member(), intent-clear; scripts.c asserts the lengths). */
+static void test_scripts_spell_the_c_constants(void **state)
 {
-    const struct script **out = arg;
-
-    for (int i = 0; i < SCRIPT_COUNT; i++)
-        out[i] = script_get((enum script_id)i);
-    return NULL;
-}
-
-/* The first calls race from several threads: all see one table with its
- * digests filled in. */
-static void test_first_calls_from_threads_see_one_table(void **state)
-{
-    const struct script *seen[THREADS][SCRIPT_COUNT];
-    pthread_t th[THREADS];
+    static const enum script_id reservation[] = {
+        SCRIPT_RELEASE, SCRIPT_EXTEND, SCRIPT_INSPECT, SCRIPT_TOUCH_BATCH,
+        SCRIPT_PROCLAIM, SCRIPT_FORCE_RELEASE, SCRIPT_FAIR_ACQUIRE,
+        SCRIPT_FAIR_RELEASE, SCRIPT_QUEUE_ENTER};
 
     (void)state;
-    for (int t = 0; t < THREADS; t++)
-        assert_int_equal(pthread_create(&th[t], NULL, get_all, seen[t]), 0);
-    for (int t = 0; t < THREADS; t++)
-        assert_int_equal(pthread_join(th[t], NULL), 0);
-    for (int t = 0; t < THREADS; t++) {
-        for (int i = 0; i < SCRIPT_COUNT; i++) {
-            assert_ptr_equal(seen[t][i], seen[0][i]);
-            assert_int_equal(strlen(seen[t][i]->sha1), 40);
-        }
-    }
+    for (size_t i = 0; i < sizeof(reservation) / sizeof(reservation[0]); i++)
+        assert_non_null(strstr(script_get(reservation[i])->source,
+                               "'" QUEUE_RESERVED "'"));
+    assert_non_null(strstr(script_get(SCRIPT_QUEUE_ENTER)->source,
+                           "string.sub(tok, 1, 32) ..\n"
+                           "         string.rep('0', 40 - 32) ..\n"
+                           "         string.sub(tok, 40 + 1)"));
+    assert_non_null(strstr(script_get(SCRIPT_INTENT_CLEAR)->source,
+                           "v:sub(1, 32) == t:sub(1, 32) and "
+                           "v:sub(41) == t:sub(41)"));
 }
 
 /* Only the acquiring scripts (and fence-write) set keys for a token:
@@ -215,7 +207,7 @@ static void test_fair_scripts_announce_not_release(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_first_calls_from_threads_see_one_table),
+        cmocka_unit_test(test_scripts_spell_the_c_constants),
         cmocka_unit_test(
             test_every_script_has_a_distinct_name_and_a_source),
         cmocka_unit_test(test_digest_is_the_lowercase_sha1_of_the_source),

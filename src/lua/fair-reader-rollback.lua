@@ -1,0 +1,6 @@
+-- fair-reader-rollback: as fair-reader-release, but the entry stays.
+-- KEYS: K
+-- ARGV[1]: token
+-- Reply: as fair-reader-release
+local rollback = true
+--@include fair_reader_release

@@ -1,0 +1,155 @@
+-- The fair queue's helpers (docs/fair-queue.md 2.5). The queue of the
+-- lock at K is redlock:q:K (entry -> score, the order), redlock:qx:K
+-- (entry -> expiry, the node's TIME in ms), redlock:qt:K (the largest
+-- ticket entered here), redlock:qw:K (the exclusive entries -- mutex,
+-- writer -- with their scores: a reader finds the first one in
+-- O(log n)) and redlock:qm:K (entry -> "<kind> <registered ms>", kind
+-- x exclusive or s shared, for status): in the reserved namespace, so
+-- no resource name can be another lock's queue.
+-- They are derived from KEYS[1] so that fair-release and fair-rollback
+-- keep the release script's shape (one key, the token): the lock's
+-- release path stays one call (lockrec_script_cmd). Redlock nodes are
+-- standalone masters, where undeclared keys are allowed. So is the
+-- writer intent, K .. ':wintent' (lockrec_intent_key).
+--
+-- The including script defines first, in this order:
+--   local K = KEYS[1]
+--   local QK, L = <the queue's key>, <the permits>
+-- QK and L are Lua expressions, usually of optional ARGV: a semaphore
+-- slot's scripts run at its slot key K and use the queue of the base
+-- key QK with L permits; the mutex's and the read-write lock's queue is
+-- at K itself (QK = K, L nil).
+--
+-- drop(t): the entry leaves all four of its keys.
+-- purge(now): entries whose expiry passed go, wherever they are in the
+-- queue (at most 64 per call: the next call takes the rest).
+-- reserved(): K holds the reservation 'redlock:queued' (QUEUE_RESERVED
+-- in scripts.h: a free key kept for the queue); unreserve(): a caller
+-- at its turn clears it before taking K (not a semaphore's slot: its
+-- queue reserves nothing); held(): K is a lock.
+-- open(kind): K may take this kind here now: free (or reserved) for an
+-- exclusive one; for a reader, no writer holds it and no writer intent
+-- is marked.
+-- where(mem, kind): the place the turn rule sees: the rank, except that
+-- a reader with no exclusive entry ahead of it (score, then member: the
+-- sorted set's order) is at 0 -- every such reader may try; nil absent.
+-- announce(except): who may try now, never `except` (the caller, who
+-- learns it from its own reply), one token per message on
+-- redlock:queue:QK: a semaphore's entitled entries (sem_announce); when
+-- a reader heads and readers may enter here, every reader before the
+-- first exclusive entry (at most 64, one PUBLISH each: the ones further
+-- on learn it from their refresh); else the head's token when K is free
+-- here.
+-- settle(now): the queue keys live as long as their latest entry;
+-- an empty queue is deleted with its counter (a counter orders only
+-- entries still waiting). Not a semaphore's: while entries remain, a
+-- free K is reserved for them, as long as they live, so a plain SET NX
+-- (a fair mutex's first attempt too) is refused where anybody queues;
+-- once none remains, the reservation goes and plain waiters are told.
+-- enter(..., kind): add or refresh an entry (same score on every node),
+-- note its kind and registration time once, and raise the counter to
+-- its ticket, which rebuilds a restarted node's counter.
+local Q, QX, QT = 'redlock:q:' .. QK, 'redlock:qx:' .. QK,
+                  'redlock:qt:' .. QK
+local QW, QM = 'redlock:qw:' .. QK, 'redlock:qm:' .. QK
+--@include member
+local function server_ms()
+  local t = redis.call('time')
+  return t[1] * 1000 + math.floor(t[2] / 1000)
+end
+local function drop(t)
+  local r = redis.call('zrem', Q, t)
+  redis.call('zrem', QX, t)
+  redis.call('zrem', QW, t)
+  redis.call('hdel', QM, t)
+  return r
+end
+local function purge(now)
+  local dead = redis.call('zrangebyscore', QX, '-inf', now,
+                          'limit', 0, 64)
+  for _, t in ipairs(dead) do drop(t) end
+  return #dead
+end
+local function reserved()
+  return redis.pcall('get', K) == 'redlock:queued'
+end
+local function unreserve()
+  if not L and reserved() then redis.call('del', K) end
+end
+local function held()
+  return redis.call('exists', K) == 1 and not reserved()
+end
+local function open(kind)
+  if kind ~= 's' then return held() and 0 or 1 end
+  if (redis.call('type', K).ok == 'string' and not reserved()) or
+     redis.call('exists', K .. ':wintent') == 1 then return 0 end
+  return 1
+end
+local function where(mem, kind)
+  local r = redis.call('zrank', Q, mem)
+  if r and kind == 's' then
+    local w = redis.call('zrange', QW, 0, 0)[1]
+    if not w or (redis.call('zrank', Q, w) or r) >= r then
+      return 0
+    end
+  end
+  return r
+end
+local function announce_readers(except)
+  local h = redis.call('zrange', Q, 0, 0)[1]
+  if not h or redis.call('zscore', QW, h) then return false end
+  if open('s') == 0 then return true end
+  local w = redis.call('zrange', QW, 0, 0)[1]
+  local n = 64
+  if w then n = math.min(n, redis.call('zrank', Q, w) or n) end
+  for _, t in ipairs(redis.call('zrange', Q, 0, n - 1)) do
+    if t ~= except then
+      redis.call('publish', 'redlock:queue:' .. QK, t)
+    end
+  end
+  return true
+end
+--@include queue_semaphore
+local function announce(except)
+  if L then return sem_announce(except) end
+  if announce_readers(except) then return end
+  if held() then return end
+  local h = redis.call('zrange', Q, 0, 0)[1]
+  if h and h ~= except then
+    redis.call('publish', 'redlock:queue:' .. QK, h)
+  end
+end
+local function settle(now)
+  local last = redis.call('zrange', QX, -1, -1, 'withscores')[2]
+  if not last then
+    redis.call('del', Q, QX, QT, QW, QM)
+    if not L and reserved() then
+      redis.call('del', K)
+      redis.call('publish', 'redlock:release:' .. K, '')
+    end
+    return
+  end
+  local px = string.format('%.0f', math.max(1, tonumber(last) - now))
+  redis.call('pexpire', Q, px)
+  redis.call('pexpire', QX, px)
+  redis.call('pexpire', QT, px)
+  redis.call('pexpire', QW, px)
+  redis.call('pexpire', QM, px)
+  if L then return end
+  if redis.call('exists', K) == 0 then
+    redis.call('set', K, 'redlock:queued', 'PX', px)
+  elseif reserved() then
+    redis.call('pexpire', K, px)
+  end
+end
+local function enter(tok, score, ticket, now, epx, kind)
+  local added = redis.call('zadd', Q, score, tok)
+  redis.call('hsetnx', QM, tok, (kind or 'x') .. ' ' ..
+             string.format('%.0f', now))
+  if kind ~= 's' then redis.call('zadd', QW, score, tok) end
+  redis.call('zadd', QX, string.format('%.0f', now + epx), tok)
+  if tonumber(redis.call('get', QT) or '0') < tonumber(ticket) then
+    redis.call('set', QT, ticket)
+  end
+  return added
+end
