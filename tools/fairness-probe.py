@@ -842,19 +842,24 @@ def cost_section(run):
         "commands / acq. (largest) | overtaken | longest wait |",
         "|---|---|---|---|---|---|---|---|---|---|---|"]
     for (procs, client, mode), rs in groups.items():
-        def med(k):
-            return statistics.median(r[k] for r in rs)
+        def med(k, fmt, scale=1.0):
+            # Runs with too few acquisitions to tell count as none.
+            v = [r[k] * scale for r in rs if r[k] == r[k] and
+                 r["acquisitions"] > 0]
+            return fmt % statistics.median(v) if v else "–"
         mid = sorted(rs, key=lambda r: r["node_cpu_ms_per_acq"])[
             len(rs) // 2]
-        top = ", ".join("%s %.0f" % (k.upper(), v) for k, v in
-                        list(mid["commands"].items())[:4])
+        top = ", ".join("%s %.0f" % (k.upper().replace("|", " "), v)
+                        for k, v in list(mid["commands"].items())[:4])
         out.append(
-            "| %d | %s | %s | %d | %.0f | %.0f ms | %.2f ms | %.2f ms | "
-            "%.0f (%s) | %.0f %% | %.2f s |" % (
-                procs, client, mode, len(rs), med("acquisitions"),
-                med("cycle_ms"), med("node_cpu_ms_per_acq"),
-                med("node_process_cpu_ms_per_acq"), med("commands_per_acq"),
-                top, 100 * med("overtaken"), med("wait_max_ms") / 1e3))
+            "| %d | %s | %s | %d | %s | %s | %s | %s | %s (%s) | %s | %s |"
+            % (procs, client, mode, len(rs), med("acquisitions", "%.0f"),
+               med("cycle_ms", "%.0f ms"),
+               med("node_cpu_ms_per_acq", "%.2f ms"),
+               med("node_process_cpu_ms_per_acq", "%.2f ms"),
+               med("commands_per_acq", "%.0f"), top,
+               med("overtaken", "%.0f %%", 100),
+               med("wait_max_ms", "%.2f s", 1e-3)))
     out += ["", "Per run, node CPU per acquisition (ms): " + "; ".join(
         "%d %s %s %s" % (p, c, m_, ", ".join(
             "%.2f" % r["node_cpu_ms_per_acq"] for r in rs))
