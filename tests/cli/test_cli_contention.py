@@ -81,8 +81,9 @@ class ContentionTest(unittest.TestCase):
         # is one SET per node (a bare SET NX, or writer-acquire's), so the
         # SETs on the nodes count the attempts. A waiter attempts at its
         # start, once more when its subscription is confirmed (a release
-        # may have come in between), at each retry delay and at the end
-        # of its wait: with no release, about WAIT / DELAY + 3. A slower
+        # may have come in between), at each retry delay (twice that once
+        # no node granted it twice in a row) and at the end of its wait:
+        # with no release, at most about WAIT / DELAY + 3. A slower
         # machine only makes fewer. When rollbacks woke the waiters, they
         # attempted thousands of times in the same wait.
         r = res("split")
