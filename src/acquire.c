@@ -45,6 +45,11 @@
 
 /* Waits longer than this (a century) are treated as RL_WAIT_FOREVER. */
 #define MAX_WAIT_MS (INT64_C(100) * 365 * 24 * 3600 * 1000)
+/* A waiter refused everywhere again and again polls at up to 1 << this
+ * times its retry delay (poll_pause_us): twice, so a waiting writer's
+ * intent, PX 2 x (delay + jitter) + 100 (writer_waits), still outlives
+ * the pause that its next attempt refreshes it after. */
+#define MAX_POLL_SHIFT 1
 
 enum acquire_phase {
     PHASE_ACQUIRE, /* SET NX on every node */
@@ -84,6 +89,9 @@ struct acquire_op {
     bool fair_borrowed;          /* a semaphore slot's: semaphore.c owns
                                     the wait, the grant and the leave */
     uint32_t priority;           /* a fair lock's */
+    unsigned refusals;           /* attempts in a row no node granted */
+    bool released_in_flight;     /* a release came while the last attempt
+                                    was in flight (holder_ttl) */
     bool sleeping;               /* between attempts */
     rl_mono_us wake_us;          /* when the sleep ends, boottime */
     struct request *pttl_req;    /* asking a refusing node for the TTL */
@@ -110,7 +118,7 @@ static void roll_back(struct acquire_op *op, bool all)
 
     lockrec_script_cmd(op->lock,
                        op->lock->fair ? SCRIPT_FAIR_ROLLBACK
-                                        : SCRIPT_RELEASE,
+                                        : SCRIPT_ROLLBACK,
                        NULL, &release);
     for (i = 0; i < op->round.n; i++) {
         if (all || op->round.slots[i].vote != VOTE_NO)
@@ -387,7 +395,15 @@ static void holder_ttl(void *owner, size_t slot, const struct node_reply *r)
 
     RL_UNUSED(slot);
     op->pttl_req = NULL;
-    if (!op->sleeping || r->kind != REPLY_INTEGER || r->integer < 0)
+    if (!op->sleeping || r->kind != REPLY_INTEGER)
+        return;
+    if (r->integer == -2 && op->released_in_flight) {
+        /* The node let go since it refused us: the release we heard of
+         * had not reached it yet. */
+        loop_timer_arm(op->retry_timer, 0);
+        return;
+    }
+    if (r->integer < 0)
         return;
     expiry = now + (rl_mono_us)r->integer * 1000u + 1000u;
     if (expiry < op->wake_us) {
@@ -412,6 +428,33 @@ static void ask_holder_ttl(struct acquire_op *op)
             return;
         }
     }
+}
+
+/* The pause before the next attempt: delay_us (the jittered retry delay
+ * within the wait), stretched for a waiter that no node granted several
+ * attempts in a row. A holder keeps it out, and the holder's release
+ * message or its key's expiry (holder_ttl) wakes it; its poll is the
+ * fallback for a message lost while a subscriber connection was down,
+ * and dozens of waiters polling every retry delay while one holds cost
+ * the nodes more than the lock (issue 45): twice the delay from the
+ * second refusal on. An attempt granted somewhere (a split vote) keeps
+ * the delay: the others lost too, no release is coming, only the timers
+ * retry. */
+static uint64_t poll_pause_us(struct acquire_op *op, rl_status st,
+                              uint64_t delay_us, rl_mono_us now)
+{
+    const struct retry_budget *b = &op->budget;
+
+    if (st != RL_ENOTACQUIRED || op->round.yes > 0) {
+        op->refusals = 0;
+        return delay_us;
+    }
+    delay_us <<= op->refusals < MAX_POLL_SHIFT ? op->refusals
+                                                : MAX_POLL_SHIFT;
+    op->refusals++;
+    if (b->deadline_us != 0 && now + delay_us > b->deadline_us)
+        delay_us = b->deadline_us - now;
+    return delay_us;
 }
 
 static void attempt_failed(struct acquire_op *op, rl_status st)
@@ -440,14 +483,20 @@ static void attempt_failed(struct acquire_op *op, rl_status st)
         fair_wait_turn(op->fair, op->t0, op->budget.deadline_us);
         return;
     }
-    delay_us = retry_budget_pause_us(&op->budget, c, now);
+    delay_us = poll_pause_us(op, st,
+                             retry_budget_pause_us(&op->budget, c, now),
+                             now);
     /* Held by someone else: also wake when they release (best effort;
-     * the timer is the fallback). */
-    if (st == RL_ENOTACQUIRED &&
+     * the timer is the fallback). A release that came while our attempt
+     * was in flight may have reached the nodes that refused us only
+     * after it: holder_ttl asks one of them, and we retry at once if it
+     * let go -- not when another waiter took it, or every waiter that
+     * release woke would try again for nothing. */
+    op->released_in_flight =
+        st == RL_ENOTACQUIRED &&
         notify_wait(c->notify, &op->waiter, op->lock->keys[0],
                     op->lock->key_lens[0], op->lock->token, op->t0,
-                    released_elsewhere, op))
-        delay_us = 0; /* released while our attempt was in flight */
+                    released_elsewhere, op);
     if (st == RL_ENOTACQUIRED)
         writer_waits(op);
     op->sleeping = true;

@@ -39,7 +39,8 @@ enum req_role {
     REQ_SELECT,
     REQ_CONFIG,      /* CONFIG GET appendfsync (handshake or check) */
     REQ_INFO,
-    REQ_SCRIPT_LOAD,
+    REQ_SCRIPT_EXISTS, /* which scripts the server has (handshake) */
+    REQ_SCRIPT_LOAD,   /* one it lacks */
     REQ_TIME,        /* a clock sample (handshake or pipelined) */
     REQ_CHECK,       /* INFO of a periodic facts check */
 };
@@ -120,6 +121,7 @@ static void connection_start(struct node *n);
 static void connection_lost(struct node *n, struct conn *c,
                             const char *reason);
 static void flush_deferred(struct node *n);
+static void scripts_missing(struct node *n, const redisReply *reply);
 static bool defer(struct node *n, struct request *r);
 static void connection_fail(struct node *n, const char *fmt, ...)
     RL_PRINTF(2, 3);
@@ -626,6 +628,10 @@ static void handshake_reply(struct node *n, struct request *r,
     /* Preloading scripts only saves a NOSCRIPT round trip later. */
     if (r->role == REQ_SCRIPT_LOAD)
         return;
+    if (r->role == REQ_SCRIPT_EXISTS) {
+        scripts_missing(n, reply);
+        return;
+    }
     if (r->role == REQ_CONFIG) {
         config_reply(n, reply);
         return;
@@ -1189,7 +1195,7 @@ static void on_close(struct conn *c, const char *reason, void *privdata)
 static bool queue_internal(struct node *n, enum req_role role, int argc,
                            const char **argv)
 {
-    size_t lens[3];
+    size_t lens[2 + SCRIPT_COUNT]; /* the longest: SCRIPT EXISTS */
     struct request *r;
     struct wire *w;
     int i;
@@ -1210,20 +1216,40 @@ static bool queue_internal(struct node *n, enum req_role role, int argc,
     return false;
 }
 
-/* SCRIPT LOAD every script but the fair ones (queue.c loads those), so
- * EVALSHA normally finds them: fewer round trips, and a rollback never
- * has to be resent out of order. */
-static bool queue_script_loads(struct node *n)
+/* Ask the server which of our scripts it has (one SCRIPT EXISTS); the
+ * reply loads the others (scripts_missing), so EVALSHA normally finds
+ * them. A server keeps its scripts until it restarts or flushes them:
+ * a client, a CLI run each, mostly finds them all and loads none
+ * (loading them all cost a node more than the lock itself, issue 45).
+ * What is sent before the loads land (behind the handshake, on a fresh
+ * server) gets NOSCRIPT and is resent as EVAL. */
+static bool queue_script_exists(struct node *n)
 {
-    const char *argv[3] = {"SCRIPT", "LOAD", NULL};
+    const char *argv[2 + SCRIPT_COUNT] = {"SCRIPT", "EXISTS"};
     int id;
 
-    for (id = 0; id < SCRIPT_PRELOADED; id++) {
+    for (id = 0; id < SCRIPT_COUNT; id++)
+        argv[2 + id] = script_get((enum script_id)id)->sha1;
+    return queue_internal(n, REQ_SCRIPT_EXISTS, 2 + SCRIPT_COUNT, argv);
+}
+
+/* SCRIPT EXISTS answered: SCRIPT LOAD those the server lacks (an error:
+ * all of them). */
+static void scripts_missing(struct node *n, const redisReply *reply)
+{
+    const char *argv[3] = {"SCRIPT", "LOAD", NULL};
+    bool answered = reply->type == REDIS_REPLY_ARRAY &&
+                    reply->elements == SCRIPT_COUNT;
+    size_t id;
+
+    for (id = 0; id < SCRIPT_COUNT; id++) {
+        if (answered && reply->element[id]->type == REDIS_REPLY_INTEGER &&
+            reply->element[id]->integer == 1)
+            continue;
         argv[2] = script_get((enum script_id)id)->source;
         if (!queue_internal(n, REQ_SCRIPT_LOAD, 3, argv))
-            return false;
+            return; /* out of memory: EVALSHA falls back to EVAL */
     }
-    return true;
 }
 
 static bool queue_handshake(struct node *n)
@@ -1234,7 +1260,7 @@ static bool queue_handshake(struct node *n)
     int argc = 0;
     int role;
 
-    for (role = REQ_AUTH; role <= REQ_SCRIPT_LOAD; role++) {
+    for (role = REQ_AUTH; role <= REQ_SCRIPT_EXISTS; role++) {
         argc = 0;
         if (role == REQ_AUTH) {
             argc = node_addr_auth_argv(a, argv);
@@ -1257,7 +1283,7 @@ static bool queue_handshake(struct node *n)
              * replication and cluster among them (facts.h). */
             argv[argc++] = "INFO";
         } else {
-            if (!queue_script_loads(n))
+            if (!queue_script_exists(n))
                 return false;
             continue;
         }

@@ -176,6 +176,22 @@ class Scripts(unittest.TestCase):
         self.assertEqual(ev("release", ["r"], [TOK]), 0)
         self.assertEqual(cmd("GET", "r"), RESERVED)
 
+    def test_rollback(self):
+        # release's replies and deletions, and no message.
+        cmd("SET", "a", TOK)
+        cmd("SET", "b", OTHER)
+        reply, msgs = self.published("redlock:release:a",
+                                     lambda: ev("rollback", ["a", "b"], [TOK]))
+        self.assertEqual((reply, msgs), (-1, []))
+        self.assertEqual(cmd("EXISTS", "a"), 0)
+        self.assertEqual(cmd("GET", "b"), OTHER)
+        self.assertEqual(ev("rollback", ["a"], [TOK]), 0)
+        cmd("SET", "a", TOK)
+        self.assertEqual(ev("rollback", ["a"], [TOK]), 1)
+        cmd("SET", "r", RESERVED)
+        self.assertEqual(ev("rollback", ["r"], [TOK]), 0)
+        self.assertEqual(cmd("GET", "r"), RESERVED)
+
     def test_extend(self):
         self.assertEqual(ev("extend", ["a"], [TOK, "60000"]), 0)
         self.assertEqual(cmd("EXISTS", "a"), 0)  # never recreated
