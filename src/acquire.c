@@ -838,6 +838,19 @@ static rl_status check_kind(rl_client *c, size_t count,
     if (o->mode == RL_MODE_SHARED && o->reentrant)
         return rl_fail(RL_EINVAL, "a shared (reader) lock is not "
                        "reentrant: readers already share it");
+    if (o->at_least_ms != 0 &&
+        (o->mode == RL_MODE_SHARED || o->fair || o->priority != 0 ||
+         o->lock_delay_ms != 0))
+        return rl_fail(RL_EINVAL, "at_least_ms is for an exclusive lock or "
+                       "a semaphore, without fair waiting or a lock-delay");
+    if (o->at_least_ms > c->cfg.max_ttl_ms)
+        return rl_fail(RL_EINVAL,
+                       "at_least_ms %llu is above max_ttl_ms %u (the "
+                       "restart quarantine must outlast every key: a key "
+                       "kept longer could be forgotten by a restarted node "
+                       "that votes again)",
+                       (unsigned long long)o->at_least_ms,
+                       c->cfg.max_ttl_ms);
     return check_fair(count, o);
 }
 

@@ -110,7 +110,7 @@ rl_status handle_new_kind(rl_client *c, const char *const *resources,
         return st;
     (*out)->rec.shared = o->mode == RL_MODE_SHARED;
     (*out)->rec.fair = o->fair != 0 || o->priority != 0;
-    if (o->fencing || o->reentrant ||
+    if (o->fencing || o->reentrant || o->at_least_ms != 0 ||
         (o->auto_extend && watchdog_needs_extra(o))) {
         atomic_init(&(*out)->extra, handle_extra_new());
         if (lock_extra_of(*out) == NULL) {

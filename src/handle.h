@@ -21,7 +21,8 @@ void handles_remove(rl_client *c, struct rl_lock *l);
 
 /* A handle for the kinds of o (may be NULL): a reader, the lock-delay, a
  * semaphore's record made for its last slot (semaphore.c rewrites it);
- * the extra block when o asks for fencing, reentrancy or watchdog caps.
+ * the extra block when o asks for fencing, reentrancy, a period
+ * (at_least_ms) or watchdog caps.
  * token: an adopted lock's, or NULL for a new one. */
 rl_status handle_new_kind(rl_client *c, const char *const *resources,
                           size_t count, const char *token,

@@ -351,8 +351,21 @@ static void released(void *owner, rl_status st)
     req_finish(r, st, NULL);
 }
 
+/* What is left of l's period (at_least_ms), in whole ms rounded up; 0
+ * when it has none or it is over. */
+static uint32_t period_left_ms(const struct rl_lock *l)
+{
+    struct lock_extra *e = lock_extra_of(l);
+    rl_mono_us now = mono_now_us();
+
+    if (e == NULL || e->keep_until_us <= now)
+        return 0;
+    return (uint32_t)((e->keep_until_us - now + 999u) / 1000u);
+}
+
 /* HELD, RENEWING or LOST -> RELEASING: drop the renewal in flight, then
- * compare-and-delete on every node. */
+ * compare-and-delete on every node (compare-and-keep for the rest of the
+ * period). */
 static void start_release(struct rl_lock *l, struct lock_req *r)
 {
     rl_client *c = atomic_load(&l->client);
@@ -360,7 +373,8 @@ static void start_release(struct rl_lock *l, struct lock_req *r)
     struct release_round *release;
 
     drop_all(l, "released while extending");
-    release = release_new(c, &l->rec, expired, released, l);
+    release = release_new(c, &l->rec, expired, period_left_ms(l), released,
+                          l);
     if (release == NULL) {
         lock_free_now(l);
         req_finish(r, RL_ENOMEM, NULL);
@@ -395,6 +409,9 @@ static void acquired(void *owner, rl_status st, const struct acquire_grant *g)
     lock_set_state(l, LOCK_HELD, NULL);
     if (lock_extra_of(l) != NULL) { /* made for these options */
         lock_extra_of(l)->fence = g->fence;
+        if (r->opts.at_least_ms != 0)
+            lock_extra_of(l)->keep_until_us =
+                g->t0 + (rl_mono_us)r->opts.at_least_ms * 1000u;
         if (r->opts.reentrant) {
             lock_extra_of(l)->owner = r->caller;
             lock_extra_of(l)->holds = 1;

@@ -30,6 +30,7 @@
 struct release_round {
     const struct lock_rec *rec;
     bool expired_before;        /* validity was over when we started */
+    char keep_px[16];           /* keep the keys this long (ms), or "" */
     release_done_fn *done;
     void *owner;
     struct release_facts facts;
@@ -177,8 +178,8 @@ static void decided(void *owner, enum verdict v)
 }
 
 struct release_round *release_new(rl_client *c, const struct lock_rec *rec,
-                                  bool expired_before, release_done_fn *done,
-                                  void *owner)
+                                  bool expired_before, uint32_t keep_ms,
+                                  release_done_fn *done, void *owner)
 {
     struct release_round *r = calloc(1, sizeof(*r));
 
@@ -191,6 +192,8 @@ struct release_round *release_new(rl_client *c, const struct lock_rec *rec,
     r->rec = rec;
     r->facts.n = c->node_count;
     r->expired_before = expired_before;
+    if (keep_ms != 0)
+        snprintf(r->keep_px, sizeof(r->keep_px), "%u", keep_ms);
     r->done = done;
     r->owner = owner;
     return r;
@@ -201,7 +204,12 @@ void release_run(struct release_round *r)
     struct lock_cmd cmd;
     enum verdict v;
 
-    lockrec_script_cmd(r->rec, SCRIPT_RELEASE, NULL, &cmd);
+    /* extend answers as release does: 1 ours (kept), 0 absent, -1 another
+     * value; it publishes nothing, so no waiter wakes for a kept key. */
+    if (r->keep_px[0] != '\0')
+        lockrec_script_cmd(r->rec, SCRIPT_EXTEND, r->keep_px, &cmd);
+    else
+        lockrec_script_cmd(r->rec, SCRIPT_RELEASE, NULL, &cmd);
     v = round_start(&r->round, ROUND_ALL, &cmd.cmd, classify, decided, r);
     if (v != VERDICT_PENDING)
         decided(r, v);
