@@ -20,6 +20,9 @@
  * script's 1.) Fewer holders than a quorum, with the unknown nodes
  * counted as holders, is RL_ELOST; in between nobody can tell
  * (RL_ENOQUORUM).
+ * Within an at_least_ms period (keep_ms) the round sends the extend
+ * script instead, PEXPIRE to the period's end where the key is still
+ * ours: its replies mean what release's do, so the outcome is the same.
  * A round belongs to its caller (the holder) from release_new to done or
  * release_abort; a late reply lands on a node-owned request record, never
  * on a freed round. */
