@@ -874,7 +874,9 @@ typedef struct rl_holder_info {
     uint32_t readers_in_delay; /* readers whose validity is over but whose
                                  lock-delay is not: they still keep
                                  writers out (not in readers) */
-    uint32_t reserved32_;     /* zeroed (see "ABI" above) */
+    uint32_t period;          /* 1: token's key is kept for its
+                                 at_least_ms period (its holder released
+                                 it before the period's end), else 0 */
     uint64_t reserved_[3];    /* zeroed (see "ABI" above) */
 } rl_holder_info;
 
@@ -996,7 +998,11 @@ typedef struct rl_resource_info {
     uint32_t lock_delay_ms;   /* held: the lock-delay its token carries
                                  (0: none); the keys outlive the holder's
                                  validity by it */
-    uint32_t reserved32_;     /* zeroed (see "ABI" above) */
+    uint32_t for_period;      /* held: 1 when a majority's keys are kept
+                                 for its at_least_ms period (the holder
+                                 released it before the period's end:
+                                 its job is done; validity_ms is what
+                                 is left of the period), else 0 */
     uint64_t reserved_[4];    /* zeroed (see "ABI" above) */
 } rl_resource_info;
 

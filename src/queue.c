@@ -260,7 +260,7 @@ static bool load_scripts(rl_client *c)
     if (c->fair_loaded)
         return false;
     c->fair_loaded = true;
-    for (id = SCRIPT_PRELOADED; id < SCRIPT_COUNT; id++) {
+    for (id = SCRIPT_PRELOADED; id <= SCRIPT_FAIR_LAST; id++) {
         argv[2] = script_get((enum script_id)id)->source;
         lens[2] = strlen(argv[2]);
         round_broadcast(c->nodes, c->node_count, &cmd);

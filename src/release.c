@@ -20,9 +20,10 @@
  * script's 1.) Fewer holders than a quorum, with the unknown nodes
  * counted as holders, is RL_ELOST; in between nobody can tell
  * (RL_ENOQUORUM).
- * Within an at_least_ms period (keep_ms) the round sends the extend
- * script instead, PEXPIRE to the period's end where the key is still
- * ours: its replies mean what release's do, so the outcome is the same.
+ * Within an at_least_ms period (keep_ms) the round sends the keep
+ * script instead: PEXPIRE to the period's end where the key is still
+ * ours, and the period marker inspection reads; its replies mean what
+ * release's do, so the outcome is the same.
  * A round belongs to its caller (the holder) from release_new to done or
  * release_abort; a late reply lands on a node-owned request record, never
  * on a freed round. */
@@ -207,10 +208,10 @@ void release_run(struct release_round *r)
     struct lock_cmd cmd;
     enum verdict v;
 
-    /* extend answers as release does: 1 ours (kept), 0 absent, -1 another
+    /* keep answers as release does: 1 ours (kept), 0 absent, -1 another
      * value; it publishes nothing, so no waiter wakes for a kept key. */
     if (r->keep_px[0] != '\0')
-        lockrec_script_cmd(r->rec, SCRIPT_EXTEND, r->keep_px, &cmd);
+        lockrec_script_cmd(r->rec, SCRIPT_KEEP, r->keep_px, &cmd);
     else
         lockrec_script_cmd(r->rec, SCRIPT_RELEASE, NULL, &cmd);
     v = round_start(&r->round, ROUND_ALL, &cmd.cmd, classify, decided, r);

@@ -46,7 +46,7 @@ bool release_settled(const struct release_facts *f, bool adopted,
 
 /* expired_before: the holder's validity was over when it asked. keep_ms:
  * 0 deletes the keys; else they are kept, where they hold our token,
- * for keep_ms more (the extend script: the rest of an at_least_ms
+ * for keep_ms more (the keep script: the rest of an at_least_ms
  * period), with the same outcomes. NULL on out of memory. rec must live
  * until done or release_abort. */
 struct release_round *release_new(rl_client *c, const struct lock_rec *rec,

@@ -642,7 +642,8 @@ static struct script scripts[SCRIPT_COUNT] = {
         "end\n"
         "local v = value(KEYS[1])\n"
         "if not v then return {false, -2, 0, f, r, w, 0} end\n"
-        "return {v, redis.call('pttl', KEYS[1]), 0, f, r, w, 0}\n",
+        "return {v, redis.call('pttl', KEYS[1]), 0, f, r, w, 0,\n"
+        "        redis.call('get', 'redlock:period:' .. KEYS[1])}\n",
         ""},
     /* A semaphore's slots in one step: a holder that moves between slots
      * (a retry keeps its token) shows on one of them, never two. Only the
@@ -915,6 +916,19 @@ static struct script scripts[SCRIPT_COUNT] = {
         "  return 0\n"
         "end\n"
         "return redis.call('del', KEYS[1])\n",
+        ""},
+    /* A release within an at_least_ms period: extend, and the marker
+     * that tells inspection the key is kept for its period (its holder
+     * is done), with the same value and expiry. */
+    [SCRIPT_KEEP] = {
+        "keep",
+        ALL_OURS_LUA
+        "for _, k in ipairs(KEYS) do\n"
+        "  redis.call('pexpire', k, ARGV[2])\n"
+        "end\n"
+        "redis.call('set', 'redlock:period:' .. KEYS[1], ARGV[1], 'px',\n"
+        "           ARGV[2])\n"
+        "return 1\n",
         ""},
 };
 

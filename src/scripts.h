@@ -20,7 +20,8 @@ enum script_id {
     SCRIPT_INSPECT,       /* KEYS: k[, intent[, fence, record]]; ->
                              {value or false, pttl, readers, fence or
                              false, record or false, intent or false,
-                             readers in their lock-delay} */
+                             readers in their lock-delay, period marker
+                             (redlock:period:k) or false} */
     SCRIPT_INSPECT_SLOTS, /* KEYS: k; ARGV: limit -> one string: per slot
                              of k with a key or a fence counter, "<slot>
                              <pttl> " and value, counter and record as
@@ -90,6 +91,12 @@ enum script_id {
                              entry leaves the queue */
     SCRIPT_FAIR_READER_ROLLBACK, /* ARGV: token -> as fair-reader-release,
                              the entry stays */
+    SCRIPT_FAIR_LAST = SCRIPT_FAIR_READER_ROLLBACK, /* queue.c loads up to it */
+    SCRIPT_KEEP,          /* KEYS: k1..kn; ARGV: token, px -> as extend,
+                             and redlock:period:k1 = token PX px (a
+                             release within an at_least_ms period; not
+                             preloaded: a client sends it at most once
+                             per lock) */
     SCRIPT_COUNT,
 };
 

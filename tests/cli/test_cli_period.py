@@ -123,13 +123,25 @@ class PeriodTest(unittest.TestCase):
             self.skipTest("SKIP: the machine took longer than the period")
         self.assertTrue(st["held"], out)
         self.assertEqual(st["holder"], token[:8])
+        self.assertTrue(st["for_period"], out)
+        rc, out, err = cli("status", job)
+        self.assertEqual(rc, 0, err)
+        if not key_gone(job):
+            self.assertIn("held for its period", out)
         # The same period: not acquired, the child does not run.
         rc, _, err = cli(*args)
         if rc == 0 and key_gone(job):
             self.skipTest("SKIP: the machine took longer than the period")
         self.assertEqual(rc, 1, err)
-        # The next period acquires as usual.
+        # The next period acquires as usual; while its job runs, status
+        # does not say it is held for a period.
         self.assertTrue(wait_for(lambda: key_gone(job), scale(10)))
+        rc, tok, err = cli("acquire", job, "--ttl", "10000")
+        self.assertEqual(rc, 0, err)
+        rc, out, err = cli("--json", "status", job)
+        self.assertFalse(json.loads(out)["for_period"], out)
+        rc, _, err = cli("release", job, tok.strip())
+        self.assertEqual(rc, 0, err)
         rc, _, err = cli(*args)
         self.assertEqual(rc, 0, err)
         with open(runs) as f:

@@ -835,6 +835,9 @@ static void test_at_least_keeps_the_key_until_the_period_ends(void **state)
     rl_lock *l = NULL, *other = NULL;
     char token[RL_NAME_LEN];
     int64_t t0 = harness_now_ms();
+    rl_resource_info info;
+    rl_holder_info nodes[N];
+    size_t count = 0, i;
 
     o.at_least_ms = 3000;
     assert_int_equal(rl_acquire(f->c, "kp:job", &o, &l), RL_OK);
@@ -842,12 +845,24 @@ static void test_at_least_keeps_the_key_until_the_period_ends(void **state)
     assert_int_equal(rl_release(l), RL_OK);
     /* Kept with our token, to 3000 ms after the grant: past the TTL. */
     assert_true(fixture_all_hold(f, "kp:job", token, t0, 3000));
+    /* Inspection tells the kept period from a running holder. */
+    assert_int_equal(rl_resource_inspect(f->c, "kp:job", &info, nodes, N,
+                                         &count), RL_OK);
+    assert_true(info.held);
+    assert_string_equal(info.token, token);
+    assert_int_equal(info.for_period, 1);
+    for (i = 0; i < count; i++)
+        assert_int_equal(nodes[i].period, 1);
     o = opts_ttl(1000);
     assert_int_equal(rl_acquire(f->c, "kp:job", &o, &other), RL_ENOTACQUIRED);
     assert_null(other);
     assert_true(harness_key_gone_within(f->r, N, "kp:job",
                                         harness_scale_ms(6000)));
     assert_int_equal(rl_acquire(f->c, "kp:job", &o, &other), RL_OK);
+    assert_int_equal(rl_resource_inspect(f->c, "kp:job", &info, nodes, N,
+                                         &count), RL_OK);
+    assert_true(info.held);
+    assert_int_equal(info.for_period, 0);
     /* Released after its period (none asked): deleted at once. */
     assert_int_equal(rl_release(other), RL_OK);
     assert_true(harness_key_gone(f->r, N, "kp:job"));
