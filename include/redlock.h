@@ -416,7 +416,8 @@ typedef struct rl_acquire_opts {
                                  delete the keys but keeps them, with
                                  the same value, until then (PEXPIRE to
                                  what is left), so others find the lock
-                                 held for the rest of the period; after
+                                 held for the rest of the period
+                                 (rl_resource_info.for_period); after
                                  it, rl_release deletes them as usual.
                                  1..cfg.max_ttl_ms (the restart
                                  quarantine's bound), exclusive locks
