@@ -23,7 +23,6 @@
 #include <stdio.h>
 #include <sched.h>
 
-#include "abi.h"
 #include "acquire.h"
 #include "cancel.h"
 #include "extend.h"
@@ -32,9 +31,6 @@
 #include "release.h"
 #include "semaphore.h"
 #include "watchdog.h"
-
-/* Largest max_hold_ms that is not "no cap" (a century). */
-#define MAX_HOLD_MS (UINT64_C(100) * 365 * 24 * 3600 * 1000)
 
 enum req_kind {
     REQ_ACQUIRE,
@@ -164,26 +160,6 @@ static void become_lost(struct rl_lock *l)
 }
 
 /* ---- Watching ------------------------------------------------------------ */
-
-static rl_status check_watch_opts(const rl_acquire_opts *o, uint32_t ttl_ms)
-{
-    if (o == NULL)
-        return RL_OK;
-    if (abi_check(ABI_ACQUIRE_OPTS, o) != RL_OK)
-        return RL_EINVAL;
-    if (o->extend_interval_ms > ttl_ms / 2)
-        return rl_fail(RL_EINVAL,
-                       "extend_interval_ms %u must be at most half the "
-                       "ttl (%u ms)",
-                       o->extend_interval_ms, ttl_ms);
-    if (o->max_hold_ms > MAX_HOLD_MS && o->max_hold_ms != UINT64_MAX)
-        return rl_fail(RL_EINVAL,
-                       "max_hold_ms %llu is too large (at most %llu, or "
-                       "UINT64_MAX or 0 for no cap)",
-                       (unsigned long long)o->max_hold_ms,
-                       (unsigned long long)MAX_HOLD_MS);
-    return RL_OK;
-}
 
 static struct watchdog *watchdog_of(const struct rl_lock *l)
 {
@@ -638,7 +614,7 @@ rl_status holder_acquire(rl_client *c, const char *const *resources,
         return rl_fail(RL_EINVAL, "callback is NULL");
     st = acquire_check(c, resources, count, o, &ttl);
     if (st == RL_OK && o != NULL && o->auto_extend)
-        st = check_watch_opts(o, ttl);
+        st = watchdog_check_opts(o, ttl);
     if (st != RL_OK)
         return st;
     if (o != NULL && rl_cancel_fired(o->cancel))
@@ -904,7 +880,7 @@ rl_status rl_watchdog_start(rl_lock *l, const rl_acquire_opts *o)
         return rl_fail(RL_EMISUSE,
                        "'%s': adopted lock has no known TTL; extend it first",
                        l->rec.resource);
-    st = check_watch_opts(o, atomic_load(&l->ttl_ms));
+    st = watchdog_check_opts(o, atomic_load(&l->ttl_ms));
     if (st == RL_OK && o != NULL &&
         (o->mode != (l->rec.shared ? RL_MODE_SHARED : RL_MODE_EXCLUSIVE) ||
          (o->limit != 0 && l->rec.slot < 0)))
