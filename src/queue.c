@@ -40,7 +40,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "acquire.h"
+#include "retry.h"
 #include "notify.h"
 #include "queue.h"
 
