@@ -20,12 +20,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "clockguard.h"
 #include "conn.h"
-#include "facts.h"
 #include "list.h"
 #include "node.h"
 #include "resolver.h"
+#include "vote.h"
+#include "wire.h"
 
 /* The longest array reply our scripts send: queue-inspect's, the node's
  * time and 4 fields per entry, RL_QUEUE_READ_MAX entries (the others
@@ -59,18 +59,6 @@ struct request {
                                    until a server has answered it */
 };
 
-/* A command formatted once (RESP) and shared, refcounted, by every node it
- * is sent to. A script call is formatted as EVALSHA; its EVAL form after a
- * NOSCRIPT is spliced from those bytes (wire_eval_form). Loop thread. */
-struct wire {
-    unsigned refs;
-    char *cmd;                  /* RESP bytes */
-    size_t len;
-    const struct script *script; /* EVALSHA, or NULL */
-    bool spliced;               /* cmd is ours (malloc), not hiredis's */
-    bool sample;                /* lock path: a TIME may go first */
-};
-
 struct node {
     struct ev_loop *loop;
     const struct config *cfg;
@@ -87,6 +75,7 @@ struct node {
     struct conn_backoff backoff; /* reconnect delays */
     unsigned failures;          /* since the last good handshake */
     struct node_facts facts;    /* from the last INFO (+ CONFIG GET) */
+    struct vote_record vote;    /* what the readings tell the vote */
     bool facts_known;           /* a handshake has read them */
     bool check_pending;         /* a facts check awaits its INFO */
     ev_timer check_timer;       /* periodic facts check */
@@ -97,23 +86,9 @@ struct node {
                                    server, -1 none: we do not vote */
     struct resolve_job *resolving; /* host name looked up again after a
                                       failure, or NULL */
-    rl_mono_us evict_seen_us;   /* last reading that showed it may evict
-                                   or had evicted, boottime; 0 never */
-    rl_mono_us replica_seen_us; /* last reading as a replica (a resync
-                                   replaced its data), boottime; 0 never */
-    /* Derived from facts at each reading, for node_vote_bar (called for
-     * every vote): no string compares on the lock path. */
-    bool is_master;
-    enum fact evicts;           /* facts_may_evict */
-    bool fsyncs_always;         /* facts_fsyncs_every_write == FACT_YES */
-    rl_mono_us up_since_us;     /* latest possible server start, boottime;
-                                   0 = unknown */
-    rl_mono_us start_min_us;    /* earliest possible server start */
     char last_error[RL_ERRLEN];
     struct node_stats stats;
-    struct clockguard clock;    /* the clock guard's samples */
     struct wire *time_wire;     /* "TIME", shared by the node's samples */
-    rl_mono_us ready_us;        /* last handshake done, boottime */
 };
 
 static void connection_start(struct node *n);
@@ -252,123 +227,17 @@ static void on_request_timer(struct ev_loop *loop, ev_timer *w, int revents)
 
 /* ---- Reply handling ----------------------------------------------------- */
 
-static void convert_scalar(const redisReply *in, struct node_reply *out)
-{
-    memset(out, 0, sizeof(*out));
-    switch (in->type) {
-    case REDIS_REPLY_STATUS:
-        out->kind = REPLY_STATUS;
-        break;
-    case REDIS_REPLY_INTEGER:
-        out->kind = REPLY_INTEGER;
-        out->integer = in->integer;
-        return;
-    case REDIS_REPLY_STRING:
-        out->kind = REPLY_STRING;
-        break;
-    case REDIS_REPLY_ERROR:
-        out->kind = REPLY_ERROR;
-        break;
-    case REDIS_REPLY_ARRAY:
-        out->kind = REPLY_ARRAY;
-        return;
-    default:
-        out->kind = REPLY_NIL;
-        return;
-    }
-    out->str = in->str != NULL ? in->str : "";
-    out->len = in->str != NULL ? (size_t)in->len : 0;
-}
-
 /* Deliver a hiredis reply to the owner as a borrowed node_reply. Arrays
  * keep at most MAX_ARRAY_ELEMENTS scalar elements (all our scripts need). */
 static void deliver(struct request *r, const redisReply *reply)
 {
     struct node_reply out;
     struct node_reply elems[MAX_ARRAY_ELEMENTS];
-    size_t i;
 
-    convert_scalar(reply, &out);
-    if (out.kind == REPLY_ARRAY) {
-        out.elements = reply->elements < MAX_ARRAY_ELEMENTS
-                           ? reply->elements
-                           : MAX_ARRAY_ELEMENTS;
-        for (i = 0; i < out.elements; i++)
-            convert_scalar(reply->element[i], &elems[i]);
-        out.element = elems;
-    }
+    wire_reply_view(reply, &out, elems, MAX_ARRAY_ELEMENTS);
     if (out.kind == REPLY_ERROR)
         r->node->stats.errors++;
     request_report(r, &out);
-}
-
-/* Server start: INFO's uptime_in_seconds is the difference of two
- * wall-clock whole seconds, so the real uptime is within 1 s of it either
- * way. up_since_us is the latest possible start (the quarantine never
- * trusts a node too early); started_after() uses the earliest
- * (start_min_us: it never mistakes an older server for one restarted
- * after a given instant). A reconnect to the same run_id keeps them. */
-
-/* Record which server instance answered and when it started. */
-static void learn_server(struct node *n, const char *info)
-{
-    char old_run_id[sizeof(n->facts.run_id)];
-    rl_mono_us now = mono_now_us();
-    unsigned long long secs;
-
-    memcpy(old_run_id, n->facts.run_id, sizeof(old_run_id));
-    facts_from_info(&n->facts, info);
-    if (n->facts.run_id[0] != '\0' &&
-        strcmp(n->facts.run_id, old_run_id) == 0 && n->up_since_us != 0)
-        return; /* same server as before: what we knew still holds */
-    n->up_since_us = 0;
-    if (!n->facts.uptime_known)
-        return;
-    secs = n->facts.uptime_s;
-    if (secs + 1 >= now / 1000000u) { /* cannot happen on a sane clock */
-        n->up_since_us = n->start_min_us = 1;
-        return;
-    }
-    n->start_min_us = now - (secs + 1) * 1000000u;
-    n->up_since_us = secs == 0 ? now : now - (secs - 1) * 1000000u;
-}
-
-/* The uptime was counted by a clock we do not trust: the server started
- * at the latest when it answered this connection's handshake, at the
- * earliest at an unknown time. */
-static void distrust_uptime(struct node *n)
-{
-    if (n->up_since_us == 0)
-        return;
-    if (n->up_since_us < n->ready_us)
-        n->up_since_us = n->ready_us;
-    n->start_min_us = 1;
-}
-
-static void clock_sample(struct node *n, rl_mono_us send_us,
-                         rl_mono_us recv_us, int64_t server_us)
-{
-    struct clock_sample sm = {send_us, recv_us, server_us};
-
-    switch (clockguard_add(&n->clock, &sm, n->cfg->drift_factor,
-                           n->cfg->max_ttl_ms)) {
-    case CLOCK_BECAME_SUSPECT:
-        distrust_uptime(n);
-        config_log(n->cfg, RL_LOG_WARN,
-                   "node %s: clock suspect (runs at x%.3f of ours or "
-                   "stepped): it does not vote until its clock behaves "
-                   "for %u ms",
-                   n->addr->display, n->clock.rate, n->cfg->max_ttl_ms);
-        break;
-    case CLOCK_RECOVERED:
-        config_log(n->cfg, RL_LOG_WARN,
-                   "node %s: clock behaved for %u ms (x%.4f of ours): it "
-                   "votes again",
-                   n->addr->display, n->cfg->max_ttl_ms, n->clock.rate);
-        break;
-    case CLOCK_NO_CHANGE:
-        break;
-    }
 }
 
 /* Clock guard: the handshake reads TIME, and a lock-path command (marked
@@ -377,42 +246,21 @@ static void clock_sample(struct node *n, rl_mono_us send_us,
  * few on a connection, then at most one per CLOCK_SAMPLE_INTERVAL_US).
  * Each reading is a sample bracketed by the
  * request's send time (queue time, or the connection's open for the
- * handshake) and its receipt; clockguard.c decides from them. The TIME
- * reply is handled before the reply of the command behind it, so a node
- * whose sample is inconsistent never has that reply counted as a vote.
- * While a node is clock-suspect its INFO uptime is not trusted: its latest
- * possible start becomes the handshake of the current connection (it has
- * answered on it since) and its earliest is unknown. */
-
-/* Parse TIME's {seconds, microseconds} (two bulk strings). */
-static bool parse_time(const redisReply *sec, const redisReply *usec,
-                       int64_t *out)
-{
-    char *end;
-    long long s, u;
-
-    if (sec->type != REDIS_REPLY_STRING || usec->type != REDIS_REPLY_STRING)
-        return false;
-    s = strtoll(sec->str, &end, 10);
-    if (end == sec->str || *end != '\0' || s < 0)
-        return false;
-    u = strtoll(usec->str, &end, 10);
-    if (end == usec->str || *end != '\0' || u < 0 || u >= 1000000)
-        return false;
-    *out = (int64_t)s * 1000000 + u;
-    return true;
-}
+ * handshake) and its receipt; clockguard.c decides from them (through
+ * vote.c). The TIME reply is handled before the reply of the command
+ * behind it, so a node whose sample is inconsistent never has that reply
+ * counted as a vote. */
 
 /* A TIME reply (handshake or pipelined). An error fails a handshake (the
  * guard needs TIME); later it only costs the sample. */
 static void time_reply(struct node *n, struct request *r,
                        const redisReply *reply)
 {
-    int64_t server_us;
+    struct clock_sample sm = {r->sent_us, 0, 0};
 
-    if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 2 &&
-        parse_time(reply->element[0], reply->element[1], &server_us)) {
-        clock_sample(n, r->sent_us, mono_now_us(), server_us);
+    if (wire_reply_time(reply, &sm.server_us)) {
+        sm.recv_us = mono_now_us();
+        vote_clock_sample(&n->vote, n->cfg, n->addr->display, &sm);
         return;
     }
     if (n->state == NODE_CONNECTING)
@@ -477,93 +325,12 @@ static void update_twins(struct node *n)
             update_twin(n->peers[i]);
 }
 
-/* One WARN line when what n says about eviction changes (at the first
- * handshake: only when it may evict or does not say). */
-static void warn_eviction(struct node *n, enum fact before)
+/* n's facts were read again (before: the previous reading, NULL at the
+ * first): the same server or stream may now be another node's. */
+static void update_twins_if_moved(struct node *n,
+                                  const struct node_facts *before)
 {
-    enum fact now = facts_may_evict(&n->facts);
-    const char *consequence =
-        n->cfg->allow_evicting_nodes
-            ? "it votes anyway (allow_evicting_nodes)"
-            : "it does not vote (remedy: CONFIG SET maxmemory-policy "
-              "noeviction, or maxmemory 0; or accept the risk with "
-              "allow_evicting_nodes / --allow-evicting-nodes)";
-
-    if (now == before)
-        return;
-    if (now == FACT_YES)
-        config_log(n->cfg, RL_LOG_WARN,
-                   "node %s may evict keys before their TTL (maxmemory "
-                   "%llu bytes, maxmemory-policy %s), a held lock among "
-                   "them: %s",
-                   n->addr->display,
-                   (unsigned long long)n->facts.maxmemory, n->facts.policy,
-                   consequence);
-    else if (now == FACT_UNKNOWN)
-        config_log(n->cfg, RL_LOG_WARN,
-                   "node %s does not report maxmemory and "
-                   "maxmemory_policy in INFO, so it may evict keys: %s",
-                   n->addr->display, consequence);
-    else
-        config_log(n->cfg, RL_LOG_WARN,
-                   "node %s no longer evicts (maxmemory-policy %s, "
-                   "maxmemory %llu): it votes again in %u ms, once any "
-                   "key it evicted would have expired",
-                   n->addr->display, n->facts.policy,
-                   (unsigned long long)n->facts.maxmemory,
-                   n->cfg->max_ttl_ms);
-}
-
-static void warn_role(struct node *n, const char *before)
-{
-    if (strcmp(before, n->facts.role) == 0)
-        return;
-    if (strcmp(n->facts.role, "master") == 0) {
-        if (before[0] != '\0')
-            config_log(n->cfg, RL_LOG_WARN, "node %s is a master again: "
-                       "it votes", n->addr->display);
-        return;
-    }
-    config_log(n->cfg, RL_LOG_WARN,
-               "node %s reports role '%s', not master: it does not vote "
-               "(a replica may drop keys at a resync; list masters only)",
-               n->addr->display,
-               n->facts.role[0] != '\0' ? n->facts.role : "unknown");
-}
-
-/* New facts read (handshake or check): tell what changed for voting. A
- * node that may evict, or evicted keys since the last reading (its
- * counter grew: the policy may have changed there and back), or has
- * evicted keys at all when first seen, or is a replica (a resync
- * replaces its data; promoted, it lacks the keys it granted before), is
- * marked: a key it dropped may belong to a lock still held, so it votes
- * only once every such key has expired (node_vote_bar). */
-static void facts_read(struct node *n, const struct node_facts *before,
-                       bool known_before)
-{
-    bool same = known_before &&
-                strcmp(before->run_id, n->facts.run_id) == 0;
-
-    n->is_master = strcmp(n->facts.role, "master") == 0;
-    n->evicts = facts_may_evict(&n->facts);
-    n->fsyncs_always = facts_fsyncs_every_write(&n->facts) == FACT_YES;
-    if (!n->is_master)
-        n->replica_seen_us = mono_now_us();
-    if (n->evicts != FACT_NO ||
-        facts_evicted_since(&n->facts, same ? before : NULL)) {
-        if (n->evicts == FACT_NO)
-            config_log(n->cfg, RL_LOG_WARN,
-                       "node %s has evicted keys (evicted_keys %llu) "
-                       "although it does not evict now: it votes in %u "
-                       "ms, once any key it evicted would have expired",
-                       n->addr->display,
-                       (unsigned long long)n->facts.evicted_keys,
-                       n->cfg->max_ttl_ms);
-        n->evict_seen_us = mono_now_us();
-    }
-    warn_eviction(n, known_before ? facts_may_evict(before) : FACT_NO);
-    warn_role(n, known_before ? before->role : "master");
-    if (!known_before || strcmp(before->run_id, n->facts.run_id) != 0 ||
+    if (before == NULL || strcmp(before->run_id, n->facts.run_id) != 0 ||
         strcmp(before->replid, n->facts.replid) != 0)
         update_twins(n);
 }
@@ -579,7 +346,9 @@ static void check_reply(struct node *n, const redisReply *reply)
     facts_from_info(&n->facts, reply->str);
     /* The same connection is the same server: keep its start. */
     memcpy(n->facts.run_id, before.run_id, sizeof(before.run_id));
-    facts_read(n, &before, true);
+    vote_read(&n->vote, n->cfg, n->addr->display, &n->facts, &before,
+              mono_now_us());
+    update_twins_if_moved(n, &before);
 }
 
 /* CONFIG GET appendfsync: refused (hosted Redis, an ACL) means unknown. */
@@ -596,14 +365,13 @@ static void config_reply(struct node *n, const redisReply *reply)
 static void handshake_done(struct node *n, const redisReply *info)
 {
     struct node_facts before = n->facts;
-    bool known_before = n->facts_known;
+    const struct node_facts *was = n->facts_known ? &before : NULL;
 
-    n->ready_us = mono_now_us();
-    learn_server(n, info->str);
+    facts_from_info(&n->facts, info->str);
     n->facts_known = true;
-    facts_read(n, &before, known_before);
-    if (n->clock.suspect)
-        distrust_uptime(n);
+    vote_handshake(&n->vote, n->cfg, n->addr->display, &n->facts, was,
+                   mono_now_us());
+    update_twins_if_moved(n, was);
     n->state = NODE_READY;
     n->failures = 0;
     n->stats.handshakes++;
@@ -650,7 +418,6 @@ static void handshake_reply(struct node *n, struct request *r,
 
 static struct request *send_wire(struct node *n, struct request *r,
                                  struct wire *w, rl_mono_us now);
-static struct wire *wire_eval_form(const struct wire *sha);
 
 /* NOSCRIPT: the server lost its script cache (SCRIPT FLUSH, restart).
  * Send the same call again as EVAL with the same record, so the owner's
@@ -670,62 +437,9 @@ static bool resend_as_eval(struct node *n, struct request *r)
     return false;
 }
 
-static bool is_noscript(const redisReply *reply)
-{
-    return reply->type == REDIS_REPLY_ERROR && reply->str != NULL &&
-           strncmp(reply->str, "NOSCRIPT", 8) == 0;
-}
-
-/* Histogram bucket of a latency: 4 linear sub-buckets per power of two
- * (bucket 4e + f covers [(4 + f) << (e - 2), (5 + f) << (e - 2)) µs), so
- * percentiles are within about 12%. */
-static unsigned latency_bucket(uint64_t us)
-{
-    unsigned e, b;
-
-    if (us < 4)
-        return (unsigned)us;
-    e = 63u - (unsigned)__builtin_clzll(us);
-    b = 4u * (e - 1u) + (unsigned)((us >> (e - 2u)) & 3u);
-    return b < LATENCY_BUCKETS ? b : LATENCY_BUCKETS - 1;
-}
-
-static uint64_t latency_bucket_top(unsigned b)
-{
-    unsigned e = b / 4u + 1u;
-
-    if (b < 4)
-        return b + 1;
-    return (uint64_t)(5u + b % 4u) << (e - 2u);
-}
-
-static void record_latency(struct node *n, uint64_t us)
-{
-    n->stats.latency[latency_bucket(us)]++;
-    if (us > n->stats.latency_max_us)
-        n->stats.latency_max_us = us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
-}
-
 uint32_t node_latency_percentile(const struct node *n, double p)
 {
-    uint64_t total = 0, seen = 0, want, top;
-    unsigned b;
-
-    for (b = 0; b < LATENCY_BUCKETS; b++)
-        total += n->stats.latency[b];
-    if (total == 0)
-        return 0;
-    want = (uint64_t)((double)total * p / 100.0 + 0.5);
-    if (want == 0)
-        want = 1;
-    for (b = 0; b + 1 < LATENCY_BUCKETS; b++) {
-        seen += n->stats.latency[b];
-        if (seen >= want)
-            break;
-    }
-    top = latency_bucket_top(b);
-    return top < n->stats.latency_max_us ? (uint32_t)top
-                                         : n->stats.latency_max_us;
+    return latency_percentile(n->stats.latency, n->stats.latency_max_us, p);
 }
 
 void node_count_vote(struct node *n, bool granted)
@@ -760,131 +474,17 @@ static void on_reply(struct conn *c, const redisReply *reply,
         time_reply(n, r, reply);
     } else if (r->role != REQ_USER) {
         handshake_reply(n, r, reply);
-    } else if (r->wire->script != NULL && is_noscript(reply)) {
-        /* Resend, unless it would create keys nobody waits for: an owner
-         * that gave up (a decided round) may already have sent a rollback
-         * that a late EVAL would overtake, leaving keys behind. */
-        if ((r->fn != NULL || r->forget ||
-             !r->wire->script->creates_keys) &&
-            resend_as_eval(n, r))
+    } else if (wire_resend_as_eval(r->wire, reply,
+                                   r->fn != NULL || r->forget)) {
+        if (resend_as_eval(n, r))
             return;
     } else {
-        record_latency(n, mono_now_us() - r->sent_us);
+        latency_record(n->stats.latency, &n->stats.latency_max_us,
+                       mono_now_us() - r->sent_us);
         if (r->fn != NULL)
             deliver(r, reply);
     }
     request_free(r);
-}
-
-/* ---- Commands ----------------------------------------------------------- */
-
-/* Commands are formatted once per round (struct wire, refcounted) and the
- * same bytes are queued on every node's connection without copying: each
- * queued write holds a wire reference, dropped by conn's release callback
- * once the bytes are written or dropped. */
-
-void wire_unref(struct wire *w)
-{
-    if (w == NULL || --w->refs > 0)
-        return;
-    if (w->spliced)
-        free(w->cmd);
-    else if (w->cmd != NULL)
-        redisFreeCommand(w->cmd);
-    free(w);
-}
-
-/* Where the n-th CRLF of cmd ends (len when it has fewer). */
-static size_t after_crlf(const char *cmd, size_t len, int n)
-{
-    size_t i;
-
-    for (i = 0; i + 1 < len; i++)
-        if (cmd[i] == '\r' && cmd[i + 1] == '\n' && --n == 0)
-            return i + 2;
-    return len;
-}
-
-struct wire *wire_new(const struct script *s, int nkeys, int argc,
-                      const char **argv, const size_t *lens)
-{
-    const char *stack[RL_MAX_RESOURCES + 16];
-    size_t stack_lens[RL_MAX_RESOURCES + 16];
-    const char **full = stack;
-    size_t *full_lens = stack_lens;
-    char nkeys_buf[16];
-    struct wire *w = calloc(1, sizeof(*w));
-    int i, len, total = s != NULL ? argc + 3 : argc;
-
-    if (w == NULL)
-        return NULL;
-    w->refs = 1;
-    if (s != NULL) {
-        /* EVALSHA digest nkeys args...; a batch of renewals needs more
-         * room than the stack arrays have. */
-        if (total > (int)ARRAY_SIZE(stack)) {
-            full = malloc((size_t)total * (sizeof(char *) + sizeof(size_t)));
-            if (full == NULL) {
-                free(w);
-                return NULL;
-            }
-            full_lens = (size_t *)(full + total);
-        }
-        snprintf(nkeys_buf, sizeof(nkeys_buf), "%d", nkeys);
-        full[0] = "EVALSHA";
-        full[1] = s->sha1;
-        full[2] = nkeys_buf;
-        for (i = 0; i < 3; i++)
-            full_lens[i] = strlen(full[i]);
-        for (i = 0; i < argc; i++) {
-            full[i + 3] = argv[i];
-            full_lens[i + 3] = lens[i];
-        }
-        argv = full;
-        lens = full_lens;
-    }
-    len = redisFormatCommandArgv(&w->cmd, total, argv, lens);
-    if (full != stack)
-        free(full);
-    if (len < 0) {
-        free(w);
-        return NULL;
-    }
-    w->len = (size_t)len;
-    w->script = s;
-    return w;
-}
-
-/* The EVAL form of a script wire, spliced from its bytes: the same "*N"
- * count, "EVAL" and the source instead of "EVALSHA" and the digest (the
- * first five CRLFs), then the rest as it is (a new wire, no script: never
- * resent). NULL on OOM. */
-static struct wire *wire_eval_form(const struct wire *sha)
-{
-    const char *src = sha->script->source;
-    size_t count = after_crlf(sha->cmd, sha->len, 1);
-    size_t args = after_crlf(sha->cmd, sha->len, 5);
-    size_t src_len = strlen(src), tail = sha->len - args;
-    struct wire *w = calloc(1, sizeof(*w));
-    char head[48];
-    int n = snprintf(head, sizeof(head), "$4\r\nEVAL\r\n$%zu\r\n", src_len);
-    size_t len = count + (size_t)n + src_len + 2 + tail;
-    char *p;
-
-    if (w == NULL || (w->cmd = malloc(len)) == NULL) {
-        free(w);
-        return NULL;
-    }
-    w->refs = 1;
-    w->spliced = true;
-    w->len = len;
-    p = w->cmd;
-    memcpy(p, sha->cmd, count);
-    memcpy(p += count, head, (size_t)n);
-    memcpy(p += n, src, src_len);
-    memcpy(p += src_len, "\r\n", 2);
-    memcpy(p + 2, sha->cmd + args, tail);
-    return w;
 }
 
 /* ---- Sending ------------------------------------------------------------ */
@@ -928,19 +528,21 @@ static void set_deadline(const struct node *n, struct request *r,
 static struct request *send_wire(struct node *n, struct request *r,
                                  struct wire *w, rl_mono_us now)
 {
+    const char *bytes;
+    size_t len;
+
     r->node = n;
     r->sent_us = now;
     set_deadline(n, r, request_of(n->pending.last), now);
     if (n->conn == NULL)
         return NULL;
-    w->refs++;
-    if (!conn_request(n->conn, w->cmd, w->len, release_wire, w, on_reply,
-                      r)) {
-        w->refs--;
+    bytes = wire_bytes(w, &len);
+    if (!conn_request(n->conn, bytes, len, release_wire, wire_ref(w),
+                      on_reply, r)) {
+        wire_unref(w);
         return NULL;
     }
-    w->refs++;
-    r->wire = w;
+    r->wire = wire_ref(w);
     list_push_back(&n->pending, &r->link);
     n->stats.requests++;
     arm_request_timer(n);
@@ -959,12 +561,7 @@ static void send_time(struct node *n, rl_mono_us now)
         free(r);
         return;
     }
-    clockguard_asked(&n->clock, r->sent_us);
-}
-
-void wire_sample_time(struct wire *w)
-{
-    w->sample = true;
+    clockguard_asked(&n->vote.clock, r->sent_us);
 }
 
 static bool node_accepts(struct node *n, const char **why)
@@ -999,7 +596,8 @@ struct request *node_send_wire(struct node *n, struct wire *w,
     r->role = REQ_USER;
     r->forget = fn == NULL;
     now = mono_now_us();
-    if (w->sample && n->cfg->clock_guard && clockguard_due(&n->clock, now))
+    if (wire_wants_sample(w) && n->cfg->clock_guard &&
+        clockguard_due(&n->vote.clock, now))
         send_time(n, now);
     if (send_wire(n, r, w, now) == NULL) {
         free(r);
@@ -1049,8 +647,7 @@ void node_send_wire_or_defer(struct node *n, struct wire *w)
     r = calloc(1, sizeof(*r));
     if (r == NULL)
         return;
-    w->refs++;
-    r->wire = w;
+    r->wire = wire_ref(w);
     r->node = n;
     r->role = REQ_USER;
     r->forget = true;
@@ -1318,17 +915,17 @@ static void connection_start(struct node *n)
         return;
     }
     n->state = NODE_CONNECTING;
-    clockguard_reconnect(&n->clock);
+    clockguard_reconnect(&n->vote.clock);
     if (!queue_handshake(n))
         connection_fail(n, "%s: cannot queue the handshake",
                         n->addr->display);
 }
 
-/* Every CHECK_INTERVAL_S a ready node is asked for its facts again
+/* Every VOTE_CHECK_INTERVAL_MS a ready node is asked for its facts again
  * (INFO and CONFIG GET, one write), so a policy changed at run time, a
  * node turned replica or the same server reached twice is seen within
  * about that long. Nothing on the lock path waits for it. */
-#define CHECK_INTERVAL_S 1.0
+#define CHECK_INTERVAL_S (VOTE_CHECK_INTERVAL_MS / 1000.0)
 
 static void on_check_timer(struct ev_loop *loop, ev_timer *w, int revents)
 {
@@ -1439,73 +1036,23 @@ enum node_state node_get_state(const struct node *n)
 
 int64_t node_uptime_ms(const struct node *n)
 {
-    rl_mono_us now;
-
-    if (n->up_since_us == 0)
-        return 0;
-    now = mono_now_us();
-    return now > n->up_since_us ? (int64_t)((now - n->up_since_us) / 1000)
-                                : 0;
+    return vote_uptime_ms(&n->vote, mono_now_us());
 }
 
 bool node_started_after(const struct node *n, rl_mono_us t)
 {
-    return n->up_since_us != 0 && n->start_min_us > t;
+    return vote_started_after(&n->vote, t);
 }
 
-/* Trusted to have kept every key it acknowledged across a restart. */
 bool node_restart_trusted(const struct node *n)
 {
-    switch (n->cfg->restart_trust) {
-    case RL_RESTART_TRUST:
-        return true;
-    case RL_RESTART_AUTO:
-        return n->fsyncs_always;
-    default:
-        return false;
-    }
-}
-
-/* It may evict now, or may have lost keys (evicting, a replica) less
- * than max_ttl_ms (plus the check interval: it may have stopped any time
- * before the reading that no longer showed it) ago. Called for every
- * vote, so the clock is read only when such a moment was recorded. */
-static bool lost_keys_lately(const struct node *n)
-{
-    bool evictions_count = !n->cfg->allow_evicting_nodes;
-    rl_mono_us window, now;
-
-    if (evictions_count && n->evicts != FACT_NO)
-        return true;
-    if ((!evictions_count || n->evict_seen_us == 0) &&
-        n->replica_seen_us == 0)
-        return false;
-    window = ((rl_mono_us)n->cfg->max_ttl_ms +
-              (rl_mono_us)(CHECK_INTERVAL_S * 1000)) * 1000u;
-    now = mono_now_us();
-    if (evictions_count && n->evict_seen_us != 0 &&
-        now - n->evict_seen_us < window)
-        return true;
-    return n->replica_seen_us != 0 && now - n->replica_seen_us < window;
+    return vote_restart_trusted(n->cfg, &n->vote);
 }
 
 enum node_bar node_vote_bar(const struct node *n)
 {
-    if (n->state != NODE_READY)
-        return NODE_BAR_DOWN;
-    if (n->twin_of >= 0)
-        return NODE_BAR_TWIN;
-    if (!n->is_master)
-        return NODE_BAR_ROLE;
-    if (lost_keys_lately(n))
-        return NODE_BAR_EVICTS;
-    if (n->clock.suspect)
-        return NODE_BAR_CLOCK;
-    if (!node_restart_trusted(n) &&
-        (n->up_since_us == 0 ||
-         node_uptime_ms(n) < (int64_t)n->cfg->max_ttl_ms))
-        return NODE_BAR_QUARANTINE;
-    return NODE_BAR_NONE;
+    return vote_bar(n->cfg, &n->vote, n->state == NODE_READY,
+                    n->twin_of >= 0, mono_now_us());
 }
 
 bool node_voting(const struct node *n)
@@ -1515,27 +1062,14 @@ bool node_voting(const struct node *n)
 
 bool node_keeps_keys(const struct node *n)
 {
-    switch (node_vote_bar(n)) {
-    case NODE_BAR_TWIN:
-    case NODE_BAR_ROLE:
-    case NODE_BAR_EVICTS:
-    case NODE_BAR_CLOCK:
-        return false;
-    default:
-        return true;
-    }
+    return vote_keeps_keys(node_vote_bar(n));
 }
 
 int64_t node_quarantine_left_ms(const struct node *n)
 {
-    int64_t left;
-
-    if (n->state != NODE_READY || n->up_since_us == 0)
+    if (n->state != NODE_READY)
         return -1;
-    if (node_restart_trusted(n))
-        return 0;
-    left = (int64_t)n->cfg->max_ttl_ms - node_uptime_ms(n);
-    return left > 0 ? left : 0;
+    return vote_quarantine_left_ms(n->cfg, &n->vote, mono_now_us());
 }
 
 const struct node_facts *node_get_facts(const struct node *n)
@@ -1569,17 +1103,17 @@ enum node_clock node_clock_state(const struct node *n)
 {
     if (!n->cfg->clock_guard)
         return NODE_CLOCK_OFF;
-    if (n->clock.suspect)
+    if (n->vote.clock.suspect)
         return NODE_CLOCK_SUSPECT;
-    return n->clock.samples < 2 ? NODE_CLOCK_UNKNOWN : NODE_CLOCK_OK;
+    return n->vote.clock.samples < 2 ? NODE_CLOCK_UNKNOWN : NODE_CLOCK_OK;
 }
 
 double node_clock_rate(const struct node *n)
 {
-    return n->clock.rate;
+    return n->vote.clock.rate;
 }
 
 uint64_t node_clock_incidents(const struct node *n)
 {
-    return n->clock.incidents;
+    return n->vote.clock.incidents;
 }

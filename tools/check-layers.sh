@@ -10,8 +10,8 @@ src=${1:-"$(dirname "$0")/../src"}
 layer_of() {
     case "$1" in
     abi|common|error|clock|clockguard|facts|token|uri|config|scripts|timeheap|\
-    list)                                     echo 0 base ;;
-    loop|conn|tls|resolver|cancel)            echo 1 loop/conn ;;
+    list|vote|latency)                        echo 0 base ;;
+    loop|conn|tls|resolver|cancel|wire)       echo 1 loop/conn ;;
     node|notify)                              echo 2 node ;;
     quorum|fence|lockrec|core)                echo 3 quorum ;;
     acquire|extend|release|inspect|semaphore|\
