@@ -12,7 +12,7 @@ layer_of() {
     abi|common|error|clock|clockguard|facts|token|uri|config|scripts|timeheap|\
     list|vote|latency)                        echo 0 base ;;
     loop|conn|tls|resolver|cancel|wire)       echo 1 loop/conn ;;
-    node|notify)                              echo 2 node ;;
+    node|nodeimpl|request|notify)             echo 2 node ;;
     quorum|fence|lockrec|core)                echo 3 quorum ;;
     acquire|extend|release|inspect|semaphore|\
     queue|queueview)                          echo 4 operations ;;
