@@ -20,12 +20,35 @@
 #include <ev.h>
 #include <hiredis/hiredis.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "nodeimpl.h"
 #include "resolver.h"
 
 static void connection_start(struct node *n);
+
+/* The node check. Every VOTE_CHECK_INTERVAL_MS a ready node is asked
+ * again, in one write, for what can change its vote, so a policy or
+ * persistence change, a node turned replica, or (through its replication
+ * stream) one that became another node's twin is seen within about that
+ * long; nothing on the lock path waits for it. Only what can change is
+ * asked for each time, in the cheapest commands that tell it (a node's
+ * CPU per idle client: docs/benchmarks.md):
+ *   CONFIG GET maxmemory maxmemory-policy appendonly appendfsync (one
+ *     command from Redis 7 on, four before);
+ *   INFO replication: the role, and the stream (a master takes a new
+ *     one when its first replica attaches) that tells a twin;
+ *   INFO stats: evicted_keys, so a policy changed and changed back
+ *     between two checks still shows.
+ * Every FULL_CHECK_EVERY-th check, and the one after a refused CONFIG
+ * GET (hosted Redis, an ACL: then every check is full), asks
+ * INFO for its default sections, as the handshake does; a restart is a
+ * new connection, whose handshake reads everything again. A check's
+ * answers collect in n->reading and become the node's facts at its last
+ * reply. */
+#define CHECK_INTERVAL_S (VOTE_CHECK_INTERVAL_MS / 1000.0)
+#define FULL_CHECK_EVERY 30
 
 /* Clock guard: the handshake reads TIME, and a lock-path command (marked
  * by wire_sample_time) gets a TIME pipelined right before it, in the same
@@ -122,15 +145,20 @@ static void update_twins_if_moved(struct node *n,
         update_twins(n);
 }
 
-/* A periodic check's INFO. */
+/* The INFO that ends a node check: what the check read becomes the
+ * node's facts. */
 static void check_reply(struct node *n, const redisReply *reply)
 {
     struct node_facts before = n->facts;
 
     n->check_pending = false;
     if (reply->type != REDIS_REPLY_STRING)
-        return; /* an error now: keep what the handshake read */
-    facts_from_info(&n->facts, reply->str);
+        return; /* an error now: keep what the last readings said */
+    if (n->check_full)
+        facts_from_info(&n->reading, reply->str);
+    else
+        facts_merge_info(&n->reading, reply->str);
+    n->facts = n->reading;
     /* The same connection is the same server: keep its start. */
     memcpy(n->facts.run_id, before.run_id, sizeof(before.run_id));
     vote_read(&n->vote, n->cfg, n->addr->display, &n->facts, &before,
@@ -138,15 +166,34 @@ static void check_reply(struct node *n, const redisReply *reply)
     update_twins_if_moved(n, &before);
 }
 
-/* CONFIG GET appendfsync: refused (hosted Redis, an ACL) means unknown. */
-static void config_reply(struct node *n, const redisReply *reply)
+/* A CONFIG GET reply (name, value pairs) read into f. Refused (hosted
+ * Redis, an ACL): appendfsync is unknown, and the next check asks INFO
+ * for everything. */
+static void config_reply(struct node *n, struct node_facts *f,
+                         const redisReply *reply)
 {
-    if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 2 &&
-        reply->element[1]->type == REDIS_REPLY_STRING)
-        snprintf(n->facts.appendfsync, sizeof(n->facts.appendfsync), "%s",
-                 reply->element[1]->str);
-    else
-        n->facts.appendfsync[0] = '\0';
+    size_t i;
+
+    if (reply->type != REDIS_REPLY_ARRAY) {
+        f->appendfsync[0] = '\0';
+        n->check_refused = true;
+        return;
+    }
+    for (i = 0; i + 1 < reply->elements; i += 2)
+        if (reply->element[i]->type == REDIS_REPLY_STRING &&
+            reply->element[i + 1]->type == REDIS_REPLY_STRING)
+            facts_from_config(f, reply->element[i]->str,
+                              reply->element[i + 1]->str);
+}
+
+/* A check's replies before its last: kept in n->reading. */
+static void check_part_reply(struct node *n, struct request *r,
+                             const redisReply *reply)
+{
+    if (r->role == REQ_CHECK_CONFIG)
+        config_reply(n, &n->reading, reply);
+    else if (reply->type == REDIS_REPLY_STRING)
+        facts_merge_info(&n->reading, reply->str);
 }
 
 static void handshake_done(struct node *n, const redisReply *info)
@@ -159,6 +206,7 @@ static void handshake_done(struct node *n, const redisReply *info)
     vote_handshake(&n->vote, n->cfg, n->addr->display, &n->facts, was,
                    mono_now_us());
     update_twins_if_moved(n, was);
+    n->checks_to_full = FULL_CHECK_EVERY - 1; /* this was one */
     n->state = NODE_READY;
     n->failures = 0;
     n->stats.handshakes++;
@@ -182,11 +230,16 @@ static void handshake_reply(struct node *n, struct request *r,
     if (r->role == REQ_SCRIPT_LOAD)
         return;
     if (r->role == REQ_CONFIG) {
-        config_reply(n, reply);
+        n->facts.appendfsync[0] = '\0'; /* not the last server's */
+        config_reply(n, &n->facts, reply);
         return;
     }
     if (r->role == REQ_CHECK) {
         check_reply(n, reply);
+        return;
+    }
+    if (r->role >= REQ_CHECK_CONFIG) {
+        check_part_reply(n, r, reply);
         return;
     }
     if (reply->type == REDIS_REPLY_ERROR) {
@@ -400,30 +453,56 @@ static void connection_start(struct node *n)
         return;
     }
     n->state = NODE_CONNECTING;
+    n->check_refused = false;
     clockguard_reconnect(&n->vote.clock);
     if (!queue_handshake(n))
         connection_fail(n, "%s: cannot queue the handshake",
                         n->addr->display);
 }
 
-/* Every VOTE_CHECK_INTERVAL_MS a ready node is asked for its facts again
- * (INFO and CONFIG GET, one write), so a policy changed at run time, a
- * node turned replica or the same server reached twice is seen within
- * about that long. Nothing on the lock path waits for it. */
-#define CHECK_INTERVAL_S (VOTE_CHECK_INTERVAL_MS / 1000.0)
+static bool queue_check(struct node *n)
+{
+    static const char *const names[] = {"maxmemory", "maxmemory-policy",
+                                        "appendonly", "appendfsync"};
+    const char *argv[INTERNAL_ARGS_MAX] = {"CONFIG", "GET"};
+    const char *info[2] = {"INFO", NULL};
+    size_t i;
+
+    if (atoi(n->facts.version) >= 7) { /* CONFIG GET takes several */
+        memcpy(argv + 2, names, sizeof(names));
+        if (!request_internal(n, REQ_CHECK_CONFIG,
+                              (int)(2 + ARRAY_SIZE(names)), argv))
+            return false;
+    } else {
+        for (i = 0; i < ARRAY_SIZE(names); i++) {
+            argv[2] = names[i];
+            if (!request_internal(n, REQ_CHECK_CONFIG, 3, argv))
+                return false;
+        }
+    }
+    if (n->check_full) /* the default sections, as the handshake's */
+        return request_internal(n, REQ_CHECK, 1, info);
+    info[1] = "replication";
+    if (!request_internal(n, REQ_CHECK_INFO, 2, info))
+        return false;
+    info[1] = "stats";
+    return request_internal(n, REQ_CHECK, 2, info);
+}
 
 static void on_check_timer(struct ev_loop *loop, ev_timer *w, int revents)
 {
-    const char *config_argv[3] = {"CONFIG", "GET", "appendfsync"};
-    const char *info_argv[1] = {"INFO"};
     struct node *n = w->data;
 
     RL_UNUSED(loop);
     RL_UNUSED(revents);
     if (n->state != NODE_READY || n->check_pending)
         return;
-    if (request_internal(n, REQ_CONFIG, 3, config_argv) &&
-        request_internal(n, REQ_CHECK, 1, info_argv))
+    n->check_full = n->check_refused || n->checks_to_full == 0;
+    n->check_refused = false;
+    n->checks_to_full = n->check_full ? FULL_CHECK_EVERY - 1
+                                      : n->checks_to_full - 1;
+    n->reading = n->facts;
+    if (queue_check(n))
         n->check_pending = true;
 }
 

@@ -15,15 +15,19 @@
 #include "vote.h"
 #include "wire.h"
 
+#define INTERNAL_ARGS_MAX 6 /* CONFIG GET of the four facts it reads */
+
 enum req_role {
     REQ_USER,
     REQ_AUTH,
     REQ_SELECT,
-    REQ_CONFIG,      /* CONFIG GET appendfsync (handshake or check) */
-    REQ_INFO,
+    REQ_CONFIG,      /* CONFIG GET appendfsync of the handshake */
+    REQ_INFO,        /* INFO of the handshake */
     REQ_SCRIPT_LOAD,
     REQ_TIME,        /* a clock sample (handshake or pipelined) */
-    REQ_CHECK,       /* INFO of a periodic facts check */
+    REQ_CHECK_CONFIG, /* CONFIG GET of a node check */
+    REQ_CHECK_INFO,  /* an INFO of a node check before its last */
+    REQ_CHECK,       /* the INFO that ends a node check */
 };
 
 struct request {
@@ -59,8 +63,13 @@ struct node {
     struct node_facts facts;    /* from the last INFO (+ CONFIG GET) */
     struct vote_record vote;    /* what the readings tell the vote */
     bool facts_known;           /* a handshake has read them */
-    bool check_pending;         /* a facts check awaits its INFO */
-    ev_timer check_timer;       /* periodic facts check */
+    bool check_pending;         /* a node check awaits its last INFO */
+    bool check_full;            /* the check asks INFO for everything */
+    bool check_refused;         /* CONFIG GET was refused: the next
+                                   check is a full one */
+    unsigned checks_to_full;    /* checks until the next full one */
+    struct node_facts reading;  /* the answers of the check so far */
+    ev_timer check_timer;       /* the node check, every second */
     struct node *const *peers;  /* every node of the client (index order) */
     size_t npeers;
     size_t index;               /* ours in peers */
@@ -77,8 +86,8 @@ struct node {
 
 /* The request on a list at link; NULL at the end of the list. */
 struct request *request_of(struct list_link *link);
-/* Queue one of the node's own commands (argc <= 3). False when it could
- * not be. */
+/* Queue one of the node's own commands (argc <= INTERNAL_ARGS_MAX).
+ * False when it could not be. */
 bool request_internal(struct node *n, enum req_role role, int argc,
                       const char **argv);
 /* Queue a TIME (a clock sample); nothing happens when it cannot be. */

@@ -430,7 +430,7 @@ void request_free_deferred(struct node *n)
 bool request_internal(struct node *n, enum req_role role, int argc,
                       const char **argv)
 {
-    size_t lens[3];
+    size_t lens[INTERNAL_ARGS_MAX];
     struct request *r;
     struct wire *w;
     int i;

@@ -6,7 +6,8 @@
 # marginal CPU in ms per second. Each run measures both windows; the
 # median of RUNS runs is the row, and the commands the holders sent in
 # the last run (INFO commandstats: calls per second, µs per call) say what
-# it is made of.
+# it is made of. The holders' timeouts are generous (a loaded machine
+# must not turn the window into reconnections and their handshakes).
 #   tools/idle-cost.sh [N] [SECONDS] [RUNS]     (defaults 50 10 3)
 # Uses $REDLOCK_CLI, else build/release/tools/redlock-cli/redlock-cli.
 set -euo pipefail
@@ -43,13 +44,17 @@ cpu_us() {
         /^used_cpu_(sys|user):/ { s += $2 }
         END { printf "%d\n", s * 1e6 }'
 }
-# CPU over one window of secs, in µs per second.
+now_us() { echo $(($(date +%s%N) / 1000)); }
+# CPU over one window of about secs, in µs per second of the window as
+# it was (a loaded machine stretches it).
 window() {
-    local a b
+    local a b t0 t1
+    t0=$(now_us)
     a=$(cpu_us)
     sleep "$secs"
     b=$(cpu_us)
-    echo $(((b - a) / secs))
+    t1=$(now_us)
+    echo $(((b - a) * 1000000 / (t1 - t0)))
 }
 
 marginals=()
@@ -61,7 +66,8 @@ for run in $(seq "$runs"); do
     # is closed (each holder drops its inherited copy).
     exec 3<>"$dir/fifo"
     for i in $(seq "$n"); do
-        "$cli" --nodes "127.0.0.1:$port" --no-quarantine hold "idle-$i" \
+        "$cli" --nodes "127.0.0.1:$port" --no-quarantine \
+            --op-timeout 1000 --connect-timeout 2000 hold "idle-$i" \
             <"$dir/fifo" >"$dir/out.$i" 2>>"$dir/err" 3>&- &
     done
     for _ in $(seq 300); do
@@ -76,8 +82,10 @@ for run in $(seq "$runs"); do
     }
     sleep 2 # the handshakes (SCRIPT LOAD, eager clock samples) are over
     rc CONFIG RESETSTAT >/dev/null
+    reset_us=$(now_us)
     busy=$(window)
     stats=$(rc INFO commandstats | tr -d '\r')
+    stats_s=$(echo "($(now_us) - $reset_us) / 1000000" | bc -l)
     exec 3>&-
     wait
     marginal=$((busy - idle))
@@ -87,7 +95,7 @@ for run in $(seq "$runs"); do
 done
 
 echo "commands of the last run, per second (INFO cpu and RESETSTAT are this script's):"
-echo "$stats" | awk -F'[:=,]' -v s="$secs" '
+echo "$stats" | awk -F'[:=,]' -v s="$stats_s" '
     /^cmdstat_/ { sub("cmdstat_", "", $1)
                   printf "  %-22s %8.1f calls/s  %6.2f us/call\n", $1, $3 / s, $7 }'
 median=$(printf '%s\n' "${marginals[@]}" | sort -n | awk '
