@@ -34,7 +34,7 @@ static void connection_start(struct node *n);
  * stream) one that became another node's twin is seen within about that
  * long; nothing on the lock path waits for it. Only what can change is
  * asked for each time, in the cheapest commands that tell it (a node's
- * CPU per idle client: docs/benchmarks.md):
+ * CPU per idle client: docs/idle-cost.md):
  *   CONFIG GET maxmemory maxmemory-policy appendonly appendfsync (one
  *     command from Redis 7 on, four before);
  *   INFO replication: the role, and the stream (a master takes a new
