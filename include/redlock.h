@@ -283,13 +283,15 @@ typedef struct rl_config {
      * the early ones: renewals_early). */
     uint8_t renew_window_pct;
     /* Node preconditions. Each node's INFO (and CONFIG GET appendfsync,
-     * where allowed) is read at its handshake and about once a second
-     * after that. A node votes only while it is a master, is not the same
-     * server (run_id) or replication stream as a node listed before it,
-     * and cannot evict keys before their TTL: maxmemory 0, or
-     * maxmemory-policy noeviction. A fact the node does not report counts
-     * against it. rl_client_new refuses a node list in which two entries
-     * are one server. See rl_node_info for what is read. */
+     * where allowed) is read at its handshake, and what can change its
+     * vote (CONFIG GET, INFO replication and stats: docs/protocol.md
+     * section 5) about once a second after that. A node votes only while
+     * it is a master, is not the same server (run_id) or replication
+     * stream as a node listed before it, and cannot evict keys before
+     * their TTL: maxmemory 0, or maxmemory-policy noeviction. A fact the
+     * node does not report counts against it. rl_client_new refuses a
+     * node list in which two entries are one server. See rl_node_info
+     * for what is read. */
     uint8_t restart_trust;       /* enum rl_restart_trust, default AUTO */
     bool allow_evicting_nodes;   /* true: nodes that may evict keys vote
                                     anyway (a held lock may then be
