@@ -15,10 +15,9 @@ INFO commandstats over a fixed amount of work, never as a rate:
 Usage: test_cli_contention.py PATH-TO-redlock-cli [unittest args]
 """
 import subprocess
-import unittest
 
 import clitest
-from clitest import base_env, kill_quietly, run_cli, scale, wait_for
+from clitest import base_env, run_cli, scale, wait_for
 
 NODES = []
 
@@ -51,14 +50,7 @@ def hold_on(nodes, key):
         n.cmd("SET", key, FOREIGN, "PX", "60000")
 
 
-class ContentionTest(unittest.TestCase):
-    def setUp(self):
-        self.procs = []
-
-    def tearDown(self):
-        for p in self.procs:
-            kill_quietly(p)
-
+class ContentionTest(clitest.ProcsTest):
     def test_a_failed_attempts_rollback_publishes_nothing(self):
         # Held on 3 of 5: the attempt is granted on the other 2 and fails.
         r = res("rollback")
