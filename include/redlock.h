@@ -283,13 +283,15 @@ typedef struct rl_config {
      * the early ones: renewals_early). */
     uint8_t renew_window_pct;
     /* Node preconditions. Each node's INFO (and CONFIG GET appendfsync,
-     * where allowed) is read at its handshake and about once a second
-     * after that. A node votes only while it is a master, is not the same
-     * server (run_id) or replication stream as a node listed before it,
-     * and cannot evict keys before their TTL: maxmemory 0, or
-     * maxmemory-policy noeviction. A fact the node does not report counts
-     * against it. rl_client_new refuses a node list in which two entries
-     * are one server. See rl_node_info for what is read. */
+     * where allowed) is read at its handshake, and what can change its
+     * vote (CONFIG GET, INFO replication and stats: docs/protocol.md
+     * section 5) about once a second after that. A node votes only while
+     * it is a master, is not the same server (run_id) or replication
+     * stream as a node listed before it, and cannot evict keys before
+     * their TTL: maxmemory 0, or maxmemory-policy noeviction. A fact the
+     * node does not report counts against it. rl_client_new refuses a
+     * node list in which two entries are one server. See rl_node_info
+     * for what is read. */
     uint8_t restart_trust;       /* enum rl_restart_trust, default AUTO */
     bool allow_evicting_nodes;   /* true: nodes that may evict keys vote
                                     anyway (a held lock may then be
@@ -416,7 +418,21 @@ typedef struct rl_acquire_opts {
     uint32_t priority;        /* 0..RL_MAX_PRIORITY, implies fair: a
                                  higher class is served first, FIFO
                                  within a class. default 0 */
-    uint64_t reserved_[3];    /* zero (see "ABI" above) */
+    uint64_t at_least_ms;     /* once per period: rl_release before
+                                 at_least_ms after the grant does not
+                                 delete the keys but keeps them, with
+                                 the same value, until then (PEXPIRE to
+                                 what is left), so others find the lock
+                                 held for the rest of the period
+                                 (rl_resource_info.for_period); after
+                                 it, rl_release deletes them as usual.
+                                 1..cfg.max_ttl_ms (the restart
+                                 quarantine's bound), exclusive locks
+                                 and semaphores only, not fair, no
+                                 lock-delay. 0: none (default).
+                                 rl_lock_free keeps nothing: the keys
+                                 expire with their TTL */
+    uint64_t reserved_[2];    /* zero (see "ABI" above) */
 } rl_acquire_opts;
 
 /* Largest rl_acquire_opts.priority. */
@@ -493,7 +509,9 @@ RL_API rl_status rl_extend(rl_lock *l, uint32_t ttl_ms);
  * after the call, whatever the result -- except RL_EINVAL and RL_EMISUSE,
  * which leave l untouched). A reentrant lock held n > 1 times only drops
  * one hold (RL_OK, l stays valid, Redis untouched). A renewal in flight is
- * dropped first. Keys are deleted wherever they still hold l's token. The
+ * dropped first. Keys are deleted wherever they still hold l's token
+ * (acquired with at_least_ms, before the period's end: kept instead,
+ * until at_least_ms after the grant; the results are the same). The
  * result is decided from what the nodes hold, never from which answers
  * first: it blocks until a quorum deleted the key, or, when some node
  * no longer had it, until the nodes left cannot change the result (at
@@ -864,7 +882,9 @@ typedef struct rl_holder_info {
     uint32_t readers_in_delay; /* readers whose validity is over but whose
                                  lock-delay is not: they still keep
                                  writers out (not in readers) */
-    uint32_t reserved32_;     /* zeroed (see "ABI" above) */
+    uint32_t period;          /* 1: token's key is kept for its
+                                 at_least_ms period (its holder released
+                                 it before the period's end), else 0 */
     uint64_t reserved_[3];    /* zeroed (see "ABI" above) */
 } rl_holder_info;
 
@@ -986,7 +1006,11 @@ typedef struct rl_resource_info {
     uint32_t lock_delay_ms;   /* held: the lock-delay its token carries
                                  (0: none); the keys outlive the holder's
                                  validity by it */
-    uint32_t reserved32_;     /* zeroed (see "ABI" above) */
+    uint32_t for_period;      /* held: 1 when a majority's keys are kept
+                                 for its at_least_ms period (the holder
+                                 released it before the period's end:
+                                 its job is done; validity_ms is what
+                                 is left of the period), else 0 */
     uint64_t reserved_[4];    /* zeroed (see "ABI" above) */
 } rl_resource_info;
 

@@ -1,5 +1,5 @@
 /* rwlive.pml -- liveness of the read-write lock: is a writer starved by
- * a stream of readers? (README "Lock kinds": writer preference through
+ * a stream of readers? (docs/guide/lock-kinds.md: writer preference through
  * the writer intent.) An LTL property, <> the writer wins, under weak
  * fairness (pan -a -f), searched exhaustively.
  *

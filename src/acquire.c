@@ -42,9 +42,13 @@
 #include "fence.h"
 #include "notify.h"
 #include "queue.h"
+#include "retry.h"
 
-/* Waits longer than this (a century) are treated as RL_WAIT_FOREVER. */
-#define MAX_WAIT_MS (INT64_C(100) * 365 * 24 * 3600 * 1000)
+/* A waiter refused everywhere again and again polls at up to 1 << this
+ * times its retry delay (poll_pause_us): twice, so a waiting writer's
+ * intent, PX 2 x (delay + jitter) + 100 (writer_waits), still outlives
+ * the pause that its next attempt refreshes it after. */
+#define MAX_POLL_SHIFT 1
 
 enum acquire_phase {
     PHASE_ACQUIRE, /* SET NX on every node */
@@ -83,6 +87,9 @@ struct acquire_op {
     bool fair_borrowed;          /* a semaphore slot's: semaphore.c owns
                                     the wait, the grant and the leave */
     uint32_t priority;           /* a fair lock's */
+    unsigned refusals;           /* attempts in a row no node granted */
+    bool released_in_flight;     /* a release came while the last attempt
+                                    was in flight (holder_ttl) */
     bool sleeping;               /* between attempts */
     rl_mono_us wake_us;          /* when the sleep ends, boottime */
     struct request *pttl_req;    /* asking a refusing node for the TTL */
@@ -109,7 +116,7 @@ static void roll_back(struct acquire_op *op, bool all)
 
     lockrec_script_cmd(op->lock,
                        op->lock->fair ? SCRIPT_FAIR_ROLLBACK
-                                        : SCRIPT_RELEASE,
+                                        : SCRIPT_ROLLBACK,
                        NULL, &release);
     for (i = 0; i < op->round.n; i++) {
         if (all || op->round.slots[i].vote != VOTE_NO)
@@ -319,60 +326,6 @@ static void released_elsewhere(void *arg)
     attempt(op);
 }
 
-void retry_budget_init(struct retry_budget *b, const rl_client *c,
-                       const rl_acquire_opts *o)
-{
-    memset(b, 0, sizeof(*b));
-    b->retries_left = c->cfg.retry_count;
-    if (o != NULL &&
-        (o->wait_ms == RL_WAIT_FOREVER || o->wait_ms > MAX_WAIT_MS))
-        b->forever = true;
-    else if (o != NULL && o->wait_ms > 0)
-        b->deadline_us = mono_now_us() + (rl_mono_us)o->wait_ms * 1000u;
-}
-
-void retry_budget_fair(struct retry_budget *b, const rl_client *c)
-{
-    /* A queued waiter attempts only at its turn: the retry count becomes
-     * the time it would have taken (none: one attempt, or one round of a
-     * semaphore's slots, as without fair). */
-    if (!b->forever && b->deadline_us == 0 && b->retries_left > 0)
-        b->deadline_us = mono_now_us() +
-                         (rl_mono_us)c->cfg.retry_count *
-                             (c->cfg.retry_delay_ms + c->cfg.retry_jitter_ms) *
-                             1000u;
-}
-
-bool retry_budget_expired(const struct retry_budget *b, rl_mono_us now)
-{
-    return b->deadline_us != 0 && now >= b->deadline_us;
-}
-
-bool retry_budget_take(struct retry_budget *b, rl_mono_us now)
-{
-    if (b->forever)
-        return true;
-    if (b->deadline_us != 0)
-        return !retry_budget_expired(b, now);
-    if (b->retries_left == 0)
-        return false;
-    b->retries_left--;
-    return true;
-}
-
-uint64_t retry_budget_pause_us(const struct retry_budget *b, rl_client *c,
-                               rl_mono_us now)
-{
-    uint32_t jitter = c->cfg.retry_jitter_ms;
-    uint64_t pause_us = ((uint64_t)c->cfg.retry_delay_ms - jitter +
-                         client_random(c, 2 * jitter + 1)) *
-                        1000u;
-
-    if (b->deadline_us != 0 && now + pause_us > b->deadline_us)
-        pause_us = b->deadline_us - now;
-    return pause_us;
-}
-
 /* The holder's key expires in r->integer ms: if that comes before the end
  * of our retry delay, wake up then instead (a crashed holder publishes no
  * release). */
@@ -384,7 +337,15 @@ static void holder_ttl(void *owner, size_t slot, const struct node_reply *r)
 
     RL_UNUSED(slot);
     op->pttl_req = NULL;
-    if (!op->sleeping || r->kind != REPLY_INTEGER || r->integer < 0)
+    if (!op->sleeping || r->kind != REPLY_INTEGER)
+        return;
+    if (r->integer == -2 && op->released_in_flight) {
+        /* The node let go since it refused us: the release we heard of
+         * had not reached it yet. */
+        loop_timer_arm(op->retry_timer, 0);
+        return;
+    }
+    if (r->integer < 0)
         return;
     expiry = now + (rl_mono_us)r->integer * 1000u + 1000u;
     if (expiry < op->wake_us) {
@@ -409,6 +370,33 @@ static void ask_holder_ttl(struct acquire_op *op)
             return;
         }
     }
+}
+
+/* The pause before the next attempt: delay_us (the jittered retry delay
+ * within the wait), stretched for a waiter that no node granted several
+ * attempts in a row. A holder keeps it out, and the holder's release
+ * message or its key's expiry (holder_ttl) wakes it; its poll is the
+ * fallback for a message lost while a subscriber connection was down,
+ * and dozens of waiters polling every retry delay while one holds cost
+ * the nodes more than the lock (issue 45): twice the delay from the
+ * second refusal on. An attempt granted somewhere (a split vote) keeps
+ * the delay: the others lost too, no release is coming, only the timers
+ * retry. */
+static uint64_t poll_pause_us(struct acquire_op *op, rl_status st,
+                              uint64_t delay_us, rl_mono_us now)
+{
+    const struct retry_budget *b = &op->budget;
+
+    if (st != RL_ENOTACQUIRED || op->round.yes > 0) {
+        op->refusals = 0;
+        return delay_us;
+    }
+    delay_us <<= op->refusals < MAX_POLL_SHIFT ? op->refusals
+                                                : MAX_POLL_SHIFT;
+    op->refusals++;
+    if (b->deadline_us != 0 && now + delay_us > b->deadline_us)
+        delay_us = b->deadline_us - now;
+    return delay_us;
 }
 
 static void attempt_failed(struct acquire_op *op, rl_status st)
@@ -437,14 +425,20 @@ static void attempt_failed(struct acquire_op *op, rl_status st)
         fair_wait_turn(op->fair, op->t0, op->budget.deadline_us);
         return;
     }
-    delay_us = retry_budget_pause_us(&op->budget, c, now);
+    delay_us = poll_pause_us(op, st,
+                             retry_budget_pause_us(&op->budget, c, now),
+                             now);
     /* Held by someone else: also wake when they release (best effort;
-     * the timer is the fallback). */
-    if (st == RL_ENOTACQUIRED &&
+     * the timer is the fallback). A release that came while our attempt
+     * was in flight may have reached the nodes that refused us only
+     * after it: holder_ttl asks one of them, and we retry at once if it
+     * let go -- not when another waiter took it, or every waiter that
+     * release woke would try again for nothing. */
+    op->released_in_flight =
+        st == RL_ENOTACQUIRED &&
         notify_wait(c->notify, &op->waiter, op->lock->keys[0],
                     op->lock->key_lens[0], op->lock->token, op->t0,
-                    released_elsewhere, op))
-        delay_us = 0; /* released while our attempt was in flight */
+                    released_elsewhere, op);
     if (st == RL_ENOTACQUIRED)
         writer_waits(op);
     op->sleeping = true;
@@ -915,6 +909,19 @@ static rl_status check_kind(rl_client *c, size_t count,
     if (o->mode == RL_MODE_SHARED && o->reentrant)
         return rl_fail(RL_EINVAL, "a shared (reader) lock is not "
                        "reentrant: readers already share it");
+    if (o->at_least_ms != 0 &&
+        (o->mode == RL_MODE_SHARED || o->fair || o->priority != 0 ||
+         o->lock_delay_ms != 0))
+        return rl_fail(RL_EINVAL, "at_least_ms is for an exclusive lock or "
+                       "a semaphore, without fair waiting or a lock-delay");
+    if (o->at_least_ms > c->cfg.max_ttl_ms)
+        return rl_fail(RL_EINVAL,
+                       "at_least_ms %llu is above max_ttl_ms %u (the "
+                       "restart quarantine must outlast every key: a key "
+                       "kept longer could be forgotten by a restarted node "
+                       "that votes again)",
+                       (unsigned long long)o->at_least_ms,
+                       c->cfg.max_ttl_ms);
     return check_fair(count, o);
 }
 

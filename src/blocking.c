@@ -10,6 +10,7 @@
  * on the loop thread itself (it would wait for itself). */
 #include <stdio.h>
 
+#include "asyncapi.h"
 #include "election.h"
 #include "holder.h"
 
@@ -79,7 +80,7 @@ rl_status rl_campaign(rl_client *c, const char *name,
     if (out == NULL)
         return rl_fail(RL_EINVAL, "out is NULL");
     *out = NULL;
-    st = holder_campaign_opts(o, &opts);
+    st = asyncapi_campaign_opts(o, &opts);
     if (st != RL_OK)
         return st;
     return rl_acquire(c, name, &opts, out);

@@ -46,8 +46,8 @@ struct rl_client {
                                     the array is NULL without tls */
     struct holders *holders;     /* held locks (holder.c) */
     uint64_t rng;                /* jitter; loop thread only */
-    bool fair_loaded;            /* queue.c sent the fair scripts' SCRIPT
-                                    LOAD to every node (loop thread) */
+    bool fair_begun;             /* queue.c: a fair wait or attempt was
+                                    made (loop thread) */
     atomic_uint_fast64_t stats[STAT_COUNT];
 };
 

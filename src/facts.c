@@ -1,4 +1,5 @@
 /* facts.c -- see facts.h. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,6 +68,62 @@ void facts_from_info(struct node_facts *f, const char *info)
     f->cluster_enabled = info_flag(info, "cluster_enabled");
     f->uptime_known = info_u64(info, "uptime_in_seconds", &f->uptime_s);
     f->evicted_known = info_u64(info, "evicted_keys", &f->evicted_keys);
+}
+
+/* A string field read (non-empty) replaces the one kept. */
+static void merge_string(char *kept, const char *read, size_t size)
+{
+    if (read[0] != '\0')
+        memcpy(kept, read, size);
+}
+
+void facts_merge_info(struct node_facts *f, const char *info)
+{
+    struct node_facts got;
+
+    memset(&got, 0, sizeof(got));
+    facts_from_info(&got, info);
+    merge_string(f->version, got.version, sizeof(f->version));
+    merge_string(f->run_id, got.run_id, sizeof(f->run_id));
+    merge_string(f->role, got.role, sizeof(f->role));
+    merge_string(f->replid, got.replid, sizeof(f->replid));
+    merge_string(f->policy, got.policy, sizeof(f->policy));
+    if (got.maxmemory_known) {
+        f->maxmemory = got.maxmemory;
+        f->maxmemory_known = true;
+    }
+    if (got.aof_enabled != FACT_UNKNOWN)
+        f->aof_enabled = got.aof_enabled;
+    if (got.cluster_enabled != FACT_UNKNOWN)
+        f->cluster_enabled = got.cluster_enabled;
+    if (got.uptime_known) {
+        f->uptime_s = got.uptime_s;
+        f->uptime_known = true;
+    }
+    if (got.evicted_known) {
+        f->evicted_keys = got.evicted_keys;
+        f->evicted_known = true;
+    }
+}
+
+void facts_from_config(struct node_facts *f, const char *name,
+                       const char *value)
+{
+    char *end;
+
+    if (strcmp(name, "maxmemory") == 0) {
+        f->maxmemory = strtoull(value, &end, 10);
+        f->maxmemory_known = end != value && *end == '\0' &&
+                             value[0] >= '0' && value[0] <= '9';
+    } else if (strcmp(name, "maxmemory-policy") == 0) {
+        snprintf(f->policy, sizeof(f->policy), "%s", value);
+    } else if (strcmp(name, "appendonly") == 0) {
+        f->aof_enabled = strcmp(value, "yes") == 0   ? FACT_YES
+                         : strcmp(value, "no") == 0 ? FACT_NO
+                                                    : FACT_UNKNOWN;
+    } else if (strcmp(name, "appendfsync") == 0) {
+        snprintf(f->appendfsync, sizeof(f->appendfsync), "%s", value);
+    }
 }
 
 bool facts_evicted_since(const struct node_facts *f,

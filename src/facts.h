@@ -45,6 +45,15 @@ bool facts_info_field(const char *info, const char *field, char *dst,
  * GET's). Fields INFO lacks become unknown. */
 void facts_from_info(struct node_facts *f, const char *info);
 
+/* Update f from a reply of some INFO sections (INFO stats, INFO
+ * replication...): a field the reply lacks keeps its value. */
+void facts_merge_info(struct node_facts *f, const char *info);
+
+/* Read one pair of a CONFIG GET reply into f: maxmemory,
+ * maxmemory-policy, appendonly, appendfsync; other names are ignored. */
+void facts_from_config(struct node_facts *f, const char *name,
+                       const char *value);
+
 /* The node may drop a key before its TTL: maxmemory set with a policy
  * other than noeviction. Unknown when either is not reported. */
 enum fact facts_may_evict(const struct node_facts *f);

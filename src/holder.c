@@ -1,8 +1,8 @@
-/* holder.c -- the rl_lock handle and its life: the registry of a
- * client's handles, the requests other threads queue to the loop thread,
- * the lost signal, reentrant holds, renewals and releases, the public
- * async API and the getters. The state machine is lock.c's; the watchdog
- * that renews watched locks is watchdog.c's.
+/* holder.c -- the life of an rl_lock handle: the requests other threads
+ * queue to the loop thread, the lost signal, reentrant holds, renewals
+ * and releases. The handles, their registry and getters are handle.c's;
+ * the public async API is asyncapi.c's; the state machine is lock.c's;
+ * the watchdog that renews watched locks is watchdog.c's.
  *
  * Requests from any thread (acquire, extend, release, free, watchdog
  * start and stop) are queued to the loop thread as struct lock_req and
@@ -10,11 +10,6 @@
  * after a release or free it asked for. A release or free while a round
  * is in flight drops that round first; a lock that becomes lost drops its
  * round too, so no later reply can renew it.
- *
- * The handle, its keys and token are one allocation; what few locks use
- * (fence, reentrant holds, watchdog caps and interval) lives in struct
- * lock_extra. A semaphore's handle is made for its last slot's name (the
- * longest); semaphore.c rewrites it to each slot it tries.
  *
  * Threads: the state, the rounds and the watchdog are loop-thread only;
  * the getters read atomics. Reentrant hold counts and the registry are
@@ -25,31 +20,17 @@
  * it. Client freed: queued and started requests are canceled first (each
  * reports RL_ECANCELED once), then holders_shutdown stops the watchdog
  * and orphans the handles. */
-#include <stddef.h>
 #include <stdio.h>
-#include <string.h>
 #include <sched.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 
-#include "abi.h"
 #include "acquire.h"
 #include "cancel.h"
 #include "extend.h"
+#include "handle.h"
 #include "holder.h"
-#include "list.h"
 #include "release.h"
 #include "semaphore.h"
 #include "watchdog.h"
-
-/* Largest max_hold_ms that is not "no cap" (a century). */
-#define MAX_HOLD_MS (UINT64_C(100) * 365 * 24 * 3600 * 1000)
-
-struct holders {
-    pthread_mutex_t mutex;       /* guards the list and hold counts */
-    struct list locks;           /* struct rl_lock, newest first */
-    struct watchdog *watchdog;
-};
 
 enum req_kind {
     REQ_ACQUIRE,
@@ -87,135 +68,6 @@ static pthread_mutex_t orphan_mutex = PTHREAD_MUTEX_INITIALIZER;
 
 static void unwatch(struct rl_lock *l);
 static void resume_waiting(struct rl_lock *l);
-
-/* ---- Handles and the registry ------------------------------------------- */
-
-static struct holders *registry(rl_client *c)
-{
-    return c->holders;
-}
-
-/* The lock on the registry at link; NULL at the end of the list. */
-static struct rl_lock *lock_of(struct list_link *link)
-{
-    return list_entry(link, struct rl_lock, link);
-}
-
-static void registry_add(rl_client *c, struct rl_lock *l)
-{
-    struct holders *h = registry(c);
-
-    pthread_mutex_lock(&h->mutex);
-    list_push_front(&h->locks, &l->link);
-    pthread_mutex_unlock(&h->mutex);
-}
-
-static void registry_remove(rl_client *c, struct rl_lock *l)
-{
-    struct holders *h = registry(c);
-
-    pthread_mutex_lock(&h->mutex);
-    /* A lock no longer on the list (holders_shutdown emptied it) is left
-     * as it is. */
-    if (l->link.prev != NULL || h->locks.first == &l->link)
-        list_remove(&h->locks, &l->link);
-    pthread_mutex_unlock(&h->mutex);
-}
-
-/* One allocation per handle (thousands may be held at once): the struct,
- * then the record's key pointers, lengths, keys and token. */
-static rl_status lock_new(rl_client *c, const char *const *resources,
-                          size_t count, const char *token, uint32_t delay_ms,
-                          const char *owner, struct rl_lock **out)
-{
-    size_t tail = lockrec_tail_size(&c->cfg, resources, count, token,
-                                    delay_ms, owner);
-    struct rl_lock *l = calloc(1, sizeof(*l) + tail);
-    rl_status st;
-
-    if (l == NULL)
-        return rl_fail(RL_ENOMEM, "out of memory for a lock");
-    st = lockrec_init(&l->rec, l + 1, &c->cfg, resources, count, token,
-                      delay_ms, owner);
-    if (st != RL_OK) {
-        free(l);
-        return st;
-    }
-    atomic_init(&l->client, c);
-    atomic_init(&l->lost_fd, -1);
-    *out = l;
-    return RL_OK;
-}
-
-static struct lock_extra *extra_new(void)
-{
-    struct lock_extra *e = calloc(1, sizeof(*e));
-
-    if (e == NULL)
-        rl_fail(RL_ENOMEM, "out of memory for a lock");
-    return e;
-}
-
-/* lock_new for the kinds of o (may be NULL): a reader, the lock-delay, a
- * semaphore's record made for its last slot (semaphore.c rewrites it);
- * the extra block when o asks for fencing, reentrancy or watchdog caps. */
-static rl_status lock_new_kind(rl_client *c, const char *const *resources,
-                               size_t count, const char *token,
-                               const rl_acquire_opts *o, struct rl_lock **out)
-{
-    size_t len = strlen(resources[0]);
-    const char *owner = o != NULL ? o->owner : NULL;
-    uint32_t delay_ms = o != NULL ? o->lock_delay_ms : 0;
-    char *slot_name;
-    rl_status st;
-
-    if (o == NULL || o->limit == 0) {
-        st = lock_new(c, resources, count, token, delay_ms, owner, out);
-    } else {
-        slot_name = malloc(len + LOCKREC_SLOT_SUFFIX_MAX);
-        if (slot_name == NULL)
-            return rl_fail(RL_ENOMEM, "out of memory for a lock");
-        lockrec_slot_key(slot_name, resources[0], len, o->limit - 1);
-        st = lock_new(c, (const char *const *)&slot_name, 1, token,
-                      delay_ms, owner, out);
-        free(slot_name);
-        if (st == RL_OK) {
-            (*out)->rec.slot = (int32_t)(o->limit - 1);
-            (*out)->rec.limit = (uint16_t)o->limit;
-        }
-    }
-    if (st != RL_OK || o == NULL)
-        return st;
-    (*out)->rec.shared = o->mode == RL_MODE_SHARED;
-    (*out)->rec.fair = o->fair != 0 || o->priority != 0;
-    if (o->fencing || o->reentrant || (o->auto_extend && watchdog_needs_extra(o))) {
-        atomic_init(&(*out)->extra, extra_new());
-        if (lock_extra_of(*out) == NULL) {
-            free(*out);
-            return RL_ENOMEM;
-        }
-    }
-    return RL_OK;
-}
-
-static void lock_destroy(struct rl_lock *l)
-{
-    int fd = atomic_load(&l->lost_fd);
-
-    if (fd >= 0)
-        close(fd);
-    free(lock_extra_of(l));
-    free(l);
-}
-
-static void signal_fd(int fd)
-{
-    uint64_t one = 1;
-
-    if (fd >= 0 && write(fd, &one, sizeof(one)) < 0) {
-        /* EAGAIN: the counter is already non-zero, so it is readable. */
-    }
-}
 
 /* ---- Requests ----------------------------------------------------------- */
 
@@ -289,7 +141,7 @@ static void become_lost(struct rl_lock *l)
     l->lost_cb = NULL;
     unwatch(l);
     if (!atomic_exchange(&l->lost, true)) {
-        signal_fd(atomic_load(&l->lost_fd));
+        handle_signal_fd(atomic_load(&l->lost_fd));
         client_count(c, STAT_LOST);
     }
     /* Pairs with silence(): either it sees in_lost_cb and waits, or we
@@ -309,31 +161,11 @@ static void become_lost(struct rl_lock *l)
 
 /* ---- Watching ------------------------------------------------------------ */
 
-static rl_status check_watch_opts(const rl_acquire_opts *o, uint32_t ttl_ms)
-{
-    if (o == NULL)
-        return RL_OK;
-    if (abi_check(ABI_ACQUIRE_OPTS, o) != RL_OK)
-        return RL_EINVAL;
-    if (o->extend_interval_ms > ttl_ms / 2)
-        return rl_fail(RL_EINVAL,
-                       "extend_interval_ms %u must be at most half the "
-                       "ttl (%u ms)",
-                       o->extend_interval_ms, ttl_ms);
-    if (o->max_hold_ms > MAX_HOLD_MS && o->max_hold_ms != UINT64_MAX)
-        return rl_fail(RL_EINVAL,
-                       "max_hold_ms %llu is too large (at most %llu, or "
-                       "UINT64_MAX or 0 for no cap)",
-                       (unsigned long long)o->max_hold_ms,
-                       (unsigned long long)MAX_HOLD_MS);
-    return RL_OK;
-}
-
 static struct watchdog *watchdog_of(const struct rl_lock *l)
 {
     rl_client *c = atomic_load(&((struct rl_lock *)l)->client);
 
-    return c != NULL ? registry(c)->watchdog : NULL;
+    return c != NULL ? c->holders->watchdog : NULL;
 }
 
 /* Start watching l (the watchdog's timer exists: this cannot fail). Caps
@@ -345,14 +177,14 @@ static void watch(struct rl_lock *l, const rl_acquire_opts *o,
     rl_client *c = atomic_load(&l->client);
 
     if (lock_extra_of(l) == NULL && extra != NULL && *extra != NULL) {
-        pthread_mutex_lock(&registry(c)->mutex); /* reenter() reads it */
+        pthread_mutex_lock(&c->holders->mutex); /* reenter() reads it */
         atomic_store(&l->extra, *extra);
-        pthread_mutex_unlock(&registry(c)->mutex);
+        pthread_mutex_unlock(&c->holders->mutex);
         *extra = NULL;
     }
     l->lost_cb = o->lost_cb;
     l->lost_privdata = o->lost_privdata;
-    watchdog_watch(registry(c)->watchdog, l, o);
+    watchdog_watch(c->holders->watchdog, l, o);
 }
 
 /* Stop watching: no lost callback, out of the watchdog (a user's round
@@ -480,8 +312,8 @@ static void lock_free_now(struct rl_lock *l)
 
     drop_all(l, "the lock was released or freed");
     if (c != NULL)
-        registry_remove(c, l);
-    lock_destroy(l);
+        handles_remove(c, l);
+    handle_destroy(l);
 }
 
 static void released(void *owner, rl_status st)
@@ -495,8 +327,21 @@ static void released(void *owner, rl_status st)
     req_finish(r, st, NULL);
 }
 
+/* What is left of l's period (at_least_ms), in whole ms rounded up; 0
+ * when it has none or it is over. */
+static uint32_t period_left_ms(const struct rl_lock *l)
+{
+    struct lock_extra *e = lock_extra_of(l);
+    rl_mono_us now = mono_now_us();
+
+    if (e == NULL || e->keep_until_us <= now)
+        return 0;
+    return (uint32_t)((e->keep_until_us - now + 999u) / 1000u);
+}
+
 /* HELD, RENEWING or LOST -> RELEASING: drop the renewal in flight, then
- * compare-and-delete on every node. */
+ * compare-and-delete on every node (compare-and-keep for the rest of the
+ * period). */
 static void start_release(struct rl_lock *l, struct lock_req *r)
 {
     rl_client *c = atomic_load(&l->client);
@@ -504,7 +349,8 @@ static void start_release(struct rl_lock *l, struct lock_req *r)
     struct release_round *release;
 
     drop_all(l, "released while extending");
-    release = release_new(c, &l->rec, expired, released, l);
+    release = release_new(c, &l->rec, expired, period_left_ms(l), released,
+                          l);
     if (release == NULL) {
         lock_free_now(l);
         req_finish(r, RL_ENOMEM, NULL);
@@ -526,7 +372,7 @@ static void acquired(void *owner, rl_status st, const struct acquire_grant *g)
     r->acquire = NULL;
     r->sem = NULL;
     if (st != RL_OK) {
-        lock_destroy(l);
+        handle_destroy(l);
         req_finish(r, st, NULL);
         return;
     }
@@ -540,12 +386,15 @@ static void acquired(void *owner, rl_status st, const struct acquire_grant *g)
     l->rec.fenced = g->fence != 0;
     if (lock_extra_of(l) != NULL) { /* made for these options */
         lock_extra_of(l)->fence = g->fence;
+        if (r->opts.at_least_ms != 0)
+            lock_extra_of(l)->keep_until_us =
+                g->t0 + (rl_mono_us)r->opts.at_least_ms * 1000u;
         if (r->opts.reentrant) {
             lock_extra_of(l)->owner = r->caller;
             lock_extra_of(l)->holds = 1;
         }
     }
-    registry_add(c, l);
+    handles_add(c, l);
     if (r->opts.auto_extend) {
         atomic_store(&l->watch_claimed, true);
         watch(l, &r->opts, NULL);
@@ -557,7 +406,7 @@ static void acquired(void *owner, rl_status st, const struct acquire_grant *g)
  * when the lock would be watched and the watchdog is behind. */
 static void start_acquire(struct lock_req *r)
 {
-    struct holders *h = registry(r->client);
+    struct holders *h = r->client->holders;
     struct rl_lock *l = r->lock;
     rl_status st = RL_ENOMEM;
 
@@ -588,7 +437,7 @@ static void start_acquire(struct lock_req *r)
             return;
         }
     }
-    lock_destroy(l);
+    handle_destroy(l);
     req_finish(r, st, NULL);
 }
 
@@ -607,7 +456,7 @@ static void acquire_canceled(void *owner)
     r->sem = NULL;
     rl_fail(RL_EABORTED, "'%s' not acquired: canceled while waiting",
             r->lock->rec.resource);
-    lock_destroy(r->lock);
+    handle_destroy(r->lock);
     req_finish(r, RL_EABORTED, NULL);
 }
 
@@ -672,7 +521,7 @@ static void cancel_request(struct op *base)
     case REQ_ACQUIRE:
         acquire_abort(r->acquire);
         sem_abort(r->sem);
-        lock_destroy(l);
+        handle_destroy(l);
         req_finish(r, RL_ECANCELED, NULL);
         return;
     case REQ_EXTEND:
@@ -681,7 +530,7 @@ static void cancel_request(struct op *base)
         if (l->user == r) {
             l->user = NULL;
             lock_put(l, LOCK_USER_WAITS, false);
-            watchdog_renew_now(registry(r->client)->watchdog, l);
+            watchdog_renew_now(r->client->holders->watchdog, l);
         }
         req_finish(r, RL_ECANCELED, l);
         return;
@@ -719,14 +568,6 @@ static rl_status submit(struct lock_req *r)
 
 /* ---- Reentrancy --------------------------------------------------------- */
 
-static bool same_resource(const rl_client *c, const struct rl_lock *l,
-                          const char *resource)
-{
-    return l->rec.nkeys == 1 &&
-           strncmp(l->rec.keys[0], c->cfg.prefix, c->cfg.prefix_len) == 0 &&
-           strcmp(l->rec.keys[0] + c->cfg.prefix_len, resource) == 0;
-}
-
 /* Queue a callback for a hold taken (acb) or dropped (rcb). */
 static rl_status queue_reentry(rl_client *c, struct rl_lock *l,
                                rl_acquire_cb acb, rl_release_cb rcb,
@@ -746,62 +587,15 @@ static rl_status queue_reentry(rl_client *c, struct rl_lock *l,
 static bool reenter(rl_client *c, const char *resource, rl_acquire_cb cb,
                     void *privdata, rl_status *st)
 {
-    struct holders *h = registry(c);
-    pthread_t self = pthread_self();
-    struct rl_lock *l;
+    struct rl_lock *l = handle_reenter(c, resource);
+    unsigned was;
 
-    struct lock_extra *e = NULL;
-
-    pthread_mutex_lock(&h->mutex);
-    for (l = lock_of(h->locks.first); l != NULL; l = lock_of(l->link.next)) {
-        e = lock_extra_of(l);
-        if (e != NULL && e->holds > 0 && pthread_equal(e->owner, self) &&
-            same_resource(c, l, resource) && !atomic_load(&l->lost) &&
-            lock_remaining_us(l) > 0)
-            break;
-    }
-    if (l != NULL)
-        e->holds++;
-    pthread_mutex_unlock(&h->mutex);
     if (l == NULL)
         return false;
     *st = queue_reentry(c, l, cb, NULL, privdata);
-    if (*st != RL_OK) {
-        pthread_mutex_lock(&h->mutex);
-        e->holds--;
-        pthread_mutex_unlock(&h->mutex);
-    }
+    if (*st != RL_OK)
+        handle_drop_hold(c, l, &was);
     return true;
-}
-
-/* Drop one hold. True when others remain (a nested release). Dropping the
- * last sets holds to 0 under the mutex, so no re-entry can find a lock
- * whose release is being queued. *was is the count before. */
-static bool drop_hold(rl_client *c, struct rl_lock *l, unsigned *was)
-{
-    struct holders *h = registry(c);
-    struct lock_extra *e;
-    bool nested = false;
-
-    pthread_mutex_lock(&h->mutex);
-    e = lock_extra_of(l);
-    *was = e != NULL ? e->holds : 0;
-    if (e != NULL && e->holds > 0) {
-        nested = e->holds > 1;
-        e->holds--;
-    }
-    pthread_mutex_unlock(&h->mutex);
-    return nested;
-}
-
-static void restore_hold(rl_client *c, struct rl_lock *l, unsigned was)
-{
-    struct holders *h = registry(c);
-
-    pthread_mutex_lock(&h->mutex);
-    if (lock_extra_of(l) != NULL)
-        lock_extra_of(l)->holds = was;
-    pthread_mutex_unlock(&h->mutex);
 }
 
 /* ---- Operations behind the public API ----------------------------------- */
@@ -821,7 +615,7 @@ rl_status holder_acquire(rl_client *c, const char *const *resources,
         return rl_fail(RL_EINVAL, "callback is NULL");
     st = acquire_check(c, resources, count, o, &ttl);
     if (st == RL_OK && o != NULL && o->auto_extend)
-        st = check_watch_opts(o, ttl);
+        st = watchdog_check_opts(o, ttl);
     if (st != RL_OK)
         return st;
     if (o != NULL && rl_cancel_fired(o->cancel))
@@ -830,12 +624,12 @@ rl_status holder_acquire(rl_client *c, const char *const *resources,
     if (o != NULL && o->reentrant && count == 1 &&
         reenter(c, resources[0], cb, privdata, &st))
         return st;
-    st = lock_new_kind(c, resources, count, NULL, o, &l);
+    st = handle_new_kind(c, resources, count, NULL, o, &l);
     if (st != RL_OK)
         return st;
     r = req_new(c, REQ_ACQUIRE, l, privdata);
     if (r == NULL) {
-        lock_destroy(l);
+        handle_destroy(l);
         return RL_ENOMEM;
     }
     r->acquire_cb = cb;
@@ -847,18 +641,18 @@ rl_status holder_acquire(rl_client *c, const char *const *resources,
         r->hook = cancel_attach(r->opts.cancel, c->loop, acquire_canceled, r);
         if (r->hook == NULL) {
             req_free(r);
-            lock_destroy(l);
+            handle_destroy(l);
             return RL_ENOMEM;
         }
     }
-    if (r->opts.auto_extend && watchdog_start(registry(c)->watchdog) != RL_OK) {
+    if (r->opts.auto_extend && watchdog_start(c->holders->watchdog) != RL_OK) {
         req_free(r);
-        lock_destroy(l);
+        handle_destroy(l);
         return RL_ENOMEM;
     }
     st = submit(r);
     if (st != RL_OK)
-        lock_destroy(l);
+        handle_destroy(l);
     return st;
 }
 
@@ -977,11 +771,11 @@ static bool release_nested(rl_client *c, rl_lock *l, rl_release_cb cb,
     *st = blocking != NULL ? waiter_check(c->loop, blocking) : RL_OK;
     if (*st != RL_OK)
         return true;
-    if (!drop_hold(c, l, was))
+    if (!handle_drop_hold(c, l, was))
         return false;
     *st = queue_reentry(c, l, NULL, cb, privdata);
     if (*st != RL_OK)
-        restore_hold(c, l, *was);
+        handle_restore_hold(c, l, *was);
     return true;
 }
 
@@ -998,7 +792,7 @@ static rl_status queue_release(rl_client *c, rl_lock *l, rl_release_cb cb,
         st = submit(r);
     }
     if (st != RL_OK) {
-        restore_hold(c, l, was);
+        handle_restore_hold(c, l, was);
         atomic_store(&l->quiet, false);
     }
     return st;
@@ -1031,63 +825,6 @@ rl_status holder_release(rl_lock *l, rl_release_cb cb, void *privdata,
     return st;
 }
 
-/* ---- Public API ----------------------------------------------------------- */
-
-rl_status rl_acquire_async(rl_client *c, const char *resource,
-                           const rl_acquire_opts *o, rl_acquire_cb cb,
-                           void *privdata)
-{
-    return holder_acquire(c, &resource, 1, o, cb, privdata);
-}
-
-rl_status rl_acquire_multi_async(rl_client *c, const char *const *resources,
-                                 size_t count, const rl_acquire_opts *o,
-                                 rl_acquire_cb cb, void *privdata)
-{
-    return holder_acquire(c, resources, count, o, cb, privdata);
-}
-
-rl_status holder_campaign_opts(const rl_acquire_opts *o,
-                               rl_acquire_opts *out)
-{
-    rl_acquire_opts zero = {0};
-
-    *out = o != NULL ? *o : zero;
-    if (out->limit != 0 || out->mode != RL_MODE_EXCLUSIVE ||
-        out->reentrant)
-        return rl_fail(RL_EINVAL, "a campaign takes an exclusive lock: "
-                       "limit, RL_MODE_SHARED and reentrant are not "
-                       "allowed");
-    if (out->wait_ms == 0)
-        out->wait_ms = RL_WAIT_FOREVER;
-    out->fencing = true;
-    out->auto_extend = true;
-    return RL_OK;
-}
-
-rl_status rl_campaign_async(rl_client *c, const char *name,
-                            const rl_acquire_opts *o, rl_acquire_cb cb,
-                            void *privdata)
-{
-    rl_acquire_opts opts;
-    rl_status st = holder_campaign_opts(o, &opts);
-
-    if (st != RL_OK)
-        return st;
-    return holder_acquire(c, &name, 1, &opts, cb, privdata);
-}
-
-rl_status rl_extend_async(rl_lock *l, uint32_t ttl_ms, rl_extend_cb cb,
-                          void *privdata)
-{
-    return holder_extend(l, ttl_ms, cb, privdata, NULL);
-}
-
-rl_status rl_release_async(rl_lock *l, rl_release_cb cb, void *privdata)
-{
-    return holder_release(l, cb, privdata, NULL);
-}
-
 void rl_lock_free(rl_lock *l)
 {
     struct lock_req *r;
@@ -1106,66 +843,7 @@ void rl_lock_free(rl_lock *l)
         atomic_store(&l->free_requested, true);
     pthread_mutex_unlock(&orphan_mutex);
     if (c == NULL) /* orphaned: nothing else refers to it */
-        lock_destroy(l);
-}
-
-rl_status rl_lock_adopt(rl_client *c, const char *resource, const char *token,
-                        rl_lock **out)
-{
-    return rl_lock_adopt_opts(c, resource, token, NULL, out);
-}
-
-/* What rl_lock_adopt_opts takes from o: the mode and the lock-delay. */
-static rl_status check_adopt_opts(rl_client *c, const rl_acquire_opts *o)
-{
-    if (abi_check(ABI_ACQUIRE_OPTS, o) != RL_OK)
-        return RL_EINVAL;
-    if (o->mode != RL_MODE_EXCLUSIVE && o->mode != RL_MODE_SHARED)
-        return rl_fail(RL_EINVAL, "mode %u is not RL_MODE_EXCLUSIVE or "
-                       "RL_MODE_SHARED", o->mode);
-    if (o->limit != 0)
-        return rl_fail(RL_EINVAL, "adopt a semaphore slot by its name "
-                       "(\"<resource>:slot:<i>\"), without limit");
-    if (o->lock_delay_ms >= c->cfg.max_ttl_ms)
-        return rl_fail(RL_EINVAL, "lock_delay_ms %u must be below "
-                       "max_ttl_ms %u", o->lock_delay_ms, c->cfg.max_ttl_ms);
-    return RL_OK;
-}
-
-rl_status rl_lock_adopt_opts(rl_client *c, const char *resource,
-                             const char *token, const rl_acquire_opts *o,
-                             rl_lock **out)
-{
-    struct rl_lock *l;
-    rl_status st;
-    size_t len;
-
-    if (c == NULL)
-        return rl_fail(RL_EINVAL, "client is NULL");
-    if (out == NULL)
-        return rl_fail(RL_EINVAL, "out is NULL");
-    *out = NULL;
-    st = config_check_resource(&c->cfg, resource, "resource");
-    if (st != RL_OK)
-        return st;
-    if (token == NULL)
-        return rl_fail(RL_EINVAL, "token is NULL");
-    len = strnlen(token, RL_MAX_TOKEN_LEN + 1);
-    if (len == 0 || len > RL_MAX_TOKEN_LEN)
-        return rl_fail(RL_EINVAL, "token must be 1..%d characters",
-                       RL_MAX_TOKEN_LEN);
-    st = o != NULL ? check_adopt_opts(c, o) : RL_OK;
-    if (st == RL_OK)
-        st = lock_new_kind(c, &resource, 1, token, o, &l);
-    if (st != RL_OK)
-        return st;
-    /* Unknown: every node may hold it until it answers otherwise. */
-    l->holders = c->node_count < 64 ? (UINT64_C(1) << c->node_count) - 1
-                                    : UINT64_MAX;
-    lock_set_state(l, LOCK_HELD, NULL);
-    registry_add(c, l);
-    *out = l;
-    return RL_OK;
+        handle_destroy(l);
 }
 
 /* The watchdog start request for l, queued on c (orphan_mutex held by
@@ -1182,10 +860,10 @@ static rl_status queue_watch(rl_client *c, rl_lock *l,
     r->opts = o != NULL ? *o : defaults;
     /* Caps need the extra block: made here, where failing is allowed (the
      * loop thread keeps it if l has none). */
-    if (watchdog_needs_extra(&r->opts) && (r->extra = extra_new()) == NULL)
+    if (watchdog_needs_extra(&r->opts) && (r->extra = handle_extra_new()) == NULL)
         st = RL_ENOMEM;
     if (st == RL_OK)
-        st = watchdog_start(registry(c)->watchdog);
+        st = watchdog_start(c->holders->watchdog);
     if (st == RL_OK)
         return submit(r);
     req_free(r);
@@ -1203,7 +881,7 @@ rl_status rl_watchdog_start(rl_lock *l, const rl_acquire_opts *o)
         return rl_fail(RL_EMISUSE,
                        "'%s': adopted lock has no known TTL; extend it first",
                        l->rec.resource);
-    st = check_watch_opts(o, atomic_load(&l->ttl_ms));
+    st = watchdog_check_opts(o, atomic_load(&l->ttl_ms));
     if (st == RL_OK && o != NULL &&
         (o->mode != (l->rec.shared ? RL_MODE_SHARED : RL_MODE_EXCLUSIVE) ||
          (o->limit != 0 && l->rec.slot < 0)))
@@ -1268,18 +946,18 @@ rl_status holders_new(rl_client *c)
 
 void holders_shutdown(rl_client *c)
 {
-    struct holders *h = registry(c);
+    struct holders *h = c->holders;
     struct rl_lock *l, *next;
 
     pthread_mutex_lock(&orphan_mutex);
     pthread_mutex_lock(&h->mutex);
-    for (l = lock_of(list_take(&h->locks).first); l != NULL; l = next) {
-        next = lock_of(l->link.next);
+    for (l = handle_of(list_take(&h->locks).first); l != NULL; l = next) {
+        next = handle_of(l->link.next);
         lock_drop_flight(l);
         unwatch(l);
         l->link.prev = l->link.next = NULL;
         if (atomic_load(&l->free_requested))
-            lock_destroy(l);
+            handle_destroy(l);
         else
             atomic_store(&l->client, NULL);
     }
@@ -1296,77 +974,4 @@ void holders_free(rl_client *c)
     pthread_mutex_destroy(&c->holders->mutex);
     free(c->holders);
     c->holders = NULL;
-}
-
-/* ---- Getters (any thread) ----------------------------------------------- */
-
-int64_t rl_lock_validity_ms(const rl_lock *l)
-{
-    int64_t us;
-
-    if (l == NULL || atomic_load(&l->deadline_us) == 0)
-        return 0;
-    us = lock_remaining_us(l);
-    return us > 0 ? us / 1000 : 0;
-}
-
-const char *rl_lock_token(const rl_lock *l)
-{
-    return l != NULL ? l->rec.token : NULL;
-}
-
-const char *rl_lock_resource(const rl_lock *l)
-{
-    return l != NULL ? l->rec.resource : NULL;
-}
-
-unsigned rl_lock_nodes_ok(const rl_lock *l)
-{
-    return l != NULL ? atomic_load(&l->voters) : 0;
-}
-
-bool rl_lock_lost(const rl_lock *l)
-{
-    return l != NULL && atomic_load(&l->lost);
-}
-
-/* The descriptor is made on first use: most locks never need one. If the
- * lock is already lost, or becomes lost while we install it, the counter
- * is bumped here too, so it is readable either way. */
-int rl_lock_lost_fd(const rl_lock *l)
-{
-    struct rl_lock *m = (struct rl_lock *)l;
-    int expected = -1;
-    int fd;
-
-    if (l == NULL)
-        return -1;
-    fd = atomic_load(&m->lost_fd);
-    if (fd >= 0)
-        return fd;
-    fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    if (!atomic_compare_exchange_strong(&m->lost_fd, &expected, fd)) {
-        close(fd);
-        return expected;
-    }
-    if (atomic_load(&m->lost))
-        signal_fd(fd);
-    return fd;
-}
-
-int rl_lock_slot(const rl_lock *l)
-{
-    return l != NULL ? l->rec.slot : -1;
-}
-
-int rl_lock_mode(const rl_lock *l)
-{
-    return l != NULL && l->rec.shared ? RL_MODE_SHARED : RL_MODE_EXCLUSIVE;
-}
-
-uint64_t rl_lock_fence(const rl_lock *l)
-{
-    return l != NULL && lock_extra_of(l) != NULL ? lock_extra_of(l)->fence : 0;
 }

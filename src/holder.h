@@ -1,6 +1,6 @@
-/* holder.h -- the life of a held lock : what the
- * facade (blocking.c) and rl_client_new/free (client.c) use. The public
- * async API and the lock getters are implemented in holder.c too. */
+/* holder.h -- the life of a held lock: what the facade (blocking.c,
+ * asyncapi.c, election.c) and rl_client_new/free (client.c) use. The
+ * handles themselves and the lock getters are handle.c's. */
 #ifndef REDLOCK_HOLDER_H
 #define REDLOCK_HOLDER_H
 
@@ -35,11 +35,5 @@ rl_status holder_submit(rl_lock *l, struct op *op, const char *blocking);
 struct lock_rec *holder_rec(rl_lock *l);
 /* l's client (on its loop thread, while an op of l runs: not NULL). */
 rl_client *holder_client(rl_lock *l);
-
-/* A campaign's acquire options from o (may be NULL): wait forever
- * unless o->wait_ms says otherwise, fenced (the term), watched. RL_EINVAL
- * for a lock kind other than an exclusive one. */
-rl_status holder_campaign_opts(const rl_acquire_opts *o,
-                               rl_acquire_opts *out);
 
 #endif

@@ -119,7 +119,7 @@ static enum vote classify_ping(struct inspect_op *op, size_t slot,
 enum vote inspect_read_holder(struct node *n, rl_holder_info *h,
                               const struct node_reply *r)
 {
-    if (r->kind != REPLY_ARRAY || r->elements < 2 || r->elements > 7 ||
+    if (r->kind != REPLY_ARRAY || r->elements < 2 || r->elements > 8 ||
         r->element[1].kind != REPLY_INTEGER) {
         if (r->kind == REPLY_ERROR)
             snprintf(h->error, sizeof(h->error), "%s: %.*s",
@@ -152,8 +152,14 @@ enum vote inspect_read_holder(struct node *n, rl_holder_info *h,
                                            &h->term);
     if (r->elements >= 6)
         h->writer_waiting = r->element[5].kind == REPLY_STRING;
-    if (r->elements == 7 && r->element[6].kind == REPLY_INTEGER)
+    if (r->elements >= 7 && r->element[6].kind == REPLY_INTEGER)
         h->readers_in_delay = (uint32_t)r->element[6].integer;
+    /* The period marker counts for this value only (a later holder's
+     * key may sit beside an earlier period's marker). */
+    if (r->elements == 8 && r->element[7].kind == REPLY_STRING &&
+        r->element[7].len == strlen(h->token) &&
+        memcmp(r->element[7].str, h->token, r->element[7].len) == 0)
+        h->period = 1;
     return VOTE_YES;
 }
 
@@ -795,6 +801,9 @@ void inspect_summarize(const rl_holder_info *h, size_t n,
     out->held = m >= quorum;
     if (!out->held)
         return;
+    for (i = 0, m = 0; i < n; i++)
+        m += h[i].voting && holds_lock(&h[i], value) && h[i].period;
+    out->for_period = m >= quorum;
     /* The quorum of nodes that hold it longest: until the shortest of
      * those expires, a quorum refuses others. The holder's own validity
      * ended the lock-delay before (its value carries the delay; every

@@ -58,6 +58,8 @@ struct lock_extra {
     uint32_t max_renewals;       /* watchdog: 0 no cap (loop thread) */
     uint32_t renewals;           /* watchdog renewals, for the cap */
     uint32_t interval_ms;        /* watchdog: renewal period; 0: ttl / 3 */
+    rl_mono_us keep_until_us;    /* at_least_ms: a release before this
+                                    keeps the keys until it; 0: none */
 };
 
 struct lock_req;

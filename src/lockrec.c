@@ -272,7 +272,7 @@ void lockrec_script_cmd(const struct lock_rec *r, enum script_id id,
         id = SCRIPT_FAIR_READER_RELEASE;
     else if (r->shared && id == SCRIPT_FAIR_ROLLBACK)
         id = SCRIPT_FAIR_READER_ROLLBACK;
-    else if (r->shared && id == SCRIPT_RELEASE)
+    else if (r->shared && (id == SCRIPT_RELEASE || id == SCRIPT_ROLLBACK))
         id = SCRIPT_READER_RELEASE;
     else if (r->shared && id == SCRIPT_EXTEND)
         id = SCRIPT_READER_EXTEND;

@@ -13,363 +13,43 @@
  * A node that has failed before fails new requests at once until its
  * handshake succeeds again ("known down": the quorum does not wait for it).
  *
- * Notes on requests, server start, the clock guard, commands, writes,
- * rollbacks and connection ownership open the sections below. */
+ * Requests, their deadlines and the rollbacks kept while a node is down
+ * are request.c's; the vote's policy is vote.c's, the wire's wire.c's.
+ * Notes on the clock guard, the safety facts and connection ownership
+ * open the sections below. */
 #include <ev.h>
 #include <hiredis/hiredis.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "clockguard.h"
-#include "conn.h"
-#include "facts.h"
-#include "list.h"
-#include "node.h"
+#include "nodeimpl.h"
 #include "resolver.h"
 
-/* The longest array reply our scripts send: queue-inspect's, the node's
- * time and 4 fields per entry, RL_QUEUE_READ_MAX entries (the others
- * stay under 16). Kept on the stack of deliver, ~12 KB. */
-#define MAX_ARRAY_ELEMENTS (1 + 4 * RL_QUEUE_READ_MAX)
-#define MAX_DEFERRED 4096 /* rollbacks kept per down node */
-
-enum req_role {
-    REQ_USER,
-    REQ_AUTH,
-    REQ_SELECT,
-    REQ_CONFIG,      /* CONFIG GET appendfsync (handshake or check) */
-    REQ_INFO,
-    REQ_SCRIPT_LOAD,
-    REQ_TIME,        /* a clock sample (handshake or pipelined) */
-    REQ_CHECK,       /* INFO of a periodic facts check */
-};
-
-struct request {
-    struct list_link link;      /* on its node's pending or deferred list */
-    struct node *node;
-    node_reply_fn *fn;          /* NULL once detached or reported */
-    void *owner;
-    size_t slot;
-    enum req_role role;
-    rl_mono_us deadline_us;     /* report a timeout after this, boottime */
-    rl_mono_us sent_us;         /* when it was sent, boottime */
-    struct wire *wire;          /* the command (a reference) */
-    bool forget;                /* fire and forget: never had an owner */
-    bool persist;               /* a rollback: resent after a reconnect
-                                   until a server has answered it */
-};
-
-/* A command formatted once (RESP) and shared, refcounted, by every node it
- * is sent to. A script call is formatted as EVALSHA; its EVAL form after a
- * NOSCRIPT is spliced from those bytes (wire_eval_form). Loop thread. */
-struct wire {
-    unsigned refs;
-    char *cmd;                  /* RESP bytes */
-    size_t len;
-    const struct script *script; /* EVALSHA, or NULL */
-    bool spliced;               /* cmd is ours (malloc), not hiredis's */
-    bool sample;                /* lock path: a TIME may go first */
-};
-
-struct node {
-    struct ev_loop *loop;
-    const struct config *cfg;
-    const struct node_addr *addr;
-    enum node_state state;
-    struct tls_target *tls;     /* NULL: plaintext */
-    struct conn *conn;          /* NULL unless CONNECTING or READY */
-    struct list pending;        /* requests sent, oldest first */
-    struct list deferred;       /* rollbacks waiting for a reconnect,
-                                   newest first */
-    size_t deferred_count;
-    ev_timer request_timer;     /* fires at the oldest deadline */
-    ev_timer backoff_timer;     /* reconnect */
-    struct conn_backoff backoff; /* reconnect delays */
-    unsigned failures;          /* since the last good handshake */
-    struct node_facts facts;    /* from the last INFO (+ CONFIG GET) */
-    bool facts_known;           /* a handshake has read them */
-    bool check_pending;         /* a facts check awaits its INFO */
-    ev_timer check_timer;       /* periodic facts check */
-    struct node *const *peers;  /* every node of the client (index order) */
-    size_t npeers;
-    size_t index;               /* ours in peers */
-    int twin_of;                /* lower-index node that is the same
-                                   server, -1 none: we do not vote */
-    struct resolve_job *resolving; /* host name looked up again after a
-                                      failure, or NULL */
-    rl_mono_us evict_seen_us;   /* last reading that showed it may evict
-                                   or had evicted, boottime; 0 never */
-    rl_mono_us replica_seen_us; /* last reading as a replica (a resync
-                                   replaced its data), boottime; 0 never */
-    /* Derived from facts at each reading, for node_vote_bar (called for
-     * every vote): no string compares on the lock path. */
-    bool is_master;
-    enum fact evicts;           /* facts_may_evict */
-    bool fsyncs_always;         /* facts_fsyncs_every_write == FACT_YES */
-    rl_mono_us up_since_us;     /* latest possible server start, boottime;
-                                   0 = unknown */
-    rl_mono_us start_min_us;    /* earliest possible server start */
-    char last_error[RL_ERRLEN];
-    struct node_stats stats;
-    struct clockguard clock;    /* the clock guard's samples */
-    struct wire *time_wire;     /* "TIME", shared by the node's samples */
-    rl_mono_us ready_us;        /* last handshake done, boottime */
-};
-
 static void connection_start(struct node *n);
-static void connection_lost(struct node *n, struct conn *c,
-                            const char *reason);
-static void flush_deferred(struct node *n);
-static bool defer(struct node *n, struct request *r);
-static void connection_fail(struct node *n, const char *fmt, ...)
-    RL_PRINTF(2, 3);
+static void scripts_missing(struct node *n, const redisReply *reply);
 
-/* ---- Request records ---------------------------------------------------- */
-
-/* Requests. The privdata handed to conn is a struct request owned by the
- * node, never an operation: conn may call back after the operation
- * finished (late reply) or with reply == NULL while the connection dies.
- * The owner (operation) may detach at any time; the record is freed only
- * in the conn reply callback, which conn runs exactly once per request.
- * Records are kept in send order (Redis answers in order) and one ev_timer
- * per node is armed for the oldest deadline. A request still unanswered at
- * its deadline means the connection is stuck (e.g. SIGSTOPped server): it
- * is torn down with conn_close, which answers every pending request with
- * NULL (reported as REPLY_DOWN with the timeout as reason), and the node
- * backs off. A connection that dies by itself (EOF, I/O or TLS error,
- * connect timeout) is handled at its first NULL reply or at its close
- * callback, whichever comes first, so owners reacting to REPLY_DOWN
- * already see the node down. */
-
-/* The request on a list at link; NULL at the end of the list. */
-static struct request *request_of(struct list_link *link)
-{
-    return list_entry(link, struct request, link);
-}
-
-static void request_free(struct request *r)
-{
-    wire_unref(r->wire);
-    free(r);
-}
-
-/* Hand r to its owner once, then forget the owner. */
-static void request_report(struct request *r, const struct node_reply *reply)
-{
-    node_reply_fn *fn = r->fn;
-
-    r->fn = NULL;
-    if (fn != NULL)
-        fn(r->owner, r->slot, reply);
-}
-
-static void report_failure(struct request *r, enum reply_kind kind,
-                           const char *why)
-{
-    struct node_reply reply = {0};
-
-    reply.kind = kind;
-    reply.str = why;
-    reply.len = strlen(why);
-    request_report(r, &reply);
-}
-
-void request_detach(struct request *r)
-{
-    if (r != NULL)
-        r->fn = NULL;
-}
-
-static void arm_request_timer(struct node *n)
-{
-    struct request *oldest = request_of(n->pending.first);
-    rl_mono_us now;
-    double after;
-
-    if (ev_is_active(&n->request_timer) || oldest == NULL)
-        return;
-    now = mono_now_us();
-    after = oldest->deadline_us > now
-                ? (double)(oldest->deadline_us - now) / 1e6
-                : 0.0;
-    ev_timer_set(&n->request_timer, after, 0.0);
-    ev_timer_start(n->loop, &n->request_timer);
-}
-
-/* Deadlines never decrease along the queue (send_wire keeps them so), so
- * only the oldest request can be overdue first. If it is, the connection
- * is stuck (e.g. a SIGSTOPped server): it is torn down before anyone is
- * told, so owners that react (rollbacks) already see the node down; every
- * pending request is then reported REPLY_DOWN with the timeout as reason.
- * Replies the socket already holds are read first: libev runs the
- * watchers of one loop iteration latest first, so a timer due in the
- * iteration that also found the socket readable runs before the read --
- * and every time this thread was kept off the CPU past op_timeout_ms
- * (a loaded machine), answers that had arrived were thrown away as
- * timeouts and a healthy node was taken down. A late answer is safe to
- * use: each round's outcome is reckoned from its start. */
-bool node_read_now(struct node *n)
-{
-    if (n->conn == NULL || conn_get_state(n->conn) != CONN_OPEN)
-        return false;
-    conn_read_now(n->conn);
-    return true;
-}
-
-static void on_request_timer(struct ev_loop *loop, ev_timer *w, int revents)
-{
-    struct node *n = w->data;
-    struct request *r = request_of(n->pending.first);
-    rl_mono_us waited_ms;
-
-    RL_UNUSED(loop);
-    RL_UNUSED(revents);
-    /* Reading may answer r, or close the connection. */
-    if (r != NULL && r->deadline_us <= mono_now_us() && node_read_now(n)) {
-        if (n->conn == NULL || ev_is_active(&n->request_timer))
-            return; /* down, or re-armed for the next request */
-        r = request_of(n->pending.first);
-    }
-    if (r == NULL || r->deadline_us > mono_now_us()) {
-        arm_request_timer(n);
-        return;
-    }
-    /* Not open yet: conn's own timer bounds the connect and the TLS
-     * handshake by the same connect_timeout_ms and says which one hung
-     * (on_open re-arms this timer). */
-    if (n->conn != NULL && conn_get_state(n->conn) != CONN_OPEN)
-        return;
-    /* Its own wait: the op timeout for commands, the connect timeout
-     * for the handshake and a node's checks before it is ready. */
-    waited_ms = (r->deadline_us - r->sent_us) / 1000u;
-    for (; r != NULL; r = request_of(r->link.next)) {
-        if (r->fn != NULL)
-            n->stats.timeouts++;
-    }
-    connection_fail(n, "%s: no reply within %llu ms", n->addr->display,
-                    (unsigned long long)waited_ms);
-}
-
-/* ---- Reply handling ----------------------------------------------------- */
-
-static void convert_scalar(const redisReply *in, struct node_reply *out)
-{
-    memset(out, 0, sizeof(*out));
-    switch (in->type) {
-    case REDIS_REPLY_STATUS:
-        out->kind = REPLY_STATUS;
-        break;
-    case REDIS_REPLY_INTEGER:
-        out->kind = REPLY_INTEGER;
-        out->integer = in->integer;
-        return;
-    case REDIS_REPLY_STRING:
-        out->kind = REPLY_STRING;
-        break;
-    case REDIS_REPLY_ERROR:
-        out->kind = REPLY_ERROR;
-        break;
-    case REDIS_REPLY_ARRAY:
-        out->kind = REPLY_ARRAY;
-        return;
-    default:
-        out->kind = REPLY_NIL;
-        return;
-    }
-    out->str = in->str != NULL ? in->str : "";
-    out->len = in->str != NULL ? (size_t)in->len : 0;
-}
-
-/* Deliver a hiredis reply to the owner as a borrowed node_reply. Arrays
- * keep at most MAX_ARRAY_ELEMENTS scalar elements (all our scripts need). */
-static void deliver(struct request *r, const redisReply *reply)
-{
-    struct node_reply out;
-    struct node_reply elems[MAX_ARRAY_ELEMENTS];
-    size_t i;
-
-    convert_scalar(reply, &out);
-    if (out.kind == REPLY_ARRAY) {
-        out.elements = reply->elements < MAX_ARRAY_ELEMENTS
-                           ? reply->elements
-                           : MAX_ARRAY_ELEMENTS;
-        for (i = 0; i < out.elements; i++)
-            convert_scalar(reply->element[i], &elems[i]);
-        out.element = elems;
-    }
-    if (out.kind == REPLY_ERROR)
-        r->node->stats.errors++;
-    request_report(r, &out);
-}
-
-/* Server start: INFO's uptime_in_seconds is the difference of two
- * wall-clock whole seconds, so the real uptime is within 1 s of it either
- * way. up_since_us is the latest possible start (the quarantine never
- * trusts a node too early); started_after() uses the earliest
- * (start_min_us: it never mistakes an older server for one restarted
- * after a given instant). A reconnect to the same run_id keeps them. */
-
-/* Record which server instance answered and when it started. */
-static void learn_server(struct node *n, const char *info)
-{
-    char old_run_id[sizeof(n->facts.run_id)];
-    rl_mono_us now = mono_now_us();
-    unsigned long long secs;
-
-    memcpy(old_run_id, n->facts.run_id, sizeof(old_run_id));
-    facts_from_info(&n->facts, info);
-    if (n->facts.run_id[0] != '\0' &&
-        strcmp(n->facts.run_id, old_run_id) == 0 && n->up_since_us != 0)
-        return; /* same server as before: what we knew still holds */
-    n->up_since_us = 0;
-    if (!n->facts.uptime_known)
-        return;
-    secs = n->facts.uptime_s;
-    if (secs + 1 >= now / 1000000u) { /* cannot happen on a sane clock */
-        n->up_since_us = n->start_min_us = 1;
-        return;
-    }
-    n->start_min_us = now - (secs + 1) * 1000000u;
-    n->up_since_us = secs == 0 ? now : now - (secs - 1) * 1000000u;
-}
-
-/* The uptime was counted by a clock we do not trust: the server started
- * at the latest when it answered this connection's handshake, at the
- * earliest at an unknown time. */
-static void distrust_uptime(struct node *n)
-{
-    if (n->up_since_us == 0)
-        return;
-    if (n->up_since_us < n->ready_us)
-        n->up_since_us = n->ready_us;
-    n->start_min_us = 1;
-}
-
-static void clock_sample(struct node *n, rl_mono_us send_us,
-                         rl_mono_us recv_us, int64_t server_us)
-{
-    struct clock_sample sm = {send_us, recv_us, server_us};
-
-    switch (clockguard_add(&n->clock, &sm, n->cfg->drift_factor,
-                           n->cfg->max_ttl_ms)) {
-    case CLOCK_BECAME_SUSPECT:
-        distrust_uptime(n);
-        config_log(n->cfg, RL_LOG_WARN,
-                   "node %s: clock suspect (runs at x%.3f of ours or "
-                   "stepped): it does not vote until its clock behaves "
-                   "for %u ms",
-                   n->addr->display, n->clock.rate, n->cfg->max_ttl_ms);
-        break;
-    case CLOCK_RECOVERED:
-        config_log(n->cfg, RL_LOG_WARN,
-                   "node %s: clock behaved for %u ms (x%.4f of ours): it "
-                   "votes again",
-                   n->addr->display, n->cfg->max_ttl_ms, n->clock.rate);
-        break;
-    case CLOCK_NO_CHANGE:
-        break;
-    }
-}
+/* The node check. Every VOTE_CHECK_INTERVAL_MS a ready node is asked
+ * again, in one write, for what can change its vote, so a policy or
+ * persistence change, a node turned replica, or (through its replication
+ * stream) one that became another node's twin is seen within about that
+ * long; nothing on the lock path waits for it. Only what can change is
+ * asked for each time, in the cheapest commands that tell it (a node's
+ * CPU per idle client: docs/idle-cost.md):
+ *   CONFIG GET maxmemory maxmemory-policy appendonly appendfsync (one
+ *     command from Redis 7 on, four before);
+ *   INFO replication: the role, and the stream (a master takes a new
+ *     one when its first replica attaches) that tells a twin;
+ *   INFO stats: evicted_keys, so a policy changed and changed back
+ *     between two checks still shows.
+ * Every FULL_CHECK_EVERY-th check, and the one after a refused CONFIG
+ * GET (hosted Redis, an ACL: then every check is full), asks
+ * INFO for its default sections, as the handshake does; a restart is a
+ * new connection, whose handshake reads everything again. A check's
+ * answers collect in n->reading and become the node's facts at its last
+ * reply. */
+#define CHECK_INTERVAL_S (VOTE_CHECK_INTERVAL_MS / 1000.0)
+#define FULL_CHECK_EVERY 30
 
 /* Clock guard: the handshake reads TIME, and a lock-path command (marked
  * by wire_sample_time) gets a TIME pipelined right before it, in the same
@@ -377,42 +57,21 @@ static void clock_sample(struct node *n, rl_mono_us send_us,
  * few on a connection, then at most one per CLOCK_SAMPLE_INTERVAL_US).
  * Each reading is a sample bracketed by the
  * request's send time (queue time, or the connection's open for the
- * handshake) and its receipt; clockguard.c decides from them. The TIME
- * reply is handled before the reply of the command behind it, so a node
- * whose sample is inconsistent never has that reply counted as a vote.
- * While a node is clock-suspect its INFO uptime is not trusted: its latest
- * possible start becomes the handshake of the current connection (it has
- * answered on it since) and its earliest is unknown. */
-
-/* Parse TIME's {seconds, microseconds} (two bulk strings). */
-static bool parse_time(const redisReply *sec, const redisReply *usec,
-                       int64_t *out)
-{
-    char *end;
-    long long s, u;
-
-    if (sec->type != REDIS_REPLY_STRING || usec->type != REDIS_REPLY_STRING)
-        return false;
-    s = strtoll(sec->str, &end, 10);
-    if (end == sec->str || *end != '\0' || s < 0)
-        return false;
-    u = strtoll(usec->str, &end, 10);
-    if (end == usec->str || *end != '\0' || u < 0 || u >= 1000000)
-        return false;
-    *out = (int64_t)s * 1000000 + u;
-    return true;
-}
+ * handshake) and its receipt; clockguard.c decides from them (through
+ * vote.c). The TIME reply is handled before the reply of the command
+ * behind it, so a node whose sample is inconsistent never has that reply
+ * counted as a vote. */
 
 /* A TIME reply (handshake or pipelined). An error fails a handshake (the
  * guard needs TIME); later it only costs the sample. */
 static void time_reply(struct node *n, struct request *r,
                        const redisReply *reply)
 {
-    int64_t server_us;
+    struct clock_sample sm = {r->sent_us, 0, 0};
 
-    if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 2 &&
-        parse_time(reply->element[0], reply->element[1], &server_us)) {
-        clock_sample(n, r->sent_us, mono_now_us(), server_us);
+    if (wire_reply_time(reply, &sm.server_us)) {
+        sm.recv_us = mono_now_us();
+        vote_clock_sample(&n->vote, n->cfg, n->addr->display, &sm);
         return;
     }
     if (n->state == NODE_CONNECTING)
@@ -477,133 +136,78 @@ static void update_twins(struct node *n)
             update_twin(n->peers[i]);
 }
 
-/* One WARN line when what n says about eviction changes (at the first
- * handshake: only when it may evict or does not say). */
-static void warn_eviction(struct node *n, enum fact before)
+/* n's facts were read again (before: the previous reading, NULL at the
+ * first): the same server or stream may now be another node's. */
+static void update_twins_if_moved(struct node *n,
+                                  const struct node_facts *before)
 {
-    enum fact now = facts_may_evict(&n->facts);
-    const char *consequence =
-        n->cfg->allow_evicting_nodes
-            ? "it votes anyway (allow_evicting_nodes)"
-            : "it does not vote (remedy: CONFIG SET maxmemory-policy "
-              "noeviction, or maxmemory 0; or accept the risk with "
-              "allow_evicting_nodes / --allow-evicting-nodes)";
-
-    if (now == before)
-        return;
-    if (now == FACT_YES)
-        config_log(n->cfg, RL_LOG_WARN,
-                   "node %s may evict keys before their TTL (maxmemory "
-                   "%llu bytes, maxmemory-policy %s), a held lock among "
-                   "them: %s",
-                   n->addr->display,
-                   (unsigned long long)n->facts.maxmemory, n->facts.policy,
-                   consequence);
-    else if (now == FACT_UNKNOWN)
-        config_log(n->cfg, RL_LOG_WARN,
-                   "node %s does not report maxmemory and "
-                   "maxmemory_policy in INFO, so it may evict keys: %s",
-                   n->addr->display, consequence);
-    else
-        config_log(n->cfg, RL_LOG_WARN,
-                   "node %s no longer evicts (maxmemory-policy %s, "
-                   "maxmemory %llu): it votes again in %u ms, once any "
-                   "key it evicted would have expired",
-                   n->addr->display, n->facts.policy,
-                   (unsigned long long)n->facts.maxmemory,
-                   n->cfg->max_ttl_ms);
-}
-
-static void warn_role(struct node *n, const char *before)
-{
-    if (strcmp(before, n->facts.role) == 0)
-        return;
-    if (strcmp(n->facts.role, "master") == 0) {
-        if (before[0] != '\0')
-            config_log(n->cfg, RL_LOG_WARN, "node %s is a master again: "
-                       "it votes", n->addr->display);
-        return;
-    }
-    config_log(n->cfg, RL_LOG_WARN,
-               "node %s reports role '%s', not master: it does not vote "
-               "(a replica may drop keys at a resync; list masters only)",
-               n->addr->display,
-               n->facts.role[0] != '\0' ? n->facts.role : "unknown");
-}
-
-/* New facts read (handshake or check): tell what changed for voting. A
- * node that may evict, or evicted keys since the last reading (its
- * counter grew: the policy may have changed there and back), or has
- * evicted keys at all when first seen, or is a replica (a resync
- * replaces its data; promoted, it lacks the keys it granted before), is
- * marked: a key it dropped may belong to a lock still held, so it votes
- * only once every such key has expired (node_vote_bar). */
-static void facts_read(struct node *n, const struct node_facts *before,
-                       bool known_before)
-{
-    bool same = known_before &&
-                strcmp(before->run_id, n->facts.run_id) == 0;
-
-    n->is_master = strcmp(n->facts.role, "master") == 0;
-    n->evicts = facts_may_evict(&n->facts);
-    n->fsyncs_always = facts_fsyncs_every_write(&n->facts) == FACT_YES;
-    if (!n->is_master)
-        n->replica_seen_us = mono_now_us();
-    if (n->evicts != FACT_NO ||
-        facts_evicted_since(&n->facts, same ? before : NULL)) {
-        if (n->evicts == FACT_NO)
-            config_log(n->cfg, RL_LOG_WARN,
-                       "node %s has evicted keys (evicted_keys %llu) "
-                       "although it does not evict now: it votes in %u "
-                       "ms, once any key it evicted would have expired",
-                       n->addr->display,
-                       (unsigned long long)n->facts.evicted_keys,
-                       n->cfg->max_ttl_ms);
-        n->evict_seen_us = mono_now_us();
-    }
-    warn_eviction(n, known_before ? facts_may_evict(before) : FACT_NO);
-    warn_role(n, known_before ? before->role : "master");
-    if (!known_before || strcmp(before->run_id, n->facts.run_id) != 0 ||
+    if (before == NULL || strcmp(before->run_id, n->facts.run_id) != 0 ||
         strcmp(before->replid, n->facts.replid) != 0)
         update_twins(n);
 }
 
-/* A periodic check's INFO. */
+/* The INFO that ends a node check: what the check read becomes the
+ * node's facts. */
 static void check_reply(struct node *n, const redisReply *reply)
 {
     struct node_facts before = n->facts;
 
     n->check_pending = false;
     if (reply->type != REDIS_REPLY_STRING)
-        return; /* an error now: keep what the handshake read */
-    facts_from_info(&n->facts, reply->str);
+        return; /* an error now: keep what the last readings said */
+    if (n->check_full)
+        facts_from_info(&n->reading, reply->str);
+    else
+        facts_merge_info(&n->reading, reply->str);
+    n->facts = n->reading;
     /* The same connection is the same server: keep its start. */
     memcpy(n->facts.run_id, before.run_id, sizeof(before.run_id));
-    facts_read(n, &before, true);
+    vote_read(&n->vote, n->cfg, n->addr->display, &n->facts, &before,
+              mono_now_us());
+    update_twins_if_moved(n, &before);
 }
 
-/* CONFIG GET appendfsync: refused (hosted Redis, an ACL) means unknown. */
-static void config_reply(struct node *n, const redisReply *reply)
+/* A CONFIG GET reply (name, value pairs) read into f. Refused (hosted
+ * Redis, an ACL): appendfsync is unknown, and the next check asks INFO
+ * for everything. */
+static void config_reply(struct node *n, struct node_facts *f,
+                         const redisReply *reply)
 {
-    if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 2 &&
-        reply->element[1]->type == REDIS_REPLY_STRING)
-        snprintf(n->facts.appendfsync, sizeof(n->facts.appendfsync), "%s",
-                 reply->element[1]->str);
-    else
-        n->facts.appendfsync[0] = '\0';
+    size_t i;
+
+    if (reply->type != REDIS_REPLY_ARRAY) {
+        f->appendfsync[0] = '\0';
+        n->check_refused = true;
+        return;
+    }
+    for (i = 0; i + 1 < reply->elements; i += 2)
+        if (reply->element[i]->type == REDIS_REPLY_STRING &&
+            reply->element[i + 1]->type == REDIS_REPLY_STRING)
+            facts_from_config(f, reply->element[i]->str,
+                              reply->element[i + 1]->str);
+}
+
+/* A check's replies before its last: kept in n->reading. */
+static void check_part_reply(struct node *n, struct request *r,
+                             const redisReply *reply)
+{
+    if (r->role == REQ_CHECK_CONFIG)
+        config_reply(n, &n->reading, reply);
+    else if (reply->type == REDIS_REPLY_STRING)
+        facts_merge_info(&n->reading, reply->str);
 }
 
 static void handshake_done(struct node *n, const redisReply *info)
 {
     struct node_facts before = n->facts;
-    bool known_before = n->facts_known;
+    const struct node_facts *was = n->facts_known ? &before : NULL;
 
-    n->ready_us = mono_now_us();
-    learn_server(n, info->str);
+    facts_from_info(&n->facts, info->str);
     n->facts_known = true;
-    facts_read(n, &before, known_before);
-    if (n->clock.suspect)
-        distrust_uptime(n);
+    vote_handshake(&n->vote, n->cfg, n->addr->display, &n->facts, was,
+                   mono_now_us());
+    update_twins_if_moved(n, was);
+    n->checks_to_full = FULL_CHECK_EVERY - 1; /* this was one */
     n->state = NODE_READY;
     n->failures = 0;
     n->stats.handshakes++;
@@ -611,7 +215,7 @@ static void handshake_done(struct node *n, const redisReply *info)
         n->stats.tls_resumed++;
     conn_backoff_reset(&n->backoff);
     n->last_error[0] = '\0';
-    flush_deferred(n);
+    request_flush_deferred(n);
     config_log(n->cfg, RL_LOG_INFO, "node %s ready (redis %s, up %llu s)",
                n->addr->display, n->facts.version,
                (unsigned long long)(node_uptime_ms(n) / 1000));
@@ -626,12 +230,21 @@ static void handshake_reply(struct node *n, struct request *r,
     /* Preloading scripts only saves a NOSCRIPT round trip later. */
     if (r->role == REQ_SCRIPT_LOAD)
         return;
+    if (r->role == REQ_SCRIPT_EXISTS) {
+        scripts_missing(n, reply);
+        return;
+    }
     if (r->role == REQ_CONFIG) {
-        config_reply(n, reply);
+        n->facts.appendfsync[0] = '\0'; /* not the last server's */
+        config_reply(n, &n->facts, reply);
         return;
     }
     if (r->role == REQ_CHECK) {
         check_reply(n, reply);
+        return;
+    }
+    if (r->role >= REQ_CHECK_CONFIG) {
+        check_part_reply(n, r, reply);
         return;
     }
     if (reply->type == REDIS_REPLY_ERROR) {
@@ -648,447 +261,13 @@ static void handshake_reply(struct node *n, struct request *r,
     }
 }
 
-static struct request *send_wire(struct node *n, struct request *r,
-                                 struct wire *w, rl_mono_us now);
-static struct wire *wire_eval_form(const struct wire *sha);
-
-/* NOSCRIPT: the server lost its script cache (SCRIPT FLUSH, restart).
- * Send the same call again as EVAL with the same record, so the owner's
- * request handle stays valid. Returns false if r must be freed. */
-static bool resend_as_eval(struct node *n, struct request *r)
+void node_own_reply(struct node *n, struct request *r,
+                    const redisReply *reply)
 {
-    struct wire *eval = wire_eval_form(r->wire);
-
-    wire_unref(r->wire);
-    r->wire = NULL;
-    if (eval != NULL && send_wire(n, r, eval, mono_now_us()) != NULL) {
-        wire_unref(eval); /* r holds its own reference */
-        return true;
-    }
-    wire_unref(eval);
-    report_failure(r, REPLY_DOWN, "connection lost resending EVAL");
-    return false;
-}
-
-static bool is_noscript(const redisReply *reply)
-{
-    return reply->type == REDIS_REPLY_ERROR && reply->str != NULL &&
-           strncmp(reply->str, "NOSCRIPT", 8) == 0;
-}
-
-/* Histogram bucket of a latency: 4 linear sub-buckets per power of two
- * (bucket 4e + f covers [(4 + f) << (e - 2), (5 + f) << (e - 2)) µs), so
- * percentiles are within about 12%. */
-static unsigned latency_bucket(uint64_t us)
-{
-    unsigned e, b;
-
-    if (us < 4)
-        return (unsigned)us;
-    e = 63u - (unsigned)__builtin_clzll(us);
-    b = 4u * (e - 1u) + (unsigned)((us >> (e - 2u)) & 3u);
-    return b < LATENCY_BUCKETS ? b : LATENCY_BUCKETS - 1;
-}
-
-static uint64_t latency_bucket_top(unsigned b)
-{
-    unsigned e = b / 4u + 1u;
-
-    if (b < 4)
-        return b + 1;
-    return (uint64_t)(5u + b % 4u) << (e - 2u);
-}
-
-static void record_latency(struct node *n, uint64_t us)
-{
-    n->stats.latency[latency_bucket(us)]++;
-    if (us > n->stats.latency_max_us)
-        n->stats.latency_max_us = us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
-}
-
-uint32_t node_latency_percentile(const struct node *n, double p)
-{
-    uint64_t total = 0, seen = 0, want, top;
-    unsigned b;
-
-    for (b = 0; b < LATENCY_BUCKETS; b++)
-        total += n->stats.latency[b];
-    if (total == 0)
-        return 0;
-    want = (uint64_t)((double)total * p / 100.0 + 0.5);
-    if (want == 0)
-        want = 1;
-    for (b = 0; b + 1 < LATENCY_BUCKETS; b++) {
-        seen += n->stats.latency[b];
-        if (seen >= want)
-            break;
-    }
-    top = latency_bucket_top(b);
-    return top < n->stats.latency_max_us ? (uint32_t)top
-                                         : n->stats.latency_max_us;
-}
-
-void node_count_vote(struct node *n, bool granted)
-{
-    if (granted)
-        n->stats.votes_for++;
-    else
-        n->stats.votes_against++;
-}
-
-static void on_reply(struct conn *c, const redisReply *reply,
-                     const char *down, void *privdata)
-{
-    struct request *r = privdata;
-    struct node *n = r->node;
-
-    if (reply == NULL)
-        connection_lost(n, c, down);
-    list_remove(&n->pending, &r->link);
-    if (reply == NULL && r->persist && defer(n, r))
-        return; /* unanswered rollback: again after the reconnect */
-    if (reply == NULL) {
-        /* The connection is going away: connect failure, EOF, a stuck
-         * request, or our free. */
-        if (r->fn != NULL) {
-            n->stats.down++;
-            report_failure(r, REPLY_DOWN,
-                           n->last_error[0] ? n->last_error
-                                            : "connection closed");
-        }
-    } else if (r->role == REQ_TIME) {
+    if (r->role == REQ_TIME)
         time_reply(n, r, reply);
-    } else if (r->role != REQ_USER) {
+    else
         handshake_reply(n, r, reply);
-    } else if (r->wire->script != NULL && is_noscript(reply)) {
-        /* Resend, unless it would create keys nobody waits for: an owner
-         * that gave up (a decided round) may already have sent a rollback
-         * that a late EVAL would overtake, leaving keys behind. */
-        if ((r->fn != NULL || r->forget ||
-             !r->wire->script->creates_keys) &&
-            resend_as_eval(n, r))
-            return;
-    } else {
-        record_latency(n, mono_now_us() - r->sent_us);
-        if (r->fn != NULL)
-            deliver(r, reply);
-    }
-    request_free(r);
-}
-
-/* ---- Commands ----------------------------------------------------------- */
-
-/* Commands are formatted once per round (struct wire, refcounted) and the
- * same bytes are queued on every node's connection without copying: each
- * queued write holds a wire reference, dropped by conn's release callback
- * once the bytes are written or dropped. */
-
-void wire_unref(struct wire *w)
-{
-    if (w == NULL || --w->refs > 0)
-        return;
-    if (w->spliced)
-        free(w->cmd);
-    else if (w->cmd != NULL)
-        redisFreeCommand(w->cmd);
-    free(w);
-}
-
-/* Where the n-th CRLF of cmd ends (len when it has fewer). */
-static size_t after_crlf(const char *cmd, size_t len, int n)
-{
-    size_t i;
-
-    for (i = 0; i + 1 < len; i++)
-        if (cmd[i] == '\r' && cmd[i + 1] == '\n' && --n == 0)
-            return i + 2;
-    return len;
-}
-
-struct wire *wire_new(const struct script *s, int nkeys, int argc,
-                      const char **argv, const size_t *lens)
-{
-    const char *stack[RL_MAX_RESOURCES + 16];
-    size_t stack_lens[RL_MAX_RESOURCES + 16];
-    const char **full = stack;
-    size_t *full_lens = stack_lens;
-    char nkeys_buf[16];
-    struct wire *w = calloc(1, sizeof(*w));
-    int i, len, total = s != NULL ? argc + 3 : argc;
-
-    if (w == NULL)
-        return NULL;
-    w->refs = 1;
-    if (s != NULL) {
-        /* EVALSHA digest nkeys args...; a batch of renewals needs more
-         * room than the stack arrays have. */
-        if (total > (int)ARRAY_SIZE(stack)) {
-            full = malloc((size_t)total * (sizeof(char *) + sizeof(size_t)));
-            if (full == NULL) {
-                free(w);
-                return NULL;
-            }
-            full_lens = (size_t *)(full + total);
-        }
-        snprintf(nkeys_buf, sizeof(nkeys_buf), "%d", nkeys);
-        full[0] = "EVALSHA";
-        full[1] = s->sha1;
-        full[2] = nkeys_buf;
-        for (i = 0; i < 3; i++)
-            full_lens[i] = strlen(full[i]);
-        for (i = 0; i < argc; i++) {
-            full[i + 3] = argv[i];
-            full_lens[i + 3] = lens[i];
-        }
-        argv = full;
-        lens = full_lens;
-    }
-    len = redisFormatCommandArgv(&w->cmd, total, argv, lens);
-    if (full != stack)
-        free(full);
-    if (len < 0) {
-        free(w);
-        return NULL;
-    }
-    w->len = (size_t)len;
-    w->script = s;
-    return w;
-}
-
-/* The EVAL form of a script wire, spliced from its bytes: the same "*N"
- * count, "EVAL" and the source instead of "EVALSHA" and the digest (the
- * first five CRLFs), then the rest as it is (a new wire, no script: never
- * resent). NULL on OOM. */
-static struct wire *wire_eval_form(const struct wire *sha)
-{
-    const char *src = sha->script->source;
-    size_t count = after_crlf(sha->cmd, sha->len, 1);
-    size_t args = after_crlf(sha->cmd, sha->len, 5);
-    size_t src_len = strlen(src), tail = sha->len - args;
-    struct wire *w = calloc(1, sizeof(*w));
-    char head[48];
-    int n = snprintf(head, sizeof(head), "$4\r\nEVAL\r\n$%zu\r\n", src_len);
-    size_t len = count + (size_t)n + src_len + 2 + tail;
-    char *p;
-
-    if (w == NULL || (w->cmd = malloc(len)) == NULL) {
-        free(w);
-        return NULL;
-    }
-    w->refs = 1;
-    w->spliced = true;
-    w->len = len;
-    p = w->cmd;
-    memcpy(p, sha->cmd, count);
-    memcpy(p += count, head, (size_t)n);
-    memcpy(p += n, src, src_len);
-    memcpy(p += src_len, "\r\n", 2);
-    memcpy(p + 2, sha->cmd + args, tail);
-    return w;
-}
-
-/* ---- Sending ------------------------------------------------------------ */
-
-/* Writes: conn writes everything queued in one loop iteration at its end
- * (one write per node per iteration); sockets are close-on-exec from
- * their creation. */
-
-/* Rollbacks (releases after a failed acquire) that cannot be sent because
- * the node is down are kept, bounded, until the next handshake, however
- * late: a SET stuck in a paused node's socket buffer lands when it
- * resumes and lives a whole TTL from then, and a compare-and-delete of
- * our own token is harmless at any time. */
-
-/* conn is done with the bytes of a queued write. */
-static void release_wire(void *arg)
-{
-    wire_unref(arg);
-}
-
-/* r's deadline when it leaves at now: the op timeout for commands (and
- * clock samples of a ready node), the connect timeout for the handshake;
- * never before the request ahead of it (behind the handshake, nothing
- * times out before it). */
-static void set_deadline(const struct node *n, struct request *r,
-                         const struct request *ahead, rl_mono_us now)
-{
-    uint32_t timeout_ms = r->role == REQ_USER ||
-                                  (r->role == REQ_TIME &&
-                                   n->state == NODE_READY)
-                              ? n->cfg->op_timeout_ms
-                              : n->cfg->connect_timeout_ms;
-
-    r->deadline_us = now + (rl_mono_us)timeout_ms * 1000u;
-    if (ahead != NULL && ahead->deadline_us > r->deadline_us)
-        r->deadline_us = ahead->deadline_us;
-}
-
-/* Queue w on the connection for r (r and the queued write each take a
- * reference); now is the send time. */
-static struct request *send_wire(struct node *n, struct request *r,
-                                 struct wire *w, rl_mono_us now)
-{
-    r->node = n;
-    r->sent_us = now;
-    set_deadline(n, r, request_of(n->pending.last), now);
-    if (n->conn == NULL)
-        return NULL;
-    w->refs++;
-    if (!conn_request(n->conn, w->cmd, w->len, release_wire, w, on_reply,
-                      r)) {
-        w->refs--;
-        return NULL;
-    }
-    w->refs++;
-    r->wire = w;
-    list_push_back(&n->pending, &r->link);
-    n->stats.requests++;
-    arm_request_timer(n);
-    return r;
-}
-
-/* Queue a TIME (a clock sample); nothing happens when it cannot be. */
-static void send_time(struct node *n, rl_mono_us now)
-{
-    struct request *r = calloc(1, sizeof(*r));
-
-    if (r == NULL)
-        return;
-    r->role = REQ_TIME;
-    if (send_wire(n, r, n->time_wire, now) == NULL) {
-        free(r);
-        return;
-    }
-    clockguard_asked(&n->clock, r->sent_us);
-}
-
-void wire_sample_time(struct wire *w)
-{
-    w->sample = true;
-}
-
-static bool node_accepts(struct node *n, const char **why)
-{
-    if (n->state == NODE_READY ||
-        (n->state == NODE_CONNECTING && n->failures == 0))
-        return true;
-    n->stats.down++;
-    if (why != NULL)
-        *why = n->last_error[0] ? n->last_error : "node is not connected";
-    return false;
-}
-
-struct request *node_send_wire(struct node *n, struct wire *w,
-                               node_reply_fn *fn, void *owner, size_t slot,
-                               const char **why)
-{
-    struct request *r;
-    rl_mono_us now;
-
-    if (!node_accepts(n, why))
-        return NULL;
-    r = calloc(1, sizeof(*r));
-    if (r == NULL) {
-        if (why != NULL)
-            *why = "out of memory";
-        return NULL;
-    }
-    r->fn = fn;
-    r->owner = owner;
-    r->slot = slot;
-    r->role = REQ_USER;
-    r->forget = fn == NULL;
-    now = mono_now_us();
-    if (w->sample && n->cfg->clock_guard && clockguard_due(&n->clock, now))
-        send_time(n, now);
-    if (send_wire(n, r, w, now) == NULL) {
-        free(r);
-        if (why != NULL)
-            *why = "connection is closing";
-        return NULL;
-    }
-    return r;
-}
-
-struct request *node_send(struct node *n, int argc, const char **argv,
-                          const size_t *lens, node_reply_fn *fn, void *owner,
-                          size_t slot, const char **why)
-{
-    struct wire *w = wire_new(NULL, 0, argc, argv, lens);
-    struct request *r;
-
-    if (w == NULL) {
-        if (why != NULL)
-            *why = "out of memory";
-        return NULL;
-    }
-    r = node_send_wire(n, w, fn, owner, slot, why);
-    wire_unref(w);
-    return r;
-}
-
-/* Keep r (which holds its wire reference) for the next handshake. False
- * when the node is closing or keeps too many already. */
-static bool defer(struct node *n, struct request *r)
-{
-    if (n->state == NODE_CLOSED || n->deferred_count >= MAX_DEFERRED)
-        return false;
-    list_push_front(&n->deferred, &r->link);
-    n->deferred_count++;
-    return true;
-}
-
-void node_send_wire_or_defer(struct node *n, struct wire *w)
-{
-    struct request *r = node_send_wire(n, w, NULL, NULL, 0, NULL);
-
-    if (r != NULL) {
-        r->persist = true;
-        return;
-    }
-    r = calloc(1, sizeof(*r));
-    if (r == NULL)
-        return;
-    w->refs++;
-    r->wire = w;
-    r->node = n;
-    r->role = REQ_USER;
-    r->forget = true;
-    r->persist = true;
-    if (!defer(n, r))
-        request_free(r);
-}
-
-/* After a handshake: send what waited for the node. */
-static void flush_deferred(struct node *n)
-{
-    struct request *r = request_of(list_take(&n->deferred).first);
-    struct request *next;
-
-    n->deferred_count = 0;
-    for (; r != NULL; r = next) {
-        struct wire *w = r->wire;
-
-        next = request_of(r->link.next);
-        r->wire = NULL;
-        if (send_wire(n, r, w, mono_now_us()) != NULL) {
-            wire_unref(w); /* r took its own reference */
-            continue;
-        }
-        wire_unref(w);
-        free(r);
-    }
-}
-
-static void free_deferred(struct node *n)
-{
-    struct request *r, *next;
-
-    for (r = request_of(list_take(&n->deferred).first); r != NULL; r = next) {
-        next = request_of(r->link.next);
-        request_free(r);
-    }
-    n->deferred_count = 0;
 }
 
 /* ---- Connection lifecycle ----------------------------------------------- */
@@ -1127,9 +306,7 @@ static void node_down(struct node *n)
         schedule_reconnect(n);
 }
 
-/* Give up on the current connection: remember why, close it (every
- * pending request is answered NULL and reported REPLY_DOWN), back off. */
-static void connection_fail(struct node *n, const char *fmt, ...)
+void connection_fail(struct node *n, const char *fmt, ...)
 {
     struct conn *c = n->conn;
     va_list ap;
@@ -1148,8 +325,7 @@ static void connection_fail(struct node *n, const char *fmt, ...)
  * EOF, I/O or protocol error): called at its first unanswered request or
  * at its close, whichever comes first; a connection the node already let
  * go of is ignored. conn names the reason, the node prefixes its name. */
-static void connection_lost(struct node *n, struct conn *c,
-                            const char *reason)
+void connection_lost(struct node *n, struct conn *c, const char *reason)
 {
     if (c != n->conn)
         return;
@@ -1164,21 +340,10 @@ static void connection_lost(struct node *n, struct conn *c,
 static void on_open(struct conn *c, void *privdata)
 {
     struct node *n = privdata;
-    struct request *r, *ahead;
-    rl_mono_us now = mono_now_us();
 
     if (c != n->conn)
         return;
-    /* What was queued while connecting leaves now: a sample's bracket
-     * starts here, not before the TCP connect, and so do the deadlines: a
-     * TCP + TLS connect that took most of the connect timeout (a distant
-     * managed Redis) must not leave the handshake's AUTH and INFO none. */
-    for (r = request_of(n->pending.first), ahead = NULL; r != NULL;
-         ahead = r, r = request_of(r->link.next)) {
-        r->sent_us = now;
-        set_deadline(n, r, ahead, now);
-    }
-    arm_request_timer(n);
+    request_opened(n);
 }
 
 static void on_close(struct conn *c, const char *reason, void *privdata)
@@ -1186,44 +351,40 @@ static void on_close(struct conn *c, const char *reason, void *privdata)
     connection_lost(privdata, c, reason);
 }
 
-static bool queue_internal(struct node *n, enum req_role role, int argc,
-                           const char **argv)
+/* Ask the server which of our scripts it has (one SCRIPT EXISTS); the
+ * reply loads the others (scripts_missing), so EVALSHA normally finds
+ * them. A server keeps its scripts until it restarts or flushes them:
+ * a client, a CLI run each, mostly finds them all and loads none
+ * (loading them all cost a node more than the lock itself, issue 45).
+ * What is sent before the loads land (behind the handshake, on a fresh
+ * server) gets NOSCRIPT and is resent as EVAL. */
+static bool queue_script_exists(struct node *n)
 {
-    size_t lens[3];
-    struct request *r;
-    struct wire *w;
-    int i;
-
-    for (i = 0; i < argc; i++)
-        lens[i] = strlen(argv[i]);
-    w = wire_new(NULL, 0, argc, argv, lens);
-    r = calloc(1, sizeof(*r));
-    if (w != NULL && r != NULL) {
-        r->role = role;
-        if (send_wire(n, r, w, mono_now_us()) != NULL) {
-            wire_unref(w); /* r took its own reference */
-            return true;
-        }
-    }
-    wire_unref(w);
-    free(r);
-    return false;
-}
-
-/* SCRIPT LOAD every script but the fair ones (queue.c loads those), so
- * EVALSHA normally finds them: fewer round trips, and a rollback never
- * has to be resent out of order. */
-static bool queue_script_loads(struct node *n)
-{
-    const char *argv[3] = {"SCRIPT", "LOAD", NULL};
+    const char *argv[2 + SCRIPT_COUNT] = {"SCRIPT", "EXISTS"};
     int id;
 
-    for (id = 0; id < SCRIPT_PRELOADED; id++) {
+    for (id = 0; id < SCRIPT_COUNT; id++)
+        argv[2 + id] = script_get((enum script_id)id)->sha1;
+    return request_internal(n, REQ_SCRIPT_EXISTS, 2 + SCRIPT_COUNT, argv);
+}
+
+/* SCRIPT EXISTS answered: SCRIPT LOAD those the server lacks (an error:
+ * all of them). */
+static void scripts_missing(struct node *n, const redisReply *reply)
+{
+    const char *argv[3] = {"SCRIPT", "LOAD", NULL};
+    bool answered = reply->type == REDIS_REPLY_ARRAY &&
+                    reply->elements == SCRIPT_COUNT;
+    size_t id;
+
+    for (id = 0; id < SCRIPT_COUNT; id++) {
+        if (answered && reply->element[id]->type == REDIS_REPLY_INTEGER &&
+            reply->element[id]->integer == 1)
+            continue;
         argv[2] = script_get((enum script_id)id)->source;
-        if (!queue_internal(n, REQ_SCRIPT_LOAD, 3, argv))
-            return false;
+        if (!request_internal(n, REQ_SCRIPT_LOAD, 3, argv))
+            return; /* out of memory: EVALSHA falls back to EVAL */
     }
-    return true;
 }
 
 static bool queue_handshake(struct node *n)
@@ -1234,7 +395,7 @@ static bool queue_handshake(struct node *n)
     int argc = 0;
     int role;
 
-    for (role = REQ_AUTH; role <= REQ_SCRIPT_LOAD; role++) {
+    for (role = REQ_AUTH; role <= REQ_SCRIPT_EXISTS; role++) {
         argc = 0;
         if (role == REQ_AUTH) {
             argc = node_addr_auth_argv(a, argv);
@@ -1252,16 +413,16 @@ static bool queue_handshake(struct node *n)
             argv[argc++] = "appendfsync";
         } else if (role == REQ_INFO) {
             if (n->cfg->clock_guard)
-                send_time(n, mono_now_us());
+                request_send_time(n, mono_now_us());
             /* The default sections: server, memory, persistence,
              * replication and cluster among them (facts.h). */
             argv[argc++] = "INFO";
         } else {
-            if (!queue_script_loads(n))
+            if (!queue_script_exists(n))
                 return false;
             continue;
         }
-        if (!queue_internal(n, (enum req_role)role, argc, argv))
+        if (!request_internal(n, (enum req_role)role, argc, argv))
             return false;
     }
     return true;
@@ -1330,30 +491,56 @@ static void connection_start(struct node *n)
         return;
     }
     n->state = NODE_CONNECTING;
-    clockguard_reconnect(&n->clock);
+    n->check_refused = false;
+    clockguard_reconnect(&n->vote.clock);
     if (!queue_handshake(n))
         connection_fail(n, "%s: cannot queue the handshake",
                         n->addr->display);
 }
 
-/* Every CHECK_INTERVAL_S a ready node is asked for its facts again
- * (INFO and CONFIG GET, one write), so a policy changed at run time, a
- * node turned replica or the same server reached twice is seen within
- * about that long. Nothing on the lock path waits for it. */
-#define CHECK_INTERVAL_S 1.0
+static bool queue_check(struct node *n)
+{
+    static const char *const names[] = {"maxmemory", "maxmemory-policy",
+                                        "appendonly", "appendfsync"};
+    const char *argv[INTERNAL_ARGS_MAX] = {"CONFIG", "GET"};
+    const char *info[2] = {"INFO", NULL};
+    size_t i;
+
+    if (atoi(n->facts.version) >= 7) { /* CONFIG GET takes several */
+        memcpy(argv + 2, names, sizeof(names));
+        if (!request_internal(n, REQ_CHECK_CONFIG,
+                              (int)(2 + ARRAY_SIZE(names)), argv))
+            return false;
+    } else {
+        for (i = 0; i < ARRAY_SIZE(names); i++) {
+            argv[2] = names[i];
+            if (!request_internal(n, REQ_CHECK_CONFIG, 3, argv))
+                return false;
+        }
+    }
+    if (n->check_full) /* the default sections, as the handshake's */
+        return request_internal(n, REQ_CHECK, 1, info);
+    info[1] = "replication";
+    if (!request_internal(n, REQ_CHECK_INFO, 2, info))
+        return false;
+    info[1] = "stats";
+    return request_internal(n, REQ_CHECK, 2, info);
+}
 
 static void on_check_timer(struct ev_loop *loop, ev_timer *w, int revents)
 {
-    const char *config_argv[3] = {"CONFIG", "GET", "appendfsync"};
-    const char *info_argv[1] = {"INFO"};
     struct node *n = w->data;
 
     RL_UNUSED(loop);
     RL_UNUSED(revents);
     if (n->state != NODE_READY || n->check_pending)
         return;
-    if (queue_internal(n, REQ_CONFIG, 3, config_argv) &&
-        queue_internal(n, REQ_CHECK, 1, info_argv))
+    n->check_full = n->check_refused || n->checks_to_full == 0;
+    n->check_refused = false;
+    n->checks_to_full = n->check_full ? FULL_CHECK_EVERY - 1
+                                      : n->checks_to_full - 1;
+    n->reading = n->facts;
+    if (queue_check(n))
         n->check_pending = true;
 }
 
@@ -1396,7 +583,7 @@ struct node *node_new(struct ev_loop *loop, const struct config *cfg,
     snprintf(n->last_error, sizeof(n->last_error), "%s",
              cfg->unresolved[index]);
     conn_backoff_init(&n->backoff, mono_now_us() ^ ((uint64_t)index << 32));
-    ev_timer_init(&n->request_timer, on_request_timer, 0.0, 0.0);
+    ev_timer_init(&n->request_timer, request_on_timer, 0.0, 0.0);
     n->request_timer.data = n;
     ev_timer_init(&n->backoff_timer, on_backoff_timer, 0.0, 0.0);
     n->backoff_timer.data = n;
@@ -1436,7 +623,7 @@ void node_free(struct node *n)
         conn_flush(c);
         conn_free(c);
     }
-    free_deferred(n);
+    request_free_deferred(n);
     wire_unref(n->time_wire);
     free(n);
 }
@@ -1453,81 +640,28 @@ enum node_state node_get_state(const struct node *n)
 
 int64_t node_uptime_ms(const struct node *n)
 {
-    rl_mono_us now;
-
-    if (n->up_since_us == 0)
-        return 0;
-    now = mono_now_us();
-    return now > n->up_since_us ? (int64_t)((now - n->up_since_us) / 1000)
-                                : 0;
+    return vote_uptime_ms(&n->vote, mono_now_us());
 }
 
 bool node_started_after(const struct node *n, rl_mono_us t)
 {
-    return n->up_since_us != 0 && n->start_min_us > t;
+    return vote_started_after(&n->vote, t);
 }
 
 bool node_settled_by(const struct node *n, rl_mono_us t)
 {
-    if (n->up_since_us == 0)
-        return false;
-    return node_restart_trusted(n) ||
-           n->up_since_us + (rl_mono_us)n->cfg->max_ttl_ms * 1000u <= t;
+    return vote_quarantine_left_ms(n->cfg, &n->vote, t) == 0;
 }
 
-/* Trusted to have kept every key it acknowledged across a restart. */
 bool node_restart_trusted(const struct node *n)
 {
-    switch (n->cfg->restart_trust) {
-    case RL_RESTART_TRUST:
-        return true;
-    case RL_RESTART_AUTO:
-        return n->fsyncs_always;
-    default:
-        return false;
-    }
-}
-
-/* It may evict now, or may have lost keys (evicting, a replica) less
- * than max_ttl_ms (plus the check interval: it may have stopped any time
- * before the reading that no longer showed it) ago. Called for every
- * vote, so the clock is read only when such a moment was recorded. */
-static bool lost_keys_lately(const struct node *n)
-{
-    bool evictions_count = !n->cfg->allow_evicting_nodes;
-    rl_mono_us window, now;
-
-    if (evictions_count && n->evicts != FACT_NO)
-        return true;
-    if ((!evictions_count || n->evict_seen_us == 0) &&
-        n->replica_seen_us == 0)
-        return false;
-    window = ((rl_mono_us)n->cfg->max_ttl_ms +
-              (rl_mono_us)(CHECK_INTERVAL_S * 1000)) * 1000u;
-    now = mono_now_us();
-    if (evictions_count && n->evict_seen_us != 0 &&
-        now - n->evict_seen_us < window)
-        return true;
-    return n->replica_seen_us != 0 && now - n->replica_seen_us < window;
+    return vote_restart_trusted(n->cfg, &n->vote);
 }
 
 enum node_bar node_vote_bar(const struct node *n)
 {
-    if (n->state != NODE_READY)
-        return NODE_BAR_DOWN;
-    if (n->twin_of >= 0)
-        return NODE_BAR_TWIN;
-    if (!n->is_master)
-        return NODE_BAR_ROLE;
-    if (lost_keys_lately(n))
-        return NODE_BAR_EVICTS;
-    if (n->clock.suspect)
-        return NODE_BAR_CLOCK;
-    if (!node_restart_trusted(n) &&
-        (n->up_since_us == 0 ||
-         node_uptime_ms(n) < (int64_t)n->cfg->max_ttl_ms))
-        return NODE_BAR_QUARANTINE;
-    return NODE_BAR_NONE;
+    return vote_bar(n->cfg, &n->vote, n->state == NODE_READY,
+                    n->twin_of >= 0, mono_now_us());
 }
 
 bool node_voting(const struct node *n)
@@ -1537,27 +671,14 @@ bool node_voting(const struct node *n)
 
 bool node_keeps_keys(const struct node *n)
 {
-    switch (node_vote_bar(n)) {
-    case NODE_BAR_TWIN:
-    case NODE_BAR_ROLE:
-    case NODE_BAR_EVICTS:
-    case NODE_BAR_CLOCK:
-        return false;
-    default:
-        return true;
-    }
+    return vote_keeps_keys(node_vote_bar(n));
 }
 
 int64_t node_quarantine_left_ms(const struct node *n)
 {
-    int64_t left;
-
-    if (n->state != NODE_READY || n->up_since_us == 0)
+    if (n->state != NODE_READY)
         return -1;
-    if (node_restart_trusted(n))
-        return 0;
-    left = (int64_t)n->cfg->max_ttl_ms - node_uptime_ms(n);
-    return left > 0 ? left : 0;
+    return vote_quarantine_left_ms(n->cfg, &n->vote, mono_now_us());
 }
 
 const struct node_facts *node_get_facts(const struct node *n)
@@ -1591,17 +712,17 @@ enum node_clock node_clock_state(const struct node *n)
 {
     if (!n->cfg->clock_guard)
         return NODE_CLOCK_OFF;
-    if (n->clock.suspect)
+    if (n->vote.clock.suspect)
         return NODE_CLOCK_SUSPECT;
-    return n->clock.samples < 2 ? NODE_CLOCK_UNKNOWN : NODE_CLOCK_OK;
+    return n->vote.clock.samples < 2 ? NODE_CLOCK_UNKNOWN : NODE_CLOCK_OK;
 }
 
 double node_clock_rate(const struct node *n)
 {
-    return n->clock.rate;
+    return n->vote.clock.rate;
 }
 
 uint64_t node_clock_incidents(const struct node *n)
 {
-    return n->clock.incidents;
+    return n->vote.clock.incidents;
 }

@@ -10,34 +10,15 @@
 #include "clock.h"
 #include "config.h"
 #include "facts.h"
+#include "latency.h"
 #include "scripts.h"
+#include "vote.h"
+#include "wire.h"
 
 struct ev_loop;
 struct tls_target;
 struct node;
 struct request;
-struct wire;
-
-enum reply_kind {
-    REPLY_STATUS,  /* +OK etc.: str */
-    REPLY_INTEGER, /* integer */
-    REPLY_STRING,  /* bulk string: str, len */
-    REPLY_NIL,
-    REPLY_ARRAY,   /* elements, element[] */
-    REPLY_ERROR,   /* the node answered an error: str */
-    REPLY_DOWN,    /* not connected, the connection died, or no answer
-                      within op_timeout_ms: str says which */
-};
-
-/* A reply, borrowed for the duration of the reply callback only. */
-struct node_reply {
-    enum reply_kind kind;
-    long long integer;
-    const char *str;
-    size_t len;
-    size_t elements;
-    const struct node_reply *element;
-};
 
 /* Reply callback: called exactly once per request unless the request was
  * detached first; never from inside a send. */
@@ -53,8 +34,6 @@ enum node_state {
 };
 
 /* Counters, read on the loop thread. */
-#define LATENCY_BUCKETS 128 /* 4 per power of two: up to ~2^32 µs */
-
 struct node_stats {
     uint64_t requests;
     uint64_t errors;        /* error replies */
@@ -86,15 +65,6 @@ void node_start(struct node *n);
  * it returns. NULL is a no-op. */
 void node_free(struct node *n);
 
-/* A command formatted once and shared by every node it is sent to
- * (refcounted, loop thread). s NULL: argv is the whole command; else an
- * EVALSHA of s over nkeys keys followed by the arguments, which node.c
- * resends as EVAL on NOSCRIPT. NULL on OOM. The caller owns one
- * reference. */
-struct wire *wire_new(const struct script *s, int nkeys, int argc,
-                      const char **argv, const size_t *lens);
-void wire_unref(struct wire *w);
-
 /* Send w to the node (the request takes its own reference). Returns the
  * request, or NULL when the node is known to be down or the send failed:
  * then nothing will be called back and *why (if not NULL) points at a
@@ -124,19 +94,6 @@ void request_detach(struct request *r);
 
 const char *node_name(const struct node *n);
 enum node_state node_get_state(const struct node *n);
-/* Why a node's vote does not count, the first reason that applies. */
-enum node_bar {
-    NODE_BAR_NONE,       /* it votes */
-    NODE_BAR_DOWN,       /* not connected */
-    NODE_BAR_TWIN,       /* the same server as a node listed before it */
-    NODE_BAR_ROLE,       /* not a master (or its role is unknown) */
-    NODE_BAR_EVICTS,     /* may evict keys (or does not say), or lost keys
-                            less than max_ttl_ms ago (evicted some, or
-                            was a replica); not allowed */
-    NODE_BAR_CLOCK,      /* clock-suspect */
-    NODE_BAR_QUARANTINE, /* restarted less than max_ttl_ms ago, and not
-                            trusted to have kept its keys */
-};
 enum node_bar node_vote_bar(const struct node *n);
 /* node_vote_bar(n) == NODE_BAR_NONE. */
 bool node_voting(const struct node *n);
@@ -169,10 +126,8 @@ bool node_started_after(const struct node *n, rl_mono_us t);
 bool node_settled_by(const struct node *n, rl_mono_us t);
 const struct node_stats *node_get_stats(const struct node *n);
 
-/* Clock guard. A command w marked here gets a TIME sent right
- * before it (same write) on each node that needs a clock sample, when
- * the guard is on. */
-void wire_sample_time(struct wire *w);
+/* Clock guard (wire_sample_time marks the commands that carry a
+ * sample). */
 enum node_clock {
     NODE_CLOCK_OFF,     /* the guard is off */
     NODE_CLOCK_UNKNOWN, /* fewer than two samples */

@@ -22,7 +22,9 @@
  * confirmation of a new subscription wakes the waiters once, and on an
  * existing one notify_wait reports a release seen since the attempt
  * started. Messages carry the releaser's token; a waiter ignores its own
- * (its rollback), or it would wake itself while the holder still holds.
+ * (a reader's rollback publishes; an exclusive attempt's does not,
+ * src/lua/rollback.lua), or it would wake itself while the holder still
+ * holds.
  *
  * This is the one module besides node.c that owns connections: the
  * subscriber ones. Their privdata is the per-node struct sub_conn, which

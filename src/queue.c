@@ -40,7 +40,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "acquire.h"
+#include "retry.h"
 #include "notify.h"
 #include "queue.h"
 
@@ -244,28 +244,14 @@ static void on_tick(void *arg)
     arm(f, (uint64_t)QUEUE_REFRESH_MS * 1000u);
 }
 
-/* SCRIPT LOAD the fair scripts on every node, once per client, ahead of
- * the first attempt on the same connections (the handshake loads only
- * the others: a client that never waits fair sends what it sent before).
- * A node that comes back without them answers NOSCRIPT, and node.c
- * resends the call as EVAL. */
-/* False when they were loaded already. */
-static bool load_scripts(rl_client *c)
+/* True the first time this client waits or attempts fair: its first
+ * fair acquire starts with a counted attempt (fair_first_is_set). */
+static bool first_fair(rl_client *c)
 {
-    const char *argv[3] = {"SCRIPT", "LOAD", NULL};
-    size_t lens[3] = {6, 4, 0};
-    struct round_cmd cmd = {NULL, 0, 3, argv, lens};
-    int id;
+    bool first = !c->fair_begun;
 
-    if (c->fair_loaded)
-        return false;
-    c->fair_loaded = true;
-    for (id = SCRIPT_PRELOADED; id < SCRIPT_COUNT; id++) {
-        argv[2] = script_get((enum script_id)id)->source;
-        lens[2] = strlen(argv[2]);
-        round_broadcast(c->nodes, c->node_count, &cmd);
-    }
-    return true;
+    c->fair_begun = true;
+    return first;
 }
 
 struct fair_wait *fair_new(rl_client *c, const struct lock_rec *rec,
@@ -298,7 +284,7 @@ struct fair_wait *fair_new(rl_client *c, const struct lock_rec *rec,
     f->limit = limit > 0 ? limit : 1;
     if (limit > 0)
         snprintf(f->limit_s, sizeof(f->limit_s), "%u", limit);
-    load_scripts(c); /* a semaphore's wait comes before its first attempt */
+    first_fair(c); /* a semaphore's wait comes before its first attempt */
     for (i = 0; i < c->node_count; i++) {
         f->qt[i] = -1;   /* no reply yet */
         f->rank[i] = -1; /* nowhere yet: not at the head of anything */
@@ -379,7 +365,7 @@ static void attempt_cmd(const struct lock_rec *rec, const char *px,
 
 bool fair_first_is_set(rl_client *c, const struct lock_rec *rec, bool fenced)
 {
-    bool first = load_scripts(c);
+    bool first = first_fair(c);
 
     /* A mutex's (or writer's) key is never free where waiters queue: it
      * holds QUEUE_RESERVED there (src/lua/include/queue.lua settle), so a bare SET NX is
@@ -387,9 +373,8 @@ bool fair_first_is_set(rl_client *c, const struct lock_rec *rec, bool fenced)
      * at the cost of a plain acquire. Refused, it read no counter: the
      * next attempt is fair-acquire's first (fair_wait_turn). Two cases
      * start with that one: a waiter of this client queues for the key
-     * (the SET would be refused), and the client's first fair acquire,
-     * which loads the fair scripts in the same round trip anyway. The
-     * counter it reads is the newcomers' order, and the step from a SET
+     * (the SET would be refused), and the client's first fair acquire
+     * (every `run`'s). The counter it reads is the newcomers' order, and the step from a SET
      * to the counted attempt is where processes that start together --
      * a fleet's cron job, a CLI per acquire -- lose theirs: a process
      * scheduled out between the two is passed by later ones (2.0-2.6 %

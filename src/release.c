@@ -20,6 +20,10 @@
  * script's 1.) Fewer holders than a quorum, with the unknown nodes
  * counted as holders, is RL_ELOST; in between nobody can tell
  * (RL_ENOQUORUM).
+ * Within an at_least_ms period (keep_ms) the round sends the keep
+ * script instead: PEXPIRE to the period's end where the key is still
+ * ours, and the period marker inspection reads; its replies mean what
+ * release's do, so the outcome is the same.
  * A round belongs to its caller (the holder) from release_new to done or
  * release_abort; a late reply lands on a node-owned request record, never
  * on a freed round. */
@@ -30,6 +34,7 @@
 struct release_round {
     const struct lock_rec *rec;
     bool expired_before;        /* validity was over when we started */
+    char keep_px[16];           /* keep the keys this long (ms), or "" */
     release_done_fn *done;
     void *owner;
     struct release_facts facts;
@@ -177,8 +182,8 @@ static void decided(void *owner, enum verdict v)
 }
 
 struct release_round *release_new(rl_client *c, const struct lock_rec *rec,
-                                  bool expired_before, release_done_fn *done,
-                                  void *owner)
+                                  bool expired_before, uint32_t keep_ms,
+                                  release_done_fn *done, void *owner)
 {
     struct release_round *r = calloc(1, sizeof(*r));
 
@@ -191,6 +196,8 @@ struct release_round *release_new(rl_client *c, const struct lock_rec *rec,
     r->rec = rec;
     r->facts.n = c->node_count;
     r->expired_before = expired_before;
+    if (keep_ms != 0)
+        snprintf(r->keep_px, sizeof(r->keep_px), "%u", keep_ms);
     r->done = done;
     r->owner = owner;
     return r;
@@ -201,7 +208,12 @@ void release_run(struct release_round *r)
     struct lock_cmd cmd;
     enum verdict v;
 
-    lockrec_script_cmd(r->rec, SCRIPT_RELEASE, NULL, &cmd);
+    /* keep answers as release does: 1 ours (kept), 0 absent, -1 another
+     * value; it publishes nothing, so no waiter wakes for a kept key. */
+    if (r->keep_px[0] != '\0')
+        lockrec_script_cmd(r->rec, SCRIPT_KEEP, r->keep_px, &cmd);
+    else
+        lockrec_script_cmd(r->rec, SCRIPT_RELEASE, NULL, &cmd);
     v = round_start(&r->round, ROUND_ALL, &cmd.cmd, classify, decided, r);
     if (v != VERDICT_PENDING)
         decided(r, v);

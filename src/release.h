@@ -44,11 +44,14 @@ rl_status release_verdict(const struct release_facts *f, bool adopted,
 bool release_settled(const struct release_facts *f, bool adopted,
                      bool expired_before);
 
-/* expired_before: the holder's validity was over when it asked. NULL on
- * out of memory. rec must live until done or release_abort. */
+/* expired_before: the holder's validity was over when it asked. keep_ms:
+ * 0 deletes the keys; else they are kept, where they hold our token,
+ * for keep_ms more (the keep script: the rest of an at_least_ms
+ * period), with the same outcomes. NULL on out of memory. rec must live
+ * until done or release_abort. */
 struct release_round *release_new(rl_client *c, const struct lock_rec *rec,
-                                  bool expired_before, release_done_fn *done,
-                                  void *owner);
+                                  bool expired_before, uint32_t keep_ms,
+                                  release_done_fn *done, void *owner);
 /* Send it; done may run before this returns; frees itself after done. */
 void release_run(struct release_round *r);
 /* Drop a round whose done has not run (no callback). */

@@ -15,12 +15,12 @@
 
 /* One per file src/lua/<name>.lua (SCRIPT_<NAME>), whose header gives
  * its KEYS, ARGV and reply; the build fails when the two lists differ.
- * The fair scripts (queue.c; docs/fair-queue.md) are not loaded at the
- * handshake (a client that never waits fair sends what it sent before):
- * queue.c loads them before its first attempt. */
+ * A client asks each node which it has at the handshake and loads the
+ * others (node.c). */
 enum script_id {
     SCRIPT_ACQUIRE_MULTI,
     SCRIPT_RELEASE,
+    SCRIPT_ROLLBACK,
     SCRIPT_EXTEND,
     SCRIPT_INSPECT,
     SCRIPT_INSPECT_SLOTS,
@@ -35,7 +35,6 @@ enum script_id {
     SCRIPT_INTENT_CLEAR,
     SCRIPT_PROCLAIM,
     SCRIPT_FAIR_ACQUIRE,
-    SCRIPT_PRELOADED = SCRIPT_FAIR_ACQUIRE, /* the ones before it are */
     SCRIPT_FAIR_ACQUIRE_FENCED,
     SCRIPT_QUEUE_ENTER,
     SCRIPT_FAIR_RELEASE,
@@ -45,6 +44,7 @@ enum script_id {
     SCRIPT_FAIR_READER_ACQUIRE,
     SCRIPT_FAIR_READER_RELEASE,
     SCRIPT_FAIR_READER_ROLLBACK,
+    SCRIPT_KEEP,
     SCRIPT_COUNT,
 };
 

@@ -35,6 +35,7 @@
 
 #include "notify.h"
 #include "queue.h"
+#include "retry.h"
 #include "semaphore.h"
 
 struct sem_op {

@@ -26,7 +26,11 @@
  * outcome goes to the holder's renewed(), as a user's round does. */
 #include <stddef.h>
 
+#include "abi.h"
 #include "watchdog.h"
+
+/* Largest max_hold_ms that is not "no cap" (a century). */
+#define MAX_HOLD_MS (UINT64_C(100) * 365 * 24 * 3600 * 1000)
 
 #define RETRY_PAUSE_MAX_MS 200 /* pause after a failed renewal round */
 #define WINDOW_MAX_US 100000   /* coalescing window: at most 100 ms */
@@ -445,6 +449,26 @@ static void tick(void *arg)
 }
 
 /* ---- Watching ----------------------------------------------------------- */
+
+rl_status watchdog_check_opts(const rl_acquire_opts *o, uint32_t ttl_ms)
+{
+    if (o == NULL)
+        return RL_OK;
+    if (abi_check(ABI_ACQUIRE_OPTS, o) != RL_OK)
+        return RL_EINVAL;
+    if (o->extend_interval_ms > ttl_ms / 2)
+        return rl_fail(RL_EINVAL,
+                       "extend_interval_ms %u must be at most half the "
+                       "ttl (%u ms)",
+                       o->extend_interval_ms, ttl_ms);
+    if (o->max_hold_ms > MAX_HOLD_MS && o->max_hold_ms != UINT64_MAX)
+        return rl_fail(RL_EINVAL,
+                       "max_hold_ms %llu is too large (at most %llu, or "
+                       "UINT64_MAX or 0 for no cap)",
+                       (unsigned long long)o->max_hold_ms,
+                       (unsigned long long)MAX_HOLD_MS);
+    return RL_OK;
+}
 
 bool watchdog_needs_extra(const rl_acquire_opts *o)
 {

@@ -25,6 +25,10 @@ rl_status watchdog_start(struct watchdog *w);
 /* Client closing: the timer is freed; no lock is watched any more. */
 void watchdog_stop(struct watchdog *w);
 
+/* The watchdog's options in o (may be NULL) for a lock of ttl_ms: the
+ * reserved bytes, the interval (at most ttl / 2) and max_hold_ms
+ * (RL_EINVAL with rl_fail). */
+rl_status watchdog_check_opts(const rl_acquire_opts *o, uint32_t ttl_ms);
 /* o asks for caps or an interval: the lock needs struct lock_extra. */
 bool watchdog_needs_extra(const rl_acquire_opts *o);
 

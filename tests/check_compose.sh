@@ -4,8 +4,8 @@
 #   check_compose.sh SOURCE_DIR
 # Uses `docker compose` or docker-compose, whichever is installed (both only
 # parse here; no engine runs); exits 77 (skipped) with neither.
-# podman-compose (1.0.3 in Debian) has no config command. docker/smoke.sh
-# installs docker-compose; tools/setup-debian.sh does not.
+# podman-compose (1.0.3 in Debian) has no config command.
+# tools/setup-debian.sh (and docker/smoke.sh) install docker-compose.
 set -uo pipefail
 file=$1/docker/compose.yml
 if docker compose version >/dev/null 2>&1; then
@@ -14,7 +14,7 @@ elif command -v docker-compose >/dev/null; then
     compose=(docker-compose)
 else
     echo "SKIP: neither 'docker compose' nor docker-compose is installed" \
-         "(docker/smoke.sh installs docker-compose)"
+         "(tools/setup-debian.sh installs docker-compose)"
     exit 77
 fi
 fail=0

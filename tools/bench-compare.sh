@@ -64,7 +64,9 @@ while [ $# -gt 0 ]; do
     --watched-only) watched_only=1 ;;
     --tls-only) tls_only=1 ;;
     --fair-only) fair_only=1 ;;
-    -h|--help) sed -n '2,/^set /{/^#/p;}' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^set /{/^#/p;}' "$0" |
+                   sed '/SPDX-License-Identifier/d; s/^# \{0,1\}//'
+               exit 0 ;;
     *) echo "bench-compare: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -332,22 +334,11 @@ done
 
 # ---- The servers' own limit -------------------------------------------------
 # SET NX PX on fresh keys (our acquire) and EVALSHA of our compare-and-delete
-# release script (src/lua/release.lua; on a missing key, the path redis-benchmark
-# can drive), 50 connections, without and with pipelining, on one node.
-release_lua="local r = 0
-for _, k in ipairs(KEYS) do
-  local v = redis.call('get', k)
-  if v == ARGV[1] then
-    redis.call('del', k)
-    redis.call('publish', 'redlock:release:' .. k, ARGV[1])
-    if r == 0 then r = 1 end
-  elseif v then
-    r = -1
-  end
-end
-return r
-"
-sha=$(redis-cli -p "$base" script load "$release_lua")
+# release script (src/lua/release.lua as the build expands it, the text a node
+# receives; on a missing key, the path redis-benchmark can drive), 50
+# connections, without and with pipelining, on one node.
+release_lua=$(dirname "$cli")/../../lua/sent/release.lua
+sha=$(redis-cli -p "$base" script load "$(cat "$release_lua")")
 rb_n=$(awk -v d="$duration" 'BEGIN { n = int(d * 40000); print n < 20000 ? 20000 : n }')
 : >"$out/server.txt"
 for p in 1 16; do

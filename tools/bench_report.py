@@ -40,6 +40,8 @@ Q_BEGIN = "<!-- fair: begin (tools/bench-compare.sh) -->"
 Q_END = "<!-- fair: end -->"
 FO_BEGIN = "<!-- fair-order: begin (tools/fairness-probe.py) -->"
 FO_END = "<!-- fair-order: end -->"
+CC_BEGIN = "<!-- contention-cost: begin (tools/fairness-probe.py --cost) -->"
+CC_END = "<!-- contention-cost: end -->"
 
 def load(out, client, section):
     """{round: [rows]} from OUT/<client>.<section>.<round>.jsonl."""
@@ -464,6 +466,19 @@ def with_fair_targets(page, T):
     return head + sep + "\n".join(tl)
 
 
+def put_contention_cost(page, section):
+    """page with section s (its lines, markers included) in place of the
+    old one, or after section o."""
+    text = "\n".join(section)
+    if CC_BEGIN in page and CC_END in page:
+        head, rest = page.split(CC_BEGIN, 1)
+        return head + text + rest.split(CC_END, 1)[1]
+    if FO_END in page:
+        head, tail = page.split(FO_END, 1)
+        return head + FO_END + "\n\n" + text + tail
+    return page + "\n" + text + "\n"
+
+
 def put_fair_order(page, run, T):
     """page with section o made from run (in place of the old one, or
     after section q) and the fair rows of its targets table anew."""
@@ -704,6 +719,12 @@ def render(out, previous, T):
     elif FO_BEGIN in previous and FO_END in previous:
         lines.extend([FO_BEGIN] + between(previous, FO_BEGIN, FO_END)[1:-1]
                      + [FO_END, ""])
+
+    # ---- s: what contended waiting costs the nodes (tools/fairness-probe.py
+    # --cost --report puts it in the page; kept as it is)
+    if CC_BEGIN in previous and CC_END in previous:
+        lines.extend([CC_BEGIN] + between(previous, CC_BEGIN, CC_END)[1:-1]
+                     + [CC_END, ""])
 
     # ---- Servers and floor
     w("## The servers' own limit and the fan-out floor")

@@ -26,7 +26,8 @@ while [ $# -gt 0 ]; do
         shift
         ;;
     -h|--help)
-        sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+        sed -n '2,/^set /{/^#/p;}' "$0" |
+            sed '/SPDX-License-Identifier/d; s/^# \{0,1\}//'
         exit 0
         ;;
     *) args+=("$1") ;;

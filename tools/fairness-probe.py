@@ -62,6 +62,20 @@ Usage: tools/fairness-probe.py [--cli PATH] [--procs 2,12] [--nodes 5]
        tools/fairness-probe.py --rounds N [--procs 12] [--markdown]
            [--report docs/benchmarks.md] [--baseline-cli OLD
            --baseline-rev REV] [--bench-duration 3] [--json F]
+       tools/fairness-probe.py --cost [--procs 12,48] [--duration 20]
+           [--modes plain,fair,node-redlock] [--repeat N]
+           [--baseline-cli OLD --baseline-rev REV] [--report PAGE]
+           [--json F]
+
+With --cost (issue 45) nothing is watched: each run starts fresh nodes,
+lets one acquire fill their script caches, then runs the processes for
+--duration seconds, and reports what the nodes paid per acquisition
+(INFO commandstats summed over the nodes, INFO left out, and the nodes'
+process CPU over their idle rate), the cycle, the overtaken share and
+the longest wait, for plain, --fair and node-redlock
+(bench/peers/node-redlock/run.js; `npm ci` there first), before
+(--baseline-cli) and after; --report puts the medians into
+docs/benchmarks.md as section s.
 """
 import argparse
 import bisect
@@ -117,21 +131,35 @@ class Monitor(threading.Thread):
         return self.buf.decode("utf-8", "replace").split("\r\n")
 
 
-def commandstats(node):
-    """{command: calls} from INFO commandstats."""
+def commandstats(node, usec=False):
+    """{command: calls} from INFO commandstats ({command: (calls, usec)}
+    with usec)."""
     out = {}
     for line in node.cmd("INFO", "commandstats").splitlines():
-        m = re.match(r"cmdstat_([^:]+):calls=(\d+)", line)
+        m = re.match(r"cmdstat_([^:]+):calls=(\d+),usec=(\d+)", line)
         if m:
-            out[m.group(1)] = int(m.group(2))
+            out[m.group(1)] = ((int(m.group(2)), int(m.group(3))) if usec
+                               else int(m.group(2)))
     return out
 
 
+def process_cpu_s(pid):
+    """utime + stime of a process, seconds (/proc/PID/stat)."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def run_scenario(cli, procs, node_count, target, deadline, hold_ms, wdir,
-                 monitor=True, fair=False):
+                 monitor=True, fair=False, argv=None, cost=None):
     """Start the nodes and (unless not monitor) monitors, run procs looping CLIs until target
     children ran or deadline; returns (monitor lines per node, children's
-    notes, commandstats deltas, CLI exit codes, key, stop time)."""
+    notes, commandstats deltas, CLI exit codes, key, stop time). argv
+    (given the nodes' addresses, the resource and the child) replaces the
+    CLI's command line (a peer's `run`). cost, a dict, gets the nodes'
+    process CPU over the run and over one idle second before it, and
+    commandstats with usec, read when the run stops (before the
+    processes still waiting are interrupted)."""
     nodes = rlnodes.start_nodes(node_count)
     mons = []
     workers = []
@@ -142,14 +170,33 @@ def run_scenario(cli, procs, node_count, target, deadline, hold_ms, wdir,
     log = os.path.join(wdir, "acq-%d%s.log" % (procs, "-fair" * fair))
     resource = "probe%d" % procs
     try:
+        addrs = ",".join(n.addr for n in nodes)
         mons = [Monitor(n) for n in nodes] if monitor else []
         for m in mons:
             m.start()
+        if cost is not None:
+            # One acquire first: a fresh node's script cache is filled
+            # once in its life, not per acquisition.
+            subprocess.run(
+                argv(addrs, resource, ["--", "true"]) if argv is not None
+                else [cli, "-n", addrs, "--no-quarantine", "run", resource,
+                      "--ttl", "5000"] + ["--fair"] * fair + ["--", "true"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                timeout=60)
+            cpu0 = [process_cpu_s(n.proc.pid) for n in nodes]
+            time.sleep(1.0)
+            cost["idle_cpu_s"] = sum(process_cpu_s(n.proc.pid)
+                                     for n in nodes) - sum(cpu0)
+            cpu0 = [process_cpu_s(n.proc.pid) for n in nodes]
+            stats0 = [commandstats(n, True) for n in nodes]
         before = [commandstats(n) for n in nodes]
-        base = [cli, "-n", ",".join(n.addr for n in nodes),
-                "--no-quarantine", "run", resource, "--wait", "60000",
-                "--ttl", "5000"] + ["--fair"] * fair + [
-                    "--", "sh", "-c", CHILD]
+        child = ["--", "sh", "-c", CHILD]
+        if argv is not None:
+            base = argv(addrs, resource, child)
+        else:
+            base = [cli, "-n", addrs, "--no-quarantine", "run", resource,
+                    "--wait", "60000", "--ttl", "5000"] + \
+                ["--fair"] * fair + child
         env0 = {k: v for k, v in os.environ.items()
                 if not k.startswith("REDLOCK_")}
         env0.update(PROBE_LOG=log, PROBE_HOLD="%.3f" % (hold_ms / 1000.0))
@@ -170,16 +217,25 @@ def run_scenario(cli, procs, node_count, target, deadline, hold_ms, wdir,
 
         workers = [threading.Thread(target=worker, args=(i,), daemon=True)
                    for i in range(procs)]
+        start_at = time.time()
         for w in workers:
             w.start()
         end = time.time() + deadline
         while time.time() < end:
             time.sleep(0.2)
-            if os.path.exists(log):
+            if target and os.path.exists(log):
                 with open(log) as f:
                     if sum(1 for _ in f) >= target:
                         break
         stop_at = time.time()
+        if cost is not None:
+            cost["stats"] = [
+                {k: (v[0] - s0.get(k, (0, 0))[0], v[1] - s0.get(k, (0, 0))[1])
+                 for k, v in commandstats(n, True).items()}
+                for n, s0 in zip(nodes, stats0)]
+            cost["cpu_s"] = sum(process_cpu_s(n.proc.pid)
+                                for n in nodes) - sum(cpu0)
+            cost["seconds"] = stop_at - start_at
         halt.set()
         with lock:
             for p in running.values():
@@ -632,6 +688,186 @@ def rounds_mode(o, procs):
             f.write(bench_report.put_fair_order(page, run, targets))
 
 
+# ---- cost (--cost, issue 45) ----
+
+PEER_RUN = os.path.join(ROOT, "bench", "peers", "node-redlock", "run.js")
+
+
+def cost_row(notes, cost, stop_at):
+    """What the nodes paid per acquisition in one --cost run: commandstats
+    summed over the nodes (INFO, the probe's own, left out; a script's
+    usec includes the commands it calls, which are counted again under
+    their names), the nodes' process CPU less what they spend idle, and
+    the children's notes (cycle, overtaken, waits)."""
+    cli = sorted((g, r) for _, r, g, _ in notes if g <= stop_at)
+    n = len(cli)
+    calls, usec = {}, {}
+    for st in cost["stats"]:
+        for k, (c, u) in st.items():
+            if k != "info":
+                calls[k] = calls.get(k, 0) + c
+                usec[k] = usec.get(k, 0) + u
+    per = max(n, 1)
+    top = sorted(calls, key=lambda k: -calls[k])
+    waits = [(g - r) * 1e3 for g, r in cli]
+    return {
+        "acquisitions": n,
+        "seconds": round(cost["seconds"], 1),
+        "cycle_ms": (cli[-1][0] - cli[0][0]) * 1e3 / (n - 1) if n > 1
+        else float("nan"),
+        "overtaken": overtaken([(r, g) for g, r in cli]),
+        "wait_p50_ms": pct(waits, 50),
+        "wait_max_ms": max(waits) if waits else float("nan"),
+        "node_cpu_ms_per_acq": sum(usec.values()) / 1e3 / per,
+        "node_process_cpu_ms_per_acq": (
+            cost["cpu_s"] - cost["idle_cpu_s"] * cost["seconds"]) * 1e3 / per,
+        "commands_per_acq": sum(calls.values()) / per,
+        "commands": {k: round(calls[k] / per, 1) for k in top},
+        "usec": {k: round(usec[k] / per) for k in top},
+    }
+
+
+def cost_mode(o):
+    """--cost: N contending processes for plain, --fair (with --cli, and
+    --baseline-cli when given) and node-redlock (bench/peers/node-redlock,
+    after `npm ci` there), --duration s each, --repeat times; prints one
+    line per run and the medians as markdown."""
+    builds = [("after", o.cli)]
+    if o.baseline_cli:
+        builds.insert(0, ("before", o.baseline_cli))
+    modes = o.modes.split(",")
+    if "node-redlock" in modes and not os.path.isdir(
+            os.path.join(os.path.dirname(PEER_RUN), "node_modules")):
+        sys.exit("node-redlock: run `npm ci` in bench/peers/node-redlock")
+    runs = []
+    for procs in (int(p) for p in (o.procs or "12,48").split(",")):
+        for label, cli in builds:
+            for mode in modes:
+                if mode != "node-redlock":
+                    runs.append((procs, label, cli, mode))
+        if "node-redlock" in modes:
+            runs.append((procs, "node-redlock 5.0.0-beta.2", None,
+                         "node-redlock"))
+    rows = []
+    run = {"meta": {
+        "cmdline": " ".join(["tools/fairness-probe.py"] + sys.argv[1:]),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "commit": git_commit(), "baseline_rev": o.baseline_rev,
+        "load_start": loadavg(), "nproc": os.cpu_count(),
+        "duration_s": o.duration, "hold_ms": o.hold_ms}, "rows": rows}
+    with tempfile.TemporaryDirectory(prefix="fairprobe-") as wdir:
+        for rep in range(o.repeat):
+            for procs, label, cli, mode in runs:
+                argv = None
+                if mode == "node-redlock":
+                    def argv(addrs, res, child):
+                        return ["node", PEER_RUN, "--nodes", addrs, res,
+                                "--wait", "60000", "--ttl", "5000"] + child
+                cost = {}
+                _, notes, _, codes, _, stop_at = run_scenario(
+                    cli, procs, o.nodes, None, o.duration, o.hold_ms, wdir,
+                    False, mode == "fair", argv, cost)
+                log = os.path.join(wdir, "acq-%d%s.log" % (
+                    procs, "-fair" * (mode == "fair")))
+                if os.path.exists(log):
+                    os.unlink(log)
+                r = cost_row(notes, cost, stop_at)
+                r.update(procs=procs, client=label, mode=mode,
+                         repeat=rep, cli_exit_codes=codes,
+                         load=loadavg())
+                rows.append(r)
+                sys.stderr.write(
+                    "%d/%d %2d procs %-6s %-12s: %3d acq, cycle %4.0f ms, "
+                    "node CPU %.2f ms/acq (process %.2f), %.0f cmds/acq, "
+                    "overtaken %.0f %%, longest wait %.0f ms, load %s\n" % (
+                        rep + 1, o.repeat, procs, label, mode,
+                        r["acquisitions"], r["cycle_ms"],
+                        r["node_cpu_ms_per_acq"],
+                        r["node_process_cpu_ms_per_acq"],
+                        r["commands_per_acq"], 100 * r["overtaken"],
+                        r["wait_max_ms"], r["load"]))
+                if o.json:
+                    with open(o.json, "w") as f:
+                        json.dump(run, f, indent=1, default=str)
+    run["meta"]["load_end"] = loadavg()
+    section = cost_section(run)
+    print("\n".join(section))
+    if o.report:
+        import bench_report  # tools/
+        with open(o.report) as f:
+            page = f.read()
+        with open(o.report, "w") as f:
+            f.write(bench_report.put_contention_cost(page, section))
+
+
+def cost_section(run):
+    """docs/benchmarks.md's section s: the medians over the repeats of
+    each (processes, client, mode), between its markers."""
+    m = run["meta"]
+    rows = run["rows"]
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["procs"], r["client"], r["mode"]), []).append(r)
+    out = [
+        "<!-- contention-cost: begin (tools/fairness-probe.py --cost) -->",
+        "## s: what contended waiting costs the nodes",
+        "",
+        "`tools/fairness-probe.py --cost` (issue 45) starts 5 nodes of its "
+        "own per run and runs N processes, each looping `redlock-cli run R "
+        "--wait 60000 --ttl 5000 -- CHILD` (CHILD notes when it got the "
+        "lock and sleeps %d ms), for %.0f s, plain and with `--fair`, and "
+        "the same loop with node-redlock (`bench/peers/node-redlock/run.js`: "
+        "its `acquire` with retries for the same wait, 200 ± 100 ms apart, "
+        "then `release`). One acquire runs before the counts start (a "
+        "fresh node loads the scripts once in its life). No MONITOR. "
+        "*Node CPU*: the `usec` of `INFO commandstats` summed over the "
+        "nodes and the commands (INFO, the probe's own, left out; a "
+        "script's time includes the commands it calls, which count again "
+        "under their names), per acquisition; *process CPU*: the nodes' "
+        "utime + stime less what they spend idle, per acquisition "
+        "(connections, I/O). Cycle: first grant to last over the "
+        "acquisitions (the children's clock); overtaken: a later CLI start "
+        "was granted first; longest wait: CLI start to grant. Before: "
+        "%s; after: %s." % (m["hold_ms"], m["duration_s"],
+                            m["baseline_rev"], m["commit"]),
+        "",
+        "Made by `%s` on %s (%s CPUs, load average %s at start, %s at end: "
+        "other jobs shared the machine, so times and CPU per command are "
+        "above an idle machine's; the counts are not); cells: median over "
+        "the runs." % (m["cmdline"], m["date"], m["nproc"], m["load_start"],
+                       m.get("load_end", "?")),
+        "",
+        "| processes | client | mode | runs | acquisitions | cycle | "
+        "node CPU / acq. (commandstats) | node process CPU / acq. | "
+        "commands / acq. (largest) | overtaken | longest wait |",
+        "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for (procs, client, mode), rs in groups.items():
+        def med(k, fmt, scale=1.0):
+            # Runs with too few acquisitions to tell count as none.
+            v = [r[k] * scale for r in rs if r[k] == r[k] and
+                 r["acquisitions"] > 0]
+            return fmt % statistics.median(v) if v else "–"
+        mid = sorted(rs, key=lambda r: r["node_cpu_ms_per_acq"])[
+            len(rs) // 2]
+        top = ", ".join("%s %.0f" % (k.upper().replace("|", " "), v)
+                        for k, v in list(mid["commands"].items())[:4])
+        out.append(
+            "| %d | %s | %s | %d | %s | %s | %s | %s | %s (%s) | %s | %s |"
+            % (procs, client, mode, len(rs), med("acquisitions", "%.0f"),
+               med("cycle_ms", "%.0f ms"),
+               med("node_cpu_ms_per_acq", "%.2f ms"),
+               med("node_process_cpu_ms_per_acq", "%.2f ms"),
+               med("commands_per_acq", "%.0f"), top,
+               med("overtaken", "%.0f %%", 100),
+               med("wait_max_ms", "%.2f s", 1e-3)))
+    out += ["", "Per run, node CPU per acquisition (ms): " + "; ".join(
+        "%d %s %s %s" % (p, c, m_, ", ".join(
+            "%.2f" % r["node_cpu_ms_per_acq"] for r in rs))
+        for (p, c, m_), rs in groups.items()) + ".",
+        "<!-- contention-cost: end -->"]
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cli", default=os.path.join(
@@ -653,19 +889,36 @@ def main():
     ap.add_argument("--markdown", action="store_true",
                     help="with --rounds: print the medians as markdown")
     ap.add_argument("--report",
-                    help="with --rounds: put section o into this page")
+                    help="with --rounds: put section o into this page "
+                    "(with --cost: section s)")
     ap.add_argument("--baseline-cli",
                     help="with --rounds: also bench plain mode with this "
-                    "redlock-cli and --cli in turn")
+                    "redlock-cli and --cli in turn (with --cost: run "
+                    "every setting with it too, as before)")
     ap.add_argument("--baseline-rev", default="?",
                     help="the commit --baseline-cli was built from")
     ap.add_argument("--bench-duration", type=float, default=3.0,
                     help="seconds per bench measurement (3)")
+    ap.add_argument("--cost", action="store_true",
+                    help="what the nodes pay per acquisition: --modes "
+                    "for --procs (12,48) processes, --duration s each, "
+                    "no MONITOR (with --baseline-cli: before and after)")
+    ap.add_argument("--modes", default="plain,fair,node-redlock",
+                    help="with --cost: plain,fair,node-redlock")
+    ap.add_argument("--duration", type=float, default=20.0,
+                    help="with --cost: seconds per run (20)")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="with --cost: runs of each setting (medians)")
     o = ap.parse_args()
     if not os.access(o.cli, os.X_OK):
         sys.exit("no redlock-cli at %s (--cli)" % o.cli)
     if rlnodes.REDIS_SERVER is None:
         sys.exit("redis-server not found")
+    if o.cost:
+        if o.baseline_cli and not os.access(o.baseline_cli, os.X_OK):
+            sys.exit("no redlock-cli at %s (--baseline-cli)" %
+                     o.baseline_cli)
+        return cost_mode(o)
     if o.rounds:
         if o.no_monitor or "," in (o.procs or ""):
             sys.exit("--rounds: one --procs value, with MONITOR")

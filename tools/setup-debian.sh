@@ -10,6 +10,10 @@ PKGS=(build-essential cmake pkg-config libhiredis-dev libev-dev libssl-dev
 PKGS+=(mandoc)
 # The Debian packages (tools/package-deb.sh, tests/install/test_deb.py).
 PKGS+=(debhelper lintian)
+# docker/compose.yml's validator (tests/check_compose.sh): docker-compose
+# 1.29's `config` parses the file without an engine (docker.io, only
+# recommended, is not installed).
+PKGS+=(docker-compose)
 missing=()
 for p in "${PKGS[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" \

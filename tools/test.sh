@@ -29,7 +29,11 @@ repeat=1
 hogs=
 stress=
 tests=
-usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit "${1:-2}"; }
+usage() {
+    sed -n '2,/^set -euo/p' "$0" |
+        sed '$d; /SPDX-License-Identifier/d; s/^# \{0,1\}//' >&2
+    exit "${1:-2}"
+}
 while [ $# -gt 0 ]; do
     case $1 in
     --quick) quick=1 ;;

@@ -2,7 +2,8 @@
 -- KEYS: k[, writer intent[, fence counter, fence record]]
 -- Reply: {value or false, pttl, live readers, fence counter or false,
 --         record or false, writer intent or false, readers in their
---         lock-delay}
+--         lock-delay, period marker (redlock:period:k, the value of a
+--         lock kept for its at_least_ms period) or false}
 --@include live_readers
 --@include value
 local w, f, r = false, false, false
@@ -17,4 +18,5 @@ if redis.call('type', KEYS[1]).ok == 'hash' then
 end
 local v = value(KEYS[1])
 if not v then return {false, -2, 0, f, r, w, 0} end
-return {v, redis.call('pttl', KEYS[1]), 0, f, r, w, 0}
+return {v, redis.call('pttl', KEYS[1]), 0, f, r, w, 0,
+        redis.call('get', 'redlock:period:' .. KEYS[1])}

@@ -4,17 +4,7 @@
 -- ARGV[1]: token
 -- Reply: 1 one was ours (deleted) | 0 none was held | -1 one holds
 --        another lock (those are left alone)
---@include ours
---@include value
-local r = 0
-for _, k in ipairs(KEYS) do
-  local v = value(k)
-  if v and ours(v, ARGV[1]) then
-    redis.call('del', k)
-    redis.call('publish', 'redlock:release:' .. k, ARGV[1])
-    if r == 0 then r = 1 end
-  elseif v then
-    r = -1
-  end
-end
-return r
+--@include release_keys
+return release_keys(function(k)
+  redis.call('publish', 'redlock:release:' .. k, ARGV[1])
+end)

@@ -14,11 +14,13 @@ expiry as an instant (PEXPIRETIME), never as a PTTL window, whose lower
 bound falls while the check waits.
 """
 import itertools
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
+import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "pylib"))
@@ -91,6 +93,14 @@ def run_cli(args, env=None, timeout=30, input=None, prog=None):
                        else base_env(), capture_output=True, text=True,
                        timeout=timeout, input=input)
     return p.returncode, p.stdout, p.stderr
+
+
+def json_out(result):
+    """The stdout of a run_cli result, which must have exited 0, parsed as
+    JSON."""
+    rc, out, err = result
+    assert rc == 0, err
+    return json.loads(out)
 
 
 def proc_state(pid):
@@ -236,7 +246,6 @@ def main():
     reported on a "SKIP: case: reason" line, and a run with a skipped
     case and no failure exits 77, so CTest reports the script as
     skipped (SKIP_RETURN_CODE) instead of passing it in silence."""
-    import unittest
     prog = unittest.main(verbosity=2, exit=False)
     result = prog.result
     for case, reason in result.skipped:
@@ -256,6 +265,18 @@ def start_cli(procs, args, env):
                          text=True)
     procs.append(p)
     return p
+
+
+class ProcsTest(unittest.TestCase):
+    """A test whose background processes (self.procs, e.g. start_cli's)
+    are killed and reaped when it ends, whatever its outcome."""
+
+    def setUp(self):
+        self.procs = []
+
+    def tearDown(self):
+        for p in self.procs:
+            kill_quietly(p)
 
 
 def kill_quietly(proc):

@@ -55,7 +55,8 @@ class TestBasics(Helpers):
     def test_version(self):
         rc, out, err = run_cli(["--version"])
         self.assertEqual(rc, 0)
-        self.assertRegex(out, r"^redlock-cli \d+\.\d+\.\d+\n$")
+        self.assertRegex(
+            out, r"^redlock-cli \d+\.\d+\.\d+\nLicense: BSD-3-Clause\n$")
         self.assertEqual(err, "")
 
     def test_help_for_the_tool_and_every_command(self):

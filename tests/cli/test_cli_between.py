@@ -38,9 +38,7 @@ def cli(*args):
 
 
 def status(r):
-    rc, out, err = cli("--json", "status", r)
-    assert rc == 0, err
-    return json.loads(out)
+    return clitest.json_out(cli("--json", "status", r))
 
 
 class BetweenTest(unittest.TestCase):
@@ -106,9 +104,7 @@ class BetweenTest(unittest.TestCase):
         for n in NODES[:2]:
             n.cmd("SET", "redlock:fencefor:" + r, value + " 42")
             n.cmd("SET", "redlock:fence", "42")
-        rc, out, err = cli("--json", "leader", r)
-        self.assertEqual(rc, 0, err)
-        led = json.loads(out)
+        led = clitest.json_out(cli("--json", "leader", r))
         self.assertTrue(led["leader"])
         self.assertEqual((led["owner"], led["term"]), ("cand", 42))
         self.assertEqual(status(r)["term"], 42)
@@ -120,9 +116,8 @@ class BetweenTest(unittest.TestCase):
         self.assertTrue(st["held"])
         self.assertIsNone(st["term"])
         self.assertFalse(st["term_pending"])
-        rc, out, err = cli("--json", "leader", r)
-        self.assertEqual(rc, 0, err)
-        self.assertEqual(json.loads(out)["term"], 0)
+        self.assertEqual(clitest.json_out(cli("--json", "leader", r))["term"],
+                         0)
 
     def test_leader_without_a_majority_of_answers_is_unknown(self):
         nodes = ",".join([NODES[0].addr, "127.0.0.1:%d" % free_port(),

@@ -38,10 +38,9 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import unittest
 
 import clitest
-from clitest import base_env, kill_quietly, run_cli, scale, wait_for
+from clitest import base_env, run_cli, scale, wait_for
 
 NODES = []
 
@@ -64,15 +63,14 @@ def server_ms(node):
     return int(sec) * 1000 + int(usec) // 1000
 
 
-class Base(unittest.TestCase):
+class Base(clitest.ProcsTest):
     def setUp(self):
-        self.procs = []
+        super().setUp()
         self.dir = tempfile.mkdtemp(prefix="rl-fair-")
         self.order = os.path.join(self.dir, "order")
 
     def tearDown(self):
-        for p in self.procs:
-            kill_quietly(p)
+        super().tearDown()
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def start(self, *args):
@@ -117,12 +115,17 @@ class Base(unittest.TestCase):
         with open(self.order) as f:
             return f.read().split()
 
+    def assert_served(self, procs, names):
+        """Every waiter in procs exits 0, and they held r in the order of
+        names (as each noted its name in the order file)."""
+        for p in procs:
+            self.assertEqual(p.wait(timeout=scale(30)), 0, p.stderr.read())
+        self.assertEqual(self.served(), names)
+
     def assert_status_lists(self, r, count):
         """status --json lists r's count entries as node 0 orders them;
         -> what it printed."""
-        code, out, err = run_cli(args_for("--json", "status", r))
-        self.assertEqual(code, 0, err)
-        shown = json.loads(out)
+        shown = clitest.json_out(run_cli(args_for("--json", "status", r)))
         self.assertEqual([e["token"] for e in shown["queue"]],
                          [t[:8] for t in self.entries(r)[0]])
         self.assertEqual([e["position"] for e in shown["queue"]],
@@ -150,14 +153,12 @@ class FairOrderTest(Base):
         self.release(a)
         tok = b.stdout.readline().strip()
         self.assertTrue(tok.startswith(member[:32]), (tok, member))
-        code, out, err = run_cli(args_for("--json", "status", r))
-        self.assertEqual(code, 0, err)
+        shown = clitest.json_out(run_cli(args_for("--json", "status", r)))
         if not all(member in e for e in self.entries(r)):
             self.skipTest("SKIP: B's entry lapsed before status read it "
                           "(a slow machine): nothing to show")
-        shown = json.loads(out)
-        self.assertTrue(shown["held"], out)
-        self.assertEqual(shown["queue"], [], out)
+        self.assertTrue(shown["held"], shown)
+        self.assertEqual(shown["queue"], [], shown)
         self.release(b)
 
     def test_an_observer_sees_a_fair_release_at_once(self):
@@ -190,9 +191,7 @@ class FairOrderTest(Base):
         code, out, err = run_cli(args_for("status", r))
         self.assertIn("5 waiting in the fair queue", out)
         self.release(holder)
-        for p in procs:
-            self.assertEqual(p.wait(timeout=scale(30)), 0, p.stderr.read())
-        self.assertEqual(self.served(), names)
+        self.assert_served(procs, names)
         self.assertTrue(wait_for(lambda: all(
             n.cmd("EXISTS", "redlock:q:" + r) == 0 for n in NODES),
             scale(clitest.EVENT_TIMEOUT)))
@@ -204,9 +203,7 @@ class FairOrderTest(Base):
         procs = [self.waiter(r, name, i + 1, cmd="elect")
                  for i, name in enumerate(names)]
         self.release(holder)
-        for p in procs:
-            self.assertEqual(p.wait(timeout=scale(30)), 0, p.stderr.read())
-        self.assertEqual(self.served(), names)
+        self.assert_served(procs, names)
 
     def test_a_higher_priority_registered_last_is_served_first(self):
         r = res("prio")
@@ -219,9 +216,7 @@ class FairOrderTest(Base):
             self.assertNotIn(e[0], lows)
             self.assertEqual(set(e[1:]), lows)
         self.release(holder)
-        for p in low + [high]:
-            self.assertEqual(p.wait(timeout=scale(30)), 0, p.stderr.read())
-        self.assertEqual(self.served(), ["high", "low0", "low1"])
+        self.assert_served(low + [high], ["high", "low0", "low1"])
 
     def test_a_killed_waiter_stops_blocking_once_its_entry_lapses(self):
         r = res("dead")
@@ -271,9 +266,7 @@ class FairOrderTest(Base):
                         "%s, want %s" % (self.entries(r)[0], order))
         self.assertEqual(NODES[0].cmd("GET", "redlock:qt:" + r), counter)
         self.release(holder)
-        for p in procs:
-            self.assertEqual(p.wait(timeout=scale(30)), 0, p.stderr.read())
-        self.assertEqual(self.served(), names)
+        self.assert_served(procs, names)
 
 
 class FairSemaphoreTest(Base):
@@ -306,9 +299,7 @@ class FairSemaphoreTest(Base):
         code, out, err = run_cli(args_for("status", r))
         self.assertIn("5 waiting in the fair queue", out)
         self.release(holders[0])
-        for p in procs:
-            self.assertEqual(p.wait(timeout=scale(30)), 0, p.stderr.read())
-        self.assertEqual(self.served(), names)
+        self.assert_served(procs, names)
         self.release(holders[1])
         self.assertTrue(wait_for(lambda: all(
             n.cmd("EXISTS", "redlock:q:" + r, *slots) == 0 for n in NODES),
@@ -349,9 +340,8 @@ class ReadWriteTest(Base):
                  self.rw_waiter(r, "w", 2),
                  self.rw_waiter(r, "r2", 3, "--shared", meet="r3"),
                  self.rw_waiter(r, "r3", 4, "--shared", meet="r2")]
-        code, out, err = run_cli(args_for("--json", "status", r))
-        self.assertEqual(code, 0, err)
-        shown = json.loads(out)["queue"]
+        shown = clitest.json_out(
+            run_cli(args_for("--json", "status", r)))["queue"]
         self.assertEqual([e["kind"] for e in shown],
                          ["shared", "exclusive", "shared", "shared"])
         waited = [e["waited_ms"] for e in shown]
@@ -411,9 +401,7 @@ class EvenNodesTest(Base):
                 for n in live), scale(clitest.EVENT_TIMEOUT)),
                 "%s not registered on the three nodes up" % name)
         self.release(holder)
-        for p in procs:
-            self.assertEqual(p.wait(timeout=scale(30)), 0, p.stderr.read())
-        self.assertEqual(self.served(), names)
+        self.assert_served(procs, names)
 
 
 class LeaveTest(Base):

@@ -14,11 +14,10 @@ import os
 import signal
 import subprocess
 import tempfile
-import unittest
 
 import clitest
-from clitest import (alive, base_env, kill_quietly, pids_with_arg,
-                     read_file, run_cli, scale, wait_for)
+from clitest import (alive, base_env, pids_with_arg, read_file, run_cli,
+                     scale, wait_for)
 
 NODES = []
 
@@ -30,14 +29,7 @@ def args_for(*args):
     return clitest.node_args(NODES) + list(args)
 
 
-class Base(unittest.TestCase):
-    def setUp(self):
-        self.procs = []
-
-    def tearDown(self):
-        for p in self.procs:
-            kill_quietly(p)
-
+class Base(clitest.ProcsTest):
     def start(self, *args):
         return clitest.start_cli(self.procs, args_for(*args), base_env())
 

@@ -29,14 +29,25 @@ def cli(*args, timeout=30):
     return run_cli(clitest.node_args(NODES) + list(args), timeout=timeout)
 
 
+def status(r, *extra):
+    """status --json r (exit 0), parsed."""
+    return clitest.json_out(cli("--json", "status", r, *extra))
+
+
+def take_permits(r, limit, count):
+    """count holders of the semaphore r of limit permits: their handles."""
+    handles = []
+    for _ in range(count):
+        rc, out, err = cli("acquire", r, "--limit", str(limit))
+        assert rc == 0, err
+        handles.append(out.strip())
+    return handles
+
+
 class Semaphore(unittest.TestCase):
     def test_limit_admits_k_holders_and_release_takes_the_handle(self):
         r = res("sem")
-        handles = []
-        for _ in range(3):
-            rc, out, err = cli("acquire", r, "--limit", "3")
-            self.assertEqual(rc, 0, err)
-            handles.append(out.strip())
+        handles = take_permits(r, 3, 3)
         slots = sorted(int(h.split("/")[0][4:]) for h in handles)
         self.assertEqual(slots, [0, 1, 2])
         for h in handles:
@@ -47,9 +58,7 @@ class Semaphore(unittest.TestCase):
         rc, out, err = cli("acquire", r, "--limit", "3")
         self.assertEqual((rc, out), (1, ""))
         self.assertIn("all 3 slots", err)
-        rc, out, err = cli("--json", "status", r, "--limit", "3")
-        self.assertEqual(rc, 0, err)
-        obj = json.loads(out)
+        obj = status(r, "--limit", "3")
         self.assertEqual(obj["limit"], 3)
         self.assertEqual([s["held"] for s in obj["slots"]], [True] * 3)
         rc, out, err = cli("extend", r, handles[1], "--ttl", "20000")
@@ -67,18 +76,12 @@ class Semaphore(unittest.TestCase):
         # A full semaphore is not "free": status R (no --limit) finds
         # its slots, and release --force R removes them.
         r = res("semfull")
-        handles = []
-        for _ in range(2):
-            rc, out, err = cli("acquire", r, "--limit", "2")
-            self.assertEqual(rc, 0, err)
-            handles.append(out.strip())
+        take_permits(r, 2, 2)
         rc, out, err = cli("status", r)
         self.assertEqual(rc, 0, err)
         self.assertNotIn("%s: free" % r, out)
         self.assertIn("semaphore: 2 permits held (slots 0, 1)", out)
-        rc, out, err = cli("--json", "status", r)
-        self.assertEqual(rc, 0, err)
-        obj = json.loads(out)
+        obj = status(r)
         self.assertFalse(obj["held"])
         self.assertEqual(obj["slots_held"], [0, 1])
         rc, out, err = cli("release", "--force", r)
@@ -99,8 +102,7 @@ class Semaphore(unittest.TestCase):
         # show on two. Counted on the nodes: one script call each, not
         # one per slot.
         r = res("semsnap")
-        for _ in range(2):
-            self.assertEqual(cli("acquire", r, "--limit", "4")[0], 0)
+        take_permits(r, 4, 2)
 
         def scripts_run():
             total = 0
@@ -162,8 +164,7 @@ class ReadWrite(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         self.assertIn("readers:2", out)
         self.assertIn("read by 2 readers", out)
-        rc, out, err = cli("--json", "status", r)
-        self.assertEqual(json.loads(out)["readers"], 2)
+        self.assertEqual(status(r)["readers"], 2)
         self.assertEqual(cli("extend", r, h1.strip())[0], 0)
         self.assertEqual(cli("release", r, h1.strip())[0], 0)
         self.assertEqual(cli("release", r, h2.strip())[0], 0)
@@ -305,24 +306,20 @@ class LockDelay(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         tok = h.strip().split("/", 1)[1]
         self.assertEqual(clitest.settled_values(NODES, r, tok), [tok] * 3)
-        rc, out, err = cli("--json", "status", r)
-        self.assertEqual(rc, 0, err)
-        st = json.loads(out)
-        self.assertTrue(st["held"], out)
-        self.assertLessEqual(st["validity_ms"], 500, out)
-        self.assertEqual(st["lock_delay_ms"], 10000, out)
-        self.assertFalse(st["in_lock_delay"], out)
+        st = status(r)
+        self.assertTrue(st["held"], st)
+        self.assertLessEqual(st["validity_ms"], 500, st)
+        self.assertEqual(st["lock_delay_ms"], 10000, st)
+        self.assertFalse(st["in_lock_delay"], st)
         time.sleep(max(0.0, acquired + 0.6 - time.time()))
-        rc, out, err = cli("--json", "status", r)
-        self.assertEqual(rc, 0, err)
-        st = json.loads(out)
+        st = status(r)
         if time.time() * 1000 >= min(clitest.expiries(NODES, r)):
             self.skipTest("SKIP: too slow to be meaningful: the lock-delay "
                           "ended before status read it")
         self.assertEqual((st["held"], st["validity_ms"],
-                          st["in_lock_delay"]), (True, 0, True), out)
-        self.assertGreater(st["blocked_ms"], 0, out)
-        self.assertLessEqual(st["blocked_ms"], 10000, out)
+                          st["in_lock_delay"]), (True, 0, True), st)
+        self.assertGreater(st["blocked_ms"], 0, st)
+        self.assertLessEqual(st["blocked_ms"], 10000, st)
         rc, out, err = cli("status", r)
         self.assertEqual(rc, 0, err)
         self.assertIn("in its lock-delay", out)
@@ -348,14 +345,12 @@ class LockDelay(unittest.TestCase):
         rc, out, err = cli("status", r)
         self.assertIn("read by 1 reader", out)
         time.sleep(max(0.0, acquired + 0.5 - time.time()))
-        rc, out, err = cli("--json", "status", r)
-        self.assertEqual(rc, 0, err)
+        st = status(r)
         if time.time() * 1000 >= min(clitest.expiries(NODES, r)):
             self.skipTest("SKIP: too slow to be meaningful: the lock-delay "
                           "ended before status read it")
-        st = json.loads(out)
         self.assertEqual((st["readers"], st["readers_in_lock_delay"]),
-                         (0, 1), out)
+                         (0, 1), st)
         rc, out, err = cli("status", r)
         self.assertNotIn("read by", out)
         self.assertNotIn("%s: free" % r, out)
@@ -389,11 +384,9 @@ class FenceOfALaterResource(unittest.TestCase):
             for k in (a, b):
                 self.assertEqual(n.cmd("SET", k, tok, "NX", "PX", "30000"),
                                  "OK")
-        rc, out, err = cli("--json", "status", b)
-        self.assertEqual(rc, 0, err)
-        st = json.loads(out)
+        st = status(b)
         self.assertEqual((st["held"], st["term"], st["fence"]),
-                         (True, None, earlier), out)
+                         (True, None, earlier), st)
         rc, out, err = cli("status", b)
         self.assertEqual(rc, 0, err)
         self.assertNotIn(str(earlier), out)

@@ -7,7 +7,6 @@ plain SET NX key (redsync, node-redlock) shows an unknown owner; a bad
 
 Usage: test_cli_owner.py PATH-TO-redlock-cli [unittest args]
 """
-import json
 import socket
 import unittest
 
@@ -26,9 +25,7 @@ def cli(*args):
 
 
 def status(r):
-    rc, out, err = cli("--json", "status", r)
-    assert rc == 0, err
-    return json.loads(out)
+    return clitest.json_out(cli("--json", "status", r))
 
 
 class OwnerTest(unittest.TestCase):

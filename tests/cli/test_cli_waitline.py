@@ -138,6 +138,17 @@ class WaitLineTest(unittest.TestCase):
         self.terms.append(t)
         return t
 
+    def failed_wait(self, name, *options):
+        """acquire --wait 1500 (with the global options) on a resource
+        another holds, in a terminal: it fails (exit 1). The resource and
+        what the terminal showed."""
+        r = res(name)
+        hold_for_others(r)
+        t = self.term(*options, "acquire", r, "--wait", "1500")
+        rc, _ = t.finish()
+        self.assertEqual(rc, 1, t.text)
+        return r, t.text
+
     def test_terminal_shows_owner_and_time_left_then_clears(self):
         r = res("tty")
         tok = hold_for_others(r)
@@ -157,13 +168,9 @@ class WaitLineTest(unittest.TestCase):
         self.assertEqual(after_last_draw(t.text), "")
 
     def test_failed_wait_clears_then_says_why(self):
-        r = res("fail")
-        hold_for_others(r)
-        t = self.term("acquire", r, "--wait", "1500")
-        rc, _ = t.finish()
-        self.assertEqual(rc, 1, t.text)
-        self.assertRegex(t.text, line_re(r))
-        rest = after_last_draw(t.text)
+        r, text = self.failed_wait("fail")
+        self.assertRegex(text, line_re(r))
+        rest = after_last_draw(text)
         self.assertRegex(rest, r"^redlock-cli: acquire: .*%s.* held by "
                          r"another client" % re.escape(r))
 
@@ -237,21 +244,13 @@ class WaitLineTest(unittest.TestCase):
         self.assertEqual(cli("release", r, tok)[0], 0)
 
     def test_json_on_terminal_gets_none(self):
-        r = res("json")
-        hold_for_others(r)
-        t = self.term("--json", "acquire", r, "--wait", "1500")
-        rc, out = t.finish()
-        self.assertEqual(rc, 1)
-        self.assertNotIn("waiting for", t.text)
-        self.assertNotIn(ERASE, t.text)
+        _, text = self.failed_wait("json", "--json")
+        self.assertNotIn("waiting for", text)
+        self.assertNotIn(ERASE, text)
 
     def test_quiet_silences_it(self):
-        r = res("quiet")
-        hold_for_others(r)
-        t = self.term("-q", "acquire", r, "--wait", "1500")
-        rc, _ = t.finish()
-        self.assertEqual(rc, 1)
-        self.assertEqual(t.text, "")
+        _, text = self.failed_wait("quiet", "-q")
+        self.assertEqual(text, "")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 /* test_clockguard.c -- the clock guard (issue 15) against real
  * redis-server processes whose clock libfaketime runs fast, slow or steps.
  *
- * Bounds checked (README "Clock guard"): a node at x5 is clock-suspect
+ * Bounds checked (docs/guide/guarantees.md, "Clock guard"): a node at x5 is clock-suspect
  * from the first lock operation after rl_client_new; at x1.5 and x0.5
  * within a few round trips of lock traffic (asserted generously: 2 s of
  * operations every 5 ms); a step is seen at the next sample. A suspect

@@ -823,6 +823,88 @@ static void test_bad_kind_options_are_refused_clearly(void **state)
     assert_int_equal(rl_release(l), RL_OK);
 }
 
+/* ---- At least a period (issue 45: a job that runs once per period) ---- */
+
+/* A release before at_least_ms after the grant keeps the key, with its
+ * token, until then (the rest of the fleet's period finds it held); after
+ * that the lock is free as usual. */
+static void test_at_least_keeps_the_key_until_the_period_ends(void **state)
+{
+    struct fixture *f = *state;
+    rl_acquire_opts o = opts_ttl(1000);
+    rl_lock *l = NULL, *other = NULL;
+    char token[RL_NAME_LEN];
+    int64_t t0 = harness_now_ms();
+    rl_resource_info info;
+    rl_holder_info nodes[N];
+    size_t count = 0, i;
+
+    o.at_least_ms = 3000;
+    assert_int_equal(rl_acquire(f->c, "kp:job", &o, &l), RL_OK);
+    snprintf(token, sizeof(token), "%s", rl_lock_token(l));
+    assert_int_equal(rl_release(l), RL_OK);
+    /* Kept with our token, to 3000 ms after the grant: past the TTL. */
+    assert_true(fixture_all_hold(f, "kp:job", token, t0, 3000));
+    /* Inspection tells the kept period from a running holder. */
+    assert_int_equal(rl_resource_inspect(f->c, "kp:job", &info, nodes, N,
+                                         &count), RL_OK);
+    assert_true(info.held);
+    assert_string_equal(info.token, token);
+    assert_int_equal(info.for_period, 1);
+    for (i = 0; i < count; i++)
+        assert_int_equal(nodes[i].period, 1);
+    o = opts_ttl(1000);
+    assert_int_equal(rl_acquire(f->c, "kp:job", &o, &other), RL_ENOTACQUIRED);
+    assert_null(other);
+    assert_true(harness_key_gone_within(f->r, N, "kp:job",
+                                        harness_scale_ms(6000)));
+    assert_int_equal(rl_acquire(f->c, "kp:job", &o, &other), RL_OK);
+    assert_int_equal(rl_resource_inspect(f->c, "kp:job", &info, nodes, N,
+                                         &count), RL_OK);
+    assert_true(info.held);
+    assert_int_equal(info.for_period, 0);
+    /* Released after its period (none asked): deleted at once. */
+    assert_int_equal(rl_release(other), RL_OK);
+    assert_true(harness_key_gone(f->r, N, "kp:job"));
+}
+
+/* A release after the period deletes the key as usual. */
+static void test_at_least_after_the_period_releases_at_once(void **state)
+{
+    struct fixture *f = *state;
+    rl_acquire_opts o = opts_ttl(5000);
+    rl_lock *l = NULL;
+
+    o.at_least_ms = 200;
+    assert_int_equal(rl_acquire(f->c, "kp:late", &o, &l), RL_OK);
+    harness_sleep_ms(300);
+    assert_int_equal(rl_release(l), RL_OK);
+    assert_true(harness_key_gone(f->r, N, "kp:late"));
+}
+
+/* The period is kept on the nodes, so it is bounded as a TTL is: by
+ * max_ttl_ms, the restart quarantine's bound; the message names it. */
+static void test_at_least_above_max_ttl_is_refused(void **state)
+{
+    struct fixture *f = *state;
+    rl_acquire_opts o = opts_ttl(5000);
+    rl_lock *l = NULL;
+
+    o.at_least_ms = 60001; /* max_ttl_ms is 60000 */
+    assert_int_equal(rl_acquire(f->c, "kp:bad", &o, &l), RL_EINVAL);
+    assert_null(l);
+    assert_non_null(strstr(rl_last_error(), "at_least_ms 60001"));
+    assert_non_null(strstr(rl_last_error(), "max_ttl_ms 60000"));
+    o.at_least_ms = 60000;
+    assert_int_equal(rl_acquire(f->c, "kp:bad", &o, &l), RL_OK);
+    rl_lock_free(l); /* not released: the key expires with its TTL */
+    o = opts_ttl(5000);
+    o.at_least_ms = 1000;
+    o.fair = 1;
+    assert_int_equal(rl_acquire(f->c, "kp:bad2", &o, &l), RL_EINVAL);
+    assert_non_null(strstr(rl_last_error(), "at_least_ms"));
+}
+
 /* ---- Semaphores ---- */
 
 static void test_semaphore_admits_at_most_k_holders(void **state)
@@ -1045,6 +1127,9 @@ int main(void)
         cmocka_unit_test(
             test_reader_adopted_by_token_is_released_as_a_reader),
         cmocka_unit_test(test_bad_kind_options_are_refused_clearly),
+        cmocka_unit_test(test_at_least_keeps_the_key_until_the_period_ends),
+        cmocka_unit_test(test_at_least_after_the_period_releases_at_once),
+        cmocka_unit_test(test_at_least_above_max_ttl_is_refused),
         cmocka_unit_test(test_semaphore_admits_at_most_k_holders),
         cmocka_unit_test(test_semaphore_slots_exclude_plain_set_nx),
         cmocka_unit_test(test_semaphore_takes_exactly_one_free_slot),

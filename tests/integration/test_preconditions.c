@@ -115,13 +115,19 @@ static int may_evict_of(const rl_node_info *n)
     return n->may_evict;
 }
 
-/* Polls ping until field(node i) is want (the client's once-a-second
- * check of the nodes has seen what the test changed); false past the
- * deadline. */
-static bool wait_node(rl_client *c, size_t n, size_t i,
-                      int (*field)(const rl_node_info *), int want)
+static int fsync_always_of(const rl_node_info *n)
 {
-    int64_t deadline = harness_now_ms() + harness_scale_ms(5000);
+    return n->fsync_always;
+}
+
+/* Polls ping until field(node i) is want (the client's once-a-second
+ * check of the nodes has seen what the test changed); false past ms
+ * (scaled). */
+static bool wait_node_within(rl_client *c, size_t n, size_t i,
+                             int (*field)(const rl_node_info *), int want,
+                             int ms)
+{
+    int64_t deadline = harness_now_ms() + harness_scale_ms(ms);
     rl_node_info info[MAX_NODES];
 
     do {
@@ -132,6 +138,12 @@ static bool wait_node(rl_client *c, size_t n, size_t i,
     } while (harness_now_ms() < deadline);
     fprintf(stderr, "  node %zu: %d, want %d\n", i, field(&info[i]), want);
     return false;
+}
+
+static bool wait_node(rl_client *c, size_t n, size_t i,
+                      int (*field)(const rl_node_info *), int want)
+{
+    return wait_node_within(c, n, i, field, want, 5000);
 }
 
 static bool wait_vote_bar(rl_client *c, size_t n, size_t i, int want)
@@ -400,6 +412,60 @@ static void test_a_node_that_stopped_evicting_does_not_vote_at_once(
     assert_non_null(strstr(rl_last_error(), "evict"));
 }
 
+/* The node check asks every second only for what can change a vote
+ * (docs/protocol.md section 5), and still sees a policy turned evicting,
+ * or a persistence change, within 2 s: on a node that answers CONFIG GET,
+ * and on one whose ACL refuses CONFIG (its checks read INFO instead).
+ * Each client has run past the handshake's full INFO. */
+static void policy_and_persistence_changes_are_seen(struct fixture *f,
+                                                   const char *user)
+{
+    static const char *const args[] = {"--maxmemory", "100mb",
+                                       "--appendonly", "yes",
+                                       "--appendfsync", "always", NULL};
+    struct harness_opts o = {.extra_args = args};
+    char uri[3][192];
+    rl_node_info info[3];
+    rl_config cfg;
+
+    assert_int_equal(harness_cluster_start_nodes(f->r, 3, &o, &f->hn), 0);
+    for (int i = 0; user != NULL && i < 3; i++) {
+        assert_true(harness_ok(harness_cmd(
+            &f->r[i], "ACL SETUSER %s on >pw ~* &* +@all -config", user)));
+        harness_uri_auth(&f->r[i], user, "pw", uri[i], sizeof(uri[i]));
+        harness_nodes_set(&f->hn, i, uri[i]);
+    }
+    fixture_config(&cfg, &f->hn);
+    f->c = fixture_client(&cfg);
+    assert_non_null(f->c);
+    ping(f->c, info, 3);
+    assert_int_equal(info[1].vote_bar, RL_VOTES);
+    assert_int_equal(info[2].fsync_always,
+                     user != NULL ? RL_FACT_UNKNOWN : RL_FACT_YES);
+    harness_sleep_ms(1500); /* checks after the handshake's full INFO */
+    assert_true(harness_ok(
+        harness_cmd(&f->r[1], "CONFIG SET maxmemory-policy allkeys-lru")));
+    assert_true(wait_node_within(f->c, 3, 1, vote_bar_of, RL_BAR_EVICTS,
+                                 2000));
+    ping(f->c, info, 3);
+    assert_string_equal(info[1].maxmemory_policy, "allkeys-lru");
+    assert_int_equal(info[0].vote_bar, RL_VOTES);
+    assert_true(harness_ok(harness_cmd(&f->r[2], "CONFIG SET appendonly no")));
+    assert_true(wait_node_within(f->c, 3, 2, fsync_always_of, RL_FACT_NO,
+                                 2000));
+}
+
+static void test_a_policy_change_is_seen_within_two_seconds(void **state)
+{
+    policy_and_persistence_changes_are_seen(*state, NULL);
+}
+
+static void test_a_node_refusing_config_shows_changes_within_two_seconds(
+    void **state)
+{
+    policy_and_persistence_changes_are_seen(*state, "noconfig");
+}
+
 static void test_allow_evicting_nodes_lets_them_vote(void **state)
 {
     struct fixture *f = *state;
@@ -642,6 +708,9 @@ int main(void)
         cmocka_unit_test(test_policy_turned_evicting_loses_a_held_lock),
         cmocka_unit_test(
             test_a_node_that_stopped_evicting_does_not_vote_at_once),
+        cmocka_unit_test(test_a_policy_change_is_seen_within_two_seconds),
+        cmocka_unit_test(
+            test_a_node_refusing_config_shows_changes_within_two_seconds),
         cmocka_unit_test(test_allow_evicting_nodes_lets_them_vote),
         cmocka_unit_test(test_a_node_turned_replica_stops_voting),
         cmocka_unit_test(

@@ -202,6 +202,22 @@ class Scripts(unittest.TestCase):
         self.assertEqual(ev("release", ["r"], [TOK]), 0)
         self.assertEqual(cmd("GET", "r"), RESERVED)
 
+    def test_rollback(self):
+        # release's replies and deletions, and no message.
+        cmd("SET", "a", TOK)
+        cmd("SET", "b", OTHER)
+        reply, msgs = self.published("redlock:release:a",
+                                     lambda: ev("rollback", ["a", "b"], [TOK]))
+        self.assertEqual((reply, msgs), (-1, []))
+        self.assertEqual(cmd("EXISTS", "a"), 0)
+        self.assertEqual(cmd("GET", "b"), OTHER)
+        self.assertEqual(ev("rollback", ["a"], [TOK]), 0)
+        cmd("SET", "a", TOK)
+        self.assertEqual(ev("rollback", ["a"], [TOK]), 1)
+        cmd("SET", "r", RESERVED)
+        self.assertEqual(ev("rollback", ["r"], [TOK]), 0)
+        self.assertEqual(cmd("GET", "r"), RESERVED)
+
     def test_extend(self):
         self.assertEqual(ev("extend", ["a"], [TOK, "60000"]), 0)
         self.assertEqual(cmd("EXISTS", "a"), 0)  # never recreated
@@ -274,9 +290,13 @@ class Scripts(unittest.TestCase):
                                         "redlock:fencefor:k"])
         self.assertEqual(v, TOK)
         self.assertTrue(0 < pttl <= 60000)
-        self.assertEqual(rest, [0, "12", TOK + " 12", OTHER, 0])
+        self.assertEqual(rest, [0, "12", TOK + " 12", OTHER, 0, None])
         self.assertEqual(ev("inspect", ["k"])[2:],
-                         [0, None, None, None, 0])
+                         [0, None, None, None, 0, None])
+        # A lock kept for its period (keep) shows its marker.
+        cmd("SET", "redlock:period:k", TOK, "PX", "60000")
+        self.assertEqual(ev("inspect", ["k"])[7], TOK)
+        cmd("DEL", "redlock:period:k")
         # Readers: one live, one in its lock-delay, one lapsed.
         now = server_ms()
         cmd("DEL", "k")
@@ -284,12 +304,28 @@ class Scripts(unittest.TestCase):
             OTHER + "~50000", str(now + 30000),
             TOK2, str(now - 1))
         cmd("PEXPIRE", "k", "60000")
-        v, pttl, n, f, r, w, d = ev("inspect", ["k"])
+        v, pttl, n, f, r, w, d = ev("inspect", ["k"])[:7]
         self.assertEqual((v, n, d), (None, 1, 1))
         self.assertGreater(pttl, 0)
         # The reservation reads as absent.
         cmd("SET", "q", RESERVED)
         self.assertEqual(ev("inspect", ["q"])[:3], [None, -2, 0])
+
+    def test_keep(self):
+        cmd("SET", "a", TOK, "PX", "1000")
+        cmd("SET", "b", OTHER, "PX", "60000")
+        self.assertEqual(ev("keep", ["a", "b"], [TOK, "60000"]), -1)
+        self.assertEqual(ev("keep", ["a", "gone"], [TOK, "60000"]), 0)
+        self.assertEqual(cmd("EXISTS", "redlock:period:a"), 0)
+        self.assertLessEqual(cmd("PTTL", "a"), 1000)  # nothing changed
+        reply, msgs = self.published("redlock:release:a",
+                                     lambda: ev("keep", ["a"],
+                                                [TOK, "60000"]))
+        self.assertEqual((reply, msgs), (1, []))  # wakes nobody
+        self.assertEqual(cmd("GET", "a"), TOK)    # kept, not deleted
+        self.assertTrue(50000 < cmd("PTTL", "a") <= 60000)
+        self.assertEqual(cmd("GET", "redlock:period:a"), TOK)
+        self.assertTrue(50000 < cmd("PTTL", "redlock:period:a") <= 60000)
 
     def test_inspect_slots(self):
         keys = ["s", "redlock:fence"]

@@ -103,6 +103,55 @@ static void test_info_field_is_bounded(void **state)
     assert_false(facts_info_field("role", "role", small, sizeof(small)));
 }
 
+/* A check's INFO stats or INFO replication updates what it carries and
+ * keeps the rest; a full INFO's missing field would be unknown. */
+static void test_merge_keeps_what_a_section_lacks(void **state)
+{
+    struct node_facts f = {0};
+
+    (void)state;
+    facts_from_info(&f, info_evicting);
+    facts_merge_info(&f, "# Stats\r\nevicted_keys:7\r\n");
+    assert_true(f.evicted_known);
+    assert_int_equal(f.evicted_keys, 7);
+    assert_string_equal(f.version, "7.0.15");
+    assert_string_equal(f.policy, "volatile-lru");
+    assert_int_equal(f.maxmemory, 4194304);
+    facts_merge_info(&f, "# Replication\r\nrole:slave\r\n"
+                         "master_replid:2222\r\n");
+    assert_string_equal(f.role, "slave");
+    assert_string_equal(f.replid, "2222");
+    assert_string_equal(f.run_id, "aaaa");
+    assert_int_equal(f.aof_enabled, FACT_NO);
+}
+
+/* CONFIG GET's names and values: the check's cheap source of the
+ * eviction and persistence facts. */
+static void test_config_values_are_read(void **state)
+{
+    struct node_facts f = {0};
+
+    (void)state;
+    facts_from_config(&f, "maxmemory", "104857600");
+    facts_from_config(&f, "maxmemory-policy", "allkeys-lru");
+    assert_true(f.maxmemory_known);
+    assert_int_equal(f.maxmemory, 104857600);
+    assert_int_equal(facts_may_evict(&f), FACT_YES);
+    facts_from_config(&f, "maxmemory", "0");
+    assert_int_equal(facts_may_evict(&f), FACT_NO);
+    facts_from_config(&f, "maxmemory", "lots");
+    assert_false(f.maxmemory_known);
+    facts_from_config(&f, "appendonly", "yes");
+    facts_from_config(&f, "appendfsync", "always");
+    assert_int_equal(facts_fsyncs_every_write(&f), FACT_YES);
+    facts_from_config(&f, "appendonly", "no");
+    assert_int_equal(facts_fsyncs_every_write(&f), FACT_NO);
+    facts_from_config(&f, "appendonly", "maybe");
+    assert_int_equal(f.aof_enabled, FACT_UNKNOWN);
+    facts_from_config(&f, "save", "");
+    assert_string_equal(f.appendfsync, "always");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -111,6 +160,8 @@ int main(void)
         cmocka_unit_test(test_fsync_every_write_needs_aof_and_always),
         cmocka_unit_test(test_same_server_by_run_id_or_replication_stream),
         cmocka_unit_test(test_info_field_is_bounded),
+        cmocka_unit_test(test_merge_keeps_what_a_section_lacks),
+        cmocka_unit_test(test_config_values_are_read),
     };
 
     return cmocka_run_group_tests_name("facts", tests, NULL, NULL);

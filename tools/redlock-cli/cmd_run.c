@@ -99,6 +99,10 @@ static const char usage[] =
 "                           --limit semaphore, a writer, or a reader\n"
 "                           with --shared)\n"
 "  --priority N             0..255, implies --fair: higher classes first\n"
+"  --at-least MS            once per period: when CMD ends sooner, keep R\n"
+"                           (same token and owner) until MS after the\n"
+"                           grant, so the rest of the fleet's period finds\n"
+"                           it held; 1..--max-ttl\n"
 "\n"
 "Exit: CMD's status; 1 (or N) not acquired; 2 usage; 3 no quorum; 4 lock\n"
 "lost (CMD was signalled); 126/127 CMD not executable / not found.\n"
@@ -107,6 +111,7 @@ static const char usage[] =
 "  redlock-cli run nightly-backup -- /usr/local/bin/backup --full\n"
 "  redlock-cli run --wait 60000 deploy -- sh -c 'echo $REDLOCK_TOKEN'\n"
 "  redlock-cli run --fence --conflict-exit-code 0 cron:report -- ./report\n"
+"  redlock-cli run --at-least 60000 --conflict-exit-code 0 minutely -- ./job\n"
 "  redlock-cli run --limit 4 --wait forever encoders -- ./encode job.mp4\n";
 
 static const char elect_usage[] =
@@ -497,6 +502,23 @@ struct run_args {
     const char *metrics_file;   /* --metrics-file, or NULL */
 };
 
+/* --at-least MS: 1..--max-ttl, the bound of a key's life (a key kept
+ * longer could be forgotten by a restarted node that votes again). */
+static int parse_at_least(const struct cli_opts *o, const char *s,
+                          rl_acquire_opts *ao)
+{
+    uint32_t ms;
+
+    if (s[0] == '-')
+        return cli_fail(o, -1, "--at-least: '%s' is negative: the period "
+                        "is 1..--max-ttl (%u ms) after the grant", s,
+                        o->cfg.max_ttl_ms);
+    if (cli_parse_ttl(o, "--at-least", s, &ms) != 0)
+        return -1;
+    ao->at_least_ms = ms;
+    return 0;
+}
+
 static int parse(struct cli_opts *o, int argc, char **argv,
                  struct run_args *a)
 {
@@ -504,6 +526,7 @@ static int parse(struct cli_opts *o, int argc, char **argv,
     const char *wait_s = NULL;
     const char *sig_s = NULL;
     const char *conflict_s = NULL;
+    const char *at_least_s = NULL;
     bool fence = false;
     struct cli_kind kind = {0};
     const struct cli_cmdopt opts[] = {
@@ -515,6 +538,7 @@ static int parse(struct cli_opts *o, int argc, char **argv,
         {"kill-signal", &sig_s, NULL},
         {"conflict-exit-code", &conflict_s, NULL},
         {"metrics-file", &a->metrics_file, NULL},
+        {"at-least", &at_least_s, NULL},
     };
     const char *pos[1];
     uint32_t code;
@@ -550,6 +574,8 @@ static int parse(struct cli_opts *o, int argc, char **argv,
     if (wait_s != NULL && cli_parse_wait(o, wait_s, &a->ao.wait_ms) != 0)
         return -1;
     if (cli_kind_apply(o, &kind, &a->ao) != 0)
+        return -1;
+    if (at_least_s != NULL && parse_at_least(o, at_least_s, &a->ao) != 0)
         return -1;
     if (sig_s != NULL) {
         a->kill_signal = cli_parse_signal(sig_s);

@@ -31,7 +31,9 @@ static const char usage[] =
 "The summary names the holder a majority agrees on, its owner (--owner\n"
 "of acquire, run, hold; 'unknown' for a lock taken without one or by\n"
 "another client), how long its validity lasts on a majority (then its\n"
-"lock-delay, if it took one: the summary says when only that is left),\n"
+"lock-delay, if it took one: the summary says when only that is left;\n"
+"'held for its period' when its holder released it before the end of\n"
+"its run --at-least period, which keeps it until then),\n"
 "and the holder's own term when it acquired with --fence ('term being\n"
 "written' between the two rounds of a fenced acquire: a leader is not\n"
 "elected yet; a lock on several resources is fenced by its first\n"
@@ -48,6 +50,8 @@ static const char usage[] =
 "With --json: one object with resource, held, holder, owner,\n"
 "validity_ms (the holder's, without the lock-delay), lock_delay_ms,\n"
 "in_lock_delay (the holder's validity is over, its lock-delay is not),\n"
+"for_period (released before the end of its --at-least period: kept\n"
+"until then, its job done),\n"
 "blocked_ms (how long a majority's keys still refuse others), fence (the\n"
 "nodes' fence counter, one for every resource: the latest fencing token\n"
 "issued on them; the next fenced acquire of R gets more), term (the\n"
@@ -213,6 +217,7 @@ static void print_one(struct cli_opts *o, rl_client *c,
             printf("%" PRIu64, info.term);
         else
             fputs("null", stdout);
+        printf(",\"for_period\":%s", info.for_period ? "true" : "false");
         printf(",\"term_pending\":%s,\"writers_waiting\":%u,"
                "\"holder_nodes\":%u,\"quorum\":%zu,\"quorum_ok\":%s,"
                "\"nodes\":",
@@ -251,9 +256,12 @@ static void print_one(struct cli_opts *o, rl_client *c,
                    holder, info.nodes_holding, count,
                    info.owner[0] != '\0' ? info.owner : "unknown");
         } else if (info.held) {
-            printf("%s: held by %s on %u of %zu nodes (owner %s), for %"
-                   PRId64 " ms more", pos[0], holder, info.nodes_holding,
-                   count, info.owner[0] != '\0' ? info.owner : "unknown",
+            printf("%s: held %sby %s on %u of %zu nodes (owner %s), for %"
+                   PRId64 " ms more", pos[0],
+                   info.for_period ? "for its period (its job is done) "
+                                   : "",
+                   holder, info.nodes_holding, count,
+                   info.owner[0] != '\0' ? info.owner : "unknown",
                    info.validity_ms);
             if (info.lock_delay_ms != 0)
                 printf(", then its lock-delay of %" PRIu32 " ms",

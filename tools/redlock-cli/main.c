@@ -91,7 +91,7 @@ static const char usage_text[] =
 "  -v, --verbose             more messages on stderr (-vv: debug); the wait\n"
 "                            line also on a pipe or with --json\n"
 "  -h, --help                this help ('redlock-cli COMMAND --help')\n"
-"      --version             print the version\n"
+"      --version             print the version and the license\n"
 "\n"
 "Exit codes: 0 success; 1 not acquired / not held; 2 usage or configuration\n"
 "error; 3 quorum unavailable; 4 (run, hold) lock lost.\n"
@@ -157,7 +157,7 @@ int main(int argc, char **argv)
             goto out;
         }
         if (strcmp(argv[i], "--version") == 0) {
-            printf("redlock-cli %s\n", rl_version());
+            printf("redlock-cli %s\nLicense: BSD-3-Clause\n", rl_version());
             code = CLI_EXIT_OK;
             goto out;
         }

@@ -31,7 +31,7 @@ _redlock_cli_command_options()
         release) echo "--force" ;;
         run | elect)
             echo "--ttl= --wait= --fence --no-watchdog --kill-signal=" \
-                "--conflict-exit-code= --metrics-file= $kinds"
+                "--conflict-exit-code= --metrics-file= --at-least= $kinds"
             ;;
         leader) echo "--watch" ;;
         status) echo "--limit=" ;;

@@ -1,0 +1,11 @@
+-- rollback: as release, publishing nothing: the release of a failed
+-- exclusive attempt's token (acquire.c roll_back; a reader's attempt
+-- rolls back with reader-release, a fair one's with fair-rollback).
+-- That attempt never held the lock: its message woke every waiter into
+-- another attempt that split the votes and rolled back in turn, without
+-- end (docs/fair-queue.md 1.3).
+-- KEYS: k1..kn, the lock's keys
+-- ARGV[1]: token
+-- Reply: as release
+--@include release_keys
+return release_keys(function() end)

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# What idle clients cost a node (issue 45 item 5): N `redlock-cli hold`
+# processes each keep one lock (renewed every ttl/3) on one otherwise idle
+# redis-server; the node's CPU (used_cpu_sys + used_cpu_user of INFO cpu)
+# over SECONDS with them, less the same over SECONDS without them, is the
+# marginal CPU in ms per second. Each run measures both windows; the
+# median of RUNS runs is the row, and the commands the holders sent in
+# the last run (INFO commandstats: calls per second, µs per call) say what
+# it is made of. The holders' timeouts are generous (a loaded machine
+# must not turn the window into reconnections and their handshakes).
+#   tools/idle-cost.sh [N] [SECONDS] [RUNS]     (defaults 50 10 3)
+# Uses $REDLOCK_CLI, else build/release/tools/redlock-cli/redlock-cli.
+set -euo pipefail
+n=${1:-50}
+secs=${2:-10}
+runs=${3:-3}
+root=$(cd "$(dirname "$0")/.." && pwd)
+cli=${REDLOCK_CLI:-$root/build/release/tools/redlock-cli/redlock-cli}
+[ -x "$cli" ] || { echo "idle-cost: no $cli (build first)" >&2; exit 2; }
+dir=$(mktemp -d /tmp/idle-cost.XXXXXX)
+port=$((20000 + RANDOM % 20000))
+while redis-cli -p "$port" ping >/dev/null 2>&1; do port=$((port + 1)); done
+
+cleanup() {
+    exec 3>&- 2>/dev/null || true
+    [ -f "$dir/redis.pid" ] && kill "$(cat "$dir/redis.pid")" 2>/dev/null
+    wait 2>/dev/null || true
+    rm -rf "$dir"
+}
+trap cleanup EXIT
+
+redis-server --port "$port" --bind 127.0.0.1 --dir "$dir" --daemonize yes \
+    --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" --save "" \
+    --appendonly no >/dev/null
+for _ in $(seq 50); do
+    redis-cli -p "$port" ping >/dev/null 2>&1 && break
+    sleep 0.1
+done
+
+rc() { redis-cli -p "$port" "$@"; }
+# The node's CPU so far, in µs.
+cpu_us() {
+    rc INFO cpu | tr -d '\r' | awk -F: '
+        /^used_cpu_(sys|user):/ { s += $2 }
+        END { printf "%d\n", s * 1e6 }'
+}
+now_us() { echo $(($(date +%s%N) / 1000)); }
+# CPU over one window of about secs, in µs per second of the window as
+# it was (a loaded machine stretches it).
+window() {
+    local a b t0 t1
+    t0=$(now_us)
+    a=$(cpu_us)
+    sleep "$secs"
+    b=$(cpu_us)
+    t1=$(now_us)
+    echo $(((b - a) * 1000000 / (t1 - t0)))
+}
+
+marginals=()
+for run in $(seq "$runs"); do
+    idle=$(window)
+    rm -f "$dir/fifo" "$dir"/out.*
+    mkfifo "$dir/fifo"
+    # One writer held open here: no holder sees EOF on its stdin until it
+    # is closed (each holder drops its inherited copy).
+    exec 3<>"$dir/fifo"
+    for i in $(seq "$n"); do
+        "$cli" --nodes "127.0.0.1:$port" --no-quarantine \
+            --op-timeout 1000 --connect-timeout 2000 hold "idle-$i" \
+            <"$dir/fifo" >"$dir/out.$i" 2>>"$dir/err" 3>&- &
+    done
+    for _ in $(seq 300); do
+        held=$(find "$dir" -name 'out.*' -size +0 | wc -l)
+        [ "$held" -ge "$n" ] && break
+        sleep 0.1
+    done
+    [ "$held" -ge "$n" ] || {
+        echo "idle-cost: only $held of $n holders acquired" >&2
+        cat "$dir/err" >&2
+        exit 1
+    }
+    sleep 2 # the handshakes (SCRIPT LOAD, eager clock samples) are over
+    rc CONFIG RESETSTAT >/dev/null
+    reset_us=$(now_us)
+    busy=$(window)
+    stats=$(rc INFO commandstats | tr -d '\r')
+    stats_s=$(echo "($(now_us) - $reset_us) / 1000000" | bc -l)
+    exec 3>&-
+    wait
+    marginal=$((busy - idle))
+    marginals+=("$marginal")
+    printf 'run %d: idle node %d us/s, with %d holders %d us/s: marginal %d us/s\n' \
+        "$run" "$idle" "$n" "$busy" "$marginal"
+done
+
+echo "commands of the last run, per second (INFO cpu and RESETSTAT are this script's):"
+echo "$stats" | awk -F'[:=,]' -v s="$stats_s" '
+    /^cmdstat_/ { sub("cmdstat_", "", $1)
+                  printf "  %-22s %8.1f calls/s  %6.2f us/call\n", $1, $3 / s, $7 }'
+median=$(printf '%s\n' "${marginals[@]}" | sort -n | awk '
+    { v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+printf 'idle-cost: %d idle holders add %s us of node CPU per second (median of %d; %.3f ms/s)\n' \
+    "$n" "$median" "$runs" "$(echo "$median / 1000" | bc -l)"
