@@ -865,10 +865,10 @@ typedef struct rl_holder_info {
                                  fencing, its term not written here yet)
                                  or RL_TERM_SET; rl_resource_inspect
                                  only */
-    uint64_t fence;           /* the node's fencing counter for the
-                                 resource (the latest token issued to a
-                                 lock whose first resource it is), 0
-                                 when none; rl_resource_inspect only */
+    uint64_t fence;           /* the node's fencing counter, one for
+                                 every resource (the latest token issued
+                                 through the node), 0 when none;
+                                 rl_resource_inspect only */
     uint64_t term;            /* RL_TERM_SET: token's own fencing token
                                  as this node recorded it, else 0 */
     uint32_t writer_waiting;  /* 1: a waiting writer's intent refuses new
@@ -978,14 +978,14 @@ typedef struct rl_resource_info {
                                  (-1: no expiry); 0 once only the
                                  lock-delay is left; else 0 */
     uint64_t fence;           /* the largest fencing counter the nodes
-                                 report for the resource: the latest
-                                 token issued to a lock whose first (or
-                                 only) resource it is, this holder or an
-                                 earlier one (compare term). A lock on
-                                 several resources is fenced by its first
-                                 resource's counter only: read as a later
-                                 one, it has no term here and this is an
-                                 earlier holder's counter; 0 when none */
+                                 report: one per node for every
+                                 resource, so the latest token issued
+                                 through them, for this resource or
+                                 another (the next fenced acquire of it
+                                 gets more; compare term); 0 when none.
+                                 A lock on several resources is fenced
+                                 by its first resource only: read as a
+                                 later one, it has no term here */
     uint64_t term;            /* held and term_state RL_TERM_SET: the
                                  holder's own fencing token (a quorum of
                                  the voting nodes holding it recorded it
@@ -1014,9 +1014,9 @@ typedef struct rl_resource_info {
     uint64_t reserved_[4];    /* zeroed (see "ABI" above) */
 } rl_resource_info;
 
-/* rl_resource_status plus a summary: reads the resource's key, its
- * fencing counter and the counter's record (whom it was raised for) on
- * every node; *info says which value a quorum of voting nodes holds, its
+/* rl_resource_status plus a summary: reads the resource's key, the
+ * node's fencing counter and the resource's fence record (whom the
+ * counter was raised for through it) on every node; *info says which value a quorum of voting nodes holds, its
  * owner, its remaining validity, the latest fence and the holder's own
  * term. A fenced acquire sets the key in one round and its term in a
  * second: in between, info->term_state is RL_TERM_PENDING and info->term

@@ -19,7 +19,8 @@
  *            roll back: compare-and-delete of the key on every node
  *            (after round 1: all but the refusers), then maybe retry.
  * A leader holds until it releases (compare-and-delete everywhere). Any
- * key may expire at any moment (its holder loses it).
+ * key may expire at any moment (its holder loses it); a record expires
+ * with the key it names, or at any moment after that key is gone.
  * Network: FIFO per candidate-node connection, any order between them; a
  * request is applied by its node in one step, or (LOSS, default on) lost
  * before it lands, or lands with its answer lost (a timeout at the
@@ -270,14 +271,27 @@ done:
     skip
 }
 
-/* Any key may expire at any moment. */
+/* Any key may expire at any moment; a record expires with the key of
+ * the lock it names (the same PX, renewed together), or at any moment
+ * once that key is gone (released: the record lives out its PX). */
+inline expire(n)
+{
+    if
+    :: rtok[n] == key[n] -> rtok[n] = 0; rterm[n] = 0
+    :: else
+    fi;
+    key[n] = 0
+}
 active proctype expiry()
 {
 end:
     do
-    :: atomic { key[0] != 0 -> key[0] = 0 }
-    :: atomic { key[1] != 0 -> key[1] = 0 }
-    :: atomic { key[2] != 0 -> key[2] = 0 }
+    :: atomic { key[0] != 0 -> expire(0) }
+    :: atomic { key[1] != 0 -> expire(1) }
+    :: atomic { key[2] != 0 -> expire(2) }
+    :: atomic { rtok[0] != 0 && key[0] != rtok[0] -> rtok[0] = 0; rterm[0] = 0 }
+    :: atomic { rtok[1] != 0 && key[1] != rtok[1] -> rtok[1] = 0; rterm[1] = 0 }
+    :: atomic { rtok[2] != 0 && key[2] != rtok[2] -> rtok[2] = 0; rterm[2] = 0 }
     od
 }
 

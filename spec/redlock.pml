@@ -32,6 +32,21 @@
  *            as trusted too, and an answer from every node replaces the
  *            trusted quorum
  *   FWONE    (control, with FENCEFIX) the write round succeeds at one node
+ *   REV      (with FENCEFIX) the counter and its marker are the node's
+ *            own, shared by every resource (src/fence.c): `other`, a
+ *            second resource's fenced acquire, reads and raises them at
+ *            any moment. A fence-write sets the marker (repairs a
+ *            counter it finds untrusted) only where the node's current
+ *            run was out of its restart quarantine at its round's start:
+ *            REVMARK
+ *   EAGERMARK (control, with REV) every fence-write sets the marker, as
+ *            the per-resource rule did: another resource's stale token
+ *            repairs a restarted node
+ *   REVSTALE (environment, with REV, NOWALL, N = 3) the other
+ *            resource's round started at tick 0 and read nodes 1 and 2
+ *            (counter 1, trusted) before token 3 was granted on nodes 0
+ *            and 1; then both restarted empty at tick 0 (its key is left
+ *            on node 2)
  *   SAMETOKEN (control) the retries of one acquisition reuse its token
  *            (a new one only after a release), as C did before the fix
  *            of docs/proof.md finding 8; an attempt's SET clears the
@@ -134,6 +149,10 @@ byte fence[N];      /* fence counter, 0 = absent */
 byte fmark[N];      /* FENCEFIX: epoch (up + 1) of the run that wrote the
                      * counter's run_id marker, 0 = absent */
 byte up[N];         /* 0 = never restarted, else restart tick + 1 */
+#ifdef REV
+byte ct0[K];        /* each client's current round-1 start (its t0) */
+bool okey[N];       /* the other resource's key (nobody contends for it) */
+#endif
 byte rst_left = RST;
 
 /* ---- Network ---- */
@@ -174,10 +193,11 @@ bool suspect[N];    /* the clock guard's verdict (GUARD): set at start for
 
 /* node_voting(): ready, not quarantined (§5.7), not clock-suspect (§5.8) */
 #ifdef NOQUAR
-#define QUARANTINED(n) false
+#define QUARANTINED_AT(n, t) false
 #else
-#define QUARANTINED(n) (up[n] != 0 && clk + 1 < up[n] + QUAR)
+#define QUARANTINED_AT(n, t) (up[n] != 0 && (t) + 1 < up[n] + QUAR)
 #endif
+#define QUARANTINED(n) QUARANTINED_AT(n, clk)
 #if defined(FASTNODE) && defined(GUARD)
 #define VOTING(n) (!QUARANTINED(n) && !suspect[n])
 #else
@@ -221,6 +241,27 @@ inline drop_key(n)
 }
 
 /* ---- Nodes ---- */
+
+#ifdef REV
+/* fence-write's marker (REV): set only where the node's current run was
+ * out of its restart quarantine at the round's start t (a run that
+ * started after t is too: the client lists the run_ids of the nodes that
+ * were, acquire.c fence_markable); elsewhere the counter is raised and
+ * its marker left as it was. With NOQUAR (PERSIST: restart trusted) a
+ * restarted node's counter is whole: it may be marked at once. */
+#ifdef EAGERMARK
+#define REVMARK(n, t) true
+#else
+#define REVMARK(n, t) (!QUARANTINED_AT(n, t))
+#endif
+inline fence_mark(n, t)
+{
+    if
+    :: REVMARK(n, t) -> fmark[n] = up[n] + 1
+    :: else -> skip
+    fi
+}
+#endif
 
 /* Apply one request from client c at node n (one Redis command/script),
  * and store the reply tagged with the round it answers. */
@@ -274,7 +315,9 @@ inline apply(c, n, op, t, v, tag)
             :: fence[n] < v -> fence[n] = v
             :: else -> skip
             fi;
-#ifdef FENCEFIX
+#if defined(REV)
+            fence_mark(n, ct0[c]);
+#elif defined(FENCEFIX)
             fmark[n] = up[n] + 1;
 #endif
             rres[IX(c, n)] = R_YES
@@ -294,6 +337,9 @@ inline restart(n)
     fence[n] = 0;
     fmark[n] = 0;
     dead[n] = 0;
+#ifdef REV
+    okey[n] = false;
+#endif
 #endif
     for (j : 0 .. K - 1) {
         do
@@ -595,6 +641,9 @@ end_next:
 #endif
         new_round();
         t0 = clk;
+#ifdef REV
+        ct0[c] = clk;
+#endif
         for (i : 0 .. N - 1) {
             send(i, OP_ACQ, 0)
         }
@@ -740,6 +789,74 @@ released:
     }
 }
 
+#ifdef REV
+/* Another resource's fenced acquire (one attempt, uncontended), against
+ * the same node-wide counters: round 1 reads each node at its own moment
+ * after the round's start (acquire-fenced sets its key there), round 2
+ * writes its token, at any later moment, where its key still is (a
+ * restart loses it). Its own tokens are not checked: only what it does
+ * to the counters of the resource the clients contend for. */
+proctype other()
+{
+    byte i, t0, rd, maxr, pres, v;
+
+#ifdef REVSTALE
+    atomic { t0 = 0; rd = BIT(1) | BIT(2); maxr = 1; pres = 2 }
+#else
+    atomic { t0 = clk }
+#endif
+    do
+    :: atomic {
+        rd != ALLN ->
+        select(i : 0 .. N - 1);
+        if
+        :: (rd & BIT(i)) == 0 ->
+            rd = rd | BIT(i);
+            okey[i] = true;
+            if
+            :: fence[i] > maxr -> maxr = fence[i]
+            :: else -> skip
+            fi;
+            if
+            :: fence[i] > 0 && fmark[i] == up[i] + 1 && VOTING(i) -> pres++
+            :: else -> skip
+            fi
+        :: else -> skip
+        fi;
+        i = 0
+    }
+    :: atomic { rd == ALLN -> break }
+    od;
+#ifdef NOWALL
+    if
+    :: pres >= Q -> v = maxr + 1
+    :: else -> goto done
+    fi;
+#else
+    v = (pres >= Q || maxr + 1 > clk -> maxr + 1 : clk);
+#endif
+end:
+    do
+    :: atomic {
+        select(i : 0 .. N - 1);
+        if
+        :: okey[i] ->
+            okey[i] = false;
+            if
+            :: fence[i] < v -> fence[i] = v
+            :: else -> skip
+            fi;
+            fence_mark(i, t0)
+        :: else -> skip
+        fi;
+        i = 0
+    }
+    od;
+done:
+    skip
+}
+#endif
+
 #ifdef LATEROLLBACK
 /* A late rollback (node.c: a NOSCRIPT resend at the back of the queue, a
  * rollback kept for a down node, a copy left on an abandoned connection)
@@ -784,7 +901,19 @@ init
         }
         lastfence = 1;
 #endif
+#ifdef REVSTALE
+        for (x : 0 .. 1) {
+            fence[x] = 0;
+            fmark[x] = 0;
+            up[x] = 1
+        }
+        lastfence = 3;
+        okey[2] = true;
+#endif
         run clock();
+#ifdef REV
+        run other();
+#endif
 #ifdef LATEROLLBACK
         run resender();
 #endif

@@ -76,9 +76,8 @@ struct acquire_op {
     unsigned voters;             /* voting nodes that granted it */
     uint64_t holders;            /* which ones (bit per node) */
     uint64_t fence;              /* fencing token written, or 0 */
-    char *fence_key;             /* fencing: counter key, else NULL */
-    char *fence_mark;            /* fencing: its run_id marker key */
-    char *fence_for;             /* fencing: its record (whom for) */
+    char *fence_for;             /* fencing: its record (whom for), else
+                                    NULL */
     struct fence_read fence_read; /* counters read by the acquire round */
     char fence_buf[24];          /* the candidate token, decimal */
     uint64_t last_term;          /* the candidate of the latest attempt */
@@ -134,9 +133,7 @@ static void acquire_free(struct acquire_op *op)
     request_detach(op->pttl_req);
     round_clear(&op->round);
     loop_timer_free(op->retry_timer);
-    free(op->fence_key);
     free(op->intent_key);
-    free(op->fence_mark);
     free(op->fence_for);
     free(op);
 }
@@ -494,17 +491,40 @@ static void fence_decided(void *owner, enum verdict v)
     finish(op, RL_OK);
 }
 
-/* Round 2 of a fenced acquire: write the token (fence.c fence_candidate),
- * the run_id marker and the record "<token> <term>" where the key still
- * holds our token. */
+/* The run_ids of the voting nodes whose current server was out of its
+ * restart quarantine at round 1's start: round 2 may mark their counters
+ * trusted (fence.c explains why no other; a server that restarted since
+ * has another run_id). Into argv/lens; returns how many. */
+static size_t fence_markable(const struct acquire_op *op, const char **argv,
+                             size_t *lens)
+{
+    size_t i, n = 0;
+
+    for (i = 0; i < op->round.n; i++) {
+        struct node *nd = op->round.nodes[i];
+        const char *id = node_get_facts(nd)->run_id;
+
+        if (id[0] != '\0' && node_voting(nd) &&
+            node_settled_by(nd, op->t0)) {
+            argv[n] = id;
+            lens[n++] = strlen(id);
+        }
+    }
+    return n;
+}
+
+/* Round 2 of a fenced acquire: write the token (fence.c fence_candidate)
+ * where the key still holds our token: raise the counter, mark it where
+ * fence_markable allows, and set the record "<token> <term>". */
 static void fence_write(struct acquire_op *op)
 {
     uint64_t term = fence_candidate(&op->fence_read, op->round.n,
                                     wall_now_us());
-    const char *argv[6];
-    size_t lens[6];
+    const char *argv[6 + RL_MAX_NODES];
+    size_t lens[6 + RL_MAX_NODES];
     struct round_cmd cmd;
     enum verdict v;
+    size_t argc;
 
     /* A retry never computes an earlier attempt's term again: the two
      * attempts' records, each on a minority, could add up to a quorum for
@@ -518,18 +538,19 @@ static void fence_write(struct acquire_op *op)
              (unsigned long long)term);
     argv[0] = op->lock->keys[0];
     lens[0] = op->lock->key_lens[0];
-    argv[1] = op->fence_key;
-    lens[1] = strlen(op->fence_key);
-    argv[2] = op->fence_mark;
-    lens[2] = strlen(op->fence_mark);
+    argv[1] = FENCE_COUNTER_KEY;
+    lens[1] = strlen(FENCE_COUNTER_KEY);
+    argv[2] = FENCE_MARK_KEY;
+    lens[2] = strlen(FENCE_MARK_KEY);
     argv[3] = op->fence_for;
     lens[3] = strlen(op->fence_for);
     argv[4] = op->lock->token;
     lens[4] = op->lock->token_len;
     argv[5] = op->fence_buf;
     lens[5] = strlen(op->fence_buf);
-    cmd = (struct round_cmd){script_get(SCRIPT_FENCE_WRITE), 4, 6, argv,
-                             lens};
+    argc = 6 + fence_markable(op, argv + 6, lens + 6);
+    cmd = (struct round_cmd){script_get(SCRIPT_FENCE_WRITE), 4, (int)argc,
+                             argv, lens};
     op->phase = PHASE_FENCE;
     v = round_start(&op->round, ROUND_EARLY, &cmd, round_classify_one,
                     fence_decided, op);
@@ -673,7 +694,7 @@ static void acquire_decided(void *owner, enum verdict v)
         }
         if (!enough_validity(op))
             attempt_failed(op, RL_ETIMEOUT);
-        else if (op->fence_key != NULL)
+        else if (op->fence_for != NULL)
             fence_write(op);
         else
             finish(op, RL_OK);
@@ -699,7 +720,7 @@ static enum vote classify(void *owner, size_t slot,
     if (op->lock->fair) {
         /* The fast path's grant needs no wait (fair_begin notes it if
          * one is made later); any other reply is noted in the wait. */
-        if (op->fair == NULL && op->fence_key == NULL && fair_fast_grant(r))
+        if (op->fair == NULL && op->fence_for == NULL && fair_fast_grant(r))
             return VOTE_YES;
         /* A mutex's first SET NX refused: held, or reserved for a queue
          * -- contended. The counted attempt goes out now, not after a
@@ -711,10 +732,10 @@ static enum vote classify(void *owner, size_t slot,
         if (!fair_begin(op))
             return VOTE_ERROR;
         return fair_classify(op->fair, slot, r,
-                             op->fence_key != NULL ? &op->fence_read : NULL,
+                             op->fence_for != NULL ? &op->fence_read : NULL,
                              node_voting(op->round.nodes[slot]));
     }
-    if (op->fence_key != NULL) {
+    if (op->fence_for != NULL) {
         if (!fence_read_reply(&op->fence_read, r,
                               node_voting(op->round.nodes[slot]), &granted))
             return VOTE_ERROR;
@@ -753,27 +774,27 @@ static void attempt(void *arg)
     lockrec_next_attempt(op->lock);
     /* A fair lock's first attempt may be the plain SET NX PX below. */
     if (l->fair && (op->fair != NULL ||
-                    !fair_first_is_set(op->client, l, op->fence_key != NULL))) {
-        argv[0] = op->fence_key;
-        argv[1] = op->fence_mark;
+                    !fair_first_is_set(op->client, l, op->fence_for != NULL))) {
+        argv[0] = FENCE_COUNTER_KEY;
+        argv[1] = FENCE_MARK_KEY;
         argv[2] = op->fence_for;
         /* A writer once refused (writer_waits) marks its intent at its
          * turn where readers refuse it. */
         op->intent_set = op->intent_set || op->intent_px[0] != '\0';
         if (op->fair != NULL)
             fair_attempt_cmd(op->fair, op->ttl_buf,
-                             op->fence_key != NULL ? argv : NULL,
+                             op->fence_for != NULL ? argv : NULL,
                              op->intent_px[0] != '\0' ? op->intent_px
                                                       : NULL,
                              &fair);
         else
             fair_first_cmd(l, op->ttl_buf,
-                           op->fence_key != NULL ? argv : NULL, &fair);
+                           op->fence_for != NULL ? argv : NULL, &fair);
         cmd = &fair.cmd;
         /* fence.c: every node's counter; queue.c: a refusal's ticket
          * from a quorum of replies. */
-        mode = op->fence_key != NULL ? ROUND_ALL : ROUND_REPLIES;
-    } else if (op->intent_key != NULL && op->fence_key == NULL) {
+        mode = op->fence_for != NULL ? ROUND_ALL : ROUND_REPLIES;
+    } else if (op->intent_key != NULL && op->fence_for == NULL) {
         /* A reader, or a writer once refused (one key, no fencing). */
         argv[0] = l->keys[0];
         lens[0] = l->key_lens[0];
@@ -793,15 +814,15 @@ static void attempt(void *arg)
             script_get(l->shared ? SCRIPT_READER_ACQUIRE
                                  : SCRIPT_WRITER_ACQUIRE),
             2, (int)i, argv, lens};
-    } else if (op->fence_key != NULL) {
+    } else if (op->fence_for != NULL) {
         for (i = 0; i < l->nkeys; i++) {
             argv[i] = l->keys[i];
             lens[i] = l->key_lens[i];
         }
-        argv[i] = op->fence_key;
-        lens[i++] = strlen(op->fence_key);
-        argv[i] = op->fence_mark;
-        lens[i++] = strlen(op->fence_mark);
+        argv[i] = FENCE_COUNTER_KEY;
+        lens[i++] = strlen(FENCE_COUNTER_KEY);
+        argv[i] = FENCE_MARK_KEY;
+        lens[i++] = strlen(FENCE_MARK_KEY);
         argv[i] = op->fence_for;
         lens[i++] = strlen(op->fence_for);
         if (op->intent_key != NULL) {
@@ -952,14 +973,9 @@ struct acquire_op *acquire_new(rl_client *c, struct lock_rec *rec,
     if (round_init(&op->round, c->nodes, c->node_count) != RL_OK)
         goto out_nomem;
     if (o != NULL && o->fencing) {
-        op->fence_key = fence_key(FENCE_KEY_PREFIX, rec->keys[0],
-                                  rec->key_lens[0]);
-        op->fence_mark = fence_key(FENCE_MARK_PREFIX, rec->keys[0],
-                                   rec->key_lens[0]);
         op->fence_for = fence_key(FENCE_FOR_PREFIX, rec->keys[0],
                                   rec->key_lens[0]);
-        if (op->fence_key == NULL || op->fence_mark == NULL ||
-            op->fence_for == NULL)
+        if (op->fence_for == NULL)
             goto out_nomem;
     }
     if (rec->shared && !make_intent_key(op))

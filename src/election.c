@@ -17,8 +17,8 @@
  * node, and inspection reports the value most nodes hold. Loop thread
  * from submission to the callback.
  *
- * An observer reads the name's key, fence counter and the counter's
- * record on every node (the inspect script, one ROUND_ALL round: what
+ * An observer reads the name's key, the node's fence counter and the
+ * name's fence record on every node (the inspect script, one ROUND_ALL round: what
  * rl_resource_inspect reads) and reports each change of leader -- held or
  * not, the value (token and owner), the term -- in the order it read
  * them. A campaign takes the key in one round and writes its term in a
@@ -195,7 +195,6 @@ struct rl_observer {
     rl_observe_cb cb;
     void *privdata;
     char *key;                   /* prefix + name */
-    char *fence_key;
     char *fence_for;
     char *intent_key;            /* read with the others (inspect_keys) */
     rl_holder_info *holders;     /* one per node, the read in flight */
@@ -233,7 +232,6 @@ static void observe_free(struct rl_observer *o)
     free(o->holders);
     free(o->intent_key);
     free(o->fence_for);
-    free(o->fence_key);
     free(o->key);
     free(o);
 }
@@ -332,7 +330,7 @@ static void observe_read(struct rl_observer *o)
 
     if (o->dead)
         return;
-    inspect_keys(o->key, o->intent_key, o->fence_key, o->fence_for,
+    inspect_keys(o->key, o->intent_key, o->fence_for,
                  script_get(SCRIPT_INSPECT), argv, lens, &cmd);
     if (o->reading) {
         o->again = true;
@@ -411,11 +409,9 @@ rl_status rl_observe(rl_client *c, const char *name, rl_observe_cb cb,
     if (o == NULL || o->holders == NULL || o->key == NULL)
         goto oom;
     sprintf(o->key, "%s%s", c->cfg.prefix, name);
-    o->fence_key = fence_key(FENCE_KEY_PREFIX, o->key, strlen(o->key));
     o->fence_for = fence_key(FENCE_FOR_PREFIX, o->key, strlen(o->key));
     o->intent_key = lockrec_intent_key(o->key, strlen(o->key));
-    if (o->fence_key == NULL || o->fence_for == NULL ||
-        o->intent_key == NULL)
+    if (o->fence_for == NULL || o->intent_key == NULL)
         goto oom;
     o->client = c;
     o->cb = cb;

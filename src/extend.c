@@ -269,7 +269,7 @@ struct batch_item {
  * then per run of equal PX: px, count, tokens (at most 4 per lock). */
 #define BATCH_MAX_ARGS (4 * EXTEND_BATCH_MAX_LOCKS)
 /* Digits of the largest uint64_t (put_decimal). */
-#define DECIMAL_MAX 20
+#define DECIMAL_MAX 21 /* a u64's 20 digits, or a px and 'f' */
 
 struct extend_batch {
     rl_client *client;
@@ -482,13 +482,15 @@ static size_t put_decimal(char *buf, uint64_t v)
 }
 
 /* The script call over every item: KEYS = the items' keys in order, ARGV
- * = for each run of items with the same PX (ttl + lock-delay): px, how
+ * = for each run of items with the same PX (ttl + lock-delay) and the
+ * same fencing: px ("<px>f": fenced, their records are renewed too), how
  * many, their tokens. NULL on OOM. */
 static struct wire *batch_wire(struct extend_batch *b)
 {
     size_t a = b->count, run = 0, i, start, count_at;
     const struct lock_rec *rec;
     uint64_t px;
+    bool fenced;
 
     if (b->argv == NULL) {
         b->argv = malloc(BATCH_MAX_ARGS * (sizeof(char *) + sizeof(size_t)) +
@@ -500,12 +502,17 @@ static struct wire *batch_wire(struct extend_batch *b)
     }
     for (i = 0; i < b->count; i = start, run++) {
         px = lockrec_px_ms(b->items[i].rec, b->items[i].ttl_ms);
+        fenced = b->items[i].rec->fenced;
         b->argv[a] = b->nums[run][0];
-        b->lens[a++] = put_decimal(b->nums[run][0], px);
+        b->lens[a] = put_decimal(b->nums[run][0], px);
+        if (fenced)
+            b->nums[run][0][b->lens[a]++] = 'f';
+        a++;
         count_at = a++;
         for (start = i; start < b->count; start++) {
             rec = b->items[start].rec;
-            if (lockrec_px_ms(rec, b->items[start].ttl_ms) != px)
+            if (lockrec_px_ms(rec, b->items[start].ttl_ms) != px ||
+                rec->fenced != fenced)
                 break;
             b->argv[start] = rec->keys[0];
             b->lens[start] = rec->key_lens[0];

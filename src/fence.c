@@ -1,12 +1,16 @@
 /* fence.c -- fencing tokens. The protocol is driven by acquire.c; why it
  * is safe is argued above fence_candidate and in docs/fencing.md, and it
- * is model-checked in spec/redlock.pml (FENCEFIX).
+ * is model-checked in spec/redlock.pml (FENCEFIX, REV).
  *
- * Each node keeps, per resource, a counter redlock:fence:<key> and beside
- * it a marker redlock:fencerun:<key>: the run_id of the server that last
- * wrote the counter. Neither expires. A counter is *trusted* when its
- * marker is the run_id of the server answering now: the node has not
- * restarted (or lost or reloaded its data) since the counter was written.
+ * Each node keeps ONE counter, redlock:fence, for every resource (as
+ * etcd keeps one revision), and beside it a marker redlock:fencerun: the
+ * run_id of the server that vouches for it. Neither expires: two keys per
+ * node however many names were ever fenced. A counter is *trusted* when
+ * its marker is the run_id of the server answering now. A token is the
+ * counter's value when the lock was taken, so tokens strictly increase
+ * per resource (and, on one node, across resources). Per lock, a record
+ * redlock:fencefor:<key> names whom the counter was raised for and
+ * expires with the lock key.
  *
  * Round 1 (the acquire itself, ROUND_ALL: it waits for every node or its
  * timeout) returns, from every node that answers, granting or refusing,
@@ -15,8 +19,10 @@
  * GRANTING, voting nodes are trusted (a node whose clock is suspect may
  * lose keys early: it proves nothing about the order of reads); else
  * max(max_read + 1, wall clock µs), the wall-clock fallback. Round 2
- * raises the counter to the token and sets the marker to the current
- * run_id on every node where the lock key still holds our token, and must
+ * raises the counter to the token where the lock key still holds our
+ * token, sets the marker there only on the nodes whose server was out of
+ * its restart quarantine at round 1's start (acquire.c sends their
+ * run_ids), and must
  * reach a quorum of voting nodes inside the validity before the token is
  * handed out.
  * Counters are compared as decimal strings by length, then lexically,
@@ -85,26 +91,40 @@ bool fence_read_reply(struct fence_read *fr, const struct node_reply *r,
 }
 
 /* Why tokens strictly increase (docs/fencing.md has the long form): let T
- * be granted, i.e. written to a quorum W(T), before T'. The granting
- * quorum G' of T' meets W(T). A node of G' answered T' after T was
- * written there (keys of two holders never coexist on a node, and ours
- * outlive our grant). If the counters of a quorum of G' are trusted, one
- * of them is in W(T) (quorums intersect) and has not restarted since its
- * marker was written; that counter is >= T (counters only rise, and a
- * repair after a restart writes a token derived by this same rule after
- * T's writes: induction over write rounds; a repair made through the
- * fallback inherits its assumption), so max_read >= T and T' > T with no
- * clock at all, whatever restarted. Otherwise some granting node
- * may have lost T with a restart, and the token rests on the wall-clock
- * term: client wall clocks agree within the time between two grants, and
- * no token ran ahead of wall time. Refusals only raise max_read (best
- * effort): a refusing node may answer before a concurrent holder's write
- * lands there, so it may not count toward the trusted quorum (the model
- * finds a violation when it does: control ctl-trustrefused). Persistence
- * does not make a counter trusted: a restarted server has a new run_id
- * (an fsync-lagged counter may be stale); its counter counts for max_read
- * only. Round 2 must reach a quorum before the token is used, or W(T)
- * need not meet a later trusted quorum (control ctl-fwone). */
+ * be granted, i.e. written to a quorum W(T), before T' of the same
+ * resource. The granting quorum G' of T' meets W(T). A node of G'
+ * answered T' after T was written there (keys of two holders of one
+ * resource never coexist on a node, and ours outlive our grant). If the
+ * counters of a quorum of G' are trusted, one of them, p, is in W(T):
+ * its counter is >= T, so max_read >= T and T' > T with no clock at all.
+ * Why p's trusted counter is >= T: counters only rise, and a restart
+ * (losing the counter, or reloading a stale one) changes the run_id, so
+ * the counter is untrusted until a fence-write marks it again. That
+ * write may come from ANOTHER resource's round X, whose reads are not
+ * ordered after T's writes by any key; it marks only if p's server was
+ * out of its restart quarantine at X's start t0 (up max_ttl, or trusted
+ * to keep every acknowledged write across a restart, when its counter
+ * is whole anyway). Then p restarted at least max_ttl
+ * before t0, T was written on p before that restart, and T's counted
+ * writes on the other nodes of W(T) all came within T's validity (less
+ * than max_ttl after T's round started): before t0. X's own trusted
+ * quorum excludes p (untrusted at X's read), meets W(T) in another node
+ * read after T's write there, so X's token is > T (induction over marks
+ * in time; a mark made through the fallback inherits its assumption).
+ * Marking at every write (as a per-resource counter could) lets a stale
+ * token of another resource vouch for a restarted node: control
+ * ctl-rev-eager. Otherwise some granting node may have lost T with a
+ * restart, and the token rests on the wall-clock term: client wall
+ * clocks agree within the time between two grants, and no token ran
+ * ahead of wall time. Refusals only raise max_read (best effort): a
+ * refusing node may answer before a concurrent holder's write lands
+ * there, so it may not count toward the trusted quorum (control
+ * ctl-trustrefused). Persistence does not make a counter trusted: a
+ * restarted server has a new run_id (an fsync-lagged counter may be
+ * stale); its counter counts for max_read only. Round 2 must reach a
+ * quorum before the token is used, or W(T) need not meet a later trusted
+ * quorum (control ctl-fwone). Data lost without a restart (FLUSHALL, an
+ * operator's DEL) is outside the model, as it is for the lock keys. */
 
 uint64_t fence_candidate(const struct fence_read *fr, size_t n,
                          uint64_t wall_us)

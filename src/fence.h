@@ -8,13 +8,16 @@
 
 #include "node.h"
 
-#define FENCE_KEY_PREFIX "redlock:fence:"
-/* Beside each counter: the run_id of the server that last wrote it. */
-#define FENCE_MARK_PREFIX "redlock:fencerun:"
-/* Beside each counter: whom it was last raised for, so that readers never
- * pair a holder with another holder's term. "<token>" from the round that
- * set the lock key (its term is not written yet), "<token> <term>" from
- * the fence write (fence_record_parse). */
+/* The node's fencing counter, one for every resource, and beside it its
+ * marker: the run_id of the server that vouches for it. Neither expires:
+ * two keys per node, however many names were ever fenced. */
+#define FENCE_COUNTER_KEY "redlock:fence"
+#define FENCE_MARK_KEY "redlock:fencerun"
+/* Per fenced lock: whom the counter was last raised for through this
+ * key, so that readers never pair a holder with another holder's term.
+ * "<token>" from the round that set the lock key (its term is not written
+ * yet), "<token> <term>" from the fence write (fence_record_parse). It
+ * expires with the lock key (renewals keep it beside the key). */
 #define FENCE_FOR_PREFIX "redlock:fencefor:"
 
 /* What the acquire round read from the nodes' counters. */

@@ -383,6 +383,7 @@ static void acquired(void *owner, rl_status st, const struct acquire_grant *g)
     l->confirmed_us = g->t0;
     l->holders = g->holders;
     lock_set_state(l, LOCK_HELD, NULL);
+    l->rec.fenced = g->fence != 0;
     if (lock_extra_of(l) != NULL) { /* made for these options */
         lock_extra_of(l)->fence = g->fence;
         if (r->opts.at_least_ms != 0)

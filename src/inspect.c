@@ -40,8 +40,8 @@ struct inspect_op {
     rl_holder_info *holders;    /* status: one per node, or NULL */
     struct stats_req stats;     /* a statistics snapshot, or none */
     char *key;                  /* status: prefix + resource */
-    char *fence_key;            /* rl_resource_inspect: its fence counter */
-    char *fence_for;            /* and the counter's record (whom for) */
+    char *fence_for;            /* rl_resource_inspect: its fence record
+                                   (whom for; the node's counter too) */
     char *intent_key;           /* status: its writer intent */
     enum script_id script;      /* status: inspect or force-release */
     uint32_t limit;             /* inspect-slots: slots 0..limit-1, their
@@ -59,7 +59,6 @@ static void finish(struct inspect_op *op, rl_status st)
     loop_op_finished(&op->base);
     free(op->intent_key);
     free(op->fence_for);
-    free(op->fence_key);
     free(op->key);
     free(op);
     waiter_done(w, st);
@@ -184,8 +183,8 @@ static bool slot_field(const char **p, const char *end,
 }
 
 /* Node node's inspect-slots answer (r a string) into op->holders, each
- * slot as the inspect script would answer for it; false when
- * malformed. */
+ * slot as the inspect script would answer for it (a free one too: the
+ * node's counter serves every slot); false when malformed. */
 static bool read_slots(struct inspect_op *op, size_t node,
                        const struct node_reply *r)
 {
@@ -194,7 +193,18 @@ static bool read_slots(struct inspect_op *op, size_t node,
     struct node_reply one = {REPLY_ARRAY, 0, NULL, 0, 5, e};
     char *next;
     long long slot;
+    size_t i;
 
+    memset(e, 0, sizeof(e));
+    e[0].kind = REPLY_NIL;
+    e[1] = (struct node_reply){REPLY_INTEGER, -2, NULL, 0, 0, NULL};
+    e[2] = (struct node_reply){REPLY_INTEGER, 0, NULL, 0, 0, NULL};
+    e[4].kind = REPLY_NIL;
+    if (!slot_field(&p, end, &e[3]))
+        return false;
+    for (i = 0; i < op->limit; i++)
+        inspect_read_holder(op->round.nodes[node],
+                            &op->holders[i * op->round.n + node], &one);
     while (p < end) {
         slot = strtoll(p, &next, 10);
         if (next == p || next >= end || *next != ' ' || slot < 0 ||
@@ -207,8 +217,7 @@ static bool read_slots(struct inspect_op *op, size_t node,
             return false;
         p = next + 1;
         e[2] = (struct node_reply){REPLY_INTEGER, 0, NULL, 0, 0, NULL};
-        if (!slot_field(&p, end, &e[0]) || !slot_field(&p, end, &e[3]) ||
-            !slot_field(&p, end, &e[4]))
+        if (!slot_field(&p, end, &e[0]) || !slot_field(&p, end, &e[4]))
             return false;
         inspect_read_holder(op->round.nodes[node],
                             &op->holders[(size_t)slot * op->round.n + node],
@@ -411,15 +420,14 @@ static void snapshot_stats(const rl_client *c, rl_stats *out)
 }
 
 void inspect_keys(const char *key, const char *intent_key,
-                  const char *fence_key, const char *fence_for,
-                  const struct script *s, const char **argv, size_t *lens,
-                  struct round_cmd *cmd)
+                  const char *fence_for, const struct script *s,
+                  const char **argv, size_t *lens, struct round_cmd *cmd)
 {
-    int nkeys = fence_key != NULL ? 4 : intent_key != NULL ? 2 : 1;
+    int nkeys = fence_for != NULL ? 4 : intent_key != NULL ? 2 : 1;
 
     argv[0] = key;
     argv[1] = intent_key;
-    argv[2] = fence_key;
+    argv[2] = FENCE_COUNTER_KEY;
     argv[3] = fence_for;
     for (int i = 0; i < nkeys; i++)
         lens[i] = strlen(argv[i]);
@@ -452,12 +460,14 @@ static void start(struct op *base)
     } else if (op->limit > 0) {
         argv[0] = op->key;
         lens[0] = strlen(op->key);
-        argv[1] = op->limit_text;
-        lens[1] = strlen(op->limit_text);
-        cmd = (struct round_cmd){s, 1, 2, argv, lens};
+        argv[1] = FENCE_COUNTER_KEY;
+        lens[1] = strlen(FENCE_COUNTER_KEY);
+        argv[2] = op->limit_text;
+        lens[2] = strlen(op->limit_text);
+        cmd = (struct round_cmd){s, 2, 3, argv, lens};
     } else {
-        inspect_keys(op->key, op->intent_key, op->fence_key, op->fence_for,
-                     s, argv, lens, &cmd);
+        inspect_keys(op->key, op->intent_key, op->fence_for, s, argv, lens,
+                     &cmd);
     }
     v = round_start(&op->round, ROUND_ALL, &cmd, classify, decided, op);
     if (v != VERDICT_PENDING)
@@ -487,22 +497,18 @@ static rl_status inspect_run(rl_client *c, rl_node_info *nodes,
         sprintf(op->key, "%s%s", c->cfg.prefix, resource);
         if (script == SCRIPT_INSPECT)
             op->intent_key = lockrec_intent_key(op->key, strlen(op->key));
-        if (fence) {
-            op->fence_key = fence_key(FENCE_KEY_PREFIX, op->key,
-                                      strlen(op->key));
+        if (fence)
             op->fence_for = fence_key(FENCE_FOR_PREFIX, op->key,
                                       strlen(op->key));
-        }
     }
     st = round_init(&op->round, c->nodes, c->node_count);
     if (st == RL_OK && resource != NULL && script == SCRIPT_INSPECT &&
         (op->intent_key == NULL ||
-         (fence && (op->fence_key == NULL || op->fence_for == NULL))))
+         (fence && op->fence_for == NULL)))
         st = rl_fail(RL_ENOMEM, "out of memory");
     if (st != RL_OK) {
         round_clear(&op->round);
         free(op->fence_for);
-        free(op->fence_key);
         free(op->key);
         free(op);
         return st;
@@ -524,7 +530,6 @@ static rl_status inspect_run(rl_client *c, rl_node_info *nodes,
         waiter_discard(&w);
         round_clear(&op->round);
         free(op->fence_for);
-        free(op->fence_key);
         free(op->key);
         free(op);
         return st;

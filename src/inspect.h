@@ -19,13 +19,12 @@ rl_status inspect_wait_connected(rl_client *c);
 enum vote inspect_read_holder(struct node *n, rl_holder_info *h,
                               const struct node_reply *r);
 /* The inspect (or force-release) call s over key: with intent_key the
- * writer intent is read too, and with fence_key and fence_for (both or
- * neither NULL; only with intent_key) the counter and its record. argv
- * and lens have room for 4 entries; *cmd points into them. */
+ * writer intent is read too, and with fence_for (only with intent_key)
+ * the node's fence counter and key's record. argv and lens have room for
+ * 4 entries; *cmd points into them. */
 void inspect_keys(const char *key, const char *intent_key,
-                  const char *fence_key, const char *fence_for,
-                  const struct script *s, const char **argv, size_t *lens,
-                  struct round_cmd *cmd);
+                  const char *fence_for, const struct script *s,
+                  const char **argv, size_t *lens, struct round_cmd *cmd);
 /* Summarize per-node answers (rl_resource_inspect): the lock held by
  * the most reachable nodes (values with the same token digits and
  * different owners are one lock: lockrec_same_lock), the value of it most

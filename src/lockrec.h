@@ -36,6 +36,9 @@ struct lock_rec {
                                     scripts are the reader ones */
     bool fair;                   /* acquired through the fair queue
                                     (queue.c): released by fair-release */
+    bool fenced;                 /* granted with a fencing token: its
+                                    record beside keys[0] is renewed
+                                    with it (touch-batch) */
 };
 
 /* Bytes lockrec_init needs after the record for these names and token

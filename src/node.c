@@ -648,6 +648,11 @@ bool node_started_after(const struct node *n, rl_mono_us t)
     return vote_started_after(&n->vote, t);
 }
 
+bool node_settled_by(const struct node *n, rl_mono_us t)
+{
+    return vote_quarantine_left_ms(n->cfg, &n->vote, t) == 0;
+}
+
 bool node_restart_trusted(const struct node *n)
 {
     return vote_restart_trusted(n->cfg, &n->vote);

@@ -120,6 +120,10 @@ int64_t node_uptime_ms(const struct node *n);
 /* True when the server provably started after t (boottime µs): even its
  * earliest possible start (uptime has whole seconds) is later. */
 bool node_started_after(const struct node *n, rl_mono_us t);
+/* True when the server answering now was out of its restart quarantine
+ * by t (boottime µs): trusted across restarts, or up max_ttl_ms by t
+ * even from its latest possible start. */
+bool node_settled_by(const struct node *n, rl_mono_us t);
 const struct node_stats *node_get_stats(const struct node *n);
 
 /* Clock guard (wire_sample_time marks the commands that carry a

@@ -57,15 +57,15 @@ def swap(src, old, new):
     return src.replace(old, new)
 
 
-TOUCH_PX = swap(swap(swap(
+TOUCH_PX = swap(swap(swap(swap(
     TOUCH_BATCH,
     "local t = redis.call('time')\n"
     "local now = t[1] * 1000 + math.floor(t[2] / 1000)\n", ""),
-    "local at = string.format('%.0f', now + ARGV[a])\n"
-    "  local n = tonumber(ARGV[a + 1])",
-    "local px, n = ARGV[a], tonumber(ARGV[a + 1])"),
+    "local at = string.format('%.0f', now + px)\n", ""),
     "redis.call('pexpireat', KEYS[k + i], at)",
-    "redis.call('pexpire', KEYS[k + i], px)")
+    "redis.call('pexpire', KEYS[k + i], px)"),
+    "redis.call('pexpireat', 'redlock:fencefor:' .. KEYS[k + i], at)",
+    "redis.call('pexpire', 'redlock:fencefor:' .. KEYS[k + i], px)")
 LUA_PEXPIRE = (
     "for i = 1, #KEYS do redis.call('pexpire', KEYS[i], ARGV[1]) end\n"
     "return 1\n")

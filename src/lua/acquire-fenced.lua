@@ -1,22 +1,17 @@
--- acquire-fenced: acquire with the fence counter read in the same step,
--- and whether it can be trusted: the node's run_id (INFO server) still
--- is the one the mark saw raise it. Writes the record "<token>" beside
--- the counter in the step that sets the lock key. A writer refused by
--- readers marks its intent here (as writer-acquire).
--- KEYS: k1..kn, fence counter, fence mark (run_id), fence record[,
---       writer intent]
+-- acquire-fenced: acquire with the node's fence counter read in the same
+-- step, and whether it can be trusted (fence_read). Writes the record
+-- "<token>" of k1 in the step that sets the lock keys, expiring with
+-- them. A writer refused by readers marks its intent here (as
+-- writer-acquire).
+-- KEYS: k1..kn, the node's fence counter, its mark (run_id), k1's fence
+--       record[, writer intent]
 -- ARGV[1]: token; ARGV[2]: ttl in ms[; ARGV[3]: the intent's px]
 -- Reply: {1 set | 0 refused, counter or false, trusted 1 | 0}
 --@creates-keys
+--@include fence_counter
 local n = #KEYS - 3
 if ARGV[3] then n = n - 1 end
-local cur = redis.call('get', KEYS[n + 1])
-local id = string.match(redis.call('info', 'server'),
-                        'run_id:(%x+)')
-local t = 0
-if cur and id and redis.call('get', KEYS[n + 2]) == id then
-  t = 1
-end
+local cur, t = fence_read(KEYS[n + 1], KEYS[n + 2], KEYS[1])
 for i = 1, n do
   if redis.call('exists', KEYS[i]) == 1 then
     if ARGV[3] and redis.call('type', KEYS[1]).ok == 'hash' then
@@ -28,5 +23,5 @@ end
 for i = 1, n do
   redis.call('set', KEYS[i], ARGV[1], 'PX', ARGV[2])
 end
-redis.call('set', KEYS[n + 3], ARGV[1])
+redis.call('set', KEYS[n + 3], ARGV[1], 'PX', ARGV[2])
 return {1, cur, t}

@@ -2078,7 +2078,7 @@ def fence_restart_case(env):
     and holder 3 take the lock: their tokens must keep increasing from the
     trusted counters alone (docs/fencing.md). The fencing and register
     checks judge; -> t_begin."""
-    res, key = "fr:r", "redlock:fence:fr:r"
+    res, key = "fr:r", "redlock:fence"
     ahead = str(time.time_ns() // 1000 + 10 ** 12)
     for n in env.nodes:
         Redis(n.host, n.port).cmd("SET", key, ahead)

@@ -72,7 +72,7 @@ class BetweenTest(unittest.TestCase):
     def lay_out(self, r, value, record):
         for n in NODES:
             n.cmd("SET", r, value, "PX", "60000")
-            n.cmd("SET", "redlock:fence:" + r, "41")
+            n.cmd("SET", "redlock:fence", "41")
             if record is None:
                 n.cmd("DEL", "redlock:fencefor:" + r)
             else:
@@ -82,7 +82,7 @@ class BetweenTest(unittest.TestCase):
         r = res("term")
         value = "0123456789abcdef0123456789abcdef01234567.cand"
         # Round 1 landed everywhere: the key and the record naming it;
-        # the counter is the previous leader's (41).
+        # the node's counter is the previous leader's (41).
         self.lay_out(r, value, value)
         st = status(r)
         self.assertTrue(st["held"])
@@ -103,7 +103,7 @@ class BetweenTest(unittest.TestCase):
         # Its term on two of three nodes (a majority): the leader.
         for n in NODES[:2]:
             n.cmd("SET", "redlock:fencefor:" + r, value + " 42")
-            n.cmd("SET", "redlock:fence:" + r, "42")
+            n.cmd("SET", "redlock:fence", "42")
         led = clitest.json_out(cli("--json", "leader", r))
         self.assertTrue(led["leader"])
         self.assertEqual((led["owner"], led["term"]), ("cand", 42))

@@ -3,7 +3,7 @@
  *
  * What is proved here:
  *   - every fenced acquisition gets a token > 0, strictly greater than the
- *     one before, and the counter key redlock:fence:<key> is left on a
+ *     one before, and the node's counter redlock:fence is left on a
  *     majority, without a TTL, holding the last token;
  *   - the same holds across client processes and across kill -9 + empty
  *     restart of a minority of nodes: two forked children, each with its
@@ -193,7 +193,7 @@ static void test_fence_strictly_increases_over_200_cycles(void **state)
     assert_true(first > 0);
     /* The counter stays (no TTL) on a majority, holding the last token
      * (written there before the last acquire returned). */
-    assert_true(counters_equal(f, "redlock:fence:fence:seq", prev) >= 3);
+    assert_true(counters_equal(f, "redlock:fence", prev) >= 3);
     /* The lock key itself is gone (the release returned at a majority:
      * the last nodes are awaited). */
     assert_true(harness_key_gone(f->r, NODES, "fence:seq"));
@@ -207,15 +207,15 @@ static void test_fence_strictly_increases_over_200_cycles(void **state)
     assert_true(rl_lock_fence(f->l) > prev);
     assert_int_equal(rl_release(f->l), RL_OK);
     f->l = NULL;
-    /* Without opts.fencing: 0, and no counter for another resource. */
+    /* Without opts.fencing: 0, and no fence record for it. */
     o.fencing = false;
     assert_int_equal(rl_acquire(f->c, "fence:none", &o, &f->l), RL_OK);
     assert_int_equal(rl_lock_fence(f->l), 0);
     assert_int_equal(rl_release(f->l), RL_OK);
     f->l = NULL;
     for (int i = 0; i < NODES; i++)
-        assert_int_equal(harness_pttl(&f->r[i], "redlock:fence:fence:none"),
-                         -2);
+        assert_int_equal(
+            harness_pttl(&f->r[i], "redlock:fencefor:fence:none"), -2);
 }
 
 /* ---- Two processes, nodes killed and restarted ----------------------------*/
@@ -512,8 +512,7 @@ static void test_fence_increases_across_processes_and_node_restarts(
         assert_true(per_kill[k] >= KILL_HOLDERS);
     assert_true(e[0].fence > 0);
     /* The counter of the last holder is on a majority. */
-    assert_true(counters_equal(f, "redlock:fence:fence:shared",
-                               e[n - 1].fence) >= 3);
+    assert_true(counters_equal(f, "redlock:fence", e[n - 1].fence) >= 3);
 }
 
 /* ---- One restart between two holders (issue 12) ---------------------------*/
@@ -556,7 +555,7 @@ static void test_fence_across_one_restart_with_counters_ahead_of_wall_time(
                                   1000000000000ll));
     for (int i = 0; i < RESTART_NODES; i++)
         assert_true(harness_ok(harness_cmd(
-            &f->r[i], "SET redlock:fence:fence:restart %s", ahead)));
+            &f->r[i], "SET redlock:fence %s", ahead)));
     f->c = restart_client(f);
     c2 = restart_client(f);
     assert_non_null(f->c);
@@ -576,13 +575,13 @@ static void test_fence_across_one_restart_with_counters_ahead_of_wall_time(
     assert_int_equal(rl_acquire(f->c, "fence:restart", &o, &f->l), RL_OK);
     t1 = rl_lock_fence(f->l);
     assert_true(t1 > t0);
-    assert_true(counter_on(&f->r[0], "redlock:fence:fence:restart") == t1);
-    assert_true(counter_on(&f->r[1], "redlock:fence:fence:restart") == t1);
-    assert_true(counter_on(&f->r[2], "redlock:fence:fence:restart") == t0);
+    assert_true(counter_on(&f->r[0], "redlock:fence") == t1);
+    assert_true(counter_on(&f->r[1], "redlock:fence") == t1);
+    assert_true(counter_on(&f->r[2], "redlock:fence") == t0);
     /* A restarts empty; C's other holder goes away. */
     harness_kill(&f->r[0]);
     assert_int_equal(harness_restart(&f->r[0]), 0);
-    assert_true(harness_key_absent(&f->r[0], "redlock:fence:fence:restart"));
+    assert_true(harness_key_absent(&f->r[0], "redlock:fence"));
     reply = harness_cmd(&f->r[2], "DEL fence:restart");
     assert_non_null(reply);
     assert_int_equal(reply->integer, 1);
@@ -597,8 +596,8 @@ static void test_fence_across_one_restart_with_counters_ahead_of_wall_time(
                                   rl_lock_token(f->l)));
     assert_true(t2 > t1);
     /* The write round repaired A: its counter is back, with a marker. */
-    assert_true(counter_on(&f->r[0], "redlock:fence:fence:restart") == t2);
-    mark = harness_get(&f->r[0], "redlock:fencerun:fence:restart");
+    assert_true(counter_on(&f->r[0], "redlock:fence") == t2);
+    mark = harness_get(&f->r[0], "redlock:fencerun");
     assert_non_null(mark);
     free(mark);
     assert_int_equal(rl_release(l2), RL_OK);
@@ -641,6 +640,131 @@ static void test_fence_trusted_quorum_needs_no_wall_clock(void **state)
     assert_true(t2 == t1 + 1);
 }
 
+/* ---- The node's counter after a restart, across resources -----------------*/
+
+/* Restarted nodes are quarantined (max_ttl_ms 1500). */
+static rl_client *settling_client(struct fixture *f)
+{
+    rl_config cfg;
+
+    fast_config(&cfg, &f->hn);
+    cfg.trust_restarted_nodes = false;
+    cfg.max_ttl_ms = 1500;
+    return fixture_client(&cfg);
+}
+
+static void assert_marked(const struct rl_redis *r, bool marked)
+{
+    char id[64];
+    char *mark = harness_get(r, "redlock:fencerun");
+
+    assert_int_equal(harness_info_field(r, "server", "run_id", id,
+                                        sizeof(id)), 0);
+    if (marked != (mark != NULL && strcmp(mark, id) == 0))
+        fail_msg("port %d: mark %s, run_id %s (want %s)", r->port,
+                 mark != NULL ? mark : "(none)", id,
+                 marked ? "marked" : "not marked");
+    free(mark);
+}
+
+/* One counter per node serves every resource: a token continues the
+ * counters whatever resource raised them, with no wall clock, once a
+ * quorum of them is trusted. A restarted node's counter is vouched for
+ * again (marked with its new run_id) only by a round that began once the
+ * node was out of its quarantine (a round of another resource may have
+ * read the other nodes before a lock the node lost was written there:
+ * docs/fencing.md); until then it only raises max_read. */
+static void test_fence_mark_waits_out_the_quarantine(void **state)
+{
+    struct fixture *f = *state;
+    rl_acquire_opts o = { 0 };
+    const char *names[] = { "fence:q:a", "fence:q:b", "fence:q:c",
+                            "fence:q:d" };
+    uint64_t t[4];
+
+    /* Every node up past max_ttl (as the client counts it: to the
+     * second, from its latest possible start). */
+    assert_true(harness_wait_uptime(f->r, RESTART_NODES, 3));
+    f->c = settling_client(f);
+    assert_non_null(f->c);
+    o.ttl_ms = 1000;
+    o.wait_ms = 10000;
+    o.fencing = true;
+    for (int i = 0; i < 4; i++) {
+        if (i == 2) {
+            /* A restarts empty: quarantined, not marked by this round. */
+            harness_kill(&f->r[0]);
+            assert_int_equal(harness_restart(&f->r[0]), 0);
+        }
+        if (i == 3) {
+            /* A out of its quarantine: the next round marks it. */
+            assert_marked(&f->r[0], false);
+            assert_true(harness_wait_uptime(&f->r[0], 1, 3));
+        }
+        assert_int_equal(rl_acquire(f->c, names[i], &o, &f->l), RL_OK);
+        t[i] = rl_lock_fence(f->l);
+        assert_int_equal(rl_release(f->l), RL_OK);
+        f->l = NULL;
+    }
+    fprintf(stderr, "  tokens %llu, %llu, %llu, %llu\n",
+            (unsigned long long)t[0], (unsigned long long)t[1],
+            (unsigned long long)t[2], (unsigned long long)t[3]);
+    /* The first one marked every node: then max_read + 1, resource after
+     * resource, B and C trusted while A was restarted. */
+    for (int i = 1; i < 4; i++)
+        assert_true(t[i] == t[i - 1] + 1);
+    for (int i = 0; i < RESTART_NODES; i++)
+        assert_marked(&f->r[i], true);
+}
+
+/* The term on a quorum, as rl_resource_inspect reads it. */
+static void assert_term(rl_client *c, const char *name, uint64_t term)
+{
+    rl_resource_info info;
+
+    assert_int_equal(rl_resource_inspect(c, name, &info, NULL, 0, NULL),
+                     RL_OK);
+    if (info.term_state != RL_TERM_SET || info.term != term)
+        fail_msg("%s: term state %u, term %llu (want %llu)", name,
+                 info.term_state, (unsigned long long)info.term,
+                 (unsigned long long)term);
+}
+
+/* The record that pairs a holder with its term expires with the lock
+ * key, and lives as long as it: renewals (the watchdog's batches, a
+ * caller's rl_extend) extend both, so a holder kept past its first TTL
+ * still reads with its term. */
+static void test_fence_record_lives_as_long_as_the_lock(void **state)
+{
+    struct fixture *f = *state;
+    rl_acquire_opts o = { 0 };
+    rl_lock *watched = NULL;
+    uint64_t t1, t2;
+
+    start_client(f);
+    o.ttl_ms = 400;
+    o.fencing = true;
+    assert_int_equal(rl_acquire(f->c, "fence:rec:x", &o, &f->l), RL_OK);
+    t1 = rl_lock_fence(f->l);
+    o.auto_extend = true;
+    assert_int_equal(rl_acquire(f->c, "fence:rec:w", &o, &watched), RL_OK);
+    t2 = rl_lock_fence(watched);
+    for (int i = 0; i < 4; i++) {
+        harness_sleep_ms(250);
+        assert_int_equal(rl_extend(f->l, 400), RL_OK);
+    }
+    assert_term(f->c, "fence:rec:x", t1);
+    assert_term(f->c, "fence:rec:w", t2);
+    for (int i = 0; i < NODES; i++) {
+        long long pttl = harness_pttl(&f->r[i], "redlock:fencefor:fence:rec:w");
+
+        assert_true(pttl == -2 || (pttl > 0 && pttl <= 400));
+    }
+    assert_int_equal(rl_release(watched), RL_OK);
+    assert_int_equal(rl_release(f->l), RL_OK);
+    f->l = NULL;
+}
+
 /* ---- Multi-resource -------------------------------------------------------*/
 
 static void test_multi_resource_acquire_returns_a_fence(void **state)
@@ -675,6 +799,87 @@ static void test_multi_resource_acquire_returns_a_fence(void **state)
     f->l = NULL;
 }
 
+/* ---- What fencing leaves on the nodes -------------------------------------*/
+
+/* Keys a node keeps for fencing once every lock is gone, however many
+ * names were ever fenced: the node-wide counter and its run_id marker
+ * (docs/protocol.md section 1). */
+#define FENCE_NODE_KEYS 2
+#define NAMES 200           /* distinct names per kind */
+
+/* Wait until every running node's DBSIZE is at most max (expired keys
+ * are reclaimed by the server's expiry cycle, within about a second). */
+static bool dbsize_at_most_within(struct fixture *f, int nodes, long long max,
+                                  int64_t ms)
+{
+    int64_t deadline = harness_now_ms() + harness_scale_ms(ms);
+
+    for (;;) {
+        bool ok = true;
+
+        for (int i = 0; i < nodes; i++) {
+            long long n = harness_dbsize(&f->r[i]);
+
+            if (n > max) {
+                if (harness_now_ms() >= deadline)
+                    fprintf(stderr, "  port %d: DBSIZE %lld (max %lld)\n",
+                            f->r[i].port, n, max);
+                ok = false;
+            }
+        }
+        if (ok)
+            return true;
+        if (harness_now_ms() >= deadline)
+            return false;
+        harness_sleep_ms(50);
+    }
+}
+
+/* NAMES fenced acquire/release pairs on distinct names, NAMES fenced
+ * semaphore permits and NAMES leaders, each name used once: once the
+ * locks are gone (released; their records expire with them), each node
+ * keeps FENCE_NODE_KEYS keys, not three per name. The tokens still
+ * strictly increase, here across names too (one counter per node). */
+static void test_fenced_names_leave_bounded_state(void **state)
+{
+    struct fixture *f = *state;
+    rl_acquire_opts o = { 0 };
+    uint64_t prev = 0;
+    char name[64];
+
+    start_client(f);
+    o.ttl_ms = 400;
+    o.fencing = true;
+    for (int kind = 0; kind < 3; kind++) {
+        for (int i = 0; i < NAMES; i++) {
+            uint64_t fence;
+
+            snprintf(name, sizeof(name), "fence:name:%d:%d", kind, i);
+            o.limit = kind == 1 ? 2 : 0;
+            o.owner = kind == 2 ? "node-a" : NULL;
+            if (kind == 2)
+                assert_int_equal(rl_campaign(f->c, name, &o, &f->l), RL_OK);
+            else
+                assert_int_equal(rl_acquire(f->c, name, &o, &f->l), RL_OK);
+            fence = rl_lock_fence(f->l);
+            if (fence <= prev)
+                fail_msg("%s: fence %llu after %llu", name,
+                         (unsigned long long)fence, (unsigned long long)prev);
+            prev = fence;
+            assert_int_equal(rl_release(f->l), RL_OK);
+            f->l = NULL;
+        }
+    }
+    assert_true(dbsize_at_most_within(f, NODES, FENCE_NODE_KEYS, 5000));
+    /* A name fenced before continues above every token issued. */
+    o.limit = 0;
+    o.owner = NULL;
+    assert_int_equal(rl_acquire(f->c, "fence:name:0:0", &o, &f->l), RL_OK);
+    assert_true(rl_lock_fence(f->l) > prev);
+    assert_int_equal(rl_release(f->l), RL_OK);
+    f->l = NULL;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -682,10 +887,13 @@ int main(void)
         cmocka_unit_test(
             test_fence_increases_across_processes_and_node_restarts),
         cmocka_unit_test(test_multi_resource_acquire_returns_a_fence),
+        cmocka_unit_test(test_fenced_names_leave_bounded_state),
+        cmocka_unit_test(test_fence_record_lives_as_long_as_the_lock),
         FIXTURE_TEST(
             test_fence_across_one_restart_with_counters_ahead_of_wall_time,
             &fx3),
         FIXTURE_TEST(test_fence_trusted_quorum_needs_no_wall_clock, &fx3),
+        FIXTURE_TEST(test_fence_mark_waits_out_the_quarantine, &fx3),
     };
 
     return FIXTURE_RUN("fencing", &fx, tests);

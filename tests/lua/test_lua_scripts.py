@@ -51,6 +51,16 @@ def server_ms():
     return int(s) * 1000 + int(us) // 1000
 
 
+def run_id():
+    return [l for l in cmd("INFO", "server").splitlines()
+            if l.startswith("run_id:")][0][7:]
+
+
+# The fence scripts' keys for lock k: the node's counter and its mark,
+# then k's record.
+FENCE_KEYS = ["redlock:fence", "redlock:fencerun", "redlock:fencefor:k"]
+
+
 class Subscriber:
     """A connection subscribed to one channel: messages() reads what was
     published since (a PING marks the end, so nothing is waited for)."""
@@ -96,26 +106,31 @@ class Scripts(unittest.TestCase):
         self.assertEqual(cmd("GET", "b"), TOK)
 
     def test_acquire_fenced(self):
-        keys = ["k", "redlock:fence:k", "redlock:fencerun:k",
-                "redlock:fencefor:k"]
+        keys = ["k"] + FENCE_KEYS
         self.assertEqual(ev("acquire-fenced", keys, [TOK, "10000"]),
                          [1, None, 0])
         self.assertEqual(cmd("GET", "k"), TOK)
+        # The record expires with the key.
         self.assertEqual(cmd("GET", "redlock:fencefor:k"), TOK)
-        self.assertEqual(ev("fence-write", keys, [TOK, "7"]), 1)
+        self.assertTrue(0 < cmd("PTTL", "redlock:fencefor:k") <= 10000)
+        self.assertEqual(ev("fence-write", keys, [TOK, "7", run_id()]), 1)
         # Refusals report the counter too, trusted: the marker is this
         # server's run_id.
         self.assertEqual(ev("acquire-fenced", keys, [OTHER, "10000"]),
                          [0, "7", 1])
-        cmd("SET", "redlock:fencerun:k", "another-run")
+        cmd("SET", "redlock:fencerun", "another-run")
         cmd("DEL", "k")
         self.assertEqual(ev("acquire-fenced", keys, [OTHER, "10000"]),
                          [1, "7", 0])
         self.assertEqual(cmd("GET", "redlock:fencefor:k"), OTHER)
+        # A per-resource counter left by an earlier version raises it.
+        cmd("DEL", "k")
+        cmd("SET", "redlock:fence:k", "12")
+        self.assertEqual(ev("acquire-fenced", keys, [TOK, "10000"]),
+                         [1, "12", 0])
 
     def test_acquire_fenced_marks_the_intent_where_readers_hold(self):
-        keys = ["k", "redlock:fence:k", "redlock:fencerun:k",
-                "redlock:fencefor:k", "k:wintent"]
+        keys = ["k"] + FENCE_KEYS + ["k:wintent"]
         ev("reader-acquire", ["k", "k:wintent"], [OTHER, "10000"])
         self.assertEqual(ev("acquire-fenced", keys, [TOK, "10000", "5000"]),
                          [0, None, 0])
@@ -128,22 +143,33 @@ class Scripts(unittest.TestCase):
         self.assertEqual(cmd("EXISTS", "k:wintent"), 0)
 
     def test_fence_write(self):
-        keys = ["k", "redlock:fence:k", "redlock:fencerun:k",
-                "redlock:fencefor:k"]
+        keys = ["k"] + FENCE_KEYS
         self.assertEqual(ev("fence-write", keys, [TOK, "9"]), 0)
         self.assertEqual(cmd("EXISTS", *keys), 0)  # nothing written
-        cmd("SET", "k", TOK)
+        cmd("SET", "k", TOK, "PX", "60000")
+        cmd("SET", "redlock:fence:k", "3")     # an earlier version's
+        cmd("SET", "redlock:fencerun:k", "x")
+        # No run_id allowed: the counter rises, unmarked.
         self.assertEqual(ev("fence-write", keys, [TOK, "9"]), 1)
-        run_id = [l for l in cmd("INFO", "server").splitlines()
-                  if l.startswith("run_id:")][0][7:]
-        self.assertEqual(cmd("GET", "redlock:fencerun:k"), run_id)
+        self.assertEqual(cmd("GET", "redlock:fence"), "9")
+        self.assertEqual(cmd("EXISTS", "redlock:fencerun"), 0)
         self.assertEqual(cmd("GET", "redlock:fencefor:k"), TOK + " 9")
+        self.assertTrue(50000 < cmd("PTTL", "redlock:fencefor:k") <= 60000)
+        self.assertEqual(cmd("EXISTS", "redlock:fence:k",
+                             "redlock:fencerun:k"), 0)
+        # Another server's run_id allowed: still unmarked; ours: marked.
+        self.assertEqual(ev("fence-write", keys, [TOK, "9", "0" * 40]), 1)
+        self.assertEqual(cmd("EXISTS", "redlock:fencerun"), 0)
+        self.assertEqual(ev("fence-write", keys,
+                            [TOK, "9", "0" * 40, run_id()]), 1)
+        self.assertEqual(cmd("GET", "redlock:fencerun"), run_id())
         # Compared as decimals: 10 raises 9, 8 never lowers it.
         self.assertEqual(ev("fence-write", keys, [TOK, "10"]), 1)
-        self.assertEqual(cmd("GET", "redlock:fence:k"), "10")
+        self.assertEqual(cmd("GET", "redlock:fence"), "10")
         self.assertEqual(ev("fence-write", keys, [TOK, "8"]), 1)
-        self.assertEqual(cmd("GET", "redlock:fence:k"), "10")
+        self.assertEqual(cmd("GET", "redlock:fence"), "10")
         self.assertEqual(cmd("GET", "redlock:fencefor:k"), TOK + " 8")
+        self.assertEqual(cmd("GET", "redlock:fencerun"), run_id())
 
     def test_release(self):
         cmd("SET", "a", TOK)
@@ -199,8 +225,12 @@ class Scripts(unittest.TestCase):
         cmd("SET", "b", OTHER, "PX", "1000")
         self.assertEqual(ev("extend", ["a", "b"], [TOK, "60000"]), -1)
         self.assertLessEqual(cmd("PTTL", "a"), 1000)  # nothing changed
+        cmd("SET", "redlock:fencefor:a", TOK + " 5", "PX", "1000")
         self.assertEqual(ev("extend", ["a"], [TOK, "60000"]), 1)
         self.assertGreater(cmd("PTTL", "a"), 1000)
+        # The first key's fence record lives as long as the key.
+        self.assertGreater(cmd("PTTL", "redlock:fencefor:a"), 1000)
+        self.assertEqual(cmd("EXISTS", "redlock:fencefor:b"), 0)
         cmd("HSET", "h", TOK, "1")
         self.assertEqual(ev("extend", ["h"], [TOK, "60000"]), -1)
 
@@ -219,6 +249,18 @@ class Scripts(unittest.TestCase):
         self.assertEqual(cmd("EXISTS", "c"), 0)  # never recreated
         self.assertLessEqual(cmd("PTTL", "r"), 1000)
         self.assertTrue(1000 < cmd("PTTL", "d") <= 30000)
+        # A fenced run's records live as long as their keys (none is
+        # made); an unfenced run's are left alone.
+        cmd("SET", "redlock:fencefor:a", TOK + " 5", "PX", "1000")
+        cmd("SET", "redlock:fencefor:b", OTHER + " 4", "PX", "1000")
+        cmd("SET", "redlock:fencefor:d", TOK + " 6", "PX", "1000")
+        self.assertEqual(ev("touch-batch", ["a", "b", "c", "d"],
+                            ["60000f", "3", TOK, TOK, TOK,
+                             "60000", "1", TOK + ".new-owner"]), "1201")
+        self.assertGreater(cmd("PTTL", "redlock:fencefor:a"), 30000)
+        self.assertLessEqual(cmd("PTTL", "redlock:fencefor:b"), 1000)
+        self.assertEqual(cmd("EXISTS", "redlock:fencefor:c"), 0)
+        self.assertLessEqual(cmd("PTTL", "redlock:fencefor:d"), 1000)
 
     def test_proclaim(self):
         new = TOK + ".leader-2"
@@ -242,9 +284,9 @@ class Scripts(unittest.TestCase):
                          [None, -2, 0, None, None, None, 0])
         cmd("SET", "k", TOK, "PX", "60000")
         cmd("SET", "k:wintent", OTHER)
-        cmd("SET", "redlock:fence:k", "12")
+        cmd("SET", "redlock:fence", "12")
         cmd("SET", "redlock:fencefor:k", TOK + " 12")
-        v, pttl, *rest = ev("inspect", ["k", "k:wintent", "redlock:fence:k",
+        v, pttl, *rest = ev("inspect", ["k", "k:wintent", "redlock:fence",
                                         "redlock:fencefor:k"])
         self.assertEqual(v, TOK)
         self.assertTrue(0 < pttl <= 60000)
@@ -286,18 +328,19 @@ class Scripts(unittest.TestCase):
         self.assertTrue(50000 < cmd("PTTL", "redlock:period:a") <= 60000)
 
     def test_inspect_slots(self):
-        self.assertEqual(ev("inspect-slots", ["s"], ["3"]), "")
+        keys = ["s", "redlock:fence"]
+        self.assertEqual(ev("inspect-slots", keys, ["3"]), "-1:")
         cmd("SET", "s:slot:0", TOK)  # no expiry: PTTL -1
-        cmd("SET", "redlock:fence:s:slot:2", "5")
+        cmd("SET", "redlock:fence", "5")
         cmd("SET", "redlock:fencefor:s:slot:2", OTHER + " 5")
-        self.assertEqual(ev("inspect-slots", ["s"], ["3"]),
-                         "0 -1 40:%s-1:-1:" % TOK +
-                         "2 -2 -1:1:5%d:%s 5" % (len(OTHER) + 2, OTHER))
+        self.assertEqual(ev("inspect-slots", keys, ["3"]),
+                         "1:5" + "0 -1 40:%s-1:" % TOK +
+                         "2 -2 -1:%d:%s 5" % (len(OTHER) + 2, OTHER))
         # Only the first `limit` slots are read.
-        self.assertEqual(ev("inspect-slots", ["s"], ["2"]),
-                         "0 -1 40:%s-1:-1:" % TOK)
+        self.assertEqual(ev("inspect-slots", keys, ["2"]),
+                         "1:5" + "0 -1 40:%s-1:" % TOK)
         cmd("PEXPIRE", "s:slot:0", "60000")
-        pttl = int(ev("inspect-slots", ["s"], ["1"]).split(" ")[1])
+        pttl = int(ev("inspect-slots", keys, ["1"]).split(" ")[1])
         self.assertTrue(0 < pttl <= 60000)
 
     def test_force_release(self):
@@ -328,9 +371,9 @@ class Scripts(unittest.TestCase):
             ev("force-release", ["l"])
         self.assertEqual(cmd("LLEN", "l"), 1)
         cmd("SET", "k", TOK)
-        cmd("SET", "redlock:fence:k", "3")
+        cmd("SET", "redlock:fence", "3")
         ev("force-release", ["k"])
-        self.assertEqual(cmd("GET", "redlock:fence:k"), "3")
+        self.assertEqual(cmd("GET", "redlock:fence"), "3")
         # The reservation is no lock: absent, left alone.
         cmd("SET", "q", RESERVED)
         self.assertEqual(ev("force-release", ["q"]), [None, -2, 0])
@@ -443,14 +486,14 @@ class Scripts(unittest.TestCase):
         self.assertEqual(len(ev("queue-inspect", ["k"], ["2"])), 1 + 4)
 
     def test_fair_acquire_fenced(self):
-        keys = ["k", "redlock:fence:k", "redlock:fencerun:k",
-                "redlock:fencefor:k"]
+        keys = ["k"] + FENCE_KEYS
         # Nobody queues: granted, the counter read, the record written.
         self.assertEqual(ev("fair-acquire-fenced", keys,
                             [TOK, "60000", "60000", "", "1"]),
                          [1, None, 0, "0", 0, 0])
         self.assertEqual(cmd("GET", "redlock:fencefor:k"), TOK)
-        ev("fence-write", keys, [TOK, "4"])
+        self.assertGreater(cmd("PTTL", "redlock:fencefor:k"), 0)
+        ev("fence-write", keys, [TOK, "4", run_id()])
         # Held: a first attempt is refused and counts itself.
         self.assertEqual(ev("fair-acquire-fenced", keys,
                             [OTHER, "60000", "60000", "", "1"]),

@@ -85,6 +85,9 @@ static const char usage[] =
 "                       (rl_acquire_opts.owner), to measure what it costs\n"
 "  --fair               phases a, b and c: acquire with rl_acquire_opts.fair\n"
 "                       (wait in the resource's queue), to compare\n"
+"  --fence              phases a and b: acquire with fencing\n"
+"                       (rl_acquire_opts.fencing), to measure what it\n"
+"                       costs (tools/fence-footprint.sh: what it leaves)\n"
 "  --watched N          instead of the phases: hold N locks with the\n"
 "                       watchdog for --duration and report renewals/s,\n"
 "                       client and server CPU per renewal, bytes per held\n"
@@ -123,6 +126,7 @@ struct bench {
     const char *label;
     const char *owner;          /* --owner: stored with every lock, or NULL */
     bool fair;                  /* --fair: phases a, b and c wait fair */
+    bool fence;                 /* --fence: phases a and b are fenced */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     atomic_bool stop;
@@ -264,6 +268,7 @@ static void start_acquire(struct slot *s)
     ao.ttl_ms = b->ttl_ms;
     ao.owner = b->owner;
     ao.fair = b->fair && (b->phase == 'a' || b->phase == 'b');
+    ao.fencing = b->fence && (b->phase == 'a' || b->phase == 'b');
     if (b->phase == 'w') {
         ao.auto_extend = true;
         ao.lost_cb = on_lost;
@@ -1109,6 +1114,7 @@ int cmd_bench(struct cli_opts *o, int argc, char **argv)
     const char *owner_s = NULL;
     const char *watched_s = NULL;
     bool fair = false;
+    bool fence = false;
     const struct cli_cmdopt opts[] = {
         {"watched", &watched_s, NULL},
         {"phases", &phases_s, NULL},
@@ -1121,6 +1127,7 @@ int cmd_bench(struct cli_opts *o, int argc, char **argv)
         {"label", &label_s, NULL},
         {"owner", &owner_s, NULL},
         {"fair", NULL, &fair},
+        {"fence", NULL, &fence},
     };
     bool want[P_COUNT] = {false};
     uint32_t conc[MAX_LIST];
@@ -1186,6 +1193,7 @@ int cmd_bench(struct cli_opts *o, int argc, char **argv)
         return CLI_EXIT_USAGE;
     b.owner = owner_s != NULL && owner_s[0] != '\0' ? owner_s : NULL;
     b.fair = fair;
+    b.fence = fence;
     b.f_target = locks;
 
     code = cli_client_new(o, &b.c);

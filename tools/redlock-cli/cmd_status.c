@@ -5,7 +5,7 @@
  * prefix (8 characters: enough to compare, not enough to release someone
  * else's lock), the PTTL and whether the node votes or is quarantined.
  * A summary (rl_resource_inspect) says whether one token holds a
- * majority, its owner, the majority's remaining validity and the fence. A read-write lock
+ * majority, its owner, the majority's remaining validity and its term. A read-write lock
  * held by readers shows how many each node has; --limit K shows each of
  * the semaphore's K slots, read in one step per node
  * (rl_semaphore_inspect); without --limit, a free R is looked up as a
@@ -34,13 +34,11 @@ static const char usage[] =
 "lock-delay, if it took one: the summary says when only that is left;\n"
 "'held for its period' when its holder released it before the end of\n"
 "its run --at-least period, which keeps it until then),\n"
-"the holder's own term when it acquired with --fence ('term being\n"
+"and the holder's own term when it acquired with --fence ('term being\n"
 "written' between the two rounds of a fenced acquire: a leader is not\n"
-"elected yet) and R's fence counter: the latest fencing token issued\n"
-"to a lock whose first resource is R (a lock on several resources is\n"
-"fenced by its first resource's counter only; when R is a later one,\n"
-"or the holder took R without --fence, the holder has no term on R and\n"
-"the counter is an earlier holder's).\n"
+"elected yet; a lock on several resources is fenced by its first\n"
+"resource only: when R is a later one, or the holder took R without\n"
+"--fence, the holder has no term on R).\n"
 "When waiters queue with --fair, a table shows the queue a majority\n"
 "holds, next to be served first: position, token (8 characters),\n"
 "owner, kind (reader, or exclusive: a mutex or a writer), priority,\n"
@@ -54,8 +52,10 @@ static const char usage[] =
 "in_lock_delay (the holder's validity is over, its lock-delay is not),\n"
 "for_period (released before the end of its --at-least period: kept\n"
 "until then, its job done),\n"
-"blocked_ms (how long a majority's keys still refuse others), fence (R's\n"
-"counter, as above), term (the holder's; null when not fenced on R or\n"
+"blocked_ms (how long a majority's keys still refuse others), fence (the\n"
+"nodes' fence counter, one for every resource: the latest fencing token\n"
+"issued on them; the next fenced acquire of R gets more), term (the\n"
+"holder's; null when not fenced on R or\n"
 "not written yet), term_pending, writers_waiting (nodes where a waiting\n"
 "writer's intent refuses new readers), holder_nodes, quorum, quorum_ok\n"
 "and nodes: an array of {node, reachable, voting, holder, readers,\n"
@@ -271,14 +271,6 @@ static void print_one(struct cli_opts *o, rl_client *c,
             else if (info.term_state == RL_TERM_PENDING)
                 fputs(", term being written (a fenced acquire between its "
                       "rounds)", stdout);
-            /* R's counter is raised only by fenced locks whose first
-             * resource is R: without a term here, the holder is not
-             * fenced on R, and the counter is an earlier holder's. */
-            if (info.fence != 0 && info.term_state == RL_TERM_NONE)
-                printf(", no term on %s (its fence counter, %" PRIu64
-                       ", is an earlier holder's)", pos[0], info.fence);
-            else if (info.fence != 0 && info.fence != info.term)
-                printf(", fence counter %" PRIu64, info.fence);
             putchar('\n');
         } else if (readers > 0) {
             printf("%s: read by %u reader%s (on a majority)\n", pos[0],

@@ -37,7 +37,7 @@ _redlock_cli_command_options()
         status) echo "--limit=" ;;
         bench)
             echo "--phases= --concurrency= --duration= --ttl= --hold=" \
-                "--contenders= --locks= --label= --owner= --watched= --fair"
+                "--contenders= --locks= --label= --owner= --watched= --fair --fence"
             ;;
     esac
 }
