@@ -1,6 +1,6 @@
 /* acquire.h -- acquire one or several resources on a majority, with
- * retries, waits and fencing. Loop thread, except
- * acquire_check and acquire_new. */
+ * retries, waits and fencing. Loop thread, except acquire_new (the
+ * options are checked before, acquireopts.h). */
 #ifndef REDLOCK_ACQUIRE_H
 #define REDLOCK_ACQUIRE_H
 
@@ -24,10 +24,6 @@ struct acquire_grant {
 typedef void acquire_done_fn(void *owner, rl_status st,
                              const struct acquire_grant *g);
 
-/* Validate the names and options (any thread); *ttl gets the TTL. */
-rl_status acquire_check(rl_client *c, const char *const *resources,
-                        size_t count, const rl_acquire_opts *o,
-                        uint32_t *ttl);
 /* Prepare an acquisition of rec (borrowed until done or abort; each
  * attempt gives its token the next attempt digits, lockrec_next_attempt)
  * with the checked ttl and o (copied; may be NULL). Any thread. NULL on

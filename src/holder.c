@@ -24,6 +24,7 @@
 #include <sched.h>
 
 #include "acquire.h"
+#include "acquireopts.h"
 #include "cancel.h"
 #include "extend.h"
 #include "handle.h"
@@ -613,7 +614,7 @@ rl_status holder_acquire(rl_client *c, const char *const *resources,
         return rl_fail(RL_EINVAL, "client is NULL");
     if (cb == NULL)
         return rl_fail(RL_EINVAL, "callback is NULL");
-    st = acquire_check(c, resources, count, o, &ttl);
+    st = acquireopts_check(c, resources, count, o, &ttl);
     if (st == RL_OK && o != NULL && o->auto_extend)
         st = watchdog_check_opts(o, ttl);
     if (st != RL_OK)
