@@ -10,9 +10,15 @@
 #include "lockrec.h"
 #include "quorum.h"
 
-/* Refresh period of a waiting entry; an entry lives three of them. */
+/* Refresh period of a waiting entry; an entry lives three of them.
+ * A waiter further back refreshes less often: one period more per
+ * QUEUE_RANKS_PER_PERIOD waiters ahead of its turn, up to
+ * QUEUE_REFRESH_MAX_MS (queue.c refresh_period_ms). An attempt's entry
+ * lives QUEUE_ENTRY_MS. */
 #define QUEUE_REFRESH_MS 500u
 #define QUEUE_ENTRY_MS (3u * QUEUE_REFRESH_MS)
+#define QUEUE_RANKS_PER_PERIOD 4u
+#define QUEUE_REFRESH_MAX_MS (4u * QUEUE_REFRESH_MS)
 
 struct fair_wait;
 
