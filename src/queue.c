@@ -80,6 +80,10 @@ struct fair_wait {
     int64_t rank[RL_MAX_NODES];  /* our place per node from its latest
                                     reply, -1 absent or unknown */
     bool free_[RL_MAX_NODES];    /* the lock was free there */
+    /* A writer's intent (fair_intent_nodes): an earlier attempt may have
+     * marked it there, or the latest one did not prove it did not. */
+    bool intent_may[RL_MAX_NODES];
+    bool intent_open[RL_MAX_NODES];
     rl_mono_us deadline_us;      /* 0: none */
     struct loop_timer *tick;
     struct quorum_round round;   /* queue-enter, or the final leave */
@@ -433,8 +437,11 @@ void fair_attempt_cmd(struct fair_wait *f, const char *px,
     int nargs = f->limit_s[0] != '\0' ? 6 : intent_px != NULL ? 4 : 3;
     size_t i;
 
-    for (i = 0; i < f->c->node_count; i++)
+    for (i = 0; i < f->c->node_count; i++) {
         f->qt[i] = -1;
+        f->intent_may[i] = f->intent_may[i] || f->intent_open[i];
+        f->intent_open[i] = intent_px != NULL;
+    }
     attempt_cmd(f->rec, px, args, nargs, fence, out);
 }
 
@@ -489,6 +496,11 @@ enum vote fair_classify(struct fair_wait *f, size_t slot,
     f->qt[slot] = (int64_t)strtoull(e[q].str, NULL, 10);
     f->rank[slot] = e[q + 1].kind == REPLY_INTEGER ? e[q + 1].integer : -1;
     f->free_[slot] = e[q + 2].kind == REPLY_INTEGER && e[q + 2].integer == 1;
+    /* fair-acquire marks a writer's intent only when refused at its
+     * turn, rank 0 (src/lua/include/fair_try.lua refused()); the fenced
+     * twin's reply is not read for it. */
+    if (fr == NULL && (e[0].integer == 1 || f->rank[slot] != 0))
+        f->intent_open[slot] = false;
     return e[0].integer == 1 ? VOTE_YES : VOTE_NO;
 }
 
@@ -587,6 +599,17 @@ bool fair_another_slot(const struct fair_wait *f)
     for (i = 0; i < f->c->node_count; i++)
         unqueued += f->qt[i] == 0; /* no queue there: the fast path */
     return unqueued >= need;
+}
+
+size_t fair_intent_nodes(const struct fair_wait *f, struct node **nodes,
+                         struct node **out)
+{
+    size_t i, n = 0;
+
+    for (i = 0; i < f->c->node_count; i++)
+        if (f->intent_may[i] || f->intent_open[i])
+            out[n++] = nodes[i];
+    return n;
 }
 
 void fair_granted(struct fair_wait *f)

@@ -95,6 +95,12 @@ void fair_wait_turn(struct fair_wait *f, rl_mono_us since_us,
  * take it on a majority: entitled there, or, before the ticket, no queue
  * there). When not, every other slot would be refused the same way. */
 bool fair_another_slot(const struct fair_wait *f);
+/* The nodes (of nodes, the round's, one per slot) where an attempt of
+ * ours may have marked a writer's intent: every node that did not
+ * answer an attempt carrying the intent with a reply that rules it out
+ * (granted, or refused off its turn). Writes them to out; their count. */
+size_t fair_intent_nodes(const struct fair_wait *f, struct node **nodes,
+                         struct node **out);
 /* The lock was granted: the entry now goes with the lock (fair-release). */
 void fair_granted(struct fair_wait *f);
 /* Whether an entry may be on some node (we sent one). */
