@@ -179,14 +179,22 @@ static struct round_cmd intent_clear_cmd(const struct acquire_op *op,
 
 /* The writer won, or was cancelled: let readers in again. A winner's key
  * is a string that refuses them meanwhile, and its release goes out
- * behind the clear on each connection, so nothing waits for it. */
+ * behind the clear on each connection, so nothing waits for it. A fair
+ * writer clears only where its attempts may have marked it (a waiter
+ * announced at its turn and granted marked nothing). */
 static void clear_intent(struct acquire_op *op)
 {
     const char *argv[2];
     size_t lens[2];
     struct round_cmd cmd = intent_clear_cmd(op, argv, lens);
+    struct node *some[RL_MAX_NODES];
 
-    round_broadcast(op->round.nodes, op->round.n, &cmd);
+    if (op->fair != NULL && !op->fair_borrowed)
+        round_broadcast(some,
+                        fair_intent_nodes(op->fair, op->round.nodes, some),
+                        &cmd);
+    else
+        round_broadcast(op->round.nodes, op->round.n, &cmd);
 }
 
 void acquire_abort(struct acquire_op *op)

@@ -46,8 +46,8 @@
 
 #define TICKET_BITS 44
 
-/* QUEUE_ENTRY_MS in decimal, the scripts' entry_px: spelled out, so no
- * attempt formats it. */
+/* QUEUE_ENTRY_MS in decimal, the attempts' entry_px: spelled out, so no
+ * attempt formats it (a refresh's is its period's: refresh_period_ms). */
 #define ENTRY_PX "1500"
 _Static_assert(QUEUE_ENTRY_MS == 1500u, "ENTRY_PX is QUEUE_ENTRY_MS");
 
@@ -72,12 +72,18 @@ struct fair_wait {
     bool refreshing;             /* a queue-enter round is in flight */
     bool uncounted;              /* the first attempt was a bare SET NX,
                                     refused: no counter read yet */
+    uint32_t period_ms;          /* the last refresh's period */
+    char entry_px[12];           /* and its entry's life, 3 periods */
     rl_mono_us registered_us;    /* when the ticket was taken */
     int64_t qt[RL_MAX_NODES];    /* redlock:qt:K per node from the last attempt,
                                     -1: no reply */
     int64_t rank[RL_MAX_NODES];  /* our place per node from its latest
                                     reply, -1 absent or unknown */
     bool free_[RL_MAX_NODES];    /* the lock was free there */
+    /* A writer's intent (fair_intent_nodes): an earlier attempt may have
+     * marked it there, or the latest one did not prove it did not. */
+    bool intent_may[RL_MAX_NODES];
+    bool intent_open[RL_MAX_NODES];
     rl_mono_us deadline_us;      /* 0: none */
     struct loop_timer *tick;
     struct quorum_round round;   /* queue-enter, or the final leave */
@@ -188,24 +194,53 @@ static void enter_done(void *owner, enum verdict v)
         take_turn(f, false);
 }
 
+/* The refresh period: QUEUE_REFRESH_MS, one more for every
+ * QUEUE_RANKS_PER_PERIOD waiters that stand between us and a turn on
+ * the node where we stand nearest (ranks from the latest replies),
+ * up to QUEUE_REFRESH_MAX_MS. A waiter's turn comes by announcement, not
+ * by its refresh, which only keeps its entry alive: a crowd's
+ * refreshes per acquisition stay nearly flat as it grows, and a dead
+ * waiter's entry, however far back it died, lapses within 3 x
+ * QUEUE_REFRESH_MAX_MS. */
+static uint32_t refresh_period_ms(const struct fair_wait *f)
+{
+    int64_t near = -1, ahead;
+    size_t i;
+
+    for (i = 0; i < f->c->node_count; i++)
+        if (f->rank[i] >= 0 && (near < 0 || f->rank[i] < near))
+            near = f->rank[i];
+    ahead = near - (int64_t)f->limit; /* waiters before our turn, less 1 */
+    if (ahead < 0)
+        return QUEUE_REFRESH_MS;
+    if (ahead >= (int64_t)QUEUE_REFRESH_MAX_MS / QUEUE_REFRESH_MS *
+                     QUEUE_RANKS_PER_PERIOD)
+        return QUEUE_REFRESH_MAX_MS;
+    return QUEUE_REFRESH_MS * (1u + (uint32_t)ahead / QUEUE_RANKS_PER_PERIOD);
+}
+
 /* queue-enter to every node: the registration, and each refresh (the
- * same call: it re-adds an entry a node lost, with the same score). */
+ * same call: it re-adds an entry a node lost, with the same score), its
+ * entry living three of its period (f->period_ms). */
 static void refresh(struct fair_wait *f)
 {
     /* ARGV[5] the kind, ARGV[6] a semaphore's permits. */
-    const char *argv[7] = {f->qkey, f->rec->token, ENTRY_PX,
+    const char *argv[7] = {f->qkey, f->rec->token, f->entry_px,
                            f->score, f->ticket_s,
                            f->rec->shared ? "s" : "x", f->limit_s};
-    size_t lens[7] = {f->qkey_len, f->rec->token_len,
-                      strlen(ENTRY_PX), strlen(f->score),
-                      strlen(f->ticket_s), 1, strlen(f->limit_s)};
+    size_t lens[7];
     struct round_cmd cmd = {script_get(SCRIPT_QUEUE_ENTER), 1,
                             f->limit_s[0] != '\0' ? 7 : 6, argv, lens};
     enum verdict v;
+    size_t i;
 
     if (f->refreshing)
         return;
     f->refreshing = true;
+    f->period_ms = refresh_period_ms(f);
+    snprintf(f->entry_px, sizeof(f->entry_px), "%u", 3u * f->period_ms);
+    for (i = 0; i < 7; i++)
+        lens[i] = strlen(argv[i]);
     v = round_start(&f->round, ROUND_ALL, &cmd, enter_classify, enter_done,
                     f);
     /* Decided at once (every node down): nothing new was learnt, and
@@ -241,7 +276,7 @@ static void on_tick(void *arg)
         return;
     }
     refresh(f);
-    arm(f, (uint64_t)QUEUE_REFRESH_MS * 1000u);
+    arm(f, (uint64_t)f->period_ms * 1000u);
 }
 
 /* True the first time this client waits or attempts fair: its first
@@ -402,8 +437,11 @@ void fair_attempt_cmd(struct fair_wait *f, const char *px,
     int nargs = f->limit_s[0] != '\0' ? 6 : intent_px != NULL ? 4 : 3;
     size_t i;
 
-    for (i = 0; i < f->c->node_count; i++)
+    for (i = 0; i < f->c->node_count; i++) {
         f->qt[i] = -1;
+        f->intent_may[i] = f->intent_may[i] || f->intent_open[i];
+        f->intent_open[i] = intent_px != NULL;
+    }
     attempt_cmd(f->rec, px, args, nargs, fence, out);
 }
 
@@ -458,6 +496,11 @@ enum vote fair_classify(struct fair_wait *f, size_t slot,
     f->qt[slot] = (int64_t)strtoull(e[q].str, NULL, 10);
     f->rank[slot] = e[q + 1].kind == REPLY_INTEGER ? e[q + 1].integer : -1;
     f->free_[slot] = e[q + 2].kind == REPLY_INTEGER && e[q + 2].integer == 1;
+    /* fair-acquire marks a writer's intent only when refused at its
+     * turn, rank 0 (src/lua/include/fair_try.lua refused()); the fenced
+     * twin's reply is not read for it. */
+    if (fr == NULL && (e[0].integer == 1 || f->rank[slot] != 0))
+        f->intent_open[slot] = false;
     return e[0].integer == 1 ? VOTE_YES : VOTE_NO;
 }
 
@@ -556,6 +599,17 @@ bool fair_another_slot(const struct fair_wait *f)
     for (i = 0; i < f->c->node_count; i++)
         unqueued += f->qt[i] == 0; /* no queue there: the fast path */
     return unqueued >= need;
+}
+
+size_t fair_intent_nodes(const struct fair_wait *f, struct node **nodes,
+                         struct node **out)
+{
+    size_t i, n = 0;
+
+    for (i = 0; i < f->c->node_count; i++)
+        if (f->intent_may[i] || f->intent_open[i])
+            out[n++] = nodes[i];
+    return n;
 }
 
 void fair_granted(struct fair_wait *f)

@@ -10,9 +10,15 @@
 #include "lockrec.h"
 #include "quorum.h"
 
-/* Refresh period of a waiting entry; an entry lives three of them. */
+/* Refresh period of a waiting entry; an entry lives three of them.
+ * A waiter further back refreshes less often: one period more per
+ * QUEUE_RANKS_PER_PERIOD waiters ahead of its turn, up to
+ * QUEUE_REFRESH_MAX_MS (queue.c refresh_period_ms). An attempt's entry
+ * lives QUEUE_ENTRY_MS. */
 #define QUEUE_REFRESH_MS 500u
 #define QUEUE_ENTRY_MS (3u * QUEUE_REFRESH_MS)
+#define QUEUE_RANKS_PER_PERIOD 4u
+#define QUEUE_REFRESH_MAX_MS (4u * QUEUE_REFRESH_MS)
 
 struct fair_wait;
 
@@ -89,6 +95,12 @@ void fair_wait_turn(struct fair_wait *f, rl_mono_us since_us,
  * take it on a majority: entitled there, or, before the ticket, no queue
  * there). When not, every other slot would be refused the same way. */
 bool fair_another_slot(const struct fair_wait *f);
+/* The nodes (of nodes, the round's, one per slot) where an attempt of
+ * ours may have marked a writer's intent: every node that did not
+ * answer an attempt carrying the intent with a reply that rules it out
+ * (granted, or refused off its turn). Writes them to out; their count. */
+size_t fair_intent_nodes(const struct fair_wait *f, struct node **nodes,
+                         struct node **out);
 /* The lock was granted: the entry now goes with the lock (fair-release). */
 void fair_granted(struct fair_wait *f);
 /* Whether an entry may be on some node (we sent one). */

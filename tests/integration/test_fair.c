@@ -1239,6 +1239,63 @@ static void test_a_writer_is_served_between_the_readers_around_it(
     free(m2);
 }
 
+/* Nodes where key exists, awaited (5 s, scaled) until there are want. */
+static int nodes_with_key(struct fixture *f, const char *key, int want)
+{
+    int64_t until = harness_now_ms() + harness_scale_ms(5000);
+    int i, n;
+
+    do {
+        for (i = 0, n = 0; i < N; i++)
+            n += harness_int(harness_cmd(&f->r[i], "EXISTS %s", key), 0) == 1;
+        if (n == want)
+            break;
+        harness_sleep_ms(5);
+    } while (harness_now_ms() < until);
+    return n;
+}
+
+/* A fair writer refused at its turn by a reader marks its intent there;
+ * granted once the reader left, it clears the intent wherever its
+ * attempts may have marked it (queue.c fair_intent_nodes: a writer
+ * granted at its first turn marked none, and clears nowhere). Its retry
+ * delay makes the intent live 20 s: gone sooner, it was cleared. */
+static void test_a_fair_writer_clears_the_intent_it_marked(void **state)
+{
+    struct fixture *f = *state;
+    static const char *const res[] = {"fwi"};
+    struct fixture_acquirer w;
+    rl_acquire_opts o = {0};
+    rl_config cfg;
+    rl_client *wc;
+    rl_lock *warm;
+
+    fixture_config(&cfg, &f->hn);
+    cfg.retry_delay_ms = 10000;
+    cfg.retry_jitter_ms = 0;
+    wc = fixture_client(&cfg);
+    assert_non_null(wc);
+    /* Connected first: a node still connecting would fail an attempt
+     * instead of refusing it. */
+    assert_int_equal(rl_acquire(wc, "fwi:warm", NULL, &warm), RL_OK);
+    assert_int_equal(rl_release(warm), RL_OK);
+    o.ttl_ms = 30000;
+    o.mode = RL_MODE_SHARED;
+    assert_int_equal(rl_acquire(f->c, "fwi", &o, &f->l), RL_OK);
+    start_waiter(&w, wc, res, RL_MODE_EXCLUSIVE);
+    /* At the head (its first refresh finds it there), refused by the
+     * reader: marked on a majority at least (a loaded node may have
+     * missed the registration, and sees the next poll 10 s later). */
+    assert_true(nodes_with_key(f, "fwi:wintent", N) >= N / 2 + 1);
+    assert_int_equal(rl_release(f->l), RL_OK);
+    f->l = NULL;
+    fixture_acquirer_join(&w);
+    assert_int_equal(w.st, RL_OK);
+    assert_int_equal(nodes_with_key(f, "fwi:wintent", 0), 0);
+    assert_int_equal(rl_release(w.lock), RL_OK);
+    rl_client_free(wc);
+}
+
 /* While a reader holds and a writer queues, a fair reader stays out
  * (a plain one, which ignores the queue, gets in); once the writer's
  * entry leaves, the fair reader shares with the holder. The queued
@@ -1418,6 +1475,7 @@ int main(void)
         cmocka_unit_test(test_a_reader_takes_its_turn_once_no_writer_is_ahead),
         cmocka_unit_test(
             test_a_writer_is_served_between_the_readers_around_it),
+        cmocka_unit_test(test_a_fair_writer_clears_the_intent_it_marked),
         cmocka_unit_test(test_a_fair_reader_does_not_pass_a_queued_writer),
         cmocka_unit_test(
             test_fair_and_plain_readers_and_writers_never_overlap),

@@ -40,7 +40,8 @@
 -- first exclusive entry (at most 64, one PUBLISH each: the ones further
 -- on learn it from their refresh); else the head's token when K is free
 -- here.
--- settle(now): the queue keys live as long as their latest entry;
+-- settle(now): the queue keys live as long as their latest entry (up
+-- to a second longer);
 -- an empty queue is deleted with its counter (a counter orders only
 -- entries still waiting). Not a semaphore's: while entries remain, a
 -- free K is reserved for them, as long as they live, so a plain SET NX
@@ -119,6 +120,17 @@ local function announce(except)
     redis.call('publish', 'redlock:queue:' .. QK, h)
   end
 end
+-- The queue's keys get their latest entry's life and KEYS_SLACK_MS
+-- more, set again only when one of them would lapse sooner (QT's SET
+-- and a new QW come without an expiry; QX and QM come and go with Q):
+-- most settles read three expiries instead of setting five. Keys that
+-- outlive their entries are the purge's to clear; the reservation keeps
+-- its exact life.
+local KEYS_SLACK_MS = 1000
+local function sooner(k, ms)
+  local t = redis.call('pttl', k)
+  return t ~= -2 and t < ms
+end
 local function settle(now)
   local last = redis.call('zrange', QX, -1, -1, 'withscores')[2]
   if not last then
@@ -129,12 +141,16 @@ local function settle(now)
     end
     return
   end
-  local px = string.format('%.0f', math.max(1, tonumber(last) - now))
-  redis.call('pexpire', Q, px)
-  redis.call('pexpire', QX, px)
-  redis.call('pexpire', QT, px)
-  redis.call('pexpire', QW, px)
-  redis.call('pexpire', QM, px)
+  local ms = math.max(1, tonumber(last) - now)
+  local px = string.format('%.0f', ms)
+  if sooner(Q, ms) or sooner(QT, ms) or sooner(QW, ms) then
+    local kx = string.format('%.0f', ms + KEYS_SLACK_MS)
+    redis.call('pexpire', Q, kx)
+    redis.call('pexpire', QX, kx)
+    redis.call('pexpire', QT, kx)
+    redis.call('pexpire', QW, kx)
+    redis.call('pexpire', QM, kx)
+  end
   if L then return end
   if redis.call('exists', K) == 0 then
     redis.call('set', K, 'redlock:queued', 'PX', px)
