@@ -6,7 +6,7 @@
    on any lintian error).
 2. The three are installed with `apt-get install ./*.deb` (apt resolves
    their Depends on Debian's hiredis, libev and OpenSSL packages).
-3. `redlock-cli --version` prints the project's version, the bash
+3. `redlock-cli --version` prints the project's version and license, the bash
    completion registers itself, the man page and the library's SONAME
    link are in place, and the README's C example is built with
    `pkg-config redlock` and with find_package(redlock) from the packages'
@@ -83,7 +83,7 @@ def project_version(source):
 def check_installed(args):
     version = project_version(args.source)
     out = ti.run(["redlock-cli", "--version"]).stdout
-    assert out == "redlock-cli %s\n" % version, out
+    assert out == "redlock-cli %s\nLicense: BSD-3-Clause\n" % version, out
     assert shutil.which("redlock-cli") == "/usr/bin/redlock-cli"
     comp = ti.run(["bash", "--norc", "-c",
                    "source /usr/share/bash-completion/completions/"
