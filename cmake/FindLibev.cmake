@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # FindLibev: libev ships no pkg-config file. Provides Libev::libev.
 find_path(LIBEV_INCLUDE_DIR NAMES ev.h)
 find_library(LIBEV_LIBRARY NAMES ev)

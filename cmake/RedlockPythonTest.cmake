@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # rl_python_test(<name> <script> <timeout_s> <label>
 #                [ARGS <arg>...] [ENVIRONMENT <VAR=value>...]
 #                [WORKING_DIRECTORY <dir>])

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # lua-scripts.cmake -- builds the table of Lua scripts the library embeds
 # (src/lua/README.md). Run as
 #   cmake -DLUA_DIR=<src/lua> -DOUT_DIR=<dir> -P lua-scripts.cmake

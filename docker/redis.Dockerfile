@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # A Redis node from Debian's redis-server (7.0, as the registry's redis:7.0),
 # for machines that reach Debian's mirror but no image registry:
 #   podman build -f docker/redis.Dockerfile --build-arg BASE=... docker

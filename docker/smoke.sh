@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Runs docker/compose.yml for real and checks the CLI against its 5 nodes:
 #   bash docker/smoke.sh
 # As root on Debian bookworm it installs what it needs from Debian's

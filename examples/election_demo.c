@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* election_demo -- campaign, proclaim, observe and resign.
  *   election_demo name owner host:port [host:port...]
  * An observer prints every change of leader of name (on the client's loop

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lock_demo -- take, show and release one lock with the blocking API.
  *   lock_demo host:port[,host:port...] [resource]
  * The nodes are trusted to persist every write (tools/nodes.sh starts them

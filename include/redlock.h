@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * redlock.h -- distributed locks on a majority of N independent Redis masters
  * (the Redlock algorithm). This header is the library's manual.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fairq.pml -- the fair waiting queue of docs/fair-queue.md (issue 34;
  * 2.0 and 2.12 there), beside the lock key: as built for the mutex, the
  * semaphore (LIMIT=2) and the read-write lock (RW).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* leaderterm.pml -- what a reader (inspect, `status`, `leader`, an
  * observer) reports of a fenced acquire (docs/protocol.md, "What a reader
  * sees during a fenced acquire"). spec/README.md maps each step to C.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* redlock.pml -- the Redlock protocol as libredlock implements it
  * (src/acquire.c, extend.c, release.c, watchdog.c, quorum.c, node.c,
  * fence.c, src/lua), with an adversarial environment. spec/README.md maps

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* renewal.pml -- renewals as the watchdog runs them, and the nodes'
  * safety preconditions. Client 0 holds two locks (resources 0 and 1) and
  * renews both with one touch-batch call per node (src/lua/touch-batch.lua;

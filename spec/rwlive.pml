@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* rwlive.pml -- liveness of the read-write lock: is a writer starved by
  * a stream of readers? (docs/guide/lock-kinds.md: writer preference through
  * the writer intent.) An LTL property, <> the writer wins, under weak

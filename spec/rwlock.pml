@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* rwlock.pml -- the read-write lock as libredlock implements it: readers
  * live at the lock key itself, a hash of reader token -> expiry (server
  * time) whose key expiry is the latest reader's; writers are plain SET NX

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* semaphore.pml -- a semaphore of LIMIT permits as libredlock builds it
  * (src/semaphore.c): permit i is an ordinary Redlock mutex on the slot key
  * <key>:slot:<i>; a round tries the slots one at a time in any order,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* abi.c -- where each public struct keeps its reserved bytes, and the check
  * that they are zero (abi.h). */
 #include "abi.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* abi.h -- the ABI promise of redlock.h in one place. Every public struct
  * a caller passes in ends with reserved bytes that a later version carves
  * new fields from; until then they must be zero, so a program built

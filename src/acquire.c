@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* acquire.c -- acquire one or several resources on a majority.
  *
  * One acquire operation owns a quorum round, a retry timer and its

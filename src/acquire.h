@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* acquire.h -- acquire one or several resources on a majority, with
  * retries, waits and fencing. Loop thread, except acquire_new (the
  * options are checked before, acquireopts.h). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* acquireopts.c -- what an acquire's names and options must be, checked
  * before anything is sent (any thread): each message names the option
  * and the bound it broke. */

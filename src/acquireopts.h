@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* acquireopts.h -- the checks of an acquire's names and options. */
 #ifndef REDLOCK_ACQUIREOPTS_H
 #define REDLOCK_ACQUIREOPTS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* asyncapi.c -- the public async API of redlock.h: acquire, campaign,
  * extend and release (thin wrappers over holder.c's operations, which the
  * blocking facade calls too) and adopting a lock by its token. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* asyncapi.h -- the public async API (redlock.h) is implemented in
  * asyncapi.c; what the blocking facade shares with it. */
 #ifndef REDLOCK_ASYNCAPI_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* blocking.c -- the thread-safe blocking API, built on the async core the
  * way curl_easy_perform is built on the multi interface.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cancel.c -- cancellation tokens (rl_cancel) and their hooks.
  *
  * A token is a flag and a list of hooks under a mutex; it is reference

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cancel.h -- rl_cancel tokens (the public type) and the hooks that tie
  * an operation on a client's loop to one: firing the token runs the
  * hook's function on that loop's thread. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* client.c -- rl_client_new / rl_client_free: the top layer that builds
  * and tears down everything below it.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* clock.c -- monotonic time and validity math.
  *
  * All internal time is integer microseconds on CLOCK_BOOTTIME (typedef

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* clock.h -- monotonic time and the validity math. */
 #ifndef REDLOCK_CLOCK_H
 #define REDLOCK_CLOCK_H

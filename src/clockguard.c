@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* clockguard.c -- the clock-suspect rule.
  *
  * Redlock's validity assumes every node's clock runs at our rate within

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* clockguard.h -- is a node's clock running at our rate?
  * Pure logic over timing samples; no I/O, unit-tested without Redis. */
 #ifndef REDLOCK_CLOCKGUARD_H

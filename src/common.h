@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* common.h -- the few helpers every module uses: allocation wrappers that
  * return NULL instead of aborting, ARRAY_SIZE, RL_UNUSED, and the detail
  * message of the current thread (error.c). */

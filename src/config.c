@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* config.c -- rl_config defaults, validation and the owned copy.
  *
  * Everything the caller passes is checked here, once, with a message that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* config.h -- the client's validated, owned copy of rl_config. */
 #ifndef REDLOCK_CONFIG_H
 #define REDLOCK_CONFIG_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* conn.c -- one Redis connection on a libev loop: the socket I/O that
  * hiredis async used to own, with TLS (tls.c), while hiredis keeps what it
  * is good at (its redisReader, bounded in resp.c, parses replies;

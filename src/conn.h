@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* conn.h -- one Redis connection on a libev loop: connect (TCP or unix,
  * with a timeout), optional TLS, batched writes, replies matched in order,
  * pub/sub pushes. Loop thread only. See conn.c for the state

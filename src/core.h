@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* core.h -- struct rl_client: what the operations and the holder layer
  * share (configuration, loop, nodes, notifications, counters). Data and
  * small helpers only; rl_client_new/free (client.c, the top layer) build

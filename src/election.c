@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* election.c -- leader election on top of the lock: proclaim
  * and observe.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* election.h -- leader election (election.c): what the blocking facade
  * (blocking.c) uses. The public async API is implemented in election.c. */
 #ifndef REDLOCK_ELECTION_H

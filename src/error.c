@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* error.c -- status texts generated from RL_STATUS_MAP and the per-thread
  * detail message behind rl_last_error(). The detail is thread-local because
  * the blocking API is used from many threads at once. Also

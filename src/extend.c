@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* extend.c -- re-quorum extension rounds: one lock (a user's
  * extend), or a batch of locks (the watchdog's coalesced renewals).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* extend.h -- one re-quorum extension round, loop thread. */
 #ifndef REDLOCK_EXTEND_H
 #define REDLOCK_EXTEND_H

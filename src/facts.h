@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* facts.h -- what a Redis node says about itself that Redlock's safety
  * rests on, parsed from its INFO and CONFIG GET replies: who it is
  * (run_id, replication stream), whether it may evict keys before their

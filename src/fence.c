@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fence.c -- fencing tokens. The protocol is driven by acquire.c; why it
  * is safe is argued above fence_candidate and in docs/fencing.md, and it
  * is model-checked in spec/redlock.pml (FENCEFIX, REV).

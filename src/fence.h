@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fence.h -- fencing tokens (docs/fencing.md, docs/protocol.md). */
 #ifndef REDLOCK_FENCE_H
 #define REDLOCK_FENCE_H

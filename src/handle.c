@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* handle.c -- a client's rl_lock handles: each one allocation, the
  * registry of the live ones, the hold counts of reentrant locks, and the
  * getters. What a handle does (requests, renewals, release, the lost

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* handle.h -- a client's rl_lock handles: their allocation, the registry
  * of the live ones, and reentrant hold counts (holder.c, asyncapi.c). The
  * lock getters of redlock.h are implemented in handle.c. */

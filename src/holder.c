@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* holder.c -- the life of an rl_lock handle: the requests other threads
  * queue to the loop thread, the lost signal, reentrant holds, renewals
  * and releases. The handles, their registry and getters are handle.c's;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* holder.h -- the life of a held lock: what the facade (blocking.c,
  * asyncapi.c, election.c) and rl_client_new/free (client.c) use. The
  * handles themselves and the lock getters are handle.c's. */

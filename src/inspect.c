@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* inspect.c -- rl_client_ping, rl_resource_status and
  * rl_resource_force_unlock (the CLI's ping, status and release --force),
  * and the statistics calls.

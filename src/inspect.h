@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* inspect.h -- node and resource inspection used inside the library. */
 #ifndef REDLOCK_INSPECT_H
 #define REDLOCK_INSPECT_H

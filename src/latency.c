@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* latency.c -- a histogram of reply latencies and its percentiles. */
 #include "latency.h"
 

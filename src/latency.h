@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* latency.h -- a histogram of reply latencies and its percentiles. */
 #ifndef REDLOCK_LATENCY_H
 #define REDLOCK_LATENCY_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* list.h -- an intrusive doubly linked list.
  *
  * A struct that goes on a list embeds a struct list_link; the list is a

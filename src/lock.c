@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lock.c -- a held lock's state machine: the table of legal moves, the
  * one function that makes them, and dropping what is in flight. */
 #include <stdio.h>

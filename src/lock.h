@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lock.h -- struct rl_lock, private to holder.c (the handle, its life, the
  * public calls) and watchdog.c (its renewals): what a held lock is and the
  * one function that changes its state.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lockrec.c -- lock keys and token (docs/protocol.md). Key layout: K =
  * prefix + resource, value = token, the same as redsync and node-redlock.
  * The record lives inside the memory of its rl_lock (one allocation per

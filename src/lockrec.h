@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lockrec.h -- what identifies a lock in Redis: its keys (prefix +
  * resource) and its token (docs/protocol.md). The holder layer embeds one
  * in each rl_lock; operations borrow it to build their commands and never

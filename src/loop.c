@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* loop.c -- the event loop layer.
  *
  * Own loop (default): a libev loop and a thread that runs it; everything

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* loop.h -- the event loop a client runs on: its own thread or the
  * caller's libev loop, the queue that hands operations to it, one-shot
  * timers, a hook that runs before the loop blocks, and the waiter a

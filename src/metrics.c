@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* metrics.c -- rl_stats as Prometheus text exposition format, version
  * 0.0.4.
  *

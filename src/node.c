@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* node.c -- one Redis node over our own connection layer (conn.c, with
  * optional TLS) on libev.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* node.h -- one Redis node: connection, requests with timeouts, health.
  * The only interface the engine (quorum.c and the operations) sees of
  * the connection layer and libev. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nodeimpl.h -- struct node and struct request, shared by the two files
  * of the node module: node.c (the connection's state machine: handshake,
  * checks, reconnect, the public getters) and request.c (its requests:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* notify.c -- release notifications.
  *
  * The release script publishes on redlock:release:<key>. A waiting acquire

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* notify.h -- wake waiting acquires when a lock is released. */
 #ifndef REDLOCK_NOTIFY_H
 #define REDLOCK_NOTIFY_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* queue.c -- fair waiting over a quorum (docs/fair-queue.md section 2).
  *
  * Safety never depends on this module: the lock is still the key on a

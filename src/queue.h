@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* queue.h -- a fair acquire's place in its resource's waiting queue
  * (docs/fair-queue.md). acquire.c runs the attempts; this module takes
  * the ticket, registers and refreshes the entry, listens for the

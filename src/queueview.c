@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* queueview.c -- rl_resource_queue: the fair queue a quorum agrees on
  * (docs/fair-queue.md 2.9), for `redlock-cli status`.
  *

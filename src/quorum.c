@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* quorum.c -- parallel fan-out and the majority decision.
  *
  * A round sends one command to all N nodes at once and counts the replies

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* quorum.h -- fan one command out to every node and decide by majority.
  * The decision rule is a pure function (quorum_verdict) so it can be tested
  * exhaustively without Redis. */

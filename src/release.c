@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* release.c -- compare-and-delete on all nodes.
  *
  * The release script deletes each key only where it still holds our token

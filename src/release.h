@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* release.h -- one compare-and-delete round on all nodes,
  * loop thread. */
 #ifndef REDLOCK_RELEASE_H

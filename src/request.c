@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* request.c -- a node's requests: records, deadlines and their timer,
  * replies handed to their owners, the NOSCRIPT resend, sending, and the
  * rollbacks kept while the node is down (the state machine that drives

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* resolver.c -- see resolver.h.
  *
  * Host names are resolved by resolve_addr() on the caller's thread, once,

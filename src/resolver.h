@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* resolver.h -- host names to numeric addresses: once, blocking, while
  * the configuration is checked, and again off the loop thread.
  *

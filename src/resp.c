@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* resp.c -- see resp.h.
  *
  * hiredis allocates an array's element pointers when it reads the count

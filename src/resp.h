@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* resp.h -- the replies in one connection's bytes: hiredis's redisReader
  * with bounds (the longest unfinished reply, the elements its arrays may
  * announce), and what kind of reply each is. Knows nothing of sockets;

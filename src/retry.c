@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* retry.c -- how long an acquisition keeps trying, and the pause
  * between its attempts (retry.h). */
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* retry.h -- the retry budget of an acquisition: acquire.c's over its
  * attempts, semaphore.c's over its rounds of slots, and queue.c's pause
  * when a fair waiter at the head polls as a plain one. */

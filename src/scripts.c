@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* scripts.c -- the table of Lua scripts the library embeds: one file per
  * script under src/lua (its README states what the scripts rely on;
  * docs/protocol.md section 3 their contract). The build expands their

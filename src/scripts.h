@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* scripts.h -- the Lua scripts every node runs, with their SHA1 digests
  * (their sources: src/lua; their contract: docs/protocol.md). */
 #ifndef REDLOCK_SCRIPTS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* semaphore.c -- a semaphore with K permits built from K slot locks
  * (README "Lock kinds").
  *

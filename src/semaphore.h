@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* semaphore.h -- acquire one of K permits, each an ordinary mutex on its
  * slot key "<resource>:slot:<i>". Loop thread. */
 #ifndef REDLOCK_SEMAPHORE_H

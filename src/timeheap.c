@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* timeheap.c -- intrusive pairing heap of instants (one timer structure
  * for every watched lock of a client).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* timeheap.h -- an intrusive min-heap of instants (a pairing heap): one
  * timer structure for many deadlines without an allocation per insert.
  * Not thread-safe: its owner serializes access. */

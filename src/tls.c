@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tls.c -- OpenSSL client contexts, targets and per-connection SSL objects
  * (the TLS half of conn.c).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tls.h -- OpenSSL client contexts and per-target TLS state.
  * conn.c is the only user of the per-connection half; the configuration
  * layer creates a tls_ctx per configuration and a tls_target per node. */

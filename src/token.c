@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* token.c -- lock tokens from OpenSSL's CSPRNG.
  *
  * A token identifies one holder on every node; compare-and-delete and

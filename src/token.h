@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* token.h -- random lock tokens (>= 128 random bits, hex). */
 #ifndef REDLOCK_TOKEN_H
 #define REDLOCK_TOKEN_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* uri.c -- node addresses: parsing the URI forms listed above
  * rl_config.nodes (host names are resolved by resolver.c).
  *

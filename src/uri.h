@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* uri.h -- parse one node address (the URI forms listed
  * above rl_config.nodes); resolver.h turns its host name into a numeric
  * address. */

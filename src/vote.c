@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* vote.c -- may a node vote now, and why not.
  *
  * Server start: INFO's uptime_in_seconds is the difference of two

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* vote.h -- may a node vote now, and why not. The policy over what the
  * node said of itself (facts.h), its clock (clockguard.h) and the
  * client's rules (config: max_ttl_ms, allow_evicting_nodes,

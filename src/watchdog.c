@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* watchdog.c -- a client's watchdog: one timer for all its watched locks,
  * each with one intrusive heap node, queued in one of two heaps.
  *

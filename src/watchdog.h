@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* watchdog.h -- a client's watchdog: renews its watched locks in batches
  * on one timer and makes them LOST at their safety margin. Private to
  * holder.c, which owns the handles and decides when a lock is watched.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* wire.c -- commands formatted once, their EVAL form, replies viewed.
  *
  * Commands are formatted once per round (struct wire, refcounted) and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* wire.h -- what goes on a node's connection and what comes back: a
  * command formatted once (RESP) and shared, refcounted, by every node it
  * is sent to; a script call's EVALSHA and its EVAL form; when a NOSCRIPT

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # docker/compose.yml is a valid compose file, with registry images by default
 # and the local ones where REDLOCK_*_IMAGE name them (docker/smoke.sh).
 #   check_compose.sh SOURCE_DIR

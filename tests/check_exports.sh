@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The shared library must export only rl_* symbols.
 set -euo pipefail
 lib=$1

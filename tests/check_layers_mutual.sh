@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # tools/check-layers.sh refuses two modules that include each other, in
 # the same layer too: it fails on a copy of src/ where two modules were
 # made to (a planted pair), and passes on the real tree.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The man 3 reference must not drift from include/redlock.h:
 #   - every exported rl_ function (RL_API in the header, and, when the
 #     library is given, every rl_ symbol it exports) has a page named

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Every case of every cmocka program is a registered CTest test.
 #   check_registered.sh BUILD_DIR PROGRAM...
 # Each PROGRAM prints its cases with RL_TEST_LIST=1 (tests/test_filter.c);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Linked into every cmocka test program:
  *   RL_TEST_FILTER (a cmocka glob) selects the cases to run, so CTest can
  *   run each case in its own process (tests/CMakeLists.txt registers one

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Benchmarks side by side: redlock-cli bench against node-redlock
 # (bench/peers/node-redlock, pinned) on the same local nodes, interleaved
 # (A B A B ...), plus node counts, degraded nodes, memory, the servers' own

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Plot cycles/s against the in-flight level, libredlock vs node-redlock,
 # from the data file tools/bench-compare.sh writes (medians with min-max
 # error bars), as a PNG. Needs gnuplot (Debian: gnuplot-nox).

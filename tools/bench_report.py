@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Render docs/benchmarks.md from the saved JSON lines of a benchmark run.
 
 tools/bench-compare.sh starts the nodes, runs the loops (redlock-cli bench,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Chaos suite: builds what it needs in build/release
 # (incremental, so only if needed) and runs tests/chaos/chaos.py.
 #   tools/chaos.sh [--ci|--long] [--profile NAME]... [chaos.py options]

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Fails when a file in src/ includes a header of a layer above its own
 # (every file calls only down). Each module's .c and .h share a
 # layer; a file may include headers of its own layer or below. A module not

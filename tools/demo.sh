@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The demo on a fresh Debian bookworm machine (as root): install, build,
 # start 5 local redis-server nodes, take / show / extend / release a real
 # lock and run a command under it with redlock-cli, then stop the nodes.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """fairness-probe.py -- why contended `redlock-cli run` waiters are served
 out of order and leave the lock idle: counts, from the nodes' MONITOR
 streams, what every acquire attempt got.

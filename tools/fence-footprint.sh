@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # What fencing leaves on the nodes: PAIRS fenced acquire/release pairs,
 # each on a fresh name (`redlock-cli bench --phases a --fence`, run until
 # that many), then, once the locks' TTL is over, each node's DBSIZE:

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Real fuzzing with libFuzzer (clang): builds build/fuzz with RL_FUZZ=ON and
 # runs each target for SECONDS (default 60) on a copy of its seed corpus.
 #   tools/fuzz.sh [SECONDS]

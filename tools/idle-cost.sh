@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # What idle clients cost a node (issue 45 item 5): N `redlock-cli hold`
 # processes each keep one lock (renewed every ttl/3) on one otherwise idle
 # redis-server; the node's CPU (used_cpu_sys + used_cpu_user of INFO cpu)

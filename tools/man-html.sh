@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Render the library's man pages (docs/man/man3, docs/man/man7) and
 # redlock-cli(1) to HTML in docs/man/html, so the reference can be browsed
 # without man: one NAME.SECTION.html per page, a small redirect for each

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Model-check the Redlock protocol (spec/*.pml, see spec/README.md): every
 # model must hold its properties, every negative control must fail with a
 # counterexample trail of the property it breaks. Runs two jobs at a time

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Start or stop N local redis-server nodes for demos and benchmarks.
 #   tools/nodes.sh start [N] [BASE_PORT]   prints the node list (host:port,...)
 #   tools/nodes.sh stop  [N] [BASE_PORT]

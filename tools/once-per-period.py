@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """once-per-period.py -- how many times a cron job runs per period in a
 fleet (issue 45 item 2, the benchmark-sized form of
 tests/cli/test_cli_period.py).

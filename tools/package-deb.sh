@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Build the Debian packages of redlock with the usual tools (debian/,
 # dpkg-buildpackage, debhelper) and check them with lintian:
 #   libredlock0.2   the shared library (the package name carries its SONAME,

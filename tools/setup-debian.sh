@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Install what redlock needs to build and test on Debian bookworm (as root).
 # Safe to run again: apt-get skips what is already installed.
 set -euo pipefail

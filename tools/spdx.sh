@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Every source, header, script and test file names its license at the top:
 #   SPDX-License-Identifier: BSD-3-Clause
 # on its first line, or its second when the first is a shebang (#!), in the

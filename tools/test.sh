@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The whole test suite on a fresh Debian bookworm machine (run as root, or
 # with sudo available): installs the packages, builds with warnings as
 # errors, runs every test (unit, integration, CLI) with real redis-server

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """touch-floor.py -- what a watchdog renewal costs one Redis node, per key.
 
 The goal is server CPU per renewal 3x below the per-lock path of

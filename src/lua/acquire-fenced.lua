@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- acquire-fenced: acquire with the node's fence counter read in the same
 -- step, and whether it can be trusted (fence_read). Writes the record
 -- "<token>" of k1 in the step that sets the lock keys, expiring with

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- acquire-multi: a lock on several keys takes all of them in one step,
 -- or none (a single key's acquire is SET NX PX itself, not a script).
 -- KEYS: k1..kn, the lock's keys

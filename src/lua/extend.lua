@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- extend: sets the expiry of every key, if all of them hold our lock,
 -- and of the first one's fence record (a fenced lock's lives as long as
 -- its key; another lock's left there lives no longer than ours). An

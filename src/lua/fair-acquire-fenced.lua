@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- fair-acquire-fenced: fair-acquire with the node's fence counter, its
 -- trust and K's record as acquire-fenced (no fast path).
 -- KEYS: K, the node's fence counter, its mark, K's fence record

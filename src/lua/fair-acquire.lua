@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- fair-acquire: a fair mutex's (or writer's, or semaphore slot's)
 -- attempt, in the queue's order (docs/fair-queue.md; the queue's keys:
 -- include/queue.lua).

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- fair-reader-acquire: reader-acquire at a reader's turn (no exclusive
 -- entry ahead), in the queue's order.
 -- KEYS: K

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- fair-reader-release: reader-release, and the token's entry leaves the
 -- queue (see include/fair_reader_release.lua).
 -- KEYS: K

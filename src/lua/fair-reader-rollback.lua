@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- fair-reader-rollback: as fair-reader-release, but the entry stays.
 -- KEYS: K
 -- ARGV[1]: token

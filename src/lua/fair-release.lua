@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- fair-release: release, and the token's entry leaves the queue; who
 -- may try now is told on redlock:queue:K.
 -- KEYS: K

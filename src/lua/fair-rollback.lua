@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- fair-rollback: as fair-release, but the entry stays (a split attempt
 -- keeps its place) and nothing is published on redlock:release:K.
 -- KEYS: K

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- fence-write: while the key holds our lock, raises the node's fence
 -- counter to a term (never lowers it), marks it trusted with this
 -- server's run_id only where the caller allows that run_id, and writes

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- force-release: deletes the lock at k whoever holds it (an operator's
 -- command) and publishes the removed value on redlock:release:<key>
 -- ('' for readers).

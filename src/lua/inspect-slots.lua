@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- inspect-slots: a semaphore's slots in one step: a holder that moves
 -- between slots (a retry keeps its token) shows on one of them, never
 -- two. Only the slots with a key or a fence record are answered (the

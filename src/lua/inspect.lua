@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- inspect: what a node holds for a lock, read only.
 -- KEYS: k[, writer intent[, fence counter, fence record]]
 -- Reply: {value or false, pttl, live readers, fence counter or false,

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- intent-clear: a writer clears the writer intent if it is its own:
 -- set by any attempt of this acquisition, the same token but for the
 -- attempt digits 33..40 (token.h TOKEN_STEM_LEN 32, TOKEN_HEX_LEN 40).

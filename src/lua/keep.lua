@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- keep: a release within an at_least_ms period. Instead of deleting the
 -- keys, sets their expiry to what is left of the period, and writes the
 -- marker that tells inspection the key is kept for its period (its

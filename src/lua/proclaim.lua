@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- proclaim: a leader names itself: every key that still holds our lock
 -- gets the same 40 digits with a new owner, keeping its expiry, and the
 -- new value is published on redlock:release:<key> so observers re-read.

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- queue-enter: a fair waiter registers in the queue, or refreshes its
 -- entry (same score on every node).
 -- KEYS: K, the lock key (a semaphore's: its base key)

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- queue-inspect: the waiters of a fair lock's queue, read only.
 -- KEYS: K (a semaphore's: its base key)
 -- ARGV[1]: max entries

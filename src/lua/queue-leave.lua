@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- queue-leave: a fair waiter gives up: its entry leaves the queue, and
 -- who may try now is told.
 -- KEYS: K (a semaphore's: its base key)

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- reader-acquire: a reader joins the readers' hash at k (token -> expiry
 -- in server ms), refused where a writer holds k or its intent is marked.
 -- KEYS: k, writer intent

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- reader-extend: a live reader's expiry moves to now + px; lapsed
 -- readers are pruned, and k goes when none is left (publishing the
 -- token) or lives as long as its latest reader. An absent key is never

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- reader-release: a reader leaves the readers' hash at k (see
 -- include/reader_release.lua).
 -- KEYS: k

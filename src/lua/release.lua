@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- release: deletes every key that holds our lock and publishes the
 -- token on redlock:release:<key> so waiters wake (notify.c).
 -- KEYS: k1..kn, the lock's keys

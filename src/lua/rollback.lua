@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- rollback: as release, publishing nothing: the release of a failed
 -- exclusive attempt's token (acquire.c roll_back; a reader's attempt
 -- rolls back with reader-release, a fair one's with fair-rollback).

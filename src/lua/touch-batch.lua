@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- touch-batch: extends many locks (one key each) in one call, the
 -- watchdog's renewals. Every key is read with one MGET, so each costs
 -- one call from Lua (its PEXPIREAT). The expiry is absolute (one TIME

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- writer-acquire: a writer refused once tries SET NX PX again, and marks
 -- its intent in the same step where readers refuse it: marked later, it
 -- could land after they left and miss the next ones, every time. It

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """tools/bench_report.py renders a saved benchmark run (saved-run/: one
 small run of every section, three rounds of the main workloads) into a page
 with the structure of docs/benchmarks.md, its cells and targets from the

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """chaos.py -- chaos test orchestrator and checker for libredlock (DESIGN §8).
 
 Starts N=5 redis-server nodes (free loopback ports or, for `partition`, each

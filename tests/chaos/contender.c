@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * contender.c -- one chaos-test contender process (DESIGN §8, issue 5).
  *

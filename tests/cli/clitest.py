@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Shared helpers for the redlock-cli tests (Python 3 stdlib only).
 
 The nodes (real redis-server processes, always stopped) and the RESP

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """redlock-cli bench --json and tools/bench/redlock-bench: the fields
 tools/bench-compare.sh reads, for every phase (a, b, c, f; redlock-bench's
 floor and restart), against 3 real redis-server nodes, in about 10 s.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """redlock-cli: acquire/extend/release/status/ping/bench, global options,
 environment variables, passwords, bad input and unreachable nodes
 (DESIGN §7). Real redis-server nodes; every assertion checks the exit code

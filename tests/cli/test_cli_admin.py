@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """redlock-cli release --force and run --metrics-file (issue 14 §3, §4)
 against real redis-server nodes.
 

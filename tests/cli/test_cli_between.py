@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """What status and leader show between an operation's steps, on real
 redis-server nodes.
 

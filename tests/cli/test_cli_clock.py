@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """The clock guard from the CLI (issue 15): a fresh redlock-cli process
 catches a node whose clock runs at x5 from its own first replies and does
 not count its vote. Five real redis-server nodes, one under libfaketime.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """What plain waiters cost the nodes (issue 45), counted in Redis with
 INFO commandstats over a fixed amount of work, never as a rate:
 

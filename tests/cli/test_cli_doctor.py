@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """redlock-cli doctor, the node facts of ping, --quarantine and
 --allow-evicting-nodes. Real redis-server nodes: healthy ones (AOF with
 appendfsync always), one that may evict keys (maxmemory 4mb, allkeys-lru),

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """redlock-cli elect and leader: 5 candidate processes campaign for one
 name; one leader at a time (every tick its command logs belongs to one
 term, and the terms' tick ranges do not overlap), terms increase from

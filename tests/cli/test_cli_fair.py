@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """redlock-cli --fair and --priority (docs/fair-queue.md), on real
 redis-server nodes, checked in Redis:
 

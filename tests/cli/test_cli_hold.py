@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """redlock-cli hold: the lock is released (the key gone on every node,
 checked in Redis) when stdin reaches EOF, on SIGHUP, when the parent is
 SIGKILLed; exit 4 with a message when the key is deleted behind its back

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """redlock-cli: the lock kinds of issue 13 -- acquire/run/status with
 --limit K (semaphore), --shared (reader of a read-write lock) and
 --lock-delay MS, and release/extend taking the handle acquire printed.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """A leader is never reported without its own term.
 
 A campaign sets the name's key in one round and writes its term (the

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """redlock-cli --owner and status: the owner (host:pid by default, or
 --owner S) is stored with the token and shown by status with the holder a
 majority agrees on; a node holding another value does not change it; a

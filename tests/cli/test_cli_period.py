@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """redlock-cli run --at-least: a job that must run once per period in a
 fleet (issue 45 item 2). A fleet of processes whose cron fires in the
 same second, one of them 2 s late, each `run job --at-least 60000 --ttl

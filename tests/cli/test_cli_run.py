@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """redlock-cli run: status pass-through, environment, conflicts, signal
 forwarding, renewal (checked in Redis), lost locks and the guarantee that
 the child never outlives the lock, also when redlock-cli is SIGSTOPped or

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """redlock-cli over TLS (issue 11 item 3) against real redis-server nodes
 started with --tls-port and certificates made here by the openssl CLI.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """The line a person watches while redlock-cli waits (waitline.c).
 
 With --wait and stderr on a terminal, acquire, run and hold keep one

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """bash completion of redlock-cli (tools/redlock-cli/redlock-cli.bash).
 
 1. Its lists cannot drift from the binary:

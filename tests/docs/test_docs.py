@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Docs that run: every ```sh and ```c block of README.md and
 docs/guide/*.md, run against the test's own local nodes.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Tests for tools/faultproxy against a real redis-server (Python 3 stdlib).
 
 Usage: test_faultproxy.py PATH-TO-faultproxy [unittest args]

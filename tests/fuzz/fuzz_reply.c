@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer target: bytes from a hostile server through the connection
  * layer's read path (src/conn.c; issue 11 item 5). Input: byte 0 chooses
  * the set-up (bit 0 subscriber mode, bits 1-3 how many PINGs are queued,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer target: node URI parsing and configuration validation
  * (DESIGN §8), and rl_uri_describe on every line (issue 10 §4). Input: one
  * URI per line, the last line (if any) is read as

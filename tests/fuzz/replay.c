@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Runs a libFuzzer target without libFuzzer (any compiler): every file of
  * the seed corpus given on the command line, then a fixed number of
  * deterministic mutations of them. CTest runs this on every build; real

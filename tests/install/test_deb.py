@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """The Debian packages, built, installed, used and removed (issue 35 §2).
 
 1. tools/package-deb.sh builds libredlock0.2, libredlock-dev and

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """The install, as a new user meets it (issue 14 §1, §2).
 
 1. `cmake --install` of this build into a temporary prefix; redlock.pc

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fixture.h -- what every integration test starts from: one fixture
  * (servers, clients, locks, a loop) made by fixture_setup and undone by
  * fixture_teardown, the fast client configuration, client creation that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* harness.c -- runs real redis-server processes for the integration tests
  * (see harness.h for the lifecycle). Each server gets a free loopback port
  * (bind port 0, read it back, close, start; retried when the server then

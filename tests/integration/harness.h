@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* harness.h -- real redis-server processes for the integration tests
  * (DESIGN §8, STYLE 3.8). No mock Redis: every test starts its own servers
  * on free loopback ports, each in its own temp dir, and stops them again.

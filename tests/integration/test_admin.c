@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_admin.c -- rl_resource_force_unlock (issue 14 §3) against real
  * redis-server processes.
  *

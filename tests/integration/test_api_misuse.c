@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_api_misuse.c -- every public function with NULL, empty, huge and
  * out-of-range arguments: RL_EINVAL with a message naming the argument,
  * never a crash, never a callback, nothing written to Redis (STYLE 3.2,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_async.c -- the async API: many operations in flight, exactly one
  * callback per accepted call (also when the client is freed meanwhile),
  * the external-loop mode, and the RL_EMISUSE rules for blocking calls

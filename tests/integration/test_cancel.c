@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_cancel.c -- rl_cancel: a waiting acquire of every kind (mutex,
  * several resources, semaphore, reader, writer waiting for readers) ends
  * with RL_EABORTED when its token fires on another thread, and leaves no

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_clockguard.c -- the clock guard (issue 15) against real
  * redis-server processes whose clock libfaketime runs fast, slow or steps.
  *

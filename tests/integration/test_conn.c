@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_conn.c -- the connection layer (src/conn.c, src/tls.c; issue 11)
  * against real redis-server processes, plaintext and TLS.
  *

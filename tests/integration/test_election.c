@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_election.c -- leader election on the lock: 5 candidates on their
  * own clients campaign for one name in turn; one leader at a time (an
  * occupancy counter in the critical section), every term greater than

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_fair.c -- the fair queue (docs/fair-queue.md) on three real
  * redis-server nodes: the scripts' rules run as the library sends them
  * (only the head is granted, in the same step as the SET; the fast path

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_fencing.c -- fencing tokens (DESIGN §2.3, §5.6; issue 3 item 3)
  * against real redis-server processes.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_kinds.c -- the lock kinds on three real redis-server
  * nodes: lock-delay (a crashed holder is succeeded only after ttl + delay,
  * a released one at once), read-write locks (readers share, exclude

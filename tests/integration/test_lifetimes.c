@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_lifetimes.c -- regression tests for the core lifetime bugs of
  * issue 10 §2, each against real redis-server processes. Every test here
  * failed on the code before the holder redesign (see the issue note):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_lock_basic.c -- the lock operations against 1, 3 and 5 real
  * redis-server nodes: what the calls return *and* what ends up stored in
  * Redis (token values, PTTLs, keys left behind). DESIGN §5.1-5.4, §6. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_lost_and_caps.c -- a held lock's life at its edges (issue 10 §2),
  * written against include/redlock.h only:
  *   - once LOST, always LOST: a watchdog renewal that is still in flight

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_names.c -- a node whose host name does not resolve is a node that
  * is down (issue 45 item 3): the client is made all the same, takes locks
  * on the other nodes at once, says why on that node's row, and uses the

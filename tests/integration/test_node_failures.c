@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_node_failures.c -- the quorum under node crashes, pauses, restarts,
  * authentication failures and unreachable addresses, against real
  * redis-server processes (DESIGN §2, §5.1, §5.7). Time bounds are

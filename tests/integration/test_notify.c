@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_notify.c -- release notifications (DESIGN §5.2, §5.5; issue 3
  * item 5) against real redis-server processes.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_owner.c -- holder identity: an acquire's owner is stored with its
  * token (same keys, same requests) and read back by rl_resource_inspect
  * with the holder a quorum agrees on, its validity (the quorum's) and its

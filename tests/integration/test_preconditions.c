@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_preconditions.c -- Redlock's preconditions on every node, checked
  * against real redis-server processes:
  *   - a node that may evict our keys (maxmemory with a policy other than

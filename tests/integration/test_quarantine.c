@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_quarantine.c -- restart quarantine (DESIGN §5.7; issue 3 item 4)
  * against real redis-server processes.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_redis_errors.c -- Redis error replies (WRONGTYPE, OOM, NOSCRIPT,
  * READONLY) are outcomes of a node, never crashes (STYLE 3.2): the quorum
  * counts them as failed nodes, the message quotes them, and other data in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_reentrancy.c -- reentrant locks (DESIGN §5.8; issue 3 item 6)
  * against real redis-server processes.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_stats.c -- rl_client_stats (issue 3 item 7) against real
  * redis-server processes: client counters (acquired, contended, lost,
  * renewals, fences) match what the test did; per-node counters (requests,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_stress.c -- object lifetimes under fire, on real redis-server nodes
  * (issue 10, "Tests"). Written against include/redlock.h only, so it
  * holds for any core that keeps the documented contract.

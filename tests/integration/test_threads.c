@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_threads.c -- the blocking API from many threads on one client
  * (DESIGN §3 "Threading"). Mutual exclusion is checked the way the chaos
  * suite does it: inside the critical section each thread does a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_tls.c -- the library over TLS (issue 11 items 3-5) against real
  * redis-server processes with --tls-port and certificates the harness
  * makes (harness_require_certs).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_watch_scale.c -- the watchdog at scale (issue 16): many watched
  * locks on one client, renewed in coalesced batches (one touch-batch call
  * per node for many locks), against five real redis-server processes.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_watchdog.c -- re-quorum renewal and lost-lock delivery against real
  * redis-server processes (DESIGN §2.4, §5.4; issue 3 items 1 and 2).
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Each script of src/lua, as the library sends it (<build>/lua/sent), run
 with EVAL on a real redis-server for the replies docs/protocol.md section
 3 gives it: what it answers, what it leaves in Redis, what it publishes.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Real redis-server nodes and a tiny RESP client for the Python tests
 (Python 3 stdlib only), shared by tests/cli, tests/faultproxy and
 tests/lua.

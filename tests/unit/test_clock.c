@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_clock.c -- monotonic clock and validity math (src/clock.c,
  * DESIGN §5.1): drift allowance, remaining validity, validity deadline.
  * Pure arithmetic on chosen instants; the only real clock reads check that

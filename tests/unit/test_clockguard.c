@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_clockguard.c -- the clock-suspect rule (src/clockguard.c, issue
  * 15): a simulated server clock (rate, steps) read through requests with
  * a chosen round trip; checks which samples are consistent, when a node

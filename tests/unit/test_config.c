@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests for configuration validation (config.c), status texts
  * (error.c) and tokens (token.c). No Redis: numeric addresses only. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_extend_decision.c -- one lock's decision in a renewal (src/extend.c,
  * the same for a single round and a batch): how a node's answer moves the
  * lock's holders, when the lock is lost at once, and which status a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_facts.c -- reading a node's safety facts from INFO (facts.c). */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_lock_state.c -- a held lock's state machine (src/lock.c): the
  * table of legal moves, walked in full. Every legal move is accepted and
  * leaves the lock in the new state with what it has in flight; every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_lockrec.c -- lock records (src/lockrec.c): the keys and token laid
  * out in one tail, owners carried in tokens, PX values, semaphore slot
  * names and the script calls a record makes. No Redis. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests for rl_stats_format_prometheus (metrics.c, issue 14 §4). No
  * Redis: the stats are made by hand. Every rendering is read back by a
  * small strict parser of the text exposition format (0.0.4) below, which

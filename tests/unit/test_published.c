@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_published.c -- the values of one lock after a proclaim: which
  * stored values are the same lock (lockrec_same_lock, the scripts'
  * ours()), and what rl_resource_inspect reports when nodes hold either

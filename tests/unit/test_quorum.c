@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests for the quorum decision rule (quorum.c), exhaustive for
  * N = 1..9 and every mix of outcomes. No Redis. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_release_decision.c -- the outcome of a release (src/release.c):
  * which status the nodes' answers give, and that the round's early end
  * never changes it, whatever order the answers come in. No Redis: a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_scripts.c -- the scripts' table (src/scripts.c, built from
  * src/lua): names, digests, which scripts may create lock keys, and the
  * parts of the wire contract a source shows without running it. No Redis (the integration tests run

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_timeheap.c -- the intrusive pairing heap the watchdog keeps its
  * instants in (src/timeheap.c, issue 16). A seeded random mix of inserts,
  * removals of arbitrary nodes and pops of the minimum is checked against a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_token.c -- lock tokens (src/token.c): their form, that no two are
  * alike (across batch refills, threads and a fork), and an acquisition's
  * attempts (each its own token, one stem). No Redis. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_uri.c -- node URI parsing, display strings, resolution, comparison
  * and clean-up (src/uri.c). No Redis; resolution uses only "localhost",
  * numeric addresses and the reserved ".invalid" domain (RFC 6761).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_vote.c -- may a node vote now, and why not (vote.c): the verdict
  * from a table of rows (what the node's readings recorded, the client's
  * rules, the time), and the record the readings keep (server start,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* redlock-bench.c -- the benchmark phases that only tools/bench-compare.sh
  * runs, beside redlock-cli as redis-benchmark stands beside redis-cli:
  * built with the tree, never installed. What a user measures is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* control.c -- the faultproxy control socket: one command per line, one
  * reply line per command ("ok ..." or "error <why>"), in order.
  *

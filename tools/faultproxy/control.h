@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* control.h -- the faultproxy control socket (line protocol). */
 #ifndef FAULTPROXY_CONTROL_H
 #define FAULTPROXY_CONTROL_H

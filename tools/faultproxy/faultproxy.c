@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* faultproxy.c -- a fault-injecting TCP proxy for the chaos tests:
  * entry point, options, listening sockets, signals.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* faultproxy.h -- state shared by the faultproxy modules.
  *
  * faultproxy is a single-threaded libev program. Its whole state is one

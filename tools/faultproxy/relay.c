@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* relay.c -- one relayed connection: a client socket, an upstream socket
  * and the two byte queues between them (the chaos "slow" profile).
  *

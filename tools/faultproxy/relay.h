@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* relay.h -- relayed connections: client <-> faultproxy <-> upstream. */
 #ifndef FAULTPROXY_RELAY_H
 #define FAULTPROXY_RELAY_H

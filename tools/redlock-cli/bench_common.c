@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bench_common.c -- samples, percentiles and direct hiredis connections
  * for the benchmark programs (see bench_common.h). */
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bench_common.h -- what `redlock-cli bench` and tools/bench/redlock-bench
  * share: latency samples with their percentiles and JSON form, a sleep,
  * and direct hiredis connections to a node (for what the library does not

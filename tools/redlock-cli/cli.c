@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cli.c -- shared helpers of redlock-cli.
  *
  * Owns: one-line error output, strict number parsing, JSON string

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cli.h -- what the redlock-cli files share.
  *
  * The global options (parsed once by main.c), the exit codes of the

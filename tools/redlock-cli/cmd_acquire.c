@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cmd_acquire.c -- "redlock-cli acquire R [--ttl MS] [--wait MS] [--fence]
  * [--limit K | --shared] [--lock-delay MS]".
  *

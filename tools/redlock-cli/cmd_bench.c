@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cmd_bench.c -- "redlock-cli bench": the built-in load generator. What
  * only tools/bench-compare.sh needs (the fan-out floor, a node's restart)
  * is tools/bench/redlock-bench, which shares bench_common.c with this

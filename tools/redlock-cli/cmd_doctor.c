@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cmd_doctor.c -- "redlock-cli doctor": is every node fit to
  * hold Redlock's keys, and if not, what to change.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cmd_extend.c -- "redlock-cli extend R TOKEN [--ttl MS]".
  *
  * Adopts the lock by its token (rl_lock_adopt) and extends it by

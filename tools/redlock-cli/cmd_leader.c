@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cmd_leader.c -- "redlock-cli leader NAME [--watch]": who
  * leads NAME (see elect), from rl_resource_inspect: the value a majority
  * holds, its owner (the published value), its term (the fencing token)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cmd_ping.c -- "redlock-cli ping", and the node facts it
  * shares with "doctor".
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cmd_release.c -- "redlock-cli release R TOKEN" and "release --force R".
  *
  * release R TOKEN adopts the lock by its token and releases it by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cmd_run.c -- "redlock-cli run R [...] -- CMD [ARG...]".
  *
  * Holds R while CMD runs: acquire (with --wait), start CMD in its own

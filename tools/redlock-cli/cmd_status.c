@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cmd_status.c -- "redlock-cli status R [--limit K]".
  *
  * Reads R's key and each node's vote on every node (rl_resource_status),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* interrupt.c -- an acquire that the user can interrupt while it waits
  * (acquire, run, hold).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kinds.c -- the lock-kind options of acquire, run, extend, release and
  * status: --limit K (semaphore), --shared (reader of a
  * read-write lock), --lock-delay MS, --fair and --priority N (wait in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* main.c -- redlock-cli entry point: global options, dispatch, --help
  * and --version.
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # bash completion for redlock-cli                        -*- shell-script -*-
 #
 # Completes the commands, the global options (before or after the command,

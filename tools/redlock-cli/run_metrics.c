@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* run_metrics.c -- "redlock-cli run --metrics-file FILE".
  *
  * Writes one run's figures in Prometheus text exposition format for

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* waitline.c -- the line a person watches while acquire, run or hold
  * waits (--wait) for a lock someone else holds.
  *

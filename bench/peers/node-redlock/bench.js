@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// SPDX-License-Identifier: BSD-3-Clause
 // bench.js -- the peer side of tools/bench-compare.sh (issue 6): the same
 // workloads as `redlock-cli bench`, run with node-redlock on ioredis, the
 // way its users call it, printing the same JSON fields, one object per

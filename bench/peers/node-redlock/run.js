@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// SPDX-License-Identifier: BSD-3-Clause
 // run.js -- `redlock-cli run` with node-redlock on ioredis, for
 // tools/fairness-probe.py --cost (issue 45): the same contract, so the
 // probe's processes can loop it as they loop the CLI.

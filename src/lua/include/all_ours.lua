@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- The first half of extend and proclaim: return 0 when a key is absent,
 -- -1 when one holds another lock.
 --@include ours

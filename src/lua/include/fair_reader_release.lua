@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- fair-reader-release and fair-reader-rollback (the including script
 -- defines `rollback`): reader-release (which publishes on
 -- redlock:release:K as it does for plain readers), then the queue as

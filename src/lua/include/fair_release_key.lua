@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- The first half of fair-release and fair-rollback: release's
 -- compare-and-delete of K (r: 1 deleted, ours | 0 absent | -1 another
 -- lock's). fair-release then publishes on redlock:release:K as every

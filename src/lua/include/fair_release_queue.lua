@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- The second half of fair-release and fair-rollback (the including
 -- script defines `rollback`; K, tok and r come from
 -- fair_release_key.lua). With no queue on the node there is nobody to

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- The first half of fair-acquire (and its fenced twin, and
 -- fair-reader-acquire). The including script defines `kind` first, a
 -- Lua string: 'x' exclusive, 's' a reader.

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- above(a, b): counter a is larger than b (b false: absent). Counters
 -- are decimal strings compared by length, then bytes: Lua numbers are
 -- doubles, exact only to 2^53.

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- live_readers(k): the readers in the hash at k whose expiry (server
 -- ms) is still ahead of the server's TIME: n of them within their own
 -- validity, d in their lock-delay -- the delay their token carries

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- member(tok): a waiter's queue entry is named by its acquisition, not
 -- by one attempt: each attempt has its own token (token.h), so the entry
 -- is the token with its attempt digits zeroed (TOKEN_HEX_LEN 40 digits,

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- ours(v, t): v is the value of the lock whose token is t -- equal, or
 -- both carry an owner after the same identity (40 hex digits, then
 -- "~<lock-delay>" when the lock has one, then '.': lockrec_id_len):

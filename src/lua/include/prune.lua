@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- The reader scripts' helpers. server_ms(): the server's TIME in ms.
 -- prune(k, now): removes the readers of the hash at k whose expiry is at
 -- or before now; returns the latest expiry left (0: none).

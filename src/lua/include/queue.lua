@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- The fair queue's helpers (docs/fair-queue.md 2.5). The queue of the
 -- lock at K is redlock:q:K (entry -> score, the order), redlock:qx:K
 -- (entry -> expiry, the node's TIME in ms), redlock:qt:K (the largest

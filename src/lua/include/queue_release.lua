@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- The second half of the fair releases (r: the release's reply), once
 -- the caller found a queue here: purge, remove the caller's entry
 -- unless `rollback` (a split attempt keeps its place; a semaphore's

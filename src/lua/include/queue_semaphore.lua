@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- A semaphore's queue, part of queue.lua (L permits; QK is its base
 -- key, the queue's, and its slots QK:slot:0..L-1 are ordinary lock keys;
 -- L nil: a mutex at K).

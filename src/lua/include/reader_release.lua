@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- reader_release(k, tok): reader-release -- 0 nothing of tok's (absent,
 -- lapsed), -1 k is no readers' hash, 1 removed; settles k and publishes
 -- on redlock:release:k when k is gone or tok left.

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- reader_take(k, wi, tok, px): reader-acquire -- refused (0) where a
 -- writer holds k or its intent wi is marked; else the reader tok joins
 -- the hash at k until now + px, lapsed readers pruned, and k lives as

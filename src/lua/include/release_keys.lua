@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- release_keys(deleted): release's compare-and-delete over KEYS: every
 -- key that holds the token ARGV[1] (ours()) is deleted, then
 -- deleted(k) runs. Returns 1 one was ours | 0 none was held | -1 one

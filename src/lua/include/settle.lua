@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- settle(k, now): prunes, then deletes k when no live reader is left
 -- (false) or sets its expiry to the latest reader's (true): a lapsed
 -- reader must not keep blocking writers after the last live one left

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- value(k): GET k, except that readers' hash at k (another lock, which
 -- GET refuses with WRONGTYPE) reads as '' -- never a token, so the
 -- caller sees another holder; a key of any other type is no lock and
