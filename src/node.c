@@ -384,8 +384,9 @@ static void scripts_missing(struct node *n, const redisReply *reply)
             continue;
         argv[2] = script_get((enum script_id)id)->source;
         if (!request_internal(n, REQ_SCRIPT_LOAD, 3, argv))
-            return; /* out of memory: EVALSHA falls back to EVAL */
+            break; /* out of memory: EVALSHA falls back to EVAL */
     }
+    n->scripts_known = true;
 }
 
 static bool queue_handshake(struct node *n)
@@ -492,6 +493,7 @@ static void connection_start(struct node *n)
         return;
     }
     n->state = NODE_CONNECTING;
+    n->scripts_known = false;
     n->check_refused = false;
     clockguard_reconnect(&n->vote.clock);
     if (!queue_handshake(n))

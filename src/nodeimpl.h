@@ -55,6 +55,12 @@ struct node {
     enum node_state state;
     struct tls_target *tls;     /* NULL: plaintext */
     struct conn *conn;          /* NULL unless CONNECTING or READY */
+    bool scripts_known;         /* this connection's SCRIPT EXISTS was
+                                   answered and the loads it asked for
+                                   queued: EVALSHA finds the scripts
+                                   behind them; before, a script call
+                                   goes out as EVAL (no NOSCRIPT round
+                                   trip on a fresh server) */
     struct list pending;        /* requests sent, oldest first */
     struct list deferred;       /* rollbacks waiting for a reconnect,
                                    newest first */

@@ -321,7 +321,9 @@ struct request *node_send_wire(struct node *n, struct wire *w,
                                const char **why)
 {
     struct request *r;
+    struct wire *eval;
     rl_mono_us now;
+    bool sent;
 
     if (!node_accepts(n, why))
         return NULL;
@@ -340,7 +342,14 @@ struct request *node_send_wire(struct node *n, struct wire *w,
     if (wire_wants_sample(w) && n->cfg->clock_guard &&
         clockguard_due(&n->vote.clock, now))
         request_send_time(n, now);
-    if (send_wire(n, r, w, now) == NULL) {
+    /* Behind a handshake whose SCRIPT EXISTS is unanswered, the server
+     * may lack the script until the loads that answer queues: send the
+     * source (EVAL) rather than pay NOSCRIPT's round trip, which a
+     * caller's loop might not run in time (a renewal). */
+    eval = !n->scripts_known && wire_is_script(w) ? wire_eval_form(w) : NULL;
+    sent = send_wire(n, r, eval != NULL ? eval : w, now) != NULL;
+    wire_unref(eval); /* r holds its own reference */
+    if (!sent) {
         free(r);
         if (why != NULL)
             *why = "connection is closing";

@@ -121,6 +121,11 @@ struct wire *wire_new(const struct script *s, int nkeys, int argc,
 
 /* The same "*N" count, "EVAL" and the source instead of "EVALSHA" and
  * the digest (the first five CRLFs), then the rest as it is. */
+bool wire_is_script(const struct wire *w)
+{
+    return w->script != NULL;
+}
+
 struct wire *wire_eval_form(const struct wire *sha)
 {
     const char *src = sha->script->source;

@@ -63,6 +63,8 @@ bool wire_wants_sample(const struct wire *w);
  * late EVAL would overtake, leaving keys behind). */
 bool wire_resend_as_eval(const struct wire *w, const struct redisReply *reply,
                          bool awaited);
+/* True for a script call (an EVALSHA). */
+bool wire_is_script(const struct wire *w);
 /* The EVAL form of a script wire (a new wire, no script: never resent
  * again). NULL on OOM. */
 struct wire *wire_eval_form(const struct wire *sha);
