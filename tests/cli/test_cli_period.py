@@ -20,10 +20,9 @@ import os
 import subprocess
 import tempfile
 import time
-import unittest
 
 import clitest
-from clitest import base_env, kill_quietly, run_cli, scale, wait_for
+from clitest import base_env, run_cli, scale, wait_for
 
 NODES = []
 
@@ -50,15 +49,14 @@ def key_gone(key):
     return all(v is None for v in clitest.node_values(NODES, key))
 
 
-class PeriodTest(unittest.TestCase):
+class PeriodTest(clitest.ProcsTest):
     def setUp(self):
+        super().setUp()
         self.tmp = tempfile.TemporaryDirectory(prefix="rlcli-period-")
         self.dir = self.tmp.name
-        self.procs = []
 
     def tearDown(self):
-        for p in self.procs:
-            kill_quietly(p)
+        super().tearDown()
         self.tmp.cleanup()
 
     def fleet_round(self, n):
