@@ -18,7 +18,6 @@ the benchmark-sized 40 x 8).
 import json
 import os
 import subprocess
-import tempfile
 import time
 
 import clitest
@@ -52,12 +51,7 @@ def key_gone(key):
 class PeriodTest(clitest.ProcsTest):
     def setUp(self):
         super().setUp()
-        self.tmp = tempfile.TemporaryDirectory(prefix="rlcli-period-")
-        self.dir = self.tmp.name
-
-    def tearDown(self):
-        super().tearDown()
-        self.tmp.cleanup()
+        self.dir = clitest.temp_dir(self, "rlcli-period-")
 
     def fleet_round(self, n):
         """n processes at once and one 2 s late, each running the job

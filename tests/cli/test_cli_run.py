@@ -10,7 +10,6 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 
 import clitest
@@ -66,8 +65,7 @@ while :; do sleep 0.02; done
 class RunTest(clitest.ProcsTest):
     def setUp(self):
         super().setUp()
-        self.tmp = tempfile.TemporaryDirectory(prefix="rlcli-run-")
-        self.dir = self.tmp.name
+        self.dir = clitest.temp_dir(self, "rlcli-run-")
 
     def tearDown(self):
         super().tearDown()
@@ -85,7 +83,6 @@ class RunTest(clitest.ProcsTest):
                     os.kill(pid, signal.SIGKILL)
             except (OSError, ValueError):
                 pass
-        self.tmp.cleanup()
 
     def start(self, nodes, *args, env=None):
         p = popen(nodes, *args, env=env)
