@@ -263,6 +263,18 @@ def fair_order_section(run):
     def bound(res, key):
         return get(res, key) / ((procs - 1) * res["cycle_ms"])
 
+    # Where a wait starts, and the key of its [p50, p99, longest].
+    starts = (("first attempt", "wait_server_ms"),
+              ("CLI start", "wait_client_ms"))
+    waits = [("%s (ms), %s → grant" % (name, start),
+              lambda r, path="%s.%d" % (key, i): get(r, path))
+             for start, key in starts
+             for i, name in enumerate(("wait p50", "wait p99",
+                                       "longest wait"))]
+    over_bound = [("longest wait ÷ bound, %s" % start,
+                   lambda r, path=key + ".2": bound(r, path))
+                  for start, key in starts]
+
     measures = [
         ("acquisitions", lambda r: r["acquisitions"]),
         ("cycle per acquisition (ms)", lambda r: r["cycle_ms"]),
@@ -278,24 +290,10 @@ def fair_order_section(run):
          lambda r: get(r, "registration_ms.0") if r["registered"] else None),
         ("first attempt → registered on a majority (ms), longest",
          lambda r: get(r, "registration_ms.2") if r["registered"] else None),
-        ("wait p50 (ms), first attempt → grant",
-         lambda r: get(r, "wait_server_ms.0")),
-        ("wait p99 (ms), first attempt → grant",
-         lambda r: get(r, "wait_server_ms.1")),
-        ("longest wait (ms), first attempt → grant",
-         lambda r: get(r, "wait_server_ms.2")),
-        ("wait p50 (ms), CLI start → grant",
-         lambda r: get(r, "wait_client_ms.0")),
-        ("wait p99 (ms), CLI start → grant",
-         lambda r: get(r, "wait_client_ms.1")),
-        ("longest wait (ms), CLI start → grant",
-         lambda r: get(r, "wait_client_ms.2")),
+        *waits,
         ("bound (ms): %d × cycle" % (procs - 1),
          lambda r: (procs - 1) * r["cycle_ms"]),
-        ("longest wait ÷ bound, first attempt",
-         lambda r: bound(r, "wait_server_ms.2")),
-        ("longest wait ÷ bound, CLI start",
-         lambda r: bound(r, "wait_client_ms.2")),
+        *over_bound,
         ("attempts (SET rounds) per acquisition",
          lambda r: r["attempts_per_acq"]),
         ("fair-acquire rounds per acquisition",

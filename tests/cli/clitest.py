@@ -20,6 +20,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import unittest
 
@@ -266,6 +267,14 @@ def start_cli(procs, args, env):
                          text=True)
     procs.append(p)
     return p
+
+
+def temp_dir(test, prefix):
+    """A new temporary directory, removed when test ends (after its
+    tearDown)."""
+    tmp = tempfile.TemporaryDirectory(prefix=prefix)
+    test.addCleanup(tmp.cleanup)
+    return tmp.name
 
 
 class ProcsTest(unittest.TestCase):

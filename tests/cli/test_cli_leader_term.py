@@ -21,9 +21,7 @@ import json
 import os
 import signal
 import subprocess
-import tempfile
 import threading
-import unittest
 
 import clitest
 from clitest import base_env, kill_quietly, node_args, run_cli, wait_for
@@ -60,19 +58,17 @@ class DelayProxy:
         self.proc.stdout.close()
 
 
-class LeaderTermTest(unittest.TestCase):
+class LeaderTermTest(clitest.ProcsTest):
     def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory(prefix="rlcli-term-")
-        self.log = os.path.join(self.tmp.name, "log")
+        super().setUp()
+        self.dir = clitest.temp_dir(self, "rlcli-term-")
+        self.log = os.path.join(self.dir, "log")
         self.proxies = [DelayProxy(n, DELAY_MS) for n in NODES]
-        self.procs = []
 
     def tearDown(self):
-        for p in self.procs:
-            kill_quietly(p)
+        super().tearDown()
         for p in self.proxies:
             p.stop()
-        self.tmp.cleanup()
 
     def direct(self, *args):
         return node_args(NODES) + list(args)
@@ -106,7 +102,7 @@ class LeaderTermTest(unittest.TestCase):
 
     def test_readers_never_pair_a_leader_with_another_term(self):
         name = "term:%d" % os.getpid()
-        watch_out = open(os.path.join(self.tmp.name, "watch"), "w+")
+        watch_out = open(os.path.join(self.dir, "watch"), "w+")
         watcher = subprocess.Popen(
             [clitest.CLI] + self.direct("--retry-delay", "30",
                                         "--retry-jitter", "0", "--json",

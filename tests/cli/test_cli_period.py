@@ -19,12 +19,10 @@ the benchmark-sized 40 x 8).
 import json
 import os
 import subprocess
-import tempfile
 import time
-import unittest
 
 import clitest
-from clitest import base_env, kill_quietly, run_cli, scale, wait_for
+from clitest import base_env, run_cli, scale, wait_for
 
 NODES = []
 
@@ -51,16 +49,10 @@ def key_gone(key):
     return all(v is None for v in clitest.node_values(NODES, key))
 
 
-class PeriodTest(unittest.TestCase):
+class PeriodTest(clitest.ProcsTest):
     def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory(prefix="rlcli-period-")
-        self.dir = self.tmp.name
-        self.procs = []
-
-    def tearDown(self):
-        for p in self.procs:
-            kill_quietly(p)
-        self.tmp.cleanup()
+        super().setUp()
+        self.dir = clitest.temp_dir(self, "rlcli-period-")
 
     def fleet_round(self, n):
         """n processes at once and one 2 s late, each running the job

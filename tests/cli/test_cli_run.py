@@ -11,12 +11,10 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
-import unittest
 
 import clitest
-from clitest import (alive, base_env, kill_quietly, read_file,
+from clitest import (alive, base_env, read_file,
                      run_cli, scale, start_nodes, wait_for)
 
 NODES = []          # 3 nodes shared by the tests that kill no node
@@ -65,15 +63,13 @@ while :; do sleep 0.02; done
 '''
 
 
-class RunTest(unittest.TestCase):
+class RunTest(clitest.ProcsTest):
     def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory(prefix="rlcli-run-")
-        self.dir = self.tmp.name
-        self.procs = []
+        super().setUp()
+        self.dir = clitest.temp_dir(self, "rlcli-run-")
 
     def tearDown(self):
-        for p in self.procs:
-            kill_quietly(p)
+        super().tearDown()
         # Leftovers of a failed test: kill them only if the pid is still
         # ours (its command line names our temp dir, or is "sleep 1000").
         for name in ("pid", "grandchild"):
@@ -88,7 +84,6 @@ class RunTest(unittest.TestCase):
                     os.kill(pid, signal.SIGKILL)
             except (OSError, ValueError):
                 pass
-        self.tmp.cleanup()
 
     def start(self, nodes, *args, env=None):
         p = popen(nodes, *args, env=env)
@@ -107,6 +102,15 @@ class RunTest(unittest.TestCase):
         """The values once every node has want (None: gone), awaited:
         the CLI acquires and releases at a majority."""
         return clitest.settled_values(nodes or NODES, key, want)
+
+    def held(self, key, ttl):
+        """key acquired by a `redlock-cli acquire` on every node; its
+        token."""
+        rc, tok, _ = cli("acquire", key, "--ttl", ttl)
+        self.assertEqual(rc, 0)
+        tok = tok.strip()
+        self.assertEqual(self.settled(key, tok), [tok] * 3)
+        return tok
 
     def token(self):
         """The token TRAP_CHILD recorded (after child_pid)."""
@@ -179,9 +183,7 @@ class TestRunBasics(RunTest):
 
     def test_conflict_exit_code(self):
         r = res("conflict")
-        rc, tok, _ = cli("acquire", r, "--ttl", "10000")
-        self.assertEqual(rc, 0)
-        self.assertEqual(self.settled(r, tok.strip()), [tok.strip()] * 3)
+        tok = self.held(r, "10000")
         marker = os.path.join(self.dir, "ran")
         rc, out, err = cli("run", r, "--retry-count", "0", "--", "touch",
                            marker)
@@ -196,22 +198,20 @@ class TestRunBasics(RunTest):
                            "--retry-count", "0", "--", "touch", marker)
         self.assertEqual((rc, err), (0, ""))
         self.assertFalse(os.path.exists(marker))
-        self.assertEqual(self.values(r), [tok.strip()] * 3)
+        self.assertEqual(self.values(r), [tok] * 3)
         # --wait: runs once the holder releases (once run waits).
         p = self.start(NODES, "run", r, "--wait", str(int(scale(20) * 1000)),
                        "--retry-delay", "50", "--retry-jitter", "10", "--",
                        "touch", marker)
         self.assertTrue(clitest.await_waiter(NODES, r), "run is not waiting")
-        self.assertEqual(cli("release", r, tok.strip())[0], 0)
+        self.assertEqual(cli("release", r, tok)[0], 0)
         out, err = p.communicate(timeout=scale(20))
         self.assertEqual(p.returncode, 0, err)
         self.assertTrue(os.path.exists(marker))
 
     def test_signal_interrupts_a_long_wait(self):
         r = res("waitint")
-        rc, tok, _ = cli("acquire", r, "--ttl", "20000")
-        self.assertEqual(rc, 0)
-        self.assertEqual(self.settled(r, tok.strip()), [tok.strip()] * 3)
+        tok = self.held(r, "20000")
         marker = os.path.join(self.dir, "ran")
         for sig in (signal.SIGINT, signal.SIGTERM):
             p = self.start(NODES, "run", r, "--wait", "forever", "--", "touch",
@@ -225,8 +225,8 @@ class TestRunBasics(RunTest):
             self.assertEqual(p.returncode, 128 + sig, err)
             self.assertIn("interrupted", err)
             self.assertFalse(os.path.exists(marker))
-            self.assertEqual(self.values(r), [tok.strip()] * 3)
-        cli("release", r, tok.strip())
+            self.assertEqual(self.values(r), [tok] * 3)
+        cli("release", r, tok)
 
     def test_command_not_found(self):
         rc, out, err = cli("run", res("nf"), "--", "/nonexistent/cmd")

@@ -86,6 +86,23 @@ rl_client *fixture_fast_client(const struct harness_nodes *hn)
     return fixture_client(&cfg);
 }
 
+rl_client *fixture_patient_client(const struct harness_nodes *hn,
+                                  uint32_t retry_delay_ms)
+{
+    rl_config cfg;
+    rl_client *c;
+    rl_lock *warm;
+
+    fixture_config(&cfg, hn);
+    cfg.retry_delay_ms = retry_delay_ms;
+    cfg.retry_jitter_ms = 0;
+    c = fixture_client(&cfg);
+    assert_non_null(c);
+    assert_int_equal(rl_acquire(c, "fixture:warm", NULL, &warm), RL_OK);
+    assert_int_equal(rl_release(warm), RL_OK);
+    return c;
+}
+
 rl_status fixture_acquire_until_ok(rl_client *c, const char *resource,
                                    const rl_acquire_opts *o, rl_lock **lock,
                                    int64_t since_ms, int64_t limit_ms,

@@ -54,6 +54,12 @@ rl_client *fixture_client(const rl_config *cfg);
 bool fixture_all_voting(rl_client *c);
 /* fixture_client with fixture_config(hn). */
 rl_client *fixture_fast_client(const struct harness_nodes *hn);
+/* fixture_fast_client, but its retries wait retry_delay_ms exactly (no
+ * jitter), and connected to every node (an acquire and release of
+ * "fixture:warm" asserted): a node still connecting would fail a first
+ * attempt instead of refusing it. */
+rl_client *fixture_patient_client(const struct harness_nodes *hn,
+                                  uint32_t retry_delay_ms);
 
 /* Blocking acquires of resource on c, every sleep_ms, until one succeeds
  * or since_ms + limit_ms (harness_now_ms) has passed; none when it has

@@ -1267,19 +1267,11 @@ static void test_a_fair_writer_clears_the_intent_it_marked(void **state)
     static const char *const res[] = {"fwi"};
     struct fixture_acquirer w;
     rl_acquire_opts o = {0};
-    rl_config cfg;
     rl_client *wc;
-    rl_lock *warm;
 
-    fixture_config(&cfg, &f->hn);
-    cfg.retry_delay_ms = 10000;
-    cfg.retry_jitter_ms = 0;
-    wc = fixture_client(&cfg);
-    assert_non_null(wc);
     /* Connected first: a node still connecting would fail an attempt
      * instead of refusing it. */
-    assert_int_equal(rl_acquire(wc, "fwi:warm", NULL, &warm), RL_OK);
-    assert_int_equal(rl_release(warm), RL_OK);
+    wc = fixture_patient_client(&f->hn, 10000);
     o.ttl_ms = 30000;
     o.mode = RL_MODE_SHARED;
     assert_int_equal(rl_acquire(f->c, "fwi", &o, &f->l), RL_OK);

@@ -476,20 +476,13 @@ static void test_a_winning_writer_leaves_another_writers_intent(void **state)
 {
     struct fixture *f = *state;
     rl_lock *w;
-    rl_config cfg;
     rl_client *wc;
     char *v;
     int i, kept;
 
-    fixture_config(&cfg, &f->hn);
-    cfg.retry_delay_ms = 3600000;
-    cfg.retry_jitter_ms = 0;
-    wc = fixture_client(&cfg);
-    assert_non_null(wc);
     /* Connected before the test: a node still connecting would fail the
      * first attempt instead of refusing it (no intent there for a while). */
-    assert_int_equal(rl_acquire(wc, "kr:intent:warm", NULL, &w), RL_OK);
-    assert_int_equal(rl_release(w), RL_OK);
+    wc = fixture_patient_client(&f->hn, 3600000);
     w = writer_waits_then_wins(f, wc, "kr:intent:b", "writer-b", false);
     /* On a majority at least, enough to refuse every reader. */
     for (i = 0, kept = 0; i < N; i++) {
