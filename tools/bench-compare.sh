@@ -34,9 +34,9 @@
 #   --fair-only    only the fair-waiting rows (q: a and c, plain and
 #                  --fair alternately, ours only); their section of
 #                  docs/benchmarks.md is replaced, the rest kept
-#   --cli PATH     bench this redlock-cli (of a build tree: bin/../..
-#                  holds its CMakeCache.txt, which names its commit)
-#                  instead of building one here
+#   --cli PATH     bench this redlock-cli of a build tree instead of
+#                  building one here (the tree's CMakeCache.txt names
+#                  its source, and so its commit)
 #   --baseline-cli PATH  also run section B (issue 44): this older
 #                  redlock-cli (before), the current one (after) and
 #                  node-redlock in turn, the order rotated every round:
@@ -101,6 +101,20 @@ done
 [[ "$duration" =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "bench-compare: --duration: '$duration'" >&2; exit 2; }
 
 say() { printf 'bench-compare: %s\n' "$*" >&2; }
+# Any of the --*-only modes: only that section is measured and replaced.
+only=$((watched_only + tls_only + fair_only + batch_only))
+[ "$only" -le 1 ] ||
+    { say "one of --watched-only, --tls-only, --fair-only, --batch-only"
+      exit 2; }
+[ "$batch_only" = 0 ] || [ -n "$baseline_cli" ] ||
+    { say "--batch-only needs --baseline-cli"; exit 2; }
+# Paths as the caller gave them: relative to where it ran us.
+[ -z "$cli" ] || [[ "$cli" == /* ]] || cli=$OLDPWD/$cli
+[ -z "$baseline_cli" ] || [[ "$baseline_cli" == /* ]] ||
+    baseline_cli=$OLDPWD/$baseline_cli
+for c in "$cli" "$baseline_cli"; do
+    [ -z "$c" ] || [ -x "$c" ] || { say "no redlock-cli at $c"; exit 2; }
+done
 
 # ---- Packages ---------------------------------------------------------------
 if [ "$install" = 1 ]; then
@@ -123,16 +137,6 @@ if [ "$install" = 1 ]; then
     (cd bench/peers/node-redlock &&
         npm ci --no-audit --no-fund --loglevel=error >/dev/null)
 fi
-# Any of the --*-only modes: only that section is measured and replaced.
-only=$((watched_only + tls_only + fair_only + batch_only))
-[ "$only" -le 1 ] ||
-    { say "one of --watched-only, --tls-only, --fair-only, --batch-only"
-      exit 2; }
-[ "$batch_only" = 0 ] || [ -n "$baseline_cli" ] ||
-    { say "--batch-only needs --baseline-cli"; exit 2; }
-for c in "$cli" "$baseline_cli"; do
-    [ -z "$c" ] || [ -x "$c" ] || { say "no redlock-cli at $c"; exit 2; }
-done
 for c in redis-server redis-cli redis-benchmark node python3 openssl; do
     command -v "$c" >/dev/null || { say "$c not found"; exit 1; }
 done
