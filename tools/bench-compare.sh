@@ -357,7 +357,7 @@ for ((r = 1; r <= rounds_b; r++)); do
                 >>"$out/${c#*:}.batch.$r.jsonl"
             commandstats | awk -v pre="$r ${c#*:} B:$w" '
                 NR == FNR { c[$1] = $2; u[$1] = $3; next }
-                { print pre, $1, $2 - c[$1], $3 - u[$1] }' \
+                $2 > c[$1] { print pre, $1, $2 - c[$1], $3 - u[$1] }' \
                 "$out/commandstats.0" - >>"$out/batch-commandstats.txt"
         done
     done

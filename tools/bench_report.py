@@ -394,7 +394,8 @@ def batch_commandstats(out, runs, label):
     res = {}
     for l in read_lines(os.path.join(out, "batch-commandstats.txt")):
         f = l.split()
-        if len(f) != 6 or f[2] != label or f[3] == "info":
+        if (len(f) != 6 or f[2] != label or f[3] == "info" or
+                f[4] == "0"):
             continue
         r, client, cmd = int(f[0]), f[1], f[3]
         row = next((x for x in runs.get(client, {}).get(r, [])
