@@ -5,13 +5,16 @@
 # (A B A B ...), plus node counts, degraded nodes, memory, the servers' own
 # limit (redis-benchmark), the fan-out round-trip floor and a node's
 # restart (tools/bench/redlock-bench), TLS against plaintext on the same
-# servers. Starts the nodes, runs the loops and saves their JSON lines;
+# servers, and (with --baseline-cli) an older build against this one.
+# Starts the nodes, runs the loops and saves their JSON lines;
 # tools/bench_report.py renders docs/benchmarks.md from them (and again
 # later: python3 tools/bench_report.py OUT_DIR docs/benchmarks.md),
 # tools/bench-plot.sh docs/benchmarks.png.
 #   tools/bench-compare.sh [--rounds N] [--duration S] [--base-port P]
 #                          [--no-install] [--no-docs] [--watched-only]
-#                          [--tls-only] [--fair-only]
+#                          [--tls-only] [--fair-only] [--cli PATH]
+#                          [--baseline-cli PATH [--baseline-rev REV]]
+#                          [--batch-only]
 #   --rounds N     interleaved rounds of the main workloads (3, at least 3
 #                  for the report's medians)
 #   --duration S   seconds per measurement (3)
@@ -31,6 +34,20 @@
 #   --fair-only    only the fair-waiting rows (q: a and c, plain and
 #                  --fair alternately, ours only); their section of
 #                  docs/benchmarks.md is replaced, the rest kept
+#   --cli PATH     bench this redlock-cli of a build tree instead of
+#                  building one here (the tree's CMakeCache.txt names
+#                  its source, and so its commit)
+#   --baseline-cli PATH  also run section B (issue 44): this older
+#                  redlock-cli (before), the current one (after) and
+#                  node-redlock in turn, the order rotated every round:
+#                  a (1 in flight), b at 64 and at 256 in flight, b at
+#                  64 over TLS, each a process of its own with the 5
+#                  nodes' INFO commandstats read around it
+#   --baseline-rev REV   the commit --baseline-cli was built from (read
+#                  from its build tree's CMakeCache.txt when not given)
+#   --batch-only   only section B (needs --baseline-cli); its section of
+#                  docs/benchmarks.md is replaced, the rest kept (3
+#                  rounds of 3 s: about 3 minutes)
 # Section o of the page (the fair order across processes, plain mode
 # before and after the fair queue) is not measured here: it is
 # tools/fairness-probe.py --rounds N [--baseline-cli OLD] --report
@@ -54,6 +71,10 @@ docs=1
 watched_only=0
 tls_only=0
 fair_only=0
+batch_only=0
+cli=""
+baseline_cli=""
+baseline_rev=""
 cmdline="${BENCH_BUILD_DIR:+BENCH_BUILD_DIR=$BENCH_BUILD_DIR }tools/bench-compare.sh${*:+ $*}"
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -65,6 +86,10 @@ while [ $# -gt 0 ]; do
     --watched-only) watched_only=1 ;;
     --tls-only) tls_only=1 ;;
     --fair-only) fair_only=1 ;;
+    --batch-only) batch_only=1 ;;
+    --cli) cli=${2:?--cli needs a value}; shift ;;
+    --baseline-cli) baseline_cli=${2:?--baseline-cli needs a value}; shift ;;
+    --baseline-rev) baseline_rev=${2:?--baseline-rev needs a value}; shift ;;
     -h|--help) sed -n '2,/^set /{/^#/p;}' "$0" |
                    sed '/SPDX-License-Identifier/d; s/^# \{0,1\}//'
                exit 0 ;;
@@ -76,6 +101,20 @@ done
 [[ "$duration" =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "bench-compare: --duration: '$duration'" >&2; exit 2; }
 
 say() { printf 'bench-compare: %s\n' "$*" >&2; }
+# Any of the --*-only modes: only that section is measured and replaced.
+only=$((watched_only + tls_only + fair_only + batch_only))
+[ "$only" -le 1 ] ||
+    { say "one of --watched-only, --tls-only, --fair-only, --batch-only"
+      exit 2; }
+[ "$batch_only" = 0 ] || [ -n "$baseline_cli" ] ||
+    { say "--batch-only needs --baseline-cli"; exit 2; }
+# Paths as the caller gave them: relative to where it ran us.
+[ -z "$cli" ] || [[ "$cli" == /* ]] || cli=$OLDPWD/$cli
+[ -z "$baseline_cli" ] || [[ "$baseline_cli" == /* ]] ||
+    baseline_cli=$OLDPWD/$baseline_cli
+for c in "$cli" "$baseline_cli"; do
+    [ -z "$c" ] || [ -x "$c" ] || { say "no redlock-cli at $c"; exit 2; }
+done
 
 # ---- Packages ---------------------------------------------------------------
 if [ "$install" = 1 ]; then
@@ -98,20 +137,34 @@ if [ "$install" = 1 ]; then
     (cd bench/peers/node-redlock &&
         npm ci --no-audit --no-fund --loglevel=error >/dev/null)
 fi
-[ $((watched_only + tls_only + fair_only)) -le 1 ] ||
-    { say "one of --watched-only, --tls-only, --fair-only"; exit 2; }
 for c in redis-server redis-cli redis-benchmark node python3 openssl; do
     command -v "$c" >/dev/null || { say "$c not found"; exit 1; }
 done
 
 # ---- Build ------------------------------------------------------------------
-build=${BENCH_BUILD_DIR:-build/release}
-say "building in $build"
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$build" -j"$(nproc)" \
-    --target redlock-cli redlock-bench faultproxy >/dev/null
-cli=$root/$build/tools/redlock-cli/redlock-cli
-[ -x "$cli" ] || cli=$build/tools/redlock-cli/redlock-cli
+if [ -z "$cli" ]; then
+    build=${BENCH_BUILD_DIR:-build/release}
+    say "building in $build"
+    cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+    cmake --build "$build" -j"$(nproc)" \
+        --target redlock-cli redlock-bench faultproxy >/dev/null
+    cli=$root/$build/tools/redlock-cli/redlock-cli
+    [ -x "$cli" ] || cli=$build/tools/redlock-cli/redlock-cli
+fi
+# CLI: the commit its build tree was configured from (+local changes when
+# that tree's src/ or include/ differ from it), '?' when unknown.
+rev_of() {
+    local src
+    src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' \
+        "$(dirname "$1")/../../CMakeCache.txt" 2>/dev/null) || true
+    git -C "${src:-/nonexistent}" rev-parse --short HEAD 2>/dev/null ||
+        { echo '?'; return; }
+    git -C "$src" diff --quiet HEAD -- src include 2>/dev/null ||
+        echo '+local changes'
+}
+commit=$(rev_of "$cli" | tr -d '\n')
+[ -z "$baseline_cli" ] || [ -n "$baseline_rev" ] ||
+    baseline_rev=$(rev_of "$baseline_cli" | tr -d '\n')
 rbench=$(dirname "$cli")/../bench/redlock-bench
 fproxy=$(dirname "$cli")/../faultproxy/faultproxy
 peer="node --expose-gc $root/bench/peers/node-redlock/bench.js"
@@ -166,17 +219,25 @@ done
 # Same retry policy for both clients (phase c polls with it; node-redlock
 # has no release notification, ours also wakes on one).
 retry=(--retry-delay 10 --retry-jitter 5)
-ours() { "$cli" --no-quarantine -q --json -n "$1" "${retry[@]}" bench "${@:2}"; }
+# CLI NODES ARGS: that redlock-cli's bench; rediss:// nodes are verified
+# against the run's CA.
+cli_bench() {
+    local tls=()
+    [[ "$2" != rediss://* ]] || tls=(--cacert "$certs/ca.pem")
+    "$1" --no-quarantine -q --json "${tls[@]}" -n "$2" "${retry[@]}" \
+        bench "${@:3}"
+}
+ours() { cli_bench "$cli" "$@"; }
+baseline() { cli_bench "$baseline_cli" "$@"; }
 # PHASE NODES ARGS: tools/bench/redlock-bench (the floor, a node's restart)
 ours_rb() {
     "$rbench" "$1" --no-quarantine -q --json -n "$2" "${retry[@]}" "${@:3}"
 }
-theirs() { $peer --nodes "$1" "${retry[@]}" "${@:2}"; }
-ours_tls() {
-    "$cli" --no-quarantine -q --json --cacert "$certs/ca.pem" -n "$1" \
-        "${retry[@]}" bench "${@:2}"
+theirs() {
+    local tls=()
+    [[ "$1" != rediss://* ]] || tls=(--cacert "$certs/ca.pem")
+    $peer --nodes "$1" "${retry[@]}" "${@:2}" "${tls[@]}"
 }
-theirs_tls() { theirs "$@" --cacert "$certs/ca.pem"; }
 dur=(--duration "$duration")
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 t_start=$(date +%s)
@@ -188,7 +249,7 @@ t_start=$(date +%s)
 # covers whole renewal intervals.
 wdur=$(awk -v d="$duration" 'BEGIN { print d < 5 ? 5 : d }')
 knee_locks="50000 100000 150000 200000 300000 450000 600000"
-[ "$tls_only" = 1 ] || [ "$fair_only" = 1 ] && rounds_w=0 ||
+[ "$only" = 1 ] && [ "$watched_only" = 0 ] && rounds_w=0 ||
     rounds_w=$rounds
 for ((r = 1; r <= rounds_w; r++)); do
     for spec in 1000:3000:$wdur 10000:3000:$wdur 100000:30000:20; do
@@ -220,8 +281,7 @@ if [ "$rounds_w" -gt 0 ]; then
 fi
 
 # ---- Main workloads a, b, c, interleaved; the floor each round -------------
-[ "$watched_only" = 1 ] || [ "$tls_only" = 1 ] || [ "$fair_only" = 1 ] &&
-    rounds_main=0 || rounds_main=$rounds
+[ "$only" = 1 ] && rounds_main=0 || rounds_main=$rounds
 for ((r = 1; r <= rounds_main; r++)); do
     say "round $r/$rounds: redlock (a, b, c, floor)"
     ours "$n5" --phases a,b,c "${dur[@]}" --label main >"$out/ours.main.$r.jsonl"
@@ -240,7 +300,7 @@ done
 # ---- q: fair waiting against plain, ours only, alternately: a (one
 # uncontended fair acquire against a plain one) and c (hand-offs among 2
 # and 8 contenders in one client) ------------------------------------------
-[ "$watched_only" = 1 ] || [ "$tls_only" = 1 ] && rounds_q=0 ||
+[ "$only" = 1 ] && [ "$fair_only" = 0 ] && rounds_q=0 ||
     rounds_q=$rounds
 for ((r = 1; r <= rounds_q; r++)); do
     say "round $r/$rounds: fair waiting against plain (q: a, c)"
@@ -250,18 +310,61 @@ for ((r = 1; r <= rounds_q; r++)); do
 done
 
 # ---- t: TLS against plaintext, same servers, interleaved -----------------
-[ "$watched_only" = 1 ] || [ "$fair_only" = 1 ] && rounds_t=0 ||
+[ "$only" = 1 ] && [ "$tls_only" = 0 ] && rounds_t=0 ||
     rounds_t=$rounds
 for ((r = 1; r <= rounds_t; r++)); do
     say "round $r/$rounds: TLS and plaintext (a, b 64), both clients"
     ab=(--phases a,b --concurrency 64 "${dur[@]}")
     ours "$n5" "${ab[@]}" --label t:plain >>"$out/ours.t.$r.jsonl"
-    ours_tls "$t5" "${ab[@]}" --label t:tls >>"$out/ours.t.$r.jsonl"
+    ours "$t5" "${ab[@]}" --label t:tls >>"$out/ours.t.$r.jsonl"
     theirs "$n5" "${ab[@]}" --label t:plain >>"$out/node.t.$r.jsonl"
-    theirs_tls "$t5" "${ab[@]}" --label t:tls >>"$out/node.t.$r.jsonl"
+    theirs "$t5" "${ab[@]}" --label t:tls >>"$out/node.t.$r.jsonl"
 done
 
-if [ "$watched_only" = 0 ] && [ "$tls_only" = 0 ] && [ "$fair_only" = 0 ]; then
+# ---- B: before and after (--baseline-cli) with node-redlock beside -------
+# Each workload is one process per client, in turn, the order rotated
+# every round; the 5 nodes' INFO commandstats are read before and after
+# it and the difference saved with the round, client and label (the
+# process's own connecting and closing included; the report divides by
+# its cycles).
+# Summed over the 5 plaintext nodes: "command calls usec" lines.
+commandstats() {
+    local i
+    for ((i = 0; i < 5; i++)); do
+        redis-cli -p $((base + i)) info commandstats
+    done | tr -d '\r' | awk -F'[:,=]' '/^cmdstat_/ {
+        c[substr($1, 9)] += $3; u[substr($1, 9)] += $5 }
+        END { for (k in c) print k, c[k], u[k] }'
+}
+[ -n "$baseline_cli" ] && { [ "$only" = 0 ] || [ "$batch_only" = 1 ]; } &&
+    rounds_b=$rounds || rounds_b=0
+: >"$out/batch-commandstats.txt"
+# FUNCTION:SAVED-AS (the report's names: base, ours, node)
+clients=(baseline:base ours:ours theirs:node)
+for ((r = 1; r <= rounds_b; r++)); do
+    for w in a b64 b256 tls64; do
+        case $w in
+        a) nodes=$n5 args=(--phases a) ;;
+        b64) nodes=$n5 args=(--phases b --concurrency 64) ;;
+        b256) nodes=$n5 args=(--phases b --concurrency 256) ;;
+        tls64) nodes=$t5 args=(--phases b --concurrency 64) ;;
+        esac
+        for ((i = 0; i < 3; i++)); do
+            c=${clients[(i + r - 1) % 3]}
+            say "round $r/$rounds: B:$w (${c#*:})"
+            commandstats >"$out/commandstats.0"
+            "${c%:*}" "$nodes" "${args[@]}" "${dur[@]}" --label "B:$w" \
+                >>"$out/${c#*:}.batch.$r.jsonl"
+            commandstats | awk -v pre="$r ${c#*:} B:$w" '
+                NR == FNR { c[$1] = $2; u[$1] = $3; next }
+                $2 > c[$1] { print pre, $1, $2 - c[$1], $3 - u[$1] }' \
+                "$out/commandstats.0" - >>"$out/batch-commandstats.txt"
+        done
+    done
+done
+rm -f "$out/commandstats.0"
+
+if [ "$only" = 0 ]; then
 # ---- d: node counts ---------------------------------------------------------
 for ((r = 1; r <= rounds; r++)); do
     for n in 3 5 7 9; do
@@ -382,7 +485,7 @@ tls_session() { # PORT SESSION_FILE in|out: prints Reused or New
         sed -n 's/^\(Reused\|New\),.*/\1/p' | head -1
 }
 rport=$((base + 4))
-[ "$watched_only" = 1 ] || [ "$fair_only" = 1 ] && rounds_r=0 ||
+[ "$only" = 1 ] && [ "$tls_only" = 0 ] && rounds_r=0 ||
     rounds_r=$rounds
 : >"$out/restart.txt"
 for ((r = 1; r <= rounds_r; r++)); do
@@ -451,21 +554,22 @@ elapsed=$(($(date +%s) - t_start))
     echo "load_start=$load_start"
     echo "load_end=$load_end"
     echo "elapsed_s=$elapsed"
-    echo "commit=$(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD -- src include 2>/dev/null || echo '+local changes')"
+    echo "commit=$commit"
+    echo "batch_only=$batch_only"
+    echo "baseline_rev=${baseline_rev:-}"
 } >"$out/machine.txt"
 
 # ---- Report and plot -------------------------------------------------------
 # The saved run ($out) is all the report needs: tools/bench_report.py
 # renders it (and renders it again later, without measuring anything). A
-# watched-only, tls-only or fair-only run replaces its section of the
-# current page.
+# --*-only run replaces its section of the current page.
 report=$out/benchmarks.md
 cp docs/benchmarks.md "$report"
 python3 tools/bench_report.py "$out" "$report" "$out/plot.dat"
 if [ "$docs" = 1 ]; then
     cp "$report" docs/benchmarks.md
-    if [ $((watched_only + tls_only + fair_only)) -eq 1 ]; then
-        say "watched-only, tls-only or fair-only: docs/benchmarks.png kept"
+    if [ "$only" = 1 ]; then
+        say "a --*-only run: docs/benchmarks.png kept"
     elif command -v gnuplot >/dev/null; then
         tools/bench-plot.sh "$out/plot.dat" docs/benchmarks.png
     else

@@ -10,9 +10,12 @@ run without measuring anything:
     python3 tools/bench_report.py OUT_DIR docs/benchmarks.md [PLOT.dat]
 
 OUT_DIR holds <client>.<section>.<round>.jsonl (client "ours" or "node";
-section main, d, e, f, k, q, w, t or r), machine.txt (key=value lines about
+section main, d, e, f, k, q, w, t, r or batch; client "base" for
+--baseline-cli's build in section batch), machine.txt (key=value lines about
 the machine and the run), and, when they were measured, server.txt
-(redis-benchmark --csv), proxy_cpu.txt, restart.txt and touch-floor.txt.
+(redis-benchmark --csv), proxy_cpu.txt, restart.txt, touch-floor.txt and
+batch-commandstats.txt (section B: "round client label command calls
+usec", the 5 nodes' INFO commandstats around each process, summed).
 Hand-written notes that belong to a run are saved with it and copied in
 as they are: profile.md (a profile of that run, a section of its own) and
 tls-note.md (a paragraph closing the TLS section). Section o (the fair
@@ -22,8 +25,9 @@ fair-order.json and puts the section into the page itself (--report); a
 run with a fair-order.json renders it, one without keeps the page's. The
 acceptance targets come from tools/bench-targets.json; the fair rows are
 read from sections o and q as the page shows them. With machine.txt's
-watched_only=1, tls_only=1 or fair_only=1 only that section of the
-existing report is replaced.
+watched_only=1, tls_only=1, fair_only=1 or batch_only=1 only that
+section of the existing report is replaced; a run without section B's
+rows keeps the page's.
 """
 import glob
 import json
@@ -43,6 +47,8 @@ FO_BEGIN = "<!-- fair-order: begin (tools/fairness-probe.py) -->"
 FO_END = "<!-- fair-order: end -->"
 CC_BEGIN = "<!-- contention-cost: begin (tools/fairness-probe.py --cost) -->"
 CC_END = "<!-- contention-cost: end -->"
+B_BEGIN = "<!-- batch: begin (tools/bench-compare.sh --baseline-cli) -->"
+B_END = "<!-- batch: end -->"
 
 def load(out, client, section):
     """{round: [rows]} from OUT/<client>.<section>.<round>.jsonl."""
@@ -366,6 +372,198 @@ def fair_order_section(run):
                                               ratio(b, a)))
         w("")
     lines.append(FO_END)
+    return lines
+
+
+def by_round(data, phase, label, conc, key):
+    """{round: value} of one measure (values() of each round on its own)."""
+    out = {}
+    for r in sorted(data):
+        v = values({r: data[r]}, phase, label, conc, key)
+        if v:
+            out[r] = v[0]
+    return out
+
+
+def batch_commandstats(out, runs, label):
+    """{client: {command: ([calls], [usec]) per cycle per node, one entry
+    per round}} for the processes of label: INFO commandstats of the 5
+    nodes around each (batch-commandstats.txt), over that round's cycles
+    (runs: {client: {round: rows}}). INFO (the bench's and the script's
+    own readings) is left out."""
+    res = {}
+    for l in read_lines(os.path.join(out, "batch-commandstats.txt")):
+        f = l.split()
+        if (len(f) != 6 or f[2] != label or f[3] == "info" or
+                f[4] == "0"):
+            continue
+        r, client, cmd = int(f[0]), f[1], f[3]
+        row = next((x for x in runs.get(client, {}).get(r, [])
+                    if x.get("label") == label), None)
+        if not row or not row.get("cycles"):
+            continue
+        per = float(row["cycles"]) * row.get("nodes", 5)
+        calls, usec = res.setdefault(client, {}).setdefault(cmd, ([], []))
+        calls.append(int(f[4]) / per)
+        usec.append(int(f[5]) / per)
+    return res
+
+
+def batch_section(out, runs, machine, T):
+    """Section B's lines, markers included: the build of --baseline-cli
+    (before), this one (after) and node-redlock, in turn on the same nodes
+    (issue 44: one script call per node per loop turn)."""
+    base, ours, node = runs["base"], runs["ours"], runs["node"]
+    nproc = int(machine.get("nproc", "2"))
+    before = machine.get("baseline_rev") or "?"
+    after = machine.get("commit", "?")
+    lines = [B_BEGIN,
+             "## B: one script call per node per loop turn (issue 44)", ""]
+    w = lines.append
+    w("The same 5 local nodes for all three clients: `redlock-cli "
+      "--no-quarantine -q --json -n NODES --retry-delay 10 --retry-jitter 5 "
+      "bench` built from %s (*before*, `--baseline-cli`) and from %s "
+      "(*after*), and node-redlock (bench/peers/node-redlock, the same "
+      "retry policy), one after another, the order rotated every round. "
+      "Each workload is a process of its own: phase a (1 in flight, a "
+      "fresh resource every cycle), phase b at 64 and at 256 in flight, "
+      "and phase b at 64 over TLS (`rediss://` to the same servers' TLS "
+      "ports, verified against the run's CA; server CPU is not measured "
+      "over TLS). Server CPU: the 5 nodes' `INFO cpu` (sys + user) over "
+      "the measurement, summed, per cycle. Cells: median [min–max] over "
+      "%s round%s of %s s; after ÷ before and after ÷ node-redlock are "
+      "ratios of medians: above 1 is better for rates, below 1 for times "
+      "and CPU. Times in µs%s." % (
+          before, after, machine.get("rounds"),
+          "s" * (machine.get("rounds") != "1"), machine.get("duration"),
+          "; only this section was regenerated, the others are from the run "
+          "they name" if machine.get("batch_only") == "1" else ""))
+    w("")
+    w("Made by `%s` on %s, %s (%d CPUs; load average %s at start, %s at "
+      "end; %s s)." % (
+          machine.get("cmdline", "?"), machine.get("date", "?"),
+          machine.get("cpu", "?"), nproc, machine.get("load_start", "?"),
+          machine.get("load_end", "?"), machine.get("elapsed_s", "?")))
+    w("")
+    w("| workload | measure | before (%s) | after (%s) | node-redlock | "
+      "after ÷ before | after ÷ node-redlock |" % (before, after))
+    w("|---|---|---:|---:|---:|---:|---:|")
+    b_rows = [("B:b%d" % n, "b", n, "b %d in flight" % n)
+              for n in (64, 256)] + [("B:tls64", "b", 64,
+                                      "b 64 in flight, TLS")]
+    rows = [("B:a", "a", 1, "a 1 in flight", m, k) for m, k in (
+        ("cycles/s", "cycles_per_s"), ("acquire p50", "acquire_us.p50"),
+        ("acquire p99", "acquire_us.p99"), ("release p50", "release_us.p50"),
+        ("client CPU µs/cycle", "cpu_us_per_cycle"),
+        ("server CPU µs/cycle", "server_cpu_us_per_cycle"))]
+    for lab, ph, n, name in b_rows:
+        rows += [(lab, ph, n, name, m, k) for m, k in (
+            ("cycles/s", "cycles_per_s"), ("cycle p50", "cycle_us.p50"),
+            ("cycle p99", "cycle_us.p99"),
+            ("client CPU µs/cycle", "cpu_us_per_cycle"),
+            ("server CPU µs/cycle", "server_cpu_us_per_cycle"),
+            ("failures", "failures")) if not (
+                lab == "B:tls64" and k == "server_cpu_us_per_cycle")]
+    for lab, ph, n, name, m, k in rows:
+        a, b, c = (values(d, ph, lab, n, k) for d in (base, ours, node))
+        w("| %s | %s | %s | %s | %s | %s | %s |" % (
+            name, m, cell(a), cell(b), cell(c), ratio(b, a), ratio(b, c)))
+    w("")
+
+    # The limit line: the cycle rate the CPUs allow at this CPU per cycle.
+    w("### The limit at 64 in flight, recomputed")
+    w("")
+    w("What %d CPUs allow when every cycle costs the client's CPU and the "
+      "5 nodes' (the line under \"The servers' own limit and the fan-out "
+      "floor\"), per client, and how close each came." % nproc)
+    w("")
+    w("| b 64 in flight | before | after | node-redlock |")
+    w("|---|---:|---:|---:|")
+    lim = {}
+    for cname, d in (("base", base), ("ours", ours), ("node", node)):
+        cc = med(values(d, "b", "B:b64", 64, "cpu_us_per_cycle"))
+        sc = med(values(d, "b", "B:b64", 64, "server_cpu_us_per_cycle"))
+        got = med(values(d, "b", "B:b64", 64, "cycles_per_s"))
+        tot = cc + sc if cc is not None and sc is not None else None
+        cap = nproc * 1e6 / tot if tot else None
+        lim[cname] = (cc, sc, tot, cap, got,
+                      got / cap if got is not None and cap else None)
+    for i, m in enumerate(("client CPU µs/cycle", "server CPU µs/cycle "
+                           "(5 nodes)", "CPU µs per cycle, client + servers",
+                           "limit: %d CPUs ÷ that (cycles/s)" % nproc,
+                           "measured cycles/s", "measured ÷ limit")):
+        w("| %s | %s |" % (m, " | ".join(
+            fmt(lim[c][i]) if i < 5 or lim[c][i] is None else
+            "%.0f %%" % (100 * lim[c][i]) for c in ("base", "ours", "node"))))
+    w("")
+    cc, sc, tot, cap = lim["ours"][:4]
+    if tot:
+        w("CPU budget at 64 in flight, after: %s µs client + %s µs servers "
+          "= %s µs of CPU per cycle; %d CPUs give at most ~%s cycles/s "
+          "(before: %s µs, ~%s cycles/s)." % (
+              fmt(cc), fmt(sc), fmt(tot), nproc, fmt(cap),
+              fmt(lim["base"][2]), fmt(lim["base"][3])))
+        w("")
+
+    # What the nodes ran per cycle.
+    w("### What each node runs per cycle (INFO commandstats)")
+    w("")
+    w("The 5 nodes' `INFO commandstats` before and after each b process "
+      "(its connecting and closing included), summed and divided by 5 × "
+      "its cycles: calls per cycle per node and the µs each call took "
+      "(`usec`, the node's time in the command; a script's own calls "
+      "count again under their names, inside its time). INFO (the "
+      "readings) is left out, and so are commands under 0.001 calls per "
+      "cycle.")
+    w("")
+    names = (("base", "before"), ("ours", "after"), ("node", "node-redlock"))
+    for lab, n in (("B:b64", 64), ("B:b256", 256)):
+        cs = batch_commandstats(out, runs, lab)
+        cmds = sorted({c for d in cs.values() for c, (calls, _) in d.items()
+                       if med(calls) >= 0.001},
+                      key=lambda c: -max(med(cs[k][c][1]) for k in cs
+                                         if c in cs[k]))
+        w("| b %d in flight: command | %s | %s | %s |" % (n, *(
+            " | ".join("%s %s" % (what, x) for _, x in names)
+            for what in ("calls/cycle", "µs/call", "µs/cycle"))))
+        w("|---|" + "---:|" * 9)
+        for c in cmds:
+            got = [cs.get(k, {}).get(c) for k, _ in names]
+            w("| %s | %s |" % (c.upper(), " | ".join(
+                ["%.3f" % med(g[0]) if g else "–" for g in got] +
+                [fmt(med(g[1]) / med(g[0])) if g and med(g[0]) else "–"
+                 for g in got] +
+                [fmt(med(g[1])) if g else "–" for g in got])))
+        w("")
+
+    # Targets (issue 44's "Done when"), with the per-round ratios.
+    w("| target | measured | met |")
+    w("|---|---|---|")
+    for text, lab, ph, n, key, ok in (
+            ("server CPU per cycle at 64 in flight (5 nodes) ≤ %s× before" %
+             num(T["batch_server_cpu_b64"]), "B:b64", "b", 64,
+             "server_cpu_us_per_cycle",
+             lambda r: r <= T["batch_server_cpu_b64"]),
+            ("cycles/s at 64 in flight ≥ %s× before" %
+             num(T["batch_cycles_b64"]), "B:b64", "b", 64, "cycles_per_s",
+             lambda r: r >= T["batch_cycles_b64"]),
+            ("acquire p50 at 1 in flight within %s %% of before (after ≤ "
+             "%s× before)" % (num(100 * T["batch_acquire_p50"]),
+                              num(1 + T["batch_acquire_p50"])),
+             "B:a", "a", 1, "acquire_us.p50",
+             lambda r: r <= 1 + T["batch_acquire_p50"])):
+        a = by_round(base, ph, lab, n, key)
+        b = by_round(ours, ph, lab, n, key)
+        ma, mb = med(list(a.values())), med(list(b.values()))
+        r = mb / ma if ma and mb is not None else None
+        w("| %s | %s× (%s vs %s; per round %s) | %s |" % (
+            text, "–" if r is None else "%.2f" % r, fmt(mb), fmt(ma),
+            ", ".join("%.2f" % (b[k] / a[k]) for k in sorted(a)
+                      if k in b and a[k]) or "–",
+            "–" if r is None else ("yes" if ok(r) else "**no**")))
+    w("")
+    lines.append(B_END)
+    lines.append("")
     return lines
 
 
@@ -1094,6 +1292,16 @@ def render(out, previous, T):
     tl.append("")
     lines.extend(tl)
 
+    # ---- B: before and after (--baseline-cli); a run without it keeps
+    # the page's
+    batch = {c: load(out, c, "batch") for c in ("base", "ours", "node")}
+    if any(batch["base"].values()):
+        bl = batch_section(out, batch, machine, T)
+    else:
+        bl = [B_BEGIN] + between(previous, B_BEGIN, B_END)[1:-1] + [B_END, ""]
+    if bl[1:-2]:
+        lines.extend(bl)
+
     # ---- Targets
     w("## Targets")
     w("")
@@ -1198,6 +1406,8 @@ def render(out, previous, T):
         report = splice(ql, Q_BEGIN, Q_END)
     elif machine.get("tls_only") == "1":
         report = splice(tl, T_BEGIN, T_END)
+    elif machine.get("batch_only") == "1":
+        report = splice(bl, B_BEGIN, B_END)
     else:
         report = "\n".join(lines) + "\n"
     report = with_fair_targets(report, T)

@@ -15,6 +15,9 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 RUN = os.path.join(HERE, "saved-run")
+# A --batch-only run (section B), written by hand: before, after and
+# node-redlock, 3 rounds whose rates are 1, 1.05 and 0.95 times the first.
+BATCH = os.path.join(HERE, "saved-batch")
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import bench_report  # noqa: E402
 
@@ -180,6 +183,92 @@ class Render(unittest.TestCase):
                 self.assertEqual(f.read(), self.plot)
         finally:
             shutil.rmtree(tmp)
+
+
+class Batch(unittest.TestCase):
+    PAGE = "above\n\n## Targets\n\n| target | measured | met |\n" \
+        "|---|---|---|\n"
+
+    def section(self, report):
+        return "\n".join(bench_report.between(report, bench_report.B_BEGIN,
+                                               bench_report.B_END))
+
+    def test_before_after_and_node_redlock_with_ratios(self):
+        report, _ = bench_report.render(BATCH, self.PAGE, targets())
+        b = self.section(report)
+        self.assertEqual(row(b, "| b 64 in flight | cycles/s |"),
+                         ["b 64 in flight", "cycles/s",
+                          "20,000 [19,000–21,000]", "34,000 [32,300–35,700]",
+                          "6,500 [6,175–6,825]", "1.70", "5.23"])
+        # Over TLS the nodes' CPU is not measured: no such row.
+        self.assertNotIn("| b 64 in flight, TLS | server CPU", b)
+        self.assertIn("before (1c18314) | after (9dc2652) |", b)
+
+    def test_limit_is_recomputed_from_cpu_per_cycle(self):
+        report, _ = bench_report.render(BATCH, self.PAGE, targets())
+        b = self.section(report)
+        # after: 10 µs client + 16 µs servers: 2 CPUs, 2e6 / 26.
+        self.assertEqual(row(b, "| limit: 2 CPUs")[1:],
+                         ["48,780", "76,923", "9,091"])
+        self.assertIn("after: 10.0 µs client + 16.0 µs servers = 26.0 µs "
+                      "of CPU per cycle; 2 CPUs give at most ~76,923 "
+                      "cycles/s (before: 41.0 µs, ~48,780 cycles/s)", b)
+
+    def test_commandstats_per_cycle_per_node(self):
+        report, _ = bench_report.render(BATCH, self.PAGE, targets())
+        b = self.section(report)
+        # before, after, node-redlock: calls/cycle, µs/call, µs/cycle.
+        self.assertEqual(row(b, "| EVALSHA |")[1:],
+                         ["1.000", "0.250", "2.000", "3.70", "6.00", "6.50",
+                          "3.70", "1.50", "13.0"])
+        self.assertEqual(row(b, "| EXISTS |")[1:4], ["–", "–", "1.000"])
+        # INFO (the readings) and what is under 0.001 calls per cycle
+        # (the handshake) are left out.
+        self.assertNotIn("| INFO |", b)
+        self.assertNotIn("CLIENT|SETNAME", b)
+
+    def test_targets_after_over_before(self):
+        report, _ = bench_report.render(BATCH, self.PAGE, targets())
+        b = self.section(report)
+        self.assertEqual(row(b, "| server CPU per cycle at 64")[1:],
+                         ["0.53× (16.0 vs 30.0; per round 0.53, 0.53, 0.53)",
+                          "**no**"])
+        self.assertEqual(row(b, "| cycles/s at 64 in flight ≥ 1.6×")[2],
+                         "yes")
+        self.assertEqual(row(b, "| acquire p50 at 1 in flight within 5 %")
+                         [1:], ["1.03× (134 vs 130; per round 1.03, 1.03, "
+                                "1.03)", "yes"])
+        t = targets()
+        t["batch_server_cpu_b64"] = 0.55
+        t["batch_acquire_p50"] = 0.02
+        report, _ = bench_report.render(BATCH, self.PAGE, t)
+        b = self.section(report)
+        self.assertEqual(row(b, "| server CPU per cycle at 64")[2], "yes")
+        self.assertEqual(row(b, "| acquire p50 at 1 in flight within 2 %")
+                         [2], "**no**")
+
+    def test_batch_only_replaces_only_its_section(self):
+        # No section yet: it goes before the targets.
+        once, _ = bench_report.render(BATCH, self.PAGE, targets())
+        self.assertTrue(once.startswith("above\n\n" + bench_report.B_BEGIN))
+        self.assertIn(bench_report.B_END + "\n\n## Targets\n", once)
+        prev = "kept above\n%s\nold\n%s\nkept below\n" % (
+            bench_report.B_BEGIN, bench_report.B_END)
+        report, _ = bench_report.render(BATCH, prev, targets())
+        self.assertTrue(report.startswith("kept above\n" +
+                                          bench_report.B_BEGIN))
+        self.assertTrue(report.endswith(bench_report.B_END +
+                                        "\nkept below\n"))
+        self.assertNotIn("\nold\n", report)
+
+    def test_a_run_without_it_keeps_the_pages_section(self):
+        with open(os.path.join(ROOT, "docs", "benchmarks.md")) as f:
+            doc = f.read()
+        with_b, _ = bench_report.render(BATCH, doc, targets())
+        report, _ = bench_report.render(RUN, with_b, targets())
+        self.assertIn(self.section(with_b), report)
+        self.assertLess(report.index(bench_report.B_END),
+                        report.index("## Targets"))
 
 
 if __name__ == "__main__":
