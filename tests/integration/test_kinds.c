@@ -91,6 +91,18 @@ static rl_acquire_opts opts_ttl(uint32_t ttl)
     return o;
 }
 
+/* rl_acquire(resource, o) is refused as RL_EINVAL, takes nothing, and its
+ * message has says in it. */
+static void acquire_refused(struct fixture *f, const char *resource,
+                            const rl_acquire_opts *o, const char *says)
+{
+    rl_lock *l = NULL;
+
+    assert_int_equal(rl_acquire(f->c, resource, o, &l), RL_EINVAL);
+    assert_null(l);
+    assert_non_null(strstr(rl_last_error(), says));
+}
+
 /* ---- Lock-delay ---- */
 
 static void test_lock_delay_holds_a_crashed_lock_for_ttl_plus_delay(
@@ -160,12 +172,9 @@ static void test_lock_delay_above_max_ttl_is_refused(void **state)
 {
     struct fixture *f = *state;
     rl_acquire_opts o = opts_ttl(30000);
-    rl_lock *l = NULL;
 
     o.lock_delay_ms = 40000; /* max_ttl_ms is 60000 */
-    assert_int_equal(rl_acquire(f->c, "kd:bad", &o, &l), RL_EINVAL);
-    assert_null(l);
-    assert_non_null(strstr(rl_last_error(), "lock_delay_ms 40000"));
+    acquire_refused(f, "kd:bad", &o, "lock_delay_ms 40000");
     assert_non_null(strstr(rl_last_error(), "max_ttl_ms"));
 }
 
@@ -777,31 +786,24 @@ static void test_bad_kind_options_are_refused_clearly(void **state)
     rl_lock *l = NULL;
 
     o.mode = 7;
-    assert_int_equal(rl_acquire(f->c, "kb:a", &o, &l), RL_EINVAL);
-    assert_non_null(strstr(rl_last_error(), "mode 7"));
+    acquire_refused(f, "kb:a", &o, "mode 7");
     o.mode = RL_MODE_SHARED;
     o.fencing = true;
-    assert_int_equal(rl_acquire(f->c, "kb:a", &o, &l), RL_EINVAL);
-    assert_non_null(strstr(rl_last_error(), "fencing"));
+    acquire_refused(f, "kb:a", &o, "fencing");
     o.fencing = false;
     assert_int_equal(rl_acquire_multi(f->c, two, 2, &o, &l), RL_EINVAL);
     assert_non_null(strstr(rl_last_error(), "one resource"));
     o.limit = 2;
-    assert_int_equal(rl_acquire(f->c, "kb:a", &o, &l), RL_EINVAL);
-    assert_non_null(strstr(rl_last_error(), "limit"));
+    acquire_refused(f, "kb:a", &o, "limit");
     o.mode = RL_MODE_EXCLUSIVE;
     o.limit = RL_MAX_LIMIT + 1;
-    assert_int_equal(rl_acquire(f->c, "kb:a", &o, &l), RL_EINVAL);
-    assert_non_null(strstr(rl_last_error(), "limit 1025"));
+    acquire_refused(f, "kb:a", &o, "limit 1025");
     o.limit = 3;
     o.reentrant = true;
-    assert_int_equal(rl_acquire(f->c, "kb:a", &o, &l), RL_EINVAL);
-    assert_non_null(strstr(rl_last_error(), "reentrant"));
+    acquire_refused(f, "kb:a", &o, "reentrant");
     o.reentrant = false;
     o.reserved32_ = 1;
-    assert_int_equal(rl_acquire(f->c, "kb:a", &o, &l), RL_EINVAL);
-    assert_non_null(strstr(rl_last_error(), "reserved"));
-    assert_null(l);
+    acquire_refused(f, "kb:a", &o, "reserved");
     /* Mixing modes on one handle. */
     o = opts_ttl(5000);
     assert_int_equal(rl_acquire(f->c, "kb:a", &o, &l), RL_OK);
@@ -885,9 +887,7 @@ static void test_at_least_above_max_ttl_is_refused(void **state)
     rl_lock *l = NULL;
 
     o.at_least_ms = 60001; /* max_ttl_ms is 60000 */
-    assert_int_equal(rl_acquire(f->c, "kp:bad", &o, &l), RL_EINVAL);
-    assert_null(l);
-    assert_non_null(strstr(rl_last_error(), "at_least_ms 60001"));
+    acquire_refused(f, "kp:bad", &o, "at_least_ms 60001");
     assert_non_null(strstr(rl_last_error(), "max_ttl_ms 60000"));
     o.at_least_ms = 60000;
     assert_int_equal(rl_acquire(f->c, "kp:bad", &o, &l), RL_OK);
@@ -895,8 +895,7 @@ static void test_at_least_above_max_ttl_is_refused(void **state)
     o = opts_ttl(5000);
     o.at_least_ms = 1000;
     o.fair = 1;
-    assert_int_equal(rl_acquire(f->c, "kp:bad2", &o, &l), RL_EINVAL);
-    assert_non_null(strstr(rl_last_error(), "at_least_ms"));
+    acquire_refused(f, "kp:bad2", &o, "at_least_ms");
 }
 
 /* ---- Semaphores ---- */
