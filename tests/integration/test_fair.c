@@ -1240,22 +1240,6 @@ static void test_a_writer_is_served_between_the_readers_around_it(
     free(m2);
 }
 
-/* Nodes where key exists, awaited (5 s, scaled) until there are want. */
-static int nodes_with_key(struct fixture *f, const char *key, int want)
-{
-    int64_t until = harness_now_ms() + harness_scale_ms(5000);
-    int i, n;
-
-    do {
-        for (i = 0, n = 0; i < N; i++)
-            n += harness_int(harness_cmd(&f->r[i], "EXISTS %s", key), 0) == 1;
-        if (n == want)
-            break;
-        harness_sleep_ms(5);
-    } while (harness_now_ms() < until);
-    return n;
-}
-
 /* A fair writer refused at its turn by a reader marks its intent there;
  * granted once the reader left, it clears the intent wherever its
  * attempts may have marked it (queue.c fair_intent_nodes: a writer
@@ -1279,12 +1263,13 @@ static void test_a_fair_writer_clears_the_intent_it_marked(void **state)
     /* At the head (its first refresh finds it there), refused by the
      * reader: marked on a majority at least (a loaded node may have
      * missed the registration, and sees the next poll 10 s later). */
-    assert_true(nodes_with_key(f, "fwi:wintent", N) >= N / 2 + 1);
+    assert_true(harness_key_count_within(f->r, N, "fwi:wintent", N, 5000) >=
+                N / 2 + 1);
     assert_int_equal(rl_release(f->l), RL_OK);
     f->l = NULL;
     fixture_acquirer_join(&w);
     assert_int_equal(w.st, RL_OK);
-    assert_int_equal(nodes_with_key(f, "fwi:wintent", 0), 0);
+    assert_true(harness_key_gone_within(f->r, N, "fwi:wintent", 5000));
     assert_int_equal(rl_release(w.lock), RL_OK);
     rl_client_free(wc);
 }

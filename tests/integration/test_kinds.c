@@ -53,34 +53,24 @@ static const char *key_type(struct fixture *f, int i, const char *key,
     return buf;
 }
 
-/* Nodes on which "cmd key [field]" answers 1 (EXISTS, HEXISTS), polled
- * for up to 3 s (scaled) until there are want of them at least (none when
- * want is 0): an acquire or a release returns at a majority, and the last
- * node may answer after. */
-static int nodes_with(struct fixture *f, int want, const char *cmd,
-                      const char *key, const char *field)
+/* Nodes whose reader hash key holds field token, polled for up to 3 s
+ * (scaled) until there are want of them at least (none when want is 0):
+ * an acquire or a release returns at a majority, and the last node may
+ * answer after. */
+static int reader_entries(struct fixture *f, const char *key,
+                          const char *token, int want)
 {
     int64_t until = harness_now_ms() + harness_scale_ms(3000);
     int i, n;
 
     for (;;) {
         for (i = 0, n = 0; i < N; i++)
-            n += harness_int(field != NULL
-                                 ? harness_cmd(&f->r[i], "%s %s %s", cmd, key,
-                                               field)
-                                 : harness_cmd(&f->r[i], "%s %s", cmd, key),
-                             0) == 1;
+            n += harness_int(harness_cmd(&f->r[i], "HEXISTS %s %s", key,
+                                         token), 0) == 1;
         if ((want > 0 ? n >= want : n == 0) || harness_now_ms() >= until)
             return n;
         harness_sleep_ms(10);
     }
-}
-
-/* Nodes whose reader hash key holds field token, awaited until want. */
-static int reader_entries(struct fixture *f, const char *key,
-                          const char *token, int want)
-{
-    return nodes_with(f, want, "HEXISTS", key, token);
 }
 
 static rl_acquire_opts opts_ttl(uint32_t ttl)
@@ -408,7 +398,7 @@ static int intent_nodes(struct fixture *f, const char *res, int want)
     char key[64];
 
     snprintf(key, sizeof(key), "%s:wintent", res);
-    return nodes_with(f, want, "EXISTS", key, NULL);
+    return harness_key_count_within(f->r, N, key, want, 3000);
 }
 
 /* A reader takes res (on client f->c); a writer (client wc, fenced or
