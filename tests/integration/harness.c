@@ -1253,6 +1253,31 @@ bool harness_key_gone_within(const struct rl_redis *arr, int n,
     return until(look_gone, &g, deadline_in(ms));
 }
 
+struct count_look {
+    const struct rl_redis *arr;
+    int n;
+    const char *key;
+    int want;
+    int count; /* at the last look */
+};
+
+static bool look_count(void *arg)
+{
+    struct count_look *c = arg;
+
+    c->count = harness_key_count(c->arr, c->n, c->key);
+    return c->want > 0 ? c->count >= c->want : c->count == 0;
+}
+
+int harness_key_count_within(const struct rl_redis *arr, int n,
+                             const char *key, int want, int64_t ms)
+{
+    struct count_look c = { arr, n, key, want, 0 };
+
+    until(look_count, &c, deadline_in(ms));
+    return c.count;
+}
+
 long long harness_numsub(const struct rl_redis *r, const char *channel)
 {
     redisReply *rep = harness_cmd(r, "PUBSUB NUMSUB %s", channel);

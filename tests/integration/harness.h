@@ -241,6 +241,11 @@ int harness_key_count(const struct rl_redis *arr, int n, const char *key);
 bool harness_key_gone(const struct rl_redis *arr, int n, const char *key);
 bool harness_key_gone_within(const struct rl_redis *arr, int n,
                              const char *key, int64_t ms);
+/* harness_key_count(...), awaited up to ms (scaled) until want servers
+ * have key at least, or none when want is 0: a call returns at a
+ * majority and the last nodes' writes may land later. */
+int harness_key_count_within(const struct rl_redis *arr, int n,
+                             const char *key, int want, int64_t ms);
 /* Every server of arr[0..n) holds key = value, awaited on one shared
  * deadline (harness_scale_ms(3000)) until all of them do at one look: a
  * call returns at a majority and the last nodes' writes may land later.

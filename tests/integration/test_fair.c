@@ -61,6 +61,31 @@ static long long granted(redisReply *r)
     return g;
 }
 
+/* Node 0's fair-acquire of key by token (PX 5000, its entry's 10000) with
+ * ticket as its score ("": a first attempt): 1 granted, 0 refused. */
+static long long fair_try(struct fixture *f, const char *key,
+                          const char *token, const char *ticket)
+{
+    return granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, key, token, "5000",
+                        "10000", ticket, ticket, NULL));
+}
+
+/* Node 0's fair-release of key by token: its integer reply. */
+static long long fair_release(struct fixture *f, const char *key,
+                              const char *token)
+{
+    return harness_int(eval(f, 0, SCRIPT_FAIR_RELEASE, key, token, NULL), -9);
+}
+
+/* token registers in key's queue on node 0 with ticket (its entry lives
+ * 10000 ms). */
+static void queue_enter(struct fixture *f, const char *key,
+                        const char *token, const char *ticket)
+{
+    harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, key, token, "10000", ticket,
+                     ticket, NULL), 0);
+}
+
 /* K:qt on node i (0 when absent). */
 static long long counter(struct fixture *f, int i, const char *key)
 {
@@ -103,31 +128,19 @@ static void test_only_the_head_is_granted(void **state)
     struct fixture *f = *state;
 
     /* a registers first (ticket 1), b second (ticket 2). */
-    assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "h", "a",
-                                  "5000", "10000", "1", "1", NULL)),
-                     1);
-    assert_int_equal(harness_int(eval(f, 0, SCRIPT_FAIR_RELEASE, "h", "a",
-                                      NULL), -9),
-                     1);
-    harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, "h", "a", "10000", "1", "1",
-                     NULL), 0);
-    harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, "h", "b", "10000", "2", "2",
-                     NULL), 0);
+    assert_int_equal(fair_try(f, "h", "a", "1"), 1);
+    assert_int_equal(fair_release(f, "h", "a"), 1);
+    queue_enter(f, "h", "a", "1");
+    queue_enter(f, "h", "b", "2");
     /* The lock is free, but b is not the head: refused; the key is kept
      * for the queue, so a plain SET NX is refused too. */
-    assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "h", "b",
-                                  "5000", "10000", "2", "2", NULL)),
-                     0);
+    assert_int_equal(fair_try(f, "h", "b", "2"), 0);
     assert_true(reserved(f, 0, "h"));
     assert_true(set_nx_refused(f, 0, "h"));
     /* A newcomer's fast path is refused while anybody queues. */
-    assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "h", "c",
-                                  "5000", "10000", "", "", NULL)),
-                     0);
+    assert_int_equal(fair_try(f, "h", "c", ""), 0);
     /* The head is granted; its entry stays while it holds. */
-    assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "h", "a",
-                                  "5000", "10000", "1", "1", NULL)),
-                     1);
+    assert_int_equal(fair_try(f, "h", "a", "1"), 1);
     assert_true(harness_key_holds(&f->r[0], "h", "a"));
     assert_int_equal(zcard(f, 0, "redlock:q:h"), 2);
     /* A rollback keeps a's place; a release gives it up. */
@@ -135,23 +148,14 @@ static void test_only_the_head_is_granted(void **state)
                                       NULL), -9),
                      1);
     assert_int_equal(zcard(f, 0, "redlock:q:h"), 2);
-    assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "h", "a",
-                                  "5000", "10000", "1", "1", NULL)),
-                     1);
-    assert_int_equal(harness_int(eval(f, 0, SCRIPT_FAIR_RELEASE, "h", "a",
-                                      NULL), -9),
-                     1);
+    assert_int_equal(fair_try(f, "h", "a", "1"), 1);
+    assert_int_equal(fair_release(f, "h", "a"), 1);
     assert_int_equal(zcard(f, 0, "redlock:q:h"), 1);
-    assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "h", "b",
-                                  "5000", "10000", "2", "2", NULL)),
-                     1);
+    assert_int_equal(fair_try(f, "h", "b", "2"), 1);
     /* Plain clients yield to the queue: the key stays reserved while
      * anybody waits, and is theirs to take once nobody does. */
-    assert_int_equal(harness_int(eval(f, 0, SCRIPT_FAIR_RELEASE, "h", "b",
-                                      NULL), -9),
-                     1);
-    harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, "h", "d", "10000", "3", "3",
-                     NULL), 0);
+    assert_int_equal(fair_release(f, "h", "b"), 1);
+    queue_enter(f, "h", "d", "3");
     assert_true(set_nx_refused(f, 0, "h"));
     assert_int_equal(harness_int(eval(f, 0, SCRIPT_QUEUE_LEAVE, "h", "d",
                                       NULL), -9),
@@ -194,10 +198,8 @@ static void test_refused_first_attempts_read_increasing_counters(
     pttl = harness_int(harness_cmd(&f->r[0], "PTTL redlock:qt:fn"), -9);
     assert_true(pttl > 0 && pttl <= 1500);
     /* b registers with its ticket (2): a, taking 1, still goes first. */
-    harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, "fn", "b", "10000", "2", "2",
-                     NULL), 0);
-    harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, "fn", "a", "10000", "1", "1",
-                     NULL), 0);
+    queue_enter(f, "fn", "b", "2");
+    queue_enter(f, "fn", "a", "1");
     assert_int_equal(harness_int(harness_cmd(&f->r[0],
                                              "ZRANK redlock:q:fn a"), -1),
                      0);
@@ -228,27 +230,18 @@ static void test_the_fast_path_is_a_set_nx_where_nobody_queues(void **state)
                                       "5000", "10000", "", "", NULL), -9),
                      1);
     assert_true(harness_key_holds(&f->r[0], "fp", "a"));
-    assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "fp", "b",
-                                  "5000", "10000", "", "", NULL)),
-                     0);
+    assert_int_equal(fair_try(f, "fp", "b", ""), 0);
     assert_int_equal(harness_int(harness_cmd(&f->r[0], "DEL redlock:qt:fp"),
                                  -1),
                      1);
-    assert_int_equal(harness_int(eval(f, 0, SCRIPT_FAIR_RELEASE, "fp", "b",
-                                      NULL), -9),
-                     -1);
+    assert_int_equal(fair_release(f, "fp", "b"), -1);
     assert_true(harness_key_holds(&f->r[0], "fp", "a"));
-    assert_int_equal(harness_int(eval(f, 0, SCRIPT_FAIR_RELEASE, "fp", "a",
-                                      NULL), -9),
-                     1);
+    assert_int_equal(fair_release(f, "fp", "a"), 1);
     assert_true(harness_key_absent(&f->r[0], "fp"));
     for (i = 0; i < sizeof(queue_keys) / sizeof(queue_keys[0]); i++)
         assert_true(harness_key_absent(&f->r[0], queue_keys[i]));
-    harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, "fp", "w", "10000", "1", "1",
-                     NULL), 0);
-    assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "fp", "b",
-                                  "5000", "10000", "", "", NULL)),
-                     0);
+    queue_enter(f, "fp", "w", "1");
+    assert_int_equal(fair_try(f, "fp", "b", ""), 0);
     assert_true(reserved(f, 0, "fp"));
 }
 
@@ -375,25 +368,17 @@ static void test_every_attempt_of_an_acquisition_is_one_entry(void **state)
     const char *retry = "0123456789abcdef0123456789abcdef00000002.me";
     const char *other = "fedcba9876543210fedcba9876543210000000a1";
 
-    harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, "m", first, "10000", "1",
-                     "1", NULL), 0);
-    harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, "m", other, "10000", "2",
-                     "2", NULL), 0);
+    queue_enter(f, "m", first, "1");
+    queue_enter(f, "m", other, "2");
     assert_int_equal(harness_int(eval(f, 0, SCRIPT_FAIR_ROLLBACK, "m",
                                       first, NULL), -9),
                      0);
-    assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "m", retry,
-                                  "5000", "10000", "1", "1", NULL)),
-                     1);
+    assert_int_equal(fair_try(f, "m", retry, "1"), 1);
     assert_true(harness_key_holds(&f->r[0], "m", retry));
     assert_int_equal(zcard(f, 0, "redlock:q:m"), 2);
-    assert_int_equal(harness_int(eval(f, 0, SCRIPT_FAIR_RELEASE, "m", retry,
-                                      NULL), -9),
-                     1);
+    assert_int_equal(fair_release(f, "m", retry), 1);
     assert_int_equal(zcard(f, 0, "redlock:q:m"), 1);
-    assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "m", other,
-                                  "5000", "10000", "2", "2", NULL)),
-                     1);
+    assert_int_equal(fair_try(f, "m", other, "2"), 1);
 }
 
 static void test_a_lapsed_entry_is_purged_wherever_it_stands(void **state)
@@ -405,24 +390,19 @@ static void test_a_lapsed_entry_is_purged_wherever_it_stands(void **state)
                      NULL), 0);
     harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, "p", "m", "50", "3", "3",
                      NULL), 0);
-    harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, "p", "b", "10000", "2", "2",
-                     NULL), 0);
-    harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, "p", "z", "10000", "4", "4",
-                     NULL), 0);
+    queue_enter(f, "p", "b", "2");
+    queue_enter(f, "p", "z", "4");
     assert_int_equal(zcard(f, 0, "redlock:q:p"), 4);
     until_server_ms(f, 0, entry_expiry(f, 0, "p", "m"));
     /* b's refresh purges both, the middle one too, and b heads; they
      * leave the writers' set and the records too. */
-    harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, "p", "b", "10000", "2", "2",
-                     NULL), 0);
+    queue_enter(f, "p", "b", "2");
     assert_int_equal(zcard(f, 0, "redlock:q:p"), 2);
     assert_int_equal(zcard(f, 0, "redlock:qw:p"), 2);
     assert_int_equal(harness_int(harness_cmd(&f->r[0], "HLEN redlock:qm:p"),
                                  -1),
                      2);
-    assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "p", "b",
-                                  "5000", "10000", "2", "2", NULL)),
-                     1);
+    assert_int_equal(fair_try(f, "p", "b", "2"), 1);
     /* The counter holds the largest ticket entered. */
     assert_int_equal(counter(f, 0, "p"), 4);
 }
@@ -1115,24 +1095,18 @@ static void test_a_reader_takes_its_turn_once_no_writer_is_ahead(
                      0);
     assert_int_equal(harness_int(harness_cmd(&f->r[0], "HLEN rs"), -1), 1);
     /* w is not the head while r1's entry stands. */
-    assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "rs", "w",
-                                  "5000", "10000", "2", "2", NULL)),
-                     0);
+    assert_int_equal(fair_try(f, "rs", "w", "2"), 0);
     /* r1's release takes its entry: w heads and takes the key, kept
      * for the queue since the last reader left. */
     assert_int_equal(harness_int(eval(f, 0, SCRIPT_FAIR_READER_RELEASE,
                                       "rs", "r1", NULL), -9),
                      1);
     assert_true(reserved(f, 0, "rs"));
-    assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_ACQUIRE, "rs", "w",
-                                  "5000", "10000", "2", "2", NULL)),
-                     1);
+    assert_int_equal(fair_try(f, "rs", "w", "2"), 1);
     assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_READER_ACQUIRE, "rs",
                                   "r2", "5000", "10000", "3", "3", NULL)),
                      0);
-    assert_int_equal(harness_int(eval(f, 0, SCRIPT_FAIR_RELEASE, "rs", "w",
-                                      NULL), -9),
-                     1);
+    assert_int_equal(fair_release(f, "rs", "w"), 1);
     assert_int_equal(zcard(f, 0, "redlock:qw:rs"), 0);
     assert_int_equal(granted(eval(f, 0, SCRIPT_FAIR_READER_ACQUIRE, "rs",
                                   "r2", "5000", "10000", "3", "3", NULL)),
@@ -1240,22 +1214,6 @@ static void test_a_writer_is_served_between_the_readers_around_it(
     free(m2);
 }
 
-/* Nodes where key exists, awaited (5 s, scaled) until there are want. */
-static int nodes_with_key(struct fixture *f, const char *key, int want)
-{
-    int64_t until = harness_now_ms() + harness_scale_ms(5000);
-    int i, n;
-
-    do {
-        for (i = 0, n = 0; i < N; i++)
-            n += harness_int(harness_cmd(&f->r[i], "EXISTS %s", key), 0) == 1;
-        if (n == want)
-            break;
-        harness_sleep_ms(5);
-    } while (harness_now_ms() < until);
-    return n;
-}
-
 /* A fair writer refused at its turn by a reader marks its intent there;
  * granted once the reader left, it clears the intent wherever its
  * attempts may have marked it (queue.c fair_intent_nodes: a writer
@@ -1279,12 +1237,13 @@ static void test_a_fair_writer_clears_the_intent_it_marked(void **state)
     /* At the head (its first refresh finds it there), refused by the
      * reader: marked on a majority at least (a loaded node may have
      * missed the registration, and sees the next poll 10 s later). */
-    assert_true(nodes_with_key(f, "fwi:wintent", N) >= N / 2 + 1);
+    assert_true(harness_key_count_within(f->r, N, "fwi:wintent", N, 5000) >=
+                N / 2 + 1);
     assert_int_equal(rl_release(f->l), RL_OK);
     f->l = NULL;
     fixture_acquirer_join(&w);
     assert_int_equal(w.st, RL_OK);
-    assert_int_equal(nodes_with_key(f, "fwi:wintent", 0), 0);
+    assert_true(harness_key_gone_within(f->r, N, "fwi:wintent", 5000));
     assert_int_equal(rl_release(w.lock), RL_OK);
     rl_client_free(wc);
 }

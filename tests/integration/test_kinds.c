@@ -53,34 +53,24 @@ static const char *key_type(struct fixture *f, int i, const char *key,
     return buf;
 }
 
-/* Nodes on which "cmd key [field]" answers 1 (EXISTS, HEXISTS), polled
- * for up to 3 s (scaled) until there are want of them at least (none when
- * want is 0): an acquire or a release returns at a majority, and the last
- * node may answer after. */
-static int nodes_with(struct fixture *f, int want, const char *cmd,
-                      const char *key, const char *field)
+/* Nodes whose reader hash key holds field token, polled for up to 3 s
+ * (scaled) until there are want of them at least (none when want is 0):
+ * an acquire or a release returns at a majority, and the last node may
+ * answer after. */
+static int reader_entries(struct fixture *f, const char *key,
+                          const char *token, int want)
 {
     int64_t until = harness_now_ms() + harness_scale_ms(3000);
     int i, n;
 
     for (;;) {
         for (i = 0, n = 0; i < N; i++)
-            n += harness_int(field != NULL
-                                 ? harness_cmd(&f->r[i], "%s %s %s", cmd, key,
-                                               field)
-                                 : harness_cmd(&f->r[i], "%s %s", cmd, key),
-                             0) == 1;
+            n += harness_int(harness_cmd(&f->r[i], "HEXISTS %s %s", key,
+                                         token), 0) == 1;
         if ((want > 0 ? n >= want : n == 0) || harness_now_ms() >= until)
             return n;
         harness_sleep_ms(10);
     }
-}
-
-/* Nodes whose reader hash key holds field token, awaited until want. */
-static int reader_entries(struct fixture *f, const char *key,
-                          const char *token, int want)
-{
-    return nodes_with(f, want, "HEXISTS", key, token);
 }
 
 static rl_acquire_opts opts_ttl(uint32_t ttl)
@@ -89,6 +79,18 @@ static rl_acquire_opts opts_ttl(uint32_t ttl)
 
     o.ttl_ms = ttl;
     return o;
+}
+
+/* rl_acquire(resource, o) is refused as RL_EINVAL, takes nothing, and its
+ * message has says in it. */
+static void acquire_refused(struct fixture *f, const char *resource,
+                            const rl_acquire_opts *o, const char *says)
+{
+    rl_lock *l = NULL;
+
+    assert_int_equal(rl_acquire(f->c, resource, o, &l), RL_EINVAL);
+    assert_null(l);
+    assert_non_null(strstr(rl_last_error(), says));
 }
 
 /* ---- Lock-delay ---- */
@@ -160,12 +162,9 @@ static void test_lock_delay_above_max_ttl_is_refused(void **state)
 {
     struct fixture *f = *state;
     rl_acquire_opts o = opts_ttl(30000);
-    rl_lock *l = NULL;
 
     o.lock_delay_ms = 40000; /* max_ttl_ms is 60000 */
-    assert_int_equal(rl_acquire(f->c, "kd:bad", &o, &l), RL_EINVAL);
-    assert_null(l);
-    assert_non_null(strstr(rl_last_error(), "lock_delay_ms 40000"));
+    acquire_refused(f, "kd:bad", &o, "lock_delay_ms 40000");
     assert_non_null(strstr(rl_last_error(), "max_ttl_ms"));
 }
 
@@ -399,7 +398,7 @@ static int intent_nodes(struct fixture *f, const char *res, int want)
     char key[64];
 
     snprintf(key, sizeof(key), "%s:wintent", res);
-    return nodes_with(f, want, "EXISTS", key, NULL);
+    return harness_key_count_within(f->r, N, key, want, 3000);
 }
 
 /* A reader takes res (on client f->c); a writer (client wc, fenced or
@@ -777,31 +776,24 @@ static void test_bad_kind_options_are_refused_clearly(void **state)
     rl_lock *l = NULL;
 
     o.mode = 7;
-    assert_int_equal(rl_acquire(f->c, "kb:a", &o, &l), RL_EINVAL);
-    assert_non_null(strstr(rl_last_error(), "mode 7"));
+    acquire_refused(f, "kb:a", &o, "mode 7");
     o.mode = RL_MODE_SHARED;
     o.fencing = true;
-    assert_int_equal(rl_acquire(f->c, "kb:a", &o, &l), RL_EINVAL);
-    assert_non_null(strstr(rl_last_error(), "fencing"));
+    acquire_refused(f, "kb:a", &o, "fencing");
     o.fencing = false;
     assert_int_equal(rl_acquire_multi(f->c, two, 2, &o, &l), RL_EINVAL);
     assert_non_null(strstr(rl_last_error(), "one resource"));
     o.limit = 2;
-    assert_int_equal(rl_acquire(f->c, "kb:a", &o, &l), RL_EINVAL);
-    assert_non_null(strstr(rl_last_error(), "limit"));
+    acquire_refused(f, "kb:a", &o, "limit");
     o.mode = RL_MODE_EXCLUSIVE;
     o.limit = RL_MAX_LIMIT + 1;
-    assert_int_equal(rl_acquire(f->c, "kb:a", &o, &l), RL_EINVAL);
-    assert_non_null(strstr(rl_last_error(), "limit 1025"));
+    acquire_refused(f, "kb:a", &o, "limit 1025");
     o.limit = 3;
     o.reentrant = true;
-    assert_int_equal(rl_acquire(f->c, "kb:a", &o, &l), RL_EINVAL);
-    assert_non_null(strstr(rl_last_error(), "reentrant"));
+    acquire_refused(f, "kb:a", &o, "reentrant");
     o.reentrant = false;
     o.reserved32_ = 1;
-    assert_int_equal(rl_acquire(f->c, "kb:a", &o, &l), RL_EINVAL);
-    assert_non_null(strstr(rl_last_error(), "reserved"));
-    assert_null(l);
+    acquire_refused(f, "kb:a", &o, "reserved");
     /* Mixing modes on one handle. */
     o = opts_ttl(5000);
     assert_int_equal(rl_acquire(f->c, "kb:a", &o, &l), RL_OK);
@@ -885,9 +877,7 @@ static void test_at_least_above_max_ttl_is_refused(void **state)
     rl_lock *l = NULL;
 
     o.at_least_ms = 60001; /* max_ttl_ms is 60000 */
-    assert_int_equal(rl_acquire(f->c, "kp:bad", &o, &l), RL_EINVAL);
-    assert_null(l);
-    assert_non_null(strstr(rl_last_error(), "at_least_ms 60001"));
+    acquire_refused(f, "kp:bad", &o, "at_least_ms 60001");
     assert_non_null(strstr(rl_last_error(), "max_ttl_ms 60000"));
     o.at_least_ms = 60000;
     assert_int_equal(rl_acquire(f->c, "kp:bad", &o, &l), RL_OK);
@@ -895,8 +885,7 @@ static void test_at_least_above_max_ttl_is_refused(void **state)
     o = opts_ttl(5000);
     o.at_least_ms = 1000;
     o.fair = 1;
-    assert_int_equal(rl_acquire(f->c, "kp:bad2", &o, &l), RL_EINVAL);
-    assert_non_null(strstr(rl_last_error(), "at_least_ms"));
+    acquire_refused(f, "kp:bad2", &o, "at_least_ms");
 }
 
 /* ---- Semaphores ---- */

@@ -33,6 +33,16 @@ static struct vote_record healthy(void)
     return v;
 }
 
+/* The client's rules every test starts from: defaults, max_ttl_ms TTL_MS. */
+static struct config rules(void)
+{
+    struct config cfg;
+
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.max_ttl_ms = TTL_MS;
+    return cfg;
+}
+
 struct row {
     const char *name;
     /* the record: changed from healthy() where set */
@@ -115,10 +125,8 @@ static void test_verdict_rows(void **state)
     for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         const struct row *r = &rows[i];
         struct vote_record v = healthy();
-        struct config cfg;
+        struct config cfg = rules();
 
-        memset(&cfg, 0, sizeof(cfg));
-        cfg.max_ttl_ms = TTL_MS;
         cfg.allow_evicting_nodes = r->allow_evicting;
         cfg.restart_trust = (uint8_t)r->trust;
         v.is_master = !r->replica;
@@ -154,11 +162,9 @@ static void test_which_bars_keep_keys(void **state)
 static void test_quarantine_left(void **state)
 {
     struct vote_record v = healthy();
-    struct config cfg;
+    struct config cfg = rules();
 
     (void)state;
-    memset(&cfg, 0, sizeof(cfg));
-    cfg.max_ttl_ms = TTL_MS;
     cfg.restart_trust = RL_RESTART_QUARANTINE;
     v.up_since_us = NOW - 10u * S;
     assert_int_equal(vote_quarantine_left_ms(&cfg, &v, NOW), TTL_MS - 10000);
@@ -176,14 +182,11 @@ static void test_quarantine_left(void **state)
  * the earliest. The same run_id again keeps what was known. */
 static void test_handshake_learns_the_start(void **state)
 {
-    struct vote_record v;
+    struct vote_record v = {0};
     struct node_facts f, again;
-    struct config cfg;
+    const struct config cfg = rules();
 
     (void)state;
-    memset(&v, 0, sizeof(v));
-    memset(&cfg, 0, sizeof(cfg));
-    cfg.max_ttl_ms = TTL_MS;
     facts_from_info(&f, "run_id:aaaa\r\nuptime_in_seconds:100\r\n"
                         "role:master\r\nmaxmemory:0\r\n"
                         "maxmemory_policy:noeviction\r\n");
@@ -215,14 +218,11 @@ static void test_handshake_learns_the_start(void **state)
  * evicted_keys grew since the last reading of the same server. */
 static void test_readings_mark_lost_keys(void **state)
 {
-    struct vote_record v;
+    struct vote_record v = {0};
     struct node_facts a, b;
-    struct config cfg;
+    const struct config cfg = rules();
 
     (void)state;
-    memset(&v, 0, sizeof(v));
-    memset(&cfg, 0, sizeof(cfg));
-    cfg.max_ttl_ms = TTL_MS;
     facts_from_info(&a, "run_id:aaaa\r\nrole:master\r\nmaxmemory:0\r\n"
                         "maxmemory_policy:noeviction\r\nevicted_keys:5\r\n");
     vote_read(&v, &cfg, "n", &a, &a, NOW);
