@@ -22,6 +22,17 @@
  * the reading that no longer showed it. */
 #define VOTE_CHECK_INTERVAL_MS 1000
 
+/* The wall-clock instant (µs since the epoch) of the next node check of
+ * the node at a, the clock reading now_us: the first instant of the
+ * node's grid at least half an interval after now_us. The grid is
+ * VOTE_CHECK_INTERVAL_MS apart at a phase that is a function of the
+ * node's host (or socket path) and port only: every client of a node
+ * checks it at the same instants and the node serves them in one
+ * wake-up, while the nodes of one client, or of a fleet, fall apart
+ * (docs/idle-cost.md). The check is due after half to one and a half
+ * intervals whatever the wall clock does. */
+uint64_t vote_next_check_us(const struct node_addr *a, uint64_t now_us);
+
 /* Why a node's vote does not count, the first reason that applies. */
 enum node_bar {
     NODE_BAR_NONE,       /* it votes */
