@@ -16,8 +16,8 @@
 #include "vote.h"
 
 /* It may evict now, or may have lost keys (evicting, a replica) less
- * than max_ttl_ms (plus the check interval: it may have stopped any time
- * before the reading that no longer showed it) ago. */
+ * than max_ttl_ms (plus the longest gap between two checks: it may have
+ * stopped any time before the reading that no longer showed it) ago. */
 static bool lost_keys_lately(const struct config *cfg,
                              const struct vote_record *v, rl_mono_us now)
 {
@@ -29,7 +29,7 @@ static bool lost_keys_lately(const struct config *cfg,
     if ((!evictions_count || v->evict_seen_us == 0) &&
         v->replica_seen_us == 0)
         return false;
-    window = ((rl_mono_us)cfg->max_ttl_ms + VOTE_CHECK_INTERVAL_MS) * 1000u;
+    window = ((rl_mono_us)cfg->max_ttl_ms + VOTE_CHECK_GAP_MS) * 1000u;
     if (evictions_count && v->evict_seen_us != 0 &&
         now - v->evict_seen_us < window)
         return true;

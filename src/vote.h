@@ -17,10 +17,13 @@
 #include "config.h"
 #include "facts.h"
 
-/* A ready node's vote facts are read again at least this often (node.c):
- * a node that stopped evicting may have evicted up to this long before
- * the reading that no longer showed it. */
+/* A ready node's vote facts are read again this often (node.c), on a
+ * grid of the wall clock (vote_next_check_us); two readings are at most
+ * VOTE_CHECK_GAP_MS apart (the first after a handshake, the one after
+ * the wall clock moved), so a node that stopped evicting may have
+ * evicted up to that long before the reading that no longer showed it. */
 #define VOTE_CHECK_INTERVAL_MS 1000
+#define VOTE_CHECK_GAP_MS (VOTE_CHECK_INTERVAL_MS * 3 / 2)
 
 /* The wall-clock instant (µs since the epoch) of the next node check of
  * the node at a, the clock reading now_us: the first instant of the

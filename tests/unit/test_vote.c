@@ -17,8 +17,8 @@
 #define NOW ((rl_mono_us)100000 * S)
 #define TTL_MS 60000u           /* max_ttl_ms of every row */
 /* A key dropped at t may belong to a lock held until t + TTL; the reading
- * that stops showing it may come a check interval later. */
-#define WINDOW_US (((rl_mono_us)TTL_MS + VOTE_CHECK_INTERVAL_MS) * 1000u)
+ * that stops showing it may come the longest gap between checks later. */
+#define WINDOW_US (((rl_mono_us)TTL_MS + VOTE_CHECK_GAP_MS) * 1000u)
 
 /* A master that has voted for a long time: no eviction, up for an hour. */
 static struct vote_record healthy(void)
