@@ -18,10 +18,12 @@
 #include "facts.h"
 
 /* A ready node's vote facts are read again this often (node.c), on a
- * grid of the wall clock (vote_next_check_us); two readings are at most
- * VOTE_CHECK_GAP_MS apart (the first after a handshake, the one after
- * the wall clock moved), so a node that stopped evicting may have
- * evicted up to that long before the reading that no longer showed it. */
+ * grid of the wall clock (vote_next_check_us); two readings are up to
+ * VOTE_CHECK_GAP_MS apart (the first after a start, the one after the
+ * wall clock moved; more only when a check is still unanswered at the
+ * next instant, which is then skipped), so a node that stopped evicting
+ * may have evicted up to that long before the reading that no longer
+ * showed it. */
 #define VOTE_CHECK_INTERVAL_MS 1000
 #define VOTE_CHECK_GAP_MS (VOTE_CHECK_INTERVAL_MS * 3 / 2)
 
