@@ -23,8 +23,9 @@ int64_t validity_compute_us(uint32_t ttl_ms, double drift_factor,
 rl_mono_us validity_deadline(uint32_t ttl_ms, double drift_factor,
                              rl_mono_us t0);
 
-/* Wall-clock microseconds since the epoch: only for fencing tokens, never
- * for validity. */
+/* Wall-clock microseconds since the epoch: only for fencing tokens and
+ * for when a node check is sent (vote_next_check_us), never for
+ * validity. */
 uint64_t wall_now_us(void);
 
 #endif

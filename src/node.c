@@ -35,21 +35,28 @@ static void scripts_missing(struct node *n, const redisReply *reply);
  * persistence change, a node turned replica, or (through its replication
  * stream) one that became another node's twin is seen within about that
  * long; nothing on the lock path waits for it. Only what can change is
- * asked for each time, in the cheapest commands that tell it (a node's
- * CPU per idle client: docs/idle-cost.md):
- *   CONFIG GET maxmemory maxmemory-policy appendonly appendfsync (one
- *     command from Redis 7 on, four before);
+ * asked for each time, in the cheapest commands that tell it:
+ *   CONFIG GET maxmemory maxmemory-policy appendonly appendfsync;
  *   INFO replication: the role, and the stream (a master takes a new
  *     one when its first replica attaches) that tells a twin;
  *   INFO stats: evicted_keys, so a policy changed and changed back
- *     between two checks still shows.
+ *     between two checks still shows
+ * (from Redis 7 on, one CONFIG GET and one INFO replication stats).
+ * What an idle client costs a node is mostly the node's wake-up for
+ * each check that arrives on its own, not the commands
+ * (docs/idle-cost.md): so every client checks a node at the instants of
+ * the node's grid on the wall clock (vote_next_check_us; clients' clocks
+ * keep to NTP's milliseconds), and the node serves the checks of all its
+ * idle clients in about one wake-up. The wait to the next instant is a
+ * monotonic timer of half to one and a half intervals: a wall clock that
+ * jumps, stops or runs back moves the checks, never stops them or makes
+ * them come faster.
  * Every FULL_CHECK_EVERY-th check, and the one after a refused CONFIG
  * GET (hosted Redis, an ACL: then every check is full), asks
  * INFO for its default sections, as the handshake does; a restart is a
  * new connection, whose handshake reads everything again. A check's
  * answers collect in n->reading and become the node's facts at its last
  * reply. */
-#define CHECK_INTERVAL_S (VOTE_CHECK_INTERVAL_MS / 1000.0)
 #define FULL_CHECK_EVERY 30
 
 /* Clock guard: the handshake reads TIME, and a lock-path command (marked
@@ -505,11 +512,13 @@ static bool queue_check(struct node *n)
 {
     static const char *const names[] = {"maxmemory", "maxmemory-policy",
                                         "appendonly", "appendfsync"};
+    const char *sections[] = {"INFO", "replication", "stats"};
     const char *argv[INTERNAL_ARGS_MAX] = {"CONFIG", "GET"};
     const char *info[2] = {"INFO", NULL};
+    bool several = atoi(n->facts.version) >= 7; /* names per command */
     size_t i;
 
-    if (atoi(n->facts.version) >= 7) { /* CONFIG GET takes several */
+    if (several) {
         memcpy(argv + 2, names, sizeof(names));
         if (!request_internal(n, REQ_CHECK_CONFIG,
                               (int)(2 + ARRAY_SIZE(names)), argv))
@@ -523,11 +532,24 @@ static bool queue_check(struct node *n)
     }
     if (n->check_full) /* the default sections, as the handshake's */
         return request_internal(n, REQ_CHECK, 1, info);
+    if (several)
+        return request_internal(n, REQ_CHECK, (int)ARRAY_SIZE(sections),
+                                sections);
     info[1] = "replication";
     if (!request_internal(n, REQ_CHECK_INFO, 2, info))
         return false;
     info[1] = "stats";
     return request_internal(n, REQ_CHECK, 2, info);
+}
+
+/* The check timer set for the node's next grid instant. */
+static void schedule_check(struct node *n)
+{
+    uint64_t now = wall_now_us();
+
+    ev_timer_set(&n->check_timer,
+                 (double)(vote_next_check_us(n->addr, now) - now) / 1e6, 0.0);
+    ev_timer_start(n->loop, &n->check_timer);
 }
 
 static void on_check_timer(struct ev_loop *loop, ev_timer *w, int revents)
@@ -536,6 +558,7 @@ static void on_check_timer(struct ev_loop *loop, ev_timer *w, int revents)
 
     RL_UNUSED(loop);
     RL_UNUSED(revents);
+    schedule_check(n);
     if (n->state != NODE_READY || n->check_pending)
         return;
     n->check_full = n->check_refused || n->checks_to_full == 0;
@@ -590,8 +613,7 @@ struct node *node_new(struct ev_loop *loop, const struct config *cfg,
     n->request_timer.data = n;
     ev_timer_init(&n->backoff_timer, on_backoff_timer, 0.0, 0.0);
     n->backoff_timer.data = n;
-    ev_timer_init(&n->check_timer, on_check_timer, CHECK_INTERVAL_S,
-                  CHECK_INTERVAL_S);
+    ev_timer_init(&n->check_timer, on_check_timer, 0.0, 0.0);
     n->check_timer.data = n;
     return n;
 }
@@ -600,7 +622,7 @@ void node_start(struct node *n)
 {
     if (n->state != NODE_IDLE)
         return;
-    ev_timer_start(n->loop, &n->check_timer);
+    schedule_check(n);
     connection_start(n);
 }
 

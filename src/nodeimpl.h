@@ -78,7 +78,8 @@ struct node {
                                    check is a full one */
     unsigned checks_to_full;    /* checks until the next full one */
     struct node_facts reading;  /* the answers of the check so far */
-    ev_timer check_timer;       /* the node check, every second */
+    ev_timer check_timer;       /* the node check, at the node's grid's
+                                   next instant */
     struct node *const *peers;  /* every node of the client (index order) */
     size_t npeers;
     size_t index;               /* ours in peers */

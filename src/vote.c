@@ -10,13 +10,14 @@
  * While a node is clock-suspect its INFO uptime is not trusted: its latest
  * possible start becomes the handshake of the current connection (it has
  * answered on it since) and its earliest is unknown. */
+#include <stdio.h>
 #include <string.h>
 
 #include "vote.h"
 
 /* It may evict now, or may have lost keys (evicting, a replica) less
- * than max_ttl_ms (plus the check interval: it may have stopped any time
- * before the reading that no longer showed it) ago. */
+ * than max_ttl_ms (plus the longest gap between two checks: it may have
+ * stopped any time before the reading that no longer showed it) ago. */
 static bool lost_keys_lately(const struct config *cfg,
                              const struct vote_record *v, rl_mono_us now)
 {
@@ -28,7 +29,7 @@ static bool lost_keys_lately(const struct config *cfg,
     if ((!evictions_count || v->evict_seen_us == 0) &&
         v->replica_seen_us == 0)
         return false;
-    window = ((rl_mono_us)cfg->max_ttl_ms + VOTE_CHECK_INTERVAL_MS) * 1000u;
+    window = ((rl_mono_us)cfg->max_ttl_ms + VOTE_CHECK_GAP_MS) * 1000u;
     if (evictions_count && v->evict_seen_us != 0 &&
         now - v->evict_seen_us < window)
         return true;
@@ -259,4 +260,31 @@ void vote_clock_sample(struct vote_record *v, const struct config *cfg,
     case CLOCK_NO_CHANGE:
         break;
     }
+}
+
+/* FNV-1a over the node's host (or socket path) and port: the same on
+ * every client that names the node alike, whatever its db or user. */
+static uint64_t check_phase_us(const struct node_addr *a)
+{
+    const char *name = a->kind == ADDR_TCP ? a->host : a->path;
+    uint32_t h = 2166136261u;
+    const unsigned char *p;
+    char port[16];
+
+    snprintf(port, sizeof(port), ":%d", a->kind == ADDR_TCP ? a->port : 0);
+    for (p = (const unsigned char *)(name != NULL ? name : ""); *p; p++)
+        h = (h ^ *p) * 16777619u;
+    for (p = (const unsigned char *)port; *p; p++)
+        h = (h ^ *p) * 16777619u;
+    return h % (VOTE_CHECK_INTERVAL_MS * 1000u);
+}
+
+uint64_t vote_next_check_us(const struct node_addr *a, uint64_t now_us)
+{
+    const uint64_t interval = VOTE_CHECK_INTERVAL_MS * 1000u;
+    uint64_t from = now_us + interval / 2;
+    uint64_t phase = check_phase_us(a);
+
+    return from - from % interval + phase +
+           (from % interval > phase ? interval : 0);
 }

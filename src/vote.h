@@ -17,10 +17,26 @@
 #include "config.h"
 #include "facts.h"
 
-/* A ready node's vote facts are read again at least this often (node.c):
- * a node that stopped evicting may have evicted up to this long before
- * the reading that no longer showed it. */
+/* A ready node's vote facts are read again this often (node.c), on a
+ * grid of the wall clock (vote_next_check_us); two readings are up to
+ * VOTE_CHECK_GAP_MS apart (the first after a start, the one after the
+ * wall clock moved; more only when a check is still unanswered at the
+ * next instant, which is then skipped), so a node that stopped evicting
+ * may have evicted up to that long before the reading that no longer
+ * showed it. */
 #define VOTE_CHECK_INTERVAL_MS 1000
+#define VOTE_CHECK_GAP_MS (VOTE_CHECK_INTERVAL_MS * 3 / 2)
+
+/* The wall-clock instant (µs since the epoch) of the next node check of
+ * the node at a, the clock reading now_us: the first instant of the
+ * node's grid at least half an interval after now_us. The grid is
+ * VOTE_CHECK_INTERVAL_MS apart at a phase that is a function of the
+ * node's host (or socket path) and port only: every client of a node
+ * checks it at the same instants and the node serves them in one
+ * wake-up, while the nodes of one client, or of a fleet, fall apart
+ * (docs/idle-cost.md). The check is due after half to one and a half
+ * intervals whatever the wall clock does. */
+uint64_t vote_next_check_us(const struct node_addr *a, uint64_t now_us);
 
 /* Why a node's vote does not count, the first reason that applies. */
 enum node_bar {

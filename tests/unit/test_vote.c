@@ -17,8 +17,8 @@
 #define NOW ((rl_mono_us)100000 * S)
 #define TTL_MS 60000u           /* max_ttl_ms of every row */
 /* A key dropped at t may belong to a lock held until t + TTL; the reading
- * that stops showing it may come a check interval later. */
-#define WINDOW_US (((rl_mono_us)TTL_MS + VOTE_CHECK_INTERVAL_MS) * 1000u)
+ * that stops showing it may come the longest gap between checks later. */
+#define WINDOW_US (((rl_mono_us)TTL_MS + VOTE_CHECK_GAP_MS) * 1000u)
 
 /* A master that has voted for a long time: no eviction, up for an hour. */
 static struct vote_record healthy(void)
@@ -237,6 +237,53 @@ static void test_readings_mark_lost_keys(void **state)
     assert_int_equal(v.replica_seen_us, NOW + 2u * S);
 }
 
+#define CHECK_US ((uint64_t)VOTE_CHECK_INTERVAL_MS * 1000u)
+#define WALL_US ((uint64_t)1795000000 * S) /* a wall-clock reading */
+
+/* The next check of the node at uri, the wall clock reading now_us;
+ * always half to one and a half intervals away. */
+static uint64_t next_check(const char *uri, uint64_t now_us)
+{
+    struct node_addr a;
+    char err[128];
+    uint64_t at;
+
+    assert_int_equal(uri_parse(uri, &a, err, sizeof(err)), RL_OK);
+    at = vote_next_check_us(&a, now_us);
+    node_addr_clear(&a);
+    assert_true(at >= now_us + CHECK_US / 2);
+    assert_true(at < now_us + CHECK_US * 3 / 2);
+    return at;
+}
+
+/* Every client of a node checks it at the same instants of the wall
+ * clock (one wake-up of the node for all of them), whatever its db,
+ * user or password or when it started; the next instants of a client
+ * are an interval apart; two nodes, or two ports of one host, fall
+ * apart. */
+static void test_clients_check_a_node_at_the_same_instants(void **state)
+{
+    uint64_t at = next_check("redis://10.0.0.1:6379", WALL_US);
+
+    (void)state;
+    assert_int_equal(next_check("10.0.0.1:6379", WALL_US), at);
+    assert_int_equal(next_check("redis://app:pw@10.0.0.1:6379/3",
+                                WALL_US + 300000u), at);
+    assert_int_equal(next_check("rediss://10.0.0.1:6379",
+                                at - CHECK_US / 2), at);
+    assert_int_equal(next_check("10.0.0.1:6379", at), at + CHECK_US);
+    assert_int_equal(next_check("10.0.0.1:6379", at + 2000u),
+                     at + CHECK_US);
+    assert_int_equal(next_check("10.0.0.1:6379", at - 2000u),
+                     at + CHECK_US);
+    assert_true(next_check("10.0.0.1:6380", WALL_US) % CHECK_US !=
+                at % CHECK_US);
+    assert_true(next_check("10.0.0.2:6379", WALL_US) % CHECK_US !=
+                at % CHECK_US);
+    assert_true(next_check("unix:///run/redis.sock", WALL_US) % CHECK_US !=
+                next_check("unix:///run/redis2.sock", WALL_US) % CHECK_US);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -245,6 +292,7 @@ int main(void)
         cmocka_unit_test(test_quarantine_left),
         cmocka_unit_test(test_handshake_learns_the_start),
         cmocka_unit_test(test_readings_mark_lost_keys),
+        cmocka_unit_test(test_clients_check_a_node_at_the_same_instants),
     };
 
     return cmocka_run_group_tests_name("vote", tests, NULL, NULL);
