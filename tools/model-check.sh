@@ -6,7 +6,8 @@
 # in a temp dir. The models: redlock.pml (mutex, watchdog, fencing,
 # restarts, clock guard), rwlock.pml (read-write lock), rwlive.pml (writer
 # starvation, LTL), semaphore.pml, renewal.pml (batched renewals, vote
-# withdrawal, eviction, restart trust "auto"), leaderterm.pml (a reader
+# withdrawal, eviction, restart trust "auto", batches of releases with
+# per-lock answers), leaderterm.pml (a reader
 # of a fenced acquire: a leader only with its own term), fairq.pml (the
 # fair waiting queue of docs/fair-queue.md: the mutex's as built, the
 # semaphore's (-DLIMIT=2) and the read-write lock's (-DRW) as being
@@ -56,6 +57,7 @@ RWS="-DK=2 -DNW=1 -DRST=0 -DNOTIMEOUT -DSOLO -DWATCH -DSHORTKEYS -DTMAX=6"
 SM="-DRST=0 -DNOTIMEOUT -DTMAX=2"
 RN="-DNOTIMEOUT -DTMAX=4"
 RN1="-DNOTIMEOUT -DONELOCK -DTMAX=0"
+RB="-DNOTIMEOUT -DBATCH -DTMAX=0"
 FQL="-DLIVE -DKILL -DROT"
 # name | expect: hold, or the assertion text the trail must violate |
 # budget (s; "-" for a control: MC_CONTROL_DEADLINE) | pan seed (0: SPIN's fixed order, no randomization) |
@@ -119,6 +121,12 @@ jobs=(
 "evict-back-fixed|hold|5|bfs|$RN1 -DATT=2 -DEVT=1|twin of ctl-evict-back: no vote until max_ttl after it evicted|renewal.pml"
 "ctl-auto-liar|held[0]|-|bfs|$RN1 -DATT=2 -DRST=1 -DAUTO -DLIAR|auto trust of a node that ran everysec before its restart|renewal.pml"
 "auto-fixed|hold|5|bfs|$RN1 -DATT=2 -DRST=1 -DAUTO|twin of ctl-auto-liar: trusted only with appendfsync always|renewal.pml"
+# batches of several locks' releases with per-lock answers, failing
+# batch calls (spec/renewal.pml BATCH; issue 44)
+"renew-batch|hold|10|1|-DEVT=1 -DRST=1 -DAUTO -DATT=2 -DBATCH|renew-n3 with release batches (both held locks and the contender's in one call per node, answered per lock) and failing batch calls (touch-batch and release-batch)|renewal.pml"
+"cover-batch|seen|-|1|$RB -DCOVER|(witness) one release-batch call answers deleted, absent and another lock's|renewal.pml"
+"ctl-batch-first|key[|-|1|$RB -DFIRSTANSWER|a batch takes its first entry's answer for every entry: another lock's key deleted|renewal.pml"
+"batch-first-fixed|hold|5|1|$RB|twin of ctl-batch-first and cover-batch: each entry on its own key and token|renewal.pml"
 # a reader of a fenced acquire: leader + term (spec/leaderterm.pml)
 "leaderterm|hold|10|1|-DC=3 -DATT=1|3 candidates, one attempt each, a reader reading twice: as in C|leaderterm.pml"
 "ctl-leaderterm-oldrule|ownterm|-|bfs|-DC=2 -DATT=1 -DRD=1 -DOLDRULE|the rule before the record: a held value with the largest counter read|leaderterm.pml"
