@@ -4,7 +4,7 @@
 # model must hold its properties, every negative control must fail with a
 # counterexample trail of the property it breaks. Runs two jobs at a time
 # in a temp dir. The models: redlock.pml (mutex, watchdog, fencing,
-# restarts, clock guard), rwlock.pml (read-write lock), rwlive.pml (writer
+# restarts, clock guard, batched releases and extends), rwlock.pml (read-write lock), rwlive.pml (writer
 # starvation, LTL), semaphore.pml, renewal.pml (batched renewals, vote
 # withdrawal, eviction, restart trust "auto", batches of releases with
 # per-lock answers), leaderterm.pml (a reader
@@ -51,6 +51,7 @@ T2="-DN=3 -DK=2 -DATT=1 -DNOTIMEOUT"
 R1="$T2 -DRST=1 -DLATE -DRSTNODE -DTMAX=4"
 F1="$R1 -DSHORTKEYS -DFENCE"
 RV="$T2 -DRST=0 -DSOLO -DSHORTKEYS -DFENCE -DFENCEFIX -DNOWALL -DREV -DREVSTALE -DTMAX=5"
+BS="-DN=3 -DK=2 -DATT=2 -DNOTIMEOUT -DRST=0 -DWATCH -DBATCH -DSHORTKEYS -DTMAX=5"
 LR="-DN=3 -DK=2 -DATT=2 -DNOTIMEOUT -DRST=0 -DTMAX=0 -DLATEROLLBACK"
 RW="-DK=2 -DNW=1 -DRST=0 -DNOTIMEOUT -DTMAX=4"
 RWS="-DK=2 -DNW=1 -DRST=0 -DNOTIMEOUT -DSOLO -DWATCH -DSHORTKEYS -DTMAX=6"
@@ -95,6 +96,10 @@ jobs=(
 "laterollback-fixed|hold|10|3|$LR|twin of ctl-laterollback: the same late rollbacks, a token per attempt (C)"
 "ctl-restore-every|dead[n]|-|1|$T2 -DRST=1 -DSOLO -DRSTNODE -DWATCH -DTMAX=8|extend restores on every round"
 "restore-fixed|hold|20|1|$T2 -DRST=1 -DSOLO -DRSTNODE -DWATCH -DRESTOREONCE -DTMAX=8|twin of ctl-restore-every"
+# one call per node carrying two locks' releases and extends (issue 44)
+"batch-n3k2|hold|20|1|-DN=3 -DK=2 -DATT=2 -DRST=1 -DWATCH -DRESTOREONCE -DBATCH -DTMAX=8|two clients' releases and extends in one call per node, answered per lock, failing calls, a retry, watchdog, one restart"
+"ctl-batch-swap|holding[|-|3|$BS -DSWAPTOKEN|a batch compares each entry with the other entry's token: a holder's key deleted by a stale release"
+"batch-swap-fixed|hold|10|3|$BS|twin of ctl-batch-swap: each entry with its own token"
 # read-write lock (spec/rwlock.pml)
 "rw-w1r2|hold|10|1|-DNW=1 -DRST=1 -DPAUSES=1 -DWATCH -DTMAX=7|1 writer, 2 readers renewing, a restart, a pause|rwlock.pml"
 "rw-w2r1|hold|5|1|-DNW=2 -DRST=1 -DWATCH -DTMAX=7|2 writers (intents), 1 reader renewing, a restart|rwlock.pml"
