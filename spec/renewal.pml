@@ -34,7 +34,9 @@
  * their validity and not told LOST (checked when a validity starts or
  * grows); a watched holder is told before its validity ends (clock);
  * a batch counts, for each lock, the code its node gave for that lock
- * (vote).
+ * (vote); a release deletes only a key that holds its token (del_key);
+ * a renewal extends only a key that holds its token, never another
+ * lock's nor an absent one (touch).
  *
  * Configuration (spin -D...): N 3; TMAX horizon; ATT the contender's
  * attempts; EVT nodes that turn evicting during the run; EVSTART node 0
