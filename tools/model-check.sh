@@ -4,11 +4,11 @@
 # model must hold its properties, every negative control must fail with a
 # counterexample trail of the property it breaks. Runs two jobs at a time
 # in a temp dir. The models: redlock.pml (mutex, watchdog, fencing,
-# restarts, clock guard, batched releases and extends), rwlock.pml (read-write lock), rwlive.pml (writer
-# starvation, LTL), semaphore.pml, renewal.pml (batched renewals, vote
-# withdrawal, eviction, restart trust "auto", batches of releases with
-# per-lock answers), leaderterm.pml (a reader
-# of a fenced acquire: a leader only with its own term), fairq.pml (the
+# restarts, clock guard, batched releases and extends), rwlock.pml
+# (read-write lock), rwlive.pml (writer starvation, LTL), semaphore.pml,
+# renewal.pml (batched renewals, vote withdrawal, eviction, restart trust
+# "auto", batches of releases with per-lock answers), leaderterm.pml (a
+# reader of a fenced acquire: a leader only with its own term), fairq.pml (the
 # fair waiting queue of docs/fair-queue.md: the mutex's as built, the
 # semaphore's (-DLIMIT=2) and the read-write lock's (-DRW) as being
 # built: safety whatever the queue holds, order, and for the mutex
