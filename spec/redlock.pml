@@ -59,6 +59,15 @@
  *            server was paused (a ghost process queues it at any later
  *            time). With SAMETOKEN it can delete a retry's key; with a
  *            token per attempt it cannot
+ *   BATCH    (issue 44) a node may run the releases and extends at the
+ *            heads of two clients' connections as one batch call: each
+ *            entry compared with its own token and answered on its own,
+ *            in either order; or the call fails (before it ran, or its
+ *            reply lost after): an error for each extend in it (a failed
+ *            node request), each release left undone or done unseen
+ *   SWAPTOKEN (control, with BATCH) each entry of a batch is compared
+ *            with the other entry's token (the per-key rule broken: an
+ *            index off by one)
  * Environment narrowing (used to make a control's trail reachable within
  * its budget; the positive model runs in the same narrowed environment
  * too, so the comparison is fair):
@@ -139,6 +148,7 @@
 #define R_NONE 0
 #define R_YES  1
 #define R_NO   2
+#define R_ERR  3            /* the batch call failed: counted as a failed vote */
 
 #define IX(c, n) ((c) * N + (n))
 #define BIT(t)   (1 << (t))
@@ -363,11 +373,50 @@ inline serve(c)
     fi
 }
 
+#ifdef BATCH
+/* A batch call's entries, both releases or extends (R_ERR: the call
+ * failed; an extend's round counts it as a failed node request, which
+ * the release's fire-and-forget does not read). */
+#define BATCHABLE(c) (rq[IX(c, n)]?[OP_REL, _, _, _] || rq[IX(c, n)]?[OP_EXT, _, _, _])
+inline batch_error(c, op, tag)
+{
+    if
+    :: op == OP_EXT -> rtag[IX(c, n)] = tag; rres[IX(c, n)] = R_ERR; rval[IX(c, n)] = 0
+    :: else -> skip
+    fi
+}
+
+inline serve_batch()
+{
+    rq[IX(0, n)]?op, t, v, tag;
+    rq[IX(1, n)]?op2, t2, v2, tag2;
+#ifdef SWAPTOKEN
+    j = t; t = t2; t2 = j; j = 0;
+#endif
+    if
+    :: true -> apply(0, n, op, t, v, tag); apply(1, n, op2, t2, v2, tag2)
+    :: true -> apply(1, n, op2, t2, v2, tag2); apply(0, n, op, t, v, tag)
+    :: true -> batch_error(0, op, tag); batch_error(1, op2, tag2)
+    fi;
+    if
+    :: skip
+    :: batch_error(0, op, tag); batch_error(1, op2, tag2)
+    fi;
+    op2 = 0; t2 = 0; v2 = 0; tag2 = 0
+}
+#endif
+
 proctype node(byte n)
 {
     byte op, t, v, tag, j;
+#ifdef BATCH
+    byte op2, t2, v2, tag2;
+#endif
 end:
     do
+#ifdef BATCH
+    :: atomic { BATCHABLE(0) && BATCHABLE(1) -> serve_batch(); op = 0; t = 0; v = 0; tag = 0 }
+#endif
     :: atomic { nempty(rq[IX(0, n)]) -> serve(0); op = 0; t = 0; v = 0; tag = 0 }
     :: atomic { nempty(rq[IX(1, n)]) -> serve(1); op = 0; t = 0; v = 0; tag = 0 }
 #if K > 2

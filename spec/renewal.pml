@@ -34,7 +34,9 @@
  * their validity and not told LOST (checked when a validity starts or
  * grows); a watched holder is told before its validity ends (clock);
  * a batch counts, for each lock, the code its node gave for that lock
- * (vote).
+ * (vote); a release deletes only a key that holds its token (del_key);
+ * a renewal extends only a key that holds its token, never another
+ * lock's nor an absent one (touch).
  *
  * Configuration (spin -D...): N 3; TMAX horizon; ATT the contender's
  * attempts; EVT nodes that turn evicting during the run; EVSTART node 0
@@ -52,6 +54,22 @@
  *   NOBEHAVE    a node votes again as soon as it stops evicting (by
  *               default, like a clock-suspect node, it votes again only
  *               once it has not evicted for max_ttl: QUAR)
+ *   FIRSTANSWER (with BATCH) a batch takes its first entry's answer for
+ *               every entry: the answer and what it does (a release
+ *               batch deletes, a touch-batch extends, every entry's key
+ *               once the first was ours)
+ * Batches of releases (BATCH, issue 44): the holder releases both its
+ * locks, the contender its lock (and its roll-backs); a release is
+ * queued for its node (the pending list of the node's connection) and
+ * the loop turn (process `loop`) sends what is pending for a node as
+ * one release-batch call (a lone release goes out as today's single
+ * release). The node answers each entry on its own key and token
+ * (deleted / absent / another lock's), in either order of the entries;
+ * a batch call may fail (lost before it ran, or run with its reply
+ * lost): each of its entries is then a failed request. Touch-batch
+ * calls may fail the same way (an error for each lock). COVER asserts
+ * that no release batch answers deleted, absent and another lock's at
+ * once: a reachability witness (that run must fail).
  * Narrowing: NOTIMEOUT (pan -E), SHORTKEYS, ONELOCK (only resource 0:
  * client 0 holds one lock, the contender wants it), EVIDLE (a node turns
  * evicting only while no acquire round is open and the contender, who
@@ -85,13 +103,17 @@
 #define OP_ACQ 1    /* SET NX PX */
 #define OP_REL 2    /* release script */
 #define OP_TB  3    /* touch-batch over both of client 0's locks */
+#define OP_RB  4    /* BATCH: release-batch (on bq[n], not rq) */
 
 #define R_YES   1   /* granted / '1' extended */
 #define R_NO    2   /* refused (acquire) / '0' absent */
 #define R_OTHER 3   /* '2' another token */
+#define R_ERR   4   /* the batch call failed: an error for each lock */
 
 #define IX(c, n)  ((c) * N + (n))
+#define BIT(x)    (1 << (x))
 #define KX(n, r)  ((n) * 2 + (r))
+#define BX(n, s)  ((n) * 3 + (s))
 
 /* tokens: client 0 holds 1 (resource 0) and 2 (resource 1); the
  * contender's attempt a has 2 + a */
@@ -117,6 +139,13 @@ byte rres[K * N];   /* acquire reply, or the batch's code for lock 0 */
 byte rres1[K * N];  /* the batch's code for lock 1 */
 byte gres[2 * N];   /* ghost: the code node n gave for lock s in the
                      * batch answer being counted */
+#ifdef BATCH
+chan bq[N] = [2] of { byte, byte, byte, byte }; /* release-batch: the
+                     * tokens of slots 0, 1, 2 (0 = no entry), slot 2's
+                     * resource */
+byte ptok[N * 3];   /* releases pending for node n, per lock slot: token */
+byte pr2[N];        /* ... slot 2's resource */
+#endif
 
 byte clk = 0;
 
@@ -174,6 +203,47 @@ inline set_key(x)
     fi
 }
 
+/* Compare-and-delete: a release never deletes another lock's key. */
+inline del_key(x, t)
+{
+    assert(key[x] == t);
+    key[x] = 0;
+    kexp[x] = 0
+}
+
+/* PEXPIRE: a renewal never touches another lock's key, nor recreates an
+ * absent one. */
+inline touch(x, t)
+{
+    assert(key[x] == t);
+    set_key(x)
+}
+
+/* touch-batch's entry for resource r, token t: its code in out */
+inline touch_entry(n, r, t, out)
+{
+    if
+    :: key[KX(n, r)] == t -> touch(KX(n, r), t); out = R_YES
+    :: key[KX(n, r)] == 0 -> out = R_NO
+    :: else -> out = R_OTHER
+    fi
+}
+
+inline touch_batch(c, n)
+{
+    touch_entry(n, 0, 1, rres[IX(c, n)]);
+#ifdef FIRSTANSWER
+    /* the first lock's answer, and what it does, for the second */
+    if
+    :: rres[IX(c, n)] == R_YES && key[KX(n, 1)] != 0 -> touch(KX(n, 1), 2)
+    :: else -> skip
+    fi;
+    rres1[IX(c, n)] = rres[IX(c, n)]
+#else
+    touch_entry(n, 1, 2, rres1[IX(c, n)])
+#endif
+}
+
 inline apply(c, n, op, r, t, tag)
 {
     if
@@ -186,23 +256,72 @@ inline apply(c, n, op, r, t, tag)
         fi
     :: op == OP_REL ->
         if
-        :: key[KX(n, r)] == t -> key[KX(n, r)] = 0; kexp[KX(n, r)] = 0
+        :: key[KX(n, r)] == t -> del_key(KX(n, r), t)
         :: else -> skip
         fi
     :: op == OP_TB ->               /* touch-batch: one code per lock */
         rtag[IX(c, n)] = tag;
+#ifdef BATCH
+        /* the call fails (error, timeout, disconnect): before it ran,
+         * or after (its reply lost); an error for each lock */
         if
-        :: key[KX(n, 0)] == 1 -> set_key(KX(n, 0)); rres[IX(c, n)] = R_YES
-        :: key[KX(n, 0)] == 0 -> rres[IX(c, n)] = R_NO
-        :: else -> rres[IX(c, n)] = R_OTHER
-        fi;
-        if
-        :: key[KX(n, 1)] == 2 -> set_key(KX(n, 1)); rres1[IX(c, n)] = R_YES
-        :: key[KX(n, 1)] == 0 -> rres1[IX(c, n)] = R_NO
-        :: else -> rres1[IX(c, n)] = R_OTHER
+        :: true -> touch_batch(c, n)
+        :: true -> touch_batch(c, n); rres[IX(c, n)] = R_ERR; rres1[IX(c, n)] = R_ERR
+        :: rres[IX(c, n)] = R_ERR; rres1[IX(c, n)] = R_ERR
         fi
+#else
+        touch_batch(c, n)
+#endif
     fi
 }
+
+#ifdef BATCH
+/* One entry of a release-batch (slot s: resource r, token t, 0 = none):
+ * compared with its own token, answered on its own (seen: the answers
+ * of this call). FIRSTANSWER: every entry after the first gets the
+ * first's answer, and is deleted if that was "deleted". */
+inline rel_entry(n, s, r, t)
+{
+    if
+    :: t == 0 -> skip
+#ifdef FIRSTANSWER
+    :: t != 0 && fa != 0 ->
+        if
+        :: fa == R_YES && key[KX(n, r)] != 0 -> del_key(KX(n, r), t)
+        :: else -> skip
+        fi;
+        seen = seen | BIT(fa)
+#endif
+    :: else ->
+        if
+        :: key[KX(n, r)] == t -> del_key(KX(n, r), t); fa = R_YES
+        :: key[KX(n, r)] == 0 -> fa = R_NO
+        :: else -> fa = R_OTHER
+        fi;
+        seen = seen | BIT(fa)
+    fi
+}
+
+/* A release-batch call: its entries in either order, or the call fails
+ * before it runs (each entry a failed request: its key stays until it
+ * lapses). The answers are not read by anyone here: a release's outcome
+ * feeds no decision (release.c reports it); a reply lost after the call
+ * ran is the call having run. */
+inline release_batch(n)
+{
+    fa = 0; seen = 0;
+    if
+    :: true -> rel_entry(n, 0, 0, b0); rel_entry(n, 1, 1, b1); rel_entry(n, 2, br, b2)
+    :: true -> rel_entry(n, 2, br, b2); rel_entry(n, 1, 1, b1); rel_entry(n, 0, 0, b0)
+    :: skip
+    fi;
+#ifdef COVER
+    /* reachability witness: deleted, absent and another lock's at once */
+    assert(seen != (BIT(R_YES) | BIT(R_NO) | BIT(R_OTHER)));
+#endif
+    fa = 0; seen = 0; b0 = 0; b1 = 0; b2 = 0; br = 0
+}
+#endif
 
 /* The watched holder learns that node n may evict now: its vote is
  * withdrawn from each lock (extend.c withdraw / holders_left); below a
@@ -258,6 +377,12 @@ inline restart(n)
         :: empty(rq[IX(j, n)]) -> break
         od
     }
+#ifdef BATCH
+    do
+    :: nempty(bq[n]) -> bq[n]?_, _, _, _
+    :: empty(bq[n]) -> break
+    od;
+#endif
     j = 0
 }
 
@@ -270,8 +395,14 @@ inline serve(c)
 proctype node(byte n)
 {
     byte op, r, t, tag, j;
+#ifdef BATCH
+    byte b0, b1, b2, br, fa, seen;
+#endif
 end:
     do
+#ifdef BATCH
+    :: atomic { nempty(bq[n]) -> bq[n]?b0, b1, b2, br; release_batch(n) }
+#endif
     :: atomic { nempty(rq[IX(0, n)]) -> serve(0); op = 0; r = 0; t = 0; tag = 0 }
     :: atomic { nempty(rq[IX(1, n)]) -> serve(1); op = 0; r = 0; t = 0; tag = 0 }
 #ifdef EVIDLE
@@ -328,6 +459,34 @@ inline send(x, op, r)
     fi
 }
 
+/* A release of lock slot s (resource r, token t) to node x. BATCH: put
+ * on the node's pending list, sent by the loop turn; one of the slot's
+ * already pending there, it goes on its own (today's single release). */
+inline single_rel(cc, x, r, t)
+{
+    if
+    :: nfull(rq[IX(cc, x)]) -> rq[IX(cc, x)]!OP_REL, r, t, 0
+    :: full(rq[IX(cc, x)]) -> skip
+    fi
+}
+
+#ifdef BATCH
+inline queue_rel(x, s, r, t)
+{
+    if
+    :: ptok[BX(x, s)] == 0 ->
+        ptok[BX(x, s)] = t;
+        if
+        :: s == 2 -> pr2[x] = r
+        :: else -> skip
+        fi
+    :: else -> single_rel(c, x, r, t)
+    fi
+}
+#else
+#define queue_rel(x, s, r, t) single_rel(c, x, r, t)
+#endif
+
 inline pick()
 {
     if
@@ -383,7 +542,7 @@ inline acquire(s, r)
         :: yes >= Q && clk >= t0 + TTL - D || no > N - Q ->
             for (i : 0 .. N - 1) {
                 if
-                :: (refm & (1 << i)) == 0 -> send(i, OP_REL, r)
+                :: (refm & (1 << i)) == 0 -> queue_rel(i, s, r, tok)
                 :: else -> skip
                 fi
             }
@@ -448,6 +607,27 @@ inline vote(s, v)
     fi
 }
 
+#ifdef BATCH
+/* rl_release() of both locks (any time; a renewal in flight is
+ * abandoned, its late answers dropped): each lock's release to every
+ * node, where it joins what is pending for that node. */
+inline release_both()
+{
+    for (i : 0 .. N - 1) {
+        if
+        :: held[0] -> queue_rel(i, 0, 0, 1)
+        :: else -> skip
+        fi;
+        if
+        :: held[1] -> queue_rel(i, 1, 1, 2)
+        :: else -> skip
+        fi
+    }
+    held[0] = false; held[1] = false; lost[0] = false; lost[1] = false;
+    inflight = false; i = 0; mask = 0
+}
+#endif
+
 proctype holder()
 {
     byte c = 0, tok, t0, t0e, i, mask, yes, no, refm, hs, v0, v1;
@@ -463,6 +643,9 @@ end_hold:
     do
     :: atomic { WATCHED(0) && clk + MARGIN >= dl[0] -> lost[0] = true }
     :: atomic { WATCHED(1) && clk + MARGIN >= dl[1] -> lost[1] = true }
+#ifdef BATCH
+    :: atomic { held[0] || held[1] -> release_both(); goto released }
+#endif
     :: atomic {
         (WATCHED(0) || WATCHED(1)) && !inflight && clk >= nren &&
         (!WATCHED(0) || clk + MARGIN < dl[0]) &&
@@ -483,6 +666,9 @@ end_hold:
     :: atomic { WATCHED(0) && clk + MARGIN >= dl[0] -> lost[0] = true }
     :: atomic { WATCHED(1) && clk + MARGIN >= dl[1] -> lost[1] = true }
     :: atomic { !WATCHED(0) && !WATCHED(1) -> inflight = false; mask = 0; break }
+#ifdef BATCH
+    :: atomic { held[0] || held[1] -> release_both(); goto released }
+#endif
     :: atomic {
         pick();
         mask = mask | (1 << i);
@@ -512,7 +698,11 @@ end_hold:
         fi
     }
     od
-    od
+    od;
+#ifdef BATCH
+released:
+    skip
+#endif
 }
 
 proctype contender()
@@ -536,11 +726,45 @@ end_next:
     /* release */
     :: atomic { held[2] -> held[2] = false; lost[2] = false;
         for (i : 0 .. N - 1) {
-            send(i, OP_REL, cres)
+            queue_rel(i, 2, cres, tok)
         }
         i = 0 }
     od
 }
+
+#ifdef BATCH
+/* The loop turn (node.c flush): what is pending for node x goes out as
+ * one release-batch call, or, a lone release, as today's release. */
+#define PENDS(x) ((ptok[BX(x, 0)] != 0 -> 1 : 0) + (ptok[BX(x, 1)] != 0 -> 1 : 0) + \
+                  (ptok[BX(x, 2)] != 0 -> 1 : 0))
+inline flush(x)
+{
+    if
+    :: PENDS(x) == 1 ->
+        if
+        :: ptok[BX(x, 0)] != 0 -> single_rel(0, x, 0, ptok[BX(x, 0)])
+        :: ptok[BX(x, 1)] != 0 -> single_rel(0, x, 1, ptok[BX(x, 1)])
+        :: ptok[BX(x, 2)] != 0 -> single_rel(1, x, pr2[x], ptok[BX(x, 2)])
+        fi
+    :: else ->
+        if
+        :: nfull(bq[x]) -> bq[x]!ptok[BX(x, 0)], ptok[BX(x, 1)], ptok[BX(x, 2)], pr2[x]
+        :: full(bq[x]) -> skip
+        fi
+    fi;
+    ptok[BX(x, 0)] = 0; ptok[BX(x, 1)] = 0; ptok[BX(x, 2)] = 0; pr2[x] = 0
+}
+
+proctype loop()
+{
+end:
+    do
+    :: atomic { PENDS(0) > 0 -> flush(0) }
+    :: atomic { PENDS(1) > 0 -> flush(1) }
+    :: atomic { PENDS(2) > 0 -> flush(2) }
+    od
+}
+#endif
 
 init
 {
@@ -555,6 +779,9 @@ init
         }
         run holder();
         run contender();
+#ifdef BATCH
+        run loop();
+#endif
         x = 0
     }
 }

@@ -4,10 +4,11 @@
 # model must hold its properties, every negative control must fail with a
 # counterexample trail of the property it breaks. Runs two jobs at a time
 # in a temp dir. The models: redlock.pml (mutex, watchdog, fencing,
-# restarts, clock guard), rwlock.pml (read-write lock), rwlive.pml (writer
-# starvation, LTL), semaphore.pml, renewal.pml (batched renewals, vote
-# withdrawal, eviction, restart trust "auto"), leaderterm.pml (a reader
-# of a fenced acquire: a leader only with its own term), fairq.pml (the
+# restarts, clock guard, batched releases and extends), rwlock.pml
+# (read-write lock), rwlive.pml (writer starvation, LTL), semaphore.pml,
+# renewal.pml (batched renewals, vote withdrawal, eviction, restart trust
+# "auto", batches of releases with per-lock answers), leaderterm.pml (a
+# reader of a fenced acquire: a leader only with its own term), fairq.pml (the
 # fair waiting queue of docs/fair-queue.md: the mutex's as built, the
 # semaphore's (-DLIMIT=2) and the read-write lock's (-DRW) as being
 # built: safety whatever the queue holds, order, and for the mutex
@@ -50,12 +51,14 @@ T2="-DN=3 -DK=2 -DATT=1 -DNOTIMEOUT"
 R1="$T2 -DRST=1 -DLATE -DRSTNODE -DTMAX=4"
 F1="$R1 -DSHORTKEYS -DFENCE"
 RV="$T2 -DRST=0 -DSOLO -DSHORTKEYS -DFENCE -DFENCEFIX -DNOWALL -DREV -DREVSTALE -DTMAX=5"
+BS="-DN=3 -DK=2 -DATT=2 -DNOTIMEOUT -DRST=0 -DWATCH -DBATCH -DSHORTKEYS -DTMAX=5"
 LR="-DN=3 -DK=2 -DATT=2 -DNOTIMEOUT -DRST=0 -DTMAX=0 -DLATEROLLBACK"
 RW="-DK=2 -DNW=1 -DRST=0 -DNOTIMEOUT -DTMAX=4"
 RWS="-DK=2 -DNW=1 -DRST=0 -DNOTIMEOUT -DSOLO -DWATCH -DSHORTKEYS -DTMAX=6"
 SM="-DRST=0 -DNOTIMEOUT -DTMAX=2"
 RN="-DNOTIMEOUT -DTMAX=4"
 RN1="-DNOTIMEOUT -DONELOCK -DTMAX=0"
+RB="-DNOTIMEOUT -DBATCH -DTMAX=0"
 FQL="-DLIVE -DKILL -DROT"
 # name | expect: hold, or the assertion text the trail must violate |
 # budget (s; "-" for a control: MC_CONTROL_DEADLINE) | pan seed (0: SPIN's fixed order, no randomization) |
@@ -93,6 +96,10 @@ jobs=(
 "laterollback-fixed|hold|10|3|$LR|twin of ctl-laterollback: the same late rollbacks, a token per attempt (C)"
 "ctl-restore-every|dead[n]|-|1|$T2 -DRST=1 -DSOLO -DRSTNODE -DWATCH -DTMAX=8|extend restores on every round"
 "restore-fixed|hold|20|1|$T2 -DRST=1 -DSOLO -DRSTNODE -DWATCH -DRESTOREONCE -DTMAX=8|twin of ctl-restore-every"
+# one call per node carrying two locks' releases and extends (issue 44)
+"batch-n3k2|hold|20|1|-DN=3 -DK=2 -DATT=2 -DRST=1 -DWATCH -DRESTOREONCE -DBATCH -DTMAX=8|two clients' releases and extends in one call per node, answered per lock, failing calls, a retry, watchdog, one restart"
+"ctl-batch-swap|holding[|-|3|$BS -DSWAPTOKEN|a batch compares each entry with the other entry's token: a holder's key deleted by a stale release"
+"batch-swap-fixed|hold|10|3|$BS|twin of ctl-batch-swap: each entry with its own token"
 # read-write lock (spec/rwlock.pml)
 "rw-w1r2|hold|10|1|-DNW=1 -DRST=1 -DPAUSES=1 -DWATCH -DTMAX=7|1 writer, 2 readers renewing, a restart, a pause|rwlock.pml"
 "rw-w2r1|hold|5|1|-DNW=2 -DRST=1 -DWATCH -DTMAX=7|2 writers (intents), 1 reader renewing, a restart|rwlock.pml"
@@ -119,6 +126,12 @@ jobs=(
 "evict-back-fixed|hold|5|bfs|$RN1 -DATT=2 -DEVT=1|twin of ctl-evict-back: no vote until max_ttl after it evicted|renewal.pml"
 "ctl-auto-liar|held[0]|-|bfs|$RN1 -DATT=2 -DRST=1 -DAUTO -DLIAR|auto trust of a node that ran everysec before its restart|renewal.pml"
 "auto-fixed|hold|5|bfs|$RN1 -DATT=2 -DRST=1 -DAUTO|twin of ctl-auto-liar: trusted only with appendfsync always|renewal.pml"
+# batches of several locks' releases with per-lock answers, failing
+# batch calls (spec/renewal.pml BATCH; issue 44)
+"renew-batch|hold|10|1|-DEVT=1 -DRST=1 -DAUTO -DATT=2 -DBATCH|renew-n3 with release batches (both held locks and the contender's in one call per node, answered per lock) and failing batch calls (touch-batch and release-batch)|renewal.pml"
+"cover-batch|seen|-|1|$RB -DCOVER|(witness) one release-batch call answers deleted, absent and another lock's|renewal.pml"
+"ctl-batch-first|key[|-|1|$RB -DFIRSTANSWER|a batch takes its first entry's answer for every entry: another lock's key deleted|renewal.pml"
+"batch-first-fixed|hold|5|1|$RB|twin of ctl-batch-first and cover-batch: each entry on its own key and token|renewal.pml"
 # a reader of a fenced acquire: leader + term (spec/leaderterm.pml)
 "leaderterm|hold|10|1|-DC=3 -DATT=1|3 candidates, one attempt each, a reader reading twice: as in C|leaderterm.pml"
 "ctl-leaderterm-oldrule|ownterm|-|bfs|-DC=2 -DATT=1 -DRD=1 -DOLDRULE|the rule before the record: a held value with the largest counter read|leaderterm.pml"
