@@ -56,6 +56,28 @@ const char *wire_bytes(const struct wire *w, size_t *len);
 void wire_sample_time(struct wire *w);
 bool wire_wants_sample(const struct wire *w);
 
+/* Batching (request.c): a plain single-key lock's acquire (SET key
+ * token NX PX px) or release (the release script over one key) that a
+ * node may carry with others of its kind in one lock-batch call. */
+enum wire_batch {
+    WIRE_ALONE,   /* goes out as itself */
+    WIRE_ACQUIRE,
+    WIRE_RELEASE,
+};
+enum wire_batch wire_batch_kind(const struct wire *w);
+/* One lock-batch call over items[0..n-1] (n >= 2, each batchable), in
+ * that order; marked for a clock sample when one of them is. NULL on
+ * OOM. */
+struct wire *wire_batch_new(struct wire *const *items, size_t n);
+/* The answer to item that a lock-batch reply gives as character c: the
+ * reply its own command would have had (SET's OK or nil, release's
+ * integer); false when c is none of them. */
+bool wire_batch_answer(const struct wire *item, char c,
+                       struct node_reply *out);
+/* item sets a lock key when it runs (a creates_keys script, an acquire):
+ * never resent when no one waits for its answer. */
+bool wire_creates_keys(const struct wire *w);
+
 /* The NOSCRIPT resend rule: reply to w says the server lost its script
  * cache (SCRIPT FLUSH, restart), and the call is sent again as EVAL --
  * unless it would create keys nobody waits for (awaited false: an owner
