@@ -263,6 +263,41 @@ class Scripts(unittest.TestCase):
         self.assertEqual(cmd("EXISTS", "redlock:fencefor:c"), 0)
         self.assertLessEqual(cmd("PTTL", "redlock:fencefor:d"), 1000)
 
+    def test_lock_batch(self):
+        # Distinct keys: each answered on its own, as its own command.
+        cmd("SET", "a", TOK)
+        cmd("SET", "b", OTHER, "PX", "60000")
+        cmd("SET", "r", RESERVED)
+        cmd("HSET", "h", OTHER, "1")
+        cmd("SET", "d", TOK + ".leader-2")
+        cmd("SET", "x", OTHER)
+        reply, msgs = self.published("redlock:release:a", lambda: ev(
+            "lock-batch", ["a", "b", "c", "r", "h", "d", "n", "x"],
+            ["r", TOK, "r", TOK, "r", TOK, "r", TOK, "r", TOK,
+             "r", TOK + ".leader-1", "a60000", TOK2, "a60000", TOK2]))
+        self.assertEqual((reply, msgs), ("12002110", [TOK]))
+        self.assertEqual(cmd("EXISTS", "a"), 0)
+        self.assertEqual(cmd("GET", "b"), OTHER)  # not ours: left alone
+        self.assertEqual(cmd("GET", "r"), RESERVED)
+        self.assertEqual(cmd("EXISTS", "d"), 0)
+        self.assertEqual(cmd("GET", "n"), TOK2)  # SET NX PX
+        self.assertTrue(0 < cmd("PTTL", "n") <= 60000)
+        self.assertEqual(cmd("GET", "x"), OTHER)  # NX: not set
+        # A key of another type is that command's own error.
+        cmd("RPUSH", "l", "x")
+        self.assertEqual(ev("lock-batch", ["l", "a"],
+                            ["r", TOK, "a1000", TOK]), "e1")
+        self.assertEqual(cmd("LLEN", "l"), 1)
+        # A key named twice: one by one, in order (release, then SET).
+        cmd("SET", "k", TOK)
+        reply, msgs = self.published("redlock:release:k", lambda: ev(
+            "lock-batch", ["k", "k", "k", "l"],
+            ["r", TOK, "a60000", TOK2, "r", TOK, "r", TOK]))
+        self.assertEqual((reply, msgs), ("112e", [TOK]))
+        self.assertEqual(cmd("GET", "k"), TOK2)
+        self.assertEqual(ev("lock-batch", ["h", "k", "k"],
+                            ["r", TOK, "r", TOK2, "r", TOK2]), "210")
+
     def test_proclaim(self):
         new = TOK + ".leader-2"
         self.assertEqual(ev("proclaim", ["a"], [TOK, new]), 0)
