@@ -31,7 +31,7 @@ enum req_role {
     REQ_CHECK_CONFIG, /* CONFIG GET of a node check */
     REQ_CHECK_INFO,  /* an INFO of a node check before its last */
     REQ_CHECK,       /* the INFO that ends a node check */
-    REQ_BATCH,       /* a lock-batch call carrying user requests */
+    REQ_BATCH,       /* a release-batch call carrying user requests */
 };
 
 struct request {
@@ -73,6 +73,9 @@ struct node {
     struct list batch;          /* batchable requests of this loop
                                    iteration, not sent yet, oldest first */
     size_t batch_count;
+    uint64_t batch_keys[4];     /* their keys' hashes, a bit each of 256:
+                                   a command to a key not there may pass
+                                   the batch */
     struct conn *batch_conn;    /* the connection they were accepted on;
                                    NULL once it went down */
     ev_prepare batch_watcher;   /* end of the iteration: send them */

@@ -356,6 +356,7 @@ static bool send_user(struct node *n, struct request *r, struct wire *w,
 }
 
 static void batch_add(struct node *n, struct request *r, struct wire *w);
+static bool batch_passes(const struct node *n, const struct wire *w);
 static bool batch_send(struct node *n);
 
 struct request *node_send_wire(struct node *n, struct wire *w,
@@ -377,13 +378,15 @@ struct request *node_send_wire(struct node *n, struct wire *w,
     r->slot = slot;
     r->role = REQ_USER;
     r->forget = fn == NULL;
-    if (wire_batch_kind(w) != WIRE_ALONE) {
+    if (wire_batchable(w)) {
         batch_add(n, r, w);
         return r;
     }
-    /* The batch leaves first: the node runs our commands in the order
-     * they were made. */
-    batch_send(n);
+    /* The batch leaves first, unless w touches one key and none of the
+     * batch's: the node runs our commands on each key in the order they
+     * were made. */
+    if (!batch_passes(n, w))
+        batch_send(n);
     if (!send_user(n, r, w, mono_now_us())) {
         free(r);
         if (why != NULL)
@@ -515,25 +518,64 @@ void request_opened(struct node *n)
 
 /* ---- Batches ------------------------------------------------------------ */
 
-/* Batches. A plain single-key lock's acquire or release (wire_batch_kind)
- * is not written at once: it waits on n->batch for the end of the loop
+/* Batches. The release of a plain single-key lock (wire_batchable) is
+ * not written at once: it waits on n->batch for the end of the loop
  * iteration (n->batch_watcher, an ev_prepare that runs before the
  * connections' own, which write), then leaves with the others as one
- * lock-batch call -- or as itself when it is alone, so a lone lock's
- * command and its latency are what they were without batching. Nothing
- * waits for a batch to fill. Any other command to the node sends the
- * batch first, so the node still runs our commands in the order they were
- * made. Each request keeps its record (its owner's handle, its own
- * command for a resend); the batch's record (REQ_BATCH) carries them and
- * its reply answers each as its own command would have been answered: a
- * character per key, or the whole call's error, timeout or lost
- * connection for each (a rollback among them waits for the reconnect).
- * A NOSCRIPT ran nothing: each goes again alone. */
+ * release-batch call -- or as itself when it is alone, so a lone lock's
+ * release and its latency are what they were without batching. Nothing
+ * waits for a batch to fill. A command that touches one key none of the
+ * batch's (a plain acquire's SET NX PX, the other common command) passes
+ * it; any other command sends the batch first: the node runs our
+ * commands on each key in the order they were made. Each request keeps
+ * its record (its owner's handle, its own command for a resend); the
+ * batch's record (REQ_BATCH) carries them and its reply answers each as
+ * its own call would have been answered: a character per key, or the
+ * whole call's error, timeout or lost connection for each (a rollback
+ * among them waits for the reconnect). A NOSCRIPT ran nothing: each
+ * goes again alone, as EVAL. (A batch of SET NX PX would cost a node
+ * more than the SETs: a call from Lua costs what a command does.) */
 
-#define BATCH_MAX 256 /* requests per lock-batch call */
+#define BATCH_MAX 256 /* requests per release-batch call */
+
+/* The bit of key in n->batch_keys (FNV-1a, folded: keys that differ in
+ * their last byte differ in the low bits). */
+static unsigned key_bit(const char *key, size_t len)
+{
+    uint64_t h = 14695981039346656037u;
+    size_t i;
+
+    for (i = 0; i < len; i++)
+        h = (h ^ (unsigned char)key[i]) * 1099511628211u;
+    h ^= h >> 32;
+    h ^= h >> 16;
+    return (unsigned)((h ^ (h >> 8)) & 255u);
+}
+
+static bool batch_passes(const struct node *n, const struct wire *w)
+{
+    const char *key;
+    size_t len;
+    unsigned bit;
+
+    if (n->batch_count == 0)
+        return true;
+    if (!wire_key(w, &key, &len))
+        return false;
+    bit = key_bit(key, len);
+    return (n->batch_keys[bit / 64] & (UINT64_C(1) << (bit % 64))) == 0;
+}
 
 static void batch_add(struct node *n, struct request *r, struct wire *w)
 {
+    const char *key;
+    size_t len;
+    unsigned bit;
+
+    /* A key the batch may hold already: that batch leaves first, so a
+     * release-batch never names a key twice (its contract). */
+    if (!batch_passes(n, w))
+        batch_send(n);
     if (n->batch_count == 0) {
         n->batch_conn = n->conn;
         ev_prepare_start(n->loop, &n->batch_watcher);
@@ -541,6 +583,9 @@ static void batch_add(struct node *n, struct request *r, struct wire *w)
     r->node = n;
     r->wire = wire_ref(w);
     list_push_back(&n->batch, &r->link);
+    wire_key(w, &key, &len); /* a batchable command has one */
+    bit = key_bit(key, len);
+    n->batch_keys[bit / 64] |= UINT64_C(1) << (bit % 64);
     if (++n->batch_count == BATCH_MAX)
         batch_send(n);
 }
@@ -549,10 +594,11 @@ static void batch_done(struct node *n)
 {
     n->batch_count = 0;
     n->batch_conn = NULL;
+    memset(n->batch_keys, 0, sizeof(n->batch_keys));
     ev_prepare_stop(n->loop, &n->batch_watcher);
 }
 
-/* One lock-batch call over the requests of items, NULL on OOM. */
+/* One release-batch call over the requests of items, NULL on OOM. */
 static struct wire *batch_wire(const struct list *items, size_t count)
 {
     struct wire *wires[BATCH_MAX];
@@ -646,7 +692,7 @@ void request_end_batch(struct node *n)
         batch_fail(n);
 }
 
-/* The reply to a lock-batch call b, for each request it carries. */
+/* The reply to a release-batch call b, for each request it carries. */
 static void batch_reply(struct node *n, struct request *b,
                         const redisReply *reply)
 {
@@ -665,26 +711,23 @@ static void batch_reply(struct node *n, struct request *b,
             if (lost(n, r))
                 continue;
         } else if (noscript) {
-            /* Not one ran: each again alone, unless it would set a key
-             * nobody waits for any more (wire_resend_as_eval's rule). */
-            if ((r->fn != NULL || r->forget || !wire_creates_keys(r->wire)) &&
-                resend(n, r,
-                       wire_is_script(r->wire) ? wire_eval_form(r->wire)
-                                               : wire_ref(r->wire)))
+            /* Not one ran: each again alone, as EVAL. */
+            if (wire_resend_as_eval(r->wire, reply,
+                                    r->fn != NULL || r->forget) &&
+                resend(n, r, wire_eval_form(r->wire)))
                 continue;
         } else if (r->fn != NULL) {
             latency_record(n->stats.latency, &n->stats.latency_max_us,
                            now - r->sent_us);
-            if (per_key && wire_batch_answer(r->wire, reply->str[i], &answer))
+            if (per_key && wire_batch_answer(reply->str[i], &answer))
                 request_report(r, &answer);
             else if (reply->type == REDIS_REPLY_ERROR)
                 deliver(r, reply);
             else {
                 n->stats.errors++;
                 report_failure(r, REPLY_ERROR,
-                               per_key ? "ERR lock-batch: this key's command "
-                                         "failed"
-                                       : "ERR lock-batch: unexpected reply");
+                               per_key ? "ERR release-batch failed on this key"
+                                       : "ERR release-batch: unexpected reply");
             }
         }
         request_free(r);

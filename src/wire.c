@@ -24,7 +24,8 @@ struct wire {
     const struct script *script; /* EVALSHA, or NULL */
     bool spliced;               /* cmd is ours (malloc), not hiredis's */
     bool sample;                /* lock path: a TIME may go first */
-    enum wire_batch batch;
+    int key_arg;                /* wire_key's argument, or 0: none */
+    bool batchable;             /* a release of one key */
 };
 
 struct wire *wire_ref(struct wire *w)
@@ -76,19 +77,19 @@ static bool arg_is(const char *arg, size_t len, const char *word)
     return len == strlen(word) && memcmp(arg, word, len) == 0;
 }
 
-/* Which of the batchable commands argv is (wire_batch_kind). */
-static enum wire_batch batch_kind(const struct script *s, int nkeys, int argc,
-                                  const char **argv, const size_t *lens)
+/* Which argument of the whole command is its one key (wire_key), or 0. */
+static int key_arg(const struct script *s, int nkeys, int argc,
+                   const char **argv, const size_t *lens)
 {
-    if (s != NULL)
+    if (s != NULL) /* EVALSHA sha 1 key token */
         return s == script_get(SCRIPT_RELEASE) && nkeys == 1 && argc == 2
-                   ? WIRE_RELEASE
-                   : WIRE_ALONE;
+                   ? 3
+                   : 0;
     return argc == 6 && arg_is(argv[0], lens[0], "SET") &&
                    arg_is(argv[3], lens[3], "NX") &&
                    arg_is(argv[4], lens[4], "PX")
-               ? WIRE_ACQUIRE
-               : WIRE_ALONE;
+               ? 1
+               : 0;
 }
 
 struct wire *wire_new(const struct script *s, int nkeys, int argc,
@@ -105,7 +106,8 @@ struct wire *wire_new(const struct script *s, int nkeys, int argc,
     if (w == NULL)
         return NULL;
     w->refs = 1;
-    w->batch = batch_kind(s, nkeys, argc, argv, lens);
+    w->key_arg = key_arg(s, nkeys, argc, argv, lens);
+    w->batchable = s != NULL && w->key_arg != 0;
     if (s != NULL) {
         /* EVALSHA digest nkeys args...; a batch of renewals needs more
          * room than the stack arrays have. */
@@ -142,15 +144,9 @@ struct wire *wire_new(const struct script *s, int nkeys, int argc,
     return w;
 }
 
-enum wire_batch wire_batch_kind(const struct wire *w)
+bool wire_batchable(const struct wire *w)
 {
-    return w->batch;
-}
-
-bool wire_creates_keys(const struct wire *w)
-{
-    return w->script != NULL ? w->script->creates_keys
-                             : w->batch == WIRE_ACQUIRE;
+    return w->batchable;
 }
 
 /* The i-th bulk string of w's command (0: the command's name): RESP
@@ -173,68 +169,46 @@ static const char *wire_arg(const struct wire *w, int i, size_t *len)
     return p;
 }
 
+bool wire_key(const struct wire *w, const char **key, size_t *len)
+{
+    if (w->key_arg == 0)
+        return false;
+    *key = wire_arg(w, w->key_arg, len);
+    return true;
+}
+
 struct wire *wire_batch_new(struct wire *const *items, size_t n)
 {
-    /* Per item: its key; then its op ("a<px>" or "r") and its token. */
-    size_t argc = 3 * n, i, k, t;
-    const char **argv = malloc(argc * (sizeof(char *) + sizeof(size_t)));
-    size_t *lens = (size_t *)(argv + argc);
-    char *ops = malloc(n * 24);
+    /* The keys, then their tokens: EVALSHA sha 1 key token. */
+    const char **argv = malloc(2 * n * (sizeof(char *) + sizeof(size_t)));
+    size_t *lens = (size_t *)(argv + 2 * n);
     bool sample = false;
     struct wire *w = NULL;
-    const char *px;
-    size_t px_len;
+    size_t i;
 
-    if (argv == NULL || ops == NULL || n > INT_MAX / 3)
-        goto out;
-    for (i = 0; i < n; i++) {
-        const struct wire *it = items[i];
-        char *op = ops + i * 24;
-
-        k = it->batch == WIRE_RELEASE ? 3 : 1; /* EVALSHA sha 1 key token */
-        t = k + 1;
-        argv[i] = wire_arg(it, (int)k, &lens[i]);
-        argv[n + 2 * i + 1] = wire_arg(it, (int)t, &lens[n + 2 * i + 1]);
-        if (it->batch == WIRE_RELEASE) {
-            op[0] = 'r';
-            lens[n + 2 * i] = 1;
-        } else {
-            px = wire_arg(it, 5, &px_len); /* SET key token NX PX px */
-            if (px_len > 22)
-                goto out;
-            op[0] = 'a';
-            memcpy(op + 1, px, px_len);
-            lens[n + 2 * i] = px_len + 1;
-        }
-        argv[n + 2 * i] = op;
-        sample = sample || it->sample;
+    if (argv == NULL || n > INT_MAX / 2) {
+        free(argv);
+        return NULL;
     }
-    w = wire_new(script_get(SCRIPT_LOCK_BATCH), (int)n, (int)argc, argv,
-                 lens);
+    for (i = 0; i < n; i++) {
+        argv[i] = wire_arg(items[i], 3, &lens[i]);
+        argv[n + i] = wire_arg(items[i], 4, &lens[n + i]);
+        sample = sample || items[i]->sample;
+    }
+    w = wire_new(script_get(SCRIPT_RELEASE_BATCH), (int)n, (int)(2 * n),
+                 argv, lens);
     if (w != NULL)
         w->sample = sample;
-out:
-    free(ops);
     free(argv);
     return w;
 }
 
-bool wire_batch_answer(const struct wire *item, char c,
-                       struct node_reply *out)
+bool wire_batch_answer(char c, struct node_reply *out)
 {
     memset(out, 0, sizeof(*out));
-    if (item->batch == WIRE_ACQUIRE && (c == '1' || c == '0')) {
-        out->kind = c == '1' ? REPLY_STATUS : REPLY_NIL;
-        out->str = c == '1' ? "OK" : NULL;
-        out->len = c == '1' ? 2 : 0;
-        return true;
-    }
-    if (item->batch == WIRE_RELEASE && (c == '1' || c == '0' || c == '2')) {
-        out->kind = REPLY_INTEGER;
-        out->integer = c == '2' ? -1 : c - '0';
-        return true;
-    }
-    return false;
+    out->kind = REPLY_INTEGER;
+    out->integer = c == '2' ? -1 : c - '0';
+    return c == '1' || c == '0' || c == '2';
 }
 
 /* The same "*N" count, "EVAL" and the source instead of "EVALSHA" and

@@ -56,27 +56,22 @@ const char *wire_bytes(const struct wire *w, size_t *len);
 void wire_sample_time(struct wire *w);
 bool wire_wants_sample(const struct wire *w);
 
-/* Batching (request.c): a plain single-key lock's acquire (SET key
- * token NX PX px) or release (the release script over one key) that a
- * node may carry with others of its kind in one lock-batch call. */
-enum wire_batch {
-    WIRE_ALONE,   /* goes out as itself */
-    WIRE_ACQUIRE,
-    WIRE_RELEASE,
-};
-enum wire_batch wire_batch_kind(const struct wire *w);
-/* One lock-batch call over items[0..n-1] (n >= 2, each batchable), in
+/* Batching (request.c): the release of a plain single-key lock (the
+ * release script over one key) may leave with others to the same node
+ * as one release-batch call. */
+bool wire_batchable(const struct wire *w);
+/* The one key that w's command touches, for a release of one key and a
+ * single-key acquire (SET key token NX PX px); false for any other
+ * command, which may touch any key. */
+bool wire_key(const struct wire *w, const char **key, size_t *len);
+/* One release-batch call over items[0..n-1] (n >= 2, each batchable), in
  * that order; marked for a clock sample when one of them is. NULL on
  * OOM. */
 struct wire *wire_batch_new(struct wire *const *items, size_t n);
-/* The answer to item that a lock-batch reply gives as character c: the
- * reply its own command would have had (SET's OK or nil, release's
+/* The answer to a batched release that a release-batch reply gives as
+ * character c: the reply its own call would have had (release's
  * integer); false when c is none of them. */
-bool wire_batch_answer(const struct wire *item, char c,
-                       struct node_reply *out);
-/* item sets a lock key when it runs (a creates_keys script, an acquire):
- * never resent when no one waits for its answer. */
-bool wire_creates_keys(const struct wire *w);
+bool wire_batch_answer(char c, struct node_reply *out);
 
 /* The NOSCRIPT resend rule: reply to w says the server lost its script
  * cache (SCRIPT FLUSH, restart), and the call is sent again as EVAL --

@@ -111,9 +111,7 @@ static void test_only_acquiring_scripts_create_keys(void **state)
                          i == SCRIPT_FAIR_ACQUIRE ||
                          i == SCRIPT_FAIR_ACQUIRE_FENCED ||
                          i == SCRIPT_FAIR_READER_ACQUIRE ||
-                         i == SCRIPT_QUEUE_ENTER ||
-                         /* the acquires among its commands */
-                         i == SCRIPT_LOCK_BATCH;
+                         i == SCRIPT_QUEUE_ENTER;
 
         assert_int_equal(script_get((enum script_id)i)->creates_keys,
                          acquiring);
