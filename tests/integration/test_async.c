@@ -438,7 +438,7 @@ static void release_in_one_iteration(struct fixture *f, int n)
 }
 
 /* Releases made in one loop iteration leave as one script call per node
- * (lock-batch), each compared with its own token and answered on its
+ * (release-batch), each compared with its own token and answered on its
  * own: the lock whose key holds another token everywhere is refused and
  * its key left there; the others' keys are deleted. */
 static void test_one_iterations_releases_are_one_call_per_node(void **state)
@@ -463,7 +463,7 @@ static void test_one_iterations_releases_are_one_call_per_node(void **state)
     }
 }
 
-/* A lock-batch call that every node refuses fails each release it
+/* A release-batch call that every node refuses fails each release it
  * carries, as a refused release does: nobody can tell (RL_ENOQUORUM)
  * and every key stays. */
 static void test_a_refused_batch_call_fails_each_release(void **state)
@@ -493,6 +493,34 @@ static void test_a_refused_batch_call_fails_each_release(void **state)
         snprintf(name, sizeof(name), "async:%d", i);
         assert_true(fixture_all_hold(f, name, tokens[i], 0, 0));
     }
+}
+
+/* After SCRIPT FLUSH a release-batch call meets NOSCRIPT: nothing ran,
+ * and each release goes again alone (as EVAL) and is answered on its
+ * own. */
+static void test_a_batch_after_script_flush_releases_each_lock(void **state)
+{
+    struct fixture *f = *state;
+    long long before[NODES];
+
+    /* A first round of releases: the handshake's script loads have
+     * landed (they may follow the first acquires' replies). */
+    acquire_many(f, 3, 10000);
+    release_in_one_iteration(f, 3);
+    reset_recs();
+    acquire_many(f, 3, 10000);
+    for (int k = 0; k < NODES; k++) {
+        assert_int_equal(harness_ok(harness_cmd(&f->r[k], "SCRIPT FLUSH")),
+                         1);
+        before[k] = fixture_command_stat(&f->r[k], "eval", "calls");
+    }
+    release_in_one_iteration(f, 3);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(rel_recs[i].st, RL_OK);
+    for (int k = 0; k < NODES; k++)
+        assert_int_equal(
+            fixture_command_stat(&f->r[k], "eval", "calls") - before[k], 3);
+    assert_true(harness_all_empty(f->r, NODES));
 }
 
 /* Every node holds key with token and a PTTL above min_pttl (a renewal
@@ -656,6 +684,8 @@ int main(void)
         FIXTURE_TEST(test_one_iterations_releases_are_one_call_per_node,
                      &external),
         FIXTURE_TEST(test_a_refused_batch_call_fails_each_release,
+                     &external),
+        FIXTURE_TEST(test_a_batch_after_script_flush_releases_each_lock,
                      &external),
         FIXTURE_TEST(
             test_external_loop_stalled_past_op_timeout_reads_the_replies,
