@@ -309,6 +309,7 @@ static void node_down(struct node *n)
         config_log(n->cfg, RL_LOG_WARN, "node down: %s", n->last_error);
     n->failures++;
     n->conn = NULL;
+    n->batch_conn = NULL; /* the batch fails when its watcher runs */
     ev_timer_stop(n->loop, &n->request_timer);
     if (n->state != NODE_CLOSED)
         schedule_reconnect(n);
@@ -611,6 +612,10 @@ struct node *node_new(struct ev_loop *loop, const struct config *cfg,
     conn_backoff_init(&n->backoff, mono_now_us() ^ ((uint64_t)index << 32));
     ev_timer_init(&n->request_timer, request_on_timer, 0.0, 0.0);
     n->request_timer.data = n;
+    /* Before the connections' own prepare watchers, which write. */
+    ev_prepare_init(&n->batch_watcher, request_on_prepare);
+    ev_set_priority(&n->batch_watcher, EV_MAXPRI);
+    n->batch_watcher.data = n;
     ev_timer_init(&n->backoff_timer, on_backoff_timer, 0.0, 0.0);
     n->backoff_timer.data = n;
     ev_timer_init(&n->check_timer, on_check_timer, 0.0, 0.0);
@@ -632,6 +637,7 @@ void node_free(struct node *n)
 
     if (n == NULL)
         return;
+    request_end_batch(n);
     n->state = NODE_CLOSED;
     ev_timer_stop(n->loop, &n->request_timer);
     ev_timer_stop(n->loop, &n->backoff_timer);

@@ -31,10 +31,12 @@ enum req_role {
     REQ_CHECK_CONFIG, /* CONFIG GET of a node check */
     REQ_CHECK_INFO,  /* an INFO of a node check before its last */
     REQ_CHECK,       /* the INFO that ends a node check */
+    REQ_BATCH,       /* a release-batch call carrying user requests */
 };
 
 struct request {
-    struct list_link link;      /* on its node's pending or deferred list */
+    struct list_link link;      /* on its node's pending, deferred or
+                                   batch list, or its batch's items */
     struct node *node;
     node_reply_fn *fn;          /* NULL once detached or reported */
     void *owner;
@@ -46,6 +48,9 @@ struct request {
     bool forget;                /* fire and forget: never had an owner */
     bool persist;               /* a rollback: resent after a reconnect
                                    until a server has answered it */
+    struct list items;          /* REQ_BATCH: the requests it carries,
+                                   in order */
+    size_t nitems;
 };
 
 struct node {
@@ -65,6 +70,15 @@ struct node {
     struct list deferred;       /* rollbacks waiting for a reconnect,
                                    newest first */
     size_t deferred_count;
+    struct list batch;          /* batchable requests of this loop
+                                   iteration, not sent yet, oldest first */
+    size_t batch_count;
+    uint64_t batch_keys[4];     /* their keys' hashes, a bit each of 256:
+                                   a command to a key not there may pass
+                                   the batch */
+    struct conn *batch_conn;    /* the connection they were accepted on;
+                                   NULL once it went down */
+    ev_prepare batch_watcher;   /* end of the iteration: send them */
     ev_timer request_timer;     /* fires at the oldest deadline */
     ev_timer backoff_timer;     /* reconnect */
     struct conn_backoff backoff; /* reconnect delays */
@@ -107,6 +121,10 @@ void request_opened(struct node *n);
 /* After a handshake: send what waited for the node. */
 void request_flush_deferred(struct node *n);
 void request_free_deferred(struct node *n);
+/* The batch watcher (n->batch_watcher, data n) runs: send the batch. */
+void request_on_prepare(struct ev_loop *loop, ev_prepare *w, int revents);
+/* node_free: the batch leaves now (or fails). */
+void request_end_batch(struct node *n);
 /* The request timer (n->request_timer, data n) fired. */
 void request_on_timer(struct ev_loop *loop, ev_timer *w, int revents);
 

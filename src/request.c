@@ -20,6 +20,8 @@ static struct request *send_wire(struct node *n, struct request *r,
 static bool defer(struct node *n, struct request *r);
 static void set_deadline(const struct node *n, struct request *r,
                          const struct request *ahead, rl_mono_us now);
+static void batch_reply(struct node *n, struct request *b,
+                        const redisReply *reply);
 
 /* ---- Request records ---------------------------------------------------- */
 
@@ -140,8 +142,14 @@ void request_on_timer(struct ev_loop *loop, ev_timer *w, int revents)
      * for the handshake and a node's checks before it is ready. */
     waited_ms = (r->deadline_us - r->sent_us) / 1000u;
     for (; r != NULL; r = request_of(r->link.next)) {
-        if (r->fn != NULL)
-            n->stats.timeouts++;
+        struct request *it = r->role == REQ_BATCH
+                                 ? request_of(r->items.first)
+                                 : r;
+
+        for (; it != NULL; it = it == r ? NULL : request_of(it->link.next)) {
+            if (it->fn != NULL)
+                n->stats.timeouts++;
+        }
     }
     connection_fail(n, "%s: no reply within %llu ms", n->addr->display,
                     (unsigned long long)waited_ms);
@@ -164,20 +172,36 @@ static void deliver(struct request *r, const redisReply *reply)
 
 
 /* NOSCRIPT: the server lost its script cache (SCRIPT FLUSH, restart).
- * Send the same call again as EVAL with the same record, so the owner's
- * request handle stays valid. Returns false if r must be freed. */
-static bool resend_as_eval(struct node *n, struct request *r)
+ * Send r's command again as w (its EVAL form, a new reference, NULL on
+ * OOM) with the same record, so the owner's request handle stays valid.
+ * Returns false if r must be freed. */
+static bool resend(struct node *n, struct request *r, struct wire *w)
 {
-    struct wire *eval = wire_eval_form(r->wire);
-
     wire_unref(r->wire);
     r->wire = NULL;
-    if (eval != NULL && send_wire(n, r, eval, mono_now_us()) != NULL) {
-        wire_unref(eval); /* r holds its own reference */
+    if (w != NULL && send_wire(n, r, w, mono_now_us()) != NULL) {
+        wire_unref(w); /* r holds its own reference */
         return true;
     }
-    wire_unref(eval);
+    wire_unref(w);
     report_failure(r, REPLY_DOWN, "connection lost resending EVAL");
+    return false;
+}
+
+/* r's connection went away unanswered: a rollback waits for the next
+ * handshake, anything else is reported down. Returns false if r must be
+ * freed. */
+static bool lost(struct node *n, struct request *r)
+{
+    if (r->persist && defer(n, r))
+        return true;
+    /* The connection is going away: connect failure, EOF, a stuck
+     * request, or our free. */
+    if (r->fn != NULL) {
+        n->stats.down++;
+        report_failure(r, REPLY_DOWN,
+                       n->last_error[0] ? n->last_error : "connection closed");
+    }
     return false;
 }
 
@@ -203,22 +227,16 @@ static void on_reply(struct conn *c, const redisReply *reply,
     if (reply == NULL)
         connection_lost(n, c, down);
     list_remove(&n->pending, &r->link);
-    if (reply == NULL && r->persist && defer(n, r))
-        return; /* unanswered rollback: again after the reconnect */
-    if (reply == NULL) {
-        /* The connection is going away: connect failure, EOF, a stuck
-         * request, or our free. */
-        if (r->fn != NULL) {
-            n->stats.down++;
-            report_failure(r, REPLY_DOWN,
-                           n->last_error[0] ? n->last_error
-                                            : "connection closed");
-        }
+    if (r->role == REQ_BATCH) {
+        batch_reply(n, r, reply);
+    } else if (reply == NULL) {
+        if (lost(n, r))
+            return; /* unanswered rollback: again after the reconnect */
     } else if (r->role != REQ_USER) {
         node_own_reply(n, r, reply);
     } else if (wire_resend_as_eval(r->wire, reply,
                                    r->fn != NULL || r->forget)) {
-        if (resend_as_eval(n, r))
+        if (resend(n, r, wire_eval_form(r->wire)))
             return;
     } else {
         latency_record(n->stats.latency, &n->stats.latency_max_us,
@@ -316,14 +334,36 @@ static bool node_accepts(struct node *n, const char **why)
     return false;
 }
 
+/* Send r's command w at now: after a clock sample when w is on the lock
+ * path and the guard wants one. False when it could not be sent. */
+static bool send_user(struct node *n, struct request *r, struct wire *w,
+                      rl_mono_us now)
+{
+    struct wire *eval;
+    bool sent;
+
+    if (wire_wants_sample(w) && n->cfg->clock_guard &&
+        clockguard_due(&n->vote.clock, now))
+        request_send_time(n, now);
+    /* Behind a handshake whose SCRIPT EXISTS is unanswered, the server
+     * may lack the script until the loads that answer queues: send the
+     * source (EVAL) rather than pay NOSCRIPT's round trip, which a
+     * caller's loop might not run in time (a renewal). */
+    eval = !n->scripts_known && wire_is_script(w) ? wire_eval_form(w) : NULL;
+    sent = send_wire(n, r, eval != NULL ? eval : w, now) != NULL;
+    wire_unref(eval); /* r holds its own reference */
+    return sent;
+}
+
+static void batch_add(struct node *n, struct request *r, struct wire *w);
+static bool batch_passes(const struct node *n, const struct wire *w);
+static bool batch_send(struct node *n);
+
 struct request *node_send_wire(struct node *n, struct wire *w,
                                node_reply_fn *fn, void *owner, size_t slot,
                                const char **why)
 {
     struct request *r;
-    struct wire *eval;
-    rl_mono_us now;
-    bool sent;
 
     if (!node_accepts(n, why))
         return NULL;
@@ -338,18 +378,16 @@ struct request *node_send_wire(struct node *n, struct wire *w,
     r->slot = slot;
     r->role = REQ_USER;
     r->forget = fn == NULL;
-    now = mono_now_us();
-    if (wire_wants_sample(w) && n->cfg->clock_guard &&
-        clockguard_due(&n->vote.clock, now))
-        request_send_time(n, now);
-    /* Behind a handshake whose SCRIPT EXISTS is unanswered, the server
-     * may lack the script until the loads that answer queues: send the
-     * source (EVAL) rather than pay NOSCRIPT's round trip, which a
-     * caller's loop might not run in time (a renewal). */
-    eval = !n->scripts_known && wire_is_script(w) ? wire_eval_form(w) : NULL;
-    sent = send_wire(n, r, eval != NULL ? eval : w, now) != NULL;
-    wire_unref(eval); /* r holds its own reference */
-    if (!sent) {
+    if (wire_batchable(w)) {
+        batch_add(n, r, w);
+        return r;
+    }
+    /* The batch leaves first, unless w touches one key and none of the
+     * batch's: the node runs our commands on each key in the order they
+     * were made. */
+    if (!batch_passes(n, w))
+        batch_send(n);
+    if (!send_user(n, r, w, mono_now_us())) {
         free(r);
         if (why != NULL)
             *why = "connection is closing";
@@ -476,4 +514,222 @@ void request_opened(struct node *n)
         set_deadline(n, r, ahead, now);
     }
     arm_request_timer(n);
+}
+
+/* ---- Batches ------------------------------------------------------------ */
+
+/* Batches. The release of a plain single-key lock (wire_batchable) is
+ * not written at once: it waits on n->batch for the end of the loop
+ * iteration (n->batch_watcher, an ev_prepare that runs before the
+ * connections' own, which write), then leaves with the others as one
+ * release-batch call -- or as itself when it is alone, so a lone lock's
+ * release and its latency are what they were without batching. Nothing
+ * waits for a batch to fill. A command that touches one key none of the
+ * batch's (a plain acquire's SET NX PX, the other common command) passes
+ * it; any other command sends the batch first: the node runs our
+ * commands on each key in the order they were made. Each request keeps
+ * its record (its owner's handle, its own command for a resend); the
+ * batch's record (REQ_BATCH) carries them and its reply answers each as
+ * its own call would have been answered: a character per key, or the
+ * whole call's error, timeout or lost connection for each (a rollback
+ * among them waits for the reconnect). A NOSCRIPT ran nothing: each
+ * goes again alone, as EVAL. (A batch of SET NX PX would cost a node
+ * more than the SETs: a call from Lua costs what a command does.) */
+
+#define BATCH_MAX 256 /* requests per release-batch call */
+
+/* The bit of key in n->batch_keys (FNV-1a, folded: keys that differ in
+ * their last byte differ in the low bits). */
+static unsigned key_bit(const char *key, size_t len)
+{
+    uint64_t h = 14695981039346656037u;
+    size_t i;
+
+    for (i = 0; i < len; i++)
+        h = (h ^ (unsigned char)key[i]) * 1099511628211u;
+    h ^= h >> 32;
+    h ^= h >> 16;
+    return (unsigned)((h ^ (h >> 8)) & 255u);
+}
+
+static bool batch_passes(const struct node *n, const struct wire *w)
+{
+    const char *key;
+    size_t len;
+    unsigned bit;
+
+    if (n->batch_count == 0)
+        return true;
+    if (!wire_key(w, &key, &len))
+        return false;
+    bit = key_bit(key, len);
+    return (n->batch_keys[bit / 64] & (UINT64_C(1) << (bit % 64))) == 0;
+}
+
+static void batch_add(struct node *n, struct request *r, struct wire *w)
+{
+    const char *key;
+    size_t len;
+    unsigned bit;
+
+    /* A key the batch may hold already: that batch leaves first, so a
+     * release-batch never names a key twice (its contract). */
+    if (!batch_passes(n, w))
+        batch_send(n);
+    if (n->batch_count == 0) {
+        n->batch_conn = n->conn;
+        ev_prepare_start(n->loop, &n->batch_watcher);
+    }
+    r->node = n;
+    r->wire = wire_ref(w);
+    list_push_back(&n->batch, &r->link);
+    wire_key(w, &key, &len); /* a batchable command has one */
+    bit = key_bit(key, len);
+    n->batch_keys[bit / 64] |= UINT64_C(1) << (bit % 64);
+    if (++n->batch_count == BATCH_MAX)
+        batch_send(n);
+}
+
+static void batch_done(struct node *n)
+{
+    n->batch_count = 0;
+    n->batch_conn = NULL;
+    memset(n->batch_keys, 0, sizeof(n->batch_keys));
+    ev_prepare_stop(n->loop, &n->batch_watcher);
+}
+
+/* One release-batch call over the requests of items, NULL on OOM. */
+static struct wire *batch_wire(const struct list *items, size_t count)
+{
+    struct wire *wires[BATCH_MAX];
+    struct request *r = request_of(items->first);
+    size_t i;
+
+    for (i = 0; i < count; i++, r = request_of(r->link.next))
+        wires[i] = r->wire;
+    return wire_batch_new(wires, count);
+}
+
+/* Send the batch now. False when it cannot be (its connection went
+ * down, or out of memory): it stays for batch_fail. */
+static bool batch_send(struct node *n)
+{
+    size_t count = n->batch_count;
+    struct list items;
+    struct request *b, *r;
+    struct wire *w;
+
+    if (count == 0)
+        return true;
+    if (n->conn == NULL || n->batch_conn != n->conn)
+        return false;
+    items = list_take(&n->batch);
+    b = request_of(items.first);
+    if (count == 1) {
+        w = b->wire; /* alone: its own command */
+        b->wire = NULL;
+    } else {
+        w = batch_wire(&items, count);
+        b = w != NULL ? calloc(1, sizeof(*b)) : NULL;
+        if (b != NULL)
+            b->role = REQ_BATCH;
+    }
+    if (b == NULL || !send_user(n, b, w, mono_now_us())) {
+        n->batch = items;
+        if (count == 1) {
+            b->wire = w;
+        } else {
+            wire_unref(w);
+            free(b);
+        }
+        return false;
+    }
+    wire_unref(w); /* b holds its own reference */
+    if (count > 1) {
+        b->items = items;
+        b->nitems = count;
+        for (r = request_of(items.first); r != NULL;
+             r = request_of(r->link.next)) {
+            r->sent_us = b->sent_us;
+            r->deadline_us = b->deadline_us;
+        }
+        n->stats.requests += count - 1; /* send_wire counted one */
+    }
+    batch_done(n);
+    return true;
+}
+
+/* The batch cannot leave: each request is answered as one whose
+ * connection went away. */
+static void batch_fail(struct node *n)
+{
+    struct request *r = request_of(list_take(&n->batch).first);
+    struct request *next;
+
+    batch_done(n);
+    for (; r != NULL; r = next) {
+        next = request_of(r->link.next);
+        if (!lost(n, r))
+            request_free(r);
+    }
+}
+
+void request_on_prepare(struct ev_loop *loop, ev_prepare *w, int revents)
+{
+    struct node *n = w->data;
+
+    RL_UNUSED(loop);
+    RL_UNUSED(revents);
+    if (!batch_send(n))
+        batch_fail(n);
+    else if (n->conn != NULL)
+        conn_flush(n->conn); /* the connection's watcher may have run */
+}
+
+void request_end_batch(struct node *n)
+{
+    if (!batch_send(n))
+        batch_fail(n);
+}
+
+/* The reply to a release-batch call b, for each request it carries. */
+static void batch_reply(struct node *n, struct request *b,
+                        const redisReply *reply)
+{
+    struct request *r = request_of(list_take(&b->items).first);
+    bool noscript = reply != NULL && wire_resend_as_eval(b->wire, reply, true);
+    bool per_key = reply != NULL && reply->type == REDIS_REPLY_STRING &&
+                   (size_t)reply->len == b->nitems;
+    rl_mono_us now = mono_now_us();
+    struct node_reply answer;
+    struct request *next;
+    size_t i;
+
+    for (i = 0; r != NULL; i++, r = next) {
+        next = request_of(r->link.next);
+        if (reply == NULL) {
+            if (lost(n, r))
+                continue;
+        } else if (noscript) {
+            /* Not one ran: each again alone, as EVAL. */
+            if (wire_resend_as_eval(r->wire, reply,
+                                    r->fn != NULL || r->forget) &&
+                resend(n, r, wire_eval_form(r->wire)))
+                continue;
+        } else if (r->fn != NULL) {
+            latency_record(n->stats.latency, &n->stats.latency_max_us,
+                           now - r->sent_us);
+            if (per_key && wire_batch_answer(reply->str[i], &answer))
+                request_report(r, &answer);
+            else if (reply->type == REDIS_REPLY_ERROR)
+                deliver(r, reply);
+            else {
+                n->stats.errors++;
+                report_failure(r, REPLY_ERROR,
+                               per_key ? "ERR release-batch failed on this key"
+                                       : "ERR release-batch: unexpected reply");
+            }
+        }
+        request_free(r);
+    }
 }

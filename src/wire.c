@@ -8,6 +8,7 @@
  * EVALSHA; its EVAL form after a NOSCRIPT is spliced from those bytes
  * (wire_eval_form). */
 #include <hiredis/hiredis.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,8 @@ struct wire {
     const struct script *script; /* EVALSHA, or NULL */
     bool spliced;               /* cmd is ours (malloc), not hiredis's */
     bool sample;                /* lock path: a TIME may go first */
+    int key_arg;                /* wire_key's argument, or 0: none */
+    bool batchable;             /* a release of one key */
 };
 
 struct wire *wire_ref(struct wire *w)
@@ -69,6 +72,26 @@ static size_t after_crlf(const char *cmd, size_t len, int n)
     return len;
 }
 
+static bool arg_is(const char *arg, size_t len, const char *word)
+{
+    return len == strlen(word) && memcmp(arg, word, len) == 0;
+}
+
+/* Which argument of the whole command is its one key (wire_key), or 0. */
+static int key_arg(const struct script *s, int nkeys, int argc,
+                   const char **argv, const size_t *lens)
+{
+    if (s != NULL) /* EVALSHA sha 1 key token */
+        return s == script_get(SCRIPT_RELEASE) && nkeys == 1 && argc == 2
+                   ? 3
+                   : 0;
+    return argc == 6 && arg_is(argv[0], lens[0], "SET") &&
+                   arg_is(argv[3], lens[3], "NX") &&
+                   arg_is(argv[4], lens[4], "PX")
+               ? 1
+               : 0;
+}
+
 struct wire *wire_new(const struct script *s, int nkeys, int argc,
                       const char **argv, const size_t *lens)
 {
@@ -83,6 +106,8 @@ struct wire *wire_new(const struct script *s, int nkeys, int argc,
     if (w == NULL)
         return NULL;
     w->refs = 1;
+    w->key_arg = key_arg(s, nkeys, argc, argv, lens);
+    w->batchable = s != NULL && w->key_arg != 0;
     if (s != NULL) {
         /* EVALSHA digest nkeys args...; a batch of renewals needs more
          * room than the stack arrays have. */
@@ -117,6 +142,73 @@ struct wire *wire_new(const struct script *s, int nkeys, int argc,
     w->len = (size_t)len;
     w->script = s;
     return w;
+}
+
+bool wire_batchable(const struct wire *w)
+{
+    return w->batchable;
+}
+
+/* The i-th bulk string of w's command (0: the command's name): RESP
+ * states each one's length, so keys and tokens may hold any byte. */
+static const char *wire_arg(const struct wire *w, int i, size_t *len)
+{
+    const char *p = w->cmd + after_crlf(w->cmd, w->len, 1);
+    size_t n;
+
+    for (;;) {
+        n = 0;
+        for (p++; *p != '\r'; p++) /* after '$': the length's digits */
+            n = n * 10 + (size_t)(*p - '0');
+        p += 2;
+        if (i-- == 0)
+            break;
+        p += n + 2;
+    }
+    *len = n;
+    return p;
+}
+
+bool wire_key(const struct wire *w, const char **key, size_t *len)
+{
+    if (w->key_arg == 0)
+        return false;
+    *key = wire_arg(w, w->key_arg, len);
+    return true;
+}
+
+struct wire *wire_batch_new(struct wire *const *items, size_t n)
+{
+    /* The keys, then their tokens: EVALSHA sha 1 key token. */
+    const char **argv = malloc(2 * n * (sizeof(char *) + sizeof(size_t)));
+    size_t *lens = (size_t *)(argv + 2 * n);
+    bool sample = false;
+    struct wire *w = NULL;
+    size_t i;
+
+    if (argv == NULL || n > INT_MAX / 2) {
+        free(argv);
+        return NULL;
+    }
+    for (i = 0; i < n; i++) {
+        argv[i] = wire_arg(items[i], 3, &lens[i]);
+        argv[n + i] = wire_arg(items[i], 4, &lens[n + i]);
+        sample = sample || items[i]->sample;
+    }
+    w = wire_new(script_get(SCRIPT_RELEASE_BATCH), (int)n, (int)(2 * n),
+                 argv, lens);
+    if (w != NULL)
+        w->sample = sample;
+    free(argv);
+    return w;
+}
+
+bool wire_batch_answer(char c, struct node_reply *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->kind = REPLY_INTEGER;
+    out->integer = c == '2' ? -1 : c - '0';
+    return c == '1' || c == '0' || c == '2';
 }
 
 /* The same "*N" count, "EVAL" and the source instead of "EVALSHA" and

@@ -56,6 +56,23 @@ const char *wire_bytes(const struct wire *w, size_t *len);
 void wire_sample_time(struct wire *w);
 bool wire_wants_sample(const struct wire *w);
 
+/* Batching (request.c): the release of a plain single-key lock (the
+ * release script over one key) may leave with others to the same node
+ * as one release-batch call. */
+bool wire_batchable(const struct wire *w);
+/* The one key that w's command touches, for a release of one key and a
+ * single-key acquire (SET key token NX PX px); false for any other
+ * command, which may touch any key. */
+bool wire_key(const struct wire *w, const char **key, size_t *len);
+/* One release-batch call over items[0..n-1] (n >= 2, each batchable), in
+ * that order; marked for a clock sample when one of them is. NULL on
+ * OOM. */
+struct wire *wire_batch_new(struct wire *const *items, size_t n);
+/* The answer to a batched release that a release-batch reply gives as
+ * character c: the reply its own call would have had (release's
+ * integer); false when c is none of them. */
+bool wire_batch_answer(char c, struct node_reply *out);
+
 /* The NOSCRIPT resend rule: reply to w says the server lost its script
  * cache (SCRIPT FLUSH, restart), and the call is sent again as EVAL --
  * unless it would create keys nobody waits for (awaited false: an owner

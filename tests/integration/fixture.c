@@ -306,6 +306,24 @@ rl_lock *fixture_acquire(rl_client *c, const char *resource, uint32_t ttl_ms)
     return l;
 }
 
+long long fixture_command_stat(const struct rl_redis *r, const char *cmd,
+                               const char *field)
+{
+    char name[64], buf[512];
+    size_t len = strlen(field);
+    const char *p;
+
+    snprintf(name, sizeof(name), "cmdstat_%s", cmd);
+    if (harness_info_field(r, "commandstats", name, buf, sizeof(buf)) != 0)
+        return 0;
+    for (p = buf; p != NULL; p = strchr(p, ',')) {
+        p += *p == ',';
+        if (strncmp(p, field, len) == 0 && p[len] == '=')
+            return atoll(p + len + 1);
+    }
+    return 0;
+}
+
 bool fixture_all_hold(const struct fixture *f, const char *key,
                       const char *value, int64_t since_ms, long long ttl_ms)
 {

@@ -162,6 +162,12 @@ rl_lock *fixture_acquire(rl_client *c, const char *resource, uint32_t ttl_ms);
  * the key is gone, or its votes no longer count) is not load. */
 bool fixture_lost_for_being_slow(void);
 
+/* The counter field ("calls", "rejected_calls", ...) of command cmd
+ * ("evalsha") in r's INFO commandstats: 0 before the first call, or
+ * when INFO fails. */
+long long fixture_command_stat(const struct rl_redis *r, const char *cmd,
+                               const char *field);
+
 /* harness_all_hold_ttl on f's nodes: every one holds key = value (one
  * shared deadline), and with ttl_ms > 0 its expiry is that of a write of
  * ttl_ms made at since_ms (harness_now_ms() before the call) or later.

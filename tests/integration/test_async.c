@@ -414,6 +414,115 @@ static void test_external_loop_client_free_cancels_pending_ops(void **state)
     assert_int_equal(atomic_load(&done), 10);
 }
 
+/* Script calls (EVALSHA and EVAL) node k has run. */
+static long long script_calls(const struct fixture *f, int k,
+                              const char *field)
+{
+    return fixture_command_stat(&f->r[k], "evalsha", field) +
+           fixture_command_stat(&f->r[k], "eval", field);
+}
+
+/* Release recs[0..n) in one loop iteration (the loop is ours: none
+ * leaves before it runs) and wait for each answer. */
+static void release_in_one_iteration(struct fixture *f, int n)
+{
+    for (int i = 0; i < n; i++) {
+        rl_lock *l = recs[i].lock;
+
+        recs[i].lock = NULL;
+        assert_int_equal(rl_release_async(l, rel_cb, &rel_recs[i]), RL_OK);
+    }
+    assert_true(wait_for(f, &rel_done, n, 10000));
+    for (int i = 0; i < n; i++)
+        assert_int_equal(atomic_load(&rel_recs[i].calls), 1);
+}
+
+/* Releases made in one loop iteration leave as one script call per node
+ * (release-batch), each compared with its own token and answered on its
+ * own: the lock whose key holds another token everywhere is refused and
+ * its key left there; the others' keys are deleted. */
+static void test_one_iterations_releases_are_one_call_per_node(void **state)
+{
+    static const char other[] = "fedcba9876543210fedcba9876543210000000a1";
+    struct fixture *f = *state;
+    long long before[NODES];
+
+    acquire_many(f, 4, 10000);
+    for (int k = 0; k < NODES; k++) {
+        assert_int_equal(
+            harness_ok(harness_cmd(&f->r[k], "SET async:2 %s PX 60000", other)), 1);
+        before[k] = script_calls(f, k, "calls");
+    }
+    release_in_one_iteration(f, 4);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(rel_recs[i].st, i == 2 ? RL_ENOTACQUIRED : RL_OK);
+    for (int k = 0; k < NODES; k++) {
+        assert_int_equal(script_calls(f, k, "calls") - before[k], 1);
+        assert_true(harness_key_holds(&f->r[k], "async:2", other));
+        assert_int_equal(harness_dbsize(&f->r[k]), 1);
+    }
+}
+
+/* A release-batch call that every node refuses fails each release it
+ * carries, as a refused release does: nobody can tell (RL_ENOQUORUM)
+ * and every key stays. */
+static void test_a_refused_batch_call_fails_each_release(void **state)
+{
+    struct fixture *f = *state;
+    long long before[NODES];
+    char name[32], tokens[3][128];
+
+    acquire_many(f, 3, 10000);
+    for (int i = 0; i < 3; i++)
+        snprintf(tokens[i], sizeof(tokens[i]), "%s",
+                 rl_lock_token(recs[i].lock));
+    for (int k = 0; k < NODES; k++) {
+        assert_int_equal(harness_ok(harness_cmd(
+                             &f->r[k], "ACL SETUSER default -evalsha -eval")),
+                         1);
+        before[k] = script_calls(f, k, "rejected_calls");
+    }
+    release_in_one_iteration(f, 3);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(rel_recs[i].st, RL_ENOQUORUM);
+    for (int k = 0; k < NODES; k++) {
+        assert_int_equal(script_calls(f, k, "rejected_calls") - before[k], 1);
+        assert_int_equal(harness_dbsize(&f->r[k]), 3);
+    }
+    for (int i = 0; i < 3; i++) {
+        snprintf(name, sizeof(name), "async:%d", i);
+        assert_true(fixture_all_hold(f, name, tokens[i], 0, 0));
+    }
+}
+
+/* After SCRIPT FLUSH a release-batch call meets NOSCRIPT: nothing ran,
+ * and each release goes again alone (as EVAL) and is answered on its
+ * own. */
+static void test_a_batch_after_script_flush_releases_each_lock(void **state)
+{
+    struct fixture *f = *state;
+    long long before[NODES];
+
+    /* A first round of releases: the handshake's script loads have
+     * landed (they may follow the first acquires' replies). */
+    acquire_many(f, 3, 10000);
+    release_in_one_iteration(f, 3);
+    reset_recs();
+    acquire_many(f, 3, 10000);
+    for (int k = 0; k < NODES; k++) {
+        assert_int_equal(harness_ok(harness_cmd(&f->r[k], "SCRIPT FLUSH")),
+                         1);
+        before[k] = fixture_command_stat(&f->r[k], "eval", "calls");
+    }
+    release_in_one_iteration(f, 3);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(rel_recs[i].st, RL_OK);
+    for (int k = 0; k < NODES; k++)
+        assert_int_equal(
+            fixture_command_stat(&f->r[k], "eval", "calls") - before[k], 3);
+    assert_true(harness_all_empty(f->r, NODES));
+}
+
 /* Every node holds key with token and a PTTL above min_pttl (a renewal
  * landed), looked at until a scaled ms have passed. */
 static bool all_renewed_within(const struct fixture *f, const char *key,
@@ -572,6 +681,12 @@ int main(void)
             test_external_loop_runs_callbacks_on_the_callers_thread, &external),
         FIXTURE_TEST(
             test_external_loop_client_free_cancels_pending_ops, &external),
+        FIXTURE_TEST(test_one_iterations_releases_are_one_call_per_node,
+                     &external),
+        FIXTURE_TEST(test_a_refused_batch_call_fails_each_release,
+                     &external),
+        FIXTURE_TEST(test_a_batch_after_script_flush_releases_each_lock,
+                     &external),
         FIXTURE_TEST(
             test_external_loop_stalled_past_op_timeout_reads_the_replies,
             &external),

@@ -319,18 +319,9 @@ static void test_rollback_after_script_flush_leaves_no_keys(void **state)
     assert_true(harness_empty(&f->r[2]));
 }
 
-/* calls= of "cmdstat_<cmd>" in r's INFO commandstats (0 before the
- * first call, or when INFO fails). */
 static long long command_calls(const struct rl_redis *r, const char *cmd)
 {
-    char field[64], buf[256];
-    long long calls = 0;
-
-    snprintf(field, sizeof(field), "cmdstat_%s", cmd);
-    if (harness_info_field(r, "commandstats", field, buf, sizeof(buf)) == 0 &&
-        sscanf(buf, "calls=%lld", &calls) != 1)
-        calls = 0;
-    return calls;
+    return fixture_command_stat(r, cmd, "calls");
 }
 
 /* Poll command_calls(r, cmd) until it is above seen (up to 10 s scaled). */

@@ -263,6 +263,37 @@ class Scripts(unittest.TestCase):
         self.assertEqual(cmd("EXISTS", "redlock:fencefor:c"), 0)
         self.assertLessEqual(cmd("PTTL", "redlock:fencefor:d"), 1000)
 
+    def test_release_batch(self):
+        # Each key with its own token, answered on its own as release
+        # of that key alone would be.
+        cmd("SET", "a", TOK)
+        cmd("SET", "b", OTHER, "PX", "60000")
+        cmd("SET", "r", RESERVED)
+        cmd("HSET", "h", OTHER, "1")
+        cmd("SET", "d", TOK + ".leader-2")
+        cmd("SET", "e", TOK2)
+        reply, msgs = self.published("redlock:release:a", lambda: ev(
+            "release-batch", ["a", "b", "c", "r", "h", "d", "e"],
+            [TOK, TOK, TOK, TOK, TOK, TOK + ".leader-1", TOK2]))
+        self.assertEqual((reply, msgs), ("1200211", [TOK]))
+        self.assertEqual(cmd("EXISTS", "a"), 0)
+        self.assertEqual(cmd("GET", "b"), OTHER)  # not ours: left alone
+        self.assertEqual(cmd("GET", "r"), RESERVED)
+        self.assertEqual(cmd("HGET", "h", OTHER), "1")
+        self.assertEqual(cmd("EXISTS", "d"), 0)
+        self.assertEqual(cmd("EXISTS", "e"), 0)
+        # Every deleted key's token is published on its own channel.
+        cmd("SET", "e", TOK2)
+        reply, msgs = self.published("redlock:release:e", lambda: ev(
+            "release-batch", ["b", "e"], [TOK, TOK2]))
+        self.assertEqual((reply, msgs), ("21", [TOK2]))
+        # A key of another type is that release's own error.
+        cmd("RPUSH", "l", "x")
+        cmd("SET", "a", TOK)
+        self.assertEqual(ev("release-batch", ["l", "a"], [TOK, TOK]), "e1")
+        self.assertEqual(cmd("LLEN", "l"), 1)
+        self.assertEqual(cmd("EXISTS", "a"), 0)
+
     def test_proclaim(self):
         new = TOK + ".leader-2"
         self.assertEqual(ev("proclaim", ["a"], [TOK, new]), 0)
