@@ -31,9 +31,24 @@ for i = 1, #KEYS do
 end
 if #del > 0 then
   redis.call('del', unpack(del))
+  -- A PUBLISH from Lua costs about what the rest of a key's release
+  -- does, and a channel nobody listens on delivers nothing: ask once
+  -- which channels have a listener (pattern listeners: any at all means
+  -- every channel has one), publish on those. Same delivery as
+  -- publishing on each: the answer and the publishes are one atomic step.
+  local chans = {}
+  for i = 1, #KEYS do
+    if out[i] == '1' then chans[#chans + 1] = 'redlock:release:' .. KEYS[i] end
+  end
+  local subs = redis.call('pubsub', 'numpat') > 0 and {}
+               or redis.call('pubsub', 'numsub', unpack(chans))
+  local c = 0
   for i = 1, #KEYS do
     if out[i] == '1' then
-      redis.call('publish', 'redlock:release:' .. KEYS[i], ARGV[i])
+      c = c + 1
+      if subs[2 * c] ~= 0 then
+        redis.call('publish', chans[c], ARGV[i])
+      end
     end
   end
 end

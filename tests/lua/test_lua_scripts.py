@@ -62,6 +62,14 @@ def run_id():
 FENCE_KEYS = ["redlock:fence", "redlock:fencerun", "redlock:fencefor:k"]
 
 
+def publish_calls():
+    """PUBLISH calls since the last CONFIG RESETSTAT (scripts' included)."""
+    for line in cmd("INFO", "commandstats").splitlines():
+        if line.startswith("cmdstat_publish:"):
+            return int(line.split("calls=")[1].split(",")[0])
+    return 0
+
+
 class Subscriber:
     """A connection subscribed to one channel: messages() reads what was
     published since (a PING marks the end, so nothing is waited for)."""
@@ -287,6 +295,28 @@ class Scripts(unittest.TestCase):
         reply, msgs = self.published("redlock:release:e", lambda: ev(
             "release-batch", ["b", "e"], [TOK, TOK2]))
         self.assertEqual((reply, msgs), ("21", [TOK2]))
+        # Only channels someone listens on are published on (the same
+        # delivery), unless a pattern listener exists: then every one.
+        cmd("SET", "a", TOK)
+        cmd("SET", "e", TOK2)
+        cmd("CONFIG", "RESETSTAT")
+        reply, msgs = self.published("redlock:release:e", lambda: ev(
+            "release-batch", ["a", "e"], [TOK, TOK2]))
+        self.assertEqual((reply, msgs), ("11", [TOK2]))
+        self.assertEqual(publish_calls(), 1)
+        cmd("SET", "a", TOK)
+        cmd("SET", "e", TOK2)
+        cmd("CONFIG", "RESETSTAT")
+        pat = NODE.client()
+        try:
+            pat.call("PSUBSCRIBE", "redlock:release:*")
+            self.assertEqual(ev("release-batch", ["a", "e"], [TOK, TOK2]),
+                             "11")
+            got = [rlnodes.resp_read(pat.f)[3] for _ in range(2)]
+        finally:
+            pat.close()
+        self.assertEqual(sorted(got), sorted([TOK, TOK2]))
+        self.assertEqual(publish_calls(), 2)
         # A key of another type is that release's own error.
         cmd("RPUSH", "l", "x")
         cmd("SET", "a", TOK)
