@@ -181,8 +181,10 @@ static void acquire_many(struct fixture *f, int n, uint32_t ttl_ms)
     }
 }
 
-/* Release recs[0..n) async, wait, check each call and Redis. */
-static void release_many(struct fixture *f, int n)
+/* Release recs[0..n) async and wait until each was answered once. With
+ * the fixture's own loop, they are all made in one loop iteration (none
+ * leaves before the loop runs). */
+static void release_async_all(struct fixture *f, int n)
 {
     for (int i = 0; i < n; i++) {
         rl_lock *l = recs[i].lock;
@@ -191,8 +193,15 @@ static void release_many(struct fixture *f, int n)
         assert_int_equal(rl_release_async(l, rel_cb, &rel_recs[i]), RL_OK);
     }
     assert_true(wait_for(f, &rel_done, n, 10000));
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n; i++)
         assert_int_equal(atomic_load(&rel_recs[i].calls), 1);
+}
+
+/* Release recs[0..n) async, wait, check each call and Redis. */
+static void release_many(struct fixture *f, int n)
+{
+    release_async_all(f, n);
+    for (int i = 0; i < n; i++) {
         assert_int_equal(rel_recs[i].st, RL_OK);
         assert_int_equal(rel_recs[i].on_main_thread, f->loop != NULL);
     }
@@ -422,21 +431,6 @@ static long long script_calls(const struct fixture *f, int k,
            fixture_command_stat(&f->r[k], "eval", field);
 }
 
-/* Release recs[0..n) in one loop iteration (the loop is ours: none
- * leaves before it runs) and wait for each answer. */
-static void release_in_one_iteration(struct fixture *f, int n)
-{
-    for (int i = 0; i < n; i++) {
-        rl_lock *l = recs[i].lock;
-
-        recs[i].lock = NULL;
-        assert_int_equal(rl_release_async(l, rel_cb, &rel_recs[i]), RL_OK);
-    }
-    assert_true(wait_for(f, &rel_done, n, 10000));
-    for (int i = 0; i < n; i++)
-        assert_int_equal(atomic_load(&rel_recs[i].calls), 1);
-}
-
 /* Releases made in one loop iteration leave as one script call per node
  * (release-batch), each compared with its own token and answered on its
  * own: the lock whose key holds another token everywhere is refused and
@@ -453,7 +447,7 @@ static void test_one_iterations_releases_are_one_call_per_node(void **state)
             harness_ok(harness_cmd(&f->r[k], "SET async:2 %s PX 60000", other)), 1);
         before[k] = script_calls(f, k, "calls");
     }
-    release_in_one_iteration(f, 4);
+    release_async_all(f, 4);
     for (int i = 0; i < 4; i++)
         assert_int_equal(rel_recs[i].st, i == 2 ? RL_ENOTACQUIRED : RL_OK);
     for (int k = 0; k < NODES; k++) {
@@ -482,7 +476,7 @@ static void test_a_refused_batch_call_fails_each_release(void **state)
                          1);
         before[k] = script_calls(f, k, "rejected_calls");
     }
-    release_in_one_iteration(f, 3);
+    release_async_all(f, 3);
     for (int i = 0; i < 3; i++)
         assert_int_equal(rel_recs[i].st, RL_ENOQUORUM);
     for (int k = 0; k < NODES; k++) {
@@ -506,7 +500,7 @@ static void test_a_batch_after_script_flush_releases_each_lock(void **state)
     /* A first round of releases: the handshake's script loads have
      * landed (they may follow the first acquires' replies). */
     acquire_many(f, 3, 10000);
-    release_in_one_iteration(f, 3);
+    release_async_all(f, 3);
     reset_recs();
     acquire_many(f, 3, 10000);
     for (int k = 0; k < NODES; k++) {
@@ -514,7 +508,7 @@ static void test_a_batch_after_script_flush_releases_each_lock(void **state)
                          1);
         before[k] = fixture_command_stat(&f->r[k], "eval", "calls");
     }
-    release_in_one_iteration(f, 3);
+    release_async_all(f, 3);
     for (int i = 0; i < 3; i++)
         assert_int_equal(rel_recs[i].st, RL_OK);
     for (int k = 0; k < NODES; k++)
