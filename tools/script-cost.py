@@ -15,7 +15,8 @@ commandstats (after CONFIG RESETSTAT):
 Rows marked "lean" are written here, not in src/lua: the plain-token
 common path only (GET/MGET, compare, DEL, PUBLISH), without value(),
 ours(), the reservation and the readers' hash checks, so the table shows
-what those helpers cost on the common path. The state is reset before
+what those helpers cost on the common path; "bare" batch rows publish
+nothing (MGET, compare, DEL), to show what the publish step costs. The state is reset before
 each call with MSET and UNLINK, which no script calls, so their rows are
 left out of "called". Each figure is the median of --reps runs.
 
@@ -74,6 +75,16 @@ if #del > 0 then
 end
 return table.concat(out)
 """
+# The batch's compare-and-delete alone (MGET, compare, DEL), publishing
+# nothing: what the publish step (channel names, PUBSUB) adds.
+BARE_RELEASE_BATCH = """
+local vals, del = redis.call('mget', unpack(KEYS)), {}
+for i = 1, #KEYS do
+  if vals[i] == ARGV[i] then del[#del + 1] = KEYS[i] end
+end
+if #del > 0 then redis.call('del', unpack(del)) end
+return #del
+"""
 EMPTY = "return 1"
 
 # Reset before each call: commands no script calls, left out of "called".
@@ -108,6 +119,8 @@ def cases():
                         [TOK] * n, held(ks)))
         out.append(case("release-batch %d lean" % n, "release-batch", ks,
                         [TOK] * n, held(ks), source=LEAN_RELEASE_BATCH))
+        out.append(case("release-batch %d bare" % n, "release-batch", ks,
+                        [TOK] * n, held(ks), source=BARE_RELEASE_BATCH))
     ks = keys_n(16)
     out += [
         case("extend", "extend", k1, [TOK, PX], held(k1)),
