@@ -20,7 +20,7 @@ nothing (MGET, compare, DEL), to show what the publish step costs. The state is 
 each call with MSET and UNLINK, which no script calls, so their rows are
 left out of "called". Each figure is the median of --reps runs.
 
-Usage: script-cost.py [--sent-dir DIR] [--port P] [-R N] [--reps N]
+Usage: script-cost.py [--sent-dir DIR] [--port P] [-R N] [--reps N] [--detail]
 Python 3 stdlib; starts its own redis-server unless --port is given
 (the node is FLUSHALLed: use a scratch one).
 """
@@ -161,7 +161,8 @@ def commandstats(c):
 
 def run(c, sha, cs, reps_r, batch=200):
     """Runs the script R times (pipelined, `batch` calls per write) after
-    a reset each; (evalsha µs/call, called µs/call)."""
+    a reset each; (evalsha µs/call, called µs/call, {command: µs/call}
+    of the commands called)."""
     pre = b""
     if cs["clear"]:
         pre += rlnodes.resp_encode("UNLINK", *cs["clear"])
@@ -182,9 +183,9 @@ def run(c, sha, cs, reps_r, batch=200):
     rows = commandstats(c)
     calls, usec = rows.pop("evalsha")
     assert calls == reps_r, (cs["label"], calls)
-    called = sum(u for name, (_, u) in rows.items()
-                 if name not in RESET_CMDS and not name.startswith("config"))
-    return usec / calls, called / calls
+    called = {name: u / calls for name, (_, u) in rows.items()
+              if name not in RESET_CMDS and not name.startswith("config")}
+    return usec / calls, sum(called.values()), called
 
 
 def table(results):
@@ -213,6 +214,9 @@ def main():
                     help="calls per measurement (default 2000)")
     ap.add_argument("--reps", type=int, default=3,
                     help="repetitions; the median is shown (default 3)")
+    ap.add_argument("--detail", action="store_true",
+                    help="also list each script's commands called, µs "
+                         "per script call (median)")
     a = ap.parse_args()
 
     if a.port:
@@ -234,11 +238,14 @@ def main():
         src = cs["source"] or sent(cs["script"])
         shas[cs["label"]] = c.call("SCRIPT", "LOAD", src)
     samples = {cs["label"]: ([], [], []) for cs in cs_all}
+    detail = {cs["label"]: {} for cs in cs_all}
     t0 = time.time()
     for _ in range(a.reps):
         for cs in cs_all:
-            ev, called = run(c, shas[cs["label"]], cs, a.calls)
-            floor, _ = run(c, empty, dict(cs, state=[], clear=[]), a.calls)
+            ev, called, rows = run(c, shas[cs["label"]], cs, a.calls)
+            floor = run(c, empty, dict(cs, state=[], clear=[]), a.calls)[0]
+            for name, us in rows.items():
+                detail[cs["label"]].setdefault(name, []).append(us)
             s = samples[cs["label"]]
             s[0].append(ev)
             s[1].append(called)
@@ -247,6 +254,13 @@ def main():
     results = [(cs["label"], tuple(med(x) for x in samples[cs["label"]]))
                for cs in cs_all]
     print(table(results))
+    if a.detail:
+        print()
+        for label, rows in detail.items():
+            # a command called on some reps only counts 0 on the others
+            print("- %s: %s" % (label, ", ".join(
+                "%s %.2f" % (name, med(us + [0.0] * (a.reps - len(us))))
+                for name, us in sorted(rows.items(), key=lambda r: -sum(r[1])))))
     print("\n%d calls per figure, median of %d; load average %s; %.1f s"
           % (a.calls, a.reps, " ".join("%.2f" % x for x in os.getloadavg()),
              time.time() - t0))
