@@ -47,6 +47,8 @@ FO_BEGIN = "<!-- fair-order: begin (tools/fairness-probe.py) -->"
 FO_END = "<!-- fair-order: end -->"
 CC_BEGIN = "<!-- contention-cost: begin (tools/fairness-probe.py --cost) -->"
 CC_END = "<!-- contention-cost: end -->"
+SC_BEGIN = "<!-- script-cost: begin (tools/script-cost.py) -->"
+SC_END = "<!-- script-cost: end -->"
 B_BEGIN = "<!-- batch: begin (tools/bench-compare.sh --baseline-cli) -->"
 B_END = "<!-- batch: end -->"
 
@@ -983,6 +985,12 @@ def render(out, previous, T):
                         "%s.%s" % (key, p)))
             for p in ("p50", "p90", "p99", "max"))))
     w("")
+
+    # ---- what each script costs a node (tools/script-cost.py, pasted
+    # into the page by hand; kept as it is)
+    if SC_BEGIN in previous and SC_END in previous:
+        lines.extend([SC_BEGIN] + between(previous, SC_BEGIN, SC_END)[1:-1]
+                     + [SC_END, ""])
 
     # ---- w: watched locks
     wl = []
