@@ -50,6 +50,12 @@
  * the pause that its next attempt refreshes it after. */
 #define MAX_POLL_SHIFT 1
 
+/* A release wakes every waiter of the key at once: each waits a random
+ * time up to this (and up to its retry jitter) before its probe, so the
+ * first one's attempt has usually landed when the others look
+ * (probe_then_attempt). */
+#define WAKE_SPREAD_MS 16
+
 enum acquire_phase {
     PHASE_ACQUIRE, /* SET NX on every node */
     PHASE_FENCE,   /* fencing: write the token to a quorum (fence.c) */
@@ -93,6 +99,10 @@ struct acquire_op {
     bool sleeping;               /* between attempts */
     rl_mono_us wake_us;          /* when the sleep ends, boottime */
     struct request *pttl_req;    /* asking a refusing node for the TTL */
+    bool probe_first;            /* the next wake asks one node whether
+                                    the key is free before attempting */
+    struct request *probe_req;   /* that question, in flight */
+    bool woken_while_probing;    /* a release came during it */
     rl_status outcome;           /* a failure, reported once the intent's
                                     clear landed (finish) */
     char detail[RL_ERRLEN];
@@ -131,6 +141,7 @@ static void acquire_free(struct acquire_op *op)
     if (!op->fair_borrowed)
         fair_free(op->fair);
     request_detach(op->pttl_req);
+    request_detach(op->probe_req);
     round_clear(&op->round);
     loop_timer_free(op->retry_timer);
     free(op->intent_key);
@@ -322,18 +333,6 @@ static bool fair_begin(struct acquire_op *op)
     return true;
 }
 
-/* The holder released (or our subscription just became active): try
- * again now rather than at the end of the retry delay. */
-static void released_elsewhere(void *arg)
-{
-    struct acquire_op *op = arg;
-
-    if (!op->sleeping)
-        return; /* an attempt is in flight */
-    loop_timer_stop(op->retry_timer);
-    attempt(op);
-}
-
 /* The holder's key expires in r->integer ms: if that comes before the end
  * of our retry delay, wake up then instead (a crashed holder publishes no
  * release). */
@@ -349,7 +348,8 @@ static void holder_ttl(void *owner, size_t slot, const struct node_reply *r)
         return;
     if (r->integer == -2 && op->released_in_flight) {
         /* The node let go since it refused us: the release we heard of
-         * had not reached it yet. */
+         * had not reached it yet (what a probe would ask). */
+        op->probe_first = false;
         loop_timer_arm(op->retry_timer, 0);
         return;
     }
@@ -362,40 +362,167 @@ static void holder_ttl(void *owner, size_t slot, const struct node_reply *r)
     }
 }
 
-/* Ask one node that refused us how long the holder's key has left. */
-static void ask_holder_ttl(struct acquire_op *op)
+/* Ask node nd how long the holder's key has left. */
+static void ask_ttl_of(struct acquire_op *op, struct node *nd)
 {
     const char *argv[2] = {"PTTL", op->lock->keys[0]};
     size_t lens[2] = {4, op->lock->key_lens[0]};
+
+    if (op->pttl_req == NULL)
+        op->pttl_req = node_send(nd, 2, argv, lens, holder_ttl, op, 0, NULL);
+}
+
+/* Ask one node that refused us how long the holder's key has left. */
+static void ask_holder_ttl(struct acquire_op *op)
+{
     size_t i;
 
-    if (op->pttl_req != NULL)
-        return;
     for (i = 0; i < op->round.n; i++) {
         if (op->round.slots[i].vote == VOTE_NO) {
-            op->pttl_req = node_send(op->round.nodes[i], 2, argv, lens,
-                                     holder_ttl, op, 0, NULL);
+            ask_ttl_of(op, op->round.nodes[i]);
             return;
         }
     }
 }
 
+static void sleep_until(struct acquire_op *op, uint64_t delay_us,
+                        rl_mono_us now)
+{
+    op->sleeping = true;
+    op->wake_us = now + delay_us;
+    loop_timer_arm(op->retry_timer, delay_us);
+}
+
+/* Wake after a random part of WAKE_SPREAD_MS (no more than the retry
+ * jitter), then probe. */
+static void spread_wake(struct acquire_op *op)
+{
+    rl_client *c = op->client;
+    uint32_t spread_ms = c->cfg.retry_jitter_ms < WAKE_SPREAD_MS
+                             ? c->cfg.retry_jitter_ms
+                             : WAKE_SPREAD_MS;
+
+    loop_timer_stop(op->retry_timer);
+    sleep_until(op, client_random(c, spread_ms * 1000u + 1), mono_now_us());
+}
+
+/* The holder released (or our subscription just became active): try
+ * again now rather than at the end of the retry delay -- after a short
+ * random pause and a look at one node when the last attempt was refused
+ * (probe_then_attempt): the same message woke every waiter of the key. */
+static void released_elsewhere(void *arg)
+{
+    struct acquire_op *op = arg;
+
+    if (!op->sleeping)
+        return; /* an attempt is in flight */
+    if (op->probe_req != NULL) {
+        op->woken_while_probing = true; /* its answer may predate this */
+        return;
+    }
+    if (op->probe_first)
+        spread_wake(op);
+    else
+        attempt(op);
+}
+
+static uint64_t poll_pause_us(struct acquire_op *op, rl_status st, bool split,
+                              uint64_t delay_us, rl_mono_us now);
+
+/* The probe's answer: TYPE of the key on one node. Held there (a
+ * writer's string, or the queue's reservation): someone else won, and
+ * this wake counts as a refused attempt; back to sleep until the next
+ * release or poll. Free, readers (a writer's attempt marks its intent
+ * where they hold the key), or no answer: attempt now. It is a hint
+ * only: the attempt is the quorum's, with all its rules. */
+static void probed(void *owner, size_t slot, const struct node_reply *r)
+{
+    struct acquire_op *op = owner;
+    rl_client *c = op->client;
+    rl_mono_us now = mono_now_us();
+    bool woken = op->woken_while_probing;
+
+    op->probe_req = NULL;
+    op->woken_while_probing = false;
+    if (!op->sleeping)
+        return;
+    if (r->kind != REPLY_STATUS || r->len != 6 ||
+        memcmp(r->str, "string", 6) != 0) {
+        attempt(op);
+        return;
+    }
+    if (!retry_budget_take(&op->budget, now)) {
+        /* Awake: finish may start a round (the intent's clear) that no
+         * wake may overwrite. op->detail: the last refusal's. */
+        op->sleeping = false;
+        finish(op, RL_ENOTACQUIRED);
+        return;
+    }
+    if (woken) {
+        spread_wake(op);
+        return;
+    }
+    sleep_until(op,
+                poll_pause_us(op, RL_ENOTACQUIRED, false,
+                              retry_budget_pause_us(&op->budget, c, now), now),
+                now);
+    /* Wake at its key's expiry (a crashed holder publishes nothing), or
+     * at once if it let go since the TYPE. */
+    op->released_in_flight = true;
+    ask_ttl_of(op, op->round.nodes[slot]);
+}
+
+/* A waiter refused last time asks one node (the first that votes: the
+ * attempts' SETs go out in node order) whether the key is held before it
+ * sends an attempt to every node: dozens of waiters woken by one release
+ * cost the nodes one TYPE each, not one attempt each (issue 45). */
+static void probe_then_attempt(struct acquire_op *op)
+{
+    const char *argv[2] = {"TYPE", op->lock->keys[0]};
+    size_t lens[2] = {4, op->lock->key_lens[0]};
+    size_t i;
+
+    if (op->probe_req != NULL)
+        return; /* its answer decides */
+    for (i = 0; i < op->round.n; i++) {
+        if (!node_voting(op->round.nodes[i]))
+            continue;
+        op->probe_req = node_send(op->round.nodes[i], 2, argv, lens, probed,
+                                  op, i, NULL);
+        if (op->probe_req != NULL)
+            return;
+    }
+    attempt(op);
+}
+
+/* The retry timer: the poll, the holder's expiry, or a spread wake. */
+static void retry_due(void *arg)
+{
+    struct acquire_op *op = arg;
+
+    if (op->probe_first)
+        probe_then_attempt(op);
+    else
+        attempt(op);
+}
+
 /* The pause before the next attempt: delay_us (the jittered retry delay
  * within the wait), stretched for a waiter that no node granted several
- * attempts in a row. A holder keeps it out, and the holder's release
- * message or its key's expiry (holder_ttl) wakes it; its poll is the
+ * attempts in a row (split: the last one was granted somewhere). A holder
+ * keeps it out, and the holder's release message or its key's expiry
+ * (holder_ttl) wakes it; its poll is the
  * fallback for a message lost while a subscriber connection was down,
  * and dozens of waiters polling every retry delay while one holds cost
  * the nodes more than the lock (issue 45): twice the delay from the
  * second refusal on. An attempt granted somewhere (a split vote) keeps
  * the delay: the others lost too, no release is coming, only the timers
  * retry. */
-static uint64_t poll_pause_us(struct acquire_op *op, rl_status st,
+static uint64_t poll_pause_us(struct acquire_op *op, rl_status st, bool split,
                               uint64_t delay_us, rl_mono_us now)
 {
     const struct retry_budget *b = &op->budget;
 
-    if (st != RL_ENOTACQUIRED || op->round.yes > 0) {
+    if (st != RL_ENOTACQUIRED || split) {
         op->refusals = 0;
         return delay_us;
     }
@@ -433,7 +560,7 @@ static void attempt_failed(struct acquire_op *op, rl_status st)
         fair_wait_turn(op->fair, op->t0, op->budget.deadline_us);
         return;
     }
-    delay_us = poll_pause_us(op, st,
+    delay_us = poll_pause_us(op, st, op->round.yes > 0,
                              retry_budget_pause_us(&op->budget, c, now),
                              now);
     /* Held by someone else: also wake when they release (best effort;
@@ -449,9 +576,10 @@ static void attempt_failed(struct acquire_op *op, rl_status st)
                     released_elsewhere, op);
     if (st == RL_ENOTACQUIRED)
         writer_waits(op);
-    op->sleeping = true;
-    op->wake_us = now + delay_us;
-    loop_timer_arm(op->retry_timer, delay_us);
+    /* A reader may join readers that refuse a probe's writer: it always
+     * attempts. */
+    op->probe_first = st == RL_ENOTACQUIRED && !op->lock->shared;
+    sleep_until(op, delay_us, now);
     if (st == RL_ENOTACQUIRED && delay_us > 0)
         ask_holder_ttl(op);
 }
@@ -777,6 +905,13 @@ static void attempt(void *arg)
     int nkeys;
 
     op->sleeping = false;
+    /* Whatever woke us, no other wake may start a round over this one
+     * (a holder_ttl may have armed the timer during a probe). */
+    if (op->retry_timer != NULL)
+        loop_timer_stop(op->retry_timer);
+    request_detach(op->probe_req); /* its answer no longer matters */
+    op->probe_req = NULL;
+    op->woken_while_probing = false;
     op->phase = PHASE_ACQUIRE;
     memset(&op->fence_read, 0, sizeof(op->fence_read));
     lockrec_next_attempt(op->lock);
@@ -893,7 +1028,7 @@ struct acquire_op *acquire_new(rl_client *c, struct lock_rec *rec,
         op->priority = o->priority;
     /* A semaphore slot gets one attempt and never sleeps: no timer. */
     if (rec->slot < 0) {
-        op->retry_timer = loop_timer_new(c->loop, attempt, op);
+        op->retry_timer = loop_timer_new(c->loop, retry_due, op);
         if (op->retry_timer == NULL)
             goto out_nomem;
     }
