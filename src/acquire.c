@@ -22,10 +22,14 @@
  * Lock kinds: keys are written with PX ttl + the lock-delay
  * (validity still counts ttl); a reader runs the reader-acquire script
  * over its key and the writer-intent key; an exclusive single-key acquire
- * once refused runs its later attempts as writer-acquire (or
- * acquire-fenced with the intent), which marks its intent where readers
- * hold the key in the same step as the refusal, and clears it once it
- * wins or gives up (finish); a semaphore slot gets one attempt
+ * once refused runs its later attempts as SET NX PX GET (Redis 7.0 on
+ * every node: its WRONGTYPE says readers hold the key) until a node says
+ * readers hold it, and from then on (or before 7.0, or fenced) as
+ * writer-acquire (acquire-fenced with the intent), which marks its intent
+ * where readers hold the key in the same step as the refusal, and clears
+ * it once it wins or gives up (finish); a refused waiter woken by a
+ * release first asks one node whether the key is free
+ * (probe_then_attempt); a semaphore slot gets one attempt
  * (semaphore.c waits and retries over the slots). A fair acquire
  * (queue.c) attempts with fair-acquire (a reader: fair-reader-acquire),
  * rolls back with fair-rollback (fair-reader-rollback; its queue entry
@@ -51,10 +55,14 @@
 #define MAX_POLL_SHIFT 1
 
 /* A release wakes every waiter of the key at once: each waits a random
- * time up to this (and up to its retry jitter) before its probe, so the
- * first one's attempt has usually landed when the others look
- * (probe_then_attempt). */
-#define WAKE_SPREAD_MS 16
+ * time up to WAKE_SPREAD_MS << (releases it already saw another waiter
+ * win, up to WAKE_SPREAD_SHIFT), and up to its retry jitter, before its
+ * probe, so the first one's attempt has usually landed when the others
+ * look (probe_then_attempt). A lone waiter loses little time; a crowd
+ * spreads wider (issue 45: 47 waiters, 16 ms: about 18 attempts per
+ * release). */
+#define WAKE_SPREAD_MS 8
+#define WAKE_SPREAD_SHIFT 2
 
 enum acquire_phase {
     PHASE_ACQUIRE, /* SET NX on every node */
@@ -75,6 +83,11 @@ struct acquire_op {
                                     once refused), or NULL */
     char intent_px[16];          /* a writer's: the intent's PX */
     bool intent_set;             /* we may have marked a writer intent */
+    bool set_get;                /* this attempt is SET NX PX GET */
+    bool free_seen;              /* the probe before it found K absent */
+    bool readers_seen;           /* a probe or a SET NX PX GET found
+                                    readers (or an error): writer-acquire
+                                    from now on */
     struct quorum_round round;
     struct loop_timer *retry_timer;
     enum acquire_phase phase;
@@ -103,6 +116,9 @@ struct acquire_op {
                                     the key is free before attempting */
     struct request *probe_req;   /* that question, in flight */
     bool woken_while_probing;    /* a release came during it */
+    bool release_woke;           /* a release message began this wake */
+    unsigned lost_wakes;         /* release wakes whose probe found the
+                                    key taken again */
     rl_status outcome;           /* a failure, reported once the intent's
                                     clear landed (finish) */
     char detail[RL_ERRLEN];
@@ -158,10 +174,11 @@ static bool make_intent_key(struct acquire_op *op)
     return op->intent_key != NULL;
 }
 
-/* A writer refused (by readers, maybe): its next attempts mark its
- * intent where readers hold the key, blocking new readers there for two
- * retry periods; every refused attempt refreshes it, and finish clears
- * it when the writer gives up. The first attempt is a plain SET NX PX: an
+/* A writer refused (by readers, maybe): its next attempts (once a node
+ * said readers hold the key: writer_sets_plainly) mark its intent where
+ * readers hold the key, blocking new readers there for two retry
+ * periods; every refused attempt refreshes it, and finish clears it when
+ * the writer gives up. The first attempt is a plain SET NX PX: an
  * acquire that is never refused costs what it did. Out of memory: plain
  * attempts (no writer preference). */
 static void writer_waits(struct acquire_op *op)
@@ -173,6 +190,35 @@ static void writer_waits(struct acquire_op *op)
         return;
     snprintf(op->intent_px, sizeof(op->intent_px), "%u",
              2 * (c->cfg.retry_delay_ms + c->cfg.retry_jitter_ms) + 100);
+}
+
+/* Does every node that told us its version run Redis 7.0 or later (SET
+ * with both NX and GET)? One that did not is down now: its vote fails
+ * anyway. */
+static bool nodes_set_nx_get(const struct acquire_op *op)
+{
+    size_t i;
+
+    for (i = 0; i < op->round.n; i++) {
+        const char *v = node_version(op->round.nodes[i]);
+
+        if (v[0] != '\0' && strtol(v, NULL, 10) < 7)
+            return false;
+    }
+    return true;
+}
+
+/* A writer's attempt after a refusal (one key, no fencing) is
+ * writer-acquire, which marks the intent where readers refuse it in the
+ * refusal's step (docs/protocol.md) -- but SET NX PX GET where the probe
+ * just before it found the key absent and no probe or reply of this
+ * acquisition has shown readers yet: its WRONGTYPE tells of readers that
+ * came meanwhile, and the next attempts are writer-acquire. Before 7.0:
+ * always writer-acquire. */
+static bool writer_sets_plainly(const struct acquire_op *op)
+{
+    return !op->lock->shared && op->free_seen && !op->readers_seen &&
+           nodes_set_nx_get(op);
 }
 
 /* intent-clear of our token (argv and lens: the caller's, 2 each):
@@ -393,15 +439,19 @@ static void sleep_until(struct acquire_op *op, uint64_t delay_us,
     loop_timer_arm(op->retry_timer, delay_us);
 }
 
-/* Wake after a random part of WAKE_SPREAD_MS (no more than the retry
- * jitter), then probe. */
+/* Wake after a random part of the spread (WAKE_SPREAD_MS), then
+ * probe. */
 static void spread_wake(struct acquire_op *op)
 {
     rl_client *c = op->client;
-    uint32_t spread_ms = c->cfg.retry_jitter_ms < WAKE_SPREAD_MS
-                             ? c->cfg.retry_jitter_ms
-                             : WAKE_SPREAD_MS;
+    uint32_t spread_ms =
+        WAKE_SPREAD_MS << (op->lost_wakes < WAKE_SPREAD_SHIFT
+                               ? op->lost_wakes
+                               : WAKE_SPREAD_SHIFT);
 
+    if (spread_ms > c->cfg.retry_jitter_ms)
+        spread_ms = c->cfg.retry_jitter_ms;
+    op->release_woke = true;
     loop_timer_stop(op->retry_timer);
     sleep_until(op, client_random(c, spread_ms * 1000u + 1), mono_now_us());
 }
@@ -441,13 +491,20 @@ static void probed(void *owner, size_t slot, const struct node_reply *r)
     rl_client *c = op->client;
     rl_mono_us now = mono_now_us();
     bool woken = op->woken_while_probing;
+    bool by_release = op->release_woke;
 
     op->probe_req = NULL;
     op->woken_while_probing = false;
+    op->release_woke = false;
     if (!op->sleeping)
         return;
     if (r->kind != REPLY_STATUS || r->len != 6 ||
         memcmp(r->str, "string", 6) != 0) {
+        op->free_seen = r->kind == REPLY_STATUS && r->len == 4 &&
+                        memcmp(r->str, "none", 4) == 0;
+        op->readers_seen = op->readers_seen ||
+                           (r->kind == REPLY_STATUS && r->len == 4 &&
+                            memcmp(r->str, "hash", 4) == 0);
         attempt(op);
         return;
     }
@@ -466,8 +523,11 @@ static void probed(void *owner, size_t slot, const struct node_reply *r)
                 poll_pause_us(op, RL_ENOTACQUIRED, false,
                               retry_budget_pause_us(&op->budget, c, now), now),
                 now);
-    /* Wake at its key's expiry (a crashed holder publishes nothing), or
-     * at once if it let go since the TYPE. */
+    if (by_release)
+        op->lost_wakes++;
+    /* Wake at its key's expiry (a crashed holder publishes nothing; a
+     * subscription's confirmation wakes like a release), or at once if
+     * it let go since the TYPE. */
     op->released_in_flight = true;
     ask_ttl_of(op, op->round.nodes[slot]);
 }
@@ -877,6 +937,19 @@ static enum vote classify(void *owner, size_t slot,
             return VOTE_ERROR;
         return granted ? VOTE_YES : VOTE_NO;
     }
+    if (op->set_get) {
+        /* nil: set; the holder's value: refused; WRONGTYPE: readers hold
+         * it; any error: writer-acquire from the next attempt on. */
+        if (r->kind == REPLY_ERROR)
+            op->readers_seen = true;
+        if (r->kind == REPLY_NIL)
+            return VOTE_YES;
+        if (r->kind == REPLY_STRING ||
+            (r->kind == REPLY_ERROR && r->len >= 9 &&
+             memcmp(r->str, "WRONGTYPE", 9) == 0))
+            return VOTE_NO;
+        return VOTE_ERROR;
+    }
     if (r->kind == REPLY_STATUS && r->len == 2 && memcmp(r->str, "OK", 2) == 0)
         return VOTE_YES; /* SET NX */
     if (r->kind == REPLY_NIL)
@@ -884,6 +957,24 @@ static enum vote classify(void *owner, size_t slot,
     if (r->kind == REPLY_INTEGER)
         return r->integer == 1 ? VOTE_YES : VOTE_NO; /* scripts */
     return VOTE_ERROR;
+}
+
+/* SET key token NX PX px [GET] (argv and lens: the caller's, 7 each). */
+static struct round_cmd set_nx_cmd(const struct acquire_op *op, bool get,
+                                   const char **argv, size_t *lens)
+{
+    size_t i, argc = get ? 7 : 6;
+
+    argv[0] = "SET";
+    argv[1] = op->lock->keys[0];
+    argv[2] = op->lock->token;
+    argv[3] = "NX";
+    argv[4] = "PX";
+    argv[5] = op->ttl_buf;
+    argv[6] = "GET";
+    for (i = 0; i < argc; i++)
+        lens[i] = strlen(argv[i]);
+    return (struct round_cmd){NULL, 0, (int)argc, argv, lens};
 }
 
 /* One attempt: SET NX PX on every node (a script for several keys, with
@@ -903,8 +994,12 @@ static void attempt(void *arg)
     enum verdict v;
     size_t i;
     int nkeys;
+    bool plainly;
 
     op->sleeping = false;
+    op->set_get = false;
+    plainly = writer_sets_plainly(op);
+    op->free_seen = false;
     /* Whatever woke us, no other wake may start a round over this one
      * (a holder_ttl may have armed the timer during a probe). */
     if (op->retry_timer != NULL)
@@ -912,6 +1007,7 @@ static void attempt(void *arg)
     request_detach(op->probe_req); /* its answer no longer matters */
     op->probe_req = NULL;
     op->woken_while_probing = false;
+    op->release_woke = false;
     op->phase = PHASE_ACQUIRE;
     memset(&op->fence_read, 0, sizeof(op->fence_read));
     lockrec_next_attempt(op->lock);
@@ -937,8 +1033,13 @@ static void attempt(void *arg)
         /* fence.c: every node's counter; queue.c: a refusal's ticket
          * from a quorum of replies. */
         mode = op->fence_for != NULL ? ROUND_ALL : ROUND_REPLIES;
+    } else if (op->intent_key != NULL && op->fence_for == NULL &&
+               plainly) {
+        set = set_nx_cmd(op, true, argv, lens);
+        op->set_get = true;
     } else if (op->intent_key != NULL && op->fence_for == NULL) {
-        /* A reader, or a writer once refused (one key, no fencing). */
+        /* A reader, or a writer once refused by readers (one key, no
+         * fencing). */
         argv[0] = l->keys[0];
         lens[0] = l->key_lens[0];
         argv[1] = op->intent_key;
@@ -986,15 +1087,7 @@ static void attempt(void *arg)
                                  (int)i, argv, lens};
         mode = ROUND_ALL;
     } else if (l->nkeys == 1) {
-        argv[0] = "SET";
-        argv[1] = l->keys[0];
-        argv[2] = l->token;
-        argv[3] = "NX";
-        argv[4] = "PX";
-        argv[5] = op->ttl_buf;
-        for (i = 0; i < 6; i++)
-            lens[i] = strlen(argv[i]);
-        set = (struct round_cmd){NULL, 0, 6, argv, lens};
+        set = set_nx_cmd(op, false, argv, lens);
     } else {
         lockrec_script_cmd(l, SCRIPT_ACQUIRE_MULTI, op->ttl_buf, &script);
         cmd = &script.cmd;
