@@ -56,11 +56,11 @@
 
 /* A release wakes every waiter of the key at once: each waits a random
  * time up to WAKE_SPREAD_MS << (releases it already saw another waiter
- * win, up to WAKE_SPREAD_SHIFT), and up to its retry jitter, before its
- * probe, so the first one's attempt has usually landed when the others
- * look (probe_then_attempt). A lone waiter loses little time; a crowd
- * spreads wider (issue 45: 47 waiters, 16 ms: about 18 attempts per
- * release). */
+ * win, up to WAKE_SPREAD_SHIFT), and up to a quarter of its retry jitter
+ * (a client tuned for fast hand-offs keeps them fast), before its probe,
+ * so the first one's attempt has usually landed when the others look
+ * (probe_then_attempt). A lone waiter loses little time; a crowd spreads
+ * wider (issue 45: 47 waiters, 16 ms: about 18 attempts per release). */
 #define WAKE_SPREAD_MS 8
 #define WAKE_SPREAD_SHIFT 2
 
@@ -439,21 +439,21 @@ static void sleep_until(struct acquire_op *op, uint64_t delay_us,
     loop_timer_arm(op->retry_timer, delay_us);
 }
 
-/* Wake after a random part of the spread (WAKE_SPREAD_MS), then
+/* Wake after a random part of the spread (WAKE_SPREAD_MS above), then
  * probe. */
 static void spread_wake(struct acquire_op *op)
 {
     rl_client *c = op->client;
-    uint32_t spread_ms =
-        WAKE_SPREAD_MS << (op->lost_wakes < WAKE_SPREAD_SHIFT
-                               ? op->lost_wakes
-                               : WAKE_SPREAD_SHIFT);
+    uint32_t spread_us =
+        (WAKE_SPREAD_MS * 1000u)
+        << (op->lost_wakes < WAKE_SPREAD_SHIFT ? op->lost_wakes
+                                               : WAKE_SPREAD_SHIFT);
 
-    if (spread_ms > c->cfg.retry_jitter_ms)
-        spread_ms = c->cfg.retry_jitter_ms;
+    if (spread_us > c->cfg.retry_jitter_ms * 250u)
+        spread_us = c->cfg.retry_jitter_ms * 250u;
     op->release_woke = true;
     loop_timer_stop(op->retry_timer);
-    sleep_until(op, client_random(c, spread_ms * 1000u + 1), mono_now_us());
+    sleep_until(op, client_random(c, spread_us + 1), mono_now_us());
 }
 
 /* The holder released (or our subscription just became active): try
