@@ -22,10 +22,14 @@
  * Lock kinds: keys are written with PX ttl + the lock-delay
  * (validity still counts ttl); a reader runs the reader-acquire script
  * over its key and the writer-intent key; an exclusive single-key acquire
- * once refused runs its later attempts as writer-acquire (or
- * acquire-fenced with the intent), which marks its intent where readers
- * hold the key in the same step as the refusal, and clears it once it
- * wins or gives up (finish); a semaphore slot gets one attempt
+ * once refused runs its later attempts as SET NX PX GET (Redis 7.0 on
+ * every node: its WRONGTYPE says readers hold the key) until a node says
+ * readers hold it, and from then on (or before 7.0, or fenced) as
+ * writer-acquire (acquire-fenced with the intent), which marks its intent
+ * where readers hold the key in the same step as the refusal, and clears
+ * it once it wins or gives up (finish); a refused waiter woken by a
+ * release first asks one node whether the key is free
+ * (probe_then_attempt); a semaphore slot gets one attempt
  * (semaphore.c waits and retries over the slots). A fair acquire
  * (queue.c) attempts with fair-acquire (a reader: fair-reader-acquire),
  * rolls back with fair-rollback (fair-reader-rollback; its queue entry
@@ -50,6 +54,16 @@
  * the pause that its next attempt refreshes it after. */
 #define MAX_POLL_SHIFT 1
 
+/* A release wakes every waiter of the key at once: each waits a random
+ * time up to WAKE_SPREAD_MS << (releases it already saw another waiter
+ * win, up to WAKE_SPREAD_SHIFT), and up to a quarter of its retry jitter
+ * (a client tuned for fast hand-offs keeps them fast), before its probe,
+ * so the first one's attempt has usually landed when the others look
+ * (probe_then_attempt). A lone waiter loses little time; a crowd spreads
+ * wider (issue 45: 47 waiters, 16 ms: about 18 attempts per release). */
+#define WAKE_SPREAD_MS 8
+#define WAKE_SPREAD_SHIFT 2
+
 enum acquire_phase {
     PHASE_ACQUIRE, /* SET NX on every node */
     PHASE_FENCE,   /* fencing: write the token to a quorum (fence.c) */
@@ -69,6 +83,11 @@ struct acquire_op {
                                     once refused), or NULL */
     char intent_px[16];          /* a writer's: the intent's PX */
     bool intent_set;             /* we may have marked a writer intent */
+    bool set_get;                /* this attempt is SET NX PX GET */
+    bool free_seen;              /* the probe before it found K absent */
+    bool readers_seen;           /* a probe or a SET NX PX GET found
+                                    readers (or an error): writer-acquire
+                                    from now on */
     struct quorum_round round;
     struct loop_timer *retry_timer;
     enum acquire_phase phase;
@@ -93,6 +112,13 @@ struct acquire_op {
     bool sleeping;               /* between attempts */
     rl_mono_us wake_us;          /* when the sleep ends, boottime */
     struct request *pttl_req;    /* asking a refusing node for the TTL */
+    bool probe_first;            /* the next wake asks one node whether
+                                    the key is free before attempting */
+    struct request *probe_req;   /* that question, in flight */
+    bool woken_while_probing;    /* a release came during it */
+    bool release_woke;           /* a release message began this wake */
+    unsigned lost_wakes;         /* release wakes whose probe found the
+                                    key taken again */
     rl_status outcome;           /* a failure, reported once the intent's
                                     clear landed (finish) */
     char detail[RL_ERRLEN];
@@ -131,6 +157,7 @@ static void acquire_free(struct acquire_op *op)
     if (!op->fair_borrowed)
         fair_free(op->fair);
     request_detach(op->pttl_req);
+    request_detach(op->probe_req);
     round_clear(&op->round);
     loop_timer_free(op->retry_timer);
     free(op->intent_key);
@@ -147,10 +174,11 @@ static bool make_intent_key(struct acquire_op *op)
     return op->intent_key != NULL;
 }
 
-/* A writer refused (by readers, maybe): its next attempts mark its
- * intent where readers hold the key, blocking new readers there for two
- * retry periods; every refused attempt refreshes it, and finish clears
- * it when the writer gives up. The first attempt is a plain SET NX PX: an
+/* A writer refused (by readers, maybe): its next attempts (once a node
+ * said readers hold the key: writer_sets_plainly) mark its intent where
+ * readers hold the key, blocking new readers there for two retry
+ * periods; every refused attempt refreshes it, and finish clears it when
+ * the writer gives up. The first attempt is a plain SET NX PX: an
  * acquire that is never refused costs what it did. Out of memory: plain
  * attempts (no writer preference). */
 static void writer_waits(struct acquire_op *op)
@@ -162,6 +190,35 @@ static void writer_waits(struct acquire_op *op)
         return;
     snprintf(op->intent_px, sizeof(op->intent_px), "%u",
              2 * (c->cfg.retry_delay_ms + c->cfg.retry_jitter_ms) + 100);
+}
+
+/* Does every node that told us its version run Redis 7.0 or later (SET
+ * with both NX and GET)? One that did not is down now: its vote fails
+ * anyway. */
+static bool nodes_set_nx_get(const struct acquire_op *op)
+{
+    size_t i;
+
+    for (i = 0; i < op->round.n; i++) {
+        const char *v = node_version(op->round.nodes[i]);
+
+        if (v[0] != '\0' && strtol(v, NULL, 10) < 7)
+            return false;
+    }
+    return true;
+}
+
+/* A writer's attempt after a refusal (one key, no fencing) is
+ * writer-acquire, which marks the intent where readers refuse it in the
+ * refusal's step (docs/protocol.md) -- but SET NX PX GET where the probe
+ * just before it found the key absent and no probe or reply of this
+ * acquisition has shown readers yet: its WRONGTYPE tells of readers that
+ * came meanwhile, and the next attempts are writer-acquire. Before 7.0:
+ * always writer-acquire. */
+static bool writer_sets_plainly(const struct acquire_op *op)
+{
+    return !op->lock->shared && op->free_seen && !op->readers_seen &&
+           nodes_set_nx_get(op);
 }
 
 /* intent-clear of our token (argv and lens: the caller's, 2 each):
@@ -322,18 +379,6 @@ static bool fair_begin(struct acquire_op *op)
     return true;
 }
 
-/* The holder released (or our subscription just became active): try
- * again now rather than at the end of the retry delay. */
-static void released_elsewhere(void *arg)
-{
-    struct acquire_op *op = arg;
-
-    if (!op->sleeping)
-        return; /* an attempt is in flight */
-    loop_timer_stop(op->retry_timer);
-    attempt(op);
-}
-
 /* The holder's key expires in r->integer ms: if that comes before the end
  * of our retry delay, wake up then instead (a crashed holder publishes no
  * release). */
@@ -349,7 +394,8 @@ static void holder_ttl(void *owner, size_t slot, const struct node_reply *r)
         return;
     if (r->integer == -2 && op->released_in_flight) {
         /* The node let go since it refused us: the release we heard of
-         * had not reached it yet. */
+         * had not reached it yet (what a probe would ask). */
+        op->probe_first = false;
         loop_timer_arm(op->retry_timer, 0);
         return;
     }
@@ -362,40 +408,181 @@ static void holder_ttl(void *owner, size_t slot, const struct node_reply *r)
     }
 }
 
-/* Ask one node that refused us how long the holder's key has left. */
-static void ask_holder_ttl(struct acquire_op *op)
+/* Ask node nd how long the holder's key has left. */
+static void ask_ttl_of(struct acquire_op *op, struct node *nd)
 {
     const char *argv[2] = {"PTTL", op->lock->keys[0]};
     size_t lens[2] = {4, op->lock->key_lens[0]};
+
+    if (op->pttl_req == NULL)
+        op->pttl_req = node_send(nd, 2, argv, lens, holder_ttl, op, 0, NULL);
+}
+
+/* Ask one node that refused us how long the holder's key has left. */
+static void ask_holder_ttl(struct acquire_op *op)
+{
     size_t i;
 
-    if (op->pttl_req != NULL)
-        return;
     for (i = 0; i < op->round.n; i++) {
         if (op->round.slots[i].vote == VOTE_NO) {
-            op->pttl_req = node_send(op->round.nodes[i], 2, argv, lens,
-                                     holder_ttl, op, 0, NULL);
+            ask_ttl_of(op, op->round.nodes[i]);
             return;
         }
     }
 }
 
+static void sleep_until(struct acquire_op *op, uint64_t delay_us,
+                        rl_mono_us now)
+{
+    op->sleeping = true;
+    op->wake_us = now + delay_us;
+    loop_timer_arm(op->retry_timer, delay_us);
+}
+
+/* Wake after a random part of the spread (WAKE_SPREAD_MS above), then
+ * probe. */
+static void spread_wake(struct acquire_op *op)
+{
+    rl_client *c = op->client;
+    uint32_t spread_us =
+        (WAKE_SPREAD_MS * 1000u)
+        << (op->lost_wakes < WAKE_SPREAD_SHIFT ? op->lost_wakes
+                                               : WAKE_SPREAD_SHIFT);
+
+    if (spread_us > c->cfg.retry_jitter_ms * 250u)
+        spread_us = c->cfg.retry_jitter_ms * 250u;
+    op->release_woke = true;
+    loop_timer_stop(op->retry_timer);
+    sleep_until(op, client_random(c, spread_us + 1), mono_now_us());
+}
+
+/* The holder released (or our subscription just became active): try
+ * again now rather than at the end of the retry delay -- after a short
+ * random pause and a look at one node when the last attempt was refused
+ * (probe_then_attempt): the same message woke every waiter of the key. */
+static void released_elsewhere(void *arg)
+{
+    struct acquire_op *op = arg;
+
+    if (!op->sleeping)
+        return; /* an attempt is in flight */
+    if (op->probe_req != NULL) {
+        op->woken_while_probing = true; /* its answer may predate this */
+        return;
+    }
+    if (op->probe_first)
+        spread_wake(op);
+    else
+        attempt(op);
+}
+
+static uint64_t poll_pause_us(struct acquire_op *op, rl_status st, bool split,
+                              uint64_t delay_us, rl_mono_us now);
+
+/* The probe's answer: TYPE of the key on one node. Held there (a
+ * writer's string, or the queue's reservation): someone else won, and
+ * this wake counts as a refused attempt; back to sleep until the next
+ * release or poll. Free, readers (a writer's attempt marks its intent
+ * where they hold the key), or no answer: attempt now. It is a hint
+ * only: the attempt is the quorum's, with all its rules. */
+static void probed(void *owner, size_t slot, const struct node_reply *r)
+{
+    struct acquire_op *op = owner;
+    rl_client *c = op->client;
+    rl_mono_us now = mono_now_us();
+    bool woken = op->woken_while_probing;
+    bool by_release = op->release_woke;
+
+    op->probe_req = NULL;
+    op->woken_while_probing = false;
+    op->release_woke = false;
+    if (!op->sleeping)
+        return;
+    if (r->kind != REPLY_STATUS || r->len != 6 ||
+        memcmp(r->str, "string", 6) != 0) {
+        op->free_seen = r->kind == REPLY_STATUS && r->len == 4 &&
+                        memcmp(r->str, "none", 4) == 0;
+        op->readers_seen = op->readers_seen ||
+                           (r->kind == REPLY_STATUS && r->len == 4 &&
+                            memcmp(r->str, "hash", 4) == 0);
+        attempt(op);
+        return;
+    }
+    if (!retry_budget_take(&op->budget, now)) {
+        /* Awake: finish may start a round (the intent's clear) that no
+         * wake may overwrite. op->detail: the last refusal's. */
+        op->sleeping = false;
+        finish(op, RL_ENOTACQUIRED);
+        return;
+    }
+    if (woken) {
+        spread_wake(op);
+        return;
+    }
+    sleep_until(op,
+                poll_pause_us(op, RL_ENOTACQUIRED, false,
+                              retry_budget_pause_us(&op->budget, c, now), now),
+                now);
+    if (by_release)
+        op->lost_wakes++;
+    /* Wake at its key's expiry (a crashed holder publishes nothing; a
+     * subscription's confirmation wakes like a release), or at once if
+     * it let go since the TYPE. */
+    op->released_in_flight = true;
+    ask_ttl_of(op, op->round.nodes[slot]);
+}
+
+/* A waiter refused last time asks one node (the first that votes: the
+ * attempts' SETs go out in node order) whether the key is held before it
+ * sends an attempt to every node: dozens of waiters woken by one release
+ * cost the nodes one TYPE each, not one attempt each (issue 45). */
+static void probe_then_attempt(struct acquire_op *op)
+{
+    const char *argv[2] = {"TYPE", op->lock->keys[0]};
+    size_t lens[2] = {4, op->lock->key_lens[0]};
+    size_t i;
+
+    if (op->probe_req != NULL)
+        return; /* its answer decides */
+    for (i = 0; i < op->round.n; i++) {
+        if (!node_voting(op->round.nodes[i]))
+            continue;
+        op->probe_req = node_send(op->round.nodes[i], 2, argv, lens, probed,
+                                  op, i, NULL);
+        if (op->probe_req != NULL)
+            return;
+    }
+    attempt(op);
+}
+
+/* The retry timer: the poll, the holder's expiry, or a spread wake. */
+static void retry_due(void *arg)
+{
+    struct acquire_op *op = arg;
+
+    if (op->probe_first)
+        probe_then_attempt(op);
+    else
+        attempt(op);
+}
+
 /* The pause before the next attempt: delay_us (the jittered retry delay
  * within the wait), stretched for a waiter that no node granted several
- * attempts in a row. A holder keeps it out, and the holder's release
- * message or its key's expiry (holder_ttl) wakes it; its poll is the
+ * attempts in a row (split: the last one was granted somewhere). A holder
+ * keeps it out, and the holder's release message or its key's expiry
+ * (holder_ttl) wakes it; its poll is the
  * fallback for a message lost while a subscriber connection was down,
  * and dozens of waiters polling every retry delay while one holds cost
  * the nodes more than the lock (issue 45): twice the delay from the
  * second refusal on. An attempt granted somewhere (a split vote) keeps
  * the delay: the others lost too, no release is coming, only the timers
  * retry. */
-static uint64_t poll_pause_us(struct acquire_op *op, rl_status st,
+static uint64_t poll_pause_us(struct acquire_op *op, rl_status st, bool split,
                               uint64_t delay_us, rl_mono_us now)
 {
     const struct retry_budget *b = &op->budget;
 
-    if (st != RL_ENOTACQUIRED || op->round.yes > 0) {
+    if (st != RL_ENOTACQUIRED || split) {
         op->refusals = 0;
         return delay_us;
     }
@@ -433,7 +620,7 @@ static void attempt_failed(struct acquire_op *op, rl_status st)
         fair_wait_turn(op->fair, op->t0, op->budget.deadline_us);
         return;
     }
-    delay_us = poll_pause_us(op, st,
+    delay_us = poll_pause_us(op, st, op->round.yes > 0,
                              retry_budget_pause_us(&op->budget, c, now),
                              now);
     /* Held by someone else: also wake when they release (best effort;
@@ -449,9 +636,10 @@ static void attempt_failed(struct acquire_op *op, rl_status st)
                     released_elsewhere, op);
     if (st == RL_ENOTACQUIRED)
         writer_waits(op);
-    op->sleeping = true;
-    op->wake_us = now + delay_us;
-    loop_timer_arm(op->retry_timer, delay_us);
+    /* A reader may join readers that refuse a probe's writer: it always
+     * attempts. */
+    op->probe_first = st == RL_ENOTACQUIRED && !op->lock->shared;
+    sleep_until(op, delay_us, now);
     if (st == RL_ENOTACQUIRED && delay_us > 0)
         ask_holder_ttl(op);
 }
@@ -749,6 +937,19 @@ static enum vote classify(void *owner, size_t slot,
             return VOTE_ERROR;
         return granted ? VOTE_YES : VOTE_NO;
     }
+    if (op->set_get) {
+        /* nil: set; the holder's value: refused; WRONGTYPE: readers hold
+         * it; any error: writer-acquire from the next attempt on. */
+        if (r->kind == REPLY_ERROR)
+            op->readers_seen = true;
+        if (r->kind == REPLY_NIL)
+            return VOTE_YES;
+        if (r->kind == REPLY_STRING ||
+            (r->kind == REPLY_ERROR && r->len >= 9 &&
+             memcmp(r->str, "WRONGTYPE", 9) == 0))
+            return VOTE_NO;
+        return VOTE_ERROR;
+    }
     if (r->kind == REPLY_STATUS && r->len == 2 && memcmp(r->str, "OK", 2) == 0)
         return VOTE_YES; /* SET NX */
     if (r->kind == REPLY_NIL)
@@ -756,6 +957,24 @@ static enum vote classify(void *owner, size_t slot,
     if (r->kind == REPLY_INTEGER)
         return r->integer == 1 ? VOTE_YES : VOTE_NO; /* scripts */
     return VOTE_ERROR;
+}
+
+/* SET key token NX PX px [GET] (argv and lens: the caller's, 7 each). */
+static struct round_cmd set_nx_cmd(const struct acquire_op *op, bool get,
+                                   const char **argv, size_t *lens)
+{
+    size_t i, argc = get ? 7 : 6;
+
+    argv[0] = "SET";
+    argv[1] = op->lock->keys[0];
+    argv[2] = op->lock->token;
+    argv[3] = "NX";
+    argv[4] = "PX";
+    argv[5] = op->ttl_buf;
+    argv[6] = "GET";
+    for (i = 0; i < argc; i++)
+        lens[i] = strlen(argv[i]);
+    return (struct round_cmd){NULL, 0, (int)argc, argv, lens};
 }
 
 /* One attempt: SET NX PX on every node (a script for several keys, with
@@ -775,8 +994,20 @@ static void attempt(void *arg)
     enum verdict v;
     size_t i;
     int nkeys;
+    bool plainly;
 
     op->sleeping = false;
+    op->set_get = false;
+    plainly = writer_sets_plainly(op);
+    op->free_seen = false;
+    /* Whatever woke us, no other wake may start a round over this one
+     * (a holder_ttl may have armed the timer during a probe). */
+    if (op->retry_timer != NULL)
+        loop_timer_stop(op->retry_timer);
+    request_detach(op->probe_req); /* its answer no longer matters */
+    op->probe_req = NULL;
+    op->woken_while_probing = false;
+    op->release_woke = false;
     op->phase = PHASE_ACQUIRE;
     memset(&op->fence_read, 0, sizeof(op->fence_read));
     lockrec_next_attempt(op->lock);
@@ -802,8 +1033,13 @@ static void attempt(void *arg)
         /* fence.c: every node's counter; queue.c: a refusal's ticket
          * from a quorum of replies. */
         mode = op->fence_for != NULL ? ROUND_ALL : ROUND_REPLIES;
+    } else if (op->intent_key != NULL && op->fence_for == NULL &&
+               plainly) {
+        set = set_nx_cmd(op, true, argv, lens);
+        op->set_get = true;
     } else if (op->intent_key != NULL && op->fence_for == NULL) {
-        /* A reader, or a writer once refused (one key, no fencing). */
+        /* A reader, or a writer once refused by readers (one key, no
+         * fencing). */
         argv[0] = l->keys[0];
         lens[0] = l->key_lens[0];
         argv[1] = op->intent_key;
@@ -851,15 +1087,7 @@ static void attempt(void *arg)
                                  (int)i, argv, lens};
         mode = ROUND_ALL;
     } else if (l->nkeys == 1) {
-        argv[0] = "SET";
-        argv[1] = l->keys[0];
-        argv[2] = l->token;
-        argv[3] = "NX";
-        argv[4] = "PX";
-        argv[5] = op->ttl_buf;
-        for (i = 0; i < 6; i++)
-            lens[i] = strlen(argv[i]);
-        set = (struct round_cmd){NULL, 0, 6, argv, lens};
+        set = set_nx_cmd(op, false, argv, lens);
     } else {
         lockrec_script_cmd(l, SCRIPT_ACQUIRE_MULTI, op->ttl_buf, &script);
         cmd = &script.cmd;
@@ -893,7 +1121,7 @@ struct acquire_op *acquire_new(rl_client *c, struct lock_rec *rec,
         op->priority = o->priority;
     /* A semaphore slot gets one attempt and never sleeps: no timer. */
     if (rec->slot < 0) {
-        op->retry_timer = loop_timer_new(c->loop, attempt, op);
+        op->retry_timer = loop_timer_new(c->loop, retry_due, op);
         if (op->retry_timer == NULL)
             goto out_nomem;
     }
