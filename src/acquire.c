@@ -47,6 +47,7 @@
 #include "notify.h"
 #include "queue.h"
 #include "retry.h"
+#include "roundwhy.h"
 
 /* A waiter refused everywhere again and again polls at up to 1 << this
  * times its retry delay (poll_pause_us): twice, so a waiting writer's
@@ -192,33 +193,17 @@ static void writer_waits(struct acquire_op *op)
              2 * (c->cfg.retry_delay_ms + c->cfg.retry_jitter_ms) + 100);
 }
 
-/* Does every node that told us its version run Redis 7.0 or later (SET
- * with both NX and GET)? One that did not is down now: its vote fails
- * anyway. */
-static bool nodes_set_nx_get(const struct acquire_op *op)
-{
-    size_t i;
-
-    for (i = 0; i < op->round.n; i++) {
-        const char *v = node_version(op->round.nodes[i]);
-
-        if (v[0] != '\0' && strtol(v, NULL, 10) < 7)
-            return false;
-    }
-    return true;
-}
-
 /* A writer's attempt after a refusal (one key, no fencing) is
  * writer-acquire, which marks the intent where readers refuse it in the
  * refusal's step (docs/protocol.md) -- but SET NX PX GET where the probe
  * just before it found the key absent and no probe or reply of this
  * acquisition has shown readers yet: its WRONGTYPE tells of readers that
- * came meanwhile, and the next attempts are writer-acquire. Before 7.0:
- * always writer-acquire. */
+ * came meanwhile, and the next attempts are writer-acquire. Before 7.0
+ * (no SET with both NX and GET): always writer-acquire. */
 static bool writer_sets_plainly(const struct acquire_op *op)
 {
     return !op->lock->shared && op->free_seen && !op->readers_seen &&
-           nodes_set_nx_get(op);
+           quorum_nodes_from_major(&op->round, 7);
 }
 
 /* intent-clear of our token (argv and lens: the caller's, 2 each):
@@ -687,28 +672,6 @@ static void fence_decided(void *owner, enum verdict v)
     finish(op, RL_OK);
 }
 
-/* The run_ids of the voting nodes whose current server was out of its
- * restart quarantine at round 1's start: round 2 may mark their counters
- * trusted (fence.c explains why no other; a server that restarted since
- * has another run_id). Into argv/lens; returns how many. */
-static size_t fence_markable(const struct acquire_op *op, const char **argv,
-                             size_t *lens)
-{
-    size_t i, n = 0;
-
-    for (i = 0; i < op->round.n; i++) {
-        struct node *nd = op->round.nodes[i];
-        const char *id = node_get_facts(nd)->run_id;
-
-        if (id[0] != '\0' && node_voting(nd) &&
-            node_settled_by(nd, op->t0)) {
-            argv[n] = id;
-            lens[n++] = strlen(id);
-        }
-    }
-    return n;
-}
-
 /* Round 2 of a fenced acquire: write the token (fence.c fence_candidate)
  * where the key still holds our token: raise the counter, mark it where
  * fence_markable allows, and set the record "<token> <term>". */
@@ -744,7 +707,8 @@ static void fence_write(struct acquire_op *op)
     lens[4] = op->lock->token_len;
     argv[5] = op->fence_buf;
     lens[5] = strlen(op->fence_buf);
-    argc = 6 + fence_markable(op, argv + 6, lens + 6);
+    argc = 6 + fence_markable(op->round.nodes, op->round.n, op->t0, argv + 6,
+                              lens + 6);
     cmd = (struct round_cmd){script_get(SCRIPT_FENCE_WRITE), 4, (int)argc,
                              argv, lens};
     op->phase = PHASE_FENCE;
@@ -752,123 +716,6 @@ static void fence_write(struct acquire_op *op)
                     fence_decided, op);
     if (v != VERDICT_PENDING)
         fence_decided(op, v);
-}
-
-/* Sort n values ascending (insertion sort: n <= RL_MAX_NODES). */
-static void sort_ms(int64_t *v, size_t n)
-{
-    size_t i, j;
-    int64_t x;
-
-    for (i = 1; i < n; i++) {
-        x = v[i];
-        for (j = i; j > 0 && v[j - 1] > x; j--)
-            v[j] = v[j - 1];
-        v[j] = x;
-    }
-}
-
-/* Why nodes do not vote, counted by reason into bars; the quarantined
- * ones' time left into left[0..*waiting). */
-static void count_bars(const struct quorum_round *q, size_t *bars,
-                       int64_t *left, size_t *waiting)
-{
-    size_t i;
-
-    *waiting = 0;
-    for (i = 0; i < q->n; i++) {
-        enum node_bar b = node_vote_bar(q->nodes[i]);
-
-        bars[b]++;
-        if (b == NODE_BAR_QUARANTINE)
-            left[(*waiting)++] = node_quarantine_left_ms(q->nodes[i]);
-    }
-}
-
-/* "; 2 may evict keys (maxmemory-policy)" for every reason with nodes,
- * appended at buf + len (size in all); returns the new length. */
-static int append_bars(char *buf, size_t size, int len, const size_t *bars)
-{
-    static const char *const why[] = {
-        [NODE_BAR_TWIN] = "the same server as another node",
-        [NODE_BAR_ROLE] = "not a master",
-        [NODE_BAR_EVICTS] = "may evict keys or lost keys lately "
-                            "(maxmemory, a resync)",
-        [NODE_BAR_CLOCK] = "clock-suspect",
-        [NODE_BAR_QUARANTINE] = "quarantined after a restart",
-    };
-    size_t i;
-
-    for (i = NODE_BAR_TWIN; i <= NODE_BAR_QUARANTINE; i++) {
-        if (bars[i] > 0 && len > 0 && (size_t)len < size)
-            len += snprintf(buf + len, size - (size_t)len, "; %zu %s",
-                            bars[i], why[i]);
-    }
-    return len;
-}
-
-/* Why no quorum could vote: failed nodes, and those whose vote does not
- * count by reason, with how long until enough quarantined ones vote (the
- * restart quarantine). */
-static void no_quorum_detail(struct acquire_op *op)
-{
-    struct quorum_round *q = &op->round;
-    int64_t left[RL_MAX_NODES];
-    size_t bars[NODE_BAR_QUARANTINE + 1] = {0};
-    size_t waiting, need = quorum_size(q->n);
-    int len;
-
-    count_bars(q, bars, left, &waiting);
-    len = snprintf(op->detail, sizeof(op->detail),
-                   "'%s': %zu of %zu nodes failed (need %zu voting)",
-                   op->lock->resource, q->failed, q->n, need);
-    len = append_bars(op->detail, sizeof(op->detail), len, bars);
-    if (waiting > 0 && bars[NODE_BAR_NONE] < need &&
-        bars[NODE_BAR_NONE] + waiting >= need && len > 0 &&
-        (size_t)len < sizeof(op->detail)) {
-        sort_ms(left, waiting);
-        len += snprintf(op->detail + len, sizeof(op->detail) - len,
-                        "; enough vote in %lld ms (nodes with appendonly "
-                        "yes and appendfsync always vote at once; opt out "
-                        "for all: restart_trust / --quarantine off)",
-                        (long long)left[need - bars[NODE_BAR_NONE] - 1]);
-    }
-    if (q->detail[0] && len > 0 && (size_t)len < sizeof(op->detail))
-        snprintf(op->detail + len, sizeof(op->detail) - len, ": %s",
-                 q->detail);
-}
-
-/* Held by another client: how many nodes refused, and why others do not
- * vote. */
-static void refused_detail(struct acquire_op *op)
-{
-    struct quorum_round *q = &op->round;
-    int64_t left[RL_MAX_NODES];
-    size_t bars[NODE_BAR_QUARANTINE + 1] = {0};
-    size_t waiting;
-    int len;
-
-    count_bars(q, bars, left, &waiting);
-    len = snprintf(op->detail, sizeof(op->detail),
-                   "'%s' is held by another client (%zu of %zu nodes "
-                   "refused", op->lock->resource, q->refused, q->n);
-    len = append_bars(op->detail, sizeof(op->detail), len, bars);
-    if (len > 0 && (size_t)len < sizeof(op->detail))
-        snprintf(op->detail + len, sizeof(op->detail) - len, "%s%s)",
-                 q->detail[0] ? "; " : "", q->detail);
-}
-
-/* The nodes whose YES counts (voting: not quarantined, not clock-suspect
- * after the sample that came with the reply). */
-static uint64_t voting_yes(const struct quorum_round *q)
-{
-    uint64_t set = 0;
-    size_t i;
-
-    for (i = 0; i < q->n; i++)
-        if (q->slots[i].vote == VOTE_YES && node_voting(q->nodes[i]))
-            set |= UINT64_C(1) << i;
-    return set;
 }
 
 static void acquire_decided(void *owner, enum verdict v)
@@ -880,11 +727,12 @@ static void acquire_decided(void *owner, enum verdict v)
     op->t0 = q->t0;
     if (v == VERDICT_SUCCESS) {
         op->voters = (unsigned)q->yes;
-        op->holders = voting_yes(q);
+        op->holders = quorum_voting_yes(q);
         /* A YES counted when it arrived; a node that stopped voting since
          * (a check found it evicting, a duplicate...) no longer counts. */
         if ((size_t)__builtin_popcountll(op->holders) < quorum_size(q->n)) {
-            no_quorum_detail(op);
+            round_why_no_quorum(&op->round, op->lock->resource, op->detail,
+                            sizeof(op->detail));
             attempt_failed(op, RL_ENOQUORUM);
             return;
         }
@@ -899,11 +747,13 @@ static void acquire_decided(void *owner, enum verdict v)
     /* Nodes that could not vote at all: failed, or quarantined. */
     unavailable = q->no - q->refused;
     if (unavailable > q->n - quorum_size(q->n) || q->refused == 0) {
-        no_quorum_detail(op);
+        round_why_no_quorum(&op->round, op->lock->resource, op->detail,
+                            sizeof(op->detail));
         attempt_failed(op, RL_ENOQUORUM);
         return;
     }
-    refused_detail(op);
+    round_why_refused(&op->round, op->lock->resource, op->detail,
+                      sizeof(op->detail));
     attempt_failed(op, RL_ENOTACQUIRED);
 }
 
@@ -957,24 +807,6 @@ static enum vote classify(void *owner, size_t slot,
     if (r->kind == REPLY_INTEGER)
         return r->integer == 1 ? VOTE_YES : VOTE_NO; /* scripts */
     return VOTE_ERROR;
-}
-
-/* SET key token NX PX px [GET] (argv and lens: the caller's, 7 each). */
-static struct round_cmd set_nx_cmd(const struct acquire_op *op, bool get,
-                                   const char **argv, size_t *lens)
-{
-    size_t i, argc = get ? 7 : 6;
-
-    argv[0] = "SET";
-    argv[1] = op->lock->keys[0];
-    argv[2] = op->lock->token;
-    argv[3] = "NX";
-    argv[4] = "PX";
-    argv[5] = op->ttl_buf;
-    argv[6] = "GET";
-    for (i = 0; i < argc; i++)
-        lens[i] = strlen(argv[i]);
-    return (struct round_cmd){NULL, 0, (int)argc, argv, lens};
 }
 
 /* One attempt: SET NX PX on every node (a script for several keys, with
@@ -1035,7 +867,7 @@ static void attempt(void *arg)
         mode = op->fence_for != NULL ? ROUND_ALL : ROUND_REPLIES;
     } else if (op->intent_key != NULL && op->fence_for == NULL &&
                plainly) {
-        set = set_nx_cmd(op, true, argv, lens);
+        set = lockrec_set_nx_cmd(op->lock, op->ttl_buf, true, argv, lens);
         op->set_get = true;
     } else if (op->intent_key != NULL && op->fence_for == NULL) {
         /* A reader, or a writer once refused by readers (one key, no
@@ -1087,7 +919,7 @@ static void attempt(void *arg)
                                  (int)i, argv, lens};
         mode = ROUND_ALL;
     } else if (l->nkeys == 1) {
-        set = set_nx_cmd(op, false, argv, lens);
+        set = lockrec_set_nx_cmd(op->lock, op->ttl_buf, false, argv, lens);
     } else {
         lockrec_script_cmd(l, SCRIPT_ACQUIRE_MULTI, op->ttl_buf, &script);
         cmd = &script.cmd;

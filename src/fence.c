@@ -168,3 +168,20 @@ enum fence_record fence_record_parse(const char *rec, size_t len,
     *term = v;
     return FENCE_RECORD_TERM;
 }
+
+size_t fence_markable(struct node *const *nodes, size_t n, rl_mono_us t0,
+                      const char **argv, size_t *lens)
+{
+    size_t i, count = 0;
+
+    for (i = 0; i < n; i++) {
+        const char *id = node_get_facts(nodes[i])->run_id;
+
+        if (id[0] != '\0' && node_voting(nodes[i]) &&
+            node_settled_by(nodes[i], t0)) {
+            argv[count] = id;
+            lens[count++] = strlen(id);
+        }
+    }
+    return count;
+}

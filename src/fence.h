@@ -48,6 +48,13 @@ bool fence_read_reply(struct fence_read *fr, const struct node_reply *r,
  * wall-clock fallback). */
 uint64_t fence_candidate(const struct fence_read *fr, size_t n,
                          uint64_t wall_us);
+/* The run_ids of the voting nodes among nodes[0..n) whose current server
+ * was out of its restart quarantine at t0 (round 1's start): round 2 may
+ * mark their counters trusted (why no other: above fence_candidate; a
+ * server that restarted since has another run_id). Into argv/lens;
+ * returns how many. */
+size_t fence_markable(struct node *const *nodes, size_t n, rl_mono_us t0,
+                      const char **argv, size_t *lens);
 
 /* Read a fence record (rec, len bytes; NULL: absent) against the value
  * the node holds at the lock key (""/NULL: none); *term is set for

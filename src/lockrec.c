@@ -316,3 +316,23 @@ char *lockrec_intent_key(const char *key, size_t len)
     memcpy(k + len, suffix, sizeof(suffix));
     return k;
 }
+
+struct round_cmd lockrec_set_nx_cmd(const struct lock_rec *r,
+                                    const char *px, bool get,
+                                    const char **argv, size_t *lens)
+{
+    size_t i, argc = get ? 7 : 6;
+
+    argv[0] = "SET";
+    argv[1] = r->keys[0];
+    argv[2] = r->token;
+    argv[3] = "NX";
+    argv[4] = "PX";
+    argv[5] = px;
+    argv[6] = "GET";
+    for (i = 0; i < argc; i++)
+        lens[i] = strlen(argv[i]);
+    lens[1] = r->key_lens[0];
+    lens[2] = r->token_len;
+    return (struct round_cmd){NULL, 0, (int)argc, argv, lens};
+}

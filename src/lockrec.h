@@ -137,6 +137,12 @@ struct lock_cmd {
 };
 /* Fill out (which must outlive the round's sends; the strings are the
  * record's and ttl's, not copied). ttl may be NULL. */
+/* SET key token NX PX px [GET] of r's first key (argv and lens: the
+ * caller's, 7 each; px: the TTL as text). GET (Redis 7.0) answers the
+ * holder's value or nil, and WRONGTYPE where readers hold the key. */
+struct round_cmd lockrec_set_nx_cmd(const struct lock_rec *r,
+                                    const char *px, bool get,
+                                    const char **argv, size_t *lens);
 void lockrec_script_cmd(const struct lock_rec *r, enum script_id id,
                         const char *ttl, struct lock_cmd *out);
 

@@ -19,6 +19,7 @@
  * The round is embedded in its owner (an operation); the owner's done
  * callback may free it, so nothing touches the round after calling done. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "quorum.h"
@@ -227,4 +228,28 @@ void round_broadcast(struct node **nodes, size_t n,
     for (i = 0; i < n; i++)
         node_send_wire_or_defer(nodes[i], w);
     wire_unref(w);
+}
+
+uint64_t quorum_voting_yes(const struct quorum_round *q)
+{
+    uint64_t set = 0;
+    size_t i;
+
+    for (i = 0; i < q->n; i++)
+        if (q->slots[i].vote == VOTE_YES && node_voting(q->nodes[i]))
+            set |= UINT64_C(1) << i;
+    return set;
+}
+
+bool quorum_nodes_from_major(const struct quorum_round *q, long major)
+{
+    size_t i;
+
+    for (i = 0; i < q->n; i++) {
+        const char *v = node_version(q->nodes[i]);
+
+        if (v[0] != '\0' && strtol(v, NULL, 10) < major)
+            return false;
+    }
+    return true;
 }

@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "node.h"
 
@@ -103,6 +104,12 @@ enum verdict round_start(struct quorum_round *q, enum round_mode mode,
 void round_cancel(struct quorum_round *q);
 /* Cancel and free the slots. */
 void round_clear(struct quorum_round *q);
+/* The nodes whose YES counts (voting: not quarantined, not clock-suspect
+ * after the sample that came with the reply), one bit per slot. */
+uint64_t quorum_voting_yes(const struct quorum_round *q);
+/* Does every node of q that told us its version run Redis major or
+ * later? One that did not is down now: its vote fails anyway. */
+bool quorum_nodes_from_major(const struct quorum_round *q, long major);
 
 /* Send the script call cmd to every node and forget it (rollback
  * releases); nodes that are down get it after their next handshake. */

@@ -20,7 +20,7 @@ layer_of() {
     scripts|timeheap|list|vote|latency)       l="0 base" ;;
     loop|conn|resp|tls|cancel|wire)           l="1 loop/conn" ;;
     node|nodeimpl|request|notify)             l="2 node" ;;
-    quorum|fence|lockrec|core|retry)          l="3 quorum" ;;
+    quorum|roundwhy|fence|lockrec|core|retry) l="3 quorum" ;;
     acquire|acquireopts|extend|release|inspect|semaphore|\
     queue|queueview)                          l="4 operations" ;;
     lock)                                     l="5 lock" ;;
