@@ -43,13 +43,15 @@ def popen(nodes, *args, env=None):
 
 # A child that records its token and pid, the time it got SIGTERM, and
 # loops.
+# Its traps are set before it says it started (the pid file): a signal
+# sent once the pid is there must find them.
 TRAP_CHILD = r'''
-echo "$REDLOCK_TOKEN" > "$1/token"
-echo $$ > "$1/pid"
 trap 'date +%s.%N > "$1/term"; exit 9' TERM
 trap 'echo hup > "$1/hup"' HUP
 trap 'echo int > "$1/int"' INT
 trap 'echo usr1 > "$1/usr1"; exit 11' USR1
+echo "$REDLOCK_TOKEN" > "$1/token"
+echo $$ > "$1/pid"
 while :; do sleep 0.02; done
 '''
 
