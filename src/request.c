@@ -552,18 +552,19 @@ static unsigned key_bit(const char *key, size_t len)
     return (unsigned)((h ^ (h >> 8)) & 255u);
 }
 
+static bool batch_has(const struct node *n, unsigned bit)
+{
+    return (n->batch_keys[bit / 64] & (UINT64_C(1) << (bit % 64))) != 0;
+}
+
 static bool batch_passes(const struct node *n, const struct wire *w)
 {
     const char *key;
     size_t len;
-    unsigned bit;
 
     if (n->batch_count == 0)
         return true;
-    if (!wire_key(w, &key, &len))
-        return false;
-    bit = key_bit(key, len);
-    return (n->batch_keys[bit / 64] & (UINT64_C(1) << (bit % 64))) == 0;
+    return wire_key(w, &key, &len) && !batch_has(n, key_bit(key, len));
 }
 
 static void batch_add(struct node *n, struct request *r, struct wire *w)
@@ -572,9 +573,11 @@ static void batch_add(struct node *n, struct request *r, struct wire *w)
     size_t len;
     unsigned bit;
 
+    wire_key(w, &key, &len); /* a batchable command has one */
+    bit = key_bit(key, len);
     /* A key the batch may hold already: that batch leaves first, so a
      * release-batch never names a key twice (its contract). */
-    if (!batch_passes(n, w))
+    if (n->batch_count > 0 && batch_has(n, bit))
         batch_send(n);
     if (n->batch_count == 0) {
         n->batch_conn = n->conn;
@@ -583,8 +586,6 @@ static void batch_add(struct node *n, struct request *r, struct wire *w)
     r->node = n;
     r->wire = wire_ref(w);
     list_push_back(&n->batch, &r->link);
-    wire_key(w, &key, &len); /* a batchable command has one */
-    bit = key_bit(key, len);
     n->batch_keys[bit / 64] |= UINT64_C(1) << (bit % 64);
     if (++n->batch_count == BATCH_MAX)
         batch_send(n);
@@ -680,9 +681,8 @@ void request_on_prepare(struct ev_loop *loop, ev_prepare *w, int revents)
 
     RL_UNUSED(loop);
     RL_UNUSED(revents);
-    if (!batch_send(n))
-        batch_fail(n);
-    else if (n->conn != NULL)
+    request_end_batch(n);
+    if (n->conn != NULL)
         conn_flush(n->conn); /* the connection's watcher may have run */
 }
 

@@ -25,7 +25,6 @@ struct wire {
     bool spliced;               /* cmd is ours (malloc), not hiredis's */
     bool sample;                /* lock path: a TIME may go first */
     int key_arg;                /* wire_key's argument, or 0: none */
-    bool batchable;             /* a release of one key */
 };
 
 struct wire *wire_ref(struct wire *w)
@@ -107,7 +106,6 @@ struct wire *wire_new(const struct script *s, int nkeys, int argc,
         return NULL;
     w->refs = 1;
     w->key_arg = key_arg(s, nkeys, argc, argv, lens);
-    w->batchable = s != NULL && w->key_arg != 0;
     if (s != NULL) {
         /* EVALSHA digest nkeys args...; a batch of renewals needs more
          * room than the stack arrays have. */
@@ -146,7 +144,7 @@ struct wire *wire_new(const struct script *s, int nkeys, int argc,
 
 bool wire_batchable(const struct wire *w)
 {
-    return w->batchable;
+    return w->script != NULL && w->key_arg != 0; /* release of one key */
 }
 
 /* The i-th bulk string of w's command (0: the command's name): RESP
