@@ -483,13 +483,10 @@ static void probed(void *owner, size_t slot, const struct node_reply *r)
     op->release_woke = false;
     if (!op->sleeping)
         return;
-    if (r->kind != REPLY_STATUS || r->len != 6 ||
-        memcmp(r->str, "string", 6) != 0) {
-        op->free_seen = r->kind == REPLY_STATUS && r->len == 4 &&
-                        memcmp(r->str, "none", 4) == 0;
+    if (!node_reply_status_is(r, "string")) {
+        op->free_seen = node_reply_status_is(r, "none");
         op->readers_seen = op->readers_seen ||
-                           (r->kind == REPLY_STATUS && r->len == 4 &&
-                            memcmp(r->str, "hash", 4) == 0);
+                           node_reply_status_is(r, "hash");
         attempt(op);
         return;
     }
@@ -800,7 +797,7 @@ static enum vote classify(void *owner, size_t slot,
             return VOTE_NO;
         return VOTE_ERROR;
     }
-    if (r->kind == REPLY_STATUS && r->len == 2 && memcmp(r->str, "OK", 2) == 0)
+    if (node_reply_status_is(r, "OK"))
         return VOTE_YES; /* SET NX */
     if (r->kind == REPLY_NIL)
         return VOTE_NO;

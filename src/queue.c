@@ -449,8 +449,7 @@ void fair_attempt_cmd(struct fair_wait *f, const char *px,
 bool fair_fast_grant(const struct node_reply *r)
 {
     return (r->kind == REPLY_INTEGER && r->integer == 1) ||
-           (r->kind == REPLY_STATUS && r->len == 2 &&
-            memcmp(r->str, "OK", 2) == 0);
+           node_reply_status_is(r, "OK");
 }
 
 void fair_fast_granted(struct fair_wait *f, size_t slot)

@@ -142,6 +142,11 @@ struct wire *wire_new(const struct script *s, int nkeys, int argc,
     return w;
 }
 
+bool node_reply_status_is(const struct node_reply *r, const char *word)
+{
+    return r->kind == REPLY_STATUS && arg_is(r->str, r->len, word);
+}
+
 bool wire_batchable(const struct wire *w)
 {
     return w->script != NULL && w->key_arg != 0; /* release of one key */

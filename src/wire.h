@@ -36,6 +36,9 @@ struct node_reply {
     const struct node_reply *element;
 };
 
+/* Is r the status reply word (TYPE's "string", SET's "OK")? */
+bool node_reply_status_is(const struct node_reply *r, const char *word);
+
 /* A command formatted once and shared by every node it is sent to
  * (refcounted, loop thread). s NULL: argv is the whole command; else an
  * EVALSHA of s over nkeys keys followed by the arguments, which the node
