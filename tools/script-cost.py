@@ -50,12 +50,19 @@ if v == ARGV[1] then
 end
 return v and -1 or 0
 """
-LEAN_RELEASE_BATCH = """
-local vals, del, out, chans = redis.call('mget', unpack(KEYS)), {}, {}, {}
+# publish_released is release-batch's own publish step, read from its
+# include file, so the lean batch differs from the script by the
+# helpers alone.
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                       "src", "lua", "include",
+                       "publish_released.lua")) as _f:
+    PUBLISH_RELEASED = _f.read()
+LEAN_RELEASE_BATCH = PUBLISH_RELEASED + """
+local vals, del, done, out = redis.call('mget', unpack(KEYS)), {}, {}, {}
 for i = 1, #KEYS do
   if vals[i] == ARGV[i] then
     del[#del + 1] = KEYS[i]
-    chans[#chans + 1] = 'redlock:release:' .. KEYS[i]
+    done[#done + 1] = i
     out[i] = '1'
   else
     out[i] = vals[i] and '2' or '0'
@@ -63,15 +70,7 @@ for i = 1, #KEYS do
 end
 if #del > 0 then
   redis.call('del', unpack(del))
-  local subs = redis.call('pubsub', 'numpat') > 0 and {}
-               or redis.call('pubsub', 'numsub', unpack(chans))
-  local c = 0
-  for i = 1, #KEYS do
-    if out[i] == '1' then
-      c = c + 1
-      if subs[2 * c] ~= 0 then redis.call('publish', chans[c], ARGV[i]) end
-    end
-  end
+  publish_released(done)
 end
 return table.concat(out)
 """

@@ -13,7 +13,8 @@
 --        | "2" another lock's (release's 1, 0, -1) | "e" it failed (a
 --        key of another type: an error reply of its own)
 --@include ours
-local vals, del, out = redis.call('mget', unpack(KEYS)), {}, {}
+--@include publish_released
+local vals, del, done, out = redis.call('mget', unpack(KEYS)), {}, {}, {}
 for i = 1, #KEYS do
   local v = vals[i]
   if not v then
@@ -24,6 +25,7 @@ for i = 1, #KEYS do
     out[i] = '0'
   elseif v == ARGV[i] or ours(v, ARGV[i]) then
     del[#del + 1] = KEYS[i]
+    done[#done + 1] = i
     out[i] = '1'
   else
     out[i] = '2'
@@ -31,25 +33,6 @@ for i = 1, #KEYS do
 end
 if #del > 0 then
   redis.call('del', unpack(del))
-  -- A PUBLISH from Lua costs about what the rest of a key's release
-  -- does, and a channel nobody listens on delivers nothing: ask once
-  -- which channels have a listener (pattern listeners: any at all means
-  -- every channel has one), publish on those. Same delivery as
-  -- publishing on each: the answer and the publishes are one atomic step.
-  local chans = {}
-  for i = 1, #KEYS do
-    if out[i] == '1' then chans[#chans + 1] = 'redlock:release:' .. KEYS[i] end
-  end
-  local subs = redis.call('pubsub', 'numpat') > 0 and {}
-               or redis.call('pubsub', 'numsub', unpack(chans))
-  local c = 0
-  for i = 1, #KEYS do
-    if out[i] == '1' then
-      c = c + 1
-      if subs[2 * c] ~= 0 then
-        redis.call('publish', chans[c], ARGV[i])
-      end
-    end
-  end
+  publish_released(done)
 end
 return table.concat(out)
