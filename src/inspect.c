@@ -345,22 +345,29 @@ static void decided(void *owner, enum verdict v)
     finish(op, RL_ENOQUORUM);
 }
 
-/* The client-wide counters: atomic, readable from any thread. */
+/* The client-wide counters of both rl_totals and rl_stats: each stat
+ * and the field of that name that holds it. */
+#define CLIENT_TOTALS(X)                                                    \
+    X(STAT_ACQUIRED, acquired)                                              \
+    X(STAT_CONTENDED, contended)                                            \
+    X(STAT_LOST, lost)                                                      \
+    X(STAT_RENEWALS, renewals)                                              \
+    X(STAT_FENCES, fences)                                                  \
+    X(STAT_OVERLOAD_REFUSED, overload_refused)                              \
+    X(STAT_RENEWALS_WAITING, renewals_waiting)                              \
+    X(STAT_RENEWALS_EARLY, renewals_early)                                  \
+    X(STAT_QUEUE_WAITERS, queue_waiters)                                    \
+    X(STAT_QUEUE_WAIT_MS, queue_wait_ms_total)                              \
+    X(STAT_QUEUE_WAIT_COUNT, queue_wait_count)                              \
+    X(STAT_QUEUE_LEAVES, queue_leaves)
+
+/* Atomic, readable from any thread. */
 static void snapshot_totals(const rl_client *c, rl_totals *out)
 {
     memset(out, 0, sizeof(*out));
-    out->acquired = atomic_load(&c->stats[STAT_ACQUIRED]);
-    out->contended = atomic_load(&c->stats[STAT_CONTENDED]);
-    out->lost = atomic_load(&c->stats[STAT_LOST]);
-    out->renewals = atomic_load(&c->stats[STAT_RENEWALS]);
-    out->fences = atomic_load(&c->stats[STAT_FENCES]);
-    out->overload_refused = atomic_load(&c->stats[STAT_OVERLOAD_REFUSED]);
-    out->renewals_waiting = atomic_load(&c->stats[STAT_RENEWALS_WAITING]);
-    out->renewals_early = atomic_load(&c->stats[STAT_RENEWALS_EARLY]);
-    out->queue_waiters = atomic_load(&c->stats[STAT_QUEUE_WAITERS]);
-    out->queue_wait_ms_total = atomic_load(&c->stats[STAT_QUEUE_WAIT_MS]);
-    out->queue_wait_count = atomic_load(&c->stats[STAT_QUEUE_WAIT_COUNT]);
-    out->queue_leaves = atomic_load(&c->stats[STAT_QUEUE_LEAVES]);
+#define READ_TOTAL(stat, field) out->field = atomic_load(&c->stats[stat]);
+    CLIENT_TOTALS(READ_TOTAL)
+#undef READ_TOTAL
     out->queue_registrations =
         atomic_load(&c->stats[STAT_QUEUE_REGISTRATIONS]);
     out->node_count = c->node_count;
@@ -403,18 +410,9 @@ static void snapshot_stats(const rl_client *c, rl_stats *out)
     size_t i;
 
     snapshot_totals(c, &t);
-    out->acquired = t.acquired;
-    out->contended = t.contended;
-    out->lost = t.lost;
-    out->renewals = t.renewals;
-    out->fences = t.fences;
-    out->overload_refused = t.overload_refused;
-    out->renewals_waiting = t.renewals_waiting;
-    out->renewals_early = t.renewals_early;
-    out->queue_waiters = t.queue_waiters;
-    out->queue_wait_ms_total = t.queue_wait_ms_total;
-    out->queue_wait_count = t.queue_wait_count;
-    out->queue_leaves = t.queue_leaves;
+#define COPY_TOTAL(stat, field) out->field = t.field;
+    CLIENT_TOTALS(COPY_TOTAL)
+#undef COPY_TOTAL
     out->node_count = c->node_count;
     for (i = 0; i < c->node_count && i < RL_STATS_MAX_NODES; i++)
         snapshot_node(c->nodes[i], &out->nodes[i]);

@@ -289,44 +289,28 @@ struct node_gauge {
     double (*value)(const rl_node_stats *n);
 };
 
-static double connected(const rl_node_stats *n)
-{
-    return n->connected;
-}
+/* A gauge that is a field of rl_node_stats as it is. */
+#define FIELD_GAUGE(field)                                                  \
+    static double field(const rl_node_stats *n)                             \
+    {                                                                       \
+        return n->field;                                                    \
+    }
 
-static double voting(const rl_node_stats *n)
-{
-    return n->voting;
-}
-
-static double clock_rate(const rl_node_stats *n)
-{
-    return n->clock_rate;
-}
+FIELD_GAUGE(connected)
+FIELD_GAUGE(voting)
+FIELD_GAUGE(clock_rate)
+FIELD_GAUGE(may_evict)
+FIELD_GAUGE(fsync_always)
+FIELD_GAUGE(vote_bar)
 
 static double clock_suspect(const rl_node_stats *n)
 {
     return n->clock_state == RL_CLOCK_SUSPECT;
 }
 
-static double may_evict(const rl_node_stats *n)
-{
-    return n->may_evict;
-}
-
-static double fsync_always(const rl_node_stats *n)
-{
-    return n->fsync_always;
-}
-
 static double independent(const rl_node_stats *n)
 {
     return n->twin_of < 0;
-}
-
-static double vote_bar(const rl_node_stats *n)
-{
-    return n->vote_bar;
 }
 
 _Static_assert(RL_VOTES == 0 && RL_BAR_QUARANTINE == 6,

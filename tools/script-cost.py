@@ -50,16 +50,25 @@ if v == ARGV[1] then
 end
 return v and -1 or 0
 """
-# publish_released is release-batch's own publish step, read from its
-# include file, so the lean batch differs from the script by the
-# helpers alone.
-with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
-                       "src", "lua", "include",
-                       "publish_released.lua")) as _f:
-    PUBLISH_RELEASED = _f.read()
-LEAN_RELEASE_BATCH = PUBLISH_RELEASED + """
-local vals, del, done, out = redis.call('mget', unpack(KEYS)), {}, {}, {}
-for i = 1, #KEYS do
+LUA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                       "src", "lua")
+
+
+def lua_code(*path):
+    """A script file of src/lua without its comment lines."""
+    with open(os.path.join(LUA_DIR, *path)) as f:
+        return "".join(line for line in f if not line.startswith("--"))
+
+
+# release-batch with its loop cut to the plain-token compare: the MGET
+# before the loop, the DEL and the publish step after it (and the
+# publish_released include) are read from the script's own files, so the
+# lean batch differs from the script by the helpers alone.
+_BATCH = lua_code("release-batch.lua")
+_LOOP = _BATCH.index("for i = 1, #KEYS do\n")
+_AFTER = _BATCH.index("\nend\n", _LOOP) + len("\nend\n")
+LEAN_RELEASE_BATCH = (lua_code("include", "publish_released.lua") +
+                      _BATCH[:_LOOP] + """for i = 1, #KEYS do
   if vals[i] == ARGV[i] then
     del[#del + 1] = KEYS[i]
     done[#done + 1] = i
@@ -68,12 +77,7 @@ for i = 1, #KEYS do
     out[i] = vals[i] and '2' or '0'
   end
 end
-if #del > 0 then
-  redis.call('del', unpack(del))
-  publish_released(done)
-end
-return table.concat(out)
-"""
+""" + _BATCH[_AFTER:])
 # The batch's compare-and-delete alone (MGET, compare, DEL), publishing
 # nothing: what the publish step (channel names, PUBSUB) adds.
 BARE_RELEASE_BATCH = """

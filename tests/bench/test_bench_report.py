@@ -193,9 +193,15 @@ class Batch(unittest.TestCase):
         return "\n".join(bench_report.between(report, bench_report.B_BEGIN,
                                                bench_report.B_END))
 
+    def batch_section(self, t=None):
+        """The batch section that BATCH renders into PAGE (with targets t,
+        the default targets without)."""
+        report, _ = bench_report.render(BATCH, self.PAGE,
+                                        targets() if t is None else t)
+        return self.section(report)
+
     def test_before_after_and_node_redlock_with_ratios(self):
-        report, _ = bench_report.render(BATCH, self.PAGE, targets())
-        b = self.section(report)
+        b = self.batch_section()
         self.assertEqual(row(b, "| b 64 in flight | cycles/s |"),
                          ["b 64 in flight", "cycles/s",
                           "20,000 [19,000–21,000]", "34,000 [32,300–35,700]",
@@ -205,8 +211,7 @@ class Batch(unittest.TestCase):
         self.assertIn("before (1c18314) | after (9dc2652) |", b)
 
     def test_limit_is_recomputed_from_cpu_per_cycle(self):
-        report, _ = bench_report.render(BATCH, self.PAGE, targets())
-        b = self.section(report)
+        b = self.batch_section()
         # after: 10 µs client + 16 µs servers: 2 CPUs, 2e6 / 26.
         self.assertEqual(row(b, "| limit: 2 CPUs")[1:],
                          ["48,780", "76,923", "9,091"])
@@ -215,8 +220,7 @@ class Batch(unittest.TestCase):
                       "cycles/s (before: 41.0 µs, ~48,780 cycles/s)", b)
 
     def test_commandstats_per_cycle_per_node(self):
-        report, _ = bench_report.render(BATCH, self.PAGE, targets())
-        b = self.section(report)
+        b = self.batch_section()
         # before, after, node-redlock: calls/cycle, µs/call, µs/cycle.
         self.assertEqual(row(b, "| EVALSHA |")[1:],
                          ["1.000", "0.250", "2.000", "3.70", "6.00", "6.50",
@@ -228,8 +232,7 @@ class Batch(unittest.TestCase):
         self.assertNotIn("CLIENT|SETNAME", b)
 
     def test_targets_after_over_before(self):
-        report, _ = bench_report.render(BATCH, self.PAGE, targets())
-        b = self.section(report)
+        b = self.batch_section()
         self.assertEqual(row(b, "| server CPU per cycle at 64")[1:],
                          ["0.53× (16.0 vs 30.0; per round 0.53, 0.53, 0.53)",
                           "**no**"])
@@ -241,8 +244,7 @@ class Batch(unittest.TestCase):
         t = targets()
         t["batch_server_cpu_b64"] = 0.55
         t["batch_acquire_p50"] = 0.02
-        report, _ = bench_report.render(BATCH, self.PAGE, t)
-        b = self.section(report)
+        b = self.batch_section(t)
         self.assertEqual(row(b, "| server CPU per cycle at 64")[2], "yes")
         self.assertEqual(row(b, "| acquire p50 at 1 in flight within 2 %")
                          [2], "**no**")

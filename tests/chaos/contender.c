@@ -296,21 +296,19 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}
     };
-    /* Options that only switch something on, and plain unsigned values. */
+    /* Options that only switch something on (on) or set a plain
+     * unsigned value (value). */
     const struct {
         int ch;
         bool *on;
-    } switches[] = {
-        {'f', &o->fence}, {'S', &o->stale_write}, {'L', &o->ignore_loss},
-        {'Q', &o->no_quarantine}, {'G', &o->no_clock_guard},
-        {'E', &o->allow_evicting}, {'F', &o->fair},
-    };
-    const struct {
-        int ch;
         uint32_t *value;
-    } numbers[] = {
-        {'t', &o->ttl_ms}, {'I', &o->idle_max_ms}, {'K', &o->limit},
-        {'M', &o->max_ttl_ms}, {'p', &o->priority},
+    } simple[] = {
+        {'f', &o->fence, NULL}, {'S', &o->stale_write, NULL},
+        {'L', &o->ignore_loss, NULL}, {'Q', &o->no_quarantine, NULL},
+        {'G', &o->no_clock_guard, NULL}, {'E', &o->allow_evicting, NULL},
+        {'F', &o->fair, NULL}, {'t', NULL, &o->ttl_ms},
+        {'I', NULL, &o->idle_max_ms}, {'K', NULL, &o->limit},
+        {'M', NULL, &o->max_ttl_ms}, {'p', NULL, &o->priority},
     };
     int ch;
     size_t i;
@@ -328,13 +326,14 @@ static int parse_opts(int argc, char **argv, struct opts *o)
     o->max_ttl_ms = 60000;
     o->id = 0;
     while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-        for (i = 0; i < sizeof(switches) / sizeof(switches[0]); i++)
-            if (ch == switches[i].ch)
-                *switches[i].on = true;
-        for (i = 0; i < sizeof(numbers) / sizeof(numbers[0]); i++)
-            if (ch == numbers[i].ch &&
-                parse_u32(optarg, numbers[i].value) != 0)
+        for (i = 0; i < sizeof(simple) / sizeof(simple[0]); i++) {
+            if (ch != simple[i].ch)
+                continue;
+            if (simple[i].on != NULL)
+                *simple[i].on = true;
+            else if (parse_u32(optarg, simple[i].value) != 0)
                 goto out_usage;
+        }
         switch (ch) {
         case 'n':
             if (split_list(optarg, &o->nodes_buf, o->nodes, MAX_NODES,

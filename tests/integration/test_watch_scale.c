@@ -332,6 +332,16 @@ static void watched_opts(rl_acquire_opts *o, uint32_t ttl_ms,
     o->lost_privdata = t;
 }
 
+/* acquire_all with watched_opts: their losses counted in t. */
+static void acquire_all_watched(struct fixture *f, const char *prefix,
+                                uint32_t ttl_ms, struct lost_tally *t)
+{
+    rl_acquire_opts o;
+
+    watched_opts(&o, ttl_ms, t);
+    acquire_all(f, prefix, &o);
+}
+
 /* ---- Healthy nodes: renewed, none lost ----------------------------------*/
 
 static void test_many_watched_locks_renewed_with_none_lost(void **state)
@@ -339,7 +349,6 @@ static void test_many_watched_locks_renewed_with_none_lost(void **state)
     struct fixture *f = *state;
     struct many *m = f->priv;
     struct lost_tally t = { 0 };
-    rl_acquire_opts o;
     uint64_t before, renewals;
     const uint64_t want = (uint64_t)m->n * 3;
     int64_t hold_ms = 5000;
@@ -347,8 +356,7 @@ static void test_many_watched_locks_renewed_with_none_lost(void **state)
     uint64_t failed;
     int held, lost;
 
-    watched_opts(&o, 2000, &t);
-    acquire_all(f, "ws:ok", &o);
+    acquire_all_watched(f, "ws:ok", 2000, &t);
     before = stats(f->c).renewals;
     /* At least hold_ms (2.5 TTLs), and until each lock was renewed 3
      * times on average (a fixed amount of work: a slow machine holds
@@ -572,7 +580,6 @@ static void test_node_killed_and_one_paused_none_lost(void **state)
     struct fixture *f = *state;
     struct many *m = f->priv;
     struct lost_tally t = { 0 };
-    rl_acquire_opts o;
     int held, lost;
 
     if (getenv("RL_TEST_UNDER_VALGRIND") != NULL) {
@@ -583,8 +590,7 @@ static void test_node_killed_and_one_paused_none_lost(void **state)
                         "under valgrind\n");
         skip();
     }
-    watched_opts(&o, 2000, &t);
-    acquire_all(f, "ws:faults", &o);
+    acquire_all_watched(f, "ws:faults", 2000, &t);
     harness_sleep_ms(1000);
     harness_kill(&f->r[0]);
     assert_int_equal(harness_pause(&f->r[1]), 0);
@@ -610,11 +616,9 @@ static void test_majority_paused_reports_every_lock_lost_in_time(
     struct fixture *f = *state;
     struct many *m = f->priv;
     struct lost_tally t = { 0 };
-    rl_acquire_opts o;
     int64_t t0;
 
-    watched_opts(&o, 2000, &t);
-    acquire_all(f, "ws:overload", &o);
+    acquire_all_watched(f, "ws:overload", 2000, &t);
     harness_sleep_ms(800);
     t0 = harness_now_ms();
     for (int k = 0; k < 3; k++)
