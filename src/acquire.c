@@ -444,7 +444,10 @@ static void spread_wake(struct acquire_op *op)
 /* The holder released (or our subscription just became active): try
  * again now rather than at the end of the retry delay -- after a short
  * random pause and a look at one node when the last attempt was refused
- * (probe_then_attempt): the same message woke every waiter of the key. */
+ * (probe_then_attempt): the same message woke every waiter of the key,
+ * unless the release counted this client as the key's only subscriber
+ * there (its message's listeners): then nobody else woke, and the
+ * attempt goes at once, as fast as a hand-off can be. */
 static void released_elsewhere(void *arg)
 {
     struct acquire_op *op = arg;
@@ -455,7 +458,7 @@ static void released_elsewhere(void *arg)
         op->woken_while_probing = true; /* its answer may predate this */
         return;
     }
-    if (op->probe_first)
+    if (op->probe_first && op->waiter.listeners != 1)
         spread_wake(op);
     else
         attempt(op);

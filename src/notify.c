@@ -22,7 +22,9 @@
  * registration of its waiter must not go unnoticed: the first
  * confirmation of a new subscription wakes the waiters once, and on an
  * existing one notify_wait reports a release seen since the attempt
- * started. Messages carry the releaser's token; a waiter ignores its own
+ * started. Messages carry the releaser's token (and from release, the
+ * number of clients subscribed on that node: split_message); a waiter
+ * ignores its own
  * (a reader's rollback publishes; an exclusive attempt's does not,
  * src/lua/rollback.lua), or it would wake itself while the holder still
  * holds.
@@ -97,6 +99,29 @@ static struct notify_waiter *waiter_of(struct list_link *link)
     return list_entry(link, struct notify_waiter, link);
 }
 
+/* A release message is the releaser's token, and from release and
+ * release-batch a space and the number of clients subscribed to the
+ * channel on that node (tokens hold no space). Sets *listeners to that
+ * number, 0 where the message has none; returns the token's length. */
+static size_t split_message(const char *msg, size_t len, unsigned *listeners)
+{
+    size_t sp = len, i;
+    unsigned long n = 0;
+
+    *listeners = 0;
+    while (sp > 0 && msg[sp - 1] != ' ')
+        sp--;
+    if (sp == 0 || sp == len)
+        return len;
+    for (i = sp; i < len; i++) {
+        if (msg[i] < '0' || msg[i] > '9' || n > 1000000)
+            return len;
+        n = n * 10 + (unsigned long)(msg[i] - '0');
+    }
+    *listeners = (unsigned)n;
+    return sp - 1;
+}
+
 /* Wake the channel's waiters; each wake may unregister itself. token is
  * the releaser's (NULL for a subscription confirmation): a waiter is not
  * woken by its own rollback, of any of its attempts (each has its own
@@ -105,7 +130,8 @@ static struct notify_waiter *waiter_of(struct list_link *link)
  * announcement waiter (own_only) is the other way round: only its own
  * acquisition's queue entry is for it, and confirmations are not. */
 static void channel_wake(struct notify *nt, const char *name, size_t len,
-                         const char *token, size_t token_len)
+                         const char *token, size_t token_len,
+                         unsigned listeners)
 {
     struct channel *ch = channel_find(nt, name, len);
     struct notify_waiter *w, *next;
@@ -129,6 +155,7 @@ static void channel_wake(struct notify *nt, const char *name, size_t len,
          * asks again (notify_wait) if that attempt fails. */
         if (token != NULL)
             w->seen_us = ch->last_release_us;
+        w->listeners = listeners;
         w->wake(w->arg);
     }
 }
@@ -155,14 +182,19 @@ static void on_push(struct conn *c, const redisReply *r, void *privdata)
     if (kind->type != REDIS_REPLY_STRING || chan->type != REDIS_REPLY_STRING)
         return;
     if (strcmp(kind->str, "message") == 0 && r->elements >= 3 &&
-        r->element[2]->type == REDIS_REPLY_STRING)
-        channel_wake(sc->nt, chan->str, (size_t)chan->len,
-                     r->element[2]->str, (size_t)r->element[2]->len);
-    else if (strcmp(kind->str, "subscribe") == 0) {
+        r->element[2]->type == REDIS_REPLY_STRING) {
+        const redisReply *msg = r->element[2];
+        unsigned listeners;
+        size_t token_len = split_message(msg->str, (size_t)msg->len,
+                                         &listeners);
+
+        channel_wake(sc->nt, chan->str, (size_t)chan->len, msg->str,
+                     token_len, listeners);
+    } else if (strcmp(kind->str, "subscribe") == 0) {
         /* The server took a subscription: only now is the connection
          * good (one that opens and is dropped must keep backing off). */
         conn_backoff_reset(&sc->backoff);
-        channel_wake(sc->nt, chan->str, (size_t)chan->len, NULL, 0);
+        channel_wake(sc->nt, chan->str, (size_t)chan->len, NULL, 0, 0);
     }
 }
 

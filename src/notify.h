@@ -23,6 +23,10 @@ struct notify_waiter {
                                     (notify_wait_turn), not by others' */
     rl_mono_us seen_us;          /* last release by someone else seen
                                     while waiting, boottime; 0 none */
+    unsigned listeners;          /* clients subscribed to the channel on
+                                    the node whose message woke it, as
+                                    the release counted them (this one
+                                    among them); 0 unknown */
     void (*wake)(void *arg);
     void *arg;
 };

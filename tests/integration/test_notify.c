@@ -209,6 +209,58 @@ static void test_waiter_acquires_right_after_release(void **state)
     handoffs(f, "notify:handoff", HANDOFFS, lat);
 }
 
+/* The TYPE commands clients sent node r since mon started MONITOR (a
+ * script's own, shown as "[0 lua]", are not counted): read up to an ECHO
+ * sent now, which marks the end. -1 on a read error. */
+static int clients_type_commands(redisContext *mon, const struct rl_redis *r)
+{
+    static const char end[] = "end-of-the-type-count";
+    redisReply *rep = harness_cmd(r, "ECHO %s", end);
+    int n = 0;
+
+    freeReplyObject(rep);
+    for (;;) {
+        void *v = NULL;
+
+        if (redisGetReply(mon, &v) != REDIS_OK || v == NULL)
+            return -1;
+        rep = v;
+        if (rep->type == REDIS_REPLY_STATUS && strstr(rep->str, end)) {
+            freeReplyObject(rep);
+            return n;
+        }
+        if (rep->type == REDIS_REPLY_STATUS &&
+            strstr(rep->str, "\"TYPE\"") != NULL &&
+            strstr(rep->str, "[0 lua]") == NULL)
+            n++;
+        freeReplyObject(rep);
+    }
+}
+
+/* B is the key's only subscriber: the release's message says so (1
+ * listener), and B attempts at once -- no spread, no TYPE probe first
+ * (to the first node), which a crowd of waiters needs and a lone one
+ * only waits for. (The first hand-off subscribes B to the channel; the
+ * confirmation of a new subscription wakes a waiter with a probe, as it
+ * carries no count.) */
+static void test_a_lone_waiter_attempts_without_a_probe(void **state)
+{
+    struct fixture *f = *state;
+    int64_t lat[5];
+    redisContext *mon;
+    redisReply *rep;
+
+    handoffs(f, "notify:lone", 1, lat);
+    mon = harness_connect(&f->r[0]);
+    assert_non_null(mon);
+    rep = redisCommand(mon, "MONITOR");
+    assert_true(rep != NULL && rep->type == REDIS_REPLY_STATUS);
+    freeReplyObject(rep);
+    handoffs(f, "notify:lone", 5, lat);
+    assert_int_equal(clients_type_commands(mon, &f->r[0]), 0);
+    redisFree(mon);
+}
+
 static void test_waiter_is_woken_with_two_nodes_down(void **state)
 {
     struct fixture *f = *state;
@@ -263,6 +315,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_waiter_acquires_right_after_release),
+        cmocka_unit_test(test_a_lone_waiter_attempts_without_a_probe),
         cmocka_unit_test(test_waiter_is_woken_with_two_nodes_down),
         cmocka_unit_test(test_waiter_gets_crashed_holders_lock_after_ttl),
     };

@@ -182,9 +182,19 @@ class Scripts(unittest.TestCase):
 
     def test_release(self):
         cmd("SET", "a", TOK)
+        # The message is the token and the channel's subscribers then
+        # (a lone waiter attempts at once: acquire.c).
         reply, msgs = self.published("redlock:release:a",
                                      lambda: ev("release", ["a"], [TOK]))
-        self.assertEqual((reply, msgs), (1, [TOK]))
+        self.assertEqual((reply, msgs), (1, [TOK + " 1"]))
+        cmd("SET", "a", TOK)
+        other = Subscriber("redlock:release:a")
+        try:
+            reply, msgs = self.published("redlock:release:a",
+                                         lambda: ev("release", ["a"], [TOK]))
+            self.assertEqual((reply, msgs), (1, [TOK + " 2"]))
+        finally:
+            other.close()
         self.assertEqual(cmd("EXISTS", "a"), 0)
         self.assertEqual(ev("release", ["a"], [TOK]), 0)
         # Another value: -1, ours where present still deleted.
@@ -283,7 +293,7 @@ class Scripts(unittest.TestCase):
         reply, msgs = self.published("redlock:release:a", lambda: ev(
             "release-batch", ["a", "b", "c", "r", "h", "d", "e"],
             [TOK, TOK, TOK, TOK, TOK, TOK + ".leader-1", TOK2]))
-        self.assertEqual((reply, msgs), ("1200211", [TOK]))
+        self.assertEqual((reply, msgs), ("1200211", [TOK + " 1"]))
         self.assertEqual(cmd("EXISTS", "a"), 0)
         self.assertEqual(cmd("GET", "b"), OTHER)  # not ours: left alone
         self.assertEqual(cmd("GET", "r"), RESERVED)
@@ -294,7 +304,7 @@ class Scripts(unittest.TestCase):
         cmd("SET", "e", TOK2)
         reply, msgs = self.published("redlock:release:e", lambda: ev(
             "release-batch", ["b", "e"], [TOK, TOK2]))
-        self.assertEqual((reply, msgs), ("21", [TOK2]))
+        self.assertEqual((reply, msgs), ("21", [TOK2 + " 1"]))
         # Only channels someone listens on are published on (the same
         # delivery), unless a pattern listener exists: then every one.
         cmd("SET", "a", TOK)
@@ -302,7 +312,7 @@ class Scripts(unittest.TestCase):
         cmd("CONFIG", "RESETSTAT")
         reply, msgs = self.published("redlock:release:e", lambda: ev(
             "release-batch", ["a", "e"], [TOK, TOK2]))
-        self.assertEqual((reply, msgs), ("11", [TOK2]))
+        self.assertEqual((reply, msgs), ("11", [TOK2 + " 1"]))
         self.assertEqual(publish_calls(), 1)
         cmd("SET", "a", TOK)
         cmd("SET", "e", TOK2)
@@ -315,7 +325,7 @@ class Scripts(unittest.TestCase):
             got = [rlnodes.resp_read(pat.f)[3] for _ in range(2)]
         finally:
             pat.close()
-        self.assertEqual(sorted(got), sorted([TOK, TOK2]))
+        self.assertEqual(sorted(got), sorted([TOK + " 0", TOK2 + " 0"]))
         self.assertEqual(publish_calls(), 2)
         # A key of another type is that release's own error.
         cmd("RPUSH", "l", "x")
