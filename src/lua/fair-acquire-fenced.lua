@@ -6,7 +6,7 @@
 -- Reply: {1 | 0, counter or false, trusted 1 | 0, redlock:qt:K, rank or
 --        -1, K free 1 | 0}
 --@creates-keys
-local kind = 'x'
+local kind, queued = 'x', nil
 --@include fair_try
 --@include fence_counter
 local cur, t = fence_read(KEYS[2], KEYS[3], K)

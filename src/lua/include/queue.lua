@@ -27,7 +27,9 @@
 -- reserved(): K holds the reservation 'redlock:queued' (QUEUE_RESERVED
 -- in scripts.h: a free key kept for the queue); unreserve(): a caller
 -- at its turn clears it before taking K (not a semaphore's slot: its
--- queue reserves nothing); held(): K is a lock.
+-- queue reserves nothing); held(): K is a lock. They read K once per
+-- call (k_state); a script that writes K afterwards sets k_known to
+-- nil (fair_try's granted()), or to what it left there.
 -- open(kind): K may take this kind here now: free (or reserved) for an
 -- exclusive one; for a reader, no writer holds it and no writer intent
 -- is marked.
@@ -42,15 +44,17 @@
 -- on learn it from their refresh); else the head's token when K is free
 -- here.
 -- settle(now): the queue keys live as long as their latest entry (up
--- to a second longer);
+-- to a second longer; set again only when this call created one of
+-- them, `fresh`, or they would lapse sooner);
 -- an empty queue is deleted with its counter (a counter orders only
 -- entries still waiting). Not a semaphore's: while entries remain, a
 -- free K is reserved for them, as long as they live, so a plain SET NX
 -- (a fair mutex's first attempt too) is refused where anybody queues;
 -- once none remains, the reservation goes and plain waiters are told.
 -- enter(..., kind): add or refresh an entry (same score on every node),
--- note its kind and registration time once, and raise the counter to
--- its ticket, which rebuilds a restarted node's counter.
+-- note its kind and registration time once (when it is added), and
+-- raise the counter to its ticket, which rebuilds a restarted node's
+-- counter; returns 1 added | 0, and the counter after it.
 local Q, QX, QT = 'redlock:q:' .. QK, 'redlock:qx:' .. QK,
                   'redlock:qt:' .. QK
 local QW, QM = 'redlock:qw:' .. QK, 'redlock:qm:' .. QK
@@ -72,18 +76,35 @@ local function purge(now)
   for _, t in ipairs(dead) do drop(t) end
   return #dead
 end
+-- k_known: what K holds, read once: 'none', 'reserved', 'string' (a
+-- lock) or 'hash' (readers); nil not read yet.
+local k_known = nil
+local function k_state()
+  if k_known == nil then
+    local v = redis.pcall('get', K)
+    if not v then k_known = 'none'
+    elseif v == 'redlock:queued' then k_known = 'reserved'
+    elseif type(v) == 'table' then k_known = redis.call('type', K).ok
+    else k_known = 'string' end
+  end
+  return k_known
+end
 local function reserved()
-  return redis.pcall('get', K) == 'redlock:queued'
+  return k_state() == 'reserved'
 end
 local function unreserve()
-  if not L and reserved() then redis.call('del', K) end
+  if not L and reserved() then
+    redis.call('del', K)
+    k_known = 'none'
+  end
 end
 local function held()
-  return redis.call('exists', K) == 1 and not reserved()
+  local st = k_state()
+  return st ~= 'none' and st ~= 'reserved'
 end
 local function open(kind)
   if kind ~= 's' then return held() and 0 or 1 end
-  if (redis.call('type', K).ok == 'string' and not reserved()) or
+  if k_state() == 'string' or
      redis.call('exists', K .. ':wintent') == 1 then return 0 end
   return 1
 end
@@ -98,9 +119,7 @@ local function where(mem, kind)
   return r
 end
 local function announce_readers(except)
-  local h = redis.call('zrange', Q, 0, 0)[1]
-  if not h or redis.call('zscore', QW, h) then return false end
-  if open('s') == 0 then return true end
+  if open('s') == 0 then return end
   local w = redis.call('zrange', QW, 0, 0)[1]
   local n = 64
   if w then n = math.min(n, redis.call('zrank', Q, w) or n) end
@@ -109,64 +128,76 @@ local function announce_readers(except)
       redis.call('publish', 'redlock:queue:' .. QK, t)
     end
   end
-  return true
 end
 --@include queue_semaphore
 local function announce(except)
   if L then return sem_announce(except) end
-  if announce_readers(except) then return end
-  if held() then return end
   local h = redis.call('zrange', Q, 0, 0)[1]
-  if h and h ~= except then
+  if not h then return end
+  if not redis.call('zscore', QW, h) then return announce_readers(except) end
+  if h ~= except and not held() then
     redis.call('publish', 'redlock:queue:' .. QK, h)
   end
 end
 -- The queue's keys get their latest entry's life and KEYS_SLACK_MS
--- more, set again only when one of them would lapse sooner (QT's SET
--- and a new QW come without an expiry; QX and QM come and go with Q):
--- most settles read three expiries instead of setting five. Keys that
--- outlive their entries are the purge's to clear; the reservation keeps
--- its exact life.
+-- more, set again only when this call created one of them (`fresh`:
+-- enter() added to a sorted set or the record, or set the counter;
+-- refused() made the counter) or Q would lapse sooner: the five are
+-- always set together, so Q's expiry is theirs, and most settles read
+-- one expiry instead of setting five. Keys that outlive their entries
+-- are the purge's to clear; the reservation keeps its exact life (its
+-- SET is NX: K is never taken from a lock here).
 local KEYS_SLACK_MS = 1000
-local function sooner(k, ms)
-  local t = redis.call('pttl', k)
-  return t ~= -2 and t < ms
-end
+local fresh = false
 local function settle(now)
   local last = redis.call('zrange', QX, -1, -1, 'withscores')[2]
   if not last then
     redis.call('del', Q, QX, QT, QW, QM)
     if not L and reserved() then
       redis.call('del', K)
+      k_known = 'none'
       redis.call('publish', 'redlock:release:' .. K, '')
     end
     return
   end
   local ms = math.max(1, tonumber(last) - now)
   local px = string.format('%.0f', ms)
-  if sooner(Q, ms) or sooner(QT, ms) or sooner(QW, ms) then
+  if fresh or redis.call('pttl', Q) < ms then
     local kx = string.format('%.0f', ms + KEYS_SLACK_MS)
     redis.call('pexpire', Q, kx)
     redis.call('pexpire', QX, kx)
     redis.call('pexpire', QT, kx)
     redis.call('pexpire', QW, kx)
     redis.call('pexpire', QM, kx)
+    fresh = false
   end
   if L then return end
-  if redis.call('exists', K) == 0 then
-    redis.call('set', K, 'redlock:queued', 'PX', px)
-  elseif reserved() then
+  local st = k_state()
+  if st == 'none' then
+    redis.call('set', K, 'redlock:queued', 'PX', px, 'NX')
+    k_known = 'reserved'
+  elseif st == 'reserved' then
     redis.call('pexpire', K, px)
   end
 end
 local function enter(tok, score, ticket, now, epx, kind)
   local added = redis.call('zadd', Q, score, tok)
-  redis.call('hsetnx', QM, tok, (kind or 'x') .. ' ' ..
-             string.format('%.0f', now))
-  if kind ~= 's' then redis.call('zadd', QW, score, tok) end
-  redis.call('zadd', QX, string.format('%.0f', now + epx), tok)
-  if tonumber(redis.call('get', QT) or '0') < tonumber(ticket) then
-    redis.call('set', QT, ticket)
+  if added == 1 then
+    fresh = true
+    redis.call('hsetnx', QM, tok, (kind or 'x') .. ' ' ..
+               string.format('%.0f', now))
   end
-  return added
+  if kind ~= 's' and redis.call('zadd', QW, score, tok) == 1 then
+    fresh = true
+  end
+  if redis.call('zadd', QX, string.format('%.0f', now + epx), tok) == 1 then
+    fresh = true
+  end
+  local qt = redis.call('get', QT) or '0'
+  if tonumber(qt) < tonumber(ticket) then
+    redis.call('set', QT, ticket)
+    fresh = true
+    qt = ticket
+  end
+  return added, qt
 end
