@@ -79,7 +79,8 @@ struct fair_wait {
     int64_t qt[RL_MAX_NODES];    /* redlock:qt:K per node from the last attempt,
                                     -1: no reply */
     int64_t rank[RL_MAX_NODES];  /* our place per node from its latest
-                                    reply, -1 absent or unknown */
+                                    reply, -1 absent or unknown, below
+                                    -1: not queued there yet (place()) */
     bool free_[RL_MAX_NODES];    /* the lock was free there */
     /* A writer's intent (fair_intent_nodes): an earlier attempt may have
      * marked it there, or the latest one did not prove it did not. */
@@ -195,22 +196,33 @@ static void enter_done(void *owner, enum verdict v)
         take_turn(f, false);
 }
 
+/* Our place on node i from its latest reply: the rank, or before we
+ * registered the place we take there (a refused first attempt answers
+ * -1 - the entries queued); -1 unknown or nobody queued. */
+static int64_t place(const struct fair_wait *f, size_t i)
+{
+    return f->rank[i] >= -1 ? f->rank[i] : -1 - f->rank[i];
+}
+
 /* The refresh period: QUEUE_REFRESH_MS, one more for every
  * QUEUE_RANKS_PER_PERIOD waiters that stand between us and a turn on
- * the node where we stand nearest (ranks from the latest replies),
- * up to QUEUE_REFRESH_MAX_MS. A waiter's turn comes by announcement, not
- * by its refresh, which only keeps its entry alive: a crowd's
- * refreshes per acquisition stay nearly flat as it grows, and a dead
- * waiter's entry, however far back it died, lapses within 3 x
- * QUEUE_REFRESH_MAX_MS. */
+ * the node where we stand nearest (places from the latest replies: the
+ * registration's from the first attempt's), up to QUEUE_REFRESH_MAX_MS.
+ * A waiter's turn comes by announcement, not by its refresh, which only
+ * keeps its entry alive: a crowd's refreshes per acquisition stay
+ * nearly flat as it grows (a newcomer at the back of 11 waiters is
+ * served before its first refresh is due), and a dead waiter's entry,
+ * however far back it died, lapses within 3 x QUEUE_REFRESH_MAX_MS. */
 static uint32_t refresh_period_ms(const struct fair_wait *f)
 {
-    int64_t near = -1, ahead;
+    int64_t near = -1, ahead, p;
     size_t i;
 
-    for (i = 0; i < f->c->node_count; i++)
-        if (f->rank[i] >= 0 && (near < 0 || f->rank[i] < near))
-            near = f->rank[i];
+    for (i = 0; i < f->c->node_count; i++) {
+        p = place(f, i);
+        if (p >= 0 && (near < 0 || p < near))
+            near = p;
+    }
     ahead = near - (int64_t)f->limit; /* waiters before our turn, less 1 */
     if (ahead < 0)
         return QUEUE_REFRESH_MS;
@@ -555,7 +567,7 @@ void fair_wait_turn(struct fair_wait *f, rl_mono_us since_us,
         }
         registering = true;
         count_registered(f);
-        refresh(f);
+        refresh(f); /* its period from our place: f->period_ms */
     }
     /* Subscribed at the first refusal, before the registration's reply
      * can come: that reply says whether we may try at once; a release
@@ -585,7 +597,8 @@ void fair_wait_turn(struct fair_wait *f, rl_mono_us since_us,
         arm(f, pause_us);
         return;
     }
-    arm(f, (uint64_t)QUEUE_REFRESH_MS * 1000u);
+    arm(f, (uint64_t)(registering ? f->period_ms : QUEUE_REFRESH_MS) *
+               1000u);
 }
 
 bool fair_another_slot(const struct fair_wait *f)

@@ -9,7 +9,11 @@
 -- exclusive entry queues), a queued caller (its entry added or
 -- refreshed here, with the same score) only at its turn (where() is 0:
 -- the head, or a reader with no exclusive entry ahead); qt is the
--- node's counter as the caller's ticket read needs it.
+-- node's counter as the caller's ticket read needs it; rank is the
+-- queued caller's place, or for a first attempt -1 - the entries it
+-- would queue behind here (those entries counted: a newcomer's place
+-- when it registers, from which it sets its registration's life; -1
+-- where none queue).
 -- refused(): a first attempt refused here also counts itself in the
 -- counter (qt is the value before it), so first attempts that reach the
 -- nodes one after another get increasing tickets even while none has
@@ -39,7 +43,9 @@ if queued then
   now = server_ms()
   purged = purge(now)
   if ARGV[4] == '' then
-    ok = redis.call('zcard', kind == 's' and QW or Q) == 0
+    local n = redis.call('zcard', kind == 's' and QW or Q)
+    ok = n == 0
+    rank = -1 - n
   else
     local _
     _, qt = enter(mem, ARGV[4], ARGV[5], now, tonumber(ARGV[3]), kind)
