@@ -82,6 +82,7 @@ struct fair_wait {
                                     reply, -1 absent or unknown, below
                                     -1: not queued there yet (place()) */
     bool free_[RL_MAX_NODES];    /* the lock was free there */
+    bool readers_seen;           /* a reply's "free" was -1: readers */
     /* A writer's intent (fair_intent_nodes): an earlier attempt may have
      * marked it there, or the latest one did not prove it did not. */
     bool intent_may[RL_MAX_NODES];
@@ -171,6 +172,16 @@ static void released(void *arg)
         take_turn(f, false);
 }
 
+/* A reply's "free": 1 free here, 0 held, -1 held by readers (an
+ * exclusive caller's reply). */
+static void note_free(struct fair_wait *f, size_t slot,
+                      const struct node_reply *e)
+{
+    f->free_[slot] = e->kind == REPLY_INTEGER && e->integer == 1;
+    if (e->kind == REPLY_INTEGER && e->integer == -1)
+        f->readers_seen = true;
+}
+
 static enum vote enter_classify(void *owner, size_t slot,
                                 const struct node_reply *r)
 {
@@ -181,8 +192,7 @@ static enum vote enter_classify(void *owner, size_t slot,
     f->rank[slot] = r->element[0].kind == REPLY_INTEGER
                         ? r->element[0].integer
                         : -1;
-    f->free_[slot] = r->element[1].kind == REPLY_INTEGER &&
-                     r->element[1].integer == 1;
+    note_free(f, slot, &r->element[1]);
     return VOTE_YES;
 }
 
@@ -507,7 +517,7 @@ enum vote fair_classify(struct fair_wait *f, size_t slot,
     }
     f->qt[slot] = (int64_t)strtoull(e[q].str, NULL, 10);
     f->rank[slot] = e[q + 1].kind == REPLY_INTEGER ? e[q + 1].integer : -1;
-    f->free_[slot] = e[q + 2].kind == REPLY_INTEGER && e[q + 2].integer == 1;
+    note_free(f, slot, &e[q + 2]);
     /* fair-acquire marks a writer's intent only when refused at its
      * turn, rank 0 (src/lua/include/fair_try.lua refused()); the fenced
      * twin's reply is not read for it. */
@@ -612,6 +622,11 @@ bool fair_another_slot(const struct fair_wait *f)
     for (i = 0; i < f->c->node_count; i++)
         unqueued += f->qt[i] == 0; /* no queue there: the fast path */
     return unqueued >= need;
+}
+
+bool fair_readers_seen(const struct fair_wait *f)
+{
+    return f->readers_seen;
 }
 
 size_t fair_intent_nodes(const struct fair_wait *f, struct node **nodes,
