@@ -24,9 +24,8 @@ if not queued and
 end
 local kind = 'x'
 --@include fair_try
-if ok then unreserve() end
-if ok and redis.call('set', K, tok, 'NX', 'PX', ARGV[2]) then
-  granted()
+if ok and take(tok, ARGV[2]) then
+  granted('string')
   return {1, qt, 0, 0}
 end
 refused()

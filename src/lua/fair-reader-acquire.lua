@@ -10,7 +10,7 @@ local kind, queued = 's', nil
 --@include fair_try
 if ok then unreserve() end
 if ok and reader_take(K, K .. ':wintent', tok, ARGV[2]) == 1 then
-  granted()
+  granted('hash')
   return {1, qt, 0, 0}
 end
 refused()

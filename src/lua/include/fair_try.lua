@@ -26,8 +26,9 @@
 -- wait behind it as behind a plain writer. A semaphore's slot attempt
 -- names its queue and permits (ARGV[7], ARGV[8]): a queued caller's turn
 -- is sem_entitled.
--- granted(): a semaphore's queued caller marks its entry a holder; the
--- queue's keys live on (K was just written: read again when needed).
+-- granted(st): a semaphore's queued caller marks its entry a holder; the
+-- queue's keys live on; st is what the grant left at K ('string' a
+-- lock, 'hash' readers).
 -- qt is read where the attempt did not already (a first attempt granted
 -- where a queue exists).
 local K = KEYS[1]
@@ -60,15 +61,14 @@ local function refused()
     if not queued then redis.call('pexpire', QT, ARGV[3])
     elseif n == 1 then fresh = true end
   end
-  if ok and (ARGV[6] or '') ~= '' and
-     redis.call('type', K).ok == 'hash' then
+  if ok and (ARGV[6] or '') ~= '' and k_state() == 'hash' then
     redis.call('set', K .. ':wintent', tok, 'PX', ARGV[6])
   end
   if purged > 0 then announce(mem) end
   if queued then settle(now) end
 end
-local function granted()
-  k_known = nil
+local function granted(st)
+  k_known = st
   qt = qt or (queued and redis.call('get', QT)) or '0'
   if L and ARGV[4] ~= '' then sem_hold(mem, true) end
   if queued then settle(now) end

@@ -25,11 +25,12 @@
 -- purge(now): entries whose expiry passed go, wherever they are in the
 -- queue (at most 64 per call: the next call takes the rest).
 -- reserved(): K holds the reservation 'redlock:queued' (QUEUE_RESERVED
--- in scripts.h: a free key kept for the queue); unreserve(): a caller
--- at its turn clears it before taking K (not a semaphore's slot: its
--- queue reserves nothing); held(): K is a lock. They read K once per
--- call (k_state); a script that writes K afterwards sets k_known to
--- nil (fair_try's granted()), or to what it left there.
+-- in scripts.h: a free key kept for the queue); unreserve(): a reader
+-- at its turn clears it before joining K (not a semaphore's slot: its
+-- queue reserves nothing); take(tok, px): a caller at its turn sets K
+-- over a free or reserved key; held(): K is a lock. They read K once
+-- per call (k_state); a script that writes K afterwards sets k_known to
+-- what it left there (fair_try's granted()).
 -- open(kind): K may take this kind here now: free (or reserved) for an
 -- exclusive one; for a reader, no writer holds it and no writer intent
 -- is marked.
@@ -102,6 +103,21 @@ local function held()
   local st = k_state()
   return st ~= 'none' and st ~= 'reserved'
 end
+-- take(tok, px): a caller at its turn sets K to tok where it is free, or
+-- reserved for the queue (not a semaphore's slot: nothing reserves it),
+-- by what this call read (no script step writes K in between): one SET,
+-- not DEL and SET NX; false where K is held.
+local function take(tok, px)
+  local st = k_state()
+  if st == 'reserved' and not L then
+    redis.call('set', K, tok, 'PX', px)
+  elseif st ~= 'none' or
+         not redis.call('set', K, tok, 'NX', 'PX', px) then
+    return false
+  end
+  k_known = 'string'
+  return true
+end
 local function open(kind)
   if kind ~= 's' then return held() and 0 or 1 end
   if k_state() == 'string' or
@@ -144,11 +160,13 @@ end
 -- enter() added to a sorted set or the record, or set the counter;
 -- refused() made the counter) or Q would lapse sooner: the five are
 -- always set together, so Q's expiry is theirs, and most settles read
--- one expiry instead of setting five. Keys that outlive their entries
+-- one expiry instead of setting five -- none in a call that moved no
+-- entry's expiry later (`extended`: only enter() does; a purge or a
+-- removal only brings the latest nearer). Keys that outlive their entries
 -- are the purge's to clear; the reservation keeps its exact life (its
 -- SET is NX: K is never taken from a lock here).
 local KEYS_SLACK_MS = 1000
-local fresh = false
+local fresh, extended = false, false
 local function settle(now)
   local last = redis.call('zrange', QX, -1, -1, 'withscores')[2]
   if not last then
@@ -162,7 +180,7 @@ local function settle(now)
   end
   local ms = math.max(1, tonumber(last) - now)
   local px = string.format('%.0f', ms)
-  if fresh or redis.call('pttl', Q) < ms then
+  if fresh or (extended and redis.call('pttl', Q) < ms) then
     local kx = string.format('%.0f', ms + KEYS_SLACK_MS)
     redis.call('pexpire', Q, kx)
     redis.call('pexpire', QX, kx)
@@ -193,6 +211,7 @@ local function enter(tok, score, ticket, now, epx, kind)
   if redis.call('zadd', QX, string.format('%.0f', now + epx), tok) == 1 then
     fresh = true
   end
+  extended = true
   local qt = redis.call('get', QT) or '0'
   if tonumber(qt) < tonumber(ticket) then
     redis.call('set', QT, ticket)
