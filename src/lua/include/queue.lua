@@ -64,7 +64,9 @@ local function server_ms()
   local t = redis.call('time')
   return t[1] * 1000 + math.floor(t[2] / 1000)
 end
+local removed = false
 local function drop(t)
+  removed = true
   local r = redis.call('zrem', Q, t)
   redis.call('zrem', QX, t)
   redis.call('zrem', QW, t)
@@ -168,6 +170,13 @@ end
 local KEYS_SLACK_MS = 1000
 local fresh, extended = false, false
 local function settle(now)
+  -- No entry added, moved later or removed (a refused first attempt
+  -- that purged nothing): the queue is as the last settle left it, its
+  -- keys' and the reservation's expiries hold; only a free K needs
+  -- reserving.
+  if not (fresh or extended or removed) and (L or k_state() ~= 'none') then
+    return
+  end
   local last = redis.call('zrange', QX, -1, -1, 'withscores')[2]
   if not last then
     redis.call('del', Q, QX, QT, QW, QM)
