@@ -59,7 +59,7 @@ local function refused()
     local n = redis.call('incr', QT)
     qt = tostring(n - 1)
     if not queued then redis.call('pexpire', QT, ARGV[3])
-    elseif n == 1 then fresh = true end
+    elseif n == 1 then made[QT] = true end
   end
   if ok and (ARGV[6] or '') ~= '' and k_state() == 'hash' then
     redis.call('set', K .. ':wintent', tok, 'PX', ARGV[6])

@@ -45,8 +45,8 @@
 -- on learn it from their refresh); else the head's token when K is free
 -- here.
 -- settle(now): the queue keys live as long as their latest entry (up
--- to a second longer; set again only when this call created one of
--- them, `fresh`, or they would lapse sooner);
+-- to a second longer; set again only where they would lapse sooner or
+-- this call made one of them);
 -- an empty queue is deleted with its counter (a counter orders only
 -- entries still waiting). Not a semaphore's: while entries remain, a
 -- free K is reserved for them, as long as they live, so a plain SET NX
@@ -158,23 +158,26 @@ local function announce(except)
   end
 end
 -- The queue's keys get their latest entry's life and KEYS_SLACK_MS
--- more, set again only when this call created one of them (`fresh`:
--- enter() added to a sorted set or the record, or set the counter;
--- refused() made the counter) or Q would lapse sooner: the five are
--- always set together, so Q's expiry is theirs, and most settles read
--- one expiry instead of setting five -- none in a call that moved no
--- entry's expiry later (`extended`: only enter() does; a purge or a
--- removal only brings the latest nearer). Keys that outlive their entries
+-- more, set again only when Q is new (no expiry) or would lapse sooner:
+-- the five are set together, so Q's expiry is theirs, and most settles
+-- read one expiry instead of setting five -- none in a call that added
+-- nothing and moved no entry's expiry later (`extended`: only enter()
+-- does; a purge or a removal only brings the latest nearer). QX and QM
+-- come and go with Q; a key this call may have made while Q lived on
+-- (`made`: QW's first exclusive entry, the counter, a record or an
+-- expiry whose Q member was there already) gets Q's expiry. enter()
+-- raises the counter by INCRBY, which keeps its expiry. Keys that outlive their entries
 -- are the purge's to clear; the reservation keeps its exact life (its
 -- SET is NX: K is never taken from a lock here).
 local KEYS_SLACK_MS = 1000
-local fresh, extended = false, false
+local made, extended = {}, false
 local function settle(now)
   -- No entry added, moved later or removed (a refused first attempt
   -- that purged nothing): the queue is as the last settle left it, its
   -- keys' and the reservation's expiries hold; only a free K needs
   -- reserving.
-  if not (fresh or extended or removed) and (L or k_state() ~= 'none') then
+  if not (next(made) or extended or removed) and
+     (L or k_state() ~= 'none') then
     return
   end
   local last = redis.call('zrange', QX, -1, -1, 'withscores')[2]
@@ -189,14 +192,19 @@ local function settle(now)
   end
   local ms = math.max(1, tonumber(last) - now)
   local px = string.format('%.0f', ms)
-  if fresh or (extended and redis.call('pttl', Q) < ms) then
-    local kx = string.format('%.0f', ms + KEYS_SLACK_MS)
-    redis.call('pexpire', Q, kx)
-    redis.call('pexpire', QX, kx)
-    redis.call('pexpire', QT, kx)
-    redis.call('pexpire', QW, kx)
-    redis.call('pexpire', QM, kx)
-    fresh = false
+  if next(made) or extended then
+    local t = redis.call('pttl', Q)
+    if t < ms then
+      local kx = string.format('%.0f', ms + KEYS_SLACK_MS)
+      redis.call('pexpire', Q, kx)
+      redis.call('pexpire', QX, kx)
+      redis.call('pexpire', QT, kx)
+      redis.call('pexpire', QW, kx)
+      redis.call('pexpire', QM, kx)
+    else
+      for k in pairs(made) do redis.call('pexpire', k, t) end
+    end
+    made = {}
   end
   if L then return end
   local st = k_state()
@@ -209,22 +217,24 @@ local function settle(now)
 end
 local function enter(tok, score, ticket, now, epx, kind)
   local added = redis.call('zadd', Q, score, tok)
-  if added == 1 then
-    fresh = true
-    redis.call('hsetnx', QM, tok, (kind or 'x') .. ' ' ..
-               string.format('%.0f', now))
+  if added == 1 and redis.call('hsetnx', QM, tok, (kind or 'x') .. ' ' ..
+                              string.format('%.0f', now)) == 1 then
+    made[QM] = true
   end
   if kind ~= 's' and redis.call('zadd', QW, score, tok) == 1 then
-    fresh = true
+    made[QW] = true
   end
-  if redis.call('zadd', QX, string.format('%.0f', now + epx), tok) == 1 then
-    fresh = true
+  if redis.call('zadd', QX, string.format('%.0f', now + epx), tok) == 1
+     and added == 0 then
+    made[QX] = true
   end
   extended = true
-  local qt = redis.call('get', QT) or '0'
+  local qt = redis.call('get', QT)
+  if not qt then made[QT] = true end
+  qt = qt or '0'
   if tonumber(qt) < tonumber(ticket) then
-    redis.call('set', QT, ticket)
-    fresh = true
+    redis.call('incrby', QT,
+               string.format('%.0f', tonumber(ticket) - tonumber(qt)))
     qt = ticket
   end
   return added, qt
