@@ -166,9 +166,9 @@ end
 -- come and go with Q; a key this call may have made while Q lived on
 -- (`made`: QW's first exclusive entry, the counter, a record or an
 -- expiry whose Q member was there already) gets Q's expiry. enter()
--- raises the counter by INCRBY, which keeps its expiry. Keys that outlive their entries
--- are the purge's to clear; the reservation keeps its exact life (its
--- SET is NX: K is never taken from a lock here).
+-- raises the counter by INCRBY, which keeps its expiry. Keys that
+-- outlive their entries are the purge's to clear; the reservation keeps
+-- its exact life (its SET is NX: K is never taken from a lock here).
 local KEYS_SLACK_MS = 1000
 local made, extended = {}, false
 local function settle(now)
