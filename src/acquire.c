@@ -34,8 +34,10 @@
  * (queue.c) attempts with fair-acquire (a reader: fair-reader-acquire),
  * rolls back with fair-rollback (fair-reader-rollback; its queue entry
  * stays) and, once refused, sleeps in the queue until queue.c says it is
- * its turn; a fair writer once refused marks its intent as a plain one
- * does, from inside fair-acquire; giving up, it leaves the queue, then
+ * its turn; a fair writer once refused, once a reply showed readers,
+ * marks its intent as a plain one does, from inside fair-acquire (a
+ * fair mutex that never meets readers marks and clears nothing); giving
+ * up, it leaves the queue, then
  * clears its intent. A fair semaphore slot's attempt borrows
  * semaphore.c's wait (the base key's queue): it attempts and rolls back
  * fair, nothing more. */
@@ -827,6 +829,7 @@ static void attempt(void *arg)
     size_t i;
     int nkeys;
     bool plainly;
+    const char *intent;
 
     op->sleeping = false;
     op->set_get = false;
@@ -849,14 +852,16 @@ static void attempt(void *arg)
         argv[0] = FENCE_COUNTER_KEY;
         argv[1] = FENCE_MARK_KEY;
         argv[2] = op->fence_for;
-        /* A writer once refused (writer_waits) marks its intent at its
-         * turn where readers refuse it. */
-        op->intent_set = op->intent_set || op->intent_px[0] != '\0';
+        /* A writer once refused (writer_waits), once a reply showed
+         * readers, marks its intent at its turn where readers refuse it. */
+        intent = op->intent_px[0] != '\0' && op->fair != NULL &&
+                         fair_readers_seen(op->fair)
+                     ? op->intent_px
+                     : NULL;
+        op->intent_set = op->intent_set || intent != NULL;
         if (op->fair != NULL)
             fair_attempt_cmd(op->fair, op->ttl_buf,
-                             op->fence_for != NULL ? argv : NULL,
-                             op->intent_px[0] != '\0' ? op->intent_px
-                                                      : NULL,
+                             op->fence_for != NULL ? argv : NULL, intent,
                              &fair);
         else
             fair_first_cmd(l, op->ttl_buf,

@@ -79,8 +79,10 @@ struct fair_wait {
     int64_t qt[RL_MAX_NODES];    /* redlock:qt:K per node from the last attempt,
                                     -1: no reply */
     int64_t rank[RL_MAX_NODES];  /* our place per node from its latest
-                                    reply, -1 absent or unknown */
+                                    reply, -1 absent or unknown, below
+                                    -1: not queued there yet (place()) */
     bool free_[RL_MAX_NODES];    /* the lock was free there */
+    bool readers_seen;           /* a reply's "free" was -1: readers */
     /* A writer's intent (fair_intent_nodes): an earlier attempt may have
      * marked it there, or the latest one did not prove it did not. */
     bool intent_may[RL_MAX_NODES];
@@ -170,6 +172,16 @@ static void released(void *arg)
         take_turn(f, false);
 }
 
+/* A reply's "free": 1 free here, 0 held, -1 held by readers (an
+ * exclusive caller's reply). */
+static void note_free(struct fair_wait *f, size_t slot,
+                      const struct node_reply *e)
+{
+    f->free_[slot] = e->kind == REPLY_INTEGER && e->integer == 1;
+    if (e->kind == REPLY_INTEGER && e->integer == -1)
+        f->readers_seen = true;
+}
+
 static enum vote enter_classify(void *owner, size_t slot,
                                 const struct node_reply *r)
 {
@@ -180,8 +192,7 @@ static enum vote enter_classify(void *owner, size_t slot,
     f->rank[slot] = r->element[0].kind == REPLY_INTEGER
                         ? r->element[0].integer
                         : -1;
-    f->free_[slot] = r->element[1].kind == REPLY_INTEGER &&
-                     r->element[1].integer == 1;
+    note_free(f, slot, &r->element[1]);
     return VOTE_YES;
 }
 
@@ -195,22 +206,33 @@ static void enter_done(void *owner, enum verdict v)
         take_turn(f, false);
 }
 
+/* Our place on node i from its latest reply: the rank, or before we
+ * registered the place we take there (a refused first attempt answers
+ * -1 - the entries queued); -1 unknown or nobody queued. */
+static int64_t place(const struct fair_wait *f, size_t i)
+{
+    return f->rank[i] >= -1 ? f->rank[i] : -1 - f->rank[i];
+}
+
 /* The refresh period: QUEUE_REFRESH_MS, one more for every
  * QUEUE_RANKS_PER_PERIOD waiters that stand between us and a turn on
- * the node where we stand nearest (ranks from the latest replies),
- * up to QUEUE_REFRESH_MAX_MS. A waiter's turn comes by announcement, not
- * by its refresh, which only keeps its entry alive: a crowd's
- * refreshes per acquisition stay nearly flat as it grows, and a dead
- * waiter's entry, however far back it died, lapses within 3 x
- * QUEUE_REFRESH_MAX_MS. */
+ * the node where we stand nearest (places from the latest replies: the
+ * registration's from the first attempt's), up to QUEUE_REFRESH_MAX_MS.
+ * A waiter's turn comes by announcement, not by its refresh, which only
+ * keeps its entry alive: a crowd's refreshes per acquisition stay
+ * nearly flat as it grows (a newcomer at the back of 11 waiters is
+ * served before its first refresh is due), and a dead waiter's entry,
+ * however far back it died, lapses within 3 x QUEUE_REFRESH_MAX_MS. */
 static uint32_t refresh_period_ms(const struct fair_wait *f)
 {
-    int64_t near = -1, ahead;
+    int64_t near = -1, ahead, p;
     size_t i;
 
-    for (i = 0; i < f->c->node_count; i++)
-        if (f->rank[i] >= 0 && (near < 0 || f->rank[i] < near))
-            near = f->rank[i];
+    for (i = 0; i < f->c->node_count; i++) {
+        p = place(f, i);
+        if (p >= 0 && (near < 0 || p < near))
+            near = p;
+    }
     ahead = near - (int64_t)f->limit; /* waiters before our turn, less 1 */
     if (ahead < 0)
         return QUEUE_REFRESH_MS;
@@ -495,7 +517,7 @@ enum vote fair_classify(struct fair_wait *f, size_t slot,
     }
     f->qt[slot] = (int64_t)strtoull(e[q].str, NULL, 10);
     f->rank[slot] = e[q + 1].kind == REPLY_INTEGER ? e[q + 1].integer : -1;
-    f->free_[slot] = e[q + 2].kind == REPLY_INTEGER && e[q + 2].integer == 1;
+    note_free(f, slot, &e[q + 2]);
     /* fair-acquire marks a writer's intent only when refused at its
      * turn, rank 0 (src/lua/include/fair_try.lua refused()); the fenced
      * twin's reply is not read for it. */
@@ -555,7 +577,7 @@ void fair_wait_turn(struct fair_wait *f, rl_mono_us since_us,
         }
         registering = true;
         count_registered(f);
-        refresh(f);
+        refresh(f); /* its period from our place: f->period_ms */
     }
     /* Subscribed at the first refusal, before the registration's reply
      * can come: that reply says whether we may try at once; a release
@@ -585,7 +607,8 @@ void fair_wait_turn(struct fair_wait *f, rl_mono_us since_us,
         arm(f, pause_us);
         return;
     }
-    arm(f, (uint64_t)QUEUE_REFRESH_MS * 1000u);
+    arm(f, (uint64_t)(registering ? f->period_ms : QUEUE_REFRESH_MS) *
+               1000u);
 }
 
 bool fair_another_slot(const struct fair_wait *f)
@@ -599,6 +622,11 @@ bool fair_another_slot(const struct fair_wait *f)
     for (i = 0; i < f->c->node_count; i++)
         unqueued += f->qt[i] == 0; /* no queue there: the fast path */
     return unqueued >= need;
+}
+
+bool fair_readers_seen(const struct fair_wait *f)
+{
+    return f->readers_seen;
 }
 
 size_t fair_intent_nodes(const struct fair_wait *f, struct node **nodes,

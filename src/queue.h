@@ -96,6 +96,10 @@ void fair_wait_turn(struct fair_wait *f, rl_mono_us since_us,
  * take it on a majority: entitled there, or, before the ticket, no queue
  * there). When not, every other slot would be refused the same way. */
 bool fair_another_slot(const struct fair_wait *f);
+/* A reply said readers hold the key (its "free" -1): a writer's attempts
+ * carry its intent from then on, as a plain writer's do once refused by
+ * readers; until then none marks it, and none needs clearing. */
+bool fair_readers_seen(const struct fair_wait *f);
 /* The nodes (of nodes, the round's, one per slot) where an attempt of
  * ours may have marked a writer's intent: every node that did not
  * answer an attempt carrying the intent with a reply that rules it out

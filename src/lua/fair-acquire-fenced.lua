@@ -6,14 +6,13 @@
 -- Reply: {1 | 0, counter or false, trusted 1 | 0, redlock:qt:K, rank or
 --        -1, K free 1 | 0}
 --@creates-keys
-local kind = 'x'
+local kind, queued = 'x', nil
 --@include fair_try
 --@include fence_counter
 local cur, t = fence_read(KEYS[2], KEYS[3], K)
-if ok then unreserve() end
-if ok and redis.call('set', K, tok, 'NX', 'PX', ARGV[2]) then
+if ok and take(tok, ARGV[2]) then
   redis.call('set', KEYS[4], tok, 'PX', ARGV[2])
-  granted()
+  granted('string')
   return {1, cur, t, qt, 0, 0}
 end
 refused()

@@ -16,16 +16,16 @@
 -- queue exists (a semaphore's: at its base key, ARGV[7]) is a bare SET
 -- NX. Refused, it goes on below, where the refusal counts itself in the
 -- counter (include/fair_try.lua).
-if ARGV[4] == '' and
-   redis.call('exists', 'redlock:q:' .. (ARGV[7] or KEYS[1])) == 0
-   and redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+local queued = ARGV[4] ~= '' or
+  redis.call('exists', 'redlock:q:' .. (ARGV[7] or KEYS[1])) == 1
+if not queued and
+   redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   return 1
 end
 local kind = 'x'
 --@include fair_try
-if ok then unreserve() end
-if ok and redis.call('set', K, tok, 'NX', 'PX', ARGV[2]) then
-  granted()
+if ok and take(tok, ARGV[2]) then
+  granted('string')
   return {1, qt, 0, 0}
 end
 refused()

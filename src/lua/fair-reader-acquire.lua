@@ -6,11 +6,11 @@
 -- Reply: as fair-acquire, "free": readers may enter here
 --@creates-keys
 --@include reader_take
-local kind = 's'
+local kind, queued = 's', nil
 --@include fair_try
 if ok then unreserve() end
 if ok and reader_take(K, K .. ':wintent', tok, ARGV[2]) == 1 then
-  if queued then settle(now) end
+  granted('hash')
   return {1, qt, 0, 0}
 end
 refused()

@@ -15,9 +15,8 @@ local now = server_ms()
 local purged = purge(now)
 local mem = member(ARGV[1])
 local kind = ARGV[5] or 'x'
-local added = enter(mem, ARGV[3], ARGV[4], now, tonumber(ARGV[2]),
-                    kind)
+local added, qt = enter(mem, ARGV[3], ARGV[4], now, tonumber(ARGV[2]),
+                        kind)
 if purged > 0 then announce(mem) end
 settle(now)
-return {where(mem, kind), free_here(kind),
-        redis.call('get', QT) or '0', added}
+return {where(mem, kind), free_here(kind), qt, added}

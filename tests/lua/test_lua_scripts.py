@@ -578,6 +578,35 @@ class Scripts(unittest.TestCase):
                          [1, "4", 1, "2", 0, 0])
         self.assertEqual(cmd("GET", "k"), OTHER)
 
+    def test_fair_acquire_tells_the_place_and_readers(self):
+        q = ["redlock:%s:k" % x for x in ("q", "qx", "qt", "qw", "qm")]
+        for tok, score in ((TOK, "1"), (OTHER, "2")):
+            ev("queue-enter", ["k"], [tok, "4000", score, score])
+        cmd("SET", "k", TOK)
+        # Refused first attempt: rank -1 - the 2 entries it would queue
+        # behind (the place its registration takes), counted in qt.
+        self.assertEqual(ev("fair-acquire", ["k"],
+                            [THIRD, "60000", "1500", "", ""]),
+                         [0, "2", -3, 0])
+        # Registered behind them (the counter raised, not set: every
+        # queue key keeps an expiry that covers the latest entry).
+        self.assertEqual(ev("queue-enter", ["k"],
+                            [THIRD, "9000", "4", "4"]), [2, 0, "4", 1])
+        self.assertEqual(cmd("GET", "redlock:qt:k"), "4")
+        for k in q:
+            self.assertGreater(cmd("PTTL", k), 8000, k)
+        # Readers hold k: "free" is -1 for an exclusive caller (its next
+        # attempts carry the writer's intent), open for a reader.
+        cmd("DEL", "k")
+        cmd("HSET", "k", OTHER, str(server_ms() + 60000))
+        reader = "11111111111111111111111111111111" + "00000001"
+        self.assertEqual(ev("fair-acquire", ["k"],
+                            [reader, "60000", "1500", "", ""])[2:], [-4, -1])
+        self.assertEqual(ev("queue-enter", ["k"],
+                            [THIRD, "9000", "4", "4"])[:2], [2, -1])
+        self.assertEqual(ev("queue-enter", ["k"],
+                            [reader, "9000", "5", "5", "s"])[1], 1)
+
     def test_fair_reader_rollback(self):
         keys = ["k"]
         self.assertEqual(ev("fair-reader-rollback", keys, [TOK]), 0)

@@ -13,4 +13,5 @@ if (rollback and r ~= 1) or
 end
 local QK, L = ARGV[2] or K, tonumber(ARGV[3] or '')
 --@include queue
+if r == 1 then k_known = 'none' end -- deleted above: no need to read it
 --@include queue_release

@@ -14,7 +14,9 @@
 -- 'h' in redlock:qm) or back as a waiter (a rollback): it keeps its
 -- entry a while after its grant, and queue-inspect lists waiters only.
 -- free_here(kind): 1 when this kind may take the lock here now: a
--- semaphore's slot is free, else open(kind).
+-- semaphore's slot is free, else open(kind); -1 (not free) where readers
+-- hold K and kind is exclusive: a writer's next attempts carry its
+-- intent (queue.c fair_readers_seen).
 local function slots_held()
   local held, n = {}, 0
   for i = 0, L - 1 do
@@ -56,7 +58,10 @@ local function sem_hold(mem, on)
   end
 end
 local function free_here(kind)
-  if not L then return open(kind) end
+  if not L then
+    if kind ~= 's' and k_state() == 'hash' then return -1 end
+    return open(kind)
+  end
   local _, n = slots_held()
   if n < L then return 1 end
   return 0
