@@ -9,7 +9,6 @@
 --        another lock (those are left alone)
 --@include release_keys
 return release_keys(function(k)
-  local chan = 'redlock:release:' .. k
-  local subs = redis.call('pubsub', 'numsub', chan)[2]
-  redis.call('publish', chan, ARGV[1] .. ' ' .. subs)
+  local subs = redis.call('pubsub', 'numsub', 'redlock:release:' .. k)[2]
+  redis.call('publish', 'redlock:release:' .. k, ARGV[1] .. ' ' .. subs)
 end)
