@@ -437,7 +437,9 @@ static long long command_stat(const struct fixture *f, int k, const char *cmd,
 /* command_stat once it has grown by want from before, or when a scaled
  * 5 s have passed: a release's callback comes at the answer that
  * settles its outcome (release.c), so a slower node may still be
- * running its part. The caller asserts the growth is exactly want. */
+ * running its part -- and with the test's own loop, only while the
+ * test runs that loop (a NOSCRIPT's EVAL resend is sent from it). The
+ * caller asserts the growth is exactly want. */
 static long long stat_growth(const struct fixture *f, int k, const char *cmd,
                              const char *field, long long before,
                              long long want)
@@ -446,8 +448,11 @@ static long long stat_growth(const struct fixture *f, int k, const char *cmd,
     long long grown;
 
     while ((grown = command_stat(f, k, cmd, field) - before) < want &&
-           harness_now_ms() < deadline)
-        harness_sleep_ms(5);
+           harness_now_ms() < deadline) {
+        if (f->loop != NULL)
+            ev_run(f->loop, EVRUN_NOWAIT);
+        harness_sleep_ms(1);
+    }
     return grown;
 }
 
