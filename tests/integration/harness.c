@@ -479,6 +479,24 @@ enum ready { READY_OK, READY_EXITED, READY_TIMEOUT, READY_NOT_EMPTY };
 /* Poll until the server answers PONG (and, for a first start, DBSIZE 0),
  * exits or times out. After a restart the live clients of the test may
  * already have written to it: only our own fresh process answers there. */
+/* Whether the server answering on c is r's own process: another test
+ * program's server may hold the port that r's was told to take (picked
+ * free, then taken before r's server bound it), and would answer PING
+ * while r's own exits. A user that may not run INFO cannot tell: yes. */
+static bool answers_as_ours(redisContext *c, const struct rl_redis *r)
+{
+    redisReply *rep = redisCommand(c, "INFO server");
+    const char *id;
+    bool ours = true;
+
+    if (rep != NULL && rep->type == REDIS_REPLY_STRING &&
+        (id = strstr(rep->str, "process_id:")) != NULL)
+        ours = strtol(id + strlen("process_id:"), NULL, 10) == (long)r->pid;
+    if (rep != NULL)
+        freeReplyObject(rep);
+    return ours;
+}
+
 static enum ready wait_ready(struct rl_redis *r, bool first_start)
 {
     int64_t deadline = harness_now_ms() + harness_scale_ms(START_TIMEOUT_MS);
@@ -500,6 +518,8 @@ static enum ready wait_ready(struct rl_redis *r, bool first_start)
 
             if (rep != NULL)
                 freeReplyObject(rep);
+            if (pong && !answers_as_ours(c, r))
+                pong = false; /* a stranger's: ours exits, or binds later */
             if (pong) {
                 rep = redisCommand(c, "DBSIZE");
                 bool empty = rep != NULL &&
