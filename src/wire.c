@@ -193,9 +193,9 @@ struct wire *wire_batch_new(struct wire *const *items, size_t n)
         free(argv);
         return NULL;
     }
-    for (i = 0; i < n; i++) {
-        argv[i] = wire_arg(items[i], 3, &lens[i]);
-        argv[n + i] = wire_arg(items[i], 4, &lens[n + i]);
+    for (i = 0; i < n; i++) { /* a release's token follows its key */
+        wire_key(items[i], &argv[i], &lens[i]);
+        argv[n + i] = wire_arg(items[i], items[i]->key_arg + 1, &lens[n + i]);
         sample = sample || items[i]->sample;
     }
     w = wire_new(script_get(SCRIPT_RELEASE_BATCH), (int)n, (int)(2 * n),
