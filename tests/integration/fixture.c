@@ -2,13 +2,17 @@
 /* fixture.c -- see fixture.h. */
 #include "fixture.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -233,12 +237,13 @@ int fixture_run(const char *name, const struct fixture_opts *opts,
     return rc;
 }
 
-int fixture_proxy_start(pid_t *pid, int upstream, int delay_ms)
+int fixture_proxy_start(pid_t *pid, int upstream, int delay_ms,
+                        int *control)
 {
 #ifdef RL_FAULTPROXY
     char up[32], delay[16], line[128];
     size_t len = 0;
-    int fds[2], port = -1;
+    int fds[2], port = -1, ctl = -1;
 
     snprintf(up, sizeof(up), "127.0.0.1:%d", upstream);
     snprintf(delay, sizeof(delay), "%d", delay_ms);
@@ -256,6 +261,9 @@ int fixture_proxy_start(pid_t *pid, int upstream, int delay_ms)
         return -1;
     }
     if (*pid == 0) {
+        /* Gone with the test: a crashed case must not leave it holding
+         * ctest's output pipe open (ctest would wait out its timeout). */
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
         dup2(fds[1], STDOUT_FILENO);
         execl(RL_FAULTPROXY, "faultproxy", "--listen", "127.0.0.1:0",
               "--upstream", up, "--delay", delay, "-q", (char *)NULL);
@@ -268,19 +276,48 @@ int fixture_proxy_start(pid_t *pid, int upstream, int delay_ms)
         len++;
     line[len] = '\0';
     close(fds[0]);
-    if (sscanf(line, "listening 127.0.0.1:%d", &port) != 1) {
+    if (sscanf(line, "listening 127.0.0.1:%d control 127.0.0.1:%d", &port,
+               &ctl) != 2) {
         fprintf(stderr, "fixture_proxy_start: faultproxy said '%s'\n", line);
         fixture_proxy_stop(pid);
         return -1;
     }
+    if (control != NULL)
+        *control = ctl;
     return port;
 #else
     (void)upstream;
     (void)delay_ms;
+    (void)control;
     *pid = 0;
     fprintf(stderr, "SKIP: built without tools/faultproxy\n");
     return -1;
 #endif
+}
+
+bool fixture_proxy_say(int control, const char *command)
+{
+    struct sockaddr_in sa = { .sin_family = AF_INET,
+                              .sin_port = htons((uint16_t)control),
+                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    char reply[64];
+    size_t len = 0;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    bool ok = false;
+
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+        dprintf(fd, "%s\n", command) > 0) {
+        while (len + 1 < sizeof(reply) && read(fd, reply + len, 1) == 1 &&
+               reply[len] != '\n')
+            len++;
+        reply[len] = '\0';
+        ok = strncmp(reply, "ok", 2) == 0;
+        if (!ok)
+            fprintf(stderr, "faultproxy: '%s' got '%s'\n", command, reply);
+    }
+    if (fd >= 0)
+        close(fd);
+    return ok;
 }
 
 void fixture_proxy_stop(pid_t *pid)

@@ -137,10 +137,15 @@ rl_client *fixture_client_on(const struct fixture *f, struct ev_loop *loop);
 
 /* tools/faultproxy in front of 127.0.0.1:upstream, holding every chunk
  * delay_ms in each direction (a distant node). *pid gets its process
- * (stop it with fixture_proxy_stop). Returns the port it listens on, or
- * -1 with a message on stderr; -1 and "SKIP" when the tests were built
- * without tools/faultproxy (RL_FAULTPROXY). */
-int fixture_proxy_start(pid_t *pid, int upstream, int delay_ms);
+ * (stop it with fixture_proxy_stop), *control (unless NULL) the port of
+ * its control socket (fixture_proxy_say). Returns the port it listens
+ * on, or -1 with a message on stderr; -1 and "SKIP" when the tests were
+ * built without tools/faultproxy (RL_FAULTPROXY). */
+int fixture_proxy_start(pid_t *pid, int upstream, int delay_ms,
+                        int *control);
+/* One command to the proxy's control socket (tools/faultproxy/README.md,
+ * e.g. "refuse on"); true when it answered "ok". */
+bool fixture_proxy_say(int control, const char *command);
 /* SIGTERM and wait; *pid becomes 0. Nothing when *pid is 0. */
 void fixture_proxy_stop(pid_t *pid);
 

@@ -615,7 +615,7 @@ static void test_a_writer_that_gives_up_takes_its_intent_away(void **state)
     int i, port = 0;
 
     for (i = 0; i < N && port >= 0; i++) {
-        port = fixture_proxy_start(&proxies[i], f->r[i].port, (int)d);
+        port = fixture_proxy_start(&proxies[i], f->r[i].port, (int)d, NULL);
         hop = f->r[i];
         hop.port = port;
         harness_nodes_set(&far, i, harness_uri(&hop, uri, sizeof(uri)));
@@ -696,7 +696,7 @@ static void test_writer_gets_in_while_readers_hand_over(void **state)
         assert_true(harness_ok(harness_cmd(
             &f->r[i], "ACL SETUSER far on >farpw ~* &* +@all -subscribe "
                       "-psubscribe -ssubscribe")));
-        port = fixture_proxy_start(&proxies[i], f->r[i].port, (int)d);
+        port = fixture_proxy_start(&proxies[i], f->r[i].port, (int)d, NULL);
         if (port < 0)
             break;
         snprintf(uri, sizeof(uri), "redis://far:farpw@127.0.0.1:%d", port);

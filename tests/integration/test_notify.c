@@ -271,6 +271,140 @@ static void test_waiter_is_woken_with_two_nodes_down(void **state)
     handoffs(f, "notify:degraded", 5, lat);
 }
 
+/* f's node i reached through proxy port (when not 0): a client for
+ * the late-subscription case, A's or B's timing, with room for A's slow
+ * proxy in its timeouts. */
+static rl_client *client_via(struct fixture *f, int i, int port,
+                             uint32_t retry_delay_ms, uint32_t jitter_ms,
+                             int64_t slow_ms, const char *name)
+{
+    struct harness_nodes nodes = {0};
+    struct rl_redis hop;
+    rl_config cfg;
+    char uri[192];
+
+    for (int k = 0; k < NODES; k++) {
+        hop = f->r[k];
+        if (k == i)
+            hop.port = port;
+        harness_nodes_set(&nodes, k, harness_uri(&hop, uri, sizeof(uri)));
+    }
+    fixture_config(&cfg, &nodes);
+    cfg.connect_timeout_ms = (uint32_t)(4 * slow_ms + harness_scale_ms(300));
+    cfg.op_timeout_ms = (uint32_t)(2 * slow_ms + harness_scale_ms(1000));
+    cfg.retry_delay_ms = retry_delay_ms;
+    cfg.retry_jitter_ms = jitter_ms;
+    cfg.log_privdata = (void *)name;
+    return fixture_client(&cfg);
+}
+
+/* Clients subscribed to the key's release channel on node r. */
+static long long channel_subscribers(const struct rl_redis *r,
+                                     const char *key)
+{
+    redisReply *rep = harness_cmd(r, "PUBSUB NUMSUB redlock:release:%s", key);
+    long long n = -1;
+
+    if (rep != NULL && rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&
+        rep->element[1]->type == REDIS_REPLY_INTEGER)
+        n = rep->element[1]->integer;
+    freeReplyObject(rep);
+    return n;
+}
+
+/* A release at a node where B's subscription is not active yet reaches
+ * nobody; when that node confirms the subscription, B must try again
+ * (only a channel's first confirmation used to wake, and B slept out its
+ * retry delay: CI saw a 60 s hand-off with two nodes down). Nodes 0 and 3
+ * are down, so B needs each of 1, 2 and 4. B reaches node 1 through a
+ * proxy that refuses B's subscriber connection until A's release is
+ * over; A reaches node 1 through a slow proxy, so its release lands there
+ * after B's attempt woken by the messages of nodes 2 and 4. */
+static void test_a_late_subscription_wakes_the_waiter(void **state)
+{
+    static const char key[] = "notify:late";
+    struct fixture *f = *state;
+    int64_t slow = harness_scale_ms(300);
+    int64_t bound = harness_scale_ms(3000);
+    struct waiter w = { .resource = key, .wait_ms = 2 * B_RETRY_MS };
+    rl_acquire_opts o = { 0 };
+    pid_t pa = 0, pb = 0;
+    int port_a, port_b, ctl_b = -1;
+    uint64_t refused;
+    int64_t deadline, t_open;
+    pthread_t th;
+    rl_stats s;
+    rl_lock *la;
+
+    port_a = fixture_proxy_start(&pa, f->r[1].port, (int)slow, NULL);
+    port_b = fixture_proxy_start(&pb, f->r[1].port, 0, &ctl_b);
+    if (port_a < 0 || port_b < 0) {
+        fixture_proxy_stop(&pa);
+        fixture_proxy_stop(&pb);
+        skip();
+    }
+    rl_client_free(f->c);
+    rl_client_free(f->c2);
+    f->c = client_via(f, 1, port_a, 20, 10, slow, "A");
+    f->c2 = client_via(f, 1, port_b, B_RETRY_MS, 0, 0, "B");
+    assert_true(f->c != NULL && f->c2 != NULL);
+    assert_true(fixture_all_voting(f->c) && fixture_all_voting(f->c2));
+    harness_kill(&f->r[0]);
+    harness_kill(&f->r[3]);
+    o.ttl_ms = B_RETRY_MS;
+    assert_int_equal(fixture_acquire_until_ok(f->c, key, &o, &f->l,
+                                              harness_now_ms(),
+                                              harness_scale_ms(5000), 20,
+                                              NULL),
+                     RL_OK);
+    assert_true(fixture_proxy_say(ctl_b, "refuse on"));
+    w.c = f->c2;
+    assert_int_equal(pthread_create(&th, NULL, waiter_main, &w), 0);
+    /* B was refused and listens on nodes 2 and 4, not on node 1. */
+    deadline = harness_now_ms() + harness_scale_ms(5000);
+    do {
+        harness_sleep_ms(5);
+        assert_int_equal(rl_client_stats(f->c2, &s), RL_OK);
+    } while ((s.contended == 0 || channel_subscribers(&f->r[2], key) != 1 ||
+              channel_subscribers(&f->r[4], key) != 1) &&
+             harness_now_ms() < deadline);
+    assert_true(s.contended > 0);
+    assert_int_equal(channel_subscribers(&f->r[2], key), 1);
+    assert_int_equal(channel_subscribers(&f->r[4], key), 1);
+    assert_int_equal(channel_subscribers(&f->r[1], key), 0);
+    refused = s.contended;
+    la = f->l;
+    f->l = NULL;
+    assert_int_equal(rl_release(la), RL_OK);
+    /* Woken by nodes 2 and 4, B tried again and node 1 refused it. */
+    deadline = harness_now_ms() + harness_scale_ms(5000);
+    for (;;) {
+        assert_int_equal(rl_client_stats(f->c2, &s), RL_OK);
+        if (s.contended > refused || harness_now_ms() >= deadline)
+            break;
+        harness_sleep_ms(5);
+    }
+    if (s.contended == refused)
+        fail_msg("B did not try again after the release: the case did not "
+                 "happen");
+    t_open = harness_now_us();
+    assert_true(fixture_proxy_say(ctl_b, "refuse off"));
+    pthread_join(th, NULL);
+    f->l2 = w.lock;
+    fixture_proxy_stop(&pa);
+    fixture_proxy_stop(&pb);
+    fprintf(stderr, "  B acquired %lld ms after its subscription could "
+                    "start on node 1 (%s)\n",
+            (long long)((w.t_done_us - t_open) / 1000),
+            rl_status_name(w.st));
+    if (w.st != RL_OK)
+        fail_msg("B got %s: %s", rl_status_name(w.st), w.err);
+    if (w.t_done_us - t_open >= bound * 1000)
+        fail_msg("B acquired %lld ms after node 1 let it subscribe: not "
+                 "woken by the confirmation",
+                 (long long)((w.t_done_us - t_open) / 1000));
+}
+
 static void test_waiter_gets_crashed_holders_lock_after_ttl(void **state)
 {
     struct fixture *f = *state;
@@ -318,6 +452,7 @@ int main(void)
         cmocka_unit_test(test_a_lone_waiter_attempts_without_a_probe),
         cmocka_unit_test(test_waiter_is_woken_with_two_nodes_down),
         cmocka_unit_test(test_waiter_gets_crashed_holders_lock_after_ttl),
+        cmocka_unit_test(test_a_late_subscription_wakes_the_waiter),
     };
 
     return FIXTURE_RUN("notify", &fx, tests);

@@ -388,7 +388,7 @@ static void test_late_rollback_cannot_delete_the_retrys_key(void **state)
         assert_true(harness_ok(harness_cmd(
             &f->r[i], "ACL SETUSER far on >farpw ~* &* +@all -subscribe "
                       "-psubscribe -ssubscribe")));
-    port = fixture_proxy_start(proxy, f->r[2].port, (int)d);
+    port = fixture_proxy_start(proxy, f->r[2].port, (int)d, NULL);
     if (port < 0)
         skip();
     for (int i = 0; i < 2; i++)
