@@ -19,10 +19,12 @@
  * while idle (up to MAX_IDLE_CHANNELS), so contended keys are not
  * resubscribed on every hand-off; after a reconnect every channel is
  * subscribed again. A release between the refused attempt and the
- * registration of its waiter must not go unnoticed: the first
- * confirmation of a new subscription wakes the waiters once, and on an
- * existing one notify_wait reports a release seen since the attempt
- * started. Messages carry the releaser's token (and from release, the
+ * registration of its waiter must not go unnoticed: each node's
+ * confirmation of a subscription wakes the waiters like a release (what
+ * that node released before it reached nobody; the nodes confirm one by
+ * one, and only the last one may hold back a quorum), and on an existing
+ * one notify_wait reports a release or confirmation seen since the
+ * attempt started. Messages carry the releaser's token (and from release, the
  * number of clients subscribed on that node: split_message); a waiter
  * ignores its own
  * (a reader's rollback publishes; an exclusive attempt's does not,
@@ -51,8 +53,7 @@ struct channel {
     struct channel *next;
     char *name;                  /* CHANNEL_PREFIX + key */
     size_t len;
-    bool confirmed;              /* a node confirmed the subscription */
-    rl_mono_us last_release_us;  /* last message (not a confirmation) */
+    rl_mono_us last_release_us;  /* last message or confirmation */
     struct list waiters;         /* struct notify_waiter, oldest first */
 };
 
@@ -123,12 +124,13 @@ static size_t split_message(const char *msg, size_t len, unsigned *listeners)
 }
 
 /* Wake the channel's waiters; each wake may unregister itself. token is
- * the releaser's (NULL for a subscription confirmation): a waiter is not
- * woken by its own rollback, of any of its attempts (each has its own
- * token, one stem), or it would chase its own tail while the holder still
- * holds. Only the first confirmation wakes anybody. A fair waiter's
- * announcement waiter (own_only) is the other way round: only its own
- * acquisition's queue entry is for it, and confirmations are not. */
+ * the releaser's (NULL for a node's subscription confirmation, which
+ * wakes like a release: see the top): a waiter is not woken by its own
+ * rollback, of any of its attempts (each has its own token, one stem), or
+ * it would chase its own tail while the holder still holds. A fair
+ * waiter's announcement waiter (own_only) is the other way round: only
+ * its own acquisition's queue entry is for it, and confirmations are
+ * not. */
 static void channel_wake(struct notify *nt, const char *name, size_t len,
                          const char *token, size_t token_len,
                          unsigned listeners)
@@ -138,13 +140,7 @@ static void channel_wake(struct notify *nt, const char *name, size_t len,
 
     if (ch == NULL)
         return;
-    if (token == NULL) {
-        if (ch->confirmed)
-            return;
-        ch->confirmed = true;
-    } else {
-        ch->last_release_us = mono_now_us();
-    }
+    ch->last_release_us = mono_now_us();
     for (w = waiter_of(ch->waiters.first); w != NULL; w = next) {
         next = waiter_of(w->link.next);
         if (token == NULL ? w->own_only
@@ -153,8 +149,7 @@ static void channel_wake(struct notify *nt, const char *name, size_t len,
             continue;
         /* Remembered: a waiter busy with an attempt ignores the wake, and
          * asks again (notify_wait) if that attempt fails. */
-        if (token != NULL)
-            w->seen_us = ch->last_release_us;
+        w->seen_us = ch->last_release_us;
         w->listeners = listeners;
         w->wake(w->arg);
     }
