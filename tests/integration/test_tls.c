@@ -288,7 +288,8 @@ static void test_slow_tls_connect_leaves_the_handshake_its_timeout(
 
     start_tls(f, &cfg, "server.pem", false, NULL, "127.0.0.1");
     for (int i = 0; i < NODES; i++) {
-        int port = fixture_proxy_start(&proxies[i], f->r[i].tls_port, 300, NULL);
+        int port =
+            fixture_proxy_start(&proxies[i], f->r[i].tls_port, 300, NULL);
 
         assert_true(port > 0);
         snprintf(uri, sizeof(uri), "rediss://127.0.0.1:%d", port);
