@@ -504,6 +504,59 @@ static void test_a_winning_writer_leaves_another_writers_intent(void **state)
     rl_client_free(wc);
 }
 
+/* A writer's wake whose probe of the first node finds the key absent
+ * (that node missed the reader, or lost it) sends SET NX PX GET, and the
+ * other nodes' WRONGTYPE shows readers: the writer must then mark its
+ * intent at once, not at its next wake (which, with a retry delay of an
+ * hour and no release coming, may never come: a loaded CI run saw the
+ * winning-writer case find no intent). res's channel is subscribed
+ * already (an earlier wait), so no confirmation wakes the writer; one
+ * message (published by the test) does. */
+static void test_a_writer_that_meets_readers_marks_its_intent_at_once(
+    void **state)
+{
+    static const char res[] = "kr:intent:probe";
+    struct fixture *f = *state;
+    rl_acquire_opts ro = opts_ttl(60000), wo = opts_ttl(5000);
+    struct fixture_rec a = {0};
+    rl_lock *reader = NULL, *w;
+    rl_client *wc = fixture_patient_client(&f->hn, 3600000);
+    rl_stats st;
+    int64_t deadline;
+
+    rl_release(writer_waits_then_wins(f, wc, res, NULL, false));
+    ro.mode = RL_MODE_SHARED;
+    assert_int_equal(rl_acquire(f->c, res, &ro, &reader), RL_OK);
+    assert_int_equal(reader_entries(f, res, rl_lock_token(reader), N), N);
+    assert_int_equal(harness_int(harness_cmd(&f->r[0], "DEL %s", res), 0),
+                     1);
+    assert_int_equal(rl_client_stats(wc, &st), RL_OK);
+    wo.wait_ms = 50000;
+    assert_int_equal(rl_acquire_async(wc, res, &wo, fixture_rec_acquired, &a),
+                     RL_OK);
+    /* Its first attempt (a plain SET NX PX) was refused... */
+    deadline = harness_now_ms() + harness_scale_ms(5000);
+    for (uint64_t refused = st.contended;;) {
+        assert_int_equal(rl_client_stats(wc, &st), RL_OK);
+        if (st.contended > refused || harness_now_ms() >= deadline)
+            break;
+        harness_sleep_ms(2);
+    }
+    /* ... and a message wakes it: a probe of node 0 (absent), then SET NX
+     * PX GET, refused by the readers. */
+    assert_true(harness_int(harness_cmd(&f->r[1],
+                                        "PUBLISH redlock:release:%s gone",
+                                        res),
+                            0) >= 1);
+    assert_true(intent_nodes(f, res, N / 2 + 1) >= N / 2 + 1);
+    assert_int_equal(rl_release(reader), RL_OK);
+    assert_true(harness_wait_count(&a.calls, 1, 10000));
+    assert_int_equal(a.st, RL_OK);
+    w = a.lock;
+    assert_int_equal(rl_release(w), RL_OK);
+    rl_client_free(wc);
+}
+
 /* A writer (client wc, fenced or not) waits for a reader of res, marks
  * its intent, and gives up at its wait's end; then a new reader (f->c)
  * must get in with its first attempt. The intent would refuse readers
@@ -1104,6 +1157,8 @@ int main(void)
             test_live_readers_extend_and_release_prune_a_lapsed_one),
         cmocka_unit_test(test_writer_is_not_starved_by_a_stream_of_readers),
         cmocka_unit_test(test_a_winning_writer_leaves_another_writers_intent),
+        cmocka_unit_test(
+            test_a_writer_that_meets_readers_marks_its_intent_at_once),
         cmocka_unit_test(test_intent_clear_takes_any_attempts_intent_only),
         cmocka_unit_test(test_a_writer_that_gives_up_takes_its_intent_away),
         cmocka_unit_test(test_writer_gets_in_while_readers_hand_over),
