@@ -200,7 +200,8 @@ static void writer_waits(struct acquire_op *op)
  * refusal's step (docs/protocol.md) -- but SET NX PX GET where the probe
  * just before it found the key absent and no probe or reply of this
  * acquisition has shown readers yet: its WRONGTYPE tells of readers that
- * came meanwhile, and the next attempts are writer-acquire. Before 7.0
+ * came meanwhile (or that the probed node missed), and a writer-acquire
+ * follows at once (attempt_failed). Before 7.0
  * (no SET with both NX and GET): always writer-acquire. */
 static bool writer_sets_plainly(const struct acquire_op *op)
 {
@@ -626,6 +627,13 @@ static void attempt_failed(struct acquire_op *op, rl_status st)
     /* A reader may join readers that refuse a probe's writer: it always
      * attempts. */
     op->probe_first = st == RL_ENOTACQUIRED && !op->lock->shared;
+    /* SET NX PX GET met readers that its probe had not shown: the writer
+     * marks its intent now (writer-acquire), not at its next wake, which
+     * may be a retry period away. Once: readers_seen stays. */
+    if (st == RL_ENOTACQUIRED && op->set_get && op->readers_seen) {
+        op->probe_first = false;
+        delay_us = 0;
+    }
     sleep_until(op, delay_us, now);
     if (st == RL_ENOTACQUIRED && delay_us > 0)
         ask_holder_ttl(op);
