@@ -406,10 +406,10 @@ static int intent_nodes(struct fixture *f, const char *res, int want)
  * other_intent (unless NULL); the reader leaves; the writer wins.
  *
  * wc never retries on its own (its retry delay is longer than any wait
- * here), so exactly two attempts come before the reader leaves: the
- * first, refused, subscribes res's release channel, whose first
- * confirmation wakes it once (a new channel: hence a new resource per
- * call); the second marks its intent where the reader holds res. A
+ * here), so only wakes bring attempts before the reader leaves: the
+ * first, refused, subscribes res's release channel, whose confirmations
+ * (one per node) wake it (a new channel: hence a new resource per call);
+ * the next marks its intent where the reader holds res. A
  * majority shows it: on a busy machine a node may have missed the
  * reader's or the writer's request (seen: no reader on one node 3 s
  * after the acquire), or still have the writer's second attempt to run.
