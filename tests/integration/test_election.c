@@ -461,18 +461,28 @@ static int wait_seen(struct seen *s, bool held, const char *owner, int64_t ms)
     return -1;
 }
 
+/* An observer of name (on candidate 4's client) whose first event, the
+ * name free, has come. */
+static rl_observer *observe_free(struct fixture *f, const char *name,
+                                 struct seen *s)
+{
+    rl_observer *obs = NULL;
+
+    assert_int_equal(rl_observe(cand(f, 4), name, on_change, s, &obs),
+                     RL_OK);
+    assert_int_equal(wait_seen(s, false, "", 3000), 0);
+    return obs;
+}
+
 static void test_observers_see_every_change_in_order(void **state)
 {
     struct fixture *f = *state;
     struct seen s = {.mutex = PTHREAD_MUTEX_INITIALIZER};
+    rl_observer *obs = observe_free(f, "realm", &s);
     rl_acquire_opts o = {0};
-    rl_observer *obs = NULL;
     rl_lock *l = NULL;
     uint64_t first;
 
-    assert_int_equal(rl_observe(cand(f, 4), "realm", on_change, &s, &obs),
-                     RL_OK);
-    assert_int_equal(wait_seen(&s, false, "", 3000), 0);
     o.ttl_ms = 5000;
     o.owner = "alpha";
     assert_int_equal(rl_campaign(cand(f, 0), "realm", &o, &l), RL_OK);
@@ -504,14 +514,11 @@ static void test_observers_see_a_crashed_leaders_lock_delay(void **state)
 {
     struct fixture *f = *state;
     struct seen s = {.mutex = PTHREAD_MUTEX_INITIALIZER};
+    rl_observer *obs = observe_free(f, "lapse", &s);
     rl_acquire_opts o = {0};
-    rl_observer *obs = NULL;
     rl_lock *l = NULL;
     int k;
 
-    assert_int_equal(rl_observe(cand(f, 4), "lapse", on_change, &s, &obs),
-                     RL_OK);
-    assert_int_equal(wait_seen(&s, false, "", 3000), 0);
     o.ttl_ms = 400;
     o.lock_delay_ms = 2000;
     o.owner = "gone";
