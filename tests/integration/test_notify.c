@@ -271,6 +271,98 @@ static void test_waiter_is_woken_with_two_nodes_down(void **state)
     handoffs(f, "notify:degraded", 5, lat);
 }
 
+/* Clients subscribed to the key's release channel on node r. */
+static long long channel_subscribers(const struct rl_redis *r,
+                                     const char *key)
+{
+    redisReply *rep = harness_cmd(r, "PUBSUB NUMSUB redlock:release:%s", key);
+    long long n = -1;
+
+    if (rep != NULL && rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&
+        rep->element[1]->type == REDIS_REPLY_INTEGER)
+        n = rep->element[1]->integer;
+    freeReplyObject(rep);
+    return n;
+}
+
+/* One of the crowd's threads: wait for the key, hold it a moment,
+ * release it (which wakes the next). */
+static void *crowd_main(void *arg)
+{
+    struct waiter *w = arg;
+
+    waiter_main(w);
+    if (w->st == RL_OK) {
+        harness_sleep_ms(5);
+        if (rl_release(w->lock) != RL_OK)
+            w->st = RL_ELOST;
+        w->lock = NULL;
+    }
+    return NULL;
+}
+
+#define CROWD 6
+
+/* Threads of one client waiting for one key: each release message
+ * counts one listener (their client), and one attempt of theirs is
+ * enough, the oldest; it holds, and its release wakes the next. Every
+ * thread woken for each release (one attempt won, the rest refused)
+ * cost the nodes CROWD - 1 refused rounds per hand-off. */
+static void test_threads_of_one_client_take_turns_on_one_wake(void **state)
+{
+    struct fixture *f = *state;
+    struct waiter w[CROWD];
+    pthread_t th[CROWD];
+    rl_acquire_opts o = { 0 };
+    uint64_t before, after_release;
+    int64_t deadline;
+    rl_stats s;
+    rl_lock *la;
+    int i;
+
+    o.ttl_ms = B_RETRY_MS;
+    assert_int_equal(rl_acquire(f->c, "notify:crowd", &o, &f->l), RL_OK);
+    assert_int_equal(rl_client_stats(f->c2, &s), RL_OK);
+    before = s.contended;
+    for (i = 0; i < CROWD; i++) {
+        w[i] = (struct waiter){ .c = f->c2, .resource = "notify:crowd",
+                                .wait_ms = 2 * B_RETRY_MS };
+        assert_int_equal(pthread_create(&th[i], NULL, crowd_main, &w[i]), 0);
+    }
+    /* Each thread was refused once, and the channel is subscribed on
+     * every node (its confirmations woke them: a probe each). */
+    deadline = harness_now_ms() + harness_scale_ms(5000);
+    do {
+        harness_sleep_ms(5);
+        assert_int_equal(rl_client_stats(f->c2, &s), RL_OK);
+    } while ((s.contended < before + CROWD ||
+              channel_subscribers(&f->r[NODES - 1], "notify:crowd") != 1) &&
+             harness_now_ms() < deadline);
+    harness_sleep_ms(harness_scale_ms(200)); /* the probes' answers */
+    assert_int_equal(rl_client_stats(f->c2, &s), RL_OK);
+    after_release = s.contended;
+    la = f->l;
+    f->l = NULL;
+    assert_int_equal(rl_release(la), RL_OK);
+    for (i = 0; i < CROWD; i++) {
+        pthread_join(th[i], NULL);
+        if (w[i].st != RL_OK)
+            fail_msg("thread %d got %s: %s", i, rl_status_name(w[i].st),
+                     w[i].err);
+        /* Woken by a release, never by the 30 s poll. */
+        assert_true(w[i].t_done_us - w[i].t_start_us <
+                    (int64_t)B_RETRY_MS * 1000);
+    }
+    assert_int_equal(rl_client_stats(f->c2, &s), RL_OK);
+    fprintf(stderr, "  %d threads: %llu refused attempts before the first "
+                    "release, %llu after it\n",
+            CROWD, (unsigned long long)(after_release - before),
+            (unsigned long long)(s.contended - after_release));
+    /* One attempt per release, not one per thread: at most a stray one
+     * each (a thread busy with a probe when the message came). */
+    assert_true(s.contended - after_release <= CROWD);
+}
+
 /* f's node i reached through proxy port (when not 0): a client for
  * the late-subscription case, A's or B's timing, with room for A's slow
  * proxy in its timeouts. */
@@ -296,20 +388,6 @@ static rl_client *client_via(struct fixture *f, int i, int port,
     cfg.retry_jitter_ms = jitter_ms;
     cfg.log_privdata = (void *)name;
     return fixture_client(&cfg);
-}
-
-/* Clients subscribed to the key's release channel on node r. */
-static long long channel_subscribers(const struct rl_redis *r,
-                                     const char *key)
-{
-    redisReply *rep = harness_cmd(r, "PUBSUB NUMSUB redlock:release:%s", key);
-    long long n = -1;
-
-    if (rep != NULL && rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&
-        rep->element[1]->type == REDIS_REPLY_INTEGER)
-        n = rep->element[1]->integer;
-    freeReplyObject(rep);
-    return n;
 }
 
 /* A release at a node where B's subscription is not active yet reaches
@@ -453,6 +531,7 @@ int main(void)
         cmocka_unit_test(test_waiter_is_woken_with_two_nodes_down),
         cmocka_unit_test(test_waiter_gets_crashed_holders_lock_after_ttl),
         cmocka_unit_test(test_a_late_subscription_wakes_the_waiter),
+        cmocka_unit_test(test_threads_of_one_client_take_turns_on_one_wake),
     };
 
     return FIXTURE_RUN("notify", &fx, tests);
