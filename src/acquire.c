@@ -455,6 +455,10 @@ static void released_elsewhere(void *arg)
 {
     struct acquire_op *op = arg;
 
+    /* An exclusive waiter acts on the message whatever it is doing: an
+     * attempt or a probe in flight learns of it, or one goes now; other
+     * waiters of this client need not wake for it (notify.c). */
+    op->waiter.claims = !op->lock->shared;
     if (!op->sleeping)
         return; /* an attempt is in flight */
     if (op->probe_req != NULL) {

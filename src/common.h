@@ -31,6 +31,17 @@ static inline uint64_t rl_xorshift64(uint64_t *state)
     return *state;
 }
 
+/* FNV-1a (64 bits) of len bytes at p: a cheap hash, not for secrets. */
+static inline uint64_t rl_fnv1a64(const void *p, size_t len)
+{
+    const unsigned char *b = p;
+    uint64_t h = 14695981039346656037u;
+
+    while (len-- > 0)
+        h = (h ^ *b++) * 1099511628211u;
+    return h;
+}
+
 /* Detail message buffer size: one line naming node, option or reply. */
 #define RL_ERRLEN 256
 

@@ -24,12 +24,16 @@
  * that node released before it reached nobody; the nodes confirm one by
  * one, and only the last one may hold back a quorum), and on an existing
  * one notify_wait reports a release or confirmation seen since the
- * attempt started. Messages carry the releaser's token (and from release, the
- * number of clients subscribed on that node: split_message); a waiter
- * ignores its own
- * (a reader's rollback publishes; an exclusive attempt's does not,
- * src/lua/rollback.lua), or it would wake itself while the holder still
- * holds.
+ * attempt started. Messages carry the releaser's token (and from release,
+ * the number of clients subscribed on that node: split_message). Where
+ * that number is 1 (this client alone listens), the oldest waiter that
+ * takes the message on for an exclusive lock (notify_waiter.claims) is
+ * the only one woken, by it and by the same release's messages from the
+ * other nodes: its threads' attempts reach each node over one
+ * connection, in one order, so one attempt is all a release needs. A
+ * waiter ignores its own (a reader's rollback publishes; an exclusive
+ * attempt's does not, src/lua/rollback.lua), or it would wake itself
+ * while the holder still holds.
  *
  * This is the one module besides node.c that owns connections: the
  * subscriber ones. Their privdata is the per-node struct sub_conn, which
@@ -55,6 +59,9 @@ struct channel {
     size_t len;
     rl_mono_us last_release_us;  /* last message or confirmation */
     struct list waiters;         /* struct notify_waiter, oldest first */
+    uint64_t claimed;            /* hash of the last release token a
+                                    waiter claimed (channel_wake) */
+    struct notify_waiter *claimant; /* that waiter while it waits */
 };
 
 struct sub_conn {
@@ -123,6 +130,17 @@ static size_t split_message(const char *msg, size_t len, unsigned *listeners)
     return sp - 1;
 }
 
+/* Wake w for a message (seen at seen_us, counting listeners) or a
+ * confirmation (0 listeners). */
+static void wake_one(struct notify_waiter *w, rl_mono_us seen_us,
+                     unsigned listeners)
+{
+    w->seen_us = seen_us;
+    w->listeners = listeners;
+    w->claims = false;
+    w->wake(w->arg);
+}
+
 /* Wake the channel's waiters; each wake may unregister itself. token is
  * the releaser's (NULL for a node's subscription confirmation, which
  * wakes like a release: see the top): a waiter is not woken by its own
@@ -141,6 +159,14 @@ static void channel_wake(struct notify *nt, const char *name, size_t len,
     if (ch == NULL)
         return;
     ch->last_release_us = mono_now_us();
+    if (listeners == 1 && rl_fnv1a64(token, token_len) == ch->claimed) {
+        /* The same release from another node: it is its claimant's (it
+         * may have been refused where this node had not let go yet); a
+         * claimant that left won, or gave up (the others' timers stay). */
+        if (ch->claimant != NULL)
+            wake_one(ch->claimant, ch->last_release_us, listeners);
+        return;
+    }
     for (w = waiter_of(ch->waiters.first); w != NULL; w = next) {
         next = waiter_of(w->link.next);
         if (token == NULL ? w->own_only
@@ -149,9 +175,17 @@ static void channel_wake(struct notify *nt, const char *name, size_t len,
             continue;
         /* Remembered: a waiter busy with an attempt ignores the wake, and
          * asks again (notify_wait) if that attempt fails. */
-        w->seen_us = ch->last_release_us;
-        w->listeners = listeners;
-        w->wake(w->arg);
+        wake_one(w, ch->last_release_us, listeners);
+        /* This client alone listens: its oldest exclusive waiter's attempt
+         * is the one the release needs; the others would be refused by it
+         * (one connection per node: no split votes among them) and wait
+         * for its release instead, as for the release's messages from
+         * the other nodes. */
+        if (listeners == 1 && w->claims) {
+            ch->claimed = rl_fnv1a64(token, token_len);
+            ch->claimant = w;
+            break;
+        }
     }
 }
 
@@ -461,6 +495,8 @@ void notify_unwait(struct notify *nt, struct notify_waiter *w)
         return;
     list_remove(&ch->waiters, &w->link);
     w->channel = NULL;
+    if (ch->claimant == w)
+        ch->claimant = NULL;
     if (list_empty(&ch->waiters) && ++nt->idle > MAX_IDLE_CHANNELS)
         drop_idle_channels(nt);
 }

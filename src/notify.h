@@ -27,6 +27,11 @@ struct notify_waiter {
                                     the node whose message woke it, as
                                     the release counted them (this one
                                     among them); 0 unknown */
+    bool claims;                 /* set by wake: this waiter acts on the
+                                    message (an exclusive attempt sent,
+                                    in flight or behind a probe), so one
+                                    that counts one listener (this
+                                    client) wakes nobody behind it */
     void (*wake)(void *arg);
     void *arg;
 };

@@ -542,11 +542,8 @@ void request_opened(struct node *n)
  * their last byte differ in the low bits). */
 static unsigned key_bit(const char *key, size_t len)
 {
-    uint64_t h = 14695981039346656037u;
-    size_t i;
+    uint64_t h = rl_fnv1a64(key, len);
 
-    for (i = 0; i < len; i++)
-        h = (h ^ (unsigned char)key[i]) * 1099511628211u;
     h ^= h >> 32;
     h ^= h >> 16;
     return (unsigned)((h ^ (h >> 8)) & 255u);
