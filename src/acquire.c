@@ -257,6 +257,7 @@ void acquire_cancel(struct acquire_op *op)
     roll_back(op, true);
     if (op->intent_set)
         clear_intent(op);
+    notify_pass_on(&op->waiter);
     acquire_free(op);
 }
 
@@ -276,6 +277,7 @@ static void report(struct acquire_op *op, rl_status st)
         rl_error_clear();
     } else {
         rl_error_set_text(op->detail);
+        notify_pass_on(&op->waiter);
     }
     acquire_free(op);
     done(owner, st, st == RL_OK ? &g : NULL);

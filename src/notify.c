@@ -141,52 +141,60 @@ static void wake_one(struct notify_waiter *w, rl_mono_us seen_us,
     w->wake(w->arg);
 }
 
-/* Wake the channel's waiters; each wake may unregister itself. token is
- * the releaser's (NULL for a node's subscription confirmation, which
- * wakes like a release: see the top): a waiter is not woken by its own
- * rollback, of any of its attempts (each has its own token, one stem), or
- * it would chase its own tail while the holder still holds. A fair
- * waiter's announcement waiter (own_only) is the other way round: only
- * its own acquisition's queue entry is for it, and confirmations are
- * not. */
+/* Wake ch's waiters, oldest first, but not skip, for a message of token
+ * (NULL: a confirmation, or a release passed on: notify_pass_on); each
+ * wake may unregister itself. A waiter is not woken by its own rollback,
+ * of any of its attempts (each has its own token, one stem), or it would
+ * chase its own tail while the holder still holds. A fair waiter's
+ * announcement waiter (own_only) is the other way round: only its own
+ * acquisition's queue entry is for it, and confirmations are not. Where
+ * listeners is 1 the first waiter that claims the message is the last
+ * woken, and returned (see the top). */
+static struct notify_waiter *wake_waiters(struct channel *ch,
+                                          const char *token,
+                                          size_t token_len,
+                                          unsigned listeners,
+                                          const struct notify_waiter *skip)
+{
+    struct notify_waiter *w, *next;
+
+    for (w = waiter_of(ch->waiters.first); w != NULL; w = next) {
+        next = waiter_of(w->link.next);
+        if (w == skip ||
+            (token == NULL ? w->own_only
+                           : token_same_acquisition(token, token_len,
+                                                    w->token) != w->own_only))
+            continue;
+        wake_one(w, ch->last_release_us, listeners);
+        if (listeners == 1 && w->claims)
+            return w;
+    }
+    return NULL;
+}
+
+/* A message (token: the releaser's) or a node's subscription
+ * confirmation (token NULL), which wakes like a release: see the top. */
 static void channel_wake(struct notify *nt, const char *name, size_t len,
                          const char *token, size_t token_len,
                          unsigned listeners)
 {
     struct channel *ch = channel_find(nt, name, len);
-    struct notify_waiter *w, *next;
+    uint64_t release = token != NULL ? rl_fnv1a64(token, token_len) : 0;
 
     if (ch == NULL)
         return;
     ch->last_release_us = mono_now_us();
-    if (listeners == 1 && rl_fnv1a64(token, token_len) == ch->claimed) {
+    if (listeners == 1 && token != NULL && release == ch->claimed) {
         /* The same release from another node: it is its claimant's (it
-         * may have been refused where this node had not let go yet); a
-         * claimant that left won, or gave up (the others' timers stay). */
+         * may have been refused where this node had not let go yet). A
+         * claimant that left won (or passed it on: notify_pass_on). */
         if (ch->claimant != NULL)
             wake_one(ch->claimant, ch->last_release_us, listeners);
         return;
     }
-    for (w = waiter_of(ch->waiters.first); w != NULL; w = next) {
-        next = waiter_of(w->link.next);
-        if (token == NULL ? w->own_only
-                          : token_same_acquisition(token, token_len,
-                                                   w->token) != w->own_only)
-            continue;
-        /* Remembered: a waiter busy with an attempt ignores the wake, and
-         * asks again (notify_wait) if that attempt fails. */
-        wake_one(w, ch->last_release_us, listeners);
-        /* This client alone listens: its oldest exclusive waiter's attempt
-         * is the one the release needs; the others would be refused by it
-         * (one connection per node: no split votes among them) and wait
-         * for its release instead, as for the release's messages from
-         * the other nodes. */
-        if (listeners == 1 && w->claims) {
-            ch->claimed = rl_fnv1a64(token, token_len);
-            ch->claimant = w;
-            break;
-        }
-    }
+    ch->claimant = wake_waiters(ch, token, token_len, listeners, NULL);
+    if (ch->claimant != NULL)
+        ch->claimed = release;
 }
 
 /* ---- Subscriber connections --------------------------------------------- */
@@ -485,6 +493,14 @@ static void drop_idle_channels(struct notify *nt)
         free(ch);
     }
     nt->idle = 0;
+}
+
+void notify_pass_on(struct notify_waiter *w)
+{
+    struct channel *ch = w->channel;
+
+    if (ch != NULL && ch->claimant == w)
+        ch->claimant = wake_waiters(ch, NULL, 0, 1, w);
 }
 
 void notify_unwait(struct notify *nt, struct notify_waiter *w)

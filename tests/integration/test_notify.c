@@ -76,6 +76,7 @@ struct waiter {
     rl_client *c;
     const char *resource;
     int64_t wait_ms;
+    rl_cancel *cancel;           /* NULL: none */
     rl_status st;
     rl_lock *lock;
     int64_t t_start_us;
@@ -90,6 +91,7 @@ static void *waiter_main(void *arg)
 
     o.ttl_ms = 10000;
     o.wait_ms = w->wait_ms;
+    o.cancel = w->cancel;
     w->t_start_us = harness_now_us();
     w->st = rl_acquire(w->c, w->resource, &o, &w->lock);
     w->t_done_us = harness_now_us();
@@ -363,6 +365,81 @@ static void test_threads_of_one_client_take_turns_on_one_wake(void **state)
     assert_true(s.contended - after_release <= CROWD);
 }
 
+/* B's refused attempts, awaited (5 s scaled) until above seen. */
+static uint64_t refused_after(struct fixture *f, uint64_t seen)
+{
+    int64_t deadline = harness_now_ms() + harness_scale_ms(5000);
+    rl_stats s;
+
+    for (;;) {
+        assert_int_equal(rl_client_stats(f->c2, &s), RL_OK);
+        if (s.contended > seen || harness_now_ms() >= deadline)
+            return s.contended;
+        harness_sleep_ms(2);
+    }
+}
+
+/* The thread a release woke (the oldest) gives up: the next is woken in
+ * its place, or it would sleep out its retry delay while the lock is
+ * free. A foreign holder (plain SET, no release message, as a client of
+ * another library) refuses the first's attempt on a release message the
+ * test publishes, then vanishes silently; the first is cancelled. */
+static void test_a_woken_thread_that_gives_up_wakes_the_next(void **state)
+{
+    static const char key[] = "notify:passon";
+    struct fixture *f = *state;
+    struct waiter first = { .c = f->c2, .resource = key,
+                            .wait_ms = 2 * B_RETRY_MS };
+    struct waiter next = first;
+    pthread_t t1, t2;
+    uint64_t seen;
+    int64_t fired;
+    rl_stats s;
+    int i;
+
+    first.cancel = rl_cancel_new();
+    assert_non_null(first.cancel);
+    for (i = 0; i < NODES; i++)
+        assert_true(harness_ok(
+            harness_cmd(&f->r[i], "SET %s foreign PX 60000", key)));
+    assert_int_equal(rl_client_stats(f->c2, &s), RL_OK);
+    assert_int_equal(pthread_create(&t1, NULL, waiter_main, &first), 0);
+    seen = refused_after(f, s.contended);
+    assert_int_equal(pthread_create(&t2, NULL, waiter_main, &next), 0);
+    seen = refused_after(f, seen);
+    for (i = 0; i < NODES; i++) {
+        int64_t until = harness_now_ms() + harness_scale_ms(5000);
+
+        while (channel_subscribers(&f->r[i], key) != 1 &&
+               harness_now_ms() < until)
+            harness_sleep_ms(5);
+    }
+    harness_sleep_ms(harness_scale_ms(200)); /* the confirmations' probes */
+    assert_int_equal(rl_client_stats(f->c2, &s), RL_OK);
+    /* A release message: the first takes it on and is refused. */
+    assert_int_equal(harness_int(harness_cmd(&f->r[0],
+                                             "PUBLISH redlock:release:%s "
+                                             "%s",
+                                             key, "gone 1"),
+                                 0),
+                     1);
+    assert_true(refused_after(f, s.contended) > s.contended);
+    for (i = 0; i < NODES; i++)
+        harness_int(harness_cmd(&f->r[i], "DEL %s", key), 0);
+    fired = harness_now_us();
+    assert_int_equal(rl_cancel_fire(first.cancel), RL_OK);
+    pthread_join(t1, NULL);
+    pthread_join(t2, NULL);
+    f->l2 = next.lock;
+    rl_cancel_free(first.cancel);
+    assert_int_equal(first.st, RL_EABORTED);
+    if (next.st != RL_OK)
+        fail_msg("the next got %s: %s", rl_status_name(next.st), next.err);
+    fprintf(stderr, "  the next acquired %lld ms after the first gave up\n",
+            (long long)((next.t_done_us - fired) / 1000));
+    assert_true(next.t_done_us - fired < woken_bound_ms() * 1000);
+}
+
 /* f's node i reached through proxy port (when not 0): a client for
  * the late-subscription case, A's or B's timing, with room for A's slow
  * proxy in its timeouts. */
@@ -532,6 +609,7 @@ int main(void)
         cmocka_unit_test(test_waiter_gets_crashed_holders_lock_after_ttl),
         cmocka_unit_test(test_a_late_subscription_wakes_the_waiter),
         cmocka_unit_test(test_threads_of_one_client_take_turns_on_one_wake),
+        cmocka_unit_test(test_a_woken_thread_that_gives_up_wakes_the_next),
     };
 
     return FIXTURE_RUN("notify", &fx, tests);
