@@ -4,9 +4,10 @@
 # with sudo available): installs the packages, builds with warnings as
 # errors, runs every test (unit, integration, CLI) with real redis-server
 # processes and the chaos suite's CI profile, then again under ASan+UBSan
-# (chaos excluded), then the threaded integration tests under TSan, then
-# the integration tests under valgrind (zero errors and zero leaks
-# required).
+# (chaos excluded), then the threaded integration tests under TSan and,
+# beside them, the integration tests under valgrind (zero errors and zero
+# leaks required); the protocol model (SPIN) runs beside the first stages
+# and its verdict comes last.
 #   tools/test.sh              everything
 #   tools/test.sh --quick      release build + ctest only
 #   tools/test.sh --repeat N   every stage N times in a row (stops at the
@@ -76,6 +77,7 @@ ctest_jobs=3
 # see only its own programs.
 hog_pids=()
 model_pid=
+vg_pid=
 # A process and its descendants (the model stage's pan runs).
 kill_tree() {
     local child
@@ -85,6 +87,7 @@ kill_tree() {
 stop_background() {
     [ ${#hog_pids[@]} -eq 0 ] || kill "${hog_pids[@]}" 2>/dev/null || true
     [ -z "$model_pid" ] || kill_tree "$model_pid"
+    [ -z "$vg_pid" ] || kill_tree "$vg_pid"
 }
 trap stop_background EXIT
 for _ in $(seq 1 "$hogs"); do
@@ -132,14 +135,9 @@ fi
 section "chaos suite, CI profile (release${model_pid:+, beside the protocol model})"
 run_ctest --test-dir build/release --output-on-failure -L chaos
 
-section "protocol model (SPIN, spec/*.pml; started with the release tests)"
-model_rc=0
-wait "$model_pid" || model_rc=$?
-model_pid=
-tee -a "$summary" <build/model-check.log
-[ "$model_rc" = 0 ] || { echo "model-check failed (exit $model_rc)"; exit 1; }
-
-section "ASan + UBSan build"
+# The model's last minutes (its searches run to fixed time budgets) go
+# beside the ASan stage; its verdict is read at the end.
+section "ASan + UBSan build${model_pid:+ (beside the protocol model)}"
 cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DRL_ASAN=ON -DRL_UBSAN=ON \
     -DRL_WERROR=ON >/dev/null
 cmake --build build/asan -j"$jobs"
@@ -152,6 +150,37 @@ RL_TEST_TIMEOUT_MULTIPLIER=2 \
     run_ctest --test-dir build/asan --output-on-failure -j"$ctest_jobs" -LE chaos \
     -E 'holds_for_60s'
 
+# Three programs per core at a time (each starts its own redis-server
+# processes on free ports): under valgrind a program mostly waits (for
+# keys to lapse, nodes to restart: integ_test_kinds used 18 s of CPU in
+# 132 s), and its deadlines are scaled tenfold. Results are printed in
+# program order.
+vg_jobs=$((3 * jobs))
+vg_one() {
+    local t=$1 name rc=0 t0=$SECONDS
+    name=$(basename "$t")
+    RL_TEST_TIMEOUT_MULTIPLIER=10 RL_TEST_UNDER_VALGRIND=1 valgrind --quiet \
+        --leak-check=full --errors-for-leak-kinds=definite,indirect \
+        --error-exitcode=99 --log-file="build/release/valgrind-$name.log" \
+        "$t" >"build/release/$name.out" 2>&1 || rc=$?
+    echo "$rc $((SECONDS - t0))" >"build/release/valgrind-$name.rc"
+}
+vg_programs=()
+for t in build/release/tests/integ_*; do
+    [ -x "$t" ] && vg_programs+=("$t")
+done
+# The valgrind programs run beside the TSan stage (both mostly wait, on
+# deadlines scaled 10 and 3 times); their results are printed after it.
+vg_all() {
+    local t
+    for t in "${vg_programs[@]}"; do
+        while [ "$(jobs -pr | wc -l)" -ge "$vg_jobs" ]; do wait -n || true; done
+        vg_one "$t" &
+    done
+    wait
+}
+vg_all &
+vg_pid=$!
 section "ThreadSanitizer build"
 # The tests that run threads against one client: the blocking API from
 # many threads, the watchdog, async calls, client create/free, the
@@ -177,31 +206,9 @@ RL_TEST_TIMEOUT_MULTIPLIER=3 \
     -j2 -R "^integ_test_($(echo $tsan_tests | tr ' ' '|'))\." \
     -E 'holds_for_60s' 2>&1 | tee -a "$summary"
 
-section "integration tests under valgrind"
-# Three programs per core at a time (each starts its own redis-server
-# processes on free ports): under valgrind a program mostly waits (for
-# keys to lapse, nodes to restart: integ_test_kinds used 18 s of CPU in
-# 132 s), and its deadlines are scaled tenfold. Results are printed in
-# program order.
-vg_jobs=$((3 * jobs))
-vg_one() {
-    local t=$1 name rc=0 t0=$SECONDS
-    name=$(basename "$t")
-    RL_TEST_TIMEOUT_MULTIPLIER=10 RL_TEST_UNDER_VALGRIND=1 valgrind --quiet \
-        --leak-check=full --errors-for-leak-kinds=definite,indirect \
-        --error-exitcode=99 --log-file="build/release/valgrind-$name.log" \
-        "$t" >"build/release/$name.out" 2>&1 || rc=$?
-    echo "$rc $((SECONDS - t0))" >"build/release/valgrind-$name.rc"
-}
-vg_programs=()
-for t in build/release/tests/integ_*; do
-    [ -x "$t" ] && vg_programs+=("$t")
-done
-for t in "${vg_programs[@]}"; do
-    while [ "$(jobs -pr | wc -l)" -ge "$vg_jobs" ]; do wait -n || true; done
-    vg_one "$t" &
-done
-wait
+section "integration tests under valgrind (run beside the TSan stage)"
+wait "$vg_pid" || true
+vg_pid=
 fails=0
 vg_passed=0
 for t in "${vg_programs[@]}"; do
@@ -228,6 +235,13 @@ for t in "${vg_programs[@]}"; do
     fi
 done
 [ "$fails" = 0 ] || { echo "valgrind: $fails program(s) failed"; exit 1; }
+
+section "protocol model (SPIN, spec/*.pml; started with the release tests)"
+model_rc=0
+wait "$model_pid" || model_rc=$?
+model_pid=
+tee -a "$summary" <build/model-check.log
+[ "$model_rc" = 0 ] || { echo "model-check failed (exit $model_rc)"; exit 1; }
 total=$(sed -n 's/.*tests passed, 0 tests failed out of \([0-9]*\).*/\1/p' \
     "$summary" | awk '{s += $1} END {print s + 0}')
 echo "all test stages passed"
