@@ -283,13 +283,15 @@ class LockDelay(unittest.TestCase):
         rc, out, err = cli("acquire", r, "--wait", str(int(scale(10) * 1000)))
         self.assertEqual(rc, 0, err)
         self.assertEqual(cli("release", r, out.strip())[0], 0)
-        # Released: free at once.
-        rc, h, err = cli("acquire", r, "--ttl", "500", "--lock-delay",
+        # Released: free at once. The extend must come within the
+        # validity: a TTL that grows with the stage's multiplier.
+        ttl = str(int(scale(1.0) * 1000))
+        rc, h, err = cli("acquire", r, "--ttl", ttl, "--lock-delay",
                          "5000")
         self.assertEqual(rc, 0, err)
         t0 = time.time()
-        self.assertEqual(cli("extend", r, h.strip(), "--ttl", "500")[0], 0)
-        clitest.assert_expiry(NODES, r, 5500, t0)
+        self.assertEqual(cli("extend", r, h.strip(), "--ttl", ttl)[0], 0)
+        clitest.assert_expiry(NODES, r, int(ttl) + 5000, t0)
         self.assertEqual(cli("release", r, h.strip())[0], 0)
         rc, out, err = cli("acquire", r)
         self.assertEqual(rc, 0, err)
