@@ -135,6 +135,8 @@ static size_t split_message(const char *msg, size_t len, unsigned *listeners)
 static void wake_one(struct notify_waiter *w, rl_mono_us seen_us,
                      unsigned listeners)
 {
+    /* Remembered: a waiter busy with an attempt ignores the wake, and
+     * asks again (notify_wait) if that attempt fails. */
     w->seen_us = seen_us;
     w->listeners = listeners;
     w->claims = false;
@@ -179,12 +181,15 @@ static void channel_wake(struct notify *nt, const char *name, size_t len,
                          unsigned listeners)
 {
     struct channel *ch = channel_find(nt, name, len);
-    uint64_t release = token != NULL ? rl_fnv1a64(token, token_len) : 0;
+    /* Only where this client alone listens is a release claimed. */
+    uint64_t release = listeners == 1 && token != NULL
+                           ? rl_fnv1a64(token, token_len)
+                           : 0;
 
     if (ch == NULL)
         return;
     ch->last_release_us = mono_now_us();
-    if (listeners == 1 && token != NULL && release == ch->claimed) {
+    if (release != 0 && release == ch->claimed) {
         /* The same release from another node: it is its claimant's (it
          * may have been refused where this node had not let go yet). A
          * claimant that left won (or passed it on: notify_pass_on). */

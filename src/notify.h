@@ -65,9 +65,10 @@ bool notify_wait_turn(struct notify *nt, struct notify_waiter *w,
  * wherever it is free (queue.c). */
 bool notify_turn_awaited(const struct notify *nt, const char *key,
                          size_t key_len);
-/* w's acquire gives up (fails or is cancelled): if it was the one waiter of its client that a
- * release woke (notify_waiter.claims), the next one is woken for it now,
- * as the release's message would have. Then notify_unwait. */
+/* w's acquire gives up (fails or is cancelled): if it was the one
+ * waiter of its client that a release woke (notify_waiter.claims), the
+ * next one is woken for it now, as the release's message would have.
+ * Then notify_unwait. */
 void notify_pass_on(struct notify_waiter *w);
 /* Stop waiting (idempotent). */
 void notify_unwait(struct notify *nt, struct notify_waiter *w);
