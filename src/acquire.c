@@ -51,22 +51,6 @@
 #include "retry.h"
 #include "roundwhy.h"
 
-/* A waiter refused everywhere again and again polls at up to 1 << this
- * times its retry delay (poll_pause_us): twice, so a waiting writer's
- * intent, PX 2 x (delay + jitter) + 100 (writer_waits), still outlives
- * the pause that its next attempt refreshes it after. */
-#define MAX_POLL_SHIFT 1
-
-/* A release wakes every waiter of the key at once: each waits a random
- * time up to WAKE_SPREAD_MS << (releases it already saw another waiter
- * win, up to WAKE_SPREAD_SHIFT), and up to a quarter of its retry jitter
- * (a client tuned for fast hand-offs keeps them fast), before its probe,
- * so the first one's attempt has usually landed when the others look
- * (probe_then_attempt). A lone waiter loses little time; a crowd spreads
- * wider (issue 45: 47 waiters, 16 ms: about 18 attempts per release). */
-#define WAKE_SPREAD_MS 8
-#define WAKE_SPREAD_SHIFT 2
-
 enum acquire_phase {
     PHASE_ACQUIRE, /* SET NX on every node */
     PHASE_FENCE,   /* fencing: write the token to a quorum (fence.c) */
@@ -429,18 +413,14 @@ static void sleep_until(struct acquire_op *op, uint64_t delay_us,
     loop_timer_arm(op->retry_timer, delay_us);
 }
 
-/* Wake after a random part of the spread (WAKE_SPREAD_MS above), then
+/* Wake after a random part of the spread (retry_spread_us), then
  * probe. */
 static void spread_wake(struct acquire_op *op)
 {
     rl_client *c = op->client;
     uint32_t spread_us =
-        (WAKE_SPREAD_MS * 1000u)
-        << (op->lost_wakes < WAKE_SPREAD_SHIFT ? op->lost_wakes
-                                               : WAKE_SPREAD_SHIFT);
+        retry_spread_us(op->lost_wakes, c->cfg.retry_jitter_ms);
 
-    if (spread_us > c->cfg.retry_jitter_ms * 250u)
-        spread_us = c->cfg.retry_jitter_ms * 250u;
     op->release_woke = true;
     loop_timer_stop(op->retry_timer);
     sleep_until(op, client_random(c, spread_us + 1), mono_now_us());
@@ -472,9 +452,6 @@ static void released_elsewhere(void *arg)
     else
         attempt(op);
 }
-
-static uint64_t poll_pause_us(struct acquire_op *op, rl_status st, bool split,
-                              uint64_t delay_us, rl_mono_us now);
 
 /* The probe's answer: TYPE of the key on one node. Held there (a
  * writer's string, or the queue's reservation): someone else won, and
@@ -514,8 +491,10 @@ static void probed(void *owner, size_t slot, const struct node_reply *r)
         return;
     }
     sleep_until(op,
-                poll_pause_us(op, RL_ENOTACQUIRED, false,
-                              retry_budget_pause_us(&op->budget, c, now), now),
+                retry_poll_pause_us(&op->budget, &op->refusals, true,
+                                    retry_budget_pause_us(&op->budget, c,
+                                                          now),
+                                    now),
                 now);
     if (by_release)
         op->lost_wakes++;
@@ -560,34 +539,6 @@ static void retry_due(void *arg)
         attempt(op);
 }
 
-/* The pause before the next attempt: delay_us (the jittered retry delay
- * within the wait), stretched for a waiter that no node granted several
- * attempts in a row (split: the last one was granted somewhere). A holder
- * keeps it out, and the holder's release message or its key's expiry
- * (holder_ttl) wakes it; its poll is the
- * fallback for a message lost while a subscriber connection was down,
- * and dozens of waiters polling every retry delay while one holds cost
- * the nodes more than the lock (issue 45): twice the delay from the
- * second refusal on. An attempt granted somewhere (a split vote) keeps
- * the delay: the others lost too, no release is coming, only the timers
- * retry. */
-static uint64_t poll_pause_us(struct acquire_op *op, rl_status st, bool split,
-                              uint64_t delay_us, rl_mono_us now)
-{
-    const struct retry_budget *b = &op->budget;
-
-    if (st != RL_ENOTACQUIRED || split) {
-        op->refusals = 0;
-        return delay_us;
-    }
-    delay_us <<= op->refusals < MAX_POLL_SHIFT ? op->refusals
-                                                : MAX_POLL_SHIFT;
-    op->refusals++;
-    if (b->deadline_us != 0 && now + delay_us > b->deadline_us)
-        delay_us = b->deadline_us - now;
-    return delay_us;
-}
-
 static void attempt_failed(struct acquire_op *op, rl_status st)
 {
     rl_client *c = op->client;
@@ -614,9 +565,10 @@ static void attempt_failed(struct acquire_op *op, rl_status st)
         fair_wait_turn(op->fair, op->t0, op->budget.deadline_us);
         return;
     }
-    delay_us = poll_pause_us(op, st, op->round.yes > 0,
-                             retry_budget_pause_us(&op->budget, c, now),
-                             now);
+    delay_us = retry_poll_pause_us(
+        &op->budget, &op->refusals,
+        st == RL_ENOTACQUIRED && op->round.yes == 0,
+        retry_budget_pause_us(&op->budget, c, now), now);
     /* Held by someone else: also wake when they release (best effort;
      * the timer is the fallback). A release that came while our attempt
      * was in flight may have reached the nodes that refused us only

@@ -61,3 +61,53 @@ uint64_t retry_budget_pause_us(const struct retry_budget *b, rl_client *c,
         pause_us = b->deadline_us - now;
     return pause_us;
 }
+
+/* A waiter refused everywhere again and again polls at up to 1 << this
+ * times its retry delay: twice, so a waiting writer's intent, PX 2 x
+ * (delay + jitter) + 100 (acquire.c writer_waits), still outlives the
+ * pause that its next attempt refreshes it after. */
+#define MAX_POLL_SHIFT 1
+
+/* A holder keeps a refused waiter out, and the holder's release message
+ * or its key's expiry (acquire.c holder_ttl) wakes it; its poll is the
+ * fallback for a message lost while a subscriber connection was down,
+ * and dozens of waiters polling every retry delay while one holds cost
+ * the nodes more than the lock (issue 45): twice the delay from the
+ * second refusal on. An attempt granted somewhere (a split vote) keeps
+ * the delay: the others lost too, no release is coming, only the timers
+ * retry. */
+uint64_t retry_poll_pause_us(const struct retry_budget *b,
+                             unsigned *refusals, bool refused,
+                             uint64_t delay_us, rl_mono_us now)
+{
+    if (!refused) {
+        *refusals = 0;
+        return delay_us;
+    }
+    delay_us <<= *refusals < MAX_POLL_SHIFT ? *refusals : MAX_POLL_SHIFT;
+    (*refusals)++;
+    if (b->deadline_us != 0 && now + delay_us > b->deadline_us)
+        delay_us = b->deadline_us - now;
+    return delay_us;
+}
+
+/* A release wakes every waiter of the key at once: each waits a random
+ * time up to WAKE_SPREAD_MS << (releases it already saw another waiter
+ * win, up to WAKE_SPREAD_SHIFT), and up to a quarter of its retry jitter
+ * (a client tuned for fast hand-offs keeps them fast), before its probe,
+ * so the first one's attempt has usually landed when the others look
+ * (acquire.c probe_then_attempt). A lone waiter loses little time; a
+ * crowd spreads wider (issue 45: 47 waiters, 16 ms: about 18 attempts per
+ * release). */
+#define WAKE_SPREAD_MS 8
+#define WAKE_SPREAD_SHIFT 2
+
+uint32_t retry_spread_us(unsigned lost_wakes, uint32_t jitter_ms)
+{
+    uint32_t spread_us = (WAKE_SPREAD_MS * 1000u)
+                         << (lost_wakes < WAKE_SPREAD_SHIFT
+                                 ? lost_wakes
+                                 : WAKE_SPREAD_SHIFT);
+
+    return spread_us < jitter_ms * 250u ? spread_us : jitter_ms * 250u;
+}

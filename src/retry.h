@@ -30,4 +30,17 @@ bool retry_budget_take(struct retry_budget *b, rl_mono_us now);
 uint64_t retry_budget_pause_us(const struct retry_budget *b, rl_client *c,
                                rl_mono_us now);
 
+/* The pause before a waiter's next poll: delay_us (the jittered retry
+ * delay within the wait) after an attempt some node granted or that
+ * failed otherwise (refused false: *refusals restarts), stretched after
+ * refusals everywhere in a row (refused: counts one in *refusals), cut
+ * at the deadline. */
+uint64_t retry_poll_pause_us(const struct retry_budget *b,
+                             unsigned *refusals, bool refused,
+                             uint64_t delay_us, rl_mono_us now);
+/* The widest random pause, in µs, of a waiter woken by a release before
+ * it probes, after lost_wakes releases it saw another waiter win, for a
+ * client of retry jitter jitter_ms. */
+uint32_t retry_spread_us(unsigned lost_wakes, uint32_t jitter_ms);
+
 #endif
