@@ -384,11 +384,16 @@ static void test_every_attempt_of_an_acquisition_is_one_entry(void **state)
 static void test_a_lapsed_entry_is_purged_wherever_it_stands(void **state)
 {
     struct fixture *f = *state;
+    char lapse[24];
 
-    /* a (head) and m (middle) lapse after 50 ms; z lives on. */
-    harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, "p", "a", "50", "1", "1",
+    /* a (head) and m (middle) lapse soon, but not before the other two
+     * entered (a loaded machine took over 50 ms for the four calls); z
+     * lives on. */
+    snprintf(lapse, sizeof(lapse), "%lld",
+             (long long)harness_scale_ms(1000));
+    harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, "p", "a", lapse, "1", "1",
                      NULL), 0);
-    harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, "p", "m", "50", "3", "3",
+    harness_int(eval(f, 0, SCRIPT_QUEUE_ENTER, "p", "m", lapse, "3", "3",
                      NULL), 0);
     queue_enter(f, "p", "b", "2");
     queue_enter(f, "p", "z", "4");
