@@ -77,7 +77,6 @@ ctest_jobs=3
 # see only its own programs.
 hog_pids=()
 model_pid=
-chaos_pid=
 vg_pid=
 # A process and its descendants (the model stage's pan runs).
 kill_tree() {
@@ -88,7 +87,6 @@ kill_tree() {
 stop_background() {
     [ ${#hog_pids[@]} -eq 0 ] || kill "${hog_pids[@]}" 2>/dev/null || true
     [ -z "$model_pid" ] || kill_tree "$model_pid"
-    [ -z "$chaos_pid" ] || kill_tree "$chaos_pid"
     [ -z "$vg_pid" ] || kill_tree "$vg_pid"
 }
 trap stop_background EXIT
@@ -119,16 +117,8 @@ if [ "$quick" != 1 ]; then
     # docs/proof.md reports runs with the full budgets.
     MC_SCALE=0.5 tools/model-check.sh >build/model-check.log 2>&1 &
     model_pid=$!
-    # The chaos suite (half a core: its nodes, contenders and faults
-    # mostly wait) runs beside the release tests and the model; its
-    # output comes after theirs. Its checks are safety checks (no two
-    # holders, no lost update), which load must not change, and its
-    # negative controls showed their violations beside the model as well.
-    ctest --test-dir build/release --output-on-failure -L chaos \
-        >build/chaos.log 2>&1 &
-    chaos_pid=$!
 fi
-section "tests (release${stress:+, each run $stress times}${model_pid:+, beside the protocol model and the chaos suite})"
+section "tests (release${stress:+, each run $stress times}${model_pid:+, beside the protocol model})"
 run_ctest --test-dir build/release --output-on-failure -j"$ctest_jobs" -LE chaos \
     ${release_args[@]+"${release_args[@]}"}
 if [ "$quick" = 1 ]; then
@@ -137,12 +127,13 @@ if [ "$quick" = 1 ]; then
     return 0
 fi
 
-section "chaos suite, CI profile (release, started with the release tests)"
-chaos_rc=0
-wait "$chaos_pid" || chaos_rc=$?
-chaos_pid=
-tee -a "$summary" <build/chaos.log
-[ "$chaos_rc" = 0 ] || { echo "chaos suite failed (exit $chaos_rc)"; exit 1; }
+# The model's searches outlast the release tests by minutes: the chaos
+# suite (half a core: its nodes, contenders and faults mostly wait) runs
+# beside them too. Its checks are safety checks (no two holders, no lost
+# update), which load must not change, and its negative controls showed
+# their violations beside the model as well.
+section "chaos suite, CI profile (release${model_pid:+, beside the protocol model})"
+run_ctest --test-dir build/release --output-on-failure -L chaos
 
 # The model's last minutes (its searches run to fixed time budgets) go
 # beside the ASan stage; its verdict is read at the end.
