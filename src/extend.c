@@ -211,14 +211,10 @@ struct extend_round *extend_new(rl_client *c, const struct lock_rec *rec,
                                 uint64_t *holders, extend_done_fn *done,
                                 void *owner)
 {
-    struct extend_round *e = calloc(1, sizeof(*e));
+    struct extend_round *e = ROUND_OWNER_NEW(struct extend_round, c, "an extension");
 
-    if (e == NULL || round_init(&e->round, c->nodes, c->node_count) !=
-                         RL_OK) {
-        free(e);
-        rl_fail(RL_ENOMEM, "out of memory for an extension");
+    if (e == NULL)
         return NULL;
-    }
     e->client = c;
     e->rec = rec;
     e->ttl_ms = ttl_ms;

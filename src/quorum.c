@@ -71,6 +71,21 @@ rl_status round_init(struct quorum_round *q, struct node **nodes, size_t n)
     return RL_OK;
 }
 
+void *round_owner_new(size_t size, size_t round_offset, struct node **nodes,
+                      size_t n, const char *what)
+{
+    char *owner = calloc(1, size);
+
+    if (owner == NULL ||
+        round_init((struct quorum_round *)(owner + round_offset), nodes, n) !=
+            RL_OK) {
+        free(owner);
+        rl_fail(RL_ENOMEM, "out of memory for %s", what);
+        return NULL;
+    }
+    return owner;
+}
+
 void round_cancel(struct quorum_round *q)
 {
     size_t i;

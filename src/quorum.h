@@ -94,6 +94,16 @@ struct quorum_round {
 
 /* Allocate slots for n nodes. RL_ENOMEM. */
 rl_status round_init(struct quorum_round *q, struct node **nodes, size_t n);
+/* A zeroed object of size bytes whose round at round_offset is
+ * initialised for n nodes (one allocation to free with round_clear and
+ * free); NULL with RL_ENOMEM set, naming what, when memory runs out. */
+void *round_owner_new(size_t size, size_t round_offset, struct node **nodes,
+                      size_t n, const char *what);
+/* round_owner_new for a struct type whose round is named round, over a
+ * client's nodes. */
+#define ROUND_OWNER_NEW(type, client, what)                                   \
+    round_owner_new(sizeof(type), offsetof(type, round), (client)->nodes,     \
+                    (client)->node_count, what)
 /* Send cmd to all nodes; returns the verdict if it is already certain (then
  * done is not called), else VERDICT_PENDING and done will be called. */
 enum verdict round_start(struct quorum_round *q, enum round_mode mode,

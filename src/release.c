@@ -186,14 +186,10 @@ struct release_round *release_new(rl_client *c, const struct lock_rec *rec,
                                   bool expired_before, uint32_t keep_ms,
                                   release_done_fn *done, void *owner)
 {
-    struct release_round *r = calloc(1, sizeof(*r));
+    struct release_round *r = ROUND_OWNER_NEW(struct release_round, c, "a release");
 
-    if (r == NULL || round_init(&r->round, c->nodes, c->node_count) !=
-                         RL_OK) {
-        free(r);
-        rl_fail(RL_ENOMEM, "out of memory for a release");
+    if (r == NULL)
         return NULL;
-    }
     r->rec = rec;
     r->facts.n = c->node_count;
     r->expired_before = expired_before;
