@@ -550,23 +550,6 @@ static void connected(struct conn *c)
     handshake(c);
 }
 
-static void on_readable(struct ev_loop *loop, ev_io *w, int revents)
-{
-    struct conn *c = w->data;
-
-    RL_UNUSED(loop);
-    RL_UNUSED(revents);
-    enter(c);
-    if (c->state == CONN_HANDSHAKE) {
-        handshake(c);
-    } else if (c->state == CONN_OPEN) {
-        do_read(c);
-        if (c->state == CONN_OPEN && c->write_wants_read)
-            flush(c);
-    }
-    leave(c);
-}
-
 void conn_read_now(struct conn *c)
 {
     enter(c);
@@ -575,23 +558,43 @@ void conn_read_now(struct conn *c)
     leave(c);
 }
 
-static void on_writable(struct ev_loop *loop, ev_io *w, int revents)
+/* An open connection's reads and writes each wait for the other
+ * direction where TLS asks (a renegotiation, a full socket). */
+static void open_io(struct conn *c, int revents)
+{
+    if (revents & EV_READ) {
+        do_read(c);
+        if (c->state == CONN_OPEN && c->write_wants_read)
+            flush(c);
+        return;
+    }
+    if (c->read_wants_write) {
+        c->read_wants_write = false;
+        do_read(c);
+    }
+    flush(c);
+}
+
+/* Both watchers' callback: each watches one event, named in revents. */
+static void on_io(struct ev_loop *loop, ev_io *w, int revents)
 {
     struct conn *c = w->data;
 
     RL_UNUSED(loop);
-    RL_UNUSED(revents);
     enter(c);
-    if (c->state == CONN_CONNECTING) {
-        connected(c);
-    } else if (c->state == CONN_HANDSHAKE) {
+    switch (c->state) {
+    case CONN_CONNECTING:
+        if (revents & EV_WRITE)
+            connected(c);
+        break;
+    case CONN_HANDSHAKE:
         handshake(c);
-    } else if (c->state == CONN_OPEN) {
-        if (c->read_wants_write) {
-            c->read_wants_write = false;
-            do_read(c);
-        }
-        flush(c);
+        break;
+    case CONN_OPEN:
+        open_io(c, revents);
+        break;
+    default:
+        break;
     }
     leave(c);
 }
@@ -677,8 +680,8 @@ static bool start_connect(struct conn *c, const struct node_addr *a)
                  strerror(errno));
         return false;
     }
-    ev_io_init(&c->rio, on_readable, c->fd, EV_READ);
-    ev_io_init(&c->wio, on_writable, c->fd, EV_WRITE);
+    ev_io_init(&c->rio, on_io, c->fd, EV_READ);
+    ev_io_init(&c->wio, on_io, c->fd, EV_WRITE);
     c->rio.data = c;
     c->wio.data = c;
     ev_io_start(c->loop, &c->wio); /* connect completion */
