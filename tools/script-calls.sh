@@ -6,8 +6,9 @@
 # seconds on 5 fresh nodes (no persistence) whose SLOWLOG keeps every
 # command; per acquisition, summed over the nodes: calls and µs per
 # command, EVALSHA split by script (the SHA1 of each script as the build
-# sends it, build/.../lua/sent). INFO commandstats (fairness-probe.py
-# --cost) gives the totals; this says which script they are.
+# sends it, build/.../lua/sent; fair-acquire as the first attempt or the
+# turn's, by its score). INFO commandstats (fairness-probe.py --cost)
+# gives the totals; this says which script they are.
 # A SLOWLOG entry's time is the node's wall time in the command, a
 # script's including the commands it runs (listed again under their
 # names), so its sum counts those twice; the calls are exact.
@@ -98,6 +99,8 @@ for port in ports:
             continue
         if name == "EVALSHA":
             name += " " + names.get(argv[1], argv[1][:12])
+            if name.endswith("fair-acquire"):  # ARGV[4], the score
+                name += " (turn)" if argv[7] else " (first)"
         elif name == "INFO":
             name += " " + (" ".join(argv[1:]) or "(default)")
         calls[name] += 1
