@@ -205,34 +205,12 @@ static void check_part_reply(struct node *n, struct request *r,
         facts_merge_info(&n->reading, reply->str);
 }
 
-/* Keeps a handshake INFO section's text, with the line end between
- * sections that INFO itself writes; false when memory runs out. */
-static bool greeting_add(struct node *n, const redisReply *section)
-{
-    char *g = realloc(n->greeting, n->greeting_len + section->len + 3);
-
-    if (g == NULL)
-        return false;
-    memcpy(g + n->greeting_len, section->str, section->len);
-    memcpy(g + n->greeting_len + section->len, "\r\n", 3);
-    n->greeting = g;
-    n->greeting_len += section->len + 2;
-    return true;
-}
-
-static void greeting_clear(struct node *n)
-{
-    free(n->greeting);
-    n->greeting = NULL;
-    n->greeting_len = 0;
-}
-
-static void handshake_done(struct node *n, const char *info)
+static void handshake_done(struct node *n, const redisReply *info)
 {
     struct node_facts before = n->facts;
     const struct node_facts *was = n->facts_known ? &before : NULL;
 
-    facts_from_info(&n->facts, info);
+    facts_from_info(&n->facts, info->str);
     n->facts_known = true;
     vote_handshake(&n->vote, n->cfg, n->addr->display, &n->facts, was,
                    mono_now_us());
@@ -255,8 +233,7 @@ static void handshake_reply(struct node *n, struct request *r,
                             const redisReply *reply)
 {
     static const char *const what[] = {
-        [REQ_AUTH] = "AUTH", [REQ_SELECT] = "SELECT",
-        [REQ_INFO_PART] = "INFO", [REQ_INFO] = "INFO"};
+        [REQ_AUTH] = "AUTH", [REQ_SELECT] = "SELECT", [REQ_INFO] = "INFO"};
 
     /* Preloading scripts only saves a NOSCRIPT round trip later. */
     if (r->role == REQ_SCRIPT_LOAD)
@@ -283,20 +260,12 @@ static void handshake_reply(struct node *n, struct request *r,
                         what[r->role], (int)reply->len, reply->str);
         return;
     }
-    if (r->role == REQ_INFO_PART || r->role == REQ_INFO) {
+    if (r->role == REQ_INFO) {
         if (reply->type != REDIS_REPLY_STRING) {
             connection_fail(n, "%s: unexpected INFO reply", n->addr->display);
             return;
         }
-        if (!greeting_add(n, reply)) {
-            connection_fail(n, "%s: out of memory for the INFO reply",
-                            n->addr->display);
-            return;
-        }
-        if (r->role == REQ_INFO) {
-            handshake_done(n, n->greeting);
-            greeting_clear(n);
-        }
+        handshake_done(n, reply);
     }
 }
 
@@ -428,31 +397,6 @@ static void scripts_missing(struct node *n, const redisReply *reply)
     n->scripts_known = true;
 }
 
-/* The handshake's INFO: the sections facts_from_info reads, one command
- * each (INFO with several sections needs Redis 7), the last one ending
- * the handshake. The default INFO would add clients, cpu, keyspace,
- * errorstats...: 58-68 µs of a node's CPU for a new client against
- * about 25 (docs/benchmarks.md s7). */
-static bool queue_info(struct node *n)
-{
-    static const char *const sections[] = {
-        "server", "memory", "persistence", "cluster", "stats",
-        "replication"};
-    const char *argv[2] = {"INFO", NULL};
-    size_t i;
-
-    greeting_clear(n);
-    for (i = 0; i < ARRAY_SIZE(sections); i++) {
-        argv[1] = sections[i];
-        if (!request_internal(n,
-                              i + 1 < ARRAY_SIZE(sections) ? REQ_INFO_PART
-                                                           : REQ_INFO,
-                              2, argv))
-            return false;
-    }
-    return true;
-}
-
 static bool queue_handshake(struct node *n)
 {
     const struct node_addr *a = n->addr;
@@ -477,14 +421,12 @@ static bool queue_handshake(struct node *n)
             argv[argc++] = "CONFIG";
             argv[argc++] = "GET";
             argv[argc++] = "appendfsync";
-        } else if (role == REQ_INFO_PART) {
-            continue; /* sent with REQ_INFO's */
         } else if (role == REQ_INFO) {
             if (n->cfg->clock_guard)
                 request_send_time(n, mono_now_us());
-            if (!queue_info(n))
-                return false;
-            continue;
+            /* The default sections: server, memory, persistence,
+             * replication and cluster among them (facts.h). */
+            argv[argc++] = "INFO";
         } else {
             if (!queue_script_exists(n))
                 return false;
@@ -589,7 +531,7 @@ static bool queue_check(struct node *n)
                 return false;
         }
     }
-    if (n->check_full) /* the default sections: every fact */
+    if (n->check_full) /* the default sections, as the handshake's */
         return request_internal(n, REQ_CHECK, 1, info);
     if (several)
         return request_internal(n, REQ_CHECK, (int)ARRAY_SIZE(sections),
@@ -714,7 +656,6 @@ void node_free(struct node *n)
     }
     request_free_deferred(n);
     wire_unref(n->time_wire);
-    greeting_clear(n);
     free(n);
 }
 

@@ -24,8 +24,7 @@ enum req_role {
     REQ_AUTH,
     REQ_SELECT,
     REQ_CONFIG,      /* CONFIG GET appendfsync of the handshake */
-    REQ_INFO_PART,   /* an INFO section of the handshake before its last */
-    REQ_INFO,        /* the INFO section that ends the handshake */
+    REQ_INFO,        /* INFO of the handshake */
     REQ_SCRIPT_EXISTS, /* which scripts the server has (handshake) */
     REQ_SCRIPT_LOAD,   /* one it lacks */
     REQ_TIME,        /* a clock sample (handshake or pipelined) */
@@ -93,8 +92,6 @@ struct node {
                                    check is a full one */
     unsigned checks_to_full;    /* checks until the next full one */
     struct node_facts reading;  /* the answers of the check so far */
-    char *greeting;             /* the handshake's INFO sections so far */
-    size_t greeting_len;
     ev_timer check_timer;       /* the node check, at the node's grid's
                                    next instant */
     struct node *const *peers;  /* every node of the client (index order) */

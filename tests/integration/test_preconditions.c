@@ -19,9 +19,7 @@
  *     fails, and reached at its new address (the hosts file is replaced
  *     in a private mount namespace: needs root, else the case says SKIP);
  *   - a user without permission for the scripts gets an error naming the
- *     node and the refusal;
- *   - the handshake asks for the INFO sections the facts come from, not
- *     the default INFO. */
+ *     node and the refusal. */
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -32,7 +30,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/mount.h>
 #include <poll.h>
 #include <unistd.h>
@@ -490,52 +487,6 @@ static void test_allow_evicting_nodes_lets_them_vote(void **state)
     assert_int_equal(rl_acquire(f->c, "accepted", &ao, &f->l), RL_OK);
 }
 
-/* A new client's handshake asks each node for the INFO sections its
- * facts come from, not the default INFO (which adds clients, cpu,
- * keyspace, errorstats...: what every new process costs a node, issue
- * 45), and learns from them all that the vote reads. */
-static void test_the_handshake_asks_only_for_the_sections_it_reads(
-    void **state)
-{
-    struct fixture *f = *state;
-    rl_node_info info[3];
-    rl_config cfg;
-    redisReply *log;
-    size_t i, sections = 0;
-
-    assert_int_equal(harness_cluster_start_nodes(f->r, 3, NULL, &f->hn), 0);
-    freeReplyObject(harness_cmd(&f->r[0],
-                                "CONFIG SET slowlog-log-slower-than 0"));
-    freeReplyObject(harness_cmd(&f->r[0], "CONFIG SET slowlog-max-len 1000"));
-    freeReplyObject(harness_cmd(&f->r[0], "SLOWLOG RESET"));
-    fixture_config(&cfg, &f->hn);
-    f->c = fixture_client(&cfg);
-    assert_non_null(f->c);
-    ping(f->c, info, 3);
-    assert_true(info[0].voting);
-    assert_true(info[0].version[0] != '\0');     /* server */
-    assert_true(info[0].uptime_ms >= 0);          /* server */
-    assert_string_equal(info[0].role, "master");  /* replication */
-    assert_string_equal(info[0].maxmemory_policy, "noeviction"); /* memory */
-    assert_int_equal(info[0].may_evict, RL_FACT_NO);
-    assert_int_not_equal(info[0].aof_enabled, RL_FACT_UNKNOWN); /* persistence */
-    assert_int_equal(info[0].cluster_enabled, RL_FACT_NO);       /* cluster */
-    assert_int_equal(info[0].twin_of, -1);
-    log = harness_cmd(&f->r[0], "SLOWLOG GET -1");
-    assert_true(log != NULL && log->type == REDIS_REPLY_ARRAY);
-    for (i = 0; i < log->elements; i++) {
-        const redisReply *argv = log->element[i]->element[3];
-
-        if (strcasecmp(argv->element[0]->str, "INFO") != 0)
-            continue;
-        if (argv->elements == 1)
-            fail_msg("the client sent the default INFO");
-        sections++;
-    }
-    freeReplyObject(log);
-    assert_true(sections >= 6);
-}
-
 static void test_a_node_turned_replica_stops_voting(void **state)
 {
     struct fixture *f = *state;
@@ -763,8 +714,6 @@ int main(void)
             test_a_node_refusing_config_shows_changes_within_two_seconds),
         cmocka_unit_test(test_allow_evicting_nodes_lets_them_vote),
         cmocka_unit_test(test_a_node_turned_replica_stops_voting),
-        cmocka_unit_test(
-            test_the_handshake_asks_only_for_the_sections_it_reads),
         cmocka_unit_test(
             test_auto_trusts_fsync_always_and_quarantines_everysec),
         cmocka_unit_test(test_a_node_whose_name_moves_is_followed),
