@@ -560,9 +560,9 @@ void conn_read_now(struct conn *c)
 
 /* An open connection's reads and writes each wait for the other
  * direction where TLS asks (a renegotiation, a full socket). */
-static void open_io(struct conn *c, int revents)
+static void open_io(struct conn *c, bool writable)
 {
-    if (revents & EV_READ) {
+    if (!writable) {
         do_read(c);
         if (c->state == CONN_OPEN && c->write_wants_read)
             flush(c);
@@ -575,23 +575,27 @@ static void open_io(struct conn *c, int revents)
     flush(c);
 }
 
-/* Both watchers' callback: each watches one event, named in revents. */
+/* Both watchers' callback. Which one fired, not revents, says the
+ * direction: libev may report EV_ERROR alone, and a connect that failed
+ * must still reach connected() to be read and reported. */
 static void on_io(struct ev_loop *loop, ev_io *w, int revents)
 {
     struct conn *c = w->data;
+    bool writable = w == &c->wio;
 
     RL_UNUSED(loop);
+    RL_UNUSED(revents);
     enter(c);
     switch (c->state) {
     case CONN_CONNECTING:
-        if (revents & EV_WRITE)
+        if (writable)
             connected(c);
         break;
     case CONN_HANDSHAKE:
         handshake(c);
         break;
     case CONN_OPEN:
-        open_io(c, revents);
+        open_io(c, writable);
         break;
     default:
         break;
