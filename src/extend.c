@@ -211,7 +211,8 @@ struct extend_round *extend_new(rl_client *c, const struct lock_rec *rec,
                                 uint64_t *holders, extend_done_fn *done,
                                 void *owner)
 {
-    struct extend_round *e = ROUND_OWNER_NEW(struct extend_round, c, "an extension");
+    struct extend_round *e =
+        ROUND_OWNER_NEW(struct extend_round, c, "an extension");
 
     if (e == NULL)
         return NULL;

@@ -186,7 +186,8 @@ struct release_round *release_new(rl_client *c, const struct lock_rec *rec,
                                   bool expired_before, uint32_t keep_ms,
                                   release_done_fn *done, void *owner)
 {
-    struct release_round *r = ROUND_OWNER_NEW(struct release_round, c, "a release");
+    struct release_round *r =
+        ROUND_OWNER_NEW(struct release_round, c, "a release");
 
     if (r == NULL)
         return NULL;
