@@ -105,6 +105,14 @@ summary=build/test-summary.log
 : >"$summary"
 # ctest output also goes to the summary, counted at the end.
 run_ctest() { ctest "$@" 2>&1 | tee -a "$summary"; }
+# A stage run in the background (what, its pid, its log): its log joins
+# the summary, and its failure ends the run.
+collect() {
+    local rc=0
+    wait "$2" || rc=$?
+    tee -a "$summary" <"$3"
+    [ "$rc" = 0 ] || { echo "$1 failed (exit $rc)"; exit 1; }
+}
 
 section "release build (warnings are errors)"
 cmake -S . -B build/release -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRL_WERROR=ON >/dev/null
@@ -155,11 +163,8 @@ RL_TEST_TIMEOUT_MULTIPLIER=2 \
     -E 'holds_for_60s'
 
 section "chaos suite, CI profile (release; started with the ASan build)"
-chaos_rc=0
-wait "$chaos_pid" || chaos_rc=$?
+collect "chaos suite" "$chaos_pid" build/chaos.log
 chaos_pid=
-tee -a "$summary" <build/chaos.log
-[ "$chaos_rc" = 0 ] || { echo "chaos suite failed (exit $chaos_rc)"; exit 1; }
 
 # Three programs per core at a time (each starts its own redis-server
 # processes on free ports): under valgrind a program mostly waits (for
@@ -248,11 +253,8 @@ done
 [ "$fails" = 0 ] || { echo "valgrind: $fails program(s) failed"; exit 1; }
 
 section "protocol model (SPIN, spec/*.pml; started with the release tests)"
-model_rc=0
-wait "$model_pid" || model_rc=$?
+collect "model-check" "$model_pid" build/model-check.log
 model_pid=
-tee -a "$summary" <build/model-check.log
-[ "$model_rc" = 0 ] || { echo "model-check failed (exit $model_rc)"; exit 1; }
 total=$(sed -n 's/.*tests passed, 0 tests failed out of \([0-9]*\).*/\1/p' \
     "$summary" | awk '{s += $1} END {print s + 0}')
 echo "all test stages passed"
