@@ -130,7 +130,12 @@ static rl_status cycle(struct fixture *f, uint32_t ttl_ms)
                                        name)));
     st = rl_acquire(f->c, name, &o, &f->l);
     if (st == RL_OK) {
-        assert_int_equal(rl_release(f->l), RL_OK);
+        /* Node ODD may turn suspect while the lock is held (its sample
+         * can ride this very acquire): node 1's vote alone is then no
+         * quorum, and the release says so. Either way l is consumed. */
+        rl_status rst = rl_release(f->l);
+
+        assert_true(rst == RL_OK || rst == RL_ELOST);
         f->l = NULL;
     }
     return st;
