@@ -3,11 +3,11 @@
 # The whole test suite on a fresh Debian bookworm machine (run as root, or
 # with sudo available): installs the packages, builds with warnings as
 # errors, runs every test (unit, integration, CLI) with real redis-server
-# processes and the chaos suite's CI profile, then again under ASan+UBSan
-# (chaos excluded), then the threaded integration tests under TSan and,
-# beside them, the integration tests under valgrind (zero errors and zero
-# leaks required); the protocol model (SPIN) runs beside the first stages
-# and its verdict comes last.
+# processes, then again under ASan+UBSan (chaos excluded) with the chaos
+# suite's CI profile beside them, then the threaded integration tests
+# under TSan and, beside them, the integration tests under valgrind (zero
+# errors and zero leaks required); the protocol model (SPIN) runs beside
+# the first stages and its verdict comes last.
 #   tools/test.sh              everything
 #   tools/test.sh --quick      release build + ctest only
 #   tools/test.sh --repeat N   every stage N times in a row (stops at the
@@ -77,6 +77,7 @@ ctest_jobs=3
 # see only its own programs.
 hog_pids=()
 model_pid=
+chaos_pid=
 vg_pid=
 # A process and its descendants (the model stage's pan runs).
 kill_tree() {
@@ -87,6 +88,7 @@ kill_tree() {
 stop_background() {
     [ ${#hog_pids[@]} -eq 0 ] || kill "${hog_pids[@]}" 2>/dev/null || true
     [ -z "$model_pid" ] || kill_tree "$model_pid"
+    [ -z "$chaos_pid" ] || kill_tree "$chaos_pid"
     [ -z "$vg_pid" ] || kill_tree "$vg_pid"
 }
 trap stop_background EXIT
@@ -103,6 +105,14 @@ summary=build/test-summary.log
 : >"$summary"
 # ctest output also goes to the summary, counted at the end.
 run_ctest() { ctest "$@" 2>&1 | tee -a "$summary"; }
+# A stage run in the background (what, its pid, its log): its log joins
+# the summary, and its failure ends the run.
+collect() {
+    local rc=0
+    wait "$2" || rc=$?
+    tee -a "$summary" <"$3"
+    [ "$rc" = 0 ] || { echo "$1 failed (exit $rc)"; exit 1; }
+}
 
 section "release build (warnings are errors)"
 cmake -S . -B build/release -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRL_WERROR=ON >/dev/null
@@ -127,17 +137,19 @@ if [ "$quick" = 1 ]; then
     return 0
 fi
 
-# The model's searches outlast the release tests by minutes: the chaos
-# suite (half a core: its nodes, contenders and faults mostly wait) runs
-# beside them too. Its checks are safety checks (no two holders, no lost
-# update), which load must not change, and its negative controls showed
-# their violations beside the model as well.
-section "chaos suite, CI profile (release${model_pid:+, beside the protocol model})"
-run_ctest --test-dir build/release --output-on-failure -L chaos
+# The chaos suite (half a core: its profiles run for fixed durations,
+# their nodes, contenders and faults mostly waiting) runs beside the
+# ASan stage, and the model's last minutes (its searches run to fixed
+# time budgets) too; their verdicts are read after it. The chaos checks
+# are safety checks (no two holders, no lost update), which load must
+# not change, and its negative controls showed their violations beside
+# the model as well. (Beside the release tests it stretched install_deb,
+# the packages' build and lintian, to 254 of its 300 s.)
+ctest --test-dir build/release --output-on-failure -L chaos \
+    >build/chaos.log 2>&1 &
+chaos_pid=$!
 
-# The model's last minutes (its searches run to fixed time budgets) go
-# beside the ASan stage; its verdict is read at the end.
-section "ASan + UBSan build${model_pid:+ (beside the protocol model)}"
+section "ASan + UBSan build (beside the chaos suite${model_pid:+ and the protocol model})"
 cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DRL_ASAN=ON -DRL_UBSAN=ON \
     -DRL_WERROR=ON >/dev/null
 cmake --build build/asan -j"$jobs"
@@ -149,6 +161,10 @@ UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 RL_TEST_TIMEOUT_MULTIPLIER=2 \
     run_ctest --test-dir build/asan --output-on-failure -j"$ctest_jobs" -LE chaos \
     -E 'holds_for_60s'
+
+section "chaos suite, CI profile (release; started with the ASan build)"
+collect "chaos suite" "$chaos_pid" build/chaos.log
+chaos_pid=
 
 # Three programs per core at a time (each starts its own redis-server
 # processes on free ports): under valgrind a program mostly waits (for
@@ -237,11 +253,8 @@ done
 [ "$fails" = 0 ] || { echo "valgrind: $fails program(s) failed"; exit 1; }
 
 section "protocol model (SPIN, spec/*.pml; started with the release tests)"
-model_rc=0
-wait "$model_pid" || model_rc=$?
+collect "model-check" "$model_pid" build/model-check.log
 model_pid=
-tee -a "$summary" <build/model-check.log
-[ "$model_rc" = 0 ] || { echo "model-check failed (exit $model_rc)"; exit 1; }
 total=$(sed -n 's/.*tests passed, 0 tests failed out of \([0-9]*\).*/\1/p' \
     "$summary" | awk '{s += $1} END {print s + 0}')
 echo "all test stages passed"
