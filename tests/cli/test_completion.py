@@ -153,7 +153,11 @@ def complete(words, cur_index=None, cwd=None):
     out = source_and('COMP_WORDS=(%s)\nCOMP_CWORD=%d\n_redlock_cli\n'
                      'printf "%%s\\n" "${COMPREPLY[@]}"' % (arr, cur_index),
                      cwd)
-    return sorted(w for w in out.split("\n") if w)
+    # Each match once, as readline shows them: a command name completes
+    # once per PATH directory that has it (the build's redlock-cli, and
+    # /usr/bin's and /bin's while install_deb has the package installed
+    # beside this test).
+    return sorted({w for w in out.split("\n") if w})
 
 
 def check_values():
