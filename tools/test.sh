@@ -4,11 +4,11 @@
 # with sudo available): installs the packages, builds with warnings as
 # errors, runs every test (unit, integration, CLI) with real redis-server
 # processes, then again under ASan+UBSan (chaos and the checks of the
-# sources excluded) with the chaos
-# suite's CI profile beside them, then the threaded integration tests
-# under TSan and, beside them, the integration tests under valgrind (zero
-# errors and zero leaks required); the protocol model (SPIN) runs beside
-# the first stages and its verdict comes last.
+# sources excluded) with the chaos suite's CI profile beside them, then
+# the threaded integration tests under TSan and, beside them, the
+# integration tests under valgrind (zero errors and zero leaks required);
+# the protocol model (SPIN) runs beside the first stages and its verdict
+# comes last.
 #   tools/test.sh              everything
 #   tools/test.sh --quick      release build + ctest only
 #   tools/test.sh --repeat N   every stage N times in a row (stops at the
