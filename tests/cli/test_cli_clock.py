@@ -69,6 +69,11 @@ class ClockGuardRepro(unittest.TestCase):
                                           r, "--ttl", "5000"])
         t1 = time.time()
         self.assertEqual(rc1, 0, err1)
+        # Whether the first holder took a node the foreign value held (it
+        # came after that value lapsed): then no second holder can get a
+        # majority (the x5 node and those two), guard or no guard.
+        self.first_took_one = any(n.cmd("GET", r) == out1.strip()
+                                  for n in self.nodes[:2])
         # S forgets the key after 5000 ms of its own time (~1 s of ours).
         self.assertTrue(wait_for(lambda: self.fast.cmd("EXISTS", r) == 0,
                                  scale(10)), "the x5 node kept its key")
@@ -95,6 +100,10 @@ class ClockGuardRepro(unittest.TestCase):
         # Negative control: the same sequence with the guard off shows the
         # overlap the guard prevents (proves the test can fail).
         rc2, err2 = self.sequence("--no-clock-guard")
+        if rc2 != 0 and self.first_took_one:
+            self.skipTest("SKIP: the first acquire came after the foreign "
+                          "value's 300 ms (a slow start) and holds a node "
+                          "the overlap needs: it cannot be shown")
         self.assertEqual(rc2, 0, "expected the overlap without the guard: "
                          + err2)
 
