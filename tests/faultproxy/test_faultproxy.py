@@ -265,6 +265,30 @@ class ProxyTest(unittest.TestCase):
             c.sock.recv(16)
         self.assertEqual(self.px.stats()["conns"], 0)
 
+    def test_hold_keeps_a_request_until_off(self):
+        # The held SET reaches Redis only after hold off: before, the
+        # client has no reply, the proxy wrote nothing upstream and a
+        # direct client finds no key.
+        c = self.client(timeout=5)
+        self.assertEqual(c.call("DEL", "fp:held"), 0)
+        self.assertEqual(self.px.cmd("hold on"), "ok")
+        up = self.px.stats()["bytes_up"]
+        c.sock.sendall(resp_encode("SET", "fp:held", "v"))
+        c.sock.settimeout(0.3)
+        with self.assertRaises(socket.timeout):
+            c.sock.recv(16)
+        self.assertEqual(self.px.stats()["bytes_up"], up)
+        direct = Client(REDIS_PORT, 5, decode=False)
+        try:
+            self.assertIsNone(direct.call("GET", "fp:held"))
+            self.assertEqual(self.px.cmd("hold off"), "ok")
+            c.sock.settimeout(5)
+            self.assertEqual(resp_read(c.f), "OK")
+            self.assertEqual(direct.call("GET", "fp:held"), b"v")
+            self.assertEqual(direct.call("DEL", "fp:held"), 1)
+        finally:
+            direct.close()
+
     def test_refuse_fails_new_connections_only(self):
         old = self.client()
         self.assertEqual(old.call("PING"), "PONG")
@@ -281,7 +305,7 @@ class ProxyTest(unittest.TestCase):
         self.assertEqual(self.client().call("PING"), "PONG")
 
     def test_pass_clears_every_fault(self):
-        for line in ("delay 200 10", "blackhole on", "refuse on"):
+        for line in ("delay 200 10", "blackhole on", "hold on", "refuse on"):
             self.assertEqual(self.px.cmd(line), "ok")
         self.assertEqual(self.px.cmd("pass"), "ok")
         c = self.client()

@@ -132,6 +132,9 @@ static void cmd_switch(struct ctl_client *cc, int argc, char **argv)
     if (strcmp(argv[0], "blackhole") == 0) {
         if (on != px->faults.blackhole)
             relay_set_blackhole(px, on);
+    } else if (strcmp(argv[0], "hold") == 0) {
+        if (on != px->faults.hold)
+            relay_set_hold(px, on);
     } else {
         px->faults.refuse = on;
     }
@@ -160,6 +163,7 @@ static void ctl_command(struct ctl_client *cc, char *line)
     if (strcmp(argv[0], "delay") == 0) {
         cmd_delay(cc, argc, argv);
     } else if (strcmp(argv[0], "blackhole") == 0 ||
+               strcmp(argv[0], "hold") == 0 ||
                strcmp(argv[0], "refuse") == 0) {
         cmd_switch(cc, argc, argv);
     } else if (argc > 1) {
@@ -179,6 +183,8 @@ static void ctl_command(struct ctl_client *cc, char *line)
         px->faults.delay_ms = 0;
         px->faults.jitter_ms = 0;
         px->faults.refuse = false;
+        if (px->faults.hold)
+            relay_set_hold(px, false);
         if (px->faults.blackhole)
             relay_set_blackhole(px, false);
         ctl_reply(cc, "ok");
@@ -188,7 +194,7 @@ static void ctl_command(struct ctl_client *cc, char *line)
                   px->bytes_down);
     } else if (strcmp(argv[0], "help") == 0) {
         ctl_reply(cc, "ok delay MS [JITTER_MS] | blackhole on|off | "
-                  "refuse on|off | drop | reset | pass | stats | quit");
+                  "hold on|off | refuse on|off | drop | reset | pass | stats | quit");
     } else if (strcmp(argv[0], "quit") == 0) {
         ctl_reply(cc, "ok");
         proxy_stop(px);

@@ -56,8 +56,8 @@ static const char usage_text[] =
 "\n"
 "Once ready, prints \"listening HOST:PORT control HOST:PORT\" on stdout.\n"
 "Control socket: one command per line, reply \"ok ...\" or \"error WHY\":\n"
-"  delay MS [JITTER_MS]  blackhole on|off  refuse on|off  drop  reset\n"
-"  pass  stats  help  quit\n"
+"  delay MS [JITTER_MS]  blackhole on|off  hold on|off  refuse on|off\n"
+"  drop  reset  pass  stats  help  quit\n"
 "IPv6 addresses go in brackets: [::1]:6379.\n";
 
 struct options {

@@ -36,6 +36,7 @@ struct faults {
     uint32_t jitter_ms;         /* +- uniform random on delay_ms */
     bool blackhole;             /* read everything, forward nothing */
     bool refuse;                /* reset new connections at once */
+    bool hold;                  /* queue everything, forward nothing yet */
 };
 
 struct proxy {

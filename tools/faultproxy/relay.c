@@ -23,6 +23,9 @@
  *    In blackhole every byte read is dropped, and a side that closes or
  *    fails is closed here as well (fd -1) without telling the other side;
  *    leaving blackhole closes such half-gone conns with FIN.
+ *  - Under hold nothing is written and no chunk timer runs: the queues
+ *    keep their chunks (and a FIN waits behind them) until hold is off,
+ *    then every due chunk leaves at once, in order.
  *  - conn_free() is the only place a conn dies. Every function that may
  *    call it returns -1 afterwards, and its caller returns at once without
  *    touching the conn again.
@@ -308,6 +311,10 @@ static int dir_pump(struct conn *c, int s)
     if (c->state != CONN_OPEN || c->fd[dst] < 0)
         return 0;
     d->want_write = false;
+    if (px->faults.hold) {
+        ev_timer_stop(px->loop, &d->timer); /* relay_set_hold resumes */
+        return 0;
+    }
     now = mono_now_us();
     while (d->head != NULL) {
         struct chunk *ch = d->head;
@@ -556,6 +563,23 @@ static int conn_enter_blackhole(struct conn *c)
             return -1;
     }
     return 0;
+}
+
+void relay_set_hold(struct proxy *px, bool on)
+{
+    struct conn *c;
+    struct conn *next;
+
+    px->faults.hold = on;
+    if (on)
+        return;
+    for (c = list_entry(px->conns.first, struct conn, link); c != NULL;
+         c = next) {
+        next = list_entry(c->link.next, struct conn, link);
+        if (dir_pump(c, SIDE_CLIENT) < 0 || dir_pump(c, SIDE_UPSTREAM) < 0)
+            continue;
+        conn_watch(c);
+    }
 }
 
 void relay_set_blackhole(struct proxy *px, bool on)

@@ -25,4 +25,9 @@ void relay_close_all(struct proxy *px, enum relay_close how);
  * are closed, the others resume relaying new bytes. */
 void relay_set_blackhole(struct proxy *px, bool on);
 
+/* Turns hold on or off for current and future connections. On: bytes
+ * read are queued (backpressure as usual) and nothing is written. Off:
+ * what is queued leaves, each chunk at its due time or at once. */
+void relay_set_hold(struct proxy *px, bool on);
+
 #endif /* FAULTPROXY_RELAY_H */
