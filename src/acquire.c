@@ -353,6 +353,8 @@ static bool fair_begin(struct acquire_op *op)
     return true;
 }
 
+static void spread_wake(struct acquire_op *op);
+
 /* The holder's key expires in r->integer ms: if that comes before the end
  * of our retry delay, wake up then instead (a crashed holder publishes no
  * release). */
@@ -371,6 +373,15 @@ static void holder_ttl(void *owner, size_t slot, const struct node_reply *r)
          * had not reached it yet (what a probe would ask). */
         op->probe_first = false;
         loop_timer_arm(op->retry_timer, 0);
+        return;
+    }
+    if (r->integer == -2) {
+        /* Gone with no release heard: it expired since it refused us (a
+         * crashed holder's key runs out during our attempt), or a
+         * contender rolled it back. Look again as after a release: a
+         * probe after a random part of the spread, so waiters split by
+         * the same vote do not meet again at once. */
+        spread_wake(op);
         return;
     }
     if (r->integer < 0)

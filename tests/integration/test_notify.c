@@ -440,12 +440,18 @@ static void test_a_woken_thread_that_gives_up_wakes_the_next(void **state)
     assert_true(next.t_done_us - fired < woken_bound_ms() * 1000);
 }
 
+/* ms as a client's timeout: at most the 60 s rl_config allows. */
+static uint32_t timeout_ms(int64_t ms)
+{
+    return ms < 60000 ? (uint32_t)ms : 60000u;
+}
+
 /* f's node i reached through proxy port (when not 0): a client for
- * the late-subscription case, A's or B's timing, with room for A's slow
- * proxy in its timeouts. */
+ * the late-subscription case, A's or B's timing, with room in its
+ * timeouts for slack_ms of A's replies held at the proxy. */
 static rl_client *client_via(struct fixture *f, int i, int port,
                              uint32_t retry_delay_ms, uint32_t jitter_ms,
-                             int64_t slow_ms, const char *name)
+                             int64_t slack_ms, const char *name)
 {
     struct harness_nodes nodes = {0};
     struct rl_redis hop;
@@ -459,12 +465,25 @@ static rl_client *client_via(struct fixture *f, int i, int port,
         harness_nodes_set(&nodes, k, harness_uri(&hop, uri, sizeof(uri)));
     }
     fixture_config(&cfg, &nodes);
-    cfg.connect_timeout_ms = (uint32_t)(4 * slow_ms + harness_scale_ms(300));
-    cfg.op_timeout_ms = (uint32_t)(2 * slow_ms + harness_scale_ms(1000));
+    cfg.connect_timeout_ms = timeout_ms(slack_ms + harness_scale_ms(300));
+    cfg.op_timeout_ms = timeout_ms(slack_ms + harness_scale_ms(1000));
     cfg.retry_delay_ms = retry_delay_ms;
     cfg.retry_jitter_ms = jitter_ms;
     cfg.log_privdata = (void *)name;
     return fixture_client(&cfg);
+}
+
+struct releaser {
+    rl_lock *lock;
+    rl_status st;
+};
+
+static void *releaser_main(void *arg)
+{
+    struct releaser *r = arg;
+
+    r->st = rl_release(r->lock);
+    return NULL;
 }
 
 /* A release at a node where B's subscription is not active yet reaches
@@ -473,25 +492,26 @@ static rl_client *client_via(struct fixture *f, int i, int port,
  * retry delay: CI saw a 60 s hand-off with two nodes down). Nodes 0 and 3
  * are down, so B needs each of 1, 2 and 4. B reaches node 1 through a
  * proxy that refuses B's subscriber connection until A's release is
- * over; A reaches node 1 through a slow proxy, so its release lands there
- * after B's attempt woken by the messages of nodes 2 and 4. */
+ * over; A reaches node 1 through a proxy that holds A's release there
+ * until B, woken by the messages of nodes 2 and 4, was refused by node 1
+ * (a fixed delay there let a slow B come after the release: CI). */
 static void test_a_late_subscription_wakes_the_waiter(void **state)
 {
     static const char key[] = "notify:late";
     struct fixture *f = *state;
-    int64_t slow = harness_scale_ms(300);
+    int64_t wait = harness_scale_ms(5000);
     int64_t bound = harness_scale_ms(3000);
     struct waiter w = { .resource = key, .wait_ms = 2 * B_RETRY_MS };
+    struct releaser rel = { 0 };
     rl_acquire_opts o = { 0 };
     pid_t pa = 0, pb = 0;
-    int port_a, port_b, ctl_b = -1;
+    int port_a, port_b, ctl_a = -1, ctl_b = -1;
     uint64_t refused;
     int64_t deadline, t_open;
-    pthread_t th;
+    pthread_t th, th_rel;
     rl_stats s;
-    rl_lock *la;
 
-    port_a = fixture_proxy_start(&pa, f->r[1].port, (int)slow, NULL);
+    port_a = fixture_proxy_start(&pa, f->r[1].port, 0, &ctl_a);
     port_b = fixture_proxy_start(&pb, f->r[1].port, 0, &ctl_b);
     if (port_a < 0 || port_b < 0) {
         fixture_proxy_stop(&pa);
@@ -500,7 +520,8 @@ static void test_a_late_subscription_wakes_the_waiter(void **state)
     }
     rl_client_free(f->c);
     rl_client_free(f->c2);
-    f->c = client_via(f, 1, port_a, 20, 10, slow, "A");
+    /* A's release may wait at the proxy as long as the wait for B. */
+    f->c = client_via(f, 1, port_a, 20, 10, wait, "A");
     f->c2 = client_via(f, 1, port_b, B_RETRY_MS, 0, 0, "B");
     assert_true(f->c != NULL && f->c2 != NULL);
     assert_true(fixture_all_voting(f->c) && fixture_all_voting(f->c2));
@@ -516,7 +537,7 @@ static void test_a_late_subscription_wakes_the_waiter(void **state)
     w.c = f->c2;
     assert_int_equal(pthread_create(&th, NULL, waiter_main, &w), 0);
     /* B was refused and listens on nodes 2 and 4, not on node 1. */
-    deadline = harness_now_ms() + harness_scale_ms(5000);
+    deadline = harness_now_ms() + wait;
     do {
         harness_sleep_ms(5);
         assert_int_equal(rl_client_stats(f->c2, &s), RL_OK);
@@ -528,20 +549,23 @@ static void test_a_late_subscription_wakes_the_waiter(void **state)
     assert_int_equal(channel_subscribers(&f->r[4], key), 1);
     assert_int_equal(channel_subscribers(&f->r[1], key), 0);
     refused = s.contended;
-    la = f->l;
+    assert_true(fixture_proxy_say(ctl_a, "hold on"));
+    rel.lock = f->l;
     f->l = NULL;
-    assert_int_equal(rl_release(la), RL_OK);
+    assert_int_equal(pthread_create(&th_rel, NULL, releaser_main, &rel), 0);
     /* Woken by nodes 2 and 4, B tried again and node 1 refused it. */
-    deadline = harness_now_ms() + harness_scale_ms(5000);
+    deadline = harness_now_ms() + wait;
     for (;;) {
         assert_int_equal(rl_client_stats(f->c2, &s), RL_OK);
         if (s.contended > refused || harness_now_ms() >= deadline)
             break;
         harness_sleep_ms(5);
     }
+    assert_true(fixture_proxy_say(ctl_a, "hold off"));
+    pthread_join(th_rel, NULL);
+    assert_int_equal(rel.st, RL_OK);
     if (s.contended == refused)
-        fail_msg("B did not try again after the release: the case did not "
-                 "happen");
+        fail_msg("B did not try again after the release");
     t_open = harness_now_us();
     assert_true(fixture_proxy_say(ctl_b, "refuse off"));
     pthread_join(th, NULL);
@@ -558,6 +582,105 @@ static void test_a_late_subscription_wakes_the_waiter(void **state)
         fail_msg("B acquired %lld ms after node 1 let it subscribe: not "
                  "woken by the confirmation",
                  (long long)((w.t_done_us - t_open) / 1000));
+}
+
+/* A reply that is not an error (and frees it). */
+static bool node_says(redisReply *rep)
+{
+    bool ok = rep != NULL && rep->type != REDIS_REPLY_ERROR;
+
+    freeReplyObject(rep);
+    return ok;
+}
+
+/* A holder's key that is gone from the node B asks for its PTTL (-2),
+ * with no release heard during the attempt, is a key that expired (a
+ * crashed holder) or was rolled back: B looks again now, not after its
+ * retry delay (CI: a crashed holder's keys expired during B's attempt,
+ * and B slept 10 s). Nodes 0, 1 and 2 hold a foreign value. B reaches
+ * node 0 through a proxy; once B listens everywhere, the proxy holds
+ * every chunk d ms, and a release message (one listener) makes B try.
+ * Its attempt is split (3 and 4 grant, 1 and 2 refuse, node 0 refuses
+ * last), so B asks node 0, the first that refused, for the PTTL, which
+ * arrives there d ms after the test, seeing the refusal, deleted the
+ * value everywhere without publishing. */
+static void test_a_key_gone_without_a_release_wakes_the_waiter(void **state)
+{
+    static const char key[] = "notify:gone";
+    struct fixture *f = *state;
+    int64_t d = harness_scale_ms(500);
+    struct waiter w = { .resource = key, .wait_ms = 2 * B_RETRY_MS };
+    pid_t pb = 0;
+    int port_b, ctl_b = -1;
+    uint64_t refused;
+    int64_t deadline, t_gone;
+    char delay[32];
+    pthread_t th;
+    rl_stats s;
+
+    port_b = fixture_proxy_start(&pb, f->r[0].port, 0, &ctl_b);
+    if (port_b < 0)
+        skip();
+    rl_client_free(f->c2);
+    f->c2 = client_via(f, 0, port_b, B_RETRY_MS, 0, 4 * d, "B");
+    assert_non_null(f->c2);
+    assert_true(fixture_all_voting(f->c2));
+    for (int i = 0; i < 3; i++)
+        assert_true(node_says(harness_cmd(&f->r[i], "SET %s foreign PX %d",
+                                          key, 2 * B_RETRY_MS)));
+    w.c = f->c2;
+    assert_int_equal(pthread_create(&th, NULL, waiter_main, &w), 0);
+    deadline = harness_now_ms() + harness_scale_ms(5000);
+    for (;;) {
+        int listening = 0;
+
+        assert_int_equal(rl_client_stats(f->c2, &s), RL_OK);
+        for (int i = 0; i < NODES; i++)
+            listening += channel_subscribers(&f->r[i], key) == 1;
+        if ((s.contended > 0 && listening == NODES) ||
+            harness_now_ms() >= deadline)
+            break;
+        harness_sleep_ms(5);
+    }
+    assert_true(s.contended > 0);
+    snprintf(delay, sizeof(delay), "delay %lld", (long long)d);
+    assert_true(fixture_proxy_say(ctl_b, delay));
+    /* A message that finds B asleep makes it attempt at once; one that
+     * finds it probing (its wake-up after subscribing) does not, so the
+     * message goes again until B was refused once more. */
+    refused = s.contended;
+    deadline = harness_now_ms() + harness_scale_ms(5000) + 8 * d;
+    for (int n = 0; s.contended == refused && harness_now_ms() < deadline;
+         n++) {
+        int64_t until = harness_now_ms() + 4 * d;
+        char msg[32];
+
+        snprintf(msg, sizeof(msg), "gone%d 1", n); /* token, listeners */
+        assert_true(node_says(harness_cmd(&f->r[3], "PUBLISH "
+                                          "redlock:release:%s %s", key,
+                                          msg)));
+        do {
+            harness_sleep_ms(2);
+            assert_int_equal(rl_client_stats(f->c2, &s), RL_OK);
+        } while (s.contended == refused && harness_now_ms() < until);
+    }
+    for (int i = 0; i < 3; i++)
+        assert_true(node_says(harness_cmd(&f->r[i], "DEL %s", key)));
+    t_gone = harness_now_us();
+    assert_true(s.contended > refused);
+    pthread_join(th, NULL);
+    f->l2 = w.lock;
+    fixture_proxy_stop(&pb);
+    fprintf(stderr, "  B acquired %lld ms after the key went (%s)\n",
+            (long long)((w.t_done_us - t_gone) / 1000),
+            rl_status_name(w.st));
+    if (w.st != RL_OK)
+        fail_msg("B got %s: %s", rl_status_name(w.st), w.err);
+    /* The PTTL's way there and back, a probe and an attempt: 6 d. */
+    if (w.t_done_us - t_gone >= (6 * d + woken_bound_ms()) * 1000)
+        fail_msg("B acquired %lld ms after the key went: it slept out "
+                 "its retry delay",
+                 (long long)((w.t_done_us - t_gone) / 1000));
 }
 
 static void test_waiter_gets_crashed_holders_lock_after_ttl(void **state)
@@ -608,6 +731,7 @@ int main(void)
         cmocka_unit_test(test_waiter_is_woken_with_two_nodes_down),
         cmocka_unit_test(test_waiter_gets_crashed_holders_lock_after_ttl),
         cmocka_unit_test(test_a_late_subscription_wakes_the_waiter),
+        cmocka_unit_test(test_a_key_gone_without_a_release_wakes_the_waiter),
         cmocka_unit_test(test_threads_of_one_client_take_turns_on_one_wake),
         cmocka_unit_test(test_a_woken_thread_that_gives_up_wakes_the_next),
     };
