@@ -138,26 +138,28 @@ if [ "$quick" = 1 ]; then
     return 0
 fi
 
-# The chaos suite (half a core: its profiles run for fixed durations,
-# their nodes, contenders and faults mostly waiting) runs beside the
-# ASan stage, and the model's last minutes (its searches run to fixed
-# time budgets) too; their verdicts are read after it. The chaos checks
-# are safety checks (no two holders, no lost update), which load must
-# not change, and its negative controls showed their violations beside
-# the model as well. (Beside the release tests it stretched install_deb,
-# the packages' build and lintian, to 254 of its 300 s.)
-ctest --test-dir build/release --output-on-failure -L chaos \
-    >build/chaos.log 2>&1 &
-chaos_pid=$!
-
-section "ASan + UBSan build (beside the chaos suite${model_pid:+ and the protocol model})"
+section "ASan + UBSan build${model_pid:+ (beside the protocol model)}"
 # Configured with the stage's multiplier, as the TSan build is: ctest's
 # time limits scale with the tests' own deadlines (unscaled,
 # cli_completion's 60 s ran out under ASan with chaos beside it).
 RL_TEST_TIMEOUT_MULTIPLIER=2 cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug \
     -DRL_ASAN=ON -DRL_UBSAN=ON -DRL_WERROR=ON >/dev/null
 cmake --build build/asan -j"$jobs"
-section "tests (ASan + UBSan)"
+
+# The chaos suite (half a core: its profiles run for fixed durations,
+# their nodes, contenders and faults mostly waiting) runs beside the
+# ASan tests, and the model's last minutes (its searches run to fixed
+# time budgets) too; their verdicts are read after them. The chaos
+# checks are safety checks (no two holders, no lost update), which load
+# must not change, and its negative controls showed their violations
+# beside the model as well. It starts after the ASan build, which took
+# 3 minutes beside it and under one alone, and ends (5.5 minutes) before
+# the ASan tests do (7). (Beside the release tests it stretched
+# install_deb, the packages' build and lintian, to 254 of its 300 s.)
+ctest --test-dir build/release --output-on-failure -L chaos \
+    >build/chaos.log 2>&1 &
+chaos_pid=$!
+section "tests (ASan + UBSan, beside the chaos suite)"
 # The 60 s hold on a loaded machine is a timing test: the release stage
 # runs it, and the other watchdog tests cover its code (half a minute).
 # The "source" checks (tests/CMakeLists.txt) are the same in every build.
@@ -167,7 +169,7 @@ RL_TEST_TIMEOUT_MULTIPLIER=2 \
     run_ctest --test-dir build/asan --output-on-failure -j"$ctest_jobs" \
     -LE 'chaos|source' -E 'holds_for_60s'
 
-section "chaos suite, CI profile (release; started with the ASan build)"
+section "chaos suite, CI profile (release; started with the ASan tests)"
 collect "chaos suite" "$chaos_pid" build/chaos.log
 chaos_pid=
 
