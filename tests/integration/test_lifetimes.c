@@ -76,14 +76,19 @@ static void test_client_free_inside_a_callback_is_refused(void **state)
     struct fixture *f = *state;
     struct ev_loop *loop = ev_loop_new(0);
     struct inside in = {0};
+    rl_acquire_opts o = {0};
     rl_config cfg;
 
     fixture_config(&cfg, &f->hn);
     cfg.loop = loop;
     in.c = fixture_client(&cfg);
     assert_non_null(in.c);
+    /* The client was just made: its acquire waits for the nodes to be
+     * connected (under valgrind a node's handshake took longer than one
+     * attempt's op timeout). */
+    o.wait_ms = harness_scale_ms(2500); /* within run_until's 3 s */
     assert_int_equal(
-        rl_acquire_async(in.c, "inside", NULL, acquired_then_free_client,
+        rl_acquire_async(in.c, "inside", &o, acquired_then_free_client,
                          &in),
         RL_OK);
     run_until(loop, &in.calls, 1);
@@ -246,7 +251,7 @@ static void start_untrusting_client(struct fixture *f)
     assert_true(harness_wait_uptime(f->r + 1, NODES - 1, 6));
     fixture_config(&cfg, &f->hn);
     cfg.trust_restarted_nodes = false;
-    cfg.max_ttl_ms = 3000;
+    cfg.max_ttl_ms = 5000; /* the nodes up 6 s vote */
     f->c = fixture_client(&cfg);
     assert_non_null(f->c);
 }
@@ -316,11 +321,19 @@ static void test_restore_happens_once_per_restart(void **state)
     size_t n = 0;
 
     start_untrusting_client(f);
-    o.ttl_ms = 3000;
+    o.ttl_ms = 5000;
     assert_int_equal(rl_acquire(f->c, "once", &o, &f->l), RL_OK);
-    /* Whole-second uptimes: a start is provably after ours only when it
-     * is more than a second later. */
-    harness_sleep_ms(1100);
+    /* Whole-second uptimes (vote.c learn_start): INFO's uptime is a
+     * difference of wall-clock whole seconds, and the earliest start it
+     * allows is a second before the reading less that uptime. Node 0
+     * restarts just after a wall-clock second that comes more than a
+     * second after the acquire: then that earliest start is at most 20
+     * ms before the restart's second began, after the acquire, however
+     * late the client reads the uptime (a restart at a random phase
+     * 1.1 s after the acquire, read a second later under valgrind, was
+     * not provably after it, and got no restore). */
+    harness_sleep_ms(1050);
+    sleep_to_next_wall_second();
     assert_int_equal(harness_restart(&f->r[0]), 0);
     assert_true(wait_reachable(f->c, 0));
     /* What the restore depends on (a clock-suspect node's uptime is not

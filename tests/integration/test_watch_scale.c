@@ -662,6 +662,7 @@ static void test_behind_watchdog_refuses_new_watched_acquires(void **state)
     rl_lock *extra = NULL;
     rl_config cfg;
     rl_status st;
+    uint64_t refused;
     redisContext *ctx;
     redisReply *r;
     char why[512];
@@ -685,6 +686,8 @@ static void test_behind_watchdog_refuses_new_watched_acquires(void **state)
     while (max_validity_ms(f) > 380)
         harness_sleep_ms(5);
     assert_true(stats(f->c).renewals_waiting > 0);
+    /* acquire_all may have met a busy watchdog too (and tried again). */
+    refused = stats(f->c).overload_refused;
     st = rl_acquire(f->c, "ws:behind:new", &o, &extra);
     snprintf(why, sizeof(why), "%s", rl_last_error());
     fprintf(stderr, "  %d locks, majority paused, %llu renewals waiting: "
@@ -695,7 +698,7 @@ static void test_behind_watchdog_refuses_new_watched_acquires(void **state)
     assert_null(extra);
     assert_non_null(strstr(why, "'ws:behind:new'"));
     assert_non_null(strstr(why, "watchdog is behind"));
-    assert_int_equal((int)stats(f->c).overload_refused, 1);
+    assert_int_equal(stats(f->c).overload_refused - refused, 1);
     /* Nothing was sent: not even the running nodes hold the key. */
     ctx = harness_connect(&f->r[4]);
     assert_non_null(ctx);
