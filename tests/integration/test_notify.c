@@ -473,19 +473,6 @@ static rl_client *client_via(struct fixture *f, int i, int port,
     return fixture_client(&cfg);
 }
 
-struct releaser {
-    rl_lock *lock;
-    rl_status st;
-};
-
-static void *releaser_main(void *arg)
-{
-    struct releaser *r = arg;
-
-    r->st = rl_release(r->lock);
-    return NULL;
-}
-
 /* A release at a node where B's subscription is not active yet reaches
  * nobody; when that node confirms the subscription, B must try again
  * (only a channel's first confirmation used to wake, and B slept out its
@@ -502,13 +489,13 @@ static void test_a_late_subscription_wakes_the_waiter(void **state)
     int64_t wait = harness_scale_ms(5000);
     int64_t bound = harness_scale_ms(3000);
     struct waiter w = { .resource = key, .wait_ms = 2 * B_RETRY_MS };
-    struct releaser rel = { 0 };
+    struct fixture_rec rel = { 0 };
     rl_acquire_opts o = { 0 };
     pid_t pa = 0, pb = 0;
     int port_a, port_b, ctl_a = -1, ctl_b = -1;
     uint64_t refused;
     int64_t deadline, t_open;
-    pthread_t th, th_rel;
+    pthread_t th;
     rl_stats s;
 
     port_a = fixture_proxy_start(&pa, f->r[1].port, 0, &ctl_a);
@@ -550,9 +537,9 @@ static void test_a_late_subscription_wakes_the_waiter(void **state)
     assert_int_equal(channel_subscribers(&f->r[1], key), 0);
     refused = s.contended;
     assert_true(fixture_proxy_say(ctl_a, "hold on"));
-    rel.lock = f->l;
+    assert_int_equal(rl_release_async(f->l, fixture_rec_released, &rel),
+                     RL_OK);
     f->l = NULL;
-    assert_int_equal(pthread_create(&th_rel, NULL, releaser_main, &rel), 0);
     /* Woken by nodes 2 and 4, B tried again and node 1 refused it. */
     deadline = harness_now_ms() + wait;
     for (;;) {
@@ -562,7 +549,7 @@ static void test_a_late_subscription_wakes_the_waiter(void **state)
         harness_sleep_ms(5);
     }
     assert_true(fixture_proxy_say(ctl_a, "hold off"));
-    pthread_join(th_rel, NULL);
+    assert_true(harness_wait_count(&rel.calls, 1, wait));
     assert_int_equal(rel.st, RL_OK);
     if (s.contended == refused)
         fail_msg("B did not try again after the release");
@@ -582,15 +569,6 @@ static void test_a_late_subscription_wakes_the_waiter(void **state)
         fail_msg("B acquired %lld ms after node 1 let it subscribe: not "
                  "woken by the confirmation",
                  (long long)((w.t_done_us - t_open) / 1000));
-}
-
-/* A reply that is not an error (and frees it). */
-static bool node_says(redisReply *rep)
-{
-    bool ok = rep != NULL && rep->type != REDIS_REPLY_ERROR;
-
-    freeReplyObject(rep);
-    return ok;
 }
 
 /* A holder's key that is gone from the node B asks for its PTTL (-2),
@@ -626,8 +604,8 @@ static void test_a_key_gone_without_a_release_wakes_the_waiter(void **state)
     assert_non_null(f->c2);
     assert_true(fixture_all_voting(f->c2));
     for (int i = 0; i < 3; i++)
-        assert_true(node_says(harness_cmd(&f->r[i], "SET %s foreign PX %d",
-                                          key, 2 * B_RETRY_MS)));
+        assert_true(harness_ok(harness_cmd(&f->r[i], "SET %s foreign PX %d",
+                                           key, 2 * B_RETRY_MS)));
     w.c = f->c2;
     assert_int_equal(pthread_create(&th, NULL, waiter_main, &w), 0);
     deadline = harness_now_ms() + harness_scale_ms(5000);
@@ -656,16 +634,17 @@ static void test_a_key_gone_without_a_release_wakes_the_waiter(void **state)
         char msg[32];
 
         snprintf(msg, sizeof(msg), "gone%d 1", n); /* token, listeners */
-        assert_true(node_says(harness_cmd(&f->r[3], "PUBLISH "
-                                          "redlock:release:%s %s", key,
-                                          msg)));
+        assert_true(harness_int(harness_cmd(&f->r[3], "PUBLISH "
+                                            "redlock:release:%s %s", key,
+                                            msg), -1) >= 0);
         do {
             harness_sleep_ms(2);
             assert_int_equal(rl_client_stats(f->c2, &s), RL_OK);
         } while (s.contended == refused && harness_now_ms() < until);
     }
     for (int i = 0; i < 3; i++)
-        assert_true(node_says(harness_cmd(&f->r[i], "DEL %s", key)));
+        assert_true(harness_int(harness_cmd(&f->r[i], "DEL %s", key), -1) >=
+                    0);
     t_gone = harness_now_us();
     assert_true(s.contended > refused);
     pthread_join(th, NULL);

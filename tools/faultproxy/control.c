@@ -194,7 +194,8 @@ static void ctl_command(struct ctl_client *cc, char *line)
                   px->bytes_down);
     } else if (strcmp(argv[0], "help") == 0) {
         ctl_reply(cc, "ok delay MS [JITTER_MS] | blackhole on|off | "
-                  "hold on|off | refuse on|off | drop | reset | pass | stats | quit");
+                  "hold on|off | refuse on|off | drop | reset | pass | "
+                  "stats | quit");
     } else if (strcmp(argv[0], "quit") == 0) {
         ctl_reply(cc, "ok");
         proxy_stop(px);
