@@ -420,9 +420,13 @@ static int intent_nodes(struct fixture *f, const char *res, int want)
  * the writer at the first node's message, and its attempt reached nodes
  * whose release had not landed yet). That is how writer intents work
  * (the last writer refused by readers marks the key; see src/lua/README.md),
- * not what this test is about. So the reader's key goes first on every
- * node (a late second attempt then finds no readers and marks nothing),
- * then the intent is replaced, then a wake-up is published. The reader's
+ * not what this test is about. So the reader's key is first replaced by
+ * a foreign lock on every node (a late second attempt then finds no
+ * readers and marks nothing, and cannot win), then the intent is
+ * replaced, then the foreign lock goes and a wake-up is published. (With
+ * the reader's key simply deleted first, the writer could win before the
+ * replacement: a PTTL it sent after its last refusal found the key gone,
+ * which wakes it, stress run of stop 52.) The reader's
  * TTL (60 s, the most the fixture's client accepts) outlasts the writer's
  * wait (50 s, a generous deadline even under valgrind): the writer also
  * wakes when the holder's key expires. */
@@ -445,12 +449,15 @@ static rl_lock *writer_waits_then_wins(struct fixture *f, rl_client *wc,
                      RL_OK);
     assert_true(intent_nodes(f, res, N / 2 + 1) >= N / 2 + 1);
     if (other_intent != NULL) {
-        for (i = 0, gone = 0; i < N; i++)
-            gone += harness_int(harness_cmd(&f->r[i], "DEL %s", res), 0);
-        assert_true(gone >= N / 2 + 1);
+        for (i = 0; i < N; i++)
+            assert_true(harness_ok(harness_cmd(
+                &f->r[i], "SET %s foreign PX 60000", res)));
         for (i = 0; i < N; i++)
             assert_true(harness_ok(harness_cmd(
                 &f->r[i], "SET %s:wintent %s PX 60000", res, other_intent)));
+        for (i = 0, gone = 0; i < N; i++)
+            gone += harness_int(harness_cmd(&f->r[i], "DEL %s", res), 0);
+        assert_true(gone >= N / 2 + 1);
         assert_int_equal(rl_release(reader), RL_ELOST); /* and freed */
         for (i = 0, heard = 0; i < N; i++)
             heard += harness_int(
