@@ -1144,7 +1144,14 @@ typedef struct rl_node_stats {
     int8_t may_evict;         /* rl_fact */
     int8_t fsync_always;      /* rl_fact */
     uint8_t vote_bar;         /* rl_vote_bar */
-    uint64_t reserved_[10];   /* zeroed (see "ABI" above) */
+    /* Node checks (what may change its vote, read once a second): this
+     * client's own, the readings of other clients of the node taken
+     * instead (a long-lived client follows the node's shared check),
+     * and readings of this client's published for the others. */
+    uint64_t checks_own;
+    uint64_t checks_heard;
+    uint64_t checks_shared;
+    uint64_t reserved_[7];    /* zeroed (see "ABI" above) */
 } rl_node_stats;
 
 typedef struct rl_stats {

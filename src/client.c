@@ -146,7 +146,7 @@ static rl_status client_setup(rl_client *c)
     c->node_count = c->cfg.node_count;
     for (i = 0; i < c->node_count; i++) {
         c->nodes[i] = node_new(loop_ev(c->loop), &c->cfg, c->nodes, i,
-                               node_tls(c, i));
+                               node_tls(c, i), c->notify);
         if (c->nodes[i] == NULL)
             return rl_fail(RL_ENOMEM, "out of memory for node %zu", i);
     }

@@ -167,3 +167,104 @@ const char *facts_same_server(const struct node_facts *a,
                "two replicas of one master)";
     return NULL;
 }
+
+/* ---- Shared readings ------------------------------------------------------ */
+
+#define SHARE_FIELDS 10
+
+static const char *or_dash(const char *s)
+{
+    return s[0] != '\0' ? s : "-";
+}
+
+size_t facts_share_format(const struct node_facts *f, uint64_t from,
+                          char *dst)
+{
+    char maxmemory[24] = "-", evicted[24] = "-";
+    int n;
+
+    if (f->run_id[0] == '\0')
+        return 0;
+    if (f->maxmemory_known)
+        snprintf(maxmemory, sizeof(maxmemory), "%llu",
+                 (unsigned long long)f->maxmemory);
+    if (f->evicted_known)
+        snprintf(evicted, sizeof(evicted), "%llu",
+                 (unsigned long long)f->evicted_keys);
+    n = snprintf(dst, FACTS_SHARE_MAX, "rlf1 %016llx %s %s %s %s %s %s %s %s",
+                 (unsigned long long)from, f->run_id, or_dash(f->role),
+                 or_dash(f->replid), or_dash(f->policy), maxmemory,
+                 f->aof_enabled == FACT_UNKNOWN ? "-"
+                 : f->aof_enabled == FACT_YES   ? "1"
+                                                : "0",
+                 or_dash(f->appendfsync), evicted);
+    return n > 0 && n < FACTS_SHARE_MAX ? (size_t)n : 0;
+}
+
+/* A field into dst (size bytes, "-" read as ""); false when too long or
+ * empty. */
+static bool share_string(char *dst, size_t size, const char *field)
+{
+    size_t len = strlen(field);
+
+    if (len == 0 || len >= size)
+        return false;
+    memcpy(dst, strcmp(field, "-") == 0 ? "" : field,
+           strcmp(field, "-") == 0 ? 1 : len + 1);
+    return true;
+}
+
+/* A decimal field ("-": unknown); false when malformed. */
+static bool share_u64(const char *field, uint64_t *out, bool *known)
+{
+    char *end;
+
+    *known = false;
+    if (strcmp(field, "-") == 0)
+        return true;
+    if (field[0] < '0' || field[0] > '9')
+        return false;
+    *out = strtoull(field, &end, 10);
+    *known = *end == '\0';
+    return *known;
+}
+
+bool facts_share_parse(struct node_facts *f, uint64_t *from,
+                       const char *msg, size_t len)
+{
+    char line[FACTS_SHARE_MAX];
+    char *field[SHARE_FIELDS];
+    struct node_facts got = *f;
+    size_t count = 0;
+    char *p, *end;
+
+    if (len == 0 || len >= sizeof(line) || memchr(msg, '\0', len) != NULL)
+        return false;
+    memcpy(line, msg, len);
+    line[len] = '\0';
+    for (p = strtok_r(line, " ", &end); p != NULL && count < SHARE_FIELDS;
+         p = strtok_r(NULL, " ", &end))
+        field[count++] = p;
+    if (count != SHARE_FIELDS || p != NULL || strcmp(field[0], "rlf1") != 0 ||
+        strlen(field[1]) != 16 || f->run_id[0] == '\0' ||
+        strcmp(field[2], f->run_id) != 0)
+        return false;
+    *from = strtoull(field[1], &end, 16);
+    if (*end != '\0' || !share_string(got.role, sizeof(got.role), field[3]) ||
+        !share_string(got.replid, sizeof(got.replid), field[4]) ||
+        !share_string(got.policy, sizeof(got.policy), field[5]) ||
+        !share_u64(field[6], &got.maxmemory, &got.maxmemory_known) ||
+        !share_string(got.appendfsync, sizeof(got.appendfsync), field[8]) ||
+        !share_u64(field[9], &got.evicted_keys, &got.evicted_known))
+        return false;
+    if (strcmp(field[7], "1") == 0)
+        got.aof_enabled = FACT_YES;
+    else if (strcmp(field[7], "0") == 0)
+        got.aof_enabled = FACT_NO;
+    else if (strcmp(field[7], "-") == 0)
+        got.aof_enabled = FACT_UNKNOWN;
+    else
+        return false;
+    *f = got;
+    return true;
+}

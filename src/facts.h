@@ -69,6 +69,28 @@ bool facts_evicted_since(const struct node_facts *f,
  * appendfsync always, so a crash loses nothing it acknowledged. */
 enum fact facts_fsyncs_every_write(const struct node_facts *f);
 
+/* A node check's reading shared with the node's other clients (node.c's
+ * shared check, on the node's redlock:facts channel): one line of
+ * space-separated fields, FACTS_SHARE_MAX bytes at most,
+ *   rlf1 <from> <run_id> <role> <replid> <policy> <maxmemory> <aof>
+ *        <appendfsync> <evicted_keys>
+ * from: the publisher's id (16 hex digits); "-" for a fact unknown,
+ * aof 1 or 0. What a check reads, and the run_id that names the server
+ * it was read from. */
+#define FACTS_SHARE_MAX 192
+
+/* f as a shared reading from id into dst (FACTS_SHARE_MAX bytes); its
+ * length, or 0 when f has no run_id (a reading of no known server). */
+size_t facts_share_format(const struct node_facts *f, uint64_t from,
+                          char *dst);
+/* A shared reading msg (len bytes) taken into f, which holds the
+ * reader's facts of the node: the fields the line carries replace f's,
+ * the others stay. False, f unchanged, when msg is malformed or was read
+ * from another server than f's run_id (a restarted one, or a forgery);
+ * *from: the publisher's id. */
+bool facts_share_parse(struct node_facts *f, uint64_t *from,
+                       const char *msg, size_t len);
+
 /* Why a and b are one server (or one replication stream), or NULL when
  * they are independent as far as their facts tell. */
 const char *facts_same_server(const struct node_facts *a,

@@ -395,6 +395,9 @@ static void snapshot_node(const struct node *n, rl_node_stats *o)
     o->latency_max_us = ns->latency_max_us;
     o->handshakes = ns->handshakes;
     o->tls_resumed = ns->tls_resumed;
+    o->checks_own = ns->checks_own;
+    o->checks_heard = ns->checks_heard;
+    o->checks_shared = ns->checks_shared;
     o->clock_rate = node_clock_rate(n);
     o->clock_incidents = node_clock_incidents(n);
     o->clock_state = clock_state(n);

@@ -268,6 +268,14 @@ static const struct node_family node_counters[] = {
      offsetof(rl_node_stats, handshakes)},
     {"redlock_node_tls_resumed_total", "Handshakes over TLS that resumed "
      "a session.", offsetof(rl_node_stats, tls_resumed)},
+    {"redlock_node_checks_own_total", "Node checks this client sent.",
+     offsetof(rl_node_stats, checks_own)},
+    {"redlock_node_checks_heard_total", "Node checks of other clients "
+     "taken instead of one of ours (the node's shared check).",
+     offsetof(rl_node_stats, checks_heard)},
+    {"redlock_node_checks_shared_total", "Node checks of ours published "
+     "for the node's other clients.",
+     offsetof(rl_node_stats, checks_shared)},
     {"redlock_node_clock_incidents_total", "Times the node became "
      "clock-suspect (its clock ran fast or slow or stepped).",
      offsetof(rl_node_stats, clock_incidents)},

@@ -25,7 +25,9 @@
 #include <string.h>
 
 #include "nodeimpl.h"
+#include "notify.h"
 #include "resolver.h"
+#include "token.h"
 
 static void connection_start(struct node *n);
 static void scripts_missing(struct node *n, const redisReply *reply);
@@ -56,8 +58,31 @@ static void scripts_missing(struct node *n, const redisReply *reply);
  * INFO for its default sections, as the handshake does; a restart is a
  * new connection, whose handshake reads everything again. A check's
  * answers collect in n->reading and become the node's facts at its last
- * reply. */
-#define FULL_CHECK_EVERY 30
+ * reply.
+ *
+ * The shared check. A node's wake-up for every check of every idle
+ * client is still most of what idle clients cost it; one reading a
+ * second serves them all. A client that has checked a node
+ * FOLLOW_AFTER_CHECKS times (a short-lived process never does) follows
+ * its readings: it subscribes to redlock:facts there (notify.c), and a
+ * check of its own that heard nobody else's reading since its last
+ * instant is published there (PUBLISH, facts_share_format) for the
+ * others, which take it as their own check's reading (facts_share_parse:
+ * only one read from the server their connection's handshake saw) and
+ * skip their own check at their next instant. Of several publishers the
+ * one with the smallest check_id keeps publishing, the others stop when
+ * they hear it; when it goes, the others hear nothing for an instant and
+ * check (and publish) again at the next: a reading comes at most about
+ * two intervals after the one before (VOTE_CHECK_GAP_MS). A reading is
+ * published only when its check came back within SHARE_FRESH_MS, so a
+ * slow round trip is not passed on as news. Each follower still checks
+ * itself at every FULL_CHECK_EVERY-th instant, so a forged publication
+ * (whoever may PUBLISH there may as well delete the locks) misleads it
+ * for a minute at most. docs/idle-cost.md has the measurements. */
+#define FULL_CHECK_EVERY 60
+#define FOLLOW_AFTER_CHECKS 8
+#define SHARE_FRESH_MS 250
+#define SHARE_CHANNEL "redlock:facts"
 
 /* Clock guard: the handshake reads TIME, and a lock-path command (marked
  * by wire_sample_time) gets a TIME pipelined right before it, in the same
@@ -154,12 +179,77 @@ static void update_twins_if_moved(struct node *n,
         update_twins(n);
 }
 
+/* A reading (a check's, ours or another client's) becomes the node's
+ * facts. */
+static void take_reading(struct node *n, const struct node_facts *reading)
+{
+    struct node_facts before = n->facts;
+
+    n->facts = *reading;
+    /* The same connection is the same server: keep its start. */
+    memcpy(n->facts.run_id, before.run_id, sizeof(before.run_id));
+    vote_read(&n->vote, n->cfg, n->addr->display, &n->facts, &before,
+              mono_now_us());
+    update_twins_if_moved(n, &before);
+}
+
+/* Our reading published for the node's other clients (the shared
+ * check), fire and forget: its reply only says whether we may. */
+static void share_reading(struct node *n)
+{
+    char msg[FACTS_SHARE_MAX];
+    const char *argv[3] = {"PUBLISH", SHARE_CHANNEL, msg};
+
+    if (!n->publishing || n->check_refused ||
+        mono_now_us() - n->check_sent_us > SHARE_FRESH_MS * 1000u ||
+        facts_share_format(&n->facts, n->check_id, msg) == 0)
+        return;
+    if (request_internal(n, REQ_SHARE, 3, argv))
+        n->stats.checks_shared++;
+}
+
+/* A PUBLISH refused (an ACL): this client checks for itself only. */
+static void share_reply(struct node *n, const redisReply *reply)
+{
+    if (reply->type != REDIS_REPLY_ERROR || n->share_refused)
+        return;
+    n->share_refused = true;
+    n->publishing = false;
+    config_log(n->cfg, RL_LOG_DEBUG,
+               "node %s: cannot share its checks (%.*s): every client "
+               "checks it on its own", n->addr->display, (int)reply->len,
+               reply->str);
+}
+
+/* Another client's reading of the node (notify.c, redlock:facts). Taken
+ * as a check of ours when it was read from the server we are connected
+ * to and no check of ours is on its way; a publisher that hears one
+ * with a smaller id stops publishing. */
+static void on_shared_reading(void *arg, const char *msg, size_t len)
+{
+    struct node *n = arg;
+    struct node_facts reading;
+    uint64_t from;
+
+    if (n->state != NODE_READY || !n->facts_known)
+        return;
+    reading = n->facts;
+    if (!facts_share_parse(&reading, &from, msg, len) ||
+        from == n->check_id)
+        return;
+    if (n->publishing && from < n->check_id)
+        n->publishing = false;
+    n->heard_us = mono_now_us();
+    if (n->check_pending)
+        return; /* ours is on its way */
+    n->stats.checks_heard++;
+    take_reading(n, &reading);
+}
+
 /* The INFO that ends a node check: what the check read becomes the
  * node's facts. */
 static void check_reply(struct node *n, const redisReply *reply)
 {
-    struct node_facts before = n->facts;
-
     n->check_pending = false;
     if (reply->type != REDIS_REPLY_STRING)
         return; /* an error now: keep what the last readings said */
@@ -167,12 +257,8 @@ static void check_reply(struct node *n, const redisReply *reply)
         facts_from_info(&n->reading, reply->str);
     else
         facts_merge_info(&n->reading, reply->str);
-    n->facts = n->reading;
-    /* The same connection is the same server: keep its start. */
-    memcpy(n->facts.run_id, before.run_id, sizeof(before.run_id));
-    vote_read(&n->vote, n->cfg, n->addr->display, &n->facts, &before,
-              mono_now_us());
-    update_twins_if_moved(n, &before);
+    take_reading(n, &n->reading);
+    share_reading(n);
 }
 
 /* A CONFIG GET reply (name, value pairs) read into f. Refused (hosted
@@ -274,6 +360,8 @@ void node_own_reply(struct node *n, struct request *r,
 {
     if (r->role == REQ_TIME)
         time_reply(n, r, reply);
+    else if (r->role == REQ_SHARE)
+        share_reply(n, reply);
     else
         handshake_reply(n, r, reply);
 }
@@ -553,22 +641,54 @@ static void schedule_check(struct node *n)
     ev_timer_start(n->loop, &n->check_timer);
 }
 
+/* The shared check's part at an instant: whether a reading of another
+ * client since the last one (fired_before) stands for our check, and
+ * whether ours is to be published. */
+static bool reading_heard(struct node *n, rl_mono_us fired_before)
+{
+    if (!n->following) {
+        /* From the next instant on: a reading published now could not
+         * have reached us yet. */
+        if (n->own_checks >= FOLLOW_AFTER_CHECKS) {
+            n->following = true;
+            notify_follow_facts(n->notify, n->index, on_shared_reading, n);
+        }
+        return false;
+    }
+    if (n->heard_us > fired_before)
+        return !n->publishing;
+    if (!n->share_refused)
+        n->publishing = true; /* nobody else published: we do */
+    return false;
+}
+
 static void on_check_timer(struct ev_loop *loop, ev_timer *w, int revents)
 {
     struct node *n = w->data;
+    rl_mono_us fired_before = n->fired_us;
+    bool heard;
 
     RL_UNUSED(loop);
     RL_UNUSED(revents);
     schedule_check(n);
+    n->fired_us = mono_now_us();
     if (n->state != NODE_READY || n->check_pending)
         return;
+    heard = reading_heard(n, fired_before);
     n->check_full = n->check_refused || n->checks_to_full == 0;
-    n->check_refused = false;
     n->checks_to_full = n->check_full ? FULL_CHECK_EVERY - 1
                                       : n->checks_to_full - 1;
+    if (heard && !n->check_full)
+        return; /* another client's reading came: it was our check */
+    n->check_refused = false;
     n->reading = n->facts;
-    if (queue_check(n))
+    n->check_sent_us = n->fired_us;
+    if (queue_check(n)) {
         n->check_pending = true;
+        n->stats.checks_own++;
+        if (n->own_checks < FOLLOW_AFTER_CHECKS)
+            n->own_checks++;
+    }
 }
 
 static void on_backoff_timer(struct ev_loop *loop, ev_timer *w, int revents)
@@ -583,9 +703,21 @@ static void on_backoff_timer(struct ev_loop *loop, ev_timer *w, int revents)
 
 /* ---- Public (internal) API ---------------------------------------------- */
 
+/* A random id among the node's clients (the shared check); its quality
+ * only decides who publishes. */
+static uint64_t new_check_id(size_t index)
+{
+    char t[TOKEN_HEX_LEN + 1];
+
+    if (token_generate(t) != RL_OK)
+        return mono_now_us() ^ ((uint64_t)index << 48);
+    t[16] = '\0';
+    return strtoull(t, NULL, 16);
+}
+
 struct node *node_new(struct ev_loop *loop, const struct config *cfg,
                       struct node *const *peers, size_t index,
-                      struct tls_target *tls)
+                      struct tls_target *tls, struct notify *nt)
 {
     static const char *const time_argv[1] = {"TIME"};
     static const size_t time_len[1] = {4};
@@ -602,6 +734,8 @@ struct node *node_new(struct ev_loop *loop, const struct config *cfg,
     n->cfg = cfg;
     n->addr = &cfg->addrs[index];
     n->tls = tls;
+    n->notify = nt;
+    n->check_id = new_check_id(index);
     n->state = NODE_IDLE;
     n->peers = peers;
     n->npeers = cfg->node_count;

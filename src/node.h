@@ -19,6 +19,7 @@
 struct ev_loop;
 struct tls_target;
 struct node;
+struct notify;
 struct request;
 
 /* Reply callback: called exactly once per request unless the request was
@@ -44,6 +45,9 @@ struct node_stats {
     uint64_t votes_against;
     uint64_t handshakes;    /* connections that became ready */
     uint64_t tls_resumed;   /* of those, TLS sessions resumed */
+    uint64_t checks_own;    /* node checks sent */
+    uint64_t checks_heard;  /* readings of other clients taken instead */
+    uint64_t checks_shared; /* readings of ours published */
     uint64_t latency[LATENCY_BUCKETS]; /* reply latency histogram */
     uint32_t latency_max_us;
 };
@@ -55,10 +59,12 @@ uint32_t node_latency_percentile(const struct node *n, double p);
 
 /* Node index of cfg->addrs. peers: every node of the client by index
  * (filled as they are made; outlives them all), compared for duplicates.
- * tls: the node's TLS target (outlives the node), or NULL: plaintext. */
+ * tls: the node's TLS target (outlives the node), or NULL: plaintext.
+ * nt: the client's notifications, which carry the node's shared check
+ * (freed before the node, after its last loop iteration). */
 struct node *node_new(struct ev_loop *loop, const struct config *cfg,
                       struct node *const *peers, size_t index,
-                      struct tls_target *tls);
+                      struct tls_target *tls, struct notify *nt);
 /* Start connecting (idempotent). */
 void node_start(struct node *n);
 /* Write what is queued, then close the connection. Requests still

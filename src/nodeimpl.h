@@ -32,6 +32,7 @@ enum req_role {
     REQ_CHECK_INFO,  /* an INFO of a node check before its last */
     REQ_CHECK,       /* the INFO that ends a node check */
     REQ_BATCH,       /* a release-batch call carrying user requests */
+    REQ_SHARE,       /* PUBLISH of a check's reading (shared check) */
 };
 
 struct request {
@@ -94,6 +95,18 @@ struct node {
     struct node_facts reading;  /* the answers of the check so far */
     ev_timer check_timer;       /* the node check, at the node's grid's
                                    next instant */
+    /* The shared check (node.c): */
+    struct notify *notify;      /* the client's (freed just before the
+                                   nodes, in one loop callback) */
+    uint64_t check_id;          /* ours among the node's clients */
+    unsigned own_checks;        /* checks this node sent, up to
+                                   FOLLOW_AFTER_CHECKS */
+    bool following;             /* subscribed to the node's readings */
+    bool publishing;            /* our checks' readings are published */
+    bool share_refused;         /* PUBLISH was refused: never again */
+    rl_mono_us heard_us;        /* another client's last reading heard */
+    rl_mono_us fired_us;        /* the check timer's last firing */
+    rl_mono_us check_sent_us;   /* our pending check's send */
     struct node *const *peers;  /* every node of the client (index order) */
     size_t npeers;
     size_t index;               /* ours in peers */

@@ -12,7 +12,8 @@
  * is a request, (UN)SUBSCRIBE are written without one, messages and
  * confirmations arrive as pushes), separate from the command connection
  * (a subscribed connection accepts no other commands), is opened the
- * first time anybody waits and then kept; it uses the node's TLS target
+ * first time anybody waits, or when the node's shared check is followed
+ * (redlock:facts: node.c), and then kept; it uses the node's TLS target
  * and connect timeout, and reconnects with backoff and jitter like the
  * node does. A channel is
  * subscribed when the first waiter of a key arrives and stays subscribed
@@ -51,6 +52,7 @@
 
 #define CHANNEL_PREFIX "redlock:release:"
 #define QUEUE_PREFIX "redlock:queue:" /* fair-queue announcements */
+#define FACTS_CHANNEL "redlock:facts"  /* node checks shared (node.c) */
 #define MAX_IDLE_CHANNELS 1024 /* subscriptions kept with nobody waiting */
 
 struct channel {
@@ -71,6 +73,8 @@ struct sub_conn {
     struct conn *conn;           /* NULL when not connected */
     ev_timer retry;
     struct conn_backoff backoff;
+    notify_facts_fn *facts_fn;   /* the node follows the shared check */
+    void *facts_arg;
 };
 
 struct notify {
@@ -224,7 +228,13 @@ static void on_push(struct conn *c, const redisReply *r, void *privdata)
     if (kind->type != REDIS_REPLY_STRING || chan->type != REDIS_REPLY_STRING)
         return;
     if (strcmp(kind->str, "message") == 0 && r->elements >= 3 &&
-        r->element[2]->type == REDIS_REPLY_STRING) {
+        r->element[2]->type == REDIS_REPLY_STRING &&
+        strcmp(chan->str, FACTS_CHANNEL) == 0) {
+        if (sc->facts_fn != NULL)
+            sc->facts_fn(sc->facts_arg, r->element[2]->str,
+                         (size_t)r->element[2]->len);
+    } else if (strcmp(kind->str, "message") == 0 && r->elements >= 3 &&
+               r->element[2]->type == REDIS_REPLY_STRING) {
         const redisReply *msg = r->element[2];
         unsigned listeners;
         size_t token_len = split_message(msg->str, (size_t)msg->len,
@@ -240,14 +250,20 @@ static void on_push(struct conn *c, const redisReply *r, void *privdata)
     }
 }
 
-static void send_channel(struct sub_conn *sc, const char *verb,
-                         const struct channel *ch)
+static void send_subscription(struct sub_conn *sc, const char *verb,
+                              const char *name, size_t len)
 {
-    const char *argv[2] = {verb, ch->name};
-    size_t lens[2] = {strlen(verb), ch->len};
+    const char *argv[2] = {verb, name};
+    size_t lens[2] = {strlen(verb), len};
 
     if (sc->conn != NULL)
         (void)conn_push_command(sc->conn, 2, argv, lens);
+}
+
+static void send_channel(struct sub_conn *sc, const char *verb,
+                         const struct channel *ch)
+{
+    send_subscription(sc, verb, ch->name, ch->len);
 }
 
 static void on_auth(struct conn *c, const redisReply *r, const char *down,
@@ -265,7 +281,7 @@ static void on_auth(struct conn *c, const redisReply *r, const char *down,
 
 static void schedule_retry(struct sub_conn *sc)
 {
-    if (sc->nt->closing || sc->nt->channels == NULL)
+    if (sc->nt->closing || (sc->nt->channels == NULL && sc->facts_fn == NULL))
         return;
     ev_timer_stop(sc->nt->loop, &sc->retry);
     ev_timer_set(&sc->retry, conn_backoff_next(&sc->backoff) / 1000.0, 0.0);
@@ -324,6 +340,9 @@ static void sub_start(struct sub_conn *sc)
     }
     for (ch = sc->nt->channels; ch != NULL; ch = ch->next)
         send_channel(sc, "SUBSCRIBE", ch);
+    if (sc->facts_fn != NULL)
+        send_subscription(sc, "SUBSCRIBE", FACTS_CHANNEL,
+                          strlen(FACTS_CHANNEL));
 }
 
 /* ---- API ---------------------------------------------------------------- */
@@ -498,6 +517,22 @@ static void drop_idle_channels(struct notify *nt)
         free(ch);
     }
     nt->idle = 0;
+}
+
+void notify_follow_facts(struct notify *nt, size_t index,
+                         notify_facts_fn *fn, void *arg)
+{
+    struct sub_conn *sc = &nt->conns[index];
+
+    if (sc->facts_fn != NULL || nt->closing)
+        return;
+    sc->facts_fn = fn;
+    sc->facts_arg = arg;
+    if (sc->conn == NULL && !ev_is_active(&sc->retry))
+        sub_start(sc); /* subscribes to everything, the facts too */
+    else
+        send_subscription(sc, "SUBSCRIBE", FACTS_CHANNEL,
+                          strlen(FACTS_CHANNEL));
 }
 
 void notify_pass_on(struct notify_waiter *w)

@@ -4,6 +4,7 @@
 #define REDLOCK_NOTIFY_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "clock.h"
 #include "config.h"
@@ -70,6 +71,14 @@ bool notify_turn_awaited(const struct notify *nt, const char *key,
  * next one is woken for it now, as the release's message would have.
  * Then notify_unwait. */
 void notify_pass_on(struct notify_waiter *w);
+/* The shared node check (node.c): call fn(arg, msg, len) for every
+ * message on redlock:facts from node index, from now until notify_free
+ * (idempotent: a node follows once). Subscribes there, opening the
+ * node's subscriber connection if it is not open, and again after every
+ * reconnect; a message lost while it is down is simply not heard. */
+typedef void notify_facts_fn(void *arg, const char *msg, size_t len);
+void notify_follow_facts(struct notify *nt, size_t index,
+                         notify_facts_fn *fn, void *arg);
 /* Stop waiting (idempotent). */
 void notify_unwait(struct notify *nt, struct notify_waiter *w);
 

@@ -81,7 +81,16 @@ for run in $(seq "$runs"); do
         cat "$dir/err" >&2
         exit 1
     }
-    sleep 2 # the handshakes (SCRIPT LOAD, eager clock samples) are over
+    # Long-lived clients follow the node's shared check after their first
+    # checks (src/node.c): wait until all of them listen, then two
+    # instants more, for one publisher among them (the first followed
+    # instant may have several).
+    for _ in $(seq 300); do
+        subs=$(rc PUBSUB NUMSUB redlock:facts | tail -1)
+        [ "$subs" -ge "$n" ] && break
+        sleep 0.1
+    done
+    sleep 3
     rc CONFIG RESETSTAT >/dev/null
     reset_us=$(now_us)
     busy=$(window)

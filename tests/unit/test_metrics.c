@@ -301,6 +301,9 @@ static void fill_stats(rl_stats *s, size_t nodes)
             .latency_max_us = 4294967295u,
             .clock_rate = i == 2 ? 5.0 : 1.0,
             .clock_incidents = i == 2 ? 3 : 0,
+            .checks_own = 60 + i,
+            .checks_heard = 70 + i,
+            .checks_shared = 80 + i,
             .clock_state = i == 2 ? RL_CLOCK_SUSPECT : RL_CLOCK_OK,
             .twin_of = i == 1 ? 0 : -1,
             .may_evict = i == 0   ? RL_FACT_NO
@@ -387,6 +390,8 @@ static void test_every_family_is_rendered_and_parses(void **state)
         "redlock_node_handshakes_total", "redlock_node_tls_resumed_total",
         "redlock_node_latency_max_seconds", "redlock_node_connected",
         "redlock_node_voting", "redlock_node_clock_incidents_total",
+        "redlock_node_checks_own_total", "redlock_node_checks_heard_total",
+        "redlock_node_checks_shared_total",
         "redlock_node_clock_rate", "redlock_node_clock_suspect",
         "redlock_node_may_evict", "redlock_node_fsync_always",
         "redlock_node_independent", "redlock_node_vote_bar"};
@@ -445,6 +450,9 @@ static void test_values_match_the_stats(void **state)
         {"redlock_node_clock_suspect", 7003, "", 1},
         {"redlock_node_clock_suspect", 7001, "", 0},
         {"redlock_node_clock_incidents_total", 7003, "", 3},
+        {"redlock_node_checks_own_total", 7001, "", 60},
+        {"redlock_node_checks_heard_total", 7002, "", 71},
+        {"redlock_node_checks_shared_total", 7003, "", 82},
         /* The node's own facts: unknown is -1, never 0 (fine). */
         {"redlock_node_may_evict", 7001, "", 0},
         {"redlock_node_may_evict", 7002, "", 1},
