@@ -249,8 +249,8 @@ bool facts_share_parse(struct node_facts *f, uint64_t *from,
         strlen(field[1]) != 16 || f->run_id[0] == '\0' ||
         strcmp(field[2], f->run_id) != 0)
         return false;
-    *from = strtoull(field[1], &end, 16);
-    if (*end != '\0' || !share_string(got.role, sizeof(got.role), field[3]) ||
+    if (strspn(field[1], "0123456789abcdef") != 16 ||
+        !share_string(got.role, sizeof(got.role), field[3]) ||
         !share_string(got.replid, sizeof(got.replid), field[4]) ||
         !share_string(got.policy, sizeof(got.policy), field[5]) ||
         !share_u64(field[6], &got.maxmemory, &got.maxmemory_known) ||
@@ -265,6 +265,7 @@ bool facts_share_parse(struct node_facts *f, uint64_t *from,
         got.aof_enabled = FACT_UNKNOWN;
     else
         return false;
+    *from = strtoull(field[1], NULL, 16);
     *f = got;
     return true;
 }

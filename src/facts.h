@@ -76,8 +76,9 @@ enum fact facts_fsyncs_every_write(const struct node_facts *f);
  *        <appendfsync> <evicted_keys>
  * from: the publisher's id (16 hex digits); "-" for a fact unknown,
  * aof 1 or 0. What a check reads, and the run_id that names the server
- * it was read from. */
-#define FACTS_SHARE_MAX 192
+ * it was read from. FACTS_SHARE_MAX holds the longest: 10 fields of 4,
+ * 16, 40, 11, 40, 23, 20, 1, 11 and 20 characters, 9 spaces and a NUL. */
+#define FACTS_SHARE_MAX 196
 
 /* f as a shared reading from id into dst (FACTS_SHARE_MAX bytes); its
  * length, or 0 when f has no run_id (a reading of no known server). */

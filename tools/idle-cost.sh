@@ -82,10 +82,11 @@ for run in $(seq "$runs"); do
         exit 1
     }
     # Long-lived clients follow the node's shared check after their first
-    # checks (src/node.c): wait until all of them listen, then two
+    # 8 checks (src/node.c): wait until all of them listen (at most 15 s:
+    # a build from before the shared check never does), then three
     # instants more, for one publisher among them (the first followed
     # instant may have several).
-    for _ in $(seq 300); do
+    for _ in $(seq 150); do
         subs=$(rc PUBSUB NUMSUB redlock:facts | tail -1)
         [ "$subs" -ge "$n" ] && break
         sleep 0.1

@@ -212,11 +212,11 @@ section "ThreadSanitizer build"
 # The tests that run threads against one client: the blocking API from
 # many threads, the watchdog, async calls, client create/free, the
 # lifetime stress tests, and the node checks (a moved host name is looked
-# up on a thread of its own). Only these are built and run. The 60 s
+# up on a thread of its own; three clients share a node's checks). Only these are built and run. The 60 s
 # loaded-machine hold is left to the other stages (TSan slows it down and
 # it adds no interleaving the others lack).
 tsan_tests="threads watchdog async reentrancy stress lifetimes lost_and_caps
-    cancel election preconditions"
+    cancel election preconditions shared_check"
 RL_TEST_TIMEOUT_MULTIPLIER=3 cmake -S . -B build/tsan -DCMAKE_BUILD_TYPE=Debug \
     -DRL_TSAN=ON -DRL_WERROR=ON >/dev/null
 # shellcheck disable=SC2046 # one target per word

@@ -1,0 +1,400 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* test_shared_check.c -- the node's shared check (src/node.c, "The shared
+ * check") against real redis-server processes, with three clients of the
+ * same node(s):
+ *   - once every client follows the node (subscribed to redlock:facts),
+ *     one of them checks the node and publishes its readings, the two
+ *     others take them instead of checking themselves (checks_heard), and
+ *     a policy turned evicting is still seen by every client within 2 s;
+ *   - when the publisher goes (rl_client_free), the others check again:
+ *     the policy change is seen within 3 s, and one of them takes over
+ *     publishing while the other goes back to hearing;
+ *   - a published reading of another server (a run_id not the node's) is
+ *     not taken, nor is a malformed one; the same line with the node's
+ *     run_id is (the control: publications are read, the first one was
+ *     refused for its run_id).
+ * Every wait polls the clients' counters (rl_client_node_stats) until a
+ * scaled deadline; the counts in a window are printed, never asserted as
+ * a rate. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fixture.h"
+
+#define CLIENTS 3
+#define CHANNEL "redlock:facts"
+/* Instants every client must have taken part in (a reading heard, or
+ * one of its own published) in a window that shows the readings have
+ * settled. */
+#define SETTLED_INSTANTS 3
+
+/* The clients, made by setup and freed by cleanup (also when a case
+ * fails); a case that frees one itself sets its entry to NULL. */
+struct clients {
+    rl_client *c[CLIENTS];
+};
+
+static const char *const names[CLIENTS] = {"A", "B", "C"};
+
+static int start_clients(struct fixture *f)
+{
+    struct clients *cs = f->priv;
+    rl_config cfg;
+
+    for (int i = 0; i < CLIENTS; i++) {
+        fixture_config(&cfg, &f->hn);
+        cfg.log_privdata = (void *)names[i];
+        cs->c[i] = fixture_client(&cfg);
+        if (cs->c[i] == NULL)
+            return -1;
+    }
+    return 0;
+}
+
+static void free_clients(struct fixture *f)
+{
+    struct clients *cs = f->priv;
+
+    for (int i = 0; i < CLIENTS; i++) {
+        rl_client_free(cs->c[i]);
+        cs->c[i] = NULL;
+    }
+}
+
+static const struct fixture_opts three = {
+    .nodes = 3, .no_client = true, .priv_size = sizeof(struct clients),
+    .setup = start_clients, .cleanup = free_clients};
+static const struct fixture_opts one = {
+    .nodes = 1, .no_client = true, .priv_size = sizeof(struct clients),
+    .setup = start_clients, .cleanup = free_clients};
+
+/* Client i, NULL once the case freed it. */
+static rl_client *cl(const struct fixture *f, int i)
+{
+    return ((const struct clients *)f->priv)->c[i];
+}
+
+/* A client's node checks of one node, as rl_node_stats counts them. */
+struct checks {
+    uint64_t own;
+    uint64_t heard;
+    uint64_t shared;
+    int vote_bar;
+};
+
+static void read_checks(struct fixture *f, size_t node,
+                        struct checks out[CLIENTS])
+{
+    rl_node_stats s;
+
+    memset(out, 0, sizeof(struct checks) * CLIENTS);
+    for (int i = 0; i < CLIENTS; i++) {
+        if (cl(f, i) == NULL)
+            continue;
+        assert_int_equal(rl_client_node_stats(cl(f, i), node, &s), RL_OK);
+        out[i].own = s.checks_own;
+        out[i].heard = s.checks_heard;
+        out[i].shared = s.checks_shared;
+        out[i].vote_bar = s.vote_bar;
+    }
+}
+
+static void print_window(const struct fixture *f, size_t node,
+                         const char *what, const struct checks *base,
+                         const struct checks *now)
+{
+    fprintf(stderr, "  node %zu %s:", node, what);
+    for (int i = 0; i < CLIENTS; i++) {
+        if (cl(f, i) == NULL)
+            continue;
+        fprintf(stderr, " %s own +%llu heard +%llu shared +%llu;", names[i],
+                (unsigned long long)(now[i].own - base[i].own),
+                (unsigned long long)(now[i].heard - base[i].heard),
+                (unsigned long long)(now[i].shared - base[i].shared));
+    }
+    fprintf(stderr, "\n");
+}
+
+/* Every live client is subscribed to node's readings: a client follows
+ * the shared check only after FOLLOW_AFTER_CHECKS (8) checks of its own,
+ * about 8 s. */
+static void wait_all_following(struct fixture *f, int nodes, int live)
+{
+    int64_t start = harness_now_ms();
+    int64_t deadline = start + harness_scale_ms(30000);
+    long long subs = -1;
+
+    for (int i = 0; i < nodes; i++) {
+        while ((subs = harness_numsub(&f->r[i], CHANNEL)) != live &&
+               harness_now_ms() < deadline)
+            harness_sleep_ms(100);
+        if (subs != live)
+            fail_msg("node %d: %lld subscribers of " CHANNEL ", want %d", i,
+                     subs, live);
+    }
+    fprintf(stderr, "  %d clients follow %d node(s) after %lld ms\n", live,
+            nodes, (long long)(harness_now_ms() - start));
+}
+
+/* Waits until node's readings have settled among the live clients: in
+ * one window between two snapshots every client took part in at least
+ * SETTLED_INSTANTS instants, exactly one client published (its
+ * checks_shared grew), and each other one checked the node itself at
+ * most once (the full check every 60th instant). A window that breaks
+ * this (two publishers, a second own check of a follower, or every
+ * client counted without the rest holding) starts again from a new
+ * snapshot. Returns the publisher; fails the case past the deadline. */
+static int wait_settled(struct fixture *f, size_t node, int64_t deadline)
+{
+    struct checks base[CLIENTS], now[CLIENTS], last[CLIENTS];
+    int64_t start = harness_now_ms();
+    int restarts = 0;
+
+    read_checks(f, node, base);
+    memcpy(last, base, sizeof(last));
+    do {
+        int publisher = -1, publishers = 0, live = 0, took_part = 0;
+        bool own_ok = true;
+
+        harness_sleep_ms(100);
+        read_checks(f, node, now);
+        for (int i = 0; i < CLIENTS; i++) {
+            if (cl(f, i) == NULL)
+                continue;
+            live++;
+            if (now[i].shared > base[i].shared) {
+                publishers++;
+                publisher = i;
+            } else if (now[i].own - base[i].own > 1) {
+                own_ok = false;
+            }
+            if (now[i].heard - base[i].heard +
+                    (now[i].shared - base[i].shared) >=
+                SETTLED_INSTANTS)
+                took_part++;
+        }
+        if (publishers == 1 && own_ok && took_part == live) {
+            print_window(f, node, "settled", base, now);
+            fprintf(stderr, "  node %zu: publisher %s, after %lld ms and "
+                            "%d new windows\n",
+                    node, names[publisher],
+                    (long long)(harness_now_ms() - start), restarts);
+            return publisher;
+        }
+        if (publishers > 1 || !own_ok || took_part == live) {
+            print_window(f, node, "unsettled", base, now);
+            memcpy(last, base, sizeof(last));
+            memcpy(base, now, sizeof(base));
+            restarts++;
+        }
+    } while (harness_now_ms() < deadline);
+    /* The window still open, and the last one that failed. */
+    print_window(f, node, "open window", base, now);
+    print_window(f, node, "last failed window", last, base);
+    fail_msg("node %zu: the readings did not settle in %lld ms", node,
+             (long long)(harness_now_ms() - start));
+    return -1;
+}
+
+/* PUBLISH line on redlock:facts of r; the subscribers it reached. */
+static long long publish(const struct rl_redis *r, const char *line)
+{
+    return harness_int(harness_cmd(r, "PUBLISH " CHANNEL " %s", line), -1);
+}
+
+/* Polls until every live client reports vote_bar want for node, within
+ * ms (scaled); prints when each did. repeat (may be NULL) is published on
+ * the node before each look, so a client that was between its own check
+ * and its reply when one arrived (it then keeps its own) gets another. */
+static bool wait_all_bar(struct fixture *f, size_t node, int want, int ms,
+                         const char *repeat)
+{
+    int64_t start = harness_now_ms();
+    int64_t deadline = start + harness_scale_ms(ms);
+    int64_t seen[CLIENTS];
+    struct checks now[CLIENTS];
+    int missing;
+
+    for (int i = 0; i < CLIENTS; i++)
+        seen[i] = -1;
+    do {
+        if (repeat != NULL)
+            publish(&f->r[node], repeat);
+        read_checks(f, node, now);
+        missing = 0;
+        for (int i = 0; i < CLIENTS; i++) {
+            if (cl(f, i) == NULL || seen[i] >= 0)
+                continue;
+            if (now[i].vote_bar == want)
+                seen[i] = harness_now_ms() - start;
+            else
+                missing++;
+        }
+        if (missing == 0)
+            break;
+        harness_sleep_ms(repeat != NULL ? 200 : 20);
+    } while (harness_now_ms() < deadline);
+    fprintf(stderr, "  node %zu: vote_bar %d", node, want);
+    for (int i = 0; i < CLIENTS; i++) {
+        if (cl(f, i) == NULL)
+            continue;
+        if (seen[i] >= 0)
+            fprintf(stderr, "; %s after %lld ms", names[i],
+                    (long long)seen[i]);
+        else
+            fprintf(stderr, "; %s not (%d)", names[i], now[i].vote_bar);
+    }
+    fprintf(stderr, "\n");
+    return missing == 0;
+}
+
+static void turn_evicting(const struct rl_redis *r)
+{
+    assert_true(harness_ok(harness_cmd(r, "CONFIG SET maxmemory 100mb")));
+    assert_true(
+        harness_ok(harness_cmd(r, "CONFIG SET maxmemory-policy allkeys-lru")));
+}
+
+/* ---- Cases ---------------------------------------------------------------*/
+
+/* Three clients of three nodes: per node, one client reads for the
+ * others, and a policy turned evicting still reaches every client within
+ * the 2 s a client checking on its own has (test_preconditions). */
+static void test_one_client_reads_for_the_others(void **state)
+{
+    struct fixture *f = *state;
+    int64_t deadline;
+
+    wait_all_following(f, 3, CLIENTS);
+    deadline = harness_now_ms() + harness_scale_ms(30000);
+    for (size_t i = 0; i < 3; i++)
+        wait_settled(f, i, deadline);
+    turn_evicting(&f->r[1]);
+    assert_true(wait_all_bar(f, 1, RL_BAR_EVICTS, 2000, NULL));
+}
+
+/* The publisher goes without a word (rl_client_free): at the first
+ * instant when the others have heard nothing since their last one, they
+ * check (and publish) again. A policy change made right after is seen
+ * within 3 s (a follower that heard the last reading checks at the
+ * second instant after it at the latest: about 2 s), and the readings
+ * settle again with one of the two publishing. */
+static void test_the_others_check_again_when_the_publisher_goes(
+    void **state)
+{
+    struct fixture *f = *state;
+    struct clients *cs = f->priv;
+    struct checks base[CLIENTS], now[CLIENTS];
+    int64_t deadline;
+    int publisher, next;
+    bool took_over = false;
+
+    wait_all_following(f, 1, CLIENTS);
+    publisher = wait_settled(f, 0, harness_now_ms() + harness_scale_ms(30000));
+    read_checks(f, 0, base);
+    rl_client_free(cs->c[publisher]);
+    cs->c[publisher] = NULL;
+    fprintf(stderr, "  publisher %s freed\n", names[publisher]);
+    turn_evicting(&f->r[0]);
+    assert_true(wait_all_bar(f, 0, RL_BAR_EVICTS, 3000, NULL));
+    /* One of the two publishes now: its checks_shared grows. */
+    deadline = harness_now_ms() + harness_scale_ms(10000);
+    do {
+        read_checks(f, 0, now);
+        for (int i = 0; i < CLIENTS; i++)
+            took_over |= cl(f, i) != NULL && now[i].shared > base[i].shared;
+        if (took_over)
+            break;
+        harness_sleep_ms(100);
+    } while (harness_now_ms() < deadline);
+    print_window(f, 0, "since the free", base, now);
+    assert_true(took_over);
+    /* ... and the two settle on one publisher again (wait_settled counts
+     * the live clients only). */
+    next = wait_settled(f, 0, harness_now_ms() + harness_scale_ms(30000));
+    fprintf(stderr, "  %s took over from %s\n", names[next],
+            names[publisher]);
+}
+
+/* A reading published with another server's run_id (what a restarted
+ * server's old readings, or a forgery, look like) claims the node
+ * evicts: no client takes it, through two more readings each. A
+ * malformed line changes nothing. The same claim with the node's run_id
+ * is taken by every client at once: the first was refused for its
+ * run_id, not because publications are not read. */
+static void test_a_reading_of_another_server_is_not_taken(void **state)
+{
+    struct fixture *f = *state;
+    struct checks base[CLIENTS], now[CLIENTS];
+    char run_id[64], other[64];
+    char forged[256], control[256];
+    int64_t deadline;
+    int behind;
+
+    wait_all_following(f, 1, CLIENTS);
+    wait_settled(f, 0, harness_now_ms() + harness_scale_ms(30000));
+    assert_int_equal(
+        harness_info_field(&f->r[0], "server", "run_id", run_id,
+                           sizeof(run_id)),
+        0);
+    assert_int_equal(strlen(run_id), 40);
+    /* Another run_id: every hex digit changed. */
+    for (size_t i = 0; i < 40; i++)
+        other[i] = run_id[i] == '0' ? '1' : '0';
+    other[40] = '\0';
+    snprintf(forged, sizeof(forged),
+             "rlf1 0000000000000000 %s master - allkeys-lru 1000 0 "
+             "everysec 0", other);
+    snprintf(control, sizeof(control),
+             "rlf1 0000000000000000 %s master - allkeys-lru 1000 0 "
+             "everysec 0", run_id);
+
+    /* The forgery reaches all three (PUBLISH counts them), again at each
+     * look, until every client has taken two readings after the first. */
+    read_checks(f, 0, base);
+    assert_int_equal(publish(&f->r[0], forged), CLIENTS);
+    deadline = harness_now_ms() + harness_scale_ms(10000);
+    do {
+        harness_sleep_ms(200);
+        publish(&f->r[0], forged);
+        read_checks(f, 0, now);
+        behind = 0;
+        for (int i = 0; i < CLIENTS; i++)
+            behind += now[i].heard - base[i].heard +
+                          (now[i].own - base[i].own) <
+                      2;
+    } while (behind > 0 && harness_now_ms() < deadline);
+    print_window(f, 0, "after the forgery", base, now);
+    assert_int_equal(behind, 0);
+    for (int i = 0; i < CLIENTS; i++)
+        assert_int_equal(now[i].vote_bar, RL_VOTES);
+
+    /* Garbage on the channel: refused, every client still answers. */
+    assert_int_equal(publish(&f->r[0], "rlf1 garbage"), CLIENTS);
+    read_checks(f, 0, now);
+    for (int i = 0; i < CLIENTS; i++)
+        assert_int_equal(now[i].vote_bar, RL_VOTES);
+
+    /* The control: the node's own run_id. */
+    assert_int_equal(publish(&f->r[0], control), CLIENTS);
+    assert_true(wait_all_bar(f, 0, RL_BAR_EVICTS, 2000, control));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_one_client_reads_for_the_others),
+        FIXTURE_TEST(test_the_others_check_again_when_the_publisher_goes,
+                     &one),
+        FIXTURE_TEST(test_a_reading_of_another_server_is_not_taken, &one),
+    };
+
+    return FIXTURE_RUN("shared_check", &three, tests);
+}
