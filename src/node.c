@@ -64,23 +64,30 @@ static void scripts_missing(struct node *n, const redisReply *reply);
  * client is still most of what idle clients cost it; one reading a
  * second serves them all. A client that has checked a node
  * FOLLOW_AFTER_CHECKS times (a short-lived process never does) follows
- * its readings: it subscribes to redlock:facts there (notify.c), and a
- * check of its own that heard nobody else's reading since its last
- * instant is published there (PUBLISH, facts_share_format) for the
- * others, which take it as their own check's reading (facts_share_parse:
- * only one read from the server their connection's handshake saw) and
- * skip their own check at their next instant. Of several publishers the
- * one with the smallest check_id keeps publishing, the others stop when
- * they hear it; when it goes, the others hear nothing for an instant and
- * check (and publish) again at the next: a reading comes at most about
- * two intervals after the one before (VOTE_CHECK_GAP_MS). A reading is
- * published only when its check came back within SHARE_FRESH_MS, so a
- * slow round trip is not passed on as news. Each follower still checks
+ * its readings: it subscribes to redlock:facts there (notify.c). A
+ * follower that heard no other client's reading in its last SHARE_EVERY
+ * instants checks the node itself at every instant and publishes there
+ * (PUBLISH, facts_share_format) each reading that differs from the last
+ * it published, and at least every SHARE_EVERY-th; the others take a
+ * reading as their own check's (facts_share_parse: only one read from
+ * the server their connection's handshake saw) and skip their own
+ * checks while readings keep coming. So a change is heard within about
+ * an interval, and the node writes each follower a message every
+ * SHARE_EVERY intervals while nothing changes (the messages, one write
+ * per follower, are most of what the shared check costs the node). Of
+ * several publishers the one with the smallest check_id keeps
+ * publishing, the others stop when they hear it; when it goes, the
+ * others check (and publish) again after SHARE_EVERY silent instants:
+ * two readings are at most SHARE_EVERY + 1 instants apart
+ * (VOTE_CHECK_GAP_MS). A reading is published only when its check came
+ * back within SHARE_FRESH_MS, so a slow round trip is not passed on as
+ * news. Each follower still checks
  * itself at every FULL_CHECK_EVERY-th instant, so a forged publication
  * (whoever may PUBLISH there may as well delete the locks) misleads it
  * for a minute at most. docs/idle-cost.md has the measurements. */
 #define FULL_CHECK_EVERY 60
 #define FOLLOW_AFTER_CHECKS 8
+#define SHARE_EVERY VOTE_SHARE_EVERY
 #define SHARE_FRESH_MS 250
 #define SHARE_CHANNEL "redlock:facts"
 
@@ -200,12 +207,19 @@ static void share_reading(struct node *n)
     char msg[FACTS_SHARE_MAX];
     const char *argv[3] = {"PUBLISH", SHARE_CHANNEL, msg};
 
-    if (!n->publishing || n->check_refused ||
-        mono_now_us() - n->check_sent_us > SHARE_FRESH_MS * 1000u ||
-        facts_share_format(&n->facts, n->check_id, msg) == 0)
+    if (!n->publishing)
         return;
-    if (request_internal(n, REQ_SHARE, 3, argv))
+    n->unshared++;
+    if (n->check_refused ||
+        mono_now_us() - n->check_sent_us > SHARE_FRESH_MS * 1000u ||
+        facts_share_format(&n->facts, n->check_id, msg) == 0 ||
+        (n->unshared < SHARE_EVERY && strcmp(msg, n->shared_line) == 0))
+        return;
+    if (request_internal(n, REQ_SHARE, 3, argv)) {
         n->stats.checks_shared++;
+        n->unshared = 0;
+        memcpy(n->shared_line, msg, sizeof(msg));
+    }
 }
 
 /* A PUBLISH refused (an ACL): this client checks for itself only. */
@@ -239,7 +253,7 @@ static void on_shared_reading(void *arg, const char *msg, size_t len)
         return;
     if (n->publishing && from < n->check_id)
         n->publishing = false;
-    n->heard_us = mono_now_us();
+    n->unheard = 0;
     if (n->check_pending)
         return; /* ours is on its way */
     n->stats.checks_heard++;
@@ -641,40 +655,43 @@ static void schedule_check(struct node *n)
     ev_timer_start(n->loop, &n->check_timer);
 }
 
-/* The shared check's part at an instant: whether a reading of another
- * client since the last one (fired_before) stands for our check, and
- * whether ours is to be published. */
-static bool reading_heard(struct node *n, rl_mono_us fired_before)
+/* The shared check's part at an instant: whether another client's
+ * reading, heard in our last SHARE_EVERY instants, stands for our check,
+ * and whether ours is to be published. */
+static bool reading_heard(struct node *n)
 {
     if (!n->following) {
         /* From the next instant on: a reading published now could not
          * have reached us yet. */
         if (n->own_checks >= FOLLOW_AFTER_CHECKS) {
             n->following = true;
+            n->unheard = SHARE_EVERY; /* none yet */
             notify_follow_facts(n->notify, n->index, on_shared_reading, n);
         }
         return false;
     }
-    if (n->heard_us > fired_before)
+    if (n->unheard < SHARE_EVERY + 1)
+        n->unheard++;
+    if (n->unheard <= SHARE_EVERY)
         return !n->publishing;
-    if (!n->share_refused)
-        n->publishing = true; /* nobody else published: we do */
+    if (!n->publishing && !n->share_refused) {
+        n->publishing = true; /* nobody else publishes: we do, at once */
+        n->unshared = SHARE_EVERY;
+    }
     return false;
 }
 
 static void on_check_timer(struct ev_loop *loop, ev_timer *w, int revents)
 {
     struct node *n = w->data;
-    rl_mono_us fired_before = n->fired_us;
     bool heard;
 
     RL_UNUSED(loop);
     RL_UNUSED(revents);
     schedule_check(n);
-    n->fired_us = mono_now_us();
     if (n->state != NODE_READY || n->check_pending)
         return;
-    heard = reading_heard(n, fired_before);
+    heard = reading_heard(n);
     n->check_full = n->check_refused || n->checks_to_full == 0;
     n->checks_to_full = n->check_full ? FULL_CHECK_EVERY - 1
                                       : n->checks_to_full - 1;
@@ -682,7 +699,7 @@ static void on_check_timer(struct ev_loop *loop, ev_timer *w, int revents)
         return; /* another client's reading came: it was our check */
     n->check_refused = false;
     n->reading = n->facts;
-    n->check_sent_us = n->fired_us;
+    n->check_sent_us = mono_now_us();
     if (queue_check(n)) {
         n->check_pending = true;
         n->stats.checks_own++;

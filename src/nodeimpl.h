@@ -104,8 +104,10 @@ struct node {
     bool following;             /* subscribed to the node's readings */
     bool publishing;            /* our checks' readings are published */
     bool share_refused;         /* PUBLISH was refused: never again */
-    rl_mono_us heard_us;        /* another client's last reading heard */
-    rl_mono_us fired_us;        /* the check timer's last firing */
+    unsigned unheard;           /* instants since another client's
+                                   reading was last heard */
+    unsigned unshared;          /* our checks since we last published */
+    char shared_line[FACTS_SHARE_MAX]; /* what we last published */
     rl_mono_us check_sent_us;   /* our pending check's send */
     struct node *const *peers;  /* every node of the client (index order) */
     size_t npeers;

@@ -21,14 +21,16 @@
  * grid of the wall clock (vote_next_check_us); two readings are up to
  * VOTE_CHECK_GAP_MS apart (an instant comes half to one and a half
  * intervals after the one before; a client that follows the node's
- * shared check and heard its last reading from another client checks
- * itself at the second instant after it when no other reading came: two
- * of those, 3 intervals; more only when a check is still unanswered at
- * the next instant, which is then skipped), so a node that stopped
- * evicting may have evicted up to that long before the reading that no
- * longer showed it. */
+ * shared check hears a reading at least every VOTE_SHARE_EVERY instants
+ * of its publisher, and checks itself at the instant after
+ * VOTE_SHARE_EVERY silent ones; more only when a check is still
+ * unanswered at the next instant, which is then skipped), so a node that
+ * stopped evicting may have evicted up to that long before the reading
+ * that no longer showed it. */
 #define VOTE_CHECK_INTERVAL_MS 1000
-#define VOTE_CHECK_GAP_MS (VOTE_CHECK_INTERVAL_MS * 3)
+#define VOTE_SHARE_EVERY 3
+#define VOTE_CHECK_GAP_MS                                                   \
+    ((VOTE_SHARE_EVERY + 1) * VOTE_CHECK_INTERVAL_MS * 3 / 2)
 
 /* The wall-clock instant (µs since the epoch) of the next node check of
  * the node at a, the clock reading now_us: the first instant of the
