@@ -61,8 +61,8 @@ static void scripts_missing(struct node *n, const redisReply *reply);
  * reply.
  *
  * The shared check. A node's wake-up for every check of every idle
- * client is still most of what idle clients cost it; one reading a
- * second serves them all. A client that has checked a node
+ * client, and the write of each reply, were most of what idle clients
+ * cost it; one reading a second serves them all. A client that has checked a node
  * FOLLOW_AFTER_CHECKS times (a short-lived process never does) follows
  * its readings: it subscribes to redlock:facts there (notify.c). A
  * follower that heard no other client's reading in its last SHARE_EVERY
@@ -81,10 +81,10 @@ static void scripts_missing(struct node *n, const redisReply *reply);
  * two readings are at most SHARE_EVERY + 1 instants apart
  * (VOTE_CHECK_GAP_MS). A reading is published only when its check came
  * back within SHARE_FRESH_MS, so a slow round trip is not passed on as
- * news. Each follower still checks
- * itself at every FULL_CHECK_EVERY-th instant, so a forged publication
- * (whoever may PUBLISH there may as well delete the locks) misleads it
- * for a minute at most. docs/idle-cost.md has the measurements. */
+ * news. Each follower still checks itself at every FULL_CHECK_EVERY-th
+ * instant, so a forged publication (whoever may PUBLISH there may as
+ * well delete the locks) misleads it for a minute at most.
+ * docs/idle-cost.md has the measurements. */
 #define FULL_CHECK_EVERY 60
 #define FOLLOW_AFTER_CHECKS 8
 #define SHARE_EVERY VOTE_SHARE_EVERY
