@@ -604,8 +604,10 @@ RL_API int rl_lock_mode(const rl_lock *l);
 
 /* ---- Watchdog ---------------------------------------------------------------
  * Renews the lock by re-quorum every o->extend_interval_ms (0: ttl/3;
- * o may be NULL for all defaults) while the caller works; a failed round
- * is retried quickly while validity remains.
+ * o may be NULL for all defaults) while the caller works (an interval of
+ * 8 s or more ends at the wall clock's last whole second before it, up to
+ * 1 s early, so the nodes serve a fleet's renewals of one second
+ * together); a failed round is retried quickly while validity remains.
  * When a majority says the lock is gone, or the remaining validity falls
  * below the safety margin (min(ttl/10, 1 s)) without a successful renewal,
  * the lock is LOST: rl_lock_lost() turns true, rl_lock_lost_fd() becomes

@@ -30,6 +30,10 @@
 #include "abi.h"
 #include "watchdog.h"
 
+/* The renewals' grid (renewal_at). */
+#define RENEW_GRID_US 1000000u
+#define RENEW_GRID_MIN_US (8 * RENEW_GRID_US)
+
 /* Largest max_hold_ms that is not "no cap" (a century). */
 #define MAX_HOLD_MS (UINT64_C(100) * 365 * 24 * 3600 * 1000)
 
@@ -130,6 +134,23 @@ static rl_mono_us interval_us(const struct rl_lock *l)
                       : atomic_load(&l->ttl_ms) / 3;
 
     return (rl_mono_us)(ms != 0 ? ms : 1) * 1000u;
+}
+
+/* A renewal's time when the last one was confirmed at now. Intervals of
+ * RENEW_GRID_MIN_US or more end at an instant of a grid of the wall
+ * clock, one a second and the same for every client: the renewals of a
+ * fleet's long-lived holders that fall in one second reach a node
+ * together, and it serves them in about one wake-up, as it serves their
+ * node checks (docs/idle-cost.md). A renewal goes out up to a second
+ * early (an eighth of the interval at most), never late: a wall clock
+ * that jumps moves it within that second. */
+static rl_mono_us renewal_at(const struct rl_lock *l, rl_mono_us now)
+{
+    rl_mono_us iv = interval_us(l);
+
+    if (iv < RENEW_GRID_MIN_US)
+        return now + iv;
+    return now + iv - (wall_now_us() + iv) % RENEW_GRID_US;
 }
 
 /* The pause after a failed renewal round. */
@@ -492,7 +513,7 @@ void watchdog_watch(struct watchdog *w, struct rl_lock *l,
         if (o->max_hold_ms != 0 && o->max_hold_ms != UINT64_MAX)
             e->hold_end_us = now + o->max_hold_ms * 1000u;
     }
-    schedule(w, l, now + interval_us(l));
+    schedule(w, l, renewal_at(l, now));
 }
 
 void watchdog_unwatch(struct watchdog *w, struct rl_lock *l)
@@ -506,7 +527,9 @@ void watchdog_unwatch(struct watchdog *w, struct rl_lock *l)
 
 void watchdog_renewed(struct watchdog *w, struct rl_lock *l, bool ok)
 {
-    schedule(w, l, mono_now_us() + (ok ? interval_us(l) : retry_pause_us(l)));
+    rl_mono_us now = mono_now_us();
+
+    schedule(w, l, ok ? renewal_at(l, now) : now + retry_pause_us(l));
 }
 
 void watchdog_renew_now(struct watchdog *w, struct rl_lock *l)
