@@ -88,7 +88,7 @@ static void scripts_missing(struct node *n, const redisReply *reply);
 #define FULL_CHECK_EVERY 60
 #define FOLLOW_AFTER_CHECKS 8
 #define SHARE_EVERY VOTE_SHARE_EVERY
-#define SHARE_FRESH_MS 250
+#define SHARE_FRESH_MS 1000
 #define SHARE_CHANNEL "redlock:facts"
 
 /* Clock guard: the handshake reads TIME, and a lock-path command (marked
