@@ -60,34 +60,32 @@ static void scripts_missing(struct node *n, const redisReply *reply);
  * answers collect in n->reading and become the node's facts at its last
  * reply.
  *
- * The shared check. A node's wake-up for every check of every idle
- * client, and the write of each reply, were most of what idle clients
- * cost it; one reading a second serves them all. A client that has checked a node
- * FOLLOW_AFTER_CHECKS times (a short-lived process never does) follows
- * its readings: it subscribes to redlock:facts there (notify.c). A
- * follower that heard no other client's reading in its last SHARE_EVERY
+ * The shared check. A node's wake-up for every check of every idle client,
+ * and the write of each reply, were most of what idle clients cost it; one
+ * reading a second serves them all. A client that has checked a node
+ * FOLLOW_AFTER_CHECKS times (a short-lived process never does) follows its
+ * readings: it subscribes to redlock:facts there (notify.c). A follower
+ * that heard no other client's reading in its last VOTE_SHARE_EVERY
  * instants checks the node itself at every instant and publishes there
- * (PUBLISH, facts_share_format) each reading that differs from the last
- * it published, and at least every SHARE_EVERY-th; the others take a
- * reading as their own check's (facts_share_parse: only one read from
- * the server their connection's handshake saw) and skip their own
- * checks while readings keep coming. So a change is heard within about
- * an interval, and the node writes each follower a message every
- * SHARE_EVERY intervals while nothing changes (the messages, one write
- * per follower, are most of what the shared check costs the node). Of
- * several publishers the one with the smallest check_id keeps
- * publishing, the others stop when they hear it; when it goes, the
- * others check (and publish) again after SHARE_EVERY silent instants:
- * two readings are at most SHARE_EVERY + 1 instants apart
- * (VOTE_CHECK_GAP_MS). A reading is published only when its check came
- * back within SHARE_FRESH_MS, so a slow round trip is not passed on as
- * news. Each follower still checks itself at every FULL_CHECK_EVERY-th
- * instant, so a forged publication (whoever may PUBLISH there may as
- * well delete the locks) misleads it for a minute at most.
- * docs/idle-cost.md has the measurements. */
+ * (PUBLISH, facts_share_format) each reading that differs from the last it
+ * published, and at least every VOTE_SHARE_EVERY-th; the others take a
+ * reading as their own check's (facts_share_parse: only one read from the
+ * server their connection's handshake saw) and skip their own checks while
+ * readings keep coming. So a change is heard within about an interval, and
+ * the node writes each follower a message every VOTE_SHARE_EVERY intervals
+ * while nothing changes (the messages, one write per follower, are most of
+ * what the shared check costs the node). Of several publishers the one with
+ * the smallest check_id keeps publishing, the others stop when they hear
+ * it; when it goes, the others check (and publish) again after
+ * VOTE_SHARE_EVERY silent instants: two readings are at most
+ * VOTE_SHARE_EVERY + 1 instants apart (VOTE_CHECK_GAP_MS). A reading is
+ * published only when its check came back within SHARE_FRESH_MS, so a slow
+ * round trip is not passed on as news. Each follower still checks itself at
+ * every FULL_CHECK_EVERY-th instant, so a forged publication (whoever may
+ * PUBLISH there may as well delete the locks) misleads it for a minute at
+ * most. docs/idle-cost.md has the measurements. */
 #define FULL_CHECK_EVERY 60
 #define FOLLOW_AFTER_CHECKS 8
-#define SHARE_EVERY VOTE_SHARE_EVERY
 #define SHARE_FRESH_MS 1000
 #define SHARE_CHANNEL "redlock:facts"
 
@@ -213,7 +211,8 @@ static void share_reading(struct node *n)
     if (n->check_refused ||
         mono_now_us() - n->check_sent_us > SHARE_FRESH_MS * 1000u ||
         facts_share_format(&n->facts, n->check_id, msg) == 0 ||
-        (n->unshared < SHARE_EVERY && strcmp(msg, n->shared_line) == 0))
+        (n->unshared < VOTE_SHARE_EVERY &&
+         strcmp(msg, n->shared_line) == 0))
         return;
     if (request_internal(n, REQ_SHARE, 3, argv)) {
         n->stats.checks_shared++;
@@ -655,9 +654,9 @@ static void schedule_check(struct node *n)
     ev_timer_start(n->loop, &n->check_timer);
 }
 
-/* The shared check's part at an instant: whether another client's
- * reading, heard in our last SHARE_EVERY instants, stands for our check,
- * and whether ours is to be published. */
+/* The shared check's part at an instant: whether another client's reading,
+ * heard in our last VOTE_SHARE_EVERY instants, stands for our check, and
+ * whether ours is to be published. */
 static bool reading_heard(struct node *n)
 {
     if (!n->following) {
@@ -665,18 +664,18 @@ static bool reading_heard(struct node *n)
          * have reached us yet. */
         if (n->own_checks >= FOLLOW_AFTER_CHECKS) {
             n->following = true;
-            n->unheard = SHARE_EVERY; /* none yet */
+            n->unheard = VOTE_SHARE_EVERY; /* none yet */
             notify_follow_facts(n->notify, n->index, on_shared_reading, n);
         }
         return false;
     }
-    if (n->unheard < SHARE_EVERY + 1)
+    if (n->unheard < VOTE_SHARE_EVERY + 1)
         n->unheard++;
-    if (n->unheard <= SHARE_EVERY)
+    if (n->unheard <= VOTE_SHARE_EVERY)
         return !n->publishing;
     if (!n->publishing && !n->share_refused) {
         n->publishing = true; /* nobody else publishes: we do, at once */
-        n->unshared = SHARE_EVERY;
+        n->unshared = VOTE_SHARE_EVERY;
     }
     return false;
 }

@@ -228,18 +228,17 @@ static void on_push(struct conn *c, const redisReply *r, void *privdata)
     if (kind->type != REDIS_REPLY_STRING || chan->type != REDIS_REPLY_STRING)
         return;
     if (strcmp(kind->str, "message") == 0 && r->elements >= 3 &&
-        r->element[2]->type == REDIS_REPLY_STRING &&
-        strcmp(chan->str, FACTS_CHANNEL) == 0) {
-        if (sc->facts_fn != NULL)
-            sc->facts_fn(sc->facts_arg, r->element[2]->str,
-                         (size_t)r->element[2]->len);
-    } else if (strcmp(kind->str, "message") == 0 && r->elements >= 3 &&
-               r->element[2]->type == REDIS_REPLY_STRING) {
+        r->element[2]->type == REDIS_REPLY_STRING) {
         const redisReply *msg = r->element[2];
         unsigned listeners;
-        size_t token_len = split_message(msg->str, (size_t)msg->len,
-                                         &listeners);
+        size_t token_len;
 
+        if (strcmp(chan->str, FACTS_CHANNEL) == 0) {
+            if (sc->facts_fn != NULL)
+                sc->facts_fn(sc->facts_arg, msg->str, (size_t)msg->len);
+            return;
+        }
+        token_len = split_message(msg->str, (size_t)msg->len, &listeners);
         channel_wake(sc->nt, chan->str, (size_t)chan->len, msg->str,
                      token_len, listeners);
     } else if (strcmp(kind->str, "subscribe") == 0) {
@@ -264,6 +263,12 @@ static void send_channel(struct sub_conn *sc, const char *verb,
                          const struct channel *ch)
 {
     send_subscription(sc, verb, ch->name, ch->len);
+}
+
+static void subscribe_facts(struct sub_conn *sc)
+{
+    send_subscription(sc, "SUBSCRIBE", FACTS_CHANNEL,
+                      sizeof(FACTS_CHANNEL) - 1);
 }
 
 static void on_auth(struct conn *c, const redisReply *r, const char *down,
@@ -341,8 +346,7 @@ static void sub_start(struct sub_conn *sc)
     for (ch = sc->nt->channels; ch != NULL; ch = ch->next)
         send_channel(sc, "SUBSCRIBE", ch);
     if (sc->facts_fn != NULL)
-        send_subscription(sc, "SUBSCRIBE", FACTS_CHANNEL,
-                          strlen(FACTS_CHANNEL));
+        subscribe_facts(sc);
 }
 
 /* ---- API ---------------------------------------------------------------- */
@@ -531,8 +535,7 @@ void notify_follow_facts(struct notify *nt, size_t index,
     if (sc->conn == NULL && !ev_is_active(&sc->retry))
         sub_start(sc); /* subscribes to everything, the facts too */
     else
-        send_subscription(sc, "SUBSCRIBE", FACTS_CHANNEL,
-                          strlen(FACTS_CHANNEL));
+        subscribe_facts(sc);
 }
 
 void notify_pass_on(struct notify_waiter *w)
