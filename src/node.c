@@ -78,7 +78,13 @@ static void scripts_missing(struct node *n, const redisReply *reply);
  * the smallest check_id keeps publishing, the others stop when they hear
  * it; when it goes, the others check (and publish) again after
  * VOTE_SHARE_EVERY silent instants: two readings are at most
- * VOTE_SHARE_EVERY + 1 instants apart (VOTE_CHECK_GAP_MS). A reading is
+ * VOTE_SHARE_EVERY + 1 instants (and a takeover's delay) apart
+ * (VOTE_CHECK_GAP_MS). The followers fall silent together, so a takeover
+ * waits VOTE_TAKEOVER_SPREAD_MS scaled by the follower's check_id: the
+ * smallest id checks and publishes first and the others take its reading,
+ * where they all checked at once and many published, each publication
+ * written to every follower (with a thousand followers, a million writes
+ * because one check came back late). A reading is
  * published only when its check came back within SHARE_FRESH_MS, so a slow
  * round trip is not passed on as news. Each follower still checks itself at
  * every FULL_CHECK_EVERY-th instant, so a forged publication (whoever may
@@ -654,9 +660,18 @@ static void schedule_check(struct node *n)
     ev_timer_start(n->loop, &n->check_timer);
 }
 
+/* Our delay before a takeover: VOTE_TAKEOVER_SPREAD_MS scaled by our id,
+ * so the smallest id of the followers goes first. */
+static double takeover_delay_s(const struct node *n)
+{
+    return (double)(n->check_id >> 32) / 4294967296.0 *
+           VOTE_TAKEOVER_SPREAD_MS / 1000.0;
+}
+
 /* The shared check's part at an instant: whether another client's reading,
  * heard in our last VOTE_SHARE_EVERY instants, stands for our check, and
- * whether ours is to be published. */
+ * whether ours is to be published; after VOTE_SHARE_EVERY silent ones the
+ * takeover timer checks (on_takeover_timer). */
 static bool reading_heard(struct node *n)
 {
     if (!n->following) {
@@ -674,10 +689,24 @@ static bool reading_heard(struct node *n)
     if (n->unheard <= VOTE_SHARE_EVERY)
         return !n->publishing;
     if (!n->publishing && !n->share_refused) {
-        n->publishing = true; /* nobody else publishes: we do, at once */
-        n->unshared = VOTE_SHARE_EVERY;
+        ev_timer_set(&n->takeover_timer, takeover_delay_s(n), 0.0);
+        ev_timer_start(n->loop, &n->takeover_timer);
     }
     return false;
+}
+
+/* The check of this instant, sent now. */
+static void send_check(struct node *n)
+{
+    n->check_refused = false;
+    n->reading = n->facts;
+    n->check_sent_us = mono_now_us();
+    if (queue_check(n)) {
+        n->check_pending = true;
+        n->stats.checks_own++;
+        if (n->own_checks < FOLLOW_AFTER_CHECKS)
+            n->own_checks++;
+    }
 }
 
 static void on_check_timer(struct ev_loop *loop, ev_timer *w, int revents)
@@ -694,17 +723,32 @@ static void on_check_timer(struct ev_loop *loop, ev_timer *w, int revents)
     n->check_full = n->check_refused || n->checks_to_full == 0;
     n->checks_to_full = n->check_full ? FULL_CHECK_EVERY - 1
                                       : n->checks_to_full - 1;
+    if (ev_is_active(&n->takeover_timer))
+        return; /* the takeover checks */
     if (heard && !n->check_full)
         return; /* another client's reading came: it was our check */
-    n->check_refused = false;
-    n->reading = n->facts;
-    n->check_sent_us = mono_now_us();
-    if (queue_check(n)) {
-        n->check_pending = true;
-        n->stats.checks_own++;
-        if (n->own_checks < FOLLOW_AFTER_CHECKS)
-            n->own_checks++;
+    send_check(n);
+}
+
+/* Nobody published in our last VOTE_SHARE_EVERY instants, and our delay
+ * is over: unless another follower's reading came in it (it was our
+ * check: on_shared_reading took it), we check and publish from now on. */
+static void on_takeover_timer(struct ev_loop *loop, ev_timer *w,
+                              int revents)
+{
+    struct node *n = w->data;
+
+    RL_UNUSED(loop);
+    RL_UNUSED(revents);
+    if (n->state != NODE_READY || n->check_pending)
+        return;
+    if (n->unheard > 0) {
+        n->publishing = true;
+        n->unshared = VOTE_SHARE_EVERY; /* publish this one */
+    } else if (!n->check_full) {
+        return;
     }
+    send_check(n);
 }
 
 static void on_backoff_timer(struct ev_loop *loop, ev_timer *w, int revents)
@@ -770,6 +814,8 @@ struct node *node_new(struct ev_loop *loop, const struct config *cfg,
     n->backoff_timer.data = n;
     ev_timer_init(&n->check_timer, on_check_timer, 0.0, 0.0);
     n->check_timer.data = n;
+    ev_timer_init(&n->takeover_timer, on_takeover_timer, 0.0, 0.0);
+    n->takeover_timer.data = n;
     return n;
 }
 
@@ -792,6 +838,7 @@ void node_free(struct node *n)
     ev_timer_stop(n->loop, &n->request_timer);
     ev_timer_stop(n->loop, &n->backoff_timer);
     ev_timer_stop(n->loop, &n->check_timer);
+    ev_timer_stop(n->loop, &n->takeover_timer);
     resolve_drop(n->resolving);
     n->resolving = NULL;
     snprintf(n->last_error, sizeof(n->last_error), "%s: client closed",

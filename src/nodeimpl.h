@@ -107,6 +107,8 @@ struct node {
     unsigned unheard;           /* instants since another client's
                                    reading was last heard */
     unsigned unshared;          /* our checks since we last published */
+    ev_timer takeover_timer;    /* nobody published: our check (and
+                                   publication) after our id's delay */
     char shared_line[FACTS_SHARE_MAX]; /* what we last published */
     rl_mono_us check_sent_us;   /* our pending check's send */
     struct node *const *peers;  /* every node of the client (index order) */
