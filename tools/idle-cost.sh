@@ -9,12 +9,16 @@
 # the last run (INFO commandstats: calls per second, µs per call) say what
 # it is made of. The holders' timeouts are generous (a loaded machine
 # must not turn the window into reconnections and their handshakes).
-#   tools/idle-cost.sh [N] [SECONDS] [RUNS]     (defaults 50 10 3)
+# With "takeover" as 4th argument, each run then kills (SIGKILL) the
+# holder that publishes the node's shared check and counts what the node
+# ran in the 8 s after: the others' takeover (needs ss, of iproute2).
+#   tools/idle-cost.sh [N] [SECONDS] [RUNS] [takeover]  (defaults 50 10 3)
 # Uses $REDLOCK_CLI, else build/release/tools/redlock-cli/redlock-cli.
 set -euo pipefail
 n=${1:-50}
 secs=${2:-10}
 runs=${3:-3}
+takeover=${4:-}
 root=$(cd "$(dirname "$0")/.." && pwd)
 cli=${REDLOCK_CLI:-$root/build/release/tools/redlock-cli/redlock-cli}
 [ -x "$cli" ] || { echo "idle-cost: no $cli (build first)" >&2; exit 2; }
@@ -58,6 +62,36 @@ window() {
     echo $(((b - a) * 1000000 / (t1 - t0)))
 }
 
+# The publisher's connection is the one whose last command was PUBLISH
+# (until its next check: poll for it, a publication comes every 3 s);
+# its process owns the client end of it.
+kill_publisher() {
+    local addr='' pid='' a b t0 t1
+    for _ in $(seq 50); do
+        # (awk reads to the end: an early exit would end the pipe with
+        # SIGPIPE)
+        addr=$(rc CLIENT LIST | tr -d '\r' | awk '!a && / cmd=publish / {
+            for (i = 1; i <= NF; i++) if ($i ~ /^addr=/) a = substr($i, 6) }
+            END { print a }')
+        [ -n "$addr" ] && break
+        sleep 0.1
+    done
+    [ -n "$addr" ] && pid=$(ss -tnpH "sport = :${addr##*:}" |
+        sed -n 's/.*pid=\([0-9]*\).*/\1/p' | sort -u)
+    [ -n "$pid" ] || { echo "idle-cost: no publisher found" >&2; return; }
+    rc CONFIG RESETSTAT >/dev/null
+    t0=$(now_us)
+    a=$(cpu_us)
+    kill -KILL "$pid"
+    sleep 8
+    b=$(cpu_us)
+    t1=$(now_us)
+    rc INFO commandstats | tr -d '\r' | awk -F'[:=,]' -v cpu=$((b - a)) -v s="$(((t1 - t0) / 1000))" '
+        /^cmdstat_(info|config\|get|publish):/ { sub("cmdstat_", "", $1); c[$1] = $3 }
+        END { printf "  takeover: publisher killed; in the %d ms after: node CPU %d us, info %d (2 of them by this script), config|get %d, publish %d calls\n",
+                     s, cpu, c["info"], c["config|get"], c["publish"] }'
+}
+
 marginals=()
 for run in $(seq "$runs"); do
     idle=$(window)
@@ -97,6 +131,7 @@ for run in $(seq "$runs"); do
     busy=$(window)
     stats=$(rc INFO commandstats | tr -d '\r')
     stats_s=$(echo "($(now_us) - $reset_us) / 1000000" | bc -l)
+    [ "$takeover" = takeover ] && kill_publisher
     exec 3>&-
     wait
     marginal=$((busy - idle))
