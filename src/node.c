@@ -78,13 +78,17 @@ static void scripts_missing(struct node *n, const redisReply *reply);
  * the smallest check_id keeps publishing, the others stop when they hear
  * it; when it goes, the others check (and publish) again after
  * VOTE_SHARE_EVERY silent instants: two readings are at most
- * VOTE_SHARE_EVERY + 1 instants (and a takeover's delay) apart
+ * VOTE_SHARE_EVERY + 1 instants (and a takeover's two delays) apart
  * (VOTE_CHECK_GAP_MS). The followers fall silent together, so a takeover
- * waits VOTE_TAKEOVER_SPREAD_MS scaled by the follower's check_id: the
- * smallest id checks and publishes first and the others take its reading,
- * where they all checked at once and many published, each publication
- * written to every follower (with a thousand followers, a million writes
- * because one check came back late). A reading is
+ * (enum takeover) waits VOTE_TAKEOVER_SPREAD_MS scaled by the follower's
+ * check_id before its check: the smallest id checks and publishes first
+ * and the others take its reading, where they all checked at once and
+ * many published, each publication written to every follower (with a
+ * thousand followers, a million writes because one check came back
+ * late). A node that stalls lets every follower whose delay ran out in
+ * the stall check, and their replies come back together: a takeover's
+ * check that took longer than TAKEOVER_STALLED_MS waits the delay again
+ * before it publishes. A reading is
  * published only when its check came back within SHARE_FRESH_MS, so a slow
  * round trip is not passed on as news. Each follower still checks itself at
  * every FULL_CHECK_EVERY-th instant, so a forged publication (whoever may
@@ -93,6 +97,9 @@ static void scripts_missing(struct node *n, const redisReply *reply);
 #define FULL_CHECK_EVERY 60
 #define FOLLOW_AFTER_CHECKS 8
 #define SHARE_FRESH_MS 1000
+/* A takeover's check that took longer met a stalled node, where other
+ * followers' delays ran out too: its publication waits a delay again. */
+#define TAKEOVER_STALLED_MS (VOTE_TAKEOVER_SPREAD_MS / 10)
 #define SHARE_CHANNEL "redlock:facts"
 
 /* Clock guard: the handshake reads TIME, and a lock-path command (marked
@@ -214,8 +221,7 @@ static void share_reading(struct node *n)
     if (!n->publishing)
         return;
     n->unshared++;
-    if (n->check_refused ||
-        mono_now_us() - n->check_sent_us > SHARE_FRESH_MS * 1000u ||
+    if (!n->reading_fresh ||
         facts_share_format(&n->facts, n->check_id, msg) == 0 ||
         (n->unshared < VOTE_SHARE_EVERY &&
          strcmp(msg, n->shared_line) == 0))
@@ -240,6 +246,42 @@ static void share_reply(struct node *n, const redisReply *reply)
                reply->str);
 }
 
+/* Our delay in a takeover: VOTE_TAKEOVER_SPREAD_MS scaled by our id, so
+ * the smallest id of the followers goes first. */
+static double takeover_delay_s(const struct node *n)
+{
+    return (double)(n->check_id >> 32) / 4294967296.0 *
+           VOTE_TAKEOVER_SPREAD_MS / 1000.0;
+}
+
+/* The takeover goes on to step after our delay. */
+static void takeover_wait(struct node *n, enum takeover step)
+{
+    n->takeover = step;
+    ev_timer_set(&n->takeover_timer, takeover_delay_s(n), 0.0);
+    ev_timer_start(n->loop, &n->takeover_timer);
+}
+
+/* Nobody else published since we fell silent: we do, from now on. */
+static void takeover_publish(struct node *n)
+{
+    n->takeover = TAKEOVER_NONE;
+    n->publishing = true;
+    n->unshared = VOTE_SHARE_EVERY; /* publish this one */
+    share_reading(n);
+}
+
+/* No takeover (another's reading came, the connection went, our check
+ * failed); the next silent instant starts another. A full check that
+ * was to be the takeover's comes at the next instant. */
+static void takeover_end(struct node *n)
+{
+    if (n->takeover == TAKEOVER_WAIT_CHECK && n->check_full)
+        n->checks_to_full = 0;
+    n->takeover = TAKEOVER_NONE;
+    ev_timer_stop(n->loop, &n->takeover_timer);
+}
+
 /* Another client's reading of the node (notify.c, redlock:facts). Taken
  * as a check of ours when it was read from the server we are connected
  * to and no check of ours is on its way; a publisher that hears one
@@ -259,6 +301,7 @@ static void on_shared_reading(void *arg, const char *msg, size_t len)
     if (n->publishing && from < n->check_id)
         n->publishing = false;
     n->unheard = 0;
+    takeover_end(n);
     if (n->check_pending)
         return; /* ours is on its way */
     n->stats.checks_heard++;
@@ -270,14 +313,27 @@ static void on_shared_reading(void *arg, const char *msg, size_t len)
 static void check_reply(struct node *n, const redisReply *reply)
 {
     n->check_pending = false;
-    if (reply->type != REDIS_REPLY_STRING)
+    if (reply->type != REDIS_REPLY_STRING) {
+        takeover_end(n);
         return; /* an error now: keep what the last readings said */
+    }
+    n->reading_fresh = !n->check_refused &&
+                       mono_now_us() - n->check_sent_us <=
+                           SHARE_FRESH_MS * 1000u;
     if (n->check_full)
         facts_from_info(&n->reading, reply->str);
     else
         facts_merge_info(&n->reading, reply->str);
     take_reading(n, &n->reading);
-    share_reading(n);
+    if (n->takeover != TAKEOVER_CHECKING)
+        share_reading(n);
+    else if (!n->reading_fresh)
+        takeover_end(n);
+    else if (mono_now_us() - n->check_sent_us >
+             TAKEOVER_STALLED_MS * 1000u)
+        takeover_wait(n, TAKEOVER_WAIT_PUBLISH);
+    else
+        takeover_publish(n);
 }
 
 /* A CONFIG GET reply (name, value pairs) read into f. Refused (hosted
@@ -407,6 +463,7 @@ static void schedule_reconnect(struct node *n)
 static void node_down(struct node *n)
 {
     n->check_pending = false;
+    takeover_end(n);
     /* A node given by name may have moved: look it up again, off the
      * loop; the next connect after the answer goes there. */
     if (n->state != NODE_CLOSED && n->resolving == NULL &&
@@ -660,14 +717,6 @@ static void schedule_check(struct node *n)
     ev_timer_start(n->loop, &n->check_timer);
 }
 
-/* Our delay before a takeover: VOTE_TAKEOVER_SPREAD_MS scaled by our id,
- * so the smallest id of the followers goes first. */
-static double takeover_delay_s(const struct node *n)
-{
-    return (double)(n->check_id >> 32) / 4294967296.0 *
-           VOTE_TAKEOVER_SPREAD_MS / 1000.0;
-}
-
 /* The shared check's part at an instant: whether another client's reading,
  * heard in our last VOTE_SHARE_EVERY instants, stands for our check, and
  * whether ours is to be published; after VOTE_SHARE_EVERY silent ones the
@@ -688,10 +737,9 @@ static bool reading_heard(struct node *n)
         n->unheard++;
     if (n->unheard <= VOTE_SHARE_EVERY)
         return !n->publishing;
-    if (!n->publishing && !n->share_refused) {
-        ev_timer_set(&n->takeover_timer, takeover_delay_s(n), 0.0);
-        ev_timer_start(n->loop, &n->takeover_timer);
-    }
+    if (!n->publishing && !n->share_refused &&
+        n->takeover == TAKEOVER_NONE)
+        takeover_wait(n, TAKEOVER_WAIT_CHECK);
     return false;
 }
 
@@ -723,16 +771,14 @@ static void on_check_timer(struct ev_loop *loop, ev_timer *w, int revents)
     n->check_full = n->check_refused || n->checks_to_full == 0;
     n->checks_to_full = n->check_full ? FULL_CHECK_EVERY - 1
                                       : n->checks_to_full - 1;
-    if (ev_is_active(&n->takeover_timer))
+    if (n->takeover != TAKEOVER_NONE)
         return; /* the takeover checks */
     if (heard && !n->check_full)
         return; /* another client's reading came: it was our check */
     send_check(n);
 }
 
-/* Nobody published in our last VOTE_SHARE_EVERY instants, and our delay
- * is over: unless another follower's reading came in it (it was our
- * check: on_shared_reading took it), we check and publish from now on. */
+/* A step of our takeover (enum takeover), after our delay. */
 static void on_takeover_timer(struct ev_loop *loop, ev_timer *w,
                               int revents)
 {
@@ -740,15 +786,20 @@ static void on_takeover_timer(struct ev_loop *loop, ev_timer *w,
 
     RL_UNUSED(loop);
     RL_UNUSED(revents);
-    if (n->state != NODE_READY || n->check_pending)
-        return;
-    if (n->unheard > 0) {
-        n->publishing = true;
-        n->unshared = VOTE_SHARE_EVERY; /* publish this one */
-    } else if (!n->check_full) {
+    if (n->state != NODE_READY) {
+        takeover_end(n);
         return;
     }
-    send_check(n);
+    if (n->takeover == TAKEOVER_WAIT_CHECK && !n->check_pending) {
+        n->takeover = TAKEOVER_CHECKING;
+        send_check(n);
+        if (!n->check_pending)
+            takeover_end(n);
+    } else if (n->takeover == TAKEOVER_WAIT_PUBLISH) {
+        takeover_publish(n);
+    } else {
+        takeover_end(n);
+    }
 }
 
 static void on_backoff_timer(struct ev_loop *loop, ev_timer *w, int revents)

@@ -35,6 +35,18 @@ enum req_role {
     REQ_SHARE,       /* PUBLISH of a check's reading (shared check) */
 };
 
+/* A follower's takeover of the shared check (node.c): after
+ * VOTE_SHARE_EVERY silent instants it waits its delay, checks, and
+ * publishes (after its delay again when the check was slow: a stalled
+ * node); a reading heard at any step ends it. */
+enum takeover {
+    TAKEOVER_NONE,
+    TAKEOVER_WAIT_CHECK,   /* our check after our delay */
+    TAKEOVER_CHECKING,     /* it is on its way */
+    TAKEOVER_WAIT_PUBLISH, /* it came back slow but fresh: published
+                              after our delay */
+};
+
 struct request {
     struct list_link link;      /* on its node's pending, deferred or
                                    batch list, or its batch's items */
@@ -107,8 +119,10 @@ struct node {
     unsigned unheard;           /* instants since another client's
                                    reading was last heard */
     unsigned unshared;          /* our checks since we last published */
-    ev_timer takeover_timer;    /* nobody published: our check (and
-                                   publication) after our id's delay */
+    enum takeover takeover;     /* where our takeover stands */
+    ev_timer takeover_timer;    /* its delays (by our id) */
+    bool reading_fresh;         /* our last check came back within
+                                   SHARE_FRESH_MS, unrefused */
     char shared_line[FACTS_SHARE_MAX]; /* what we last published */
     rl_mono_us check_sent_us;   /* our pending check's send */
     struct node *const *peers;  /* every node of the client (index order) */

@@ -22,19 +22,23 @@
  * VOTE_CHECK_GAP_MS apart (an instant comes half to one and a half
  * intervals after the one before; a client that follows the node's
  * shared check hears a reading at least every VOTE_SHARE_EVERY instants
- * of its publisher, and checks itself at most VOTE_TAKEOVER_SPREAD_MS
- * after the instant after VOTE_SHARE_EVERY silent ones; more only when a
- * check is still unanswered at the next instant, which is then skipped),
+ * of its publisher, and at the instant after VOTE_SHARE_EVERY silent
+ * ones at most twice VOTE_TAKEOVER_SPREAD_MS later (before its own check,
+ * and, if the node was slow to answer it, before it publishes it); more
+ * only when a check is still
+ * unanswered at the next instant, which is then skipped),
  * so a node that stopped evicting may have evicted up to that long before
  * the reading that no longer showed it. */
 #define VOTE_CHECK_INTERVAL_MS 1000
 #define VOTE_SHARE_EVERY 3
 /* A follower's takeover after VOTE_SHARE_EVERY silent instants waits up
- * to this long (by its id: node.c), so one check serves them all. */
+ * to this long (by its id: node.c) before its check, and again before it
+ * publishes a check the node was slow to answer, so one check and one
+ * publication serve them all. */
 #define VOTE_TAKEOVER_SPREAD_MS 250
 #define VOTE_CHECK_GAP_MS                                                   \
     ((VOTE_SHARE_EVERY + 1) * VOTE_CHECK_INTERVAL_MS * 3 / 2 +              \
-     VOTE_TAKEOVER_SPREAD_MS)
+     2 * VOTE_TAKEOVER_SPREAD_MS)
 
 /* The wall-clock instant (µs since the epoch) of the next node check of
  * the node at a, the clock reading now_us: the first instant of the

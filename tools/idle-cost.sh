@@ -12,13 +12,18 @@
 # With "takeover" as 4th argument, each run then kills (SIGKILL) the
 # holder that publishes the node's shared check and counts what the node
 # ran in the 8 s after: the others' takeover (needs ss, of iproute2).
-#   tools/idle-cost.sh [N] [SECONDS] [RUNS] [takeover]  (defaults 50 10 3)
+# With "stall", each run then pauses the node's clients 6 times for
+# 1.5 s (CLIENT PAUSE ALL, 4 s apart) and counts what the node ran: a
+# pause over the publisher's check makes the followers take over while
+# the node does not answer.
+#   tools/idle-cost.sh [N] [SECONDS] [RUNS] [takeover|stall]
+#   (defaults 50 10 3)
 # Uses $REDLOCK_CLI, else build/release/tools/redlock-cli/redlock-cli.
 set -euo pipefail
 n=${1:-50}
 secs=${2:-10}
 runs=${3:-3}
-takeover=${4:-}
+after=${4:-}
 root=$(cd "$(dirname "$0")/.." && pwd)
 cli=${REDLOCK_CLI:-$root/build/release/tools/redlock-cli/redlock-cli}
 [ -x "$cli" ] || { echo "idle-cost: no $cli (build first)" >&2; exit 2; }
@@ -66,7 +71,7 @@ window() {
 # (until its next check: poll for it, a publication comes every 3 s);
 # its process owns the client end of it.
 kill_publisher() {
-    local addr='' pid='' a b t0 t1
+    local addr='' pid=''
     for _ in $(seq 50); do
         # (awk reads to the end: an early exit would end the pipe with
         # SIGPIPE)
@@ -79,17 +84,39 @@ kill_publisher() {
     [ -n "$addr" ] && pid=$(ss -tnpH "sport = :${addr##*:}" |
         sed -n 's/.*pid=\([0-9]*\).*/\1/p' | sort -u)
     [ -n "$pid" ] || { echo "idle-cost: no publisher found" >&2; return; }
+    victim=$pid
+    count_while "takeover: publisher killed" kill_and_wait
+}
+kill_and_wait() {
+    kill -KILL "$victim"
+    sleep 8
+}
+
+# Runs function $2 and prints $1, what the node ran meanwhile (the
+# check's commands and PUBLISH) and its CPU.
+count_while() {
+    local what=$1 a b t0 t1
     rc CONFIG RESETSTAT >/dev/null
     t0=$(now_us)
     a=$(cpu_us)
-    kill -KILL "$pid"
-    sleep 8
+    "$2"
     b=$(cpu_us)
     t1=$(now_us)
-    rc INFO commandstats | tr -d '\r' | awk -F'[:=,]' -v cpu=$((b - a)) -v s="$(((t1 - t0) / 1000))" '
+    rc INFO commandstats | tr -d '\r' | awk -F'[:=,]' -v cpu=$((b - a)) \
+        -v s="$(((t1 - t0) / 1000))" -v what="$what" '
         /^cmdstat_(info|config\|get|publish):/ { sub("cmdstat_", "", $1); c[$1] = $3 }
-        END { printf "  takeover: publisher killed; in the %d ms after: node CPU %d us, info %d (2 of them by this script), config|get %d, publish %d calls\n",
-                     s, cpu, c["info"], c["config|get"], c["publish"] }'
+        END { printf "  %s; in the %d ms: node CPU %d us, info %d (2 of them by this script), config|get %d, publish %d calls\n",
+                     what, s, cpu, c["info"], c["config|get"], c["publish"] }'
+}
+
+stall_node() {
+    count_while "stall: 6 pauses of 1.5 s" stall_pauses
+}
+stall_pauses() {
+    for _ in 1 2 3 4 5 6; do
+        rc CLIENT PAUSE 1500 ALL >/dev/null
+        sleep 4
+    done
 }
 
 marginals=()
@@ -131,7 +158,10 @@ for run in $(seq "$runs"); do
     busy=$(window)
     stats=$(rc INFO commandstats | tr -d '\r')
     stats_s=$(echo "($(now_us) - $reset_us) / 1000000" | bc -l)
-    [ "$takeover" = takeover ] && kill_publisher
+    case "$after" in
+    takeover) kill_publisher ;;
+    stall) stall_node ;;
+    esac
     exec 3>&-
     wait
     marginal=$((busy - idle))
