@@ -212,7 +212,7 @@ section "ThreadSanitizer build"
 # The tests that run threads against one client: the blocking API from
 # many threads, the watchdog, async calls, client create/free, the
 # lifetime stress tests, and the node checks (a moved host name is looked
-# up on a thread of its own; three clients share a node's checks). Only these are built and run. The 60 s
+# up on a thread of its own; five clients share a node's checks). Only these are built and run. The 60 s
 # loaded-machine hold is left to the other stages (TSan slows it down and
 # it adds no interleaving the others lack).
 tsan_tests="threads watchdog async reentrancy stress lifetimes lost_and_caps
