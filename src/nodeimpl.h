@@ -35,7 +35,7 @@ enum req_role {
     REQ_SHARE,       /* PUBLISH of a check's reading (shared check) */
 };
 
-/* A follower's takeover of the shared check (node.c): after
+/* A follower's takeover of the shared check (nodeshare.c): after
  * VOTE_SHARE_EVERY silent instants it waits its delay, checks, and
  * publishes (after its delay again when the check was slow: a stalled
  * node); a reading heard at any step ends it. */
@@ -107,7 +107,7 @@ struct node {
     struct node_facts reading;  /* the answers of the check so far */
     ev_timer check_timer;       /* the node check, at the node's grid's
                                    next instant */
-    /* The shared check (node.c): */
+    /* The shared check (nodeshare.c): */
     struct notify *notify;      /* the client's (freed just before the
                                    nodes, in one loop callback) */
     uint64_t check_id;          /* ours among the node's clients */
@@ -136,6 +136,36 @@ struct node {
     struct node_stats stats;
     struct wire *time_wire;     /* "TIME", shared by the node's samples */
 };
+
+/* node.c, for nodeshare.c */
+
+/* A node's check sent now (check_pending while it is on its way). */
+void node_send_check(struct node *n);
+/* A reading (a check's, ours or another client's) becomes the node's
+ * facts. */
+void node_take_reading(struct node *n, const struct node_facts *reading);
+
+/* nodeshare.c: the shared check (a follower takes other clients'
+ * readings of the node instead of checking it) */
+
+/* Checks of our own before a client follows the node's readings. */
+#define FOLLOW_AFTER_CHECKS 8
+
+/* The node's check_id and takeover timer (node_new). */
+void share_init(struct node *n);
+/* Stops the takeover timer (node_free). */
+void share_stop(struct node *n);
+/* The shared check's part at a check instant: whether a reading heard
+ * from another client stands for our check (none is sent) or not; while
+ * n->takeover is not TAKEOVER_NONE the takeover sends the check. */
+bool share_instant(struct node *n);
+/* Our check's reading was taken: published, or the takeover's next
+ * step. */
+void share_check_done(struct node *n);
+/* Ends a takeover (the connection went down, a check failed). */
+void share_end(struct node *n);
+/* The reply of our PUBLISH: an error means we may not share. */
+void share_reply(struct node *n, const redisReply *reply);
 
 /* request.c */
 

@@ -52,7 +52,7 @@
 
 #define CHANNEL_PREFIX "redlock:release:"
 #define QUEUE_PREFIX "redlock:queue:" /* fair-queue announcements */
-#define FACTS_CHANNEL "redlock:facts"  /* node checks shared (node.c) */
+#define FACTS_CHANNEL "redlock:facts"  /* node checks shared (nodeshare.c) */
 #define MAX_IDLE_CHANNELS 1024 /* subscriptions kept with nobody waiting */
 
 struct channel {

@@ -71,7 +71,7 @@ bool notify_turn_awaited(const struct notify *nt, const char *key,
  * next one is woken for it now, as the release's message would have.
  * Then notify_unwait. */
 void notify_pass_on(struct notify_waiter *w);
-/* The shared node check (node.c): call fn(arg, msg, len) for every
+/* The shared node check (nodeshare.c): call fn(arg, msg, len) for every
  * message on redlock:facts from node index, from now until notify_free
  * (idempotent: a node follows once). Subscribes there, opening the
  * node's subscriber connection if it is not open, and again after every

@@ -25,14 +25,13 @@
  * of its publisher, and at the instant after VOTE_SHARE_EVERY silent
  * ones at most twice VOTE_TAKEOVER_SPREAD_MS later (before its own check,
  * and, if the node was slow to answer it, before it publishes it); more
- * only when a check is still
- * unanswered at the next instant, which is then skipped),
- * so a node that stopped evicting may have evicted up to that long before
- * the reading that no longer showed it. */
+ * only when a check is still unanswered at the next instant, which is
+ * then skipped), so a node that stopped evicting may have evicted up to
+ * that long before the reading that no longer showed it. */
 #define VOTE_CHECK_INTERVAL_MS 1000
 #define VOTE_SHARE_EVERY 3
 /* A follower's takeover after VOTE_SHARE_EVERY silent instants waits up
- * to this long (by its id: node.c) before its check, and again before it
+ * to this long (by its id: nodeshare.c) before its check, and again before it
  * publishes a check the node was slow to answer, so one check and one
  * publication serve them all. */
 #define VOTE_TAKEOVER_SPREAD_MS 250

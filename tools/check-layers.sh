@@ -19,7 +19,7 @@ layer_of() {
     abi|common|error|clock|clockguard|facts|token|uri|resolver|config|\
     scripts|timeheap|list|vote|latency)       l="0 base" ;;
     loop|conn|resp|tls|cancel|wire)           l="1 loop/conn" ;;
-    node|nodeimpl|request|notify)             l="2 node" ;;
+    node|nodeimpl|nodeshare|request|notify)   l="2 node" ;;
     quorum|roundwhy|fence|lockrec|core|retry) l="3 quorum" ;;
     acquire|acquireopts|extend|release|inspect|semaphore|\
     queue|queueview)                          l="4 operations" ;;

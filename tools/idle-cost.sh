@@ -143,7 +143,7 @@ for run in $(seq "$runs"); do
         exit 1
     }
     # Long-lived clients follow the node's shared check after their first
-    # 8 checks (src/node.c): wait until all of them listen (at most 15 s:
+    # 8 checks (src/nodeshare.c): wait until all of them listen (at most 15 s:
     # a build from before the shared check never does), then three
     # instants more, for one publisher among them (the first followed
     # instant may have several).

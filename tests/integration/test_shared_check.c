@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* test_shared_check.c -- the node's shared check (src/node.c, "The shared
- * check") against real redis-server processes, with five clients of the
- * same node(s):
+/* test_shared_check.c -- the node's shared check (src/nodeshare.c)
+ * against real redis-server processes, with five clients of the same
+ * node(s):
  *   - once every client follows the node (subscribed to redlock:facts),
  *     one of them checks the node and publishes its readings, the others
  *     take them instead of checking themselves (checks_heard), and a
